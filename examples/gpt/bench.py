@@ -1,0 +1,124 @@
+"""A small GPT-style training benchmark profiled with perfci.
+
+Runs on CUDA when present, otherwise on the CPU. ``--slow-attention`` (or
+``PERFCI_EXAMPLE_SLOW_ATTENTION=1``) swaps the fused attention kernel for an unfused,
+per-head implementation: a genuine slowdown that perfci should catch and attribute.
+
+    perfci run --benchmark gpt-tiny --repeats 3 -- python examples/gpt/bench.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+
+import torch
+from torch import nn
+from torch.nn import functional as F  # noqa: N812 - the conventional alias
+
+from perfci.torch import profile_steps
+
+
+class Attention(nn.Module):
+    def __init__(self, dim: int, heads: int, slow: bool) -> None:
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.slow = slow
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        batch, seq, dim = x.shape
+        q, k, v = self.qkv(x).split(dim, dim=2)
+        shape = (batch, seq, self.heads, dim // self.heads)
+        q, k, v = (t.view(shape).transpose(1, 2) for t in (q, k, v))
+        if self.slow:
+            out = self._unfused(q, k, v)
+        else:
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.proj(out.transpose(1, 2).reshape(batch, seq, dim))
+
+    @staticmethod
+    def _unfused(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        # One head at a time, materialising the full score matrix: what a fused kernel avoids.
+        seq = q.shape[2]
+        mask = torch.triu(torch.ones(seq, seq, dtype=torch.bool, device=q.device), 1)
+        heads = []
+        for h in range(q.shape[1]):
+            with torch.profiler.record_function("unfused_attention_head"):
+                scores = q[:, h] @ k[:, h].transpose(-2, -1) / math.sqrt(q.shape[-1])
+                scores = scores.masked_fill(mask, float("-inf"))
+                heads.append(torch.softmax(scores.float(), dim=-1).to(v.dtype) @ v[:, h])
+        return torch.stack(heads, dim=1)
+
+
+class Block(nn.Module):
+    def __init__(self, dim: int, heads: int, slow: bool) -> None:
+        super().__init__()
+        self.ln1 = nn.LayerNorm(dim)
+        self.attn = Attention(dim, heads, slow)
+        self.ln2 = nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
+class TinyGPT(nn.Module):
+    def __init__(self, vocab: int, dim: int, heads: int, layers: int, seq: int,
+                 slow: bool) -> None:
+        super().__init__()
+        self.tok = nn.Embedding(vocab, dim)
+        self.pos = nn.Embedding(seq, dim)
+        self.blocks = nn.ModuleList(Block(dim, heads, slow) for _ in range(layers))
+        self.ln = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, vocab, bias=False)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(idx.shape[1], device=idx.device)
+        x = self.tok(idx) + self.pos(positions)
+        for i, block in enumerate(self.blocks):
+            with torch.profiler.record_function(f"layer_{i}"):
+                x = block(x)
+        return self.head(self.ln(x))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--slow-attention", action="store_true",
+                        default=os.environ.get("PERFCI_EXAMPLE_SLOW_ATTENTION") == "1")
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--seq", type=int, default=128)
+    parser.add_argument("--dim", type=int, default=128)
+    parser.add_argument("--heads", type=int, default=8)
+    parser.add_argument("--layers", type=int, default=2)
+    args = parser.parse_args()
+
+    torch.manual_seed(0)
+    torch.set_num_threads(1)  # steadier timings on shared CI CPUs
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = TinyGPT(512, args.dim, args.heads, args.layers, args.seq, args.slow_attention)
+    model.to(device)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    data = torch.randint(0, 512, (args.batch, args.seq + 1), device=device)
+
+    with profile_steps(warmup=args.warmup, active=args.steps, label="gpt") as run:
+        for _ in run:
+            with torch.profiler.record_function("forward"):
+                logits = model(data[:, :-1])
+                loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                       data[:, 1:].reshape(-1))
+            with torch.profiler.record_function("backward"):
+                loss.backward()
+            with torch.profiler.record_function("optimizer"):
+                optimizer.step()
+                optimizer.zero_grad(set_to_none=True)
+    print(f"wrote {run.trace_path} ({device}, slow_attention={args.slow_attention})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The ``perfci`` command: one module per subcommand, each a thin shell over ``perfci.usecases``."""

@@ -1,0 +1,68 @@
+"""Entry point: builds the Typer app from the subcommand modules and maps errors to exit codes.
+
+Exit codes: 0 success / no regression, 1 a gated regression, 2 usage or input error.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from perfci import __version__
+from perfci.cli import formats_cmd, parse_cmd, run_cmd
+from perfci.cli._console import err_console
+from perfci.errors import PerfciError
+
+app = typer.Typer(
+    name="perfci",
+    help="Catch GPU performance regressions in CI: parse profiles, store runs, compare, report.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+# Each subcommand module exposes register(app).
+for _module in (parse_cmd, formats_cmd, run_cmd):
+    _module.register(app)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"perfci {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """perfci: automated performance-regression checks for GPU workloads."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the exit code instead of raising SystemExit when called in-process."""
+    try:
+        result = app(args=argv if argv is not None else sys.argv[1:], standalone_mode=False)
+    except PerfciError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+        return exc.exit_code
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.Abort:
+        err_console.print("aborted")
+        return 130
+    except Exception as exc:  # click usage errors
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            return 2
+        raise
+    return result if isinstance(result, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""``perfci parse``: read profiles and show their metrics, or print the perfci JSON document."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from perfci import usecases
+from perfci.cli._console import console, err_console
+from perfci.model import Profile
+from perfci.units import format_ns
+
+
+def _option_pairs(values: list[str]) -> dict[str, str]:
+    pairs = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--option")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def _show(profile: Profile, top: int) -> None:
+    steps = f", {profile.steps} steps" if profile.steps is not None else ""
+    console.print(f"[bold]{profile.label}[/] ({profile.format}, {len(profile.metrics)} metrics"
+                  f"{steps}) — {profile.source}", markup=True)
+    kinds: dict[str, list] = {}
+    for metric in profile.metrics:
+        kinds.setdefault(metric.kind.value, []).append(metric)
+    for kind, metrics in kinds.items():
+        metrics.sort(key=lambda m: -(m.total_ns or m.avg_ns or 0.0))
+        table = Table(title=f"{kind} ({len(metrics)})", title_justify="left", box=None)
+        for column in ("name", "device", "calls", "total", "avg", "bytes"):
+            table.add_column(column, justify="left" if column == "name" else "right",
+                             overflow="fold" if column == "name" else "ellipsis")
+        for metric in metrics[:top]:
+            name = f"{metric.scope} ▸ {metric.name}" if metric.scope else metric.name
+            table.add_row(
+                name, metric.device.value,
+                "" if metric.calls is None else f"{metric.calls:,}",
+                "" if metric.total_ns is None else format_ns(metric.total_ns),
+                "" if metric.avg_ns is None else format_ns(metric.avg_ns),
+                "" if metric.bytes is None else f"{metric.bytes:,.0f}",
+            )
+        if len(metrics) > top:
+            table.caption = f"… {len(metrics) - top} more (use --top or --json)"
+        console.print(table, markup=False)
+    console.print()
+
+
+def parse_command(
+    files: list[Path] = typer.Argument(..., help="Profile files to read.", show_default=False),
+    format: str | None = typer.Option(None, "--format", "-f",
+                                      help="Format name (see `perfci formats`); "
+                                           "detected from content when omitted."),
+    option: list[str] = typer.Option([], "--option", "-o",
+                                     help="Parser option KEY=VALUE (e.g. time_unit=us)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the perfci JSON document."),
+    top: int = typer.Option(15, "--top", help="Rows shown per metric kind.", min=1),
+) -> None:
+    """Parse profiler output into metrics: a table per profile, or JSON."""
+    profiles = usecases.parse_profiles(files, format=format, options=_option_pairs(option))
+    for profile in profiles:
+        for warning in profile.warnings:
+            err_console.print(f"warning: {profile.source}: {warning}")
+    if as_json:
+        typer.echo(json.dumps(usecases.profiles_document(profiles), indent=1))
+        return
+    for profile in profiles:
+        _show(profile, top)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("parse")(parse_command)

@@ -1,0 +1,61 @@
+"""``perfci run``: run a benchmark N times under a profiler and collect its profiles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from perfci.cli._console import err_console
+from perfci.runner import RepeatResult, run_benchmark
+from perfci.settings import find_project_root
+
+
+def run_with_progress(command: list[str], *, benchmark: str, repeats: int, profiler: str,
+                      work_dir: Path, globs: list[str] | None = None) -> list[list[Path]]:
+    """Run the benchmark with a progress bar on stderr; returns the files of each repeat."""
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                  TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
+                  console=err_console, transient=True) as progress:
+        task = progress.add_task(f"{benchmark}: running", total=repeats)
+
+        def advance(index: int, repeat: RepeatResult) -> None:
+            progress.advance(task)
+            err_console.print(f"  repeat {index}: {repeat.seconds:.1f} s, "
+                              f"{len(repeat.files)} file(s)")
+
+        result = run_benchmark(command, benchmark=benchmark, repeats=repeats,
+                               work_dir=work_dir, profiler=profiler, globs=globs,
+                               on_repeat=advance)
+    return result.files_per_repeat
+
+
+def default_work_dir(benchmark: str) -> Path:
+    return find_project_root() / ".perfci" / "runs" / benchmark
+
+
+def run_command(
+    command: list[str] = typer.Argument(..., help="The benchmark command, after `--`."),
+    benchmark: str = typer.Option(..., "--benchmark", "-b", help="Benchmark name."),
+    repeats: int = typer.Option(3, "--repeats", "-n", min=1, help="Fresh processes to run."),
+    profiler: str = typer.Option("torch", "--profiler", help="torch | nsys | none."),
+    glob: list[str] = typer.Option([], "--glob", help="Profile file pattern(s) to collect."),
+    work_dir: Path | None = typer.Option(None, "--work-dir",
+                                         help="Where repeats write (default .perfci/runs/NAME)."),
+) -> None:
+    """Run a benchmark command N times, each a fresh process, and list the profiles it wrote.
+
+    The command gets PERFCI_OUTPUT_DIR and PERFCI_REPEAT. Nothing is stored: use
+    `perfci ingest` on the files, or `perfci check` for the whole loop.
+    """
+    files = run_with_progress(command, benchmark=benchmark, repeats=repeats, profiler=profiler,
+                              work_dir=work_dir or default_work_dir(benchmark),
+                              globs=glob or None)
+    for index, repeat_files in enumerate(files):
+        for path in repeat_files:
+            typer.echo(f"{index}\t{path}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run", context_settings={"allow_interspersed_args": False})(run_command)

@@ -1,0 +1,80 @@
+"""Errors whose messages are written for the user who will read them.
+
+::
+
+    PerfciError
+    ├── ParseError          a profile could not be read (names file, line, what was expected)
+    ├── UnknownFormatError  no parser recognises the content, or --format names no parser
+    ├── ConfigError         settings or flags are invalid
+    ├── StorageError        the database refused or failed an operation
+    ├── BaselineNotFound    no comparable baseline runs exist
+    ├── NotFoundError       an id or name does not exist
+    ├── AuthError           a token is missing, wrong, revoked, or lacks a scope
+    └── GitHubError         the GitHub API refused or failed a request
+
+Each boundary (CLI, HTTP server) catches ``PerfciError`` once and shows ``str(error)``;
+third-party errors are translated where they enter, chained with ``from``.
+"""
+
+from __future__ import annotations
+
+
+class PerfciError(Exception):
+    """Base of all errors perfci reports to users."""
+
+    exit_code = 2
+
+
+class ParseError(PerfciError):
+    """A profile could not be parsed. ``str()`` reads ``FILE:LINE: message``."""
+
+    def __init__(self, message: str, *, source: str = "", line: int | None = None,
+                 format: str | None = None) -> None:
+        self.message = message
+        self.source = source
+        self.line = line
+        self.format = format
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = self.source or "<input>"
+        if self.line is not None:
+            where = f"{where}:{self.line}"
+        fmt = f" ({self.format})" if self.format else ""
+        return f"{where}: {self.message}{fmt}"
+
+
+class UnknownFormatError(PerfciError):
+    """No parser recognises a file, or a format name is not registered."""
+
+
+class ConfigError(PerfciError):
+    """Invalid settings, flags or configuration files."""
+
+
+class StorageError(PerfciError):
+    """The store failed or refused an operation."""
+
+
+class BaselineNotFound(PerfciError):
+    """No comparable baseline exists for a run."""
+
+
+class NotFoundError(PerfciError):
+    """An id or name that does not exist."""
+
+
+class AuthError(PerfciError):
+    """A missing, wrong or revoked token, or one without the needed scope."""
+
+    def __init__(self, message: str, *, status: int = 401) -> None:
+        self.status = status
+        super().__init__(message)
+
+
+class GitHubError(PerfciError):
+    """The GitHub API refused or failed a request."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        self.status = status
+        super().__init__(message)

@@ -1,0 +1,226 @@
+"""Alibaba AICB files that are not layer tables (FORMATS.md f2).
+
+* The physical workload / post-run CSV: optional ``[rank0 ~ rank127]`` line, then
+  ``comm_type,comm_group,comm_group_size,msg_size,stage,dst,src,additional,_elapsed_time,
+  algbw,busbw,count``. ``_elapsed_time`` is ms (``None`` before a run), ``msg_size`` bytes.
+  Rows become ``comm`` metrics named ``<comm_type>[<comm_group>]`` (``all_gather[tp_group]``)
+  scoped to their ``stage`` (``forward.MoE``). ``CommType.epoch_end`` rows close an iteration
+  and carry its wall time: they become the ``iteration`` step metric. The segment before the
+  first ``epoch_end`` that holds only ``init.*`` stages is model setup, not an iteration; its
+  time goes to ``metadata["setup_ns"]``.
+* The AIOB compute file: ``train_iter:10`` then ``<op>:`` blocks of ``time_gpu_max/min/avg``
+  (µs by default) → one ``layer`` metric per op with avg/min/max, ``calls`` = ``train_iter``.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import statistics
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from perfci.formats._steps import step_metric
+from perfci.formats._workload_layers import (
+    TableError,
+    indexed_names,
+    number_cell,
+    unit_factor,
+)
+from perfci.model import Metric, MetricKind
+from perfci.units import MISSING, NS_PER_UNIT
+
+RANK_RANGE = re.compile(r"^\[rank\s*([0-9]{1,9})\s*~\s*rank\s*([0-9]{1,9})\]$")
+CSV_HEADER = re.compile(r"^comm_type,comm_group,")
+AIOB_FIRST = re.compile(r"^train_iter:\s*([0-9]{1,9})\s*$")
+_AIOB_OP = re.compile(r"^(\S.*?):\s*$")
+_AIOB_STAT = re.compile(r"^\s+([A-Za-z_]\w*):\s*(\S+)\s*$")
+_REQUIRED = ("comm_type", "msg_size")
+_EPOCH_END = "epoch_end"
+_SETUP_PREFIX = "init"
+
+
+@dataclass(slots=True)
+class CommGroup:
+    """Calls of one collective in one stage."""
+
+    calls: int = 0
+    bytes: Decimal = Decimal(0)
+    times_ns: list[float] = field(default_factory=list)
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class CsvResult:
+    metrics: list[Metric]
+    steps: int | None
+    metadata: dict[str, Any]
+
+
+# --- post-run / physical CSV ------------------------------------------------------------------
+
+
+def read_comm_csv(lines: list[str]) -> CsvResult:
+    """Comm metrics and iteration steps of an AICB communication log."""
+    metadata: dict[str, Any] = {}
+    start = 0
+    ranks = RANK_RANGE.match(lines[0].strip()) if lines else None
+    if ranks:
+        metadata["ranks"] = f"{ranks.group(1)}-{ranks.group(2)}"
+        start = 1
+    try:
+        rows = list(csv.reader(lines[start:]))
+    except csv.Error as exc:
+        raise TableError(f"malformed CSV: {exc}", start + 1) from exc
+    if not rows or not CSV_HEADER.match(",".join(rows[0])):
+        raise TableError("expected the header comm_type,comm_group,...", start + 1)
+    header = [cell.strip() for cell in rows[0]]
+    missing = [name for name in _REQUIRED if name not in header]
+    if missing:
+        raise TableError(f"expected columns {', '.join(missing)} in the header", start + 1)
+    groups, iterations = _scan_rows(rows[1:], header, first_line=start + 2, metadata=metadata)
+    metrics = [_comm_metric(key, group) for key, group in groups.items()]
+    samples = [t for t in iterations if t is not None]
+    if samples and len(samples) == len(iterations):
+        metrics.append(step_metric("iteration", samples))
+    return CsvResult(metrics=metrics, steps=len(iterations) or None, metadata=metadata)
+
+
+def _scan_rows(rows: list[list[str]], header: list[str], *, first_line: int,
+               metadata: dict[str, Any]) -> tuple[dict[tuple[str | None, str], CommGroup],
+                                                  list[float | None]]:
+    """Comm groups by (stage, name), and one (possibly unknown) time per iteration."""
+    groups: dict[tuple[str | None, str], CommGroup] = {}
+    iterations: list[float | None] = []
+    segment_stages: set[str] = set()
+    for offset, cells in enumerate(rows):
+        line = first_line + offset
+        if not any(cell.strip() for cell in cells):
+            continue
+        if len(cells) != len(header):
+            raise TableError(f"expected {len(header)} comma-separated fields, "
+                             f"found {len(cells)}", line)
+        row = dict(zip(header, (cell.strip() for cell in cells), strict=True))
+        comm_type = _enum_value(row["comm_type"])
+        elapsed = _elapsed_ns(row.get("_elapsed_time", ""), line)
+        if comm_type == _EPOCH_END:
+            _close_segment(segment_stages, elapsed, iterations, metadata)
+            segment_stages = set()
+            continue
+        segment_stages.add(row.get("stage", ""))
+        _add_call(groups, row, comm_type, elapsed, line)
+    return groups, iterations
+
+
+def _close_segment(stages: set[str], elapsed: float | None, iterations: list[float | None],
+                   metadata: dict[str, Any]) -> None:
+    """File an ``epoch_end`` time as model setup or as one iteration."""
+    is_setup = bool(stages) and all(s.split(".")[0] == _SETUP_PREFIX for s in stages)
+    if is_setup and not iterations:
+        if elapsed is not None:
+            metadata["setup_ns"] = elapsed
+    else:
+        iterations.append(elapsed)
+
+
+def _add_call(groups: dict[tuple[str | None, str], CommGroup], row: dict[str, str],
+              comm_type: str, elapsed: float | None, line: int) -> None:
+    group_name = _enum_value(row.get("comm_group", ""))
+    name = f"{comm_type}[{group_name}]" if group_name else comm_type
+    stage = row.get("stage") or None
+    size = row.get("comm_group_size", "")
+    attrs: dict[str, Any] = {"comm_type": comm_type, "comm_group": group_name}
+    if re.fullmatch(r"[0-9]{1,9}", size):
+        attrs["comm_group_size"] = int(size)  # "None" for some groups (ep_group)
+    group = groups.setdefault((stage, name), CommGroup(attrs=attrs))
+    group.calls += 1
+    group.bytes += _decimal(row["msg_size"], line, "msg_size") or 0
+    if elapsed is not None:
+        group.times_ns.append(elapsed)
+
+
+def _comm_metric(key: tuple[str | None, str], group: CommGroup) -> Metric:
+    stage, name = key
+    times = group.times_ns
+    return Metric(
+        kind=MetricKind.COMM, name=name, scope=stage, calls=group.calls,
+        bytes=float(group.bytes),
+        total_ns=float(sum(times)) if times else None,
+        avg_ns=statistics.fmean(times) if times else None,
+        min_ns=min(times) if times else None, max_ns=max(times) if times else None,
+        attrs={**group.attrs, "timed_calls": len(times)},
+    )
+
+
+def _enum_value(text: str) -> str:
+    """``CommType.all_reduce`` → ``all_reduce``; ``None`` → ``""``."""
+    cleaned = text.strip()
+    return "" if cleaned in MISSING else cleaned.rpartition(".")[2]
+
+
+def _elapsed_ns(text: str, line: int) -> float | None:
+    value = _decimal(text, line, "_elapsed_time")
+    if value is not None and value < 0:
+        raise TableError(f"expected a non-negative _elapsed_time, found {text!r}", line)
+    return None if value is None else float(value * NS_PER_UNIT["ms"])
+
+
+def _decimal(text: str, line: int, column: str) -> Decimal | None:
+    return number_cell(text, line, f"column {column}")
+
+
+# --- AIOB compute file ------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class AiobOp:
+    name: str
+    line: int
+    stats: dict[str, str] = field(default_factory=dict)
+
+
+def read_aiob(lines: list[str], *, unit: str) -> tuple[list[Metric], int]:
+    """``layer`` metrics of an AIOB compute file, and its ``train_iter``."""
+    first = AIOB_FIRST.match(lines[0].strip()) if lines else None
+    if not first:
+        raise TableError("expected 'train_iter:<N>' on the first line", 1)
+    iterations = int(first.group(1))
+    ops = _aiob_blocks(lines)
+    names = indexed_names([op.name for op in ops])
+    return [_aiob_metric(op, name, iterations, unit) for op, name in
+            zip(ops, names, strict=True)], iterations
+
+
+def _aiob_blocks(lines: list[str]) -> list[AiobOp]:
+    ops: list[AiobOp] = []
+    for number, text in enumerate(lines[1:], start=2):
+        if not text.strip():
+            continue
+        stat = _AIOB_STAT.match(text)
+        op = _AIOB_OP.match(text)
+        if stat and ops:
+            ops[-1].stats[stat.group(1)] = stat.group(2)
+        elif op and not text[0].isspace():
+            ops.append(AiobOp(name=op.group(1), line=number))
+        else:
+            raise TableError(f"expected '<op>:' or an indented 'time_gpu_avg: <n>' line, "
+                             f"found {text.strip()[:40]!r}", number)
+    if not ops:
+        raise TableError("expected at least one '<op>:' block after train_iter", 1)
+    return ops
+
+
+def _aiob_metric(op: AiobOp, name: str, iterations: int, unit: str) -> Metric:
+    def ns(key: str) -> float | None:
+        value = _decimal(op.stats[key], op.line, key) if key in op.stats else None
+        return None if value is None else float(value * unit_factor(unit))
+
+    avg = ns("time_gpu_avg")
+    if avg is None:
+        raise TableError(f"expected time_gpu_avg for {op.name!r}", op.line)
+    extra = {k: v for k, v in op.stats.items() if not k.startswith("time_gpu_")}
+    return Metric(kind=MetricKind.LAYER, name=name, calls=iterations or None,
+                  total_ns=avg * iterations if iterations else avg, avg_ns=avg,
+                  min_ns=ns("time_gpu_min"), max_ns=ns("time_gpu_max"),
+                  attrs={"op": op.name, **extra})

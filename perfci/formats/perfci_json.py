@@ -1,0 +1,35 @@
+"""perfci's own JSON document (see ``perfci.jsondoc``), so that any tool can feed perfci."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from perfci.errors import ParseError
+from perfci.jsondoc import from_document
+from perfci.model import Profile
+
+if TYPE_CHECKING:
+    from perfci.formats.registry import Head
+
+NAME = "perfci_json"
+DESCRIPTION = "perfci's own JSON document (perfci parse --json)"
+
+
+def sniff(head: Head) -> bool:
+    start = head.text.lstrip()[:4096]
+    return start.startswith("{") and '"perfci_version"' in start and '"profiles"' in start
+
+
+def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
+    opener = gzip.open if path.read_bytes()[:2] == b"\x1f\x8b" else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as handle:
+            doc = json.load(handle)
+    except json.JSONDecodeError as exc:
+        raise ParseError(f"invalid JSON: {exc.msg}", source=str(path), line=exc.lineno,
+                         format=NAME) from exc
+    return from_document(doc, source=str(path))

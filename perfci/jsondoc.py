@@ -1,0 +1,160 @@
+"""perfci's own JSON document: what ``perfci parse --json`` writes and any tool can feed back.
+
+::
+
+    {"perfci_version": "0.1.0", "schema_version": 1,
+     "profiles": [{"label", "format", "source", "steps", "metadata",
+                   "metrics": [{"kind", "name", "device", "calls", "total_ns", ...}]}]}
+
+Absent fields are omitted. ``schema_version`` lets readers upgrade older documents by named
+functions; a document newer than this reader is rejected with a clear message.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from perfci import __version__
+from perfci.errors import ParseError
+from perfci.model import Device, Metric, MetricKind, Profile
+
+SCHEMA_VERSION = 1
+
+_NUMBER_FIELDS = ("total_ns", "self_ns", "avg_ns", "min_ns", "max_ns", "std_ns", "median_ns",
+                  "bytes")
+
+
+def metric_to_dict(metric: Metric) -> dict[str, Any]:
+    out: dict[str, Any] = {"kind": metric.kind.value, "name": metric.name,
+                           "device": metric.device.value}
+    if metric.scope is not None:
+        out["scope"] = metric.scope
+    if metric.calls is not None:
+        out["calls"] = metric.calls
+    for name in _NUMBER_FIELDS:
+        value = getattr(metric, name)
+        if value is not None:
+            out[name] = value
+    if metric.samples_ns:
+        out["samples_ns"] = list(metric.samples_ns)
+    if metric.warmup:
+        out["warmup"] = metric.warmup
+    if metric.attrs:
+        out["attrs"] = dict(metric.attrs)
+    return out
+
+
+def profile_to_dict(profile: Profile) -> dict[str, Any]:
+    out: dict[str, Any] = {"label": profile.label, "format": profile.format,
+                           "source": profile.source}
+    if profile.steps is not None:
+        out["steps"] = profile.steps
+    if profile.metadata:
+        out["metadata"] = dict(profile.metadata)
+    if profile.warnings:
+        out["warnings"] = list(profile.warnings)
+    out["metrics"] = [metric_to_dict(m) for m in profile.metrics]
+    return out
+
+
+def to_document(profiles: list[Profile]) -> dict[str, Any]:
+    """The JSON-ready document for ``profiles``."""
+    return {"perfci_version": __version__, "schema_version": SCHEMA_VERSION,
+            "profiles": [profile_to_dict(p) for p in profiles]}
+
+
+def _number(raw: Any, field: str, where: str) -> float | None:
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, int | float):
+        raise ParseError(f"{where}: field {field!r} must be a number, got {type(raw).__name__}")
+    if not math.isfinite(raw):
+        raise ParseError(f"{where}: field {field!r} must be finite")
+    return float(raw)
+
+
+def metric_from_dict(raw: Any, where: str) -> Metric:
+    if not isinstance(raw, Mapping):
+        raise ParseError(f"{where}: a metric must be an object")
+    try:
+        kind = MetricKind(raw["kind"])
+    except KeyError as exc:
+        raise ParseError(f"{where}: metric without 'kind'") from exc
+    except ValueError as exc:
+        valid = ", ".join(k.value for k in MetricKind)
+        raise ParseError(f"{where}: unknown metric kind {raw['kind']!r}; expected {valid}") from exc
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise ParseError(f"{where}: metric without a 'name' string")
+    try:
+        device = Device(raw.get("device", "gpu"))
+    except ValueError as exc:
+        raise ParseError(f"{where}: device must be 'cpu' or 'gpu'") from exc
+    calls = raw.get("calls")
+    if calls is not None and (isinstance(calls, bool) or not isinstance(calls, int)):
+        raise ParseError(f"{where}: 'calls' must be an integer")
+    samples = raw.get("samples_ns")
+    if samples is not None:
+        if not isinstance(samples, list):
+            raise ParseError(f"{where}: 'samples_ns' must be a list of numbers")
+        samples = [_number(s, "samples_ns", where) for s in samples]
+    warmup = raw.get("warmup", 0)
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise ParseError(f"{where}: 'warmup' must be a non-negative integer")
+    scope = raw.get("scope")
+    attrs = raw.get("attrs", {})
+    if not isinstance(attrs, Mapping):
+        raise ParseError(f"{where}: 'attrs' must be an object")
+    values = {f: _number(raw.get(f), f, where) for f in _NUMBER_FIELDS}
+    return Metric(kind=kind, name=name, device=device, calls=calls, samples_ns=samples,
+                  warmup=warmup, scope=scope if isinstance(scope, str) else None,
+                  attrs=dict(attrs), **values)
+
+
+def upgrade_document(doc: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Bring an older document to ``SCHEMA_VERSION`` (only version 1 exists so far)."""
+    version = doc.get("schema_version", 1)
+    if not isinstance(version, int) or version < 1:
+        raise ParseError(f"schema_version must be a positive integer, got {version!r}")
+    if version > SCHEMA_VERSION:
+        raise ParseError(f"schema_version {version} is newer than this perfci understands "
+                         f"({SCHEMA_VERSION}); upgrade perfci")
+    return doc
+
+
+def from_document(doc: Any, *, source: str = "") -> list[Profile]:
+    """Profiles from a perfci JSON document (already decoded)."""
+    if not isinstance(doc, Mapping) or "profiles" not in doc:
+        raise ParseError("expected an object with a 'profiles' list", source=source)
+    doc = upgrade_document(doc)
+    raw_profiles = doc["profiles"]
+    if not isinstance(raw_profiles, list):
+        raise ParseError("'profiles' must be a list", source=source)
+    profiles = []
+    for index, raw in enumerate(raw_profiles):
+        where = f"profiles[{index}]"
+        if not isinstance(raw, Mapping):
+            raise ParseError(f"{where} must be an object", source=source)
+        metrics_raw = raw.get("metrics", [])
+        if not isinstance(metrics_raw, list):
+            raise ParseError(f"{where}.metrics must be a list", source=source)
+        try:
+            metrics = [metric_from_dict(m, f"{where}.metrics[{i}]")
+                       for i, m in enumerate(metrics_raw)]
+        except ParseError as exc:
+            raise ParseError(exc.message, source=source) from exc
+        steps = raw.get("steps")
+        if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int)):
+            raise ParseError(f"{where}.steps must be an integer", source=source)
+        metadata = raw.get("metadata", {})
+        profiles.append(Profile(
+            label=str(raw.get("label", f"profile{index}")),
+            format=str(raw.get("format", "perfci_json")),
+            source=str(raw.get("source", source)),
+            metrics=metrics, steps=steps,
+            metadata=dict(metadata) if isinstance(metadata, Mapping) else {},
+            warnings=[str(w) for w in raw.get("warnings", []) if isinstance(w, str)],
+        ))
+    return profiles

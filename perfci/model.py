@@ -1,0 +1,242 @@
+"""The metric model: what every parser produces and every other layer consumes.
+
+Plain dataclasses, no behaviour beyond small derived values. All times are nanoseconds
+(floats, so that sub-ns averages survive), sizes are bytes.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class MetricKind(StrEnum):
+    STEP = "step"  # a whole iteration
+    RANGE = "range"  # NVTX / record_function ranges
+    KERNEL = "kernel"
+    MEMORY = "memory"  # memcpy / memset
+    API = "api"  # CUDA runtime / driver calls
+    COMM = "comm"  # NCCL and other collectives
+    OP = "op"  # framework operators (aten::mm)
+    LAYER = "layer"  # workload-table layers
+    OS = "os"  # OS runtime calls
+
+
+class Device(StrEnum):
+    CPU = "cpu"
+    GPU = "gpu"
+
+
+@dataclass(slots=True)
+class Metric:
+    """One measured thing in one profile.
+
+    ``scope`` names the enclosing range for per-range breakdowns (nvprof's NVTX blocks,
+    Megatron sub-operations); it is ``None`` for top-level metrics. ``warmup`` is the
+    number of leading ``samples_ns`` entries that are warm-up iterations and should be
+    left out of comparisons. ``attrs`` keeps source-specific extras (comm type, NVTX style).
+    """
+
+    kind: MetricKind
+    name: str
+    device: Device = Device.GPU
+    calls: int | None = None
+    total_ns: float | None = None
+    self_ns: float | None = None
+    avg_ns: float | None = None
+    min_ns: float | None = None
+    max_ns: float | None = None
+    std_ns: float | None = None
+    median_ns: float | None = None
+    bytes: float | None = None
+    samples_ns: list[float] | None = None
+    warmup: int = 0
+    scope: str | None = None
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """Stable identity of the metric within a benchmark: kind, device, scope and name."""
+        scope = f"{self.scope}/" if self.scope else ""
+        return f"{self.kind.value}:{self.device.value}:{scope}{self.name}"
+
+    def steady_samples(self) -> list[float]:
+        """Per-instance samples with warm-up iterations left out."""
+        return list(self.samples_ns[self.warmup :]) if self.samples_ns else []
+
+    def steady_mean_ns(self) -> float | None:
+        """Mean of the non-warm-up samples, or the average the source gave."""
+        steady = self.steady_samples()
+        if steady:
+            return statistics.fmean(steady)
+        return self.avg_ns
+
+
+@dataclass(slots=True)
+class Profile:
+    """One parsed profile: a file, or one of several profiles inside one file."""
+
+    label: str
+    format: str
+    source: str
+    metrics: list[Metric] = field(default_factory=list)
+    steps: int | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def by_kind(self, kind: MetricKind) -> list[Metric]:
+        return [m for m in self.metrics if m.kind is kind]
+
+    def find(self, kind: MetricKind, name: str, *, device: Device | None = None,
+             scope: str | None = None) -> Metric | None:
+        """The first metric with this kind and name (and device/scope when given)."""
+        for metric in self.metrics:
+            if metric.kind is not kind or metric.name != name or metric.scope != scope:
+                continue
+            if device is None or metric.device is device:
+                return metric
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesKey:
+    """Identity of a metric across runs of one benchmark.
+
+    ``section`` is the profile label when one repeat yields several profiles (seed 003's
+    forward / backward / train), else ``""``; ``scope`` is the enclosing range of a breakdown.
+    """
+
+    kind: MetricKind
+    name: str
+    device: Device = Device.GPU
+    scope: str = ""
+    section: str = ""
+
+    @property
+    def key(self) -> str:
+        """A readable, unique string: ``kernel:gpu:[train] Layer 0 ▸ volta_sgemm``."""
+        section = f"[{self.section}] " if self.section else ""
+        scope = f"{self.scope} ▸ " if self.scope else ""
+        return f"{self.kind.value}:{self.device.value}:{section}{scope}{self.name}"
+
+    @property
+    def display_name(self) -> str:
+        section = f"[{self.section}] " if self.section else ""
+        scope = f"{self.scope} ▸ " if self.scope else ""
+        return f"{section}{scope}{self.name}"
+
+    @classmethod
+    def of(cls, metric: Metric, section: str = "") -> SeriesKey:
+        return cls(kind=metric.kind, name=metric.name, device=metric.device,
+                   scope=metric.scope or "", section=section)
+
+
+class Verdict(StrEnum):
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+    UNCHANGED = "unchanged"
+    INCONCLUSIVE = "inconclusive"
+    NEW = "new"
+    MISSING = "missing"
+    NO_BASELINE = "no-baseline"
+
+
+@dataclass(frozen=True, slots=True)
+class MetricComparison:
+    """The comparison of one metric: PR candidate repeats against baseline runs.
+
+    ``change`` is relative (+0.05 = 5 % slower for times); ``ci_low``/``ci_high`` bound it.
+    ``gated`` says whether this metric can fail the check (step time, or a large share of it).
+    ``repeats_needed`` estimates the candidate repeats that would settle an inconclusive result.
+    """
+
+    key: str
+    verdict: Verdict
+    baseline_median: float | None = None
+    candidate_median: float | None = None
+    change: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p_value: float | None = None
+    q_value: float | None = None
+    n_baseline: int = 0
+    n_candidate: int = 0
+    gated: bool = False
+    share_of_step: float | None = None
+    repeats_needed: int | None = None
+    series: SeriesKey | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Contribution:
+    """How much one metric's per-step time change explains of the step-time change."""
+
+    key: str
+    delta_ns: float  # per step, candidate median − baseline median
+    share: float  # delta_ns / step-time delta (can exceed 1 or be negative)
+    series: SeriesKey | None = None
+
+
+@dataclass(slots=True)
+class BaselineInfo:
+    branch: str
+    runs: int
+    first_commit: str | None = None
+    last_commit: str | None = None
+    run_ids: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class RunComparison:
+    """Everything a report needs about one run of one benchmark against its baseline."""
+
+    benchmark: str
+    verdict: Verdict  # regression if any gated regression, improvement, unchanged, ...
+    metrics: list[MetricComparison]
+    contributions: list[Contribution] = field(default_factory=list)
+    baseline: BaselineInfo | None = None
+    environment: dict[str, str] = field(default_factory=dict)
+    run_id: int | None = None
+    commit: str | None = None
+    branch: str | None = None
+    pr_number: int | None = None
+    ci_url: str | None = None
+    shared_factor: MetricComparison | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def steps(self) -> list[MetricComparison]:
+        return [m for m in self.metrics if m.series and m.series.kind is MetricKind.STEP]
+
+    @property
+    def regressions(self) -> list[MetricComparison]:
+        return [m for m in self.metrics if m.verdict is Verdict.REGRESSION]
+
+    @property
+    def gated_regressions(self) -> list[MetricComparison]:
+        return [m for m in self.regressions if m.gated]
+
+
+@dataclass(slots=True)
+class RunContext:
+    """Where and what a run measured: source control, CI and the hardware/software environment.
+
+    ``environment`` is the fingerprint (GPU model and count, driver, CUDA, torch, CPU, OS ...);
+    runs are only ever compared within one fingerprint.
+    """
+
+    project: str
+    repository: str | None = None
+    commit: str | None = None
+    branch: str | None = None
+    base_branch: str | None = None
+    merge_base: str | None = None
+    pr_number: int | None = None
+    ci_provider: str | None = None
+    ci_run_id: str | None = None
+    ci_run_attempt: int | None = None
+    ci_url: str | None = None
+    commit_time: str | None = None  # ISO 8601
+    environment: dict[str, str] = field(default_factory=dict)

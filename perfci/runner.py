@@ -1,0 +1,154 @@
+"""Run a benchmark command N times, each repeat a fresh process, and collect its profile files.
+
+Each repeat gets its own output directory in ``PERFCI_OUTPUT_DIR`` and its index in
+``PERFCI_REPEAT``. With ``profiler="nsys"`` the command is wrapped in ``nsys profile`` and the
+report exported to SQLite, which perfci parses; with ``torch`` the command is expected to write
+its own traces (see ``perfci.torch``); with ``none`` every file the command leaves is collected.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from perfci.errors import ConfigError, PerfciError
+
+PROFILERS = ("torch", "nsys", "none")
+DEFAULT_GLOBS: dict[str, tuple[str, ...]] = {
+    "torch": ("*.pt.trace.json", "*.pt.trace.json.gz"),
+    "nsys": ("*.sqlite",),
+    "none": ("*",),
+}
+TAIL_LINES = 40
+
+
+class BenchmarkFailed(PerfciError):
+    """A repeat of the benchmark command exited non-zero."""
+
+    def __init__(self, message: str, *, returncode: int, tail: str) -> None:
+        self.returncode = returncode
+        self.tail = tail
+        super().__init__(message)
+        # The CLI exits with the benchmark's own code so CI logs show the real failure.
+        self.exit_code = returncode if 0 < returncode < 256 else 2
+
+
+@dataclass(slots=True)
+class RepeatResult:
+    index: int
+    files: list[Path]
+    seconds: float
+    output_dir: Path
+
+
+@dataclass(slots=True)
+class RunResult:
+    benchmark: str
+    repeats: list[RepeatResult] = field(default_factory=list)
+
+    @property
+    def files_per_repeat(self) -> list[list[Path]]:
+        return [r.files for r in self.repeats]
+
+
+def wrap_command(command: Sequence[str], profiler: str, output_dir: Path) -> list[str]:
+    """The command line to run for one repeat under ``profiler``."""
+    if profiler == "nsys":
+        nsys = shutil.which("nsys")
+        if nsys is None:
+            raise ConfigError("--profiler nsys needs Nsight Systems' `nsys` on PATH")
+        return [nsys, "profile", "--force-overwrite=true", "--export=sqlite",
+                "--trace=cuda,nvtx,osrt", "-o", str(output_dir / "report"), *command]
+    return list(command)
+
+
+def collect_files(output_dir: Path, globs: Sequence[str]) -> list[Path]:
+    """Files under ``output_dir`` matching any glob, sorted, each once."""
+    found: dict[Path, None] = {}
+    for pattern in globs:
+        for path in sorted(output_dir.rglob(pattern)):
+            if path.is_file():
+                found[path] = None
+    return list(found)
+
+
+def run_benchmark(
+    command: Sequence[str],
+    *,
+    benchmark: str,
+    repeats: int,
+    work_dir: Path,
+    profiler: str = "torch",
+    globs: Sequence[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    on_repeat: Callable[[int, RepeatResult], None] | None = None,
+    timeout_s: float | None = None,
+) -> RunResult:
+    """Run ``command`` ``repeats`` times; stop at the first failing repeat.
+
+    Raises ``BenchmarkFailed`` (carrying the exit code and the output tail) when a repeat
+    fails, and ``ConfigError`` when a repeat produced no profile file.
+    """
+    if not command:
+        raise ConfigError("no benchmark command given (perfci run ... -- CMD ARGS)")
+    if profiler not in PROFILERS:
+        raise ConfigError(f"unknown profiler {profiler!r}; choose one of {', '.join(PROFILERS)}")
+    if repeats < 1:
+        raise ConfigError("--repeats must be at least 1")
+    patterns = tuple(globs) if globs else DEFAULT_GLOBS[profiler]
+    result = RunResult(benchmark=benchmark)
+    for index in range(repeats):
+        out_dir = work_dir / f"repeat-{index}"
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        out_dir.mkdir(parents=True)
+        repeat = _run_once(command, index=index, out_dir=out_dir, profiler=profiler,
+                           patterns=patterns, env=env, cwd=cwd, timeout_s=timeout_s)
+        result.repeats.append(repeat)
+        if on_repeat is not None:
+            on_repeat(index, repeat)
+    return result
+
+
+def _run_once(command: Sequence[str], *, index: int, out_dir: Path, profiler: str,
+              patterns: Sequence[str], env: Mapping[str, str] | None, cwd: Path | None,
+              timeout_s: float | None) -> RepeatResult:
+    child_env = dict(os.environ if env is None else env)
+    child_env["PERFCI_OUTPUT_DIR"] = str(out_dir)
+    child_env["PERFCI_REPEAT"] = str(index)
+    argv = wrap_command(command, profiler, out_dir)
+    started = time.perf_counter()
+    tail: deque[str] = deque(maxlen=TAIL_LINES)
+    try:
+        process = subprocess.Popen(argv, cwd=cwd, env=child_env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True, errors="replace")
+    except OSError as exc:
+        raise ConfigError(f"cannot start benchmark command {argv[0]!r}: {exc.strerror}") from exc
+    assert process.stdout is not None
+    for line in process.stdout:
+        tail.append(line.rstrip("\n"))
+    try:
+        returncode = process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        raise BenchmarkFailed(f"repeat {index} timed out after {timeout_s:.0f} s",
+                              returncode=124, tail="\n".join(tail)) from None
+    seconds = time.perf_counter() - started
+    if returncode != 0:
+        raise BenchmarkFailed(
+            f"repeat {index} of the benchmark exited with code {returncode}; last output:\n"
+            + "\n".join(tail), returncode=returncode, tail="\n".join(tail))
+    files = collect_files(out_dir, patterns)
+    if not files:
+        raise ConfigError(
+            f"repeat {index} wrote no profile file matching {', '.join(patterns)} in {out_dir}; "
+            "does the benchmark write into $PERFCI_OUTPUT_DIR (see perfci.torch)?")
+    return RepeatResult(index=index, files=files, seconds=seconds, output_dir=out_dir)

@@ -1,0 +1,161 @@
+"""One typed settings object. Precedence: flags > env (``PERFCI_*``) > config file > defaults.
+
+The config file is ``perfci.toml`` (top-level keys) or the ``[tool.perfci]`` table of
+``pyproject.toml``, looked up from the working directory upwards. Build settings with
+``get_settings()`` at a boundary (CLI command, app factory) and pass them in; nothing reads
+the environment at import time.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from perfci.errors import ConfigError
+
+DEFAULT_DB_DIR = ".perfci"
+DEFAULT_DB_NAME = "perfci.db"
+
+
+class Settings(BaseSettings):
+    """Everything configurable in perfci. Field comments say meaning, default and advice."""
+
+    model_config = SettingsConfigDict(env_prefix="PERFCI_", extra="ignore",
+                                      populate_by_name=True)
+
+    # Database URL. Default: SQLite at .perfci/perfci.db in the repository root (embedded store).
+    # Production: postgresql+psycopg://user@host/db. The password is never printed.
+    database_url: str | None = None
+    # perfci server for remote mode (uploads over HTTP instead of holding DB credentials).
+    server_url: str | None = None
+    # Project token for the server (scopes: upload, read, admin). Never logged.
+    token: SecretStr | None = None
+    # Project name used to group benchmarks in the store; default: the repository name.
+    project: str | None = None
+
+    # --- comparison (analysis/compare.py) ---
+    # Branch whose history is the baseline when the run has no PR base branch.
+    baseline_branch: str = "main"
+    # How many of the most recent baseline runs to compare against.
+    baseline_runs: int = Field(30, ge=1)
+    # Fewer baseline runs than this gives `no-baseline` instead of a guess.
+    min_baseline_runs: int = Field(3, ge=1)
+    # Practical margin: changes smaller than this (relative) are never regressions.
+    delta: float = Field(0.02, gt=0, lt=1)
+    # False-discovery rate for Benjamini–Hochberg across the metrics of one comparison.
+    alpha: float = Field(0.05, gt=0, lt=1)
+    # Metrics with less than this share of step time are reported but do not gate.
+    gate_share: float = Field(0.01, ge=0, le=1)
+    # Exit 1 on a gated regression (perfci check / compare).
+    fail_on_regression: bool = True
+
+    # --- runner ---
+    # Repeats of the benchmark per CI run.
+    repeats: int = Field(5, ge=1)
+    # Benchmarks declared in config: {name: {command = [...], profiler = "torch", ...}}.
+    benchmarks: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    # --- GitHub ---
+    github_token: SecretStr | None = None
+    github_api_url: str = "https://api.github.com"
+
+    @field_validator("database_url")
+    @classmethod
+    def _normalise_dsn(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        value = value.strip()
+        # Accept the bare scheme users copy from psql/Heroku and pick the driver we ship.
+        for prefix in ("postgres://", "postgresql://"):
+            if value.startswith(prefix):
+                return "postgresql+psycopg://" + value[len(prefix):]
+        return value
+
+    @field_validator("token", "github_token")
+    @classmethod
+    def _reject_placeholders(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and value.get_secret_value().strip() in {"", "changeme", "***"}:
+            raise ValueError("is a placeholder, not a real token")
+        return value
+
+    def resolved_database_url(self, root: Path | None = None) -> str:
+        """The database URL, defaulting to the embedded SQLite file under ``root``."""
+        if self.database_url:
+            return self.database_url
+        base = (root or find_project_root()) / DEFAULT_DB_DIR / DEFAULT_DB_NAME
+        return f"sqlite:///{base}"
+
+
+def find_project_root(start: Path | None = None) -> Path:
+    """The nearest directory upwards holding ``.git``, ``perfci.toml`` or ``pyproject.toml``."""
+    here = (start or Path.cwd()).resolve()
+    for candidate in (here, *here.parents):
+        if any((candidate / marker).exists() for marker in (".git", "perfci.toml",
+                                                             "pyproject.toml")):
+            return candidate
+    return here
+
+
+def load_file_config(start: Path | None = None) -> dict[str, Any]:
+    """Settings from ``perfci.toml`` or ``[tool.perfci]`` in ``pyproject.toml``, nearest first."""
+    here = (start or Path.cwd()).resolve()
+    for candidate in (here, *here.parents):
+        dedicated = candidate / "perfci.toml"
+        if dedicated.is_file():
+            return _read_toml(dedicated)
+        pyproject = candidate / "pyproject.toml"
+        if pyproject.is_file():
+            table = _read_toml(pyproject).get("tool", {}).get("perfci")
+            if isinstance(table, dict):
+                return {k.replace("-", "_"): v for k, v in table.items()}
+    return {}
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+
+
+def get_settings(overrides: Mapping[str, Any] | None = None, *,
+                 start: Path | None = None) -> Settings:
+    """Settings with flags (``overrides``, ``None`` values ignored) > env > file > defaults."""
+    file_values = load_file_config(start)
+    env = os.environ
+    from_env = {name for name in Settings.model_fields if f"PERFCI_{name.upper()}" in env}
+    # File values apply only where the environment does not set the field; pydantic-settings
+    # reads the environment for every field not passed in.
+    merged = {k: v for k, v in file_values.items() if k not in from_env}
+    merged.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    # GitHub Actions' own variables, when perfci's are not set.
+    if "github_token" not in merged and "github_token" not in from_env and "GITHUB_TOKEN" in env:
+        merged["github_token"] = env["GITHUB_TOKEN"]
+    if ("github_api_url" not in merged and "github_api_url" not in from_env
+            and "GITHUB_API_URL" in env):
+        merged["github_api_url"] = env["GITHUB_API_URL"]
+    try:
+        return Settings(**merged)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigError(f"invalid settings: {problems}") from None
+
+
+def redact_url(url: str) -> str:
+    """``url`` with any password replaced by ``***``, for printing."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - not a SQLAlchemy URL; hide everything after the scheme
+        scheme, _, _ = url.partition("://")
+        return f"{scheme}://***"

@@ -1,0 +1,160 @@
+"""A few lines for a benchmark author: profile training steps the way perfci reads them.
+
+::
+
+    from perfci.torch import profile_steps
+
+    with profile_steps(warmup=2, active=5) as run:
+        for _ in run:            # 7 iterations: 2 warm-up (not profiled), then 5 profiled
+            train_step()
+
+Warm-up iterations run before the profiler starts, so autotuning and allocator growth never
+reach the trace. Each profiled iteration is a ``ProfilerStep#N`` range in the Chrome trace and
+is also timed on its own (CUDA events on a GPU, a monotonic clock after a synchronize on the
+CPU). The trace and the step times are written to ``$PERFCI_OUTPUT_DIR`` (set by
+``perfci run``; ``./perfci-out`` otherwise); the step times are stored inside the trace under
+the top-level key ``"perfci"`` so that one file carries the whole repeat.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+STEP_KEY = "perfci"
+
+
+def output_dir() -> Path:
+    """Where a benchmark should write its profiles: ``$PERFCI_OUTPUT_DIR`` or ``./perfci-out``."""
+    path = Path(os.environ.get("PERFCI_OUTPUT_DIR", "perfci-out"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+class _StepTimer:
+    """Per-step wall time: CUDA events on a GPU (no host sync inside the loop), else a clock."""
+
+    def __init__(self, use_cuda: bool) -> None:
+        import torch
+
+        self._torch = torch
+        self._use_cuda = use_cuda
+        self._events: list[tuple[Any, Any]] = []
+        self._host: list[int] = []
+        self._start: Any = None
+
+    def begin(self) -> None:
+        if self._use_cuda:
+            self._start = self._torch.cuda.Event(enable_timing=True)
+            self._start.record()
+        else:
+            self._start = time.perf_counter_ns()
+
+    def end(self) -> None:
+        if self._use_cuda:
+            stop = self._torch.cuda.Event(enable_timing=True)
+            stop.record()
+            self._events.append((self._start, stop))
+        else:
+            self._host.append(time.perf_counter_ns() - self._start)
+
+    def samples_ns(self) -> list[float]:
+        if self._use_cuda:
+            self._torch.cuda.synchronize()
+            return [start.elapsed_time(stop) * 1e6 for start, stop in self._events]
+        return [float(ns) for ns in self._host]
+
+
+class profile_steps:  # noqa: N801 - used as a context manager, reads like a function
+    """Profile ``active`` steps after ``warmup`` unprofiled ones; see the module docstring."""
+
+    def __init__(self, *, warmup: int = 1, active: int = 5, label: str = "train",
+                 record_shapes: bool = False, out_dir: Path | None = None) -> None:
+        if warmup < 0 or active < 1:
+            raise ValueError("warmup must be >= 0 and active >= 1")
+        import torch
+
+        self._torch = torch
+        self.warmup = warmup
+        self.active = active
+        self.label = label
+        self.record_shapes = record_shapes
+        self.out_dir = out_dir
+        self.use_cuda = bool(torch.cuda.is_available())
+        self.trace_path: Path | None = None
+        self._profiler: Any = None
+        self._timer = _StepTimer(self.use_cuda)
+
+    def __enter__(self) -> profile_steps:
+        return self
+
+    def __iter__(self) -> Iterator[int]:
+        from torch.profiler import ProfilerAction, ProfilerActivity, profile
+
+        for index in range(self.warmup):
+            yield index
+        self._sync()
+        activities = [ProfilerActivity.CPU]
+        if self.use_cuda:
+            activities.append(ProfilerActivity.CUDA)
+        last = self.active - 1
+
+        # A schedule makes torch mark each iteration as a ProfilerStep#N range; recording every
+        # active step and saving after the last (no torch warm-up phase: ours already ran).
+        def schedule(step: int) -> ProfilerAction:
+            if step < last:
+                return ProfilerAction.RECORD
+            return ProfilerAction.RECORD_AND_SAVE if step == last else ProfilerAction.NONE
+
+        self._profiler = profile(activities=activities, record_shapes=self.record_shapes,
+                                 schedule=schedule, on_trace_ready=self._save_trace)
+        self._profiler.__enter__()
+        try:
+            for index in range(self.warmup, self.warmup + self.active):
+                self._timer.begin()
+                yield index
+                self._timer.end()
+                self._profiler.step()
+        finally:
+            self._sync()
+            self._profiler.__exit__(None, None, None)
+
+    def _save_trace(self, profiler: Any) -> None:
+        directory = self.out_dir or output_dir()
+        directory.mkdir(parents=True, exist_ok=True)
+        self.trace_path = directory / f"{self.label}.pt.trace.json"
+        profiler.export_chrome_trace(str(self.trace_path))
+
+    def _sync(self) -> None:
+        if self.use_cuda:
+            self._torch.cuda.synchronize()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if exc_type is not None or self.trace_path is None:
+            return
+        self._add_step_times(self.trace_path)
+
+    def _add_step_times(self, path: Path) -> None:
+        directory = path.parent
+        samples = self._timer.samples_ns()
+        with path.open(encoding="utf-8") as handle:
+            trace = json.load(handle)
+        trace[STEP_KEY] = {
+            "step_name": "step",
+            "device": "gpu" if self.use_cuda else "cpu",
+            "samples_ns": samples,
+            "warmup_skipped": self.warmup,
+            "torch_version": self._torch.__version__,
+        }
+        with path.open("w", encoding="utf-8") as handle:
+            json.dump(trace, handle)
+        (directory / f"{self.label}.steps.json").write_text(
+            json.dumps({"step_times_ns": samples, "device": trace[STEP_KEY]["device"]}) + "\n",
+            encoding="utf-8",
+        )

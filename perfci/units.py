@@ -1,0 +1,145 @@
+"""The one place where profiler numbers and units become nanoseconds and bytes.
+
+Decimal arithmetic is used for the conversion so that ``4.91060s`` becomes exactly
+``4910600000.0`` ns rather than a float that is off in the last bit.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+
+NS_PER_UNIT: dict[str, int] = {
+    "ns": 1,
+    "us": 1_000,
+    "µs": 1_000,
+    "μs": 1_000,
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    "sec": 1_000_000_000,
+    "min": 60_000_000_000,
+    "nsecond": 1,
+    "usecond": 1_000,
+    "msecond": 1_000_000,
+    "second": 1_000_000_000,
+}
+
+BYTES_PER_UNIT: dict[str, int] = {
+    "b": 1,
+    "B": 1,
+    "byte": 1,
+    "bytes": 1,
+    "KB": 1024,
+    "Kb": 1024,
+    "kB": 1024,
+    "KiB": 1024,
+    "MB": 1024**2,
+    "Mb": 1024**2,
+    "MiB": 1024**2,
+    "GB": 1024**3,
+    "Gb": 1024**3,
+    "GiB": 1024**3,
+    "TB": 1024**4,
+    "TiB": 1024**4,
+}
+
+MISSING = frozenset({"", "-", "--", "n/a", "N/A", "NaN", "nan", "None", "null"})
+
+_DURATION = re.compile(r"^\s*([-+]?[0-9][0-9,.\u00a0 ]*(?:[eE][-+]?\d+)?)\s*([a-zµμ]*)\s*$")
+_SIZE = re.compile(r"^\s*([-+]?[0-9][0-9,.\u00a0]*(?:[eE][-+]?\d+)?)\s*([A-Za-z]*)\s*$")
+
+
+def to_decimal(text: str, *, grouping: str = ",") -> Decimal:
+    """Parse a number, stripping thousands ``grouping`` characters (``,``, ``.``, NBSP).
+
+    ``grouping="."`` means a European locale: ``.`` groups and ``,`` is the decimal mark.
+    Raises ``ValueError`` on anything that is not a number.
+    """
+    cleaned = text.strip().replace("\u00a0", "").replace(" ", "")
+    if grouping == ".":
+        cleaned = cleaned.replace(".", "").replace(",", ".")
+    elif grouping:
+        cleaned = cleaned.replace(grouping, "")
+    try:
+        value = Decimal(cleaned)
+    except InvalidOperation as exc:
+        raise ValueError(f"not a number: {text!r}") from exc
+    if not value.is_finite():
+        raise ValueError(f"not a finite number: {text!r}")
+    return value
+
+
+def parse_number(text: str, *, grouping: str = ",") -> float | None:
+    """A plain number, ``None`` for the placeholders profilers print for "no value"."""
+    if text.strip() in MISSING:
+        return None
+    return float(to_decimal(text, grouping=grouping))
+
+
+def parse_int(text: str, *, grouping: str = ",") -> int | None:
+    """An integer count such as ``1,200``; ``None`` for placeholders."""
+    if text.strip() in MISSING:
+        return None
+    value = to_decimal(text, grouping=grouping)
+    if value != value.to_integral_value():
+        raise ValueError(f"not an integer: {text!r}")
+    return int(value)
+
+
+def parse_duration(text: str, *, unit: str | None = None, grouping: str = ",") -> float | None:
+    """A duration in ns from ``588ns``, ``4.0922ms``, ``1.2s``, or a bare number in ``unit``.
+
+    A unit glued to the number wins over ``unit``. ``None`` for placeholders.
+    Raises ``ValueError`` when there is neither a known suffix nor a default unit.
+    """
+    if text.strip() in MISSING:
+        return None
+    match = _DURATION.match(text)
+    if not match:
+        raise ValueError(f"not a duration: {text!r}")
+    number, suffix = match.groups()
+    chosen = suffix or unit
+    if chosen is None:
+        raise ValueError(f"duration without a unit: {text!r}")
+    factor = NS_PER_UNIT.get(chosen)
+    if factor is None:
+        raise ValueError(f"unknown time unit {chosen!r} in {text!r}")
+    return float(to_decimal(number, grouping=grouping) * factor)
+
+
+def scale_to_ns(value: float | Decimal | str, unit: str) -> float:
+    """A number given in ``unit`` (``ns``, ``us``, ``ms``, ``s``) as nanoseconds."""
+    factor = NS_PER_UNIT.get(unit)
+    if factor is None:
+        raise ValueError(f"unknown time unit {unit!r}")
+    return float(Decimal(str(value)) * factor)
+
+
+def parse_size(text: str, *, unit: str | None = None, grouping: str = ",") -> float | None:
+    """A size in bytes from ``4.50 KB``, ``-540.00 MB``, ``492 b``, or a bare number in ``unit``.
+
+    Binary (1024-based) multiples, as PyTorch and nvprof print them.
+    """
+    if text.strip() in MISSING:
+        return None
+    match = _SIZE.match(text)
+    if not match:
+        raise ValueError(f"not a size: {text!r}")
+    number, suffix = match.groups()
+    chosen = suffix or unit or "B"
+    factor = BYTES_PER_UNIT.get(chosen)
+    if factor is None:
+        raise ValueError(f"unknown size unit {chosen!r} in {text!r}")
+    return float(to_decimal(number, grouping=grouping) * factor)
+
+
+def format_ns(ns: float) -> str:
+    """A human duration: ``412 ns``, ``3.21 µs``, ``4.09 ms``, ``1.20 s``."""
+    magnitude = abs(ns)
+    if magnitude < 1_000:
+        return f"{ns:.0f} ns"
+    if magnitude < 1_000_000:
+        return f"{ns / 1_000:.2f} µs"
+    if magnitude < 1_000_000_000:
+        return f"{ns / 1_000_000:.2f} ms"
+    return f"{ns / 1_000_000_000:.3f} s"

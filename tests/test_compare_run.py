@@ -1,0 +1,103 @@
+"""compare_run: per-run summaries, gating, the run verdict, attribution and the shared factor."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perfci.analysis.compare import CompareOptions, compare_run
+from perfci.model import MetricKind, SeriesKey, Verdict
+
+STEP = SeriesKey(MetricKind.STEP, "train_step")
+FWD_STEP = SeriesKey(MetricKind.STEP, "forward_step")
+GEMM = SeriesKey(MetricKind.KERNEL, "ampere_sgemm_128x64_tn")
+SOFTMAX = SeriesKey(MetricKind.KERNEL, "softmax<float>")
+TINY = SeriesKey(MetricKind.KERNEL, "fill_kernel")
+MEMCPY = SeriesKey(MetricKind.MEMORY, "memcpy HtoD")
+FORWARD = SeriesKey(MetricKind.RANGE, "forward")
+LAUNCH = SeriesKey(MetricKind.API, "cudaLaunchKernel")
+
+# Per-step ns of a plausible step: gemm 60 %, softmax 20 %, memcpy 5 %, a 0.1 % fill kernel.
+LEVELS = {STEP: 10e6, FWD_STEP: 4e6, GEMM: 6e6, SOFTMAX: 2e6, TINY: 1e4, MEMCPY: 5e5,
+          FORWARD: 8e6, LAUNCH: 3e5}
+
+
+Runs = tuple[dict[SeriesKey, list[list[float]]], dict[SeriesKey, list[float]]]
+
+
+def _runs(rng: np.random.Generator, slow: dict[SeriesKey, float], runs: int = 30,
+          repeats: int = 5) -> Runs:
+    baseline = {key: (level * np.exp(rng.normal(0, 0.01, (runs, 3)))).tolist()
+                for key, level in LEVELS.items()}
+    candidate = {key: (level * (1 + slow.get(key, 0.0))
+                       * np.exp(rng.normal(0, 0.01, repeats))).tolist()
+                 for key, level in LEVELS.items()}
+    return baseline, candidate
+
+
+def test_a_slower_gemm_fails_the_run_and_explains_the_step_change() -> None:
+    rng = np.random.default_rng(42)
+    baseline, candidate = _runs(rng, {GEMM: 0.10, STEP: 0.06, FORWARD: 0.075})
+    result = compare_run(baseline, candidate, benchmark="gpt-small")
+    lines = {m.series: m for m in result.metrics}
+    assert result.verdict is Verdict.REGRESSION and result.benchmark == "gpt-small"
+    assert lines[GEMM].verdict is Verdict.REGRESSION and lines[GEMM].gated
+    assert lines[STEP].verdict is Verdict.REGRESSION and lines[STEP].share_of_step == 1.0
+    assert lines[GEMM].share_of_step == pytest.approx(
+        lines[GEMM].baseline_median / lines[STEP].baseline_median)
+    assert not lines[TINY].gated and not lines[LAUNCH].gated
+    assert lines[SOFTMAX].verdict is Verdict.UNCHANGED
+    top = result.contributions[0]
+    step_delta = lines[STEP].candidate_median - lines[STEP].baseline_median
+    assert top.series == GEMM
+    assert top.delta_ns == pytest.approx(lines[GEMM].candidate_median - lines[GEMM].baseline_median)
+    assert top.share == pytest.approx(top.delta_ns / step_delta)
+    kinds = [c.series.kind for c in result.contributions if c.series]
+    assert kinds.index(MetricKind.RANGE) > kinds.index(MetricKind.MEMORY)
+    assert any("train_step" in note for note in result.notes)
+
+
+def test_baseline_runs_are_summarised_by_their_median() -> None:
+    baseline = {STEP: [[100.0, 101.0, 500.0], [99.0, 100.0, 100.0], [100.0, 102.0, 98.0]]}
+    result = compare_run(baseline, {STEP: [100.0, 100.5]}, benchmark="b")
+    [line] = result.metrics
+    assert line.n_baseline == 3
+    assert line.baseline_median == 100.0  # medians 101, 100, 100 → 100; the 500 ns repeat is gone
+
+
+def test_an_unchanged_run_is_unchanged_and_no_history_is_no_baseline() -> None:
+    rng = np.random.default_rng(1)
+    baseline, candidate = _runs(rng, {}, repeats=10)
+    result = compare_run(baseline, candidate, benchmark="b")
+    assert result.verdict in {Verdict.UNCHANGED, Verdict.INCONCLUSIVE}
+    assert not result.gated_regressions
+    fresh = compare_run({}, candidate, benchmark="b")
+    assert fresh.verdict is Verdict.NO_BASELINE
+    assert {m.verdict for m in fresh.metrics} == {Verdict.NEW}
+
+
+def test_primary_step_is_the_longest_step_series() -> None:
+    rng = np.random.default_rng(3)
+    baseline, candidate = _runs(rng, {FWD_STEP: 0.2})
+    result = compare_run(baseline, candidate, benchmark="b")
+    lines = {m.series: m for m in result.metrics}
+    assert lines[FWD_STEP].verdict is Verdict.REGRESSION and lines[FWD_STEP].gated
+    assert lines[FWD_STEP].share_of_step == pytest.approx(
+        lines[FWD_STEP].baseline_median / lines[STEP].baseline_median)
+    assert result.verdict is Verdict.REGRESSION
+
+
+def test_shared_factor_becomes_its_own_gated_line() -> None:
+    rng = np.random.default_rng(9)
+    keys = [SeriesKey(MetricKind.KERNEL, f"k{i}") for i in range(40)]
+    run_factor = np.exp(rng.normal(0, 0.01, (30, 1)))
+    baseline = {k: (1e5 * run_factor * np.exp(rng.normal(0, 0.005, (30, 3)))).tolist()
+                for k in keys}
+    candidate = {k: (1.08e5 * np.exp(rng.normal(0, 0.005, 5))).tolist() for k in keys}
+    result = compare_run(baseline, candidate, benchmark="b",
+                         options=CompareOptions(remove_shared_factor=True, gate_share=0.0))
+    assert result.shared_factor is not None and result.shared_factor.gated
+    assert result.shared_factor.verdict is Verdict.REGRESSION
+    assert result.shared_factor.change == pytest.approx(0.08, abs=0.02)
+    assert result.verdict is Verdict.REGRESSION
+    assert not result.regressions  # no kernel moved beyond the common shift
