@@ -1,0 +1,164 @@
+"""Formatting shared by the renderers: verdict words, percentages, durations, ordering.
+
+Every renderer (Markdown, terminal, HTML) says the same thing in the same words; only the
+markup differs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from perfci.model import MetricComparison, RunComparison, Verdict
+from perfci.units import format_ns
+
+NO_VALUE = "—"
+
+
+@dataclass(frozen=True, slots=True)
+class Label:
+    emoji: str
+    words: str
+
+    def __str__(self) -> str:
+        return f"{self.emoji} {self.words}"
+
+
+#: The run's verdict as a headline.
+HEADLINES: dict[Verdict, Label] = {
+    Verdict.REGRESSION: Label("❌", "Regression"),
+    Verdict.UNCHANGED: Label("✅", "No regression"),
+    Verdict.IMPROVEMENT: Label("🟢", "Improvement"),
+    Verdict.INCONCLUSIVE: Label("⚠️", "Inconclusive"),
+    Verdict.NO_BASELINE: Label("ℹ️", "No baseline yet"),
+    Verdict.NEW: Label("🆕", "New benchmark"),
+    Verdict.MISSING: Label("➖", "Missing"),
+}
+
+#: One metric's verdict, in a table cell.
+LABELS: dict[Verdict, Label] = {
+    Verdict.REGRESSION: Label("❌", "regression"),
+    Verdict.IMPROVEMENT: Label("🟢", "improvement"),
+    Verdict.UNCHANGED: Label("✅", "unchanged"),
+    Verdict.INCONCLUSIVE: Label("⚠️", "inconclusive"),
+    Verdict.NEW: Label("🆕", "new"),
+    Verdict.MISSING: Label("➖", "missing"),
+    Verdict.NO_BASELINE: Label("ℹ️", "no baseline"),
+}
+
+#: Order of the full table: what needs attention first, so truncation drops the quiet lines.
+SEVERITY = (Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.INCONCLUSIVE, Verdict.NEW,
+            Verdict.MISSING, Verdict.NO_BASELINE, Verdict.UNCHANGED)
+
+_PLURALS = {Verdict.REGRESSION: "regressions", Verdict.IMPROVEMENT: "improvements",
+            Verdict.INCONCLUSIVE: "inconclusive", Verdict.UNCHANGED: "unchanged",
+            Verdict.NEW: "new", Verdict.MISSING: "missing", Verdict.NO_BASELINE: "no baseline"}
+_SINGULARS = {Verdict.REGRESSION: "regression", Verdict.IMPROVEMENT: "improvement"}
+
+
+def pct(value: float | None, *, signed: bool = True) -> str:
+    """``0.0525`` as ``+5.2 %``; ``—`` for no value."""
+    if value is None:
+        return NO_VALUE
+    rounded = round(value * 100, 1)
+    if rounded == 0:
+        return "0.0 %"  # not "-0.0 %"
+    return f"{rounded:+.1f} %" if signed else f"{rounded:.1f} %"
+
+
+def share(value: float | None) -> str:
+    """A share of step time or of its change: ``62 %``; one decimal below 10 %."""
+    if value is None:
+        return NO_VALUE
+    percent = value * 100
+    return f"{percent:.1f} %" if abs(percent) < 10 else f"{percent:.0f} %"
+
+
+def interval(low: float | None, high: float | None) -> str:
+    if low is None or high is None:
+        return NO_VALUE
+    return f"{pct(low)} … {pct(high)}"
+
+
+def qvalue(value: float | None) -> str:
+    if value is None:
+        return NO_VALUE
+    return "< 0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def duration(ns: float | None) -> str:
+    return NO_VALUE if ns is None else format_ns(ns)
+
+
+def delta(ns: float | None) -> str:
+    """A signed duration: ``+4.10 ms``."""
+    if ns is None:
+        return NO_VALUE
+    return f"+{format_ns(ns)}" if ns > 0 else format_ns(ns)
+
+
+def short_sha(sha: str | None) -> str:
+    return sha[:7] if sha else NO_VALUE
+
+
+def name_of(metric: MetricComparison) -> str:
+    """What a reader calls the metric: section, scope and name, without the kind prefix."""
+    return metric.series.display_name if metric.series else metric.key
+
+
+def kind_of(metric: MetricComparison) -> str:
+    return metric.series.kind.value if metric.series else metric.key.split(":", 1)[0]
+
+
+def delta_ns(metric: MetricComparison) -> float:
+    """Per-step time change, absent sides counting as 0 (a new kernel adds all its time)."""
+    return (metric.candidate_median or 0.0) - (metric.baseline_median or 0.0)
+
+
+def primary_step(result: RunComparison) -> MetricComparison | None:
+    """The step line the run is judged on: the longest step series, as compare_run picks it."""
+    steps = [m for m in result.steps if m.baseline_median is not None]
+    if not steps:
+        return result.steps[0] if result.steps else None
+    return max(steps, key=lambda m: (m.baseline_median or 0.0, m.n_baseline, m.key))
+
+
+def by_impact(metrics: Iterable[MetricComparison], verdict: Verdict) -> list[MetricComparison]:
+    """Metrics with ``verdict``, gated first, then largest per-step time change."""
+    chosen = [m for m in metrics if m.verdict is verdict]
+    return sorted(chosen, key=lambda m: (not m.gated, -abs(delta_ns(m)), m.key))
+
+
+def by_severity(metrics: Iterable[MetricComparison]) -> list[MetricComparison]:
+    rank = {verdict: i for i, verdict in enumerate(SEVERITY)}
+    return sorted(metrics, key=lambda m: (rank[m.verdict], not m.gated, -abs(delta_ns(m)), m.key))
+
+
+def counts(metrics: Iterable[MetricComparison]) -> dict[Verdict, int]:
+    """Metrics per verdict, in severity order, verdicts with none left out."""
+    found = Counter(m.verdict for m in metrics)
+    return {verdict: found[verdict] for verdict in SEVERITY if found[verdict]}
+
+
+def counts_sentence(metrics: Iterable[MetricComparison]) -> str:
+    """``2 regressions, 1 improvement, 40 unchanged``."""
+    parts = []
+    for verdict, count in counts(metrics).items():
+        word = _SINGULARS.get(verdict, _PLURALS[verdict]) if count == 1 else _PLURALS[verdict]
+        parts.append(f"{count} {word}")
+    return ", ".join(parts) if parts else "no metrics"
+
+
+def rerun_hint(result: RunComparison) -> int | None:
+    """The largest number of repeats an inconclusive gated metric asks for, if any."""
+    needed = [m.repeats_needed for m in result.metrics
+              if m.gated and m.verdict is Verdict.INCONCLUSIVE and m.repeats_needed]
+    return max(needed) if needed else None
+
+
+def explains_change(result: RunComparison) -> bool:
+    """Whether the step-time change is worth explaining: attributing noise misleads."""
+    step = primary_step(result)
+    return bool(result.contributions) and step is not None and step.verdict in {
+        Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.INCONCLUSIVE}

@@ -1,0 +1,104 @@
+"""A comparison in the terminal (Rich): the verdict first, then what moved and why.
+
+Every name from the run goes through :func:`rich.markup.escape` or is placed in a
+:class:`~rich.text.Text`, so a kernel called ``[bold red]x`` prints as itself.
+"""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console, JustifyMethod
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from perfci.model import MetricComparison, RunComparison, Verdict
+from perfci.report import _format as fmt
+from perfci.report.escape import shorten
+
+__all__ = ["print_comparison"]
+
+NAME_LEN = 80
+_STYLES = {Verdict.REGRESSION: "bold red", Verdict.IMPROVEMENT: "bold green",
+           Verdict.UNCHANGED: "green", Verdict.INCONCLUSIVE: "yellow",
+           Verdict.NO_BASELINE: "cyan", Verdict.NEW: "cyan", Verdict.MISSING: "magenta"}
+_COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (
+    ("Metric", "left"), ("Kind", "left"), ("Baseline", "right"), ("This run", "right"),
+    ("Change", "right"), ("95 % interval", "left"), ("q", "right"), ("Verdict", "left"))
+
+
+def print_comparison(result: RunComparison, console: Console, *, max_rows: int = 10) -> None:
+    """Print ``result`` to ``console``: headline, steps, top contributors, regressions,
+    improvements, counts per verdict, baseline and notes."""
+    console.print(_headline(result))
+    step = fmt.primary_step(result)
+    if step is not None and step.change is not None:
+        console.print(f"Step time {fmt.pct(step.change)} "
+                      f"(95 % interval {fmt.interval(step.ci_low, step.ci_high)}): "
+                      f"{fmt.duration(step.baseline_median)} → "
+                      f"{fmt.duration(step.candidate_median)} per step "
+                      f"({escape(shorten(fmt.name_of(step), NAME_LEN))})")
+    if result.steps:
+        console.print(_metric_table("Steps", result.steps[:max_rows]))
+    if result.shared_factor is not None:
+        shared = result.shared_factor
+        console.print(f"Run factor shared by all metrics: {fmt.pct(shared.change)} "
+                      f"(95 % interval {fmt.interval(shared.ci_low, shared.ci_high)}), "
+                      f"{fmt.LABELS[shared.verdict].words}")
+    if fmt.explains_change(result):
+        console.print(_contributions_table(result, max_rows))
+    for title, verdict in (("Regressions", Verdict.REGRESSION),
+                           ("Improvements", Verdict.IMPROVEMENT)):
+        rows = fmt.by_impact(result.metrics, verdict)
+        if rows:
+            console.print(_metric_table(f"{title} ({len(rows)})", rows[:max_rows]))
+    console.print(f"{len(result.metrics)} metrics: {fmt.counts_sentence(result.metrics)}")
+    _print_context(result, console)
+
+
+def _headline(result: RunComparison) -> Text:
+    label = fmt.HEADLINES[result.verdict]
+    text = Text(f"{label.emoji} {label.words}", style=_STYLES[result.verdict])
+    text.append(f": {result.benchmark}", style="bold")
+    return text
+
+
+def _metric_table(title: str, rows: list[MetricComparison]) -> Table:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+    for header, justify in _COLUMNS:
+        table.add_column(header, justify=justify)
+    for m in rows:
+        table.add_row(Text(shorten(fmt.name_of(m), NAME_LEN)), escape(fmt.kind_of(m)),
+                      fmt.duration(m.baseline_median), fmt.duration(m.candidate_median),
+                      fmt.pct(m.change), fmt.interval(m.ci_low, m.ci_high), fmt.qvalue(m.q_value),
+                      Text(fmt.LABELS[m.verdict].words, style=_STYLES[m.verdict]))
+    return table
+
+
+def _contributions_table(result: RunComparison, max_rows: int) -> Table:
+    table = Table(title="What explains the step-time change", title_justify="left",
+                  box=box.SIMPLE_HEAD)
+    table.add_column("Metric")
+    table.add_column("Kind")
+    table.add_column("Δ per step", justify="right")
+    table.add_column("Share", justify="right")
+    for c in result.contributions[:max_rows]:
+        name = c.series.display_name if c.series else c.key
+        kind = c.series.kind.value if c.series else c.key.split(":", 1)[0]
+        table.add_row(Text(shorten(name, NAME_LEN)), escape(kind), fmt.delta(c.delta_ns),
+                      fmt.share(c.share))
+    return table
+
+
+def _print_context(result: RunComparison, console: Console) -> None:
+    if result.baseline is not None:
+        base = result.baseline
+        commits = ""
+        if base.first_commit or base.last_commit:
+            commits = (f", commits {fmt.short_sha(base.first_commit)}.."
+                       f"{fmt.short_sha(base.last_commit)}")
+        console.print(f"Baseline: {base.runs} runs of {escape(base.branch)}{escape(commits)}")
+    for note in result.notes:
+        console.print(Text(f"• {note}", style="dim"))
+    if result.ci_url:
+        console.print(f"CI run: {escape(result.ci_url)}")

@@ -1,0 +1,197 @@
+"""A comparison as GitHub Markdown: the pull-request comment and the job summary.
+
+The comment starts with a hidden marker (:func:`comment_marker`) by which
+:class:`perfci.github.GitHubClient` finds and edits it in place. The verdict comes first; the
+full table of metrics sits in a collapsed ``<details>`` section and is the only part cut when
+the comment would exceed GitHub's size limit.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote
+
+import jinja2
+
+from perfci.model import Contribution, MetricComparison, RunComparison, Verdict
+from perfci.report import _format as fmt
+from perfci.report.escape import md_escape, md_link
+
+__all__ = ["MAX_COMMENT_CHARS", "comment_marker", "render_comment", "render_summary"]
+
+#: GitHub refuses comment bodies over 65,536 characters; keep a margin for what we cannot
+#: count exactly (GitHub's own normalisation of line endings).
+MAX_COMMENT_CHARS = 65_536
+_BUDGET = MAX_COMMENT_CHARS - 512
+#: Names in the summary tables; the full table below shows them whole.
+NAME_LEN = 120
+_BLANK_LINES = re.compile(r"\n{3,}")
+_TRUNCATED = "\n\n… (the rest of this report was cut to fit GitHub's comment size limit)\n"
+
+
+def comment_marker(benchmark: str) -> str:
+    """The hidden first line that identifies this benchmark's comment on a pull request.
+
+    The name is percent-encoded outside a small safe set, so it cannot end the HTML comment
+    (``-->``) and two benchmarks never share a marker.
+    """
+    return f"<!-- perfci:benchmark={quote(benchmark, safe='._~/:+=@')} -->"
+
+
+def render_comment(result: RunComparison, *, marker: str | None = None,
+                   run_url: str | None = None, max_rows: int = 10) -> str:
+    """The pull-request comment for ``result``.
+
+    Parameters
+    ----------
+    result
+        The comparison to report.
+    marker
+        Hidden first line; :func:`comment_marker` of the benchmark when ``None``.
+    run_url
+        Link to the CI run; ``result.ci_url`` when ``None``.
+    max_rows
+        Rows of each summary table (contributors, regressions, improvements).
+
+    Returns
+    -------
+    str
+        Markdown under :data:`MAX_COMMENT_CHARS` characters. When the full table does not fit,
+        its quietest rows (unchanged first) are left out and the comment says how many.
+    """
+    context = _context(result, run_url=run_url, max_rows=max_rows, summary=False)
+    context["marker"] = marker if marker is not None else comment_marker(result.benchmark)
+    return _fit(lambda limit: _render(context, details_limit=limit), len(context["all_rows"]))
+
+
+def render_summary(result: RunComparison, *, run_url: str | None = None,
+                   max_rows: int = 10) -> str:
+    """A shorter report for ``$GITHUB_STEP_SUMMARY``: the comment without its full table."""
+    context = _context(result, run_url=run_url, max_rows=max_rows, summary=True)
+    context["marker"] = None
+    return _render(context, details_limit=0)
+
+
+def _context(result: RunComparison, *, run_url: str | None, max_rows: int,
+             summary: bool) -> dict[str, Any]:
+    by_key = {m.key: m for m in result.metrics}
+    contributions = [(c, by_key.get(c.key)) for c in result.contributions[:max_rows]
+                     if fmt.explains_change(result)]
+    return {
+        "result": result,
+        "summary": summary,
+        "headline": str(fmt.HEADLINES[result.verdict]),
+        "step": fmt.primary_step(result),
+        "steps": sorted(result.steps, key=lambda m: (-(m.baseline_median or 0.0), m.key))[
+            :max_rows],
+        "shared": result.shared_factor,
+        "counts": fmt.counts_sentence(result.metrics),
+        "rerun": fmt.rerun_hint(result),
+        "contributions": contributions,
+        "sections": _sections(result, max_rows),
+        "all_rows": fmt.by_severity(result.metrics),
+        "name_len": NAME_LEN,
+        "footer": _footer(result, run_url or result.ci_url),
+    }
+
+
+def _sections(result: RunComparison,
+              max_rows: int) -> list[tuple[str, list[MetricComparison], int]]:
+    """(title, top rows, rows left out) for regressions and improvements, when there are any."""
+    out = []
+    for title, verdict in (("Regressions", Verdict.REGRESSION),
+                           ("Improvements", Verdict.IMPROVEMENT)):
+        rows = fmt.by_impact(result.metrics, verdict)
+        if rows:
+            out.append((title, rows[:max_rows], max(0, len(rows) - max_rows)))
+    return out
+
+
+def _footer(result: RunComparison, url: str | None) -> list[str]:
+    parts = []
+    if url:
+        parts.append(md_link("CI run", url))
+    if result.commit:
+        parts.append(f"commit {md_escape(fmt.short_sha(result.commit))}")
+    if result.branch:
+        parts.append(f"branch {md_escape(result.branch, max_len=100)}")
+    return parts
+
+
+def _render(context: dict[str, Any], *, details_limit: int) -> str:
+    rows = context["all_rows"]
+    body = _template().render(**context, details=rows[:details_limit],
+                              details_hidden=len(rows) - min(details_limit, len(rows)))
+    # Optional blocks leave runs of blank lines; Markdown ignores them, readers of diffs don't.
+    return _BLANK_LINES.sub("\n\n", body)
+
+
+def _fit(render: Callable[[int], str], total: int) -> str:
+    """The rendering with the most full-table rows that fits the budget (binary search)."""
+    body = render(total)
+    if _size(body) <= _BUDGET:
+        return body
+    low, high = 0, total - 1  # invariant: the answer lies in [low, high]
+    while low < high:
+        middle = (low + high + 1) // 2
+        if _size(render(middle)) <= _BUDGET:
+            low = middle
+        else:
+            high = middle - 1
+    body = render(low)
+    return body if _size(body) <= _BUDGET else _hard_cut(body)
+
+
+def _hard_cut(body: str) -> str:
+    """Last resort (huge notes or environment): cut at a line end; the verdict is at the top."""
+    keep = body[: _BUDGET - len(_TRUNCATED) * 2]
+    while _size(keep) > _BUDGET - len(_TRUNCATED) * 2:
+        keep = keep[: len(keep) * 9 // 10]
+    cut = keep.rfind("\n")
+    return (keep[:cut] if cut > 0 else keep) + _TRUNCATED
+
+
+def _size(text: str) -> int:
+    """Length as GitHub counts it (UTF-16 code units: an emoji outside the BMP counts twice)."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def _verdict(metric: MetricComparison) -> str:
+    label = str(fmt.LABELS[metric.verdict])
+    if metric.verdict is Verdict.REGRESSION and not metric.gated:
+        return f"{label} (not gating)"
+    return label
+
+
+def _name(item: MetricComparison | Contribution) -> str:
+    if isinstance(item, Contribution):
+        return item.series.display_name if item.series else item.key
+    return fmt.name_of(item)
+
+
+def _kind(item: MetricComparison | Contribution) -> str:
+    if isinstance(item, Contribution):
+        kind = item.series.kind.value if item.series else item.key.split(":", 1)[0]
+    else:
+        kind = fmt.kind_of(item)
+    return md_escape(kind)
+
+
+@functools.cache
+def _template() -> jinja2.Template:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("perfci.report", "templates"),
+        autoescape=False,  # Markdown, not HTML: escaping is the `md` filter's job
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+        keep_trailing_newline=True)
+    env.filters.update({
+        "md": lambda text, max_len=None: md_escape(text, max_len=max_len),
+        "pct": fmt.pct, "share": fmt.share, "qval": fmt.qvalue, "dur": fmt.duration,
+        "delta": fmt.delta, "interval": fmt.interval,
+        "sha": lambda sha: md_escape(fmt.short_sha(sha)),
+        "verdict": _verdict, "name": _name, "kind": _kind,
+    })
+    return env.get_template("comment.md.j2")
