@@ -11,7 +11,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("PERFCI_SHARED_DIR", REPO.parent / "shared"))
 
-pytest_plugins: list[str] = []
+pytest_plugins = ["db_fixtures"]
 
 
 def _need(path: Path) -> Path:

@@ -10,7 +10,7 @@ import sys
 import typer
 
 from perfci import __version__
-from perfci.cli import formats_cmd, parse_cmd, run_cmd
+from perfci.cli import db_cmd, formats_cmd, ingest_cmd, parse_cmd, run_cmd
 from perfci.cli._console import err_console
 from perfci.errors import PerfciError
 
@@ -24,7 +24,7 @@ app = typer.Typer(
 )
 
 # Each subcommand module exposes register(app).
-for _module in (parse_cmd, formats_cmd, run_cmd):
+for _module in (parse_cmd, formats_cmd, run_cmd, ingest_cmd, db_cmd):
     _module.register(app)
 
 

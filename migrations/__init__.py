@@ -1,0 +1,1 @@
+"""Alembic environment and versions; shipped in the wheel as ``perfci.migrations``."""

@@ -1,0 +1,1 @@
+"""Schema migrations, oldest first. They describe schema only and never import perfci."""

@@ -1,0 +1,90 @@
+"""``perfci ingest``: store profile files as one run of a benchmark."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from perfci.cli._console import err_console
+from perfci.context import detect_run_context
+from perfci.settings import get_settings, redact_url
+from perfci.store.db import open_store
+from perfci.usecases.ingest import IngestResult, ingest_run, parse_repeats
+
+
+def _pairs(values: list[str]) -> dict[str, str]:
+    pairs = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--env")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def ingest_command(
+    files: list[Path] = typer.Argument(..., help="Profile files of the run.",
+                                       show_default=False),
+    benchmark: str = typer.Option(..., "--benchmark", "-b", help="Benchmark name."),
+    repeat: int | None = typer.Option(None, "--repeat", "--repeats", min=1,
+                                      help="The files hold N repeats, in N equal consecutive "
+                                           "groups (default: one repeat per file)."),
+    format: str | None = typer.Option(None, "--format", "-f",
+                                      help="Format name; detected from content when omitted."),
+    project: str | None = typer.Option(None, "--project", help="Project (default: repository)."),
+    commit: str | None = typer.Option(None, "--commit", help="Commit SHA (default: git HEAD)."),
+    branch: str | None = typer.Option(None, "--branch", help="Branch (default: detected)."),
+    base_branch: str | None = typer.Option(None, "--base-branch", help="PR base branch."),
+    pr: int | None = typer.Option(None, "--pr", help="Pull request number."),
+    ci_run_id: str | None = typer.Option(None, "--ci-run-id", help="CI run id."),
+    ci_run_attempt: int | None = typer.Option(None, "--ci-run-attempt", help="CI run attempt."),
+    env: list[str] = typer.Option([], "--env",
+                                  help="Environment fingerprint entry KEY=VALUE (repeatable)."),
+    database_url: str | None = typer.Option(None, "--database-url",
+                                            help="Database URL (default: settings, else the "
+                                                 "embedded SQLite store)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Parse profile files and store them as one run (idempotent: re-ingesting is a no-op)."""
+    environment = _pairs(env)
+    # Parse everything first: a bad file stops here, before the store is even opened.
+    repeats = parse_repeats(files, format=format, repeat=repeat)
+    for profile in (p for group in repeats for p in group):
+        for warning in profile.warnings:
+            err_console.print(f"warning: {profile.source}: {warning}")
+    settings = get_settings({"database_url": database_url, "project": project})
+    context = detect_run_context(settings.project, {
+        "commit": commit, "branch": branch, "base_branch": base_branch, "pr_number": pr,
+        "ci_run_id": ci_run_id, "ci_run_attempt": ci_run_attempt,
+        "environment": environment})
+    store = open_store(settings)
+    try:
+        with store.sessions() as session:
+            result = ingest_run(session, context=context, benchmark=benchmark, repeats=repeats)
+    finally:
+        store.close()
+    _report(result, project=context.project, benchmark=benchmark, url=store.url,
+            as_json=as_json)
+
+
+def _report(result: IngestResult, *, project: str, benchmark: str, url: str,
+            as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps({"run_id": result.run_id, "created": result.created,
+                               "project": project, "benchmark": benchmark,
+                               "series": result.series, "samples": result.samples,
+                               "database": redact_url(url)}, indent=1))
+        return
+    if result.created:
+        typer.echo(f"stored run {result.run_id} of {project}/{benchmark}: "
+                      f"{result.series} series, {result.samples} samples "
+                      f"in {redact_url(url)}")
+    else:
+        typer.echo(f"run {result.run_id} of {project}/{benchmark} was already stored "
+                      f"(same commit and CI run, or the same data); nothing written")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("ingest")(ingest_command)

@@ -1,0 +1,221 @@
+"""Engines, sessions and migrations: how perfci opens its store.
+
+SQLite (the embedded default, ``.perfci/perfci.db``) is migrated automatically on first use;
+PostgreSQL never is: a missing or old schema is an error that says to run ``perfci db upgrade``,
+because migrating a shared production database is an operator's decision.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from perfci.errors import StorageError
+from perfci.settings import Settings, redact_url
+
+# Seconds a SQLite writer waits for another one before giving up ("database is locked").
+SQLITE_BUSY_TIMEOUT_S = 30
+
+
+def make_engine(url: str, **kwargs: Any) -> Engine:
+    """An engine for ``url`` with perfci's per-dialect settings.
+
+    SQLite: WAL (readers never block the writer), foreign keys on, a busy timeout, and
+    ``BEGIN IMMEDIATE`` for every transaction: a deferred transaction that reads and then
+    writes fails at once with "database is locked" when another writer committed meanwhile,
+    whereas an immediate one waits its turn. It also makes SAVEPOINTs work under pysqlite.
+    PostgreSQL: ``pool_pre_ping`` so that connections dropped by the server are replaced.
+    """
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        _ensure_sqlite_directory(parsed.database)
+        connect_args = {"timeout": SQLITE_BUSY_TIMEOUT_S, **kwargs.pop("connect_args", {})}
+        engine = create_engine(parsed, connect_args=connect_args, **kwargs)
+        _configure_sqlite(engine)
+        return engine
+    return create_engine(parsed, pool_pre_ping=True, **kwargs)
+
+
+def _ensure_sqlite_directory(database: str | None) -> None:
+    if database and database != ":memory:" and not database.startswith("file:"):
+        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Hand transaction control to SQLAlchemy (pysqlite's own BEGIN handling is broken).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")  # durable on crash under WAL, faster
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_S * 1000}")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
+    """Sessions for units of work; objects stay readable after commit."""
+    return sessionmaker(bind=engine, expire_on_commit=False)
+
+
+# --- migrations -------------------------------------------------------------------------------
+
+
+def migrations_dir() -> Path:
+    """The Alembic scripts: the ``perfci.migrations`` package when installed, else the checkout."""
+    spec = importlib.util.find_spec("perfci.migrations")
+    if spec is not None and spec.origin:
+        return Path(spec.origin).parent
+    return Path(__file__).resolve().parents[2] / "migrations"
+
+
+def alembic_config(url: str | None = None, *, connection: Connection | None = None) -> Config:
+    """An Alembic config for ``url`` (or an open ``connection``) with perfci's scripts."""
+    folder = migrations_dir()
+    config = Config(str(folder / "alembic.ini"))
+    config.set_main_option("script_location", str(folder))
+    if url is not None:
+        config.attributes["url"] = url
+    if connection is not None:
+        config.attributes["connection"] = connection
+    return config
+
+
+def head_revision() -> str:
+    """The newest migration this perfci ships."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    if head is None:  # pragma: no cover - the package always ships migrations
+        raise StorageError("perfci ships no database migrations; the installation is broken")
+    return head
+
+
+def upgrade(url: str, revision: str = "head") -> str | None:
+    """Migrate the database at ``url`` up to ``revision``; returns the revision reached."""
+    with _migrating(url, "upgrade") as connection:
+        command.upgrade(alembic_config(connection=connection), revision)
+        return _current_of(connection)
+
+
+def downgrade(url: str, revision: str) -> str | None:
+    """Migrate the database at ``url`` down to ``revision`` (``base`` empties it)."""
+    with _migrating(url, "downgrade") as connection:
+        command.downgrade(alembic_config(connection=connection), revision)
+        return _current_of(connection)
+
+
+def current(url: str) -> str | None:
+    """The schema revision of the database at ``url``; ``None`` when it has no perfci schema."""
+    with _migrating(url, "read the schema revision of") as connection:
+        return _current_of(connection)
+
+
+def _current_of(connection: Connection) -> str | None:
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+@contextmanager
+def _migrating(url: str, action: str) -> Iterator[Connection]:
+    """A committed-on-success connection; database errors become ``StorageError``."""
+    engine = make_engine(url)
+    try:
+        with engine.begin() as connection:
+            yield connection
+    except DBAPIError as exc:
+        raise StorageError(f"could not {action} database {redact_url(url)}: "
+                           f"{_first_line(exc)}") from exc
+    except Exception as exc:
+        if _is_alembic_error(exc):
+            raise StorageError(f"could not {action} database {redact_url(url)}: {exc}") from exc
+        raise
+    finally:
+        engine.dispose()
+
+
+def _is_alembic_error(exc: Exception) -> bool:
+    from alembic.util import CommandError
+
+    return isinstance(exc, CommandError)
+
+
+def _first_line(exc: DBAPIError) -> str:
+    return str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+
+
+# --- opening the store ------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Store:
+    """An open store: the engine and its session factory. ``close()`` releases connections."""
+
+    url: str
+    engine: Engine
+    sessions: sessionmaker[Session]
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def open_store(settings: Settings, *, root: Path | None = None) -> Store:
+    """Open the store ``settings`` name, ready for use.
+
+    SQLite is migrated to head here (creating ``.perfci/``); PostgreSQL must already be at
+    head, else ``StorageError`` says to run ``perfci db upgrade``.
+    """
+    url = settings.resolved_database_url(root)
+    if make_url(url).get_backend_name() == "sqlite":
+        upgrade(url)
+    engine = make_engine(url)
+    try:
+        _check_schema(engine, url)
+    except BaseException:
+        engine.dispose()
+        raise
+    return Store(url=url, engine=engine, sessions=make_sessionmaker(engine))
+
+
+def _check_schema(engine: Engine, url: str) -> None:
+    try:
+        with engine.connect() as connection:
+            found = _current_of(connection)
+    except SQLAlchemyError as exc:
+        reason = _first_line(exc) if isinstance(exc, DBAPIError) else str(exc)
+        raise StorageError(f"could not open database {redact_url(url)}: {reason}") from exc
+    head = head_revision()
+    if found == head:
+        return
+    fix = f"run `perfci db upgrade --database-url {redact_url(url)}`"
+    if found is None:
+        raise StorageError(f"database {redact_url(url)} has no perfci schema; {fix}")
+    if found not in _known_revisions():
+        raise StorageError(f"database {redact_url(url)} is at schema revision {found}, which this "
+                           f"perfci does not know (newer perfci?); upgrade perfci")
+    raise StorageError(f"database {redact_url(url)} is at schema revision {found}, this perfci "
+                       f"needs {head}; {fix}")
+
+
+def _known_revisions() -> set[str]:
+    scripts = ScriptDirectory.from_config(alembic_config())
+    return {script.revision for script in scripts.walk_revisions()}

@@ -1,0 +1,302 @@
+"""The store's tables as SQLAlchemy 2.0 typed ORM models.
+
+The schema itself is owned by the Alembic migrations in ``migrations/`` (never ``create_all``);
+these models must match them, which ``tests/test_store_migrations.py`` checks with autogenerate.
+
+::
+
+    project ─┬─ benchmark ─── series (kind × device × scope × section × name, stored once)
+             ├─ commit                          │
+             └─ run ── profile                  │
+                 │  (environment = fingerprint) │
+                 └──────────── sample ──────────┘  (run × series × repeat → numbers)
+
+Later tables (comparison, alert, api_token) reference ``run``/``project`` ids and arrive by new
+migrations; nothing here needs to change for them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Double,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    SmallInteger,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+    false,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from perfci.model import SeriesKey
+
+# Deterministic constraint names, so that migrations can drop and alter them on both dialects.
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on both dialects.
+
+    PostgreSQL stores ``timestamptz``; SQLite has no time zones and returns naive values, which
+    are UTC by construction here, so they get their ``tzinfo`` back on the way out.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class Project(Base):
+    __tablename__ = "project"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    # Public projects' dashboards are readable without a token.
+    public: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Environment(Base):
+    """A hardware/software fingerprint; runs are only compared within one."""
+
+    __tablename__ = "environment"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(String(64), unique=True)
+    values: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Commit(Base):
+    __tablename__ = "commit"
+    __table_args__ = (UniqueConstraint("project_id", "sha"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("project.id", ondelete="CASCADE"))
+    sha: Mapped[str] = mapped_column(String(64))
+    committed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class Benchmark(Base):
+    __tablename__ = "benchmark"
+    __table_args__ = (UniqueConstraint("project_id", "name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("project.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(200))
+
+
+class Run(Base):
+    """One CI invocation of one benchmark: ``repeats`` repeats of its profiles.
+
+    ``idempotency_key`` identifies the invocation (commit + CI run id + attempt, or the content
+    when there is no CI run id); it is never NULL so that the unique constraint dedupes.
+    """
+
+    __tablename__ = "run"
+    __table_args__ = (
+        UniqueConstraint("project_id", "benchmark_id", "idempotency_key"),
+        # Baseline selection: same benchmark, branch and environment, newest first.
+        Index("ix_run_baseline", "benchmark_id", "branch", "environment_id", "created_at"),
+        Index("ix_run_project_created", "project_id", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("project.id", ondelete="CASCADE"))
+    benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmark.id", ondelete="CASCADE"))
+    environment_id: Mapped[int] = mapped_column(ForeignKey("environment.id"))
+    commit_id: Mapped[int | None] = mapped_column(ForeignKey("commit.id"), index=True)
+    branch: Mapped[str | None] = mapped_column(String(255))
+    base_branch: Mapped[str | None] = mapped_column(String(255))
+    merge_base: Mapped[str | None] = mapped_column(String(64))
+    pr_number: Mapped[int | None] = mapped_column(Integer)
+    ci_provider: Mapped[str | None] = mapped_column(String(50))
+    ci_run_id: Mapped[str | None] = mapped_column(String(100))
+    ci_run_attempt: Mapped[int | None] = mapped_column(Integer)
+    ci_url: Mapped[str | None] = mapped_column(Text)
+    repeats: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    idempotency_key: Mapped[str] = mapped_column(String(255))
+
+
+class ProfileRow(Base):
+    """One parsed profile of one repeat (a file, or one section of a multi-profile file)."""
+
+    __tablename__ = "profile"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("run.id", ondelete="CASCADE"), index=True)
+    repeat: Mapped[int] = mapped_column(Integer)
+    label: Mapped[str] = mapped_column(String(255))
+    format: Mapped[str] = mapped_column(String(50))
+    source: Mapped[str] = mapped_column(Text)
+    steps: Mapped[int | None] = mapped_column(Integer)
+    # "metadata" is reserved on declarative classes; the column keeps the plain name.
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON)
+
+
+class Series(Base):
+    """A metric's identity within a benchmark; its (possibly very long) name is stored once.
+
+    Kernel names can exceed PostgreSQL's B-tree entry limit, so uniqueness is on ``key_hash``
+    (a digest of kind, device, scope, section and name) rather than on the text columns.
+    """
+
+    __tablename__ = "series"
+    __table_args__ = (UniqueConstraint("benchmark_id", "key_hash"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmark.id", ondelete="CASCADE"))
+    key_hash: Mapped[str] = mapped_column(String(32))
+    kind: Mapped[str] = mapped_column(String(16))
+    device: Mapped[str] = mapped_column(String(8))
+    scope: Mapped[str] = mapped_column(Text, default="", server_default="")
+    section: Mapped[str] = mapped_column(Text, default="", server_default="")
+    name: Mapped[str] = mapped_column(Text)
+
+
+class Sample(Base):
+    """The numbers of one series in one repeat of one run. ``value`` is the per-step time.
+
+    No foreign keys on purpose: this is the one large table, and PostgreSQL checks a foreign
+    key with a trigger per row, which made bulk ingest 3.4x slower when measured (COPY of 1M
+    rows: 268k rows/s with the primary key alone, 79k with both foreign keys). Rows are only
+    written by the ingest use case, with ids it has just resolved in the same transaction.
+    """
+
+    __tablename__ = "sample"
+
+    run_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    series_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    repeat: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    value: Mapped[float | None] = mapped_column(Double)
+    calls: Mapped[int | None] = mapped_column(BigInteger)
+    total_ns: Mapped[float | None] = mapped_column(Double)
+    self_ns: Mapped[float | None] = mapped_column(Double)
+    avg_ns: Mapped[float | None] = mapped_column(Double)
+    min_ns: Mapped[float | None] = mapped_column(Double)
+    max_ns: Mapped[float | None] = mapped_column(Double)
+    std_ns: Mapped[float | None] = mapped_column(Double)
+    median_ns: Mapped[float | None] = mapped_column(Double)
+    bytes: Mapped[float | None] = mapped_column(Double)
+
+
+#: Column order of ``sample`` rows as the bulk writers take them.
+SAMPLE_COLUMNS: tuple[str, ...] = tuple(c.name for c in Sample.__table__.columns)
+
+
+def series_key_hash(key: SeriesKey) -> str:
+    """``series.key_hash``: 32 hex digits naming a series within its benchmark."""
+    return series_parts_hash(key.kind.value, key.device.value, key.scope, key.section, key.name)
+
+
+def series_parts_hash(kind: str, device: str, scope: str, section: str, name: str) -> str:
+    """:func:`series_key_hash` from the plain strings (the ingest hot path)."""
+    joined = "\x1f".join((kind, device, scope, section, name))
+    return hashlib.blake2b(joined.encode(), digest_size=16).hexdigest()
+
+
+class ApiToken(Base):
+    """A project token for the HTTP API. Only its SHA-256 is stored; ``prefix`` identifies it
+    in listings without revealing it. ``scopes`` is a comma-separated subset of
+    ``upload,read,admin``."""
+
+    __tablename__ = "api_token"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("project.id", ondelete="CASCADE"),
+                                            index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    prefix: Mapped[str] = mapped_column(String(16))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    scopes: Mapped[str] = mapped_column(String(100))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class Alert(Base):
+    """A change point on a branch's history, to be acknowledged or dismissed by a person.
+
+    Unique per series, environment, branch and first run of the new level, so re-running a
+    report never duplicates an alert and a dismissed one stays dismissed.
+    """
+
+    __tablename__ = "alert"
+    __table_args__ = (
+        UniqueConstraint("series_id", "environment_id", "branch", "run_id"),
+        Index("ix_alert_project_status", "project_id", "status"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("project.id", ondelete="CASCADE"))
+    benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmark.id", ondelete="CASCADE"))
+    series_id: Mapped[int] = mapped_column(ForeignKey("series.id", ondelete="CASCADE"))
+    environment_id: Mapped[int] = mapped_column(ForeignKey("environment.id"))
+    branch: Mapped[str] = mapped_column(String(255))
+    run_id: Mapped[int] = mapped_column(ForeignKey("run.id", ondelete="CASCADE"))
+    commit_sha: Mapped[str | None] = mapped_column(String(64))
+    previous_commit_sha: Mapped[str | None] = mapped_column(String(64))
+    before: Mapped[float] = mapped_column(Double)
+    after: Mapped[float] = mapped_column(Double)
+    change: Mapped[float] = mapped_column(Double)
+    p_value: Mapped[float] = mapped_column(Double)
+    status: Mapped[str] = mapped_column(String(16), default="open", server_default="open")
+    note: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+
+class Comparison(Base):
+    """A comparison as it was reported (the JSON of perfci.report.json_report), so that the
+    API and dashboard show what the pull request was told even after the baseline moved on."""
+
+    __tablename__ = "comparison"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("run.id", ondelete="CASCADE"), index=True)
+    baseline_branch: Mapped[str] = mapped_column(String(255))
+    verdict: Mapped[str] = mapped_column(String(16))
+    regressions: Mapped[int] = mapped_column(Integer)
+    result: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -1,0 +1,371 @@
+"""Ingest a run: parsed profiles + run context → one transaction in the store.
+
+Idempotent: a run is identified by its key (commit + CI run id + attempt, or the content when
+there is no CI run id), unique in the database, so the same run ingested twice, even by two
+processes at once, is stored once. Everything is parsed and checked before the transaction
+opens, so bad input writes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.orm import Session
+
+from perfci.analysis.values import per_step_ns
+from perfci.context import fingerprint_hash
+from perfci.errors import ConfigError, ParseError, StorageError, UnknownFormatError
+from perfci.formats.registry import parse_file
+from perfci.model import Metric, Profile, RunContext
+from perfci.store import _bulk
+from perfci.store.schema import (
+    Benchmark,
+    Commit,
+    Environment,
+    ProfileRow,
+    Project,
+    Run,
+    Sample,
+    Series,
+    series_parts_hash,
+)
+
+# value (per-step ns), calls, total, self, avg, min, max, std, median ns, bytes
+Values = tuple[float | None, int | None, float | None, float | None, float | None,
+               float | None, float | None, float | None, float | None, float | None]
+
+# kind, device, scope, section, name: a series' identity as plain strings (cheap to hash)
+SeriesParts = tuple[str, str, str, str, str]
+_SERIES_FIELDS = ("kind", "device", "scope", "section", "name")
+
+_LOOKUP_CHUNK = 5000  # ids per IN (...) list: well under SQLite's 32,766 parameters
+
+
+@dataclass(frozen=True, slots=True)
+class IngestResult:
+    """What an ingest stored: ``created`` is False when the run was already there."""
+
+    run_id: int
+    created: bool
+    series: int
+    samples: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """The run's samples, keyed and merged, ready to write: computed before any SQL."""
+
+    samples: dict[SeriesParts, dict[int, Values]]
+    profiles: list[tuple[int, Profile]]
+    repeats: int
+
+
+def ingest_run(session: Session, *, context: RunContext, benchmark: str,
+               repeats: Sequence[Sequence[Profile]], idempotency_key: str | None = None,
+               created_at: datetime | None = None) -> IngestResult:
+    """Store one run of ``benchmark`` in one transaction, and commit it.
+
+    Parameters
+    ----------
+    session
+        A fresh unit of work; it is committed on success and rolled back on any error.
+    context
+        Project, commit, branch, CI ids and the environment fingerprint of the run.
+    benchmark
+        The benchmark's name within the project.
+    repeats
+        The profiles of each repeat, in repeat order. A repeat with several profiles (seed 003:
+        forward / backward / train) keys its series by section = profile label.
+    idempotency_key
+        Overrides the run key derived from the context (and the content, without a CI run id).
+    created_at
+        When the run was made (default: now); tests and imports of old runs pass it.
+
+    Raises
+    ------
+    ConfigError
+        Empty repeats, or two profiles with the same label in one repeat.
+    StorageError
+        The database failed; nothing was written.
+    """
+    prepared = _prepare(repeats)
+    key = idempotency_key or run_key(context, prepared)
+    try:
+        result = _write(session, context=context, benchmark=benchmark, prepared=prepared,
+                        key=key, created_at=created_at or datetime.now(UTC))
+        session.commit()
+    except IntegrityError as exc:
+        session.rollback()
+        # A concurrent ingest of the same run committed between our checks: keep theirs.
+        existing = _find_run(session, context.project, benchmark, key)
+        if existing is None:
+            raise StorageError(f"could not store the run of {benchmark!r}: "
+                               f"{_reason(exc)}") from exc
+        result = _existing_result(session, existing)
+        session.rollback()  # end the read transaction; nothing of ours to keep
+        return result
+    except DBAPIError as exc:
+        session.rollback()
+        raise StorageError(f"could not store the run of {benchmark!r}: {_reason(exc)}") from exc
+    except BaseException:
+        session.rollback()
+        raise
+    return result
+
+
+def parse_and_ingest(session: Session, files: Sequence[Path], *, benchmark: str,
+                     context: RunContext, format: str | None = None,
+                     repeat: int | None = None) -> IngestResult:
+    """Parse ``files`` and ingest them as one run; a bad file stops before anything is written.
+
+    With ``repeat=None`` each file is one repeat; with ``repeat=N`` the files hold N repeats,
+    split into N consecutive groups of equal size (``r0_fwd r0_bwd r1_fwd r1_bwd``, N=2).
+    """
+    repeats = parse_repeats(files, format=format, repeat=repeat)
+    return ingest_run(session, context=context, benchmark=benchmark, repeats=repeats)
+
+
+def parse_repeats(files: Sequence[Path], *, format: str | None = None,
+                  repeat: int | None = None) -> list[list[Profile]]:
+    """The profiles of each repeat (see :func:`parse_and_ingest`); errors name the file."""
+    groups = group_files(files, repeat)
+    return [[p for path in group for p in _parse_one(path, format)] for group in groups]
+
+
+def group_files(files: Sequence[Path], repeats: int | None) -> list[list[Path]]:
+    """Files per repeat: one each, or ``repeats`` equal consecutive groups."""
+    if not files:
+        raise ConfigError("no profile files given")
+    if repeats is None:
+        return [[Path(f)] for f in files]
+    if repeats < 1 or len(files) % repeats:
+        raise ConfigError(f"{len(files)} files cannot be split into {repeats} repeats of "
+                          "equal size")
+    size = len(files) // repeats
+    return [[Path(f) for f in files[i:i + size]] for i in range(0, len(files), size)]
+
+
+def _parse_one(path: Path, format: str | None) -> list[Profile]:
+    try:
+        profiles = parse_file(path, format=format)
+    except UnknownFormatError as exc:
+        if str(path) in str(exc):
+            raise
+        raise UnknownFormatError(f"{path}: {exc}") from exc
+    if not profiles:
+        raise ParseError("no profiles found in this file", source=str(path))
+    return profiles
+
+
+def run_key(context: RunContext, prepared: _Prepared) -> str:
+    """The idempotency key: the CI invocation when known, else the run's content.
+
+    Without a CI run id, ingesting the same files again is the same run, while new
+    measurements at the same commit (a laptop re-run) are a new one.
+    """
+    commit = context.commit or ""
+    if context.ci_run_id:
+        provider = context.ci_provider or "ci"
+        return f"ci:{provider}:{context.ci_run_id}:{context.ci_run_attempt or 0}:{commit}"[:255]
+    digest = hashlib.sha256()
+    for parts in sorted(prepared.samples):
+        digest.update("\x1f".join(parts).encode())
+        for repeat, values in sorted(prepared.samples[parts].items()):
+            digest.update(repr((repeat, values)).encode())
+    return f"content:{commit}:{digest.hexdigest()}"
+
+
+# --- preparing (no SQL) -----------------------------------------------------------------------
+
+
+def _prepare(repeats: Sequence[Sequence[Profile]]) -> _Prepared:
+    if not repeats:
+        raise ConfigError("a run needs at least one repeat")
+    samples: dict[SeriesParts, dict[int, Values]] = {}
+    profiles: list[tuple[int, Profile]] = []
+    for index, repeat in enumerate(repeats):
+        if not repeat:
+            raise ConfigError(f"repeat {index + 1} has no profiles")
+        labels = [p.label for p in repeat]
+        if len(repeat) > 1 and len(set(labels)) != len(labels):
+            raise ConfigError(f"repeat {index + 1} has several profiles labelled alike "
+                              f"({', '.join(labels)}); their metrics would collide")
+        for profile in repeat:
+            profiles.append((index, profile))
+            section = profile.label if len(repeat) > 1 else ""
+            for metric in profile.metrics:
+                parts = (metric.kind.value, metric.device.value, metric.scope or "", section,
+                         metric.name)
+                per_repeat = samples.setdefault(parts, {})
+                values = _values(metric, profile.steps)
+                old = per_repeat.get(index)
+                # The same name twice in one report (seed 003's cuda_api_sum): one series, summed.
+                per_repeat[index] = values if old is None else _merge(old, values)
+    return _Prepared(samples=samples, profiles=profiles, repeats=len(repeats))
+
+
+def _values(metric: Metric, steps: int | None) -> Values:
+    """A sample's stored numbers, in SAMPLE_COLUMNS order after (run_id, series_id, repeat)."""
+    return (per_step_ns(metric, steps), metric.calls, metric.total_ns, metric.self_ns,
+            metric.avg_ns, metric.min_ns, metric.max_ns, metric.std_ns, metric.median_ns,
+            metric.bytes)
+
+
+def _merge(a: Values, b: Values) -> Values:
+    def add(x: Any, y: Any) -> Any:
+        return None if x is None and y is None else (x or 0) + (y or 0)
+
+    def pick(f: Any, x: Any, y: Any) -> Any:
+        return x if y is None else y if x is None else f(x, y)
+
+    value, calls, total, self_ns = (add(a[i], b[i]) for i in range(4))
+    avg = total / calls if total is not None and calls else None
+    return (value, calls, total, self_ns, avg, pick(min, a[5], b[5]), pick(max, a[6], b[6]),
+            None, None, add(a[9], b[9]))
+
+
+# --- writing ----------------------------------------------------------------------------------
+
+
+def _write(session: Session, *, context: RunContext, benchmark: str, prepared: _Prepared,
+           key: str, created_at: datetime) -> IngestResult:
+    project_id = _get_or_create(session, Project, {"name": context.project},
+                                {"created_at": created_at})
+    benchmark_id = _get_or_create(session, Benchmark,
+                                  {"project_id": project_id, "name": benchmark}, {})
+    environment_id = _get_or_create(session, Environment,
+                                    {"fingerprint": fingerprint_hash(context.environment)},
+                                    {"values": dict(context.environment),
+                                     "created_at": created_at})
+    commit_id = _commit_id(session, project_id, context)
+    run_id = _insert_run(session, context, project_id=project_id, benchmark_id=benchmark_id,
+                         environment_id=environment_id, commit_id=commit_id, key=key,
+                         repeats=prepared.repeats, created_at=created_at)
+    if run_id is None:
+        existing = _find_run(session, context.project, benchmark, key)
+        assert existing is not None  # the conflicting row is visible once the insert returns
+        return _existing_result(session, existing)
+    series_ids = _series_ids(session, benchmark_id, list(prepared.samples))
+    _insert_profiles(session, run_id, prepared.profiles)
+    rows = [(run_id, series_ids[series], repeat, *values)
+            for series, per_repeat in prepared.samples.items()
+            for repeat, values in per_repeat.items()]
+    _bulk.write_samples(session, rows)
+    return IngestResult(run_id=run_id, created=True, series=len(series_ids), samples=len(rows))
+
+
+def _get_or_create(session: Session, model: Any, match: dict[str, Any],
+                   extra: dict[str, Any]) -> int:
+    """The id of the row matching ``match``, inserting it (race-safe) when absent."""
+    table = model.__table__
+    query = select(table.c.id).where(*(table.c[k] == v for k, v in match.items()))
+    found = session.execute(query).scalar()
+    if found is None:
+        _bulk.insert_rows_ignore(session, table, [{**match, **extra}], list(match))
+        found = session.execute(query).scalar_one()
+    return int(found)
+
+
+def _commit_id(session: Session, project_id: int, context: RunContext) -> int | None:
+    if not context.commit:
+        return None
+    committed_at = _parse_time(context.commit_time)
+    table = Commit.__table__
+    query = select(table.c.id, table.c.committed_at).where(table.c.project_id == project_id,
+                                                           table.c.sha == context.commit)
+    found = session.execute(query).first()
+    if found is None:
+        _bulk.insert_rows_ignore(session, table, [{"project_id": project_id,
+                                                   "sha": context.commit,
+                                                   "committed_at": committed_at}],
+                                 ["project_id", "sha"])
+        found = session.execute(query).one()
+    if found.committed_at is None and committed_at is not None:
+        # A commit first seen without its time (a bare --commit) gets it from a later run.
+        session.execute(update(table).where(table.c.id == found.id,
+                                            table.c.committed_at.is_(None))
+                        .values(committed_at=committed_at))
+    return int(found.id)
+
+
+def _parse_time(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ConfigError(f"commit time {value!r} is not an ISO 8601 date") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _insert_run(session: Session, context: RunContext, *, key: str, **ids: Any) -> int | None:
+    values = dict(ids, branch=context.branch, base_branch=context.base_branch,
+                  merge_base=context.merge_base, pr_number=context.pr_number,
+                  ci_provider=context.ci_provider, ci_run_id=context.ci_run_id,
+                  ci_run_attempt=context.ci_run_attempt, ci_url=context.ci_url,
+                  idempotency_key=key)
+    statement = _bulk.insert_ignore(session, Run.__table__,
+                                    ["project_id", "benchmark_id", "idempotency_key"])
+    run_id = session.execute(statement.values(**values).returning(Run.id)).scalar()
+    return None if run_id is None else int(run_id)
+
+
+def _series_ids(session: Session, benchmark_id: int,
+                keys: list[SeriesParts]) -> dict[SeriesParts, int]:
+    """Ids of the benchmark's series, creating the missing ones in bulk."""
+    by_hash = {series_parts_hash(*parts): parts for parts in keys}
+    found = _lookup_series(session, benchmark_id, list(by_hash))
+    missing = [h for h in by_hash if h not in found]
+    if missing:
+        rows = [dict(zip(_SERIES_FIELDS, by_hash[h], strict=True), benchmark_id=benchmark_id,
+                     key_hash=h) for h in missing]
+        _bulk.insert_rows_ignore(session, Series.__table__, rows, ["benchmark_id", "key_hash"])
+        found.update(_lookup_series(session, benchmark_id, missing))
+    return {by_hash[h]: series_id for h, series_id in found.items()}
+
+
+def _lookup_series(session: Session, benchmark_id: int, hashes: list[str]) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for start in range(0, len(hashes), _LOOKUP_CHUNK):
+        chunk = hashes[start:start + _LOOKUP_CHUNK]
+        table = Series.__table__
+        query = select(table.c.key_hash, table.c.id).where(
+            table.c.benchmark_id == benchmark_id,
+            _bulk.in_values(session, table.c.key_hash, chunk))
+        found.update(session.execute(query).all())  # type: ignore[arg-type]
+    return found
+
+
+def _insert_profiles(session: Session, run_id: int,
+                     profiles: Iterable[tuple[int, Profile]]) -> None:
+    rows = [{"run_id": run_id, "repeat": repeat, "label": p.label[:255], "format": p.format,
+             "source": p.source, "steps": p.steps, "metadata": p.metadata}
+            for repeat, p in profiles]
+    session.execute(ProfileRow.__table__.insert(), rows)
+
+
+def _find_run(session: Session, project: str, benchmark: str, key: str) -> int | None:
+    query = (select(Run.id).join(Project, Project.id == Run.project_id)
+             .join(Benchmark, Benchmark.id == Run.benchmark_id)
+             .where(Project.name == project, Benchmark.name == benchmark,
+                    Run.idempotency_key == key))
+    found = session.execute(query).scalar()
+    return None if found is None else int(found)
+
+
+def _existing_result(session: Session, run_id: int) -> IngestResult:
+    query = select(func.count(func.distinct(Sample.series_id)), func.count()).where(
+        Sample.run_id == run_id)
+    series, samples = session.execute(query).one()
+    return IngestResult(run_id=run_id, created=False, series=int(series), samples=int(samples))
+
+
+def _reason(exc: DBAPIError) -> str:
+    return str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)

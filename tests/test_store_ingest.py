@@ -1,0 +1,358 @@
+"""Ingesting runs: real seeds, exact rows, idempotency, atomicity, concurrency, the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO, seed
+from db_fixtures import make_context, make_profile
+from sqlalchemy import func, select, text
+from sqlalchemy.orm import Session
+
+from perfci.analysis.values import per_step_ns
+from perfci.cli.main import main
+from perfci.errors import ConfigError, ParseError, StorageError, UnknownFormatError
+from perfci.formats.registry import formats, parse_file
+from perfci.model import MetricKind, SeriesKey
+from perfci.store import db
+from perfci.store.queries import get_run, run_samples
+from perfci.store.schema import ProfileRow, Run, Sample, Series
+from perfci.usecases.ingest import ingest_run, parse_and_ingest
+
+
+def _count(session: Session, model: type) -> int:
+    return int(session.execute(select(func.count()).select_from(model)).scalar_one())
+
+
+def _counts(url: str) -> dict[str, int]:
+    engine = db.make_engine(url)
+    try:
+        with engine.connect() as connection:
+            return {table: int(connection.execute(
+                text(f'SELECT count(*) FROM "{table}"')).scalar_one())
+                for table in ("project", "run", "profile", "series", "sample")}
+    finally:
+        engine.dispose()
+
+
+# --- real seeds -------------------------------------------------------------------------------
+
+
+def test_megatron_seed_two_repeats(session: Session) -> None:
+    path = seed("004")
+    profile = parse_file(path)[0]
+    result = parse_and_ingest(session, [path, path], benchmark="moe",
+                              context=make_context(ci_run_id="11"))
+    assert result.created
+    assert (result.series, result.samples) == (13, 26)
+    assert (_count(session, Series), _count(session, Sample), _count(session, ProfileRow)) == (
+        13, 26, 2)
+
+    stored = run_samples(session, [result.run_id])
+    iteration = SeriesKey(MetricKind.STEP, "iteration")
+    assert stored[iteration] == {result.run_id: [86_850_000.0, 86_850_000.0]}
+    for metric in profile.metrics:
+        expected = per_step_ns(metric, profile.steps)
+        assert stored[SeriesKey.of(metric)][result.run_id] == [expected, expected]
+
+    a2a = session.execute(select(Sample).join(Series, Series.id == Sample.series_id).where(
+        Series.name == "all_to_all[exp]", Series.scope == "forward_step")).scalars().all()
+    assert [(s.repeat, s.calls, s.total_ns, s.avg_ns, s.bytes) for s in a2a] == [
+        (0, 8, 130_000.0, 16_250.0, 281_247_744.0), (1, 8, 130_000.0, 16_250.0, 281_247_744.0)]
+    run = get_run(session, result.run_id)
+    assert (run.repeats, run.commit, run.branch, run.ci_run_id) == (2, "c0ffee", "main", "11")
+
+
+def test_workload_seed_keeps_bytes_only_metrics(session: Session) -> None:
+    path = seed("002")
+    profile = parse_file(path)[0]
+    result = parse_and_ingest(session, [path], benchmark="gpt2", context=make_context())
+    assert (result.series, result.samples) == (51, 51) == (len(profile.metrics),) * 2
+    comm = session.execute(select(Sample.value, Sample.bytes).join(
+        Series, Series.id == Sample.series_id).where(
+        Series.name == "lm_head_grad/input_grad")).one()
+    assert comm == (None, 64_379_217.0)
+    values = run_samples(session, [result.run_id])
+    # Samples with no time (communication sizes only) are not comparison values.
+    assert len(values) == sum(m.total_ns is not None for m in profile.metrics)
+    head = SeriesKey(MetricKind.LAYER, "lm_head/forward")
+    assert values[head][result.run_id] == pytest.approx([127_346_709.3706131])
+
+
+def test_multi_profile_seed_uses_sections(session: Session) -> None:
+    if "nsys_stats" not in formats():
+        pytest.skip("the nsys_stats parser is not registered yet")
+    path = seed("003")
+    profiles = parse_file(path)
+    result = parse_and_ingest(session, [path], benchmark="gpt", context=make_context())
+    sections = set(session.execute(select(Series.section)).scalars())
+    assert sections == {p.label for p in profiles}
+    assert result.series == len({(SeriesKey.of(m, p.label)) for p in profiles
+                                 for m in p.metrics})
+
+
+def test_sections_and_merged_duplicates(session: Session) -> None:
+    fwd = make_profile({"gemm": 10.0}, label="fwd", steps=2)
+    bwd = make_profile({"gemm": 30.0}, label="bwd", steps=2)
+    twice = make_profile({"gemm": 5.0}, label="fwd", steps=2)
+    twice.metrics += make_profile({"gemm": 7.0}).metrics  # the same name on two rows
+    result = ingest_run(session, context=make_context(), benchmark="b",
+                        repeats=[[fwd, bwd], [twice, make_profile({"gemm": 1.0}, label="bwd")]])
+    values = run_samples(session, [result.run_id])
+    assert values == {
+        SeriesKey(MetricKind.KERNEL, "gemm", section="fwd"): {result.run_id: [5.0, 6.0]},
+        SeriesKey(MetricKind.KERNEL, "gemm", section="bwd"): {result.run_id: [15.0, 1.0]},
+    }
+    merged = session.execute(select(Sample.calls, Sample.total_ns).where(
+        Sample.repeat == 1).order_by(Sample.total_ns)).all()
+    assert merged == [(1, 1.0), (2, 12.0)]
+
+
+def test_bad_repeats_are_refused(session: Session) -> None:
+    with pytest.raises(ConfigError, match="labelled alike"):
+        ingest_run(session, context=make_context(), benchmark="b",
+                   repeats=[[make_profile({"k": 1.0}), make_profile({"k": 2.0})]])
+    with pytest.raises(ConfigError, match="no profiles"):
+        ingest_run(session, context=make_context(), benchmark="b", repeats=[[]])
+    assert _count(session, Run) == 0
+
+
+# --- idempotency ------------------------------------------------------------------------------
+
+
+def test_reingest_with_ci_ids_stores_once(session: Session) -> None:
+    context = make_context(ci_provider="github-actions", ci_run_id="42", ci_run_attempt=1)
+    first = ingest_run(session, context=context, benchmark="b",
+                       repeats=[[make_profile({"a": 1.0, "b": 2.0})]])
+    # Same CI invocation, even with other numbers: the first copy stands.
+    again = ingest_run(session, context=context, benchmark="b",
+                       repeats=[[make_profile({"a": 9.0})]])
+    assert (first.created, again.created) == (True, False)
+    assert (again.run_id, again.series, again.samples) == (first.run_id, 2, 2)
+    assert (_count(session, Run), _count(session, Sample)) == (1, 2)
+    retry = ingest_run(session, context=make_context(ci_provider="github-actions",
+                                                     ci_run_id="42", ci_run_attempt=2),
+                       benchmark="b", repeats=[[make_profile({"a": 1.0})]])
+    assert retry.created and retry.run_id != first.run_id
+
+
+def test_reingest_without_ci_ids_dedupes_on_content(session: Session) -> None:
+    context = make_context()
+    first = ingest_run(session, context=context, benchmark="b",
+                       repeats=[[make_profile({"a": 1.0})]])
+    same = ingest_run(session, context=context, benchmark="b",
+                      repeats=[[make_profile({"a": 1.0})]])
+    rerun = ingest_run(session, context=context, benchmark="b",
+                       repeats=[[make_profile({"a": 1.1})]])
+    assert (first.created, same.created, rerun.created) == (True, False, True)
+    assert same.run_id == first.run_id != rerun.run_id
+    assert (_count(session, Run), _count(session, Series)) == (2, 1)
+
+
+# --- bad input and database errors write nothing ----------------------------------------------
+
+
+def test_malformed_file_writes_nothing(session: Session, tmp_path: Path) -> None:
+    good, bad = seed("004"), tmp_path / "garbage.txt"
+    bad.write_text("this is not a profile\n\x00\x01", encoding="utf-8")
+    with pytest.raises(UnknownFormatError, match=r"garbage\.txt"):
+        parse_and_ingest(session, [good, bad], benchmark="b", context=make_context())
+    with pytest.raises(UnknownFormatError, match=r"garbage\.txt.*unknown format 'nope'"):
+        parse_and_ingest(session, [bad], benchmark="b", context=make_context(), format="nope")
+    with pytest.raises(ParseError, match=r"garbage\.txt"):
+        parse_and_ingest(session, [good, bad], benchmark="b", context=make_context(),
+                         format="megatron_trace")
+    assert _count(session, Run) == 0
+
+
+def test_database_error_mid_ingest_rolls_back(migrated_url: str) -> None:
+    engine = db.make_engine(migrated_url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("DROP TABLE sample"))  # fails after run and series rows
+        with db.make_sessionmaker(engine)() as session, pytest.raises(
+                StorageError, match="could not store the run of 'b'"):
+            ingest_run(session, context=make_context(), benchmark="b",
+                       repeats=[[make_profile({"a": 1.0})]])
+        with engine.connect() as connection:
+            for table in ("project", "benchmark", "environment", "run", "series", "profile"):
+                assert connection.execute(text(f"SELECT count(*) FROM {table}")).scalar() == 0
+    finally:
+        engine.dispose()
+
+
+# --- concurrency and crashes ------------------------------------------------------------------
+
+
+def test_concurrent_ingests_of_one_run_store_one_copy(migrated_url: str) -> None:
+    engine = db.make_engine(migrated_url, pool_size=8)
+    sessions = db.make_sessionmaker(engine)
+    values = {f"kernel_{i}": float(i) for i in range(3000)}
+    context = make_context(ci_run_id="7")
+    barrier, results, errors = threading.Barrier(4), [], []
+
+    def ingest() -> None:
+        try:
+            with sessions() as session:
+                barrier.wait()
+                results.append(ingest_run(session, context=context, benchmark="b",
+                                          repeats=[[make_profile(values)]] * 2))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=ingest) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    engine.dispose()
+    assert errors == []
+    assert sorted(r.created for r in results) == [False, False, False, True]
+    assert len({r.run_id for r in results}) == 1
+    assert {(r.series, r.samples) for r in results} == {(3000, 6000)}
+    counts = _counts(migrated_url)
+    assert (counts["run"], counts["series"], counts["sample"]) == (1, 3000, 6000)
+
+
+KILLED_INGEST = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[3])
+    from db_fixtures import make_context, make_profile
+    from perfci.store import _bulk, db
+    from perfci.usecases.ingest import ingest_run
+
+    real = _bulk.write_samples
+
+    def write_then_hang(session, rows):
+        real(session, rows)
+        Path(sys.argv[2]).write_text("written")  # the samples are in, not committed
+        time.sleep(120)
+
+    _bulk.write_samples = write_then_hang
+    engine = db.make_engine(sys.argv[1])
+    with db.make_sessionmaker(engine)() as session:
+        ingest_run(session, context=make_context(ci_run_id="9"), benchmark="b",
+                   repeats=[[make_profile({f"k{i}": float(i) for i in range(5000)})]])
+""")
+
+
+def test_killed_ingest_leaves_no_partial_run(migrated_url: str, tmp_path: Path) -> None:
+    marker = tmp_path / "written"
+    process = subprocess.Popen(
+        [sys.executable, "-c", KILLED_INGEST, migrated_url, str(marker),
+         str(REPO / "tests")], env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists():
+            assert process.poll() is None, "the ingest process died before writing"
+            assert time.monotonic() < deadline, "the ingest process never wrote"
+            time.sleep(0.05)
+    finally:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(10)
+    assert _counts(migrated_url) == dict.fromkeys(("project", "run", "profile", "series",
+                                                   "sample"), 0)
+    # Nothing is left locked either: the same run goes in now.
+    engine = db.make_engine(migrated_url)
+    try:
+        with db.make_sessionmaker(engine)() as session:
+            result = ingest_run(session, context=make_context(ci_run_id="9"), benchmark="b",
+                                repeats=[[make_profile({"k0": 0.0})]])
+        assert result.created
+    finally:
+        engine.dispose()
+
+
+# --- the CLI ----------------------------------------------------------------------------------
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_ingest_and_reingest(migrated_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["ingest", str(seed("004")), str(seed("004")), "--benchmark", "moe",
+            "--project", "acme", "--commit", "abc123", "--branch", "main",
+            "--ci-run-id", "5", "--ci-run-attempt", "1", "--env", "gpu=H100",
+            "--database-url", migrated_url, "--json"]
+    code, out, _ = _cli(capsys, *args)
+    assert code == 0
+    first = json.loads(out)
+    assert (first["created"], first["series"], first["samples"]) == (True, 13, 26)
+    code, out, _ = _cli(capsys, *args)
+    assert code == 0 and json.loads(out)["created"] is False
+    assert json.loads(out)["run_id"] == first["run_id"]
+    engine = db.make_engine(migrated_url)
+    try:
+        with Session(engine) as session:
+            run = get_run(session, first["run_id"])
+    finally:
+        engine.dispose()
+    assert (run.project, run.commit, run.branch, run.ci_run_attempt) == (
+        "acme", "abc123", "main", 1)
+    assert run.environment["gpu"] == "H100"
+
+
+def test_cli_bad_file_exits_2_and_writes_nothing(migrated_url: str, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "broken.log"
+    bad.write_text("no profile here\n", encoding="utf-8")
+    code, _, err = _cli(capsys, "ingest", str(seed("004")), str(bad), "--benchmark", "b",
+                        "--project", "p", "--database-url", migrated_url)
+    assert code == 2 and "broken.log" in err
+    code, _, err = _cli(capsys, "ingest", str(bad), "--benchmark", "b", "--format", "nope",
+                        "--project", "p", "--database-url", migrated_url)
+    assert code == 2 and "broken.log" in err and "nope" in err
+    assert _counts(migrated_url)["run"] == 0
+
+
+def test_cli_db_commands_redact_password(empty_url: str,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    url = empty_url
+    if url.startswith("postgresql"):
+        # A password the trust-auth test server ignores, to check it is never printed.
+        url = url.replace("root@", "root:s3cret@")
+    code, out, _ = _cli(capsys, "db", "current", "--database-url", url)
+    assert code == 0 and "no perfci schema" in out
+    code, out, _ = _cli(capsys, "db", "upgrade", "--database-url", url)
+    assert code == 0 and db.head_revision() in out
+    code, out, _ = _cli(capsys, "db", "current", "--database-url", url)
+    assert code == 0 and "(head)" in out
+    code, out, _ = _cli(capsys, "db", "downgrade", "base", "--database-url", url)
+    assert code == 0 and "base" in out
+    assert db.current(url) is None
+    code, _, err = _cli(capsys, "db", "current", "--database-url",
+                        "postgresql+psycopg://root:s3cret@127.0.0.1:1/none")
+    assert code == 2 and "could not" in err
+    assert "s3cret" not in capsys.readouterr().out + err + out
+
+
+def test_open_store_migrates_sqlite_but_not_postgres(empty_url: str, tmp_path: Path) -> None:
+    from perfci.settings import Settings
+
+    if empty_url.startswith("sqlite"):
+        url = f"sqlite:///{tmp_path / 'nested' / '.perfci' / 'perfci.db'}"
+        store = db.open_store(Settings(database_url=url))
+        store.close()
+        assert db.current(url) == db.head_revision()
+        default = db.open_store(Settings(), root=tmp_path)
+        default.close()
+        assert (tmp_path / ".perfci" / "perfci.db").is_file()
+        return
+    with pytest.raises(StorageError, match="perfci db upgrade"):
+        db.open_store(Settings(database_url=empty_url))
+    assert db.current(empty_url) is None
+    db.upgrade(empty_url)
+    db.open_store(Settings(database_url=empty_url)).close()
