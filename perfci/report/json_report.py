@@ -19,13 +19,15 @@ from typing import Any
 from perfci.model import (
     BaselineInfo,
     Contribution,
+    Device,
     MetricComparison,
+    MetricKind,
     RunComparison,
     SeriesKey,
     Verdict,
 )
 
-__all__ = ["SCHEMA_VERSION", "comparison_to_dict", "metric_to_dict"]
+__all__ = ["SCHEMA_VERSION", "comparison_from_dict", "comparison_to_dict", "metric_to_dict"]
 
 SCHEMA_VERSION = 1
 
@@ -103,3 +105,42 @@ def _number(value: float | None) -> float | None:
         return None
     value = float(value)
     return value if math.isfinite(value) else None
+
+
+def comparison_from_dict(data: dict[str, Any]) -> RunComparison:
+    """The inverse of :func:`comparison_to_dict`: a stored comparison, ready to render again.
+
+    Raises ``ValueError`` on a document of another schema version.
+    """
+    if data.get("schema_version") != SCHEMA_VERSION:
+        raise ValueError(f"comparison schema_version {data.get('schema_version')!r} is not "
+                         f"{SCHEMA_VERSION}")
+    baseline = data.get("baseline")
+    shared = data.get("shared_factor")
+    return RunComparison(
+        benchmark=data["benchmark"], verdict=Verdict(data["verdict"]),
+        metrics=[_metric_from(m) for m in data.get("metrics", [])],
+        contributions=[Contribution(key=c["key"], delta_ns=c["delta_ns"] or 0.0,
+                                    share=c["share"] or 0.0, series=_series_from(c["series"]))
+                       for c in data.get("contributions", [])],
+        baseline=BaselineInfo(**baseline) if baseline else None,
+        environment=dict(data.get("environment", {})), run_id=data.get("run_id"),
+        commit=data.get("commit"), branch=data.get("branch"), pr_number=data.get("pr_number"),
+        ci_url=data.get("ci_url"), shared_factor=_metric_from(shared) if shared else None,
+        notes=list(data.get("notes", [])))
+
+
+def _metric_from(data: dict[str, Any]) -> MetricComparison:
+    values = {f.name: data.get(f.name) for f in dataclasses.fields(MetricComparison)
+              if f.name in data}
+    values["verdict"] = Verdict(values["verdict"])
+    values["series"] = _series_from(data.get("series"))
+    return MetricComparison(**values)
+
+
+def _series_from(data: dict[str, Any] | None) -> SeriesKey | None:
+    if data is None:
+        return None
+    return SeriesKey(kind=MetricKind(data["kind"]), name=data["name"],
+                     device=Device(data["device"]), scope=data.get("scope", ""),
+                     section=data.get("section", ""))

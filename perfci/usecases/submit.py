@@ -1,0 +1,87 @@
+"""Submit a run: store it, compare it with its baseline, keep the comparison as reported.
+
+The one sequence behind ``perfci check`` (local store) and the HTTP upload of ``perfci serve``,
+so that the command line and the service can never disagree about a verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from perfci.analysis.compare import CompareOptions
+from perfci.model import Profile, RunComparison, RunContext, Verdict
+from perfci.report.json_report import comparison_from_dict, comparison_to_dict
+from perfci.settings import Settings
+from perfci.store.schema import Comparison
+from perfci.usecases.compare import compare_stored_run
+from perfci.usecases.ingest import IngestResult, ingest_run
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitResult:
+    """The stored run and its comparison; ``ingest.created`` is False for a retried upload."""
+
+    ingest: IngestResult
+    comparison: RunComparison
+
+
+def compare_options(settings: Settings) -> CompareOptions:
+    """The comparator's options from the configured thresholds."""
+    return CompareOptions(delta=settings.delta, alpha=settings.alpha,
+                          min_baseline=settings.min_baseline_runs,
+                          gate_share=settings.gate_share)
+
+
+def submit_run(session: Session, *, context: RunContext, benchmark: str,
+               repeats: Sequence[Sequence[Profile]], settings: Settings,
+               baseline_branch: str | None = None) -> SubmitResult:
+    """Ingest ``repeats`` as one run, compare it, store and return the comparison.
+
+    A run that was already stored (a retried CI job or upload) is not compared again: the
+    comparison it got the first time is returned, so a retry reports the same verdict.
+    """
+    ingest = ingest_run(session, context=context, benchmark=benchmark, repeats=repeats)
+    if not ingest.created:
+        stored = latest_comparison(session, ingest.run_id)
+        if stored is not None:
+            return SubmitResult(ingest, stored)
+    result = compare_run_now(session, ingest.run_id, settings=settings,
+                             baseline_branch=baseline_branch, merge_base=context.merge_base)
+    return SubmitResult(ingest, result)
+
+
+def compare_run_now(session: Session, run_id: int, *, settings: Settings,
+                    baseline_branch: str | None = None,
+                    merge_base: str | None = None) -> RunComparison:
+    """Compare a stored run with its baseline as of now, and store that comparison."""
+    result = compare_stored_run(session, run_id, options=compare_options(settings),
+                                branch=baseline_branch, default_branch=settings.baseline_branch,
+                                baseline_runs=settings.baseline_runs, merge_base=merge_base)
+    save_comparison(session, result)
+    return result
+
+
+def save_comparison(session: Session, result: RunComparison) -> int:
+    """Store ``result`` for its run and commit; returns the comparison id."""
+    if result.run_id is None:
+        raise ValueError("a comparison can only be stored for a stored run")
+    row = Comparison(run_id=result.run_id,
+                     baseline_branch=result.baseline.branch if result.baseline else "",
+                     verdict=result.verdict.value,
+                     regressions=sum(m.verdict is Verdict.REGRESSION for m in result.metrics),
+                     result=comparison_to_dict(result))
+    session.add(row)
+    session.commit()
+    return row.id
+
+
+def latest_comparison(session: Session, run_id: int) -> RunComparison | None:
+    """The most recent stored comparison of run ``run_id``, if any."""
+    query = (select(Comparison.result).where(Comparison.run_id == run_id)
+             .order_by(Comparison.id.desc()).limit(1))
+    found = session.execute(query).scalar()
+    return None if found is None else comparison_from_dict(found)
