@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gzip
 import importlib
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,13 +33,13 @@ HEAD_BYTES = 256 * 1024
 
 # Detection order matters: binary and strongly-marked formats first, generic tables last.
 FORMAT_MODULES: tuple[str, ...] = (
-    # "nsys_sqlite",
+    "nsys_sqlite",
     "perfci_json",
-    # "chrome_trace",
-    # "nsys_stats",
-    # "nsys_stats_csv",
-    # "nvprof",
-    # "pytorch_table",
+    "chrome_trace",
+    "nsys_stats",
+    "nsys_stats_csv",
+    "nvprof",
+    "pytorch_table",
     "megatron_trace",
     "workload_table",
 )
@@ -89,8 +90,8 @@ def read_head(path: Path, size: int = HEAD_BYTES) -> Head:
         try:
             with gzip.open(path, "rb") as handle:
                 raw = handle.read(size)
-        except (OSError, EOFError):
-            pass  # a cut-short gzip still gives what decompressed; the parser reports the rest
+        except (OSError, EOFError, zlib.error):
+            pass  # a cut-short or damaged gzip: sniff what decompressed, the parser says the rest
     text = raw.decode("utf-8", errors="replace")
     return Head(raw=raw, text=text, gzipped=gzipped)
 

@@ -1,0 +1,165 @@
+"""Nsight Systems ``nsys stats --format csv`` output (FORMATS.md d2).
+
+Each report is a CSV block: a header row with the console titles (``Time (%),Total Time (ns),
+Instances,Avg (ns),...,Name``), rows, and a blank line. Console output can interleave
+``Processing [x.sqlite] with [.../cuda_api_sum.py]...`` lines, which name the report and the
+profile; ``-o base`` writes one file per report, ``base_<report>.csv``, whose name says the
+same. Without either, the report is inferred from the columns (``_nsys_reports.INFER_RULES``).
+Rows become metrics exactly as in the console text (``nsys_stats``).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from perfci.errors import ParseError
+from perfci.formats._nsys_reports import (
+    REPORTS,
+    Layout,
+    LayoutError,
+    Numbers,
+    ProfileSet,
+    file_stem,
+    layout_for,
+    open_lines,
+    row_values,
+)
+from perfci.model import Profile
+
+if TYPE_CHECKING:
+    from perfci.formats.registry import Head
+
+NAME = "nsys_stats_csv"
+DESCRIPTION = "Nsight Systems 'nsys stats --format csv' report blocks or base_<report>.csv files"
+
+_HEADER = re.compile(r'^"?(?:Time ?\(%\)|Total(?: \(\w+\))?)"?,"?(?:Total Time|Count|Operations)')
+_PROCESSING = re.compile(r"^Processing \[(.+?)\] with \[(?:.*[/\\])?([\w.-]+?)\.py\]")
+_SNIFF = re.compile(r'(?m)^"?(?:Time ?\(%\)"?,"?Total Time|Total \(MB\)"?,"?Count)')
+_ELISION = ("...", "…")
+
+
+def sniff(head: Head) -> bool:
+    """A ``Time (%),Total Time ...`` or ``Total (MB),Count,...`` header row."""
+    return bool(_SNIFF.search(head.text))
+
+
+def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
+    """The profiles of one CSV file: one per ``Processing [x.sqlite]`` or repeated report."""
+    parser = _Parser(path)
+    with open_lines(path, format=NAME) as lines:
+        for line in lines:
+            parser.feed(line)
+        profiles = parser.close()
+    if not profiles:
+        raise ParseError(
+            f"no nsys stats CSV block in {parser.line_no} lines: expected a header row such as "
+            "'Time (%),Total Time (ns),Instances,Avg (ns),...,Name' followed by rows",
+            source=str(path), line=parser.line_no or None, format=NAME)
+    return profiles
+
+
+@dataclass(slots=True)
+class _Block:
+    layout: Layout
+    numbers: Numbers | None = None
+
+
+class _Parser:
+    def __init__(self, path: Path) -> None:
+        self.source = str(path)
+        self.stem = file_stem(path)
+        self.set = ProfileSet(format=NAME, source=self.source)
+        self.line_no = 0
+        self.block: _Block | None = None
+        # base_<report>.csv names the report of its first block (the longest name that fits:
+        # "_cuda_gpu_kern_gb_sum", not a shorter one).
+        names = [name for name in REPORTS if self.stem.endswith(f"_{name}")]
+        self.report = max(names, key=len) if names else None
+        if self.report is not None:
+            self.set.report_file(self.stem.removesuffix(f"_{self.report}"))
+        self.last_newline = True
+
+    def feed(self, raw: str) -> None:
+        self.line_no += 1
+        line = raw.rstrip("\r\n")
+        self.last_newline = len(line) != len(raw)
+        if self.block is not None and self._row(line):
+            return
+        stripped = line.strip()
+        if _HEADER.match(stripped):
+            self._open(stripped)
+            return
+        match = _PROCESSING.match(stripped)
+        if match:
+            self.set.report_file(match.group(1))
+            self.set.announce(match.group(2))
+            self.report = match.group(2)
+
+    def _open(self, header: str) -> None:
+        titles = _cells(header)
+        report, self.report = self.report, None
+        spec = REPORTS.get(report) if report is not None else None
+        if report is not None and (spec is None or not spec.read):
+            self._warn(f"report {report!r} is not read by perfci; its block was skipped")
+            return
+        try:
+            layout = layout_for(titles, spec)
+        except LayoutError as exc:
+            self._warn(f"block skipped: {exc}")
+            return
+        if spec is None or report not in self.set.current.announced:
+            self.set.announce(report or layout.report.name)
+        self.block = _Block(layout=layout)
+
+    def _row(self, line: str) -> bool:
+        """Consume a data row of the open block; ``False`` when the line ends the block."""
+        block = self.block
+        assert block is not None
+        stripped = line.strip()
+        if stripped in _ELISION:
+            self._warn(f"rows elided ({stripped!r}) in the {block.layout.report.name} block")
+            return True
+        if not stripped or not (stripped[0].isdigit() or stripped[0] in '-."'):
+            self.block = None
+            return False
+        cells = _cells(stripped)
+        if len(cells) != len(block.layout.titles):
+            raise ParseError(f"{block.layout.report.name} block: expected "
+                             f"{len(block.layout.titles)} comma-separated cells as in the "
+                             f"header, got {len(cells)}", source=self.source,
+                             line=self.line_no, format=NAME)
+        self._add(block, cells)
+        return True
+
+    def _add(self, block: _Block, cells: list[str]) -> None:
+        layout = block.layout
+        if block.numbers is None:
+            avg = cells[layout.avg] if layout.avg is not None else ""
+            block.numbers = Numbers(Numbers.grouping_of(avg, ""))
+        try:
+            values = row_values(layout, cells, block.numbers)
+        except ValueError as exc:
+            raise ParseError(f"{layout.report.name} block: {exc}", source=self.source,
+                             line=self.line_no, format=NAME) from exc
+        text = {name: cells[index] for index, name in layout.text}
+        self.set.current.add(layout, cells[layout.name], values, text)
+
+    def _warn(self, message: str) -> None:
+        self.set.current.warnings.append(f"line {self.line_no}: {message}")
+
+    def close(self) -> list[Profile]:
+        if self.block is not None and not self.last_newline:
+            self._warn(f"the file ends in the middle of a line of the "
+                       f"{self.block.layout.report.name} block: its last row may be cut short")
+        return self.set.profiles(self.stem)
+
+
+def _cells(line: str) -> list[str]:
+    if '"' not in line:
+        return line.split(",")
+    return next(csv.reader([line]))
