@@ -1,0 +1,105 @@
+"""``perfci alerts``: list the change-point alerts of the weekly reports, acknowledge or dismiss.
+
+Alerts are created by ``perfci report``; a dismissed alert stays dismissed when a later report
+finds the same change point again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import typer
+
+from perfci.report import _format as fmt
+from perfci.settings import get_settings
+from perfci.store.db import Store, open_store
+from perfci.usecases.alerts import STATUSES, AlertInfo, list_alerts, set_alert_status
+
+alerts_app = typer.Typer(help="List, acknowledge and dismiss change-point alerts.",
+                         no_args_is_help=True)
+
+_URL_HELP = "Database URL (default: settings, else the embedded SQLite store)."
+
+
+def _open(database_url: str | None, project: str | None = None) -> tuple[Store, str | None]:
+    settings = get_settings({"database_url": database_url, "project": project})
+    return open_store(settings), settings.project
+
+
+@alerts_app.command("list")
+def list_command(
+    status: str | None = typer.Option(None, "--status",
+                                      help=f"Only alerts in this status: {', '.join(STATUSES)}."),
+    project: str | None = typer.Option(None, "--project", help="Project (default: settings, "
+                                                               "else the repository name)."),
+    benchmark: str | None = typer.Option(None, "--benchmark", "-b", help="Only this benchmark."),
+    as_json: bool = typer.Option(False, "--json", help="Print the alerts as JSON."),
+    database_url: str | None = typer.Option(None, "--database-url", help=_URL_HELP),
+) -> None:
+    """List alerts, newest first."""
+    store, name = _open(database_url, project)
+    try:
+        with store.sessions() as session:
+            found = list_alerts(session, project=name or _default_project(), status=status,
+                                benchmark=benchmark)
+    finally:
+        store.close()
+    if as_json:
+        typer.echo(json.dumps([_plain(a) for a in found], indent=1, ensure_ascii=False))
+        return
+    if not found:
+        typer.echo("no alerts")
+        return
+    for alert in found:
+        typer.echo(_line(alert))
+
+
+def _status_command(status: str, verb: str) -> None:
+    def command(
+        alert_id: int = typer.Argument(..., help="The alert's id (see `perfci alerts list`)."),
+        note: str | None = typer.Option(None, "--note", help="Why; shown with the alert."),
+        database_url: str | None = typer.Option(None, "--database-url", help=_URL_HELP),
+    ) -> None:
+        store, _ = _open(database_url)
+        try:
+            with store.sessions() as session:
+                alert = set_alert_status(session, alert_id, status, note)
+        finally:
+            store.close()
+        typer.echo(f"alert {alert.id} ({alert.benchmark}, {fmt.pct(alert.change)} at "
+                   f"{fmt.short_sha(alert.commit)}) is {alert.status}")
+
+    command.__doc__ = f"{verb} an alert."
+    alerts_app.command(verb.lower())(command)
+
+
+_status_command("acknowledged", "Ack")
+_status_command("dismissed", "Dismiss")
+_status_command("open", "Reopen")
+
+
+def _line(a: AlertInfo) -> str:
+    """One alert per line (grep-friendly): id, status, benchmark, change, commits, series."""
+    p_value = "p<0.001" if a.p_value < 0.001 else f"p={a.p_value:.3f}"
+    note = f"  ({a.note})" if a.note else ""
+    return (f"#{a.id}  {a.status:<12}  {a.benchmark}  {fmt.pct(a.change)}  "
+            f"{fmt.short_sha(a.previous_commit)}..{fmt.short_sha(a.commit)}  {p_value}  "
+            f"{a.series}{note}")
+
+
+def _plain(alert: AlertInfo) -> dict[str, object]:
+    data = dataclasses.asdict(alert)
+    data["created_at"] = alert.created_at.isoformat()
+    data["updated_at"] = alert.updated_at.isoformat()
+    return data
+
+
+def _default_project() -> str:
+    from perfci.context import detect_run_context
+
+    return detect_run_context(None).project
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(alerts_app, name="alerts")

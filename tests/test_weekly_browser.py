@@ -1,0 +1,82 @@
+"""The weekly HTML report in a real browser: headless Chromium (Debian's) through Playwright.
+
+Skipped with the reason when Chromium is absent on a laptop; a failure in CI (CI=true), where
+.ci/run installs it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.orm import Session
+from test_weekly import KERNEL, PROJECT, ingest_history, w05
+from test_weekly import profile as profile  # the module-scoped fixture
+
+from perfci.model import Profile
+from perfci.report.weekly_html import render_html
+from perfci.usecases.weekly import build_weekly_report
+
+CHROMIUM = Path("/usr/bin/chromium")
+NAME = 'gpt2 <img src=x onerror="document.title=1"> & co'
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not CHROMIUM.exists() and not shutil.which("chromium"):
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{CHROMIUM} is required in CI (apt-get install chromium)")
+        pytest.skip(f"{CHROMIUM} is absent: install Debian's chromium to run browser tests")
+    from playwright.sync_api import sync_playwright
+
+    executable = str(CHROMIUM) if CHROMIUM.exists() else shutil.which("chromium")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, headless=True,
+                                              args=["--no-sandbox"])
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
+def test_html_report_shows_plot_and_tables(session: Session, profile: Profile, browser: Any,
+                                           tmp_path: Path) -> None:
+    ingest_history(session, profile, benchmark=NAME)
+    since, until = w05()
+    report = build_weekly_report(session, project=PROJECT, since=since, until=until)
+    path = tmp_path / "weekly.html"
+    path.write_text(render_html(report), encoding="utf-8")
+
+    page = browser.new_page()
+    try:
+        page.goto(path.as_uri())
+        assert page.title() == "perfci weekly report acme/gpt2 2024-W05"  # no script ran
+        assert page.locator("img").count() == 0
+        svg = page.locator("section.benchmark figure svg")
+        assert svg.count() == 1 and svg.first.is_visible()
+        box = svg.first.bounding_box()
+        assert box is not None and box["width"] > 300 and box["height"] > 100
+        assert page.locator("section.benchmark h2").first.inner_text().startswith(NAME)
+
+        rows = page.locator("#change-points tbody tr")
+        assert rows.count() == 1
+        cells = rows.first.locator("td").all_inner_texts()
+        assert cells[0] == NAME
+        assert cells[2].split(" ")[0] in {"c023..c024", "c024..c025", "c025..c026"}
+        assert cells[5] == "+3.2 %" and cells[7] == KERNEL and cells[8].endswith("open")
+
+        top = page.locator("table.contributors tbody tr").first.locator("td").all_inner_texts()
+        assert top[0] == KERNEL and top[1] == "kernel"
+        assert page.locator("#coverage-days tbody tr").count() == 7
+        assert page.locator("#coverage-environments tbody tr").count() == 1
+        assert page.locator("#alerts tbody tr").count() == 1
+        assert page.locator("table.noise tbody tr").count() >= 1
+    finally:
+        page.close()
