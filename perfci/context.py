@@ -59,6 +59,9 @@ def detect_run_context(project: str | None, overrides: Mapping[str, object] | No
     extra_env = overrides.pop("environment", {})
     if not isinstance(extra_env, Mapping):
         raise ConfigError("environment overrides must be KEY=VALUE pairs")
+    if "commit" in overrides and overrides["commit"] != found.get("commit"):
+        # The local HEAD's time says nothing about another commit; ask git about that one.
+        found["commit_time"] = _git(cwd, "log", "-1", "--format=%cI", str(overrides["commit"]))
     found.update(overrides)
     found["environment"] = {**environment_fingerprint(env=env),
                             **{str(k): str(v) for k, v in extra_env.items()}}

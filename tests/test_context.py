@@ -66,6 +66,7 @@ def test_flags_override_detection_and_env_pairs_extend_the_fingerprint(repo: Pat
                "environment": {"gpu": "H100", "note": "x"}},
         env={"PATH": "/usr/bin:/bin"}, cwd=repo)
     assert context.commit == "d" * 40
+    assert context.commit_time is None  # HEAD's time must not be stamped on another commit
     assert context.branch == "feature/x"  # None means "not given"
     assert context.pr_number == 7
     assert context.environment["gpu"] == "H100" and context.environment["note"] == "x"

@@ -8,9 +8,21 @@ from __future__ import annotations
 import sys
 
 import typer
+from typer._click.exceptions import ClickException
 
 from perfci import __version__
-from perfci.cli import db_cmd, formats_cmd, ingest_cmd, parse_cmd, run_cmd
+from perfci.cli import (
+    alerts_cmd,
+    check_cmd,
+    compare_cmd,
+    db_cmd,
+    formats_cmd,
+    ingest_cmd,
+    parse_cmd,
+    publish_cmd,
+    report_cmd,
+    run_cmd,
+)
 from perfci.cli._console import err_console
 from perfci.errors import PerfciError
 
@@ -24,7 +36,8 @@ app = typer.Typer(
 )
 
 # Each subcommand module exposes register(app).
-for _module in (parse_cmd, formats_cmd, run_cmd, ingest_cmd, db_cmd):
+for _module in (parse_cmd, formats_cmd, run_cmd, ingest_cmd, db_cmd, compare_cmd, check_cmd,
+                report_cmd, alerts_cmd, publish_cmd):
     _module.register(app)
 
 
@@ -54,13 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Abort:
         err_console.print("aborted")
         return 130
-    except Exception as exc:  # click usage errors
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            return 2
-        raise
+    except ClickException as exc:  # typer vendors click: its usage errors are not click.*
+        exc.show()
+        return 2
     return result if isinstance(result, int) else 0
 
 

@@ -286,7 +286,9 @@ def _add_steps(profile: Profile, aggregate: _Aggregate, top: Mapping[str, Any]) 
     own = _perfci_steps(top.get(STEP_KEY), profile)
     if own is not None:
         name, own_device, samples = own
-        metric = step_metric(name, samples, device=own_device)
+        # perfci.torch ran its warm-up steps before profiling: every sample here is steady,
+        # and guessing warm-up on them would only drop noisy steps.
+        metric = step_metric(name, samples, device=own_device, warmup=0)
         metric.attrs["source"] = "perfci step timer"
     elif numbered:
         samples = [numbered[number][0] for number in sorted(numbered)]

@@ -1,0 +1,162 @@
+"""``perfci check``: run (or read) a benchmark's profiles, store the run, compare it with the base
+branch's history, report, and exit 0 (pass), 1 (gated regression) or 2 (usage/input error).
+
+The sequence lives in :mod:`perfci.usecases.check`; this module maps flags to it and prints.
+Progress and status lines go to stderr, the verdict to stdout. Heavy modules are imported
+inside the command so that ``perfci --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from perfci.errors import ConfigError
+
+if TYPE_CHECKING:
+    from perfci.usecases.check import BenchmarkSpec, CheckOutcome
+
+_PROFILE_HELP = "Profile file to read instead of running the benchmark (repeatable; one repeat " \
+                "per file)."
+
+
+def check_command(
+    command: list[str] | None = typer.Argument(
+        None, help="Benchmark command after `--` (default: the declared one).",
+        show_default=False),
+    benchmark: str | None = typer.Option(
+        None, "--benchmark", "-b",
+        help="Benchmark name (default: the only one declared in the config file)."),
+    repeats: int | None = typer.Option(
+        None, "--repeats", "-n", min=1,
+        help="Fresh processes to run (default: config, else settings.repeats). Ignored with "
+             "--profile."),
+    profiler: str | None = typer.Option(None, "--profiler", help="torch | nsys | none."),
+    glob: list[str] = typer.Option([], "--glob", help="Profile file pattern(s) to collect."),
+    profile: list[Path] = typer.Option([], "--profile", help=_PROFILE_HELP),
+    format: str | None = typer.Option(None, "--format", "-f",
+                                      help="Profile format (default: detected)."),
+    project: str | None = typer.Option(None, "--project", help="Project (default: repository)."),
+    commit: str | None = typer.Option(None, "--commit", help="Commit SHA (default: detected)."),
+    branch: str | None = typer.Option(None, "--branch", help="Branch (default: detected)."),
+    base_branch: str | None = typer.Option(None, "--base-branch", help="PR base branch."),
+    pr: int | None = typer.Option(None, "--pr", help="Pull request number."),
+    ci_run_id: str | None = typer.Option(None, "--ci-run-id", help="CI run id."),
+    ci_run_attempt: int | None = typer.Option(None, "--ci-run-attempt", help="CI run attempt."),
+    env: list[str] = typer.Option([], "--env",
+                                  help="Environment fingerprint entry KEY=VALUE (repeatable)."),
+    baseline_branch: str | None = typer.Option(
+        None, "--baseline-branch", help="Baseline branch (default: PR base, else settings)."),
+    database_url: str | None = typer.Option(
+        None, "--database-url", help="Database URL (default: settings, else .perfci/perfci.db)."),
+    markdown_out: Path | None = typer.Option(None, "--markdown-out",
+                                             help="Write the PR comment (Markdown) here."),
+    json_out: Path | None = typer.Option(None, "--json-out", help="Write the JSON report here."),
+    github_output: bool = typer.Option(
+        False, "--github-output", help="Append verdict=, regressions=, report= to $GITHUB_OUTPUT."),
+    comment: bool | None = typer.Option(
+        None, "--comment/--no-comment",
+        help="Post the PR comment and commit status (default: in GitHub Actions, or when a "
+             "token, repository and PR are known)."),
+    fail_on_regression: bool | None = typer.Option(
+        None, "--fail-on-regression/--no-fail-on-regression",
+        help="Exit 1 on a gated regression (default: settings, true)."),
+    delta: float | None = typer.Option(None, "--delta", help="Practical margin (relative)."),
+    alpha: float | None = typer.Option(None, "--alpha", help="False-discovery rate."),
+    baseline_runs: int | None = typer.Option(None, "--baseline-runs", min=1,
+                                             help="Baseline runs to compare with."),
+) -> int:
+    """Run the benchmark (or read --profile files), store, compare with the baseline, report.
+
+    Exit 0: no gated regression; 1: gated regression; 2: usage or input error; a failing
+    benchmark repeat exits with its own code. Nothing is stored unless every profile parsed.
+    """
+    from perfci.usecases import check as usecase
+
+    output_file = usecase.github_output_path() if github_output else None
+    request = usecase.CheckRequest(
+        benchmark=benchmark, profiles=profile, command=command or [], repeats=repeats,
+        profiler=profiler, globs=glob, format=format, baseline_branch=baseline_branch,
+        context={"commit": commit, "branch": branch, "base_branch": base_branch,
+                 "pr_number": pr, "ci_run_id": ci_run_id, "ci_run_attempt": ci_run_attempt,
+                 "environment": _pairs(env)})
+    overrides = {"database_url": database_url, "project": project, "delta": delta,
+                 "alpha": alpha, "baseline_runs": baseline_runs,
+                 "fail_on_regression": fail_on_regression}
+    outcome = usecase.run_check(request, overrides=overrides, runner=_progress_runner)
+    _print(outcome)
+    report = _write_reports(outcome, markdown_out=markdown_out, json_out=json_out)
+    if output_file is not None:
+        usecase.append_github_output(output_file,
+                                     usecase.github_outputs(outcome.comparison, report))
+    if usecase.should_publish(outcome, comment=comment):
+        _publish(outcome, comment=comment)
+    return outcome.exit_code
+
+
+def _pairs(values: list[str]) -> dict[str, str]:
+    pairs = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--env expects KEY=VALUE, got {item!r}")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def _progress_runner(spec: BenchmarkSpec, directory: Path) -> list[list[Path]]:
+    from perfci.cli.run_cmd import run_with_progress
+
+    return run_with_progress(spec.command, benchmark=spec.name, repeats=spec.repeats,
+                             profiler=spec.profiler, work_dir=directory,
+                             globs=spec.globs or None)
+
+
+def _print(outcome: CheckOutcome) -> None:
+    from perfci.cli._console import console, err_console
+    from perfci.report.console import print_comparison
+    from perfci.settings import redact_url
+
+    for warning in outcome.warnings:
+        err_console.print(f"warning: {warning}", markup=False)
+    ingest = outcome.submitted.ingest
+    stored = (f"stored run {ingest.run_id}" if ingest.created
+              else f"run {ingest.run_id} was already stored; its first comparison follows")
+    err_console.print(f"{stored} of {outcome.context.project}/{outcome.spec.name} in "
+                      f"{redact_url(outcome.database_url)}", markup=False)
+    print_comparison(outcome.comparison, console)
+
+
+def _write_reports(outcome: CheckOutcome, *, markdown_out: Path | None,
+                   json_out: Path | None) -> Path | None:
+    """Write the requested files; returns the report path for ``report=`` (Markdown first)."""
+    from perfci.cli._console import err_console
+    from perfci.usecases.check import write_json, write_markdown
+
+    if markdown_out is not None:
+        write_markdown(outcome.comparison, markdown_out, benchmark=outcome.spec.name,
+                       run_url=outcome.context.ci_url)
+        err_console.print(f"wrote {markdown_out}", markup=False)
+    if json_out is not None:
+        write_json(outcome.comparison, json_out)
+        err_console.print(f"wrote {json_out}", markup=False)
+    return markdown_out or json_out
+
+
+def _publish(outcome: CheckOutcome, *, comment: bool | None) -> None:
+    from perfci.cli._console import err_console
+    from perfci.usecases.check import publish_outcome
+
+    published = publish_outcome(outcome, comment=comment)
+    if published.comment_url:
+        err_console.print(f"pull-request comment: {published.comment_url}", markup=False)
+    if published.skipped_reason:
+        err_console.print(f"note: {published.skipped_reason}", markup=False)
+    for warning in published.warnings:
+        err_console.print(f"warning: {warning}", markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("check", context_settings={"allow_interspersed_args": False})(check_command)

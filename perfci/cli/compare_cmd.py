@@ -1,0 +1,94 @@
+"""``perfci compare``: show how a stored run compares with its baseline.
+
+The comparison stored when the run was checked is shown as it was reported; ``--fresh`` (or a
+run that was never compared, or another ``--baseline-branch``) compares it against the history
+as it is now and stores that too. Exit 0: no gated regression; 1: gated regression (when
+``fail_on_regression``); 2: usage or input error, such as an unknown run id.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import typer
+
+from perfci.errors import ConfigError
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from perfci.model import RunComparison
+    from perfci.settings import Settings
+
+
+def compare_command(
+    run: int = typer.Option(..., "--run", "-r", help="Id of the stored run.", show_default=False),
+    baseline_branch: str | None = typer.Option(
+        None, "--baseline-branch", help="Baseline branch (default: the run's base, else "
+                                        "settings). Another branch than stored compares anew."),
+    as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+    as_markdown: bool = typer.Option(False, "--markdown",
+                                     help="Print the pull-request comment (Markdown)."),
+    database_url: str | None = typer.Option(
+        None, "--database-url", help="Database URL (default: settings, else .perfci/perfci.db)."),
+    fresh: bool = typer.Option(False, "--fresh",
+                               help="Compare against the history as it is now (and store it)."),
+) -> int:
+    """Print the comparison of a stored run with its baseline (terminal, --json or --markdown)."""
+    if as_json and as_markdown:
+        raise ConfigError("choose one of --json and --markdown")
+    from perfci.settings import get_settings
+    from perfci.store.db import open_store
+    from perfci.usecases.check import exit_code
+
+    settings = get_settings({"database_url": database_url})
+    store = open_store(settings)
+    try:
+        with store.sessions() as session:
+            result = _comparison(session, run, settings=settings, baseline_branch=baseline_branch,
+                                 fresh=fresh)
+    finally:
+        store.close()
+    _show(result, as_json=as_json, as_markdown=as_markdown)
+    return exit_code(result, fail_on_regression=settings.fail_on_regression)
+
+
+def _comparison(session: Session, run_id: int, *, settings: Settings,
+                baseline_branch: str | None, fresh: bool) -> RunComparison:
+    """The stored comparison when it answers the question asked, else a new one."""
+    from perfci.store.queries import get_run
+    from perfci.usecases.submit import compare_run_now, latest_comparison
+
+    get_run(session, run_id)  # an unknown id is a NotFoundError, not an empty comparison
+    stored = None if fresh else latest_comparison(session, run_id)
+    if stored is not None and _same_baseline(stored, baseline_branch):
+        return stored
+    return compare_run_now(session, run_id, settings=settings, baseline_branch=baseline_branch)
+
+
+def _same_baseline(stored: RunComparison, baseline_branch: str | None) -> bool:
+    if baseline_branch is None:
+        return True
+    return stored.baseline is not None and stored.baseline.branch == baseline_branch
+
+
+def _show(result: RunComparison, *, as_json: bool, as_markdown: bool) -> None:
+    if as_json:
+        import json
+
+        from perfci.report.json_report import comparison_to_dict
+
+        typer.echo(json.dumps(comparison_to_dict(result), indent=1))
+    elif as_markdown:
+        from perfci.report.markdown import comment_marker, render_comment
+
+        typer.echo(render_comment(result, marker=comment_marker(result.benchmark)))
+    else:
+        from perfci.cli._console import console
+        from perfci.report.console import print_comparison
+
+        print_comparison(result, console)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compare")(compare_command)

@@ -1,0 +1,99 @@
+"""``perfci token``: create, list and revoke a project's API tokens (for ``perfci serve``)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+import typer
+
+from perfci.cli._console import err_console
+from perfci.settings import get_settings
+from perfci.store.db import open_store
+from perfci.usecases import tokens
+
+token_app = typer.Typer(help="Create, list and revoke project API tokens.",
+                        no_args_is_help=True)
+
+_URL_HELP = "Database URL (default: PERFCI_DATABASE_URL, the config file, else SQLite)."
+
+
+@token_app.command("create")
+def create_command(
+    project: str = typer.Option(..., "--project", help="Project the token belongs to."),
+    scopes: str = typer.Option("upload,read", "--scopes",
+                               help="Comma-separated scopes: upload, read, admin."),
+    name: str | None = typer.Option(None, "--name", help="A name to recognise it by."),
+    database_url: str | None = typer.Option(None, "--database-url", help=_URL_HELP),
+) -> None:
+    """Create a token and print it ONCE (only its hash is stored)."""
+    store = open_store(get_settings({"database_url": database_url}))
+    try:
+        with store.sessions() as session:
+            token, info = tokens.create_token(session, project=project, scopes=scopes,
+                                              name=name)
+    finally:
+        store.close()
+    err_console.print(f"token {info.id} ({info.prefix}…) for {info.project}, scopes "
+                      f"{','.join(info.scopes)}; store it now, it is not shown again:",
+                      highlight=False, markup=False)
+    typer.echo(token)
+
+
+@token_app.command("list")
+def list_command(
+    project: str = typer.Option(..., "--project", help="Project whose tokens to list."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    database_url: str | None = typer.Option(None, "--database-url", help=_URL_HELP),
+) -> None:
+    """List tokens: id, prefix, name, scopes, created, last used, revoked."""
+    store = open_store(get_settings({"database_url": database_url}))
+    try:
+        with store.sessions() as session:
+            found = tokens.list_tokens(session, project=project)
+    finally:
+        store.close()
+    if as_json:
+        typer.echo(json.dumps([_row(t) for t in found], indent=1))
+        return
+    typer.echo(f"{'id':>4}  {'prefix':<13} {'scopes':<18} {'created':<17} {'last used':<17} "
+               f"{'revoked':<17} name")
+    for t in found:
+        row = _row(t)
+        typer.echo(f"{t.id:>4}  {t.prefix + '…':<13} {row['scopes']:<18} "
+                   f"{_when(t.created_at):<17} {_when(t.last_used_at):<17} "
+                   f"{_when(t.revoked_at):<17} {t.name}")
+
+
+@token_app.command("revoke")
+def revoke_command(
+    token_id: int = typer.Argument(..., help="Token id (from `perfci token list`)."),
+    database_url: str | None = typer.Option(None, "--database-url", help=_URL_HELP),
+) -> None:
+    """Revoke a token: requests with it get 401 from now on."""
+    store = open_store(get_settings({"database_url": database_url}))
+    try:
+        with store.sessions() as session:
+            info = tokens.revoke_token(session, token_id)
+    finally:
+        store.close()
+    typer.echo(f"token {info.id} ({info.prefix}…) of {info.project} revoked at "
+               f"{_when(info.revoked_at)}")
+
+
+def _row(info: tokens.TokenInfo) -> dict[str, object]:
+    return {"id": info.id, "project": info.project, "name": info.name, "prefix": info.prefix,
+            "scopes": ",".join(info.scopes), "created_at": _iso(info.created_at),
+            "last_used_at": _iso(info.last_used_at), "revoked_at": _iso(info.revoked_at)}
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment else None
+
+
+def _when(moment: datetime | None) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M") if moment else "—"
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(token_app, name="token")

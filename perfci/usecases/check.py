@@ -1,0 +1,337 @@
+"""The ``perfci check`` loop without any printing: resolve the benchmark, get its profiles (run it
+or read files), store the run, compare it, and write the reports a CI job asks for.
+
+Order matters for users: every profile is parsed before the store is opened, so a failing
+benchmark or a bad file writes nothing; the verdict is computed by :func:`submit_run`, the same
+sequence the HTTP upload uses, so local checks, CI and the service agree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from perfci.errors import ConfigError
+from perfci.model import Profile, RunComparison, RunContext, Verdict
+from perfci.settings import Settings, find_project_root, get_settings
+
+if TYPE_CHECKING:  # heavy imports stay out of `perfci --help` and of the CLI's import time
+    from perfci.usecases.publish import PublishOutcome
+    from perfci.usecases.submit import SubmitResult
+
+#: Runs a benchmark and returns the profile files of each repeat (the CLI adds a progress bar).
+Runner = Callable[["BenchmarkSpec", Path], list[list[Path]]]
+
+_SPEC_KEYS = {"command", "repeats", "profiler", "globs", "glob", "format"}
+
+
+@dataclass(frozen=True, slots=True)
+class BenchmarkSpec:
+    """A benchmark as it will be run: flags over its ``[tool.perfci.benchmarks.NAME]`` table."""
+
+    name: str
+    command: list[str]
+    repeats: int
+    profiler: str
+    globs: list[str]
+    format: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CheckRequest:
+    """What ``perfci check`` was asked, flags only (``None`` = not given)."""
+
+    benchmark: str | None = None
+    profiles: Sequence[Path] = ()
+    command: Sequence[str] = ()
+    repeats: int | None = None
+    profiler: str | None = None
+    globs: Sequence[str] = ()
+    format: str | None = None
+    baseline_branch: str | None = None
+    #: RunContext fields from flags (commit, branch, pr_number, environment ...).
+    context: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class CheckOutcome:
+    """A finished check: what was run, where it is stored, and how it compares."""
+
+    spec: BenchmarkSpec
+    settings: Settings
+    context: RunContext
+    submitted: SubmitResult
+    database_url: str
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def comparison(self) -> RunComparison:
+        return self.submitted.comparison
+
+    @property
+    def exit_code(self) -> int:
+        return exit_code(self.comparison, fail_on_regression=self.settings.fail_on_regression)
+
+
+def exit_code(result: RunComparison, *, fail_on_regression: bool) -> int:
+    """1 for a gated regression (the run verdict) when it should fail the job, else 0."""
+    return 1 if fail_on_regression and result.verdict is Verdict.REGRESSION else 0
+
+
+def run_check(request: CheckRequest, *, settings: Settings | None = None,
+              overrides: Mapping[str, Any] | None = None, runner: Runner | None = None,
+              env: Mapping[str, str] | None = None, cwd: Path | None = None) -> CheckOutcome:
+    """Run or read the benchmark's profiles, store them as one run, compare it with its baseline.
+
+    Parameters
+    ----------
+    request
+        The flags of the check.
+    settings
+        Ready settings; built with :func:`get_settings` from ``overrides`` when ``None``.
+    overrides
+        Settings from flags (``database_url``, ``delta``, ``fail_on_regression`` ...).
+    runner
+        Runs the benchmark (``request.profiles`` empty); :func:`run_repeats` when ``None``.
+    env, cwd
+        The process environment and checkout, for the run context (tests pass their own).
+
+    Raises
+    ------
+    ConfigError
+        The benchmark is ambiguous or unknown, or there is nothing to run or read.
+    ParseError, UnknownFormatError
+        A profile is bad; nothing was stored.
+    BenchmarkFailed
+        A repeat exited non-zero; nothing was stored. Its ``exit_code`` is the command's.
+    """
+    settings = settings or get_settings(overrides, start=cwd)
+    spec = resolve_benchmark(settings, request)
+    repeats = collect_repeats(spec, request.profiles, runner=runner or run_repeats, cwd=cwd)
+    warnings = [f"{p.source}: {w}" for group in repeats for p in group for w in p.warnings]
+    context = _context(settings, request, env=env, cwd=cwd)
+    submitted, url = _submit(settings, context, spec.name, repeats, request.baseline_branch)
+    return CheckOutcome(spec=spec, settings=settings, context=context, submitted=submitted,
+                        database_url=url, warnings=warnings)
+
+
+# --- the benchmark --------------------------------------------------------------------------
+
+
+def resolve_benchmark(settings: Settings, request: CheckRequest) -> BenchmarkSpec:
+    """The benchmark to check: flags over its declaration in the config file.
+
+    Without ``--benchmark`` the only declared benchmark is used; none or several is an error
+    that lists the declared names. A name that is not declared is fine when the command (after
+    ``--``) or the profiles come from flags.
+    """
+    declared = settings.benchmarks
+    name = request.benchmark or _only_declared(declared)
+    table = declared.get(name, {})
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"[tool.perfci.benchmarks.{name}] must be a table")
+    unknown = set(table) - _SPEC_KEYS
+    if unknown:
+        raise ConfigError(f"[tool.perfci.benchmarks.{name}]: unknown key(s) "
+                          f"{', '.join(sorted(unknown))}; expected {', '.join(sorted(_SPEC_KEYS))}")
+    return BenchmarkSpec(
+        name=name,
+        command=list(request.command) or _command(name, table.get("command")),
+        repeats=_positive(request.repeats or table.get("repeats") or settings.repeats,
+                          f"repeats of {name!r}"),
+        profiler=str(request.profiler or table.get("profiler") or "torch"),
+        globs=list(request.globs) or _strings(table.get("globs", table.get("glob")), name),
+        format=request.format or table.get("format"),
+    )
+
+
+def _only_declared(declared: Mapping[str, Any]) -> str:
+    if len(declared) == 1:
+        return next(iter(declared))
+    if not declared:
+        raise ConfigError("no benchmark given: pass --benchmark NAME, or declare one in "
+                          "[tool.perfci.benchmarks.NAME] (pyproject.toml) or perfci.toml")
+    raise ConfigError(f"several benchmarks are declared ({', '.join(sorted(declared))}); "
+                      "choose one with --benchmark NAME")
+
+
+def _command(name: str, raw: object) -> list[str]:
+    if raw is None:
+        return []
+    if isinstance(raw, str):
+        return shlex.split(raw)
+    if isinstance(raw, list) and all(isinstance(part, str) for part in raw):
+        return list(raw)
+    raise ConfigError(f"[tool.perfci.benchmarks.{name}] command must be a string or a list of "
+                      "strings")
+
+
+def _strings(raw: object, name: str) -> list[str]:
+    if raw is None:
+        return []
+    if isinstance(raw, str):
+        return [raw]
+    if isinstance(raw, list) and all(isinstance(part, str) for part in raw):
+        return list(raw)
+    raise ConfigError(f"[tool.perfci.benchmarks.{name}] globs must be a string or a list of "
+                      "strings")
+
+
+def _positive(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{what} must be a positive integer, got {value!r}")
+    return value
+
+
+# --- the profiles ---------------------------------------------------------------------------
+
+
+def collect_repeats(spec: BenchmarkSpec, profiles: Sequence[Path], *, runner: Runner,
+                    cwd: Path | None = None) -> list[list[Profile]]:
+    """The parsed profiles of each repeat: one repeat per given file, else by running ``spec``.
+
+    Everything is parsed here, before any store is opened, so bad input writes nothing.
+    """
+    from perfci.usecases.ingest import parse_repeats
+
+    if profiles:
+        return parse_repeats(list(profiles), format=spec.format)
+    if not spec.command:
+        raise ConfigError(f"benchmark {spec.name!r} has no command: give one after `--`, "
+                          f"declare `command` in [tool.perfci.benchmarks.{spec.name}], or "
+                          "pass --profile FILE")
+    files = runner(spec, work_dir(spec.name, cwd))
+    return [parse_repeats(group, format=spec.format, repeat=1)[0] for group in files]
+
+
+def work_dir(benchmark: str, cwd: Path | None = None) -> Path:
+    """Where the repeats of ``benchmark`` write: ``.perfci/runs/NAME`` in the project root."""
+    return find_project_root(cwd) / ".perfci" / "runs" / benchmark
+
+
+def run_repeats(spec: BenchmarkSpec, directory: Path) -> list[list[Path]]:
+    """The plain runner: each repeat a fresh process, no progress display."""
+    from perfci.runner import run_benchmark
+
+    return run_benchmark(spec.command, benchmark=spec.name, repeats=spec.repeats,
+                         work_dir=directory, profiler=spec.profiler,
+                         globs=spec.globs or None).files_per_repeat
+
+
+# --- context and store ----------------------------------------------------------------------
+
+
+def _context(settings: Settings, request: CheckRequest, *, env: Mapping[str, str] | None,
+             cwd: Path | None) -> RunContext:
+    from perfci.context import detect_run_context, merge_base
+
+    context = detect_run_context(settings.project, request.context, env=env, cwd=cwd)
+    if context.merge_base is None and context.base_branch:
+        # A local PR check: history newer than the fork point is not this PR's baseline.
+        context.merge_base = merge_base(cwd, context.base_branch, context.commit or "HEAD")
+    return context
+
+
+def _submit(settings: Settings, context: RunContext, benchmark: str,
+            repeats: list[list[Profile]],
+            baseline_branch: str | None) -> tuple[SubmitResult, str]:
+    from perfci.store.db import open_store
+    from perfci.usecases.submit import submit_run
+
+    store = open_store(settings)
+    try:
+        with store.sessions() as session:
+            submitted = submit_run(session, context=context, benchmark=benchmark,
+                                   repeats=repeats, settings=settings,
+                                   baseline_branch=baseline_branch)
+    finally:
+        store.close()
+    return submitted, store.url
+
+
+# --- what the CI job reads ------------------------------------------------------------------
+
+
+def write_markdown(result: RunComparison, path: Path, *, benchmark: str,
+                   run_url: str | None = None) -> Path:
+    """The pull-request comment (with its hidden marker) as a file."""
+    from perfci.report.markdown import comment_marker, render_comment
+
+    text = render_comment(result, marker=comment_marker(benchmark), run_url=run_url)
+    _write(path, text)
+    return path
+
+
+def write_json(result: RunComparison, path: Path) -> Path:
+    """The comparison as JSON (``perfci compare --json``'s document)."""
+    from perfci.report.json_report import comparison_to_dict
+
+    _write(path, json.dumps(comparison_to_dict(result), indent=1) + "\n")
+    return path
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def github_output_path(env: Mapping[str, str] | None = None) -> Path:
+    """``$GITHUB_OUTPUT``; checked before the run so a misconfigured job stores nothing."""
+    value = (os.environ if env is None else env).get("GITHUB_OUTPUT")
+    if not value:
+        raise ConfigError("--github-output needs $GITHUB_OUTPUT (set by GitHub Actions)")
+    return Path(value)
+
+
+def github_outputs(result: RunComparison, report: Path | None) -> dict[str, str]:
+    """The step outputs: ``verdict``, ``regressions`` (regressed metrics) and ``report``."""
+    return {"verdict": result.verdict.value, "regressions": str(len(result.regressions)),
+            "report": str(report) if report else ""}
+
+
+def append_github_output(path: Path, values: Mapping[str, str]) -> None:
+    """Append ``key=value`` lines; a value with a newline uses the heredoc form GitHub reads."""
+    lines = []
+    for key, value in values.items():
+        if "\n" in value:
+            lines.append(f"{key}<<PERFCI_EOF\n{value}\nPERFCI_EOF\n")
+        else:
+            lines.append(f"{key}={value}\n")
+    try:
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write("".join(lines))
+    except OSError as exc:
+        raise ConfigError(f"cannot append to $GITHUB_OUTPUT {path}: {exc.strerror}") from None
+
+
+def should_publish(outcome: CheckOutcome, *, comment: bool | None,
+                   env: Mapping[str, str] | None = None) -> bool:
+    """Publish inside GitHub Actions, on ``--comment``, or when a token, repository and PR are
+    all known (a developer checking a PR locally with ``GITHUB_TOKEN`` set)."""
+    env = os.environ if env is None else env
+    if env.get("GITHUB_ACTIONS") == "true" or comment is True:
+        return True
+    if comment is False:
+        return False
+    token = outcome.settings.github_token
+    return bool(token and token.get_secret_value() and outcome.context.repository
+                and outcome.context.pr_number is not None)
+
+
+def publish_outcome(outcome: CheckOutcome, *, comment: bool | None,
+                    env: Mapping[str, str] | None = None,
+                    out_dir: Path | None = None) -> PublishOutcome:
+    """Publish the check's comparison (comment, status, job summary, annotations, files)."""
+    from perfci.usecases.publish import publish
+
+    return publish(outcome.comparison, context=outcome.context, settings=outcome.settings,
+                   benchmark=outcome.spec.name, comment=comment is not False, env=env,
+                   out_dir=out_dir)

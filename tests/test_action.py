@@ -1,0 +1,354 @@
+"""The GitHub Action (github_action/action.yml): its inputs and outputs are consistent, and its
+steps' bash scripts, run as the Actions runner would run them (``bash -eo pipefail``, expressions
+substituted, GITHUB_* variables, a per-step GITHUB_OUTPUT), post to a real loopback fake GitHub
+API.
+
+What is simulated: the runner itself. The "Install perfci" step is skipped (it pip-installs
+perfci, which .venv already holds; PATH starts with .venv/bin so ``perfci`` resolves), and the
+check step reads the shipped example profiles (``profiles:``) so no benchmark has to run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from github_fake import TOKEN, FakeGitHub, github_server
+
+__all__ = ["github_server"]  # the fixture, imported for pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ACTION = ROOT / "github_action" / "action.yml"
+PROFILES = ROOT / "examples" / "gpt" / "profiles"
+VENV_BIN = Path(sys.executable).parent
+REPO = "octo/gpt"
+BENCHMARK = "gpt-tiny"
+HEAD_SHA = "c0ffee" + "1" * 34
+EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
+PATH_EXPR = re.compile(r"^[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*$")
+CHECK_OUTPUTS = {"verdict", "regressions", "report"}  # what `perfci check --github-output` sets
+
+
+@pytest.fixture(scope="module")
+def action() -> dict[str, Any]:
+    return yaml.safe_load(ACTION.read_text(encoding="utf-8"))
+
+
+def _expressions(node: Any) -> list[str]:
+    """Every ``${{ ... }}`` expression anywhere in the document."""
+    if isinstance(node, dict):
+        return [e for value in node.values() for e in _expressions(value)]
+    if isinstance(node, list):
+        return [e for value in node for e in _expressions(value)]
+    return EXPR.findall(node) if isinstance(node, str) else []
+
+
+# --- static checks ---------------------------------------------------------------------------
+
+
+def test_every_referenced_input_exists(action: dict[str, Any]) -> None:
+    inputs = set(action["inputs"])
+    referenced = {e.split(".", 1)[1] for e in _expressions(action) if e.startswith("inputs.")}
+    assert referenced, "the action should use its inputs"
+    assert referenced <= inputs, f"undeclared inputs: {sorted(referenced - inputs)}"
+    unused = inputs - referenced
+    assert not unused, f"declared but never used: {sorted(unused)}"
+
+
+def test_the_documented_inputs_and_outputs_are_there(action: dict[str, Any]) -> None:
+    assert set(action["inputs"]) == {
+        "benchmark", "command", "profiles", "repeats", "profiler", "database-url", "server-url",
+        "token", "github-token", "fail-on-regression", "comment", "baseline-branch",
+        "working-directory", "perfci-spec", "python"}
+    assert set(action["outputs"]) == {"verdict", "regression-count", "report-path"}
+    assert action["runs"]["using"] == "composite"
+
+
+def test_every_output_reads_an_existing_step(action: dict[str, Any]) -> None:
+    ids = {step.get("id") for step in action["runs"]["steps"]}
+    for name, output in action["outputs"].items():
+        match = re.fullmatch(r"\$\{\{\s*steps\.([\w-]+)\.outputs\.([\w-]+)\s*\}\}",
+                             output["value"])
+        assert match, f"output {name} should be one step output"
+        assert match[1] in ids, f"output {name} reads unknown step {match[1]!r}"
+        if match[1] == "check":
+            assert match[2] in CHECK_OUTPUTS
+
+
+def test_every_step_is_bash_and_every_expression_is_one_the_simulator_knows(
+        action: dict[str, Any]) -> None:
+    for step in action["runs"]["steps"]:
+        assert step.get("shell") == "bash" and "run" in step, step.get("name")
+    for expression in _expressions(action):
+        assert PATH_EXPR.match(expression), f"unsupported expression: {expression}"
+        assert expression.split(".")[0] in {"inputs", "github", "steps"}, expression
+
+
+def test_check_flags_exist_in_perfci_check(action: dict[str, Any]) -> None:
+    script = _step(action, "check")["run"]
+    flags = set(re.findall(r"(?<![\w-])--[a-z][a-z-]+", script))
+    help_text = subprocess.run([str(VENV_BIN / "perfci"), "check", "--help"], text=True,
+                               capture_output=True, env={**os.environ, "COLUMNS": "200"},
+                               check=True).stdout
+    missing = {flag for flag in flags if flag not in help_text}
+    assert not missing, f"perfci check has no {sorted(missing)}"
+
+
+# --- the runner simulation -------------------------------------------------------------------
+
+
+def evaluate(text: str, context: Mapping[str, Mapping[str, Any]]) -> str:
+    """Substitute ``${{ a.b.c }}`` property paths as GitHub does: a missing value is ``''``."""
+
+    def one(match: re.Match[str]) -> str:
+        expression = match[1]
+        if not PATH_EXPR.match(expression):
+            raise AssertionError(f"the simulator cannot evaluate ${{{{ {expression} }}}}")
+        value: Any = context
+        for part in expression.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        if isinstance(value, bool):
+            return str(value).lower()
+        return "" if value is None else str(value)
+
+    return EXPR.sub(one, text)
+
+
+def read_outputs(path: Path) -> dict[str, str]:
+    """A GITHUB_OUTPUT file: ``name=value`` lines and ``name<<DELIM`` … ``DELIM`` blocks."""
+    outputs: dict[str, str] = {}
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delimiter = line.split("<<", 1)
+            end = lines.index(delimiter, index + 1)
+            outputs[name] = "\n".join(lines[index + 1:end])
+            index = end + 1
+            continue
+        if line:
+            name, _, value = line.partition("=")
+            outputs[name] = value
+        index += 1
+    return outputs
+
+
+@dataclass
+class ActionRun:
+    returncode: int
+    outputs: dict[str, str]
+    step_outputs: dict[str, dict[str, str]]
+    log: str
+
+
+@dataclass
+class Runner:
+    """A workspace with a fake runner's directories and GITHUB_* variables."""
+
+    root: Path
+    server: FakeGitHub
+    database: Path
+
+    def base_env(self, run_attempt: int) -> dict[str, str]:
+        keep = {k: v for k, v in os.environ.items()
+                if not k.startswith(("GITHUB_", "PERFCI_", "RUNNER_", "INPUT_"))}
+        event = self.root / "event.json"
+        event.write_text(json.dumps(_pull_request_event()), encoding="utf-8")
+        return {**keep,
+                "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+                "CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": REPO,
+                "GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(event),
+                "GITHUB_SHA": "f" * 40, "GITHUB_REF": "refs/pull/7/merge",
+                "GITHUB_REF_NAME": "7/merge", "GITHUB_HEAD_REF": "feature/slow-attention",
+                "GITHUB_BASE_REF": "main", "GITHUB_RUN_ID": "4242",
+                "GITHUB_RUN_ATTEMPT": str(run_attempt), "GITHUB_SERVER_URL": "https://github.test",
+                "GITHUB_API_URL": self.server.url, "GITHUB_WORKSPACE": str(self.workspace),
+                "GITHUB_ACTION_PATH": str(ACTION.parent), "RUNNER_TEMP": str(self.temp),
+                "GITHUB_STEP_SUMMARY": str(self.summary)}
+
+    @property
+    def workspace(self) -> Path:
+        return self.root / "workspace"
+
+    @property
+    def temp(self) -> Path:
+        return self.root / "runner-temp"
+
+    @property
+    def summary(self) -> Path:
+        return self.root / "step-summary.md"
+
+    def run(self, action: dict[str, Any], inputs: Mapping[str, str], *,
+            run_attempt: int = 1) -> ActionRun:
+        self.workspace.mkdir(exist_ok=True)
+        self.temp.mkdir(exist_ok=True)
+        env = self.base_env(run_attempt)
+        github = {"token": TOKEN, "action_path": str(ACTION.parent), "repository": REPO,
+                  "workspace": str(self.workspace), "event_name": "pull_request"}
+        context: dict[str, Any] = {"github": github, "steps": {}}
+        context["inputs"] = _inputs(action, inputs, context)
+        log, returncode = [], 0
+        for number, step in enumerate(action["runs"]["steps"]):
+            if step.get("id") == "install":
+                continue  # .venv already holds perfci; PATH has .venv/bin (module docstring)
+            returncode, outputs, text = self._step(step, number, env, context)
+            context["steps"][step.get("id") or f"step{number}"] = {"outputs": outputs}
+            log.append(text)
+            if returncode != 0:
+                break  # the runner stops at a failing step
+        outputs = {name: evaluate(spec["value"], context)
+                   for name, spec in action["outputs"].items()}
+        return ActionRun(returncode, outputs,
+                         {k: v["outputs"] for k, v in context["steps"].items()}, "\n".join(log))
+
+    def _step(self, step: dict[str, Any], number: int, env: dict[str, str],
+              context: dict[str, Any]) -> tuple[int, dict[str, str], str]:
+        output_file = self.temp / f"output-{number}"
+        output_file.write_text("", encoding="utf-8")
+        script = self.temp / f"step-{number}.sh"
+        script.write_text(evaluate(step["run"], context), encoding="utf-8")
+        step_env = {**env, "GITHUB_OUTPUT": str(output_file),
+                    **{k: evaluate(str(v), context) for k, v in step.get("env", {}).items()}}
+        cwd = self.workspace / evaluate(step.get("working-directory", "."), context)
+        # The runner's own command line for `shell: bash`.
+        done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+                              cwd=cwd, env=step_env, capture_output=True, text=True,
+                              timeout=180, check=False)
+        return done.returncode, read_outputs(output_file), done.stdout + done.stderr
+
+
+def _inputs(action: dict[str, Any], given: Mapping[str, str],
+            context: dict[str, Any]) -> dict[str, str]:
+    values = {}
+    for name, spec in action["inputs"].items():
+        if name in given:
+            values[name] = given[name]
+        elif spec.get("required"):
+            raise AssertionError(f"required input {name} not given")
+        else:
+            values[name] = evaluate(str(spec.get("default", "")), context)
+    return values
+
+
+def _pull_request_event() -> dict[str, Any]:
+    return {"action": "synchronize", "number": 7, "pull_request": {
+        "number": 7,
+        "head": {"sha": HEAD_SHA, "ref": "feature/slow-attention",
+                 "repo": {"full_name": REPO}},
+        "base": {"sha": "b" * 40, "ref": "main", "repo": {"full_name": REPO}}}}
+
+
+def _step(action: dict[str, Any], step_id: str) -> dict[str, Any]:
+    return next(s for s in action["runs"]["steps"] if s.get("id") == step_id)
+
+
+def _ingest_baselines(database: Path, cwd: Path) -> None:
+    """Four runs on main, through the real CLI (a directory without git: flags say it all)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "PERFCI_"))}
+    env["PERFCI_DATABASE_URL"] = f"sqlite:///{database}"
+    for run in range(1, 5):
+        files = sorted(str(p) for p in (PROFILES / f"main-{run}").glob("*.pt.trace.json.gz"))
+        done = subprocess.run(
+            [str(VENV_BIN / "perfci"), "ingest", *files, "--benchmark", BENCHMARK,
+             "--project", REPO, "--branch", "main", "--commit", f"{run:040x}",
+             "--ci-run-id", f"main-{run}"],
+            cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_the_action_posts_one_comment_and_a_status_on_a_pull_request(
+        action: dict[str, Any], github_server: FakeGitHub, tmp_path: Path) -> None:
+    if not any(PROFILES.glob("*/*.pt.trace.json.gz")):
+        pytest.fail(f"the shipped profiles are missing from {PROFILES}")
+    runner = Runner(tmp_path, github_server, tmp_path / "perfci.db")
+    runner.workspace.mkdir()
+    _ingest_baselines(runner.database, runner.workspace)
+    inputs = {"benchmark": BENCHMARK, "repeats": "3",
+              "profiles": str(PROFILES / "slow-attention" / "*.pt.trace.json.gz"),
+              "database-url": f"sqlite:///{runner.database}"}
+
+    first = runner.run(action, inputs)
+    assert first.returncode == 1, first.log  # a gated regression fails the step
+    assert first.outputs["verdict"] == "regression", first.log
+    assert int(first.outputs["regression-count"]) >= 1
+    report = Path(first.outputs["report-path"])
+    assert report.is_file() and report.is_relative_to(runner.temp)
+    assert "perfci:benchmark=gpt-tiny" in report.read_text(encoding="utf-8")
+    assert "Regression" in runner.summary.read_text(encoding="utf-8")
+    assert "::error" in first.log
+    comments = github_server.comments_on(REPO, 7)
+    assert len(comments) == 1
+    statuses = [(s["sha"], s["context"], s["state"]) for s in github_server.statuses]
+    assert statuses == [(HEAD_SHA, f"perfci/{BENCHMARK}", "failure")]
+
+    # A re-run (attempt 2) that does not fail the job: the comment is edited, not duplicated.
+    second = runner.run(action, {**inputs, "fail-on-regression": "false"}, run_attempt=2)
+    assert second.returncode == 0, second.log
+    assert second.outputs["verdict"] == "regression"
+    assert len(github_server.comments_on(REPO, 7)) == 1
+    assert github_server.requests_to("PATCH", r"/issues/comments/\d+$") or (
+        # an identical body is not sent again
+        github_server.comments_on(REPO, 7)[0]["body"] == comments[0]["body"])
+    assert len(github_server.statuses) == 2
+    assert all(s["state"] != "pending" for s in github_server.statuses)
+    assert not github_server.unknown
+    assert TOKEN not in first.log + second.log
+
+
+def test_the_simulator_evaluates_expressions_and_outputs(tmp_path: Path) -> None:
+    context = {"inputs": {"a-b": "x"}, "github": {"token": "t"}, "steps": {}}
+    assert evaluate("${{ inputs.a-b }}/${{github.token}}/${{ steps.s.outputs.o }}",
+                    context) == "x/t/"
+    with pytest.raises(AssertionError):
+        evaluate("${{ inputs.a == 'b' }}", context)
+    out = tmp_path / "out"
+    out.write_text("verdict=regression\nbody<<EOF\nline 1\nline=2\nEOF\nregressions=3\n",
+                   encoding="utf-8")
+    assert read_outputs(out) == {"verdict": "regression", "body": "line 1\nline=2",
+                                 "regressions": "3"}
+
+
+def test_bash_is_available_for_the_simulation() -> None:
+    assert shutil.which("bash"), "the action's steps are bash scripts"
+
+
+def test_readme_workflows_parse_pin_actions_by_sha_and_declare_permissions() -> None:
+    readme = (ACTION.parent / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n(.*?)```", readme, flags=re.S)
+    assert len(blocks) >= 5
+    workflows = 0
+    for block in blocks:
+        document = yaml.safe_load(block)
+        for uses in re.findall(r"^\s*(?:- )?uses:\s*(\S+)", block, flags=re.M):
+            name, _, ref = uses.partition("@")
+            if name.startswith("OWNER/perfci"):
+                continue  # the placeholder for this action's own release
+            assert re.fullmatch(r"[0-9a-f]{40}", ref), f"{uses} is not pinned by SHA"
+        if isinstance(document, dict) and "jobs" in document:
+            workflows += 1
+            assert "permissions" in document, document.get("name")
+            assert "write-all" not in block
+    assert workflows == 4  # pull requests, baselines, fork comments, weekly report
+
+
+def test_every_step_script_is_valid_bash(action: dict[str, Any], tmp_path: Path) -> None:
+    context = {"inputs": {name: "x" for name in action["inputs"]},
+               "github": {"token": "t", "action_path": "/a"}, "steps": {}}
+    for number, step in enumerate(action["runs"]["steps"]):
+        script = tmp_path / f"step-{number}.sh"
+        script.write_text(evaluate(step["run"], context), encoding="utf-8")
+        done = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True,
+                              check=False)
+        assert done.returncode == 0, f"{step.get('name')}: {done.stderr}"

@@ -1,0 +1,116 @@
+"""The example benchmark (examples/gpt): its shipped profiles parse, and end to end on the CPU
+with real torch, `perfci check` catches the slow-attention switch and blames attention, while
+an unchanged candidate passes."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from perfci.formats.registry import detect, parse_file
+from perfci.model import MetricKind
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "gpt"
+PROFILES = EXAMPLE / "profiles"
+RUNS = ("main-1", "main-2", "main-3", "main-4", "slow-attention")
+# Tiny: one repeat is a few seconds on a CPU, attention still a large share of the step.
+BENCH_ARGS = ("--steps", "3", "--warmup", "1", "--layers", "2", "--seq", "384", "--dim", "64",
+              "--batch", "4")
+
+
+def _files(run: str) -> list[Path]:
+    return sorted((PROFILES / run).glob("*.pt.trace.json.gz"))
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_shipped_profiles_parse_as_chrome_traces_with_step_times(run: str) -> None:
+    files = _files(run)
+    assert len(files) == 3, f"{PROFILES / run}: expected 3 repeats (examples/gpt/make_profiles.sh)"
+    for path in files:
+        assert detect(path).name == "chrome_trace"
+        (profile,) = parse_file(path)
+        step = profile.find(MetricKind.STEP, "step")
+        assert step is not None and step.total_ns and step.total_ns > 0, path
+        assert profile.steps == 4
+        ranges = {m.name for m in profile.by_kind(MetricKind.RANGE)}
+        assert {"forward", "backward", "optimizer"} <= ranges
+        assert ("unfused_attention_head" in ranges) == (run == "slow-attention")
+
+
+def test_shipped_profiles_stay_small() -> None:
+    total = sum(path.stat().st_size for run in RUNS for path in _files(run))
+    assert 0 < total < 3 * 1024 * 1024
+
+
+# --- end to end ------------------------------------------------------------------------------
+
+
+def _run_round_robin(work: Path, runs: dict[str, bool], repeats: int) -> dict[str, list[Path]]:
+    """Run the benchmark with perfci's runner, one repeat of each run in turn.
+
+    Round robin, not run after run: on a shared CPU a busy moment then slows every run alike,
+    instead of faking a regression in one or hiding one in another.
+    """
+    from perfci.runner import run_benchmark
+
+    files: dict[str, list[Path]] = {name: [] for name in runs}
+    for repeat in range(repeats):
+        for name, slow in runs.items():
+            command = [sys.executable, str(EXAMPLE / "bench.py"), *BENCH_ARGS]
+            if slow:
+                command.append("--slow-attention")
+            result = run_benchmark(command, benchmark="gpt-tiny", repeats=1,
+                                   work_dir=work / name / f"r{repeat}", profiler="torch",
+                                   env={**os.environ, "PERFCI_EXAMPLE_SLOW_ATTENTION": "0"})
+            files[name].extend(result.repeats[0].files)
+    return files
+
+
+def _check(files: list[Path], *flags: str) -> int:
+    from perfci.cli.main import main
+
+    args = ["check", "--benchmark", "gpt-tiny", "--repeats", str(len(files)), "--no-comment",
+            *flags]
+    for path in files:
+        args += ["--profile", str(path)]
+    return main(args)
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_check_catches_slow_attention_and_passes_an_unchanged_candidate(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("torch")
+    for name in [k for k in os.environ if k.startswith(("GITHUB_", "PERFCI_"))]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("PERFCI_DATABASE_URL", f"sqlite:///{tmp_path / 'perfci.db'}")
+    # Not a git checkout: the flags below are the whole run context.
+    monkeypatch.chdir(tmp_path)
+    runs = {"main-1": False, "main-2": False, "main-3": False, "slow": True, "same": False}
+    files = _run_round_robin(tmp_path / "runs", runs, repeats=2)
+
+    for number, name in enumerate(("main-1", "main-2", "main-3"), start=1):
+        code = _check(files[name], "--branch", "main", "--commit", f"{number:040x}",
+                      "--ci-run-id", name, "--no-fail-on-regression")
+        assert code == 0
+    report = tmp_path / "slow.json"
+    code = _check(files["slow"], "--branch", "feature/slow", "--baseline-branch", "main",
+                  "--commit", f"{10:040x}", "--ci-run-id", "slow",
+                  "--markdown-out", str(tmp_path / "slow.md"), "--json-out", str(report))
+    result = json.loads(report.read_text(encoding="utf-8"))
+    assert (code, result["verdict"]) == (1, "regression")
+    top = [c["key"] for c in result["contributions"][:5]]
+    assert any("attention" in key.lower() for key in top), top
+    assert "attention" in (tmp_path / "slow.md").read_text(encoding="utf-8")
+
+    same = tmp_path / "same.json"
+    code = _check(files["same"], "--branch", "feature/same", "--baseline-branch", "main",
+                  "--commit", f"{11:040x}", "--ci-run-id", "same", "--json-out", str(same))
+    result = json.loads(same.read_text(encoding="utf-8"))
+    gated = [m["key"] for m in result["metrics"] if m["verdict"] == "regression" and m["gated"]]
+    assert code == 0 and not gated, gated
