@@ -6,8 +6,6 @@ import os
 
 import typer
 
-from perfci.settings import get_settings, redact_url
-
 
 def serve_command(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (0.0.0.0 in "
@@ -29,6 +27,7 @@ def serve_command(
     """Serve the HTTP API (/api/v1), the dashboard (/), /healthz and /metrics."""
     import uvicorn
 
+    from perfci.settings import get_settings, redact_url
     from perfci.store.db import open_store
 
     settings = get_settings({"database_url": database_url})

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import typer
 
 from perfci.cli._console import err_console
-from perfci.settings import get_settings
-from perfci.store.db import open_store
-from perfci.usecases import tokens
+
+if TYPE_CHECKING:  # the store loads when a command runs, not when the CLI is built
+    from perfci.store.db import Store
+    from perfci.usecases import tokens
 
 token_app = typer.Typer(help="Create, list and revoke project API tokens.",
                         no_args_is_help=True)
@@ -27,7 +29,9 @@ def create_command(
     database_url: str | None = typer.Option(None, "--database-url", help=_URL_HELP),
 ) -> None:
     """Create a token and print it ONCE (only its hash is stored)."""
-    store = open_store(get_settings({"database_url": database_url}))
+    from perfci.usecases import tokens
+
+    store = _open(database_url)
     try:
         with store.sessions() as session:
             token, info = tokens.create_token(session, project=project, scopes=scopes,
@@ -47,7 +51,9 @@ def list_command(
     database_url: str | None = typer.Option(None, "--database-url", help=_URL_HELP),
 ) -> None:
     """List tokens: id, prefix, name, scopes, created, last used, revoked."""
-    store = open_store(get_settings({"database_url": database_url}))
+    from perfci.usecases import tokens
+
+    store = _open(database_url)
     try:
         with store.sessions() as session:
             found = tokens.list_tokens(session, project=project)
@@ -71,7 +77,9 @@ def revoke_command(
     database_url: str | None = typer.Option(None, "--database-url", help=_URL_HELP),
 ) -> None:
     """Revoke a token: requests with it get 401 from now on."""
-    store = open_store(get_settings({"database_url": database_url}))
+    from perfci.usecases import tokens
+
+    store = _open(database_url)
     try:
         with store.sessions() as session:
             info = tokens.revoke_token(session, token_id)
@@ -79,6 +87,13 @@ def revoke_command(
         store.close()
     typer.echo(f"token {info.id} ({info.prefix}…) of {info.project} revoked at "
                f"{_when(info.revoked_at)}")
+
+
+def _open(database_url: str | None) -> Store:
+    from perfci.settings import get_settings
+    from perfci.store.db import open_store
+
+    return open_store(get_settings({"database_url": database_url}))
 
 
 def _row(info: tokens.TokenInfo) -> dict[str, object]:

@@ -1,0 +1,280 @@
+"""The HTTP API under ``/api/v1``: upload runs, read runs, comparisons, benchmarks, history.
+
+Project names hold a slash (``owner/repo``), so project path parameters use Starlette's
+``path`` converter; send them as-is (``/api/v1/projects/acme/model/runs``) or percent-encoded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Path, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from pydantic import ValidationError
+
+from perfci.errors import ConfigError, NotFoundError
+from perfci.model import Device, MetricKind, Profile, RunContext, SeriesKey, Verdict
+from perfci.report.json_report import comparison_to_dict
+from perfci.server import auth, uploads
+from perfci.server.deps import LimitsDep, RegistryDep, SessionDep, SettingsDep, TokenDep
+from perfci.server.errors import UnsupportedMediaType
+from perfci.server.schemas import (
+    INT32,
+    BenchmarkPublic,
+    BenchmarksPublic,
+    ComparisonPublic,
+    ErrorPublic,
+    HistoryPointPublic,
+    ProjectPublic,
+    ProjectsPublic,
+    ProjectUpdate,
+    RunCreate,
+    RunCreated,
+    RunPublic,
+    RunsPublic,
+    SeriesHistoryPublic,
+    SeriesPublic,
+)
+from perfci.store.queries import RunInfo
+from perfci.usecases import browse, tokens
+from perfci.usecases.ingest import ingest_run
+from perfci.usecases.submit import SubmitResult, compare_run_now, latest_comparison, submit_run
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorPublic, "description": description} for status, description in {
+        400: "Malformed request", 401: "Missing, wrong or revoked token",
+        403: "Token lacks the scope or belongs to another project", 404: "Not found",
+        413: "Request body too large", 415: "Unsupported content type",
+        422: "Invalid request", 503: "Database unavailable; retry"}.items()}
+
+router = APIRouter(prefix="/api/v1", responses=_ERRORS)
+
+_NO_NUL = r"^[^\x00]*$"
+ProjectName = Annotated[str, Path(min_length=1, max_length=200, pattern=_NO_NUL,
+                                  description="Project name, e.g. `owner/repo`.")]
+BenchmarkName = Annotated[str, Path(min_length=1, max_length=200, pattern=_NO_NUL)]
+RunId = Annotated[int, Path(ge=1, le=INT32)]
+QueryText = Annotated[str | None, Query(max_length=1000, pattern=_NO_NUL)]
+
+_UPLOAD_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": {"$ref": "#/components/schemas/RunCreate"}},
+            "multipart/form-data": {"schema": {
+                "type": "object", "required": ["meta", "files"],
+                "properties": {
+                    "meta": {"type": "string", "description": "RunMeta as JSON: benchmark, "
+                             "context and an optional format name."},
+                    "files": {"type": "array", "items": {"type": "string", "format": "binary"},
+                              "description": "Profile files, one repeat per file."}}}},
+        },
+    },
+}
+
+
+# --- upload -----------------------------------------------------------------------------------
+
+
+@router.post("/projects/{project:path}/runs", status_code=201, response_model=RunCreated,
+             openapi_extra=_UPLOAD_BODY, tags=["runs"],
+             responses={200: {"model": RunCreated, "description": "Already stored (a retry)"}})
+async def upload_run(
+    project: ProjectName, request: Request, response: Response, session: SessionDep,
+    settings: SettingsDep, limits: LimitsDep, registry: RegistryDep, token: TokenDep,
+    idempotency_key: Annotated[str | None, Header(max_length=200, pattern=_NO_NUL)] = None,
+) -> RunCreated:
+    """Store one run (JSON: a perfci document per repeat; multipart: one file per repeat),
+    compare it with its baseline and return the comparison. A retry with the same
+    ``Idempotency-Key`` (or the same CI run) returns the stored run with 200."""
+    auth.require_scope(token, project, "upload")
+    try:
+        benchmark, context, repeats = await _read_upload(request, project, limits)
+    except Exception:
+        registry.count_upload("rejected")
+        raise
+    key = f"http:{idempotency_key}" if idempotency_key else None
+    result = await run_in_threadpool(_submit, session, context=context, benchmark=benchmark,
+                                     repeats=repeats, settings=settings, key=key)
+    registry.count_upload("created" if result.ingest.created else "duplicate")
+    if not result.ingest.created:
+        response.status_code = 200
+    return RunCreated(run_id=result.ingest.run_id, created=result.ingest.created,
+                      project=project, benchmark=benchmark, series=result.ingest.series,
+                      samples=result.ingest.samples, url=f"/runs/{result.ingest.run_id}",
+                      comparison=ComparisonPublic(**comparison_to_dict(result.comparison)))
+
+
+async def _read_upload(request: Request, project: str,
+                       limits: Any) -> tuple[str, RunContext, list[list[Profile]]]:
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type == "application/json":
+        body = await request.body()
+        try:
+            upload = RunCreate.model_validate_json(body)
+        except ValidationError as exc:
+            raise _as_request_error(exc) from None
+        repeats = await run_in_threadpool(uploads.documents_to_repeats, upload.repeats)
+        benchmark, context_in = upload.benchmark, upload.context
+    elif content_type == "multipart/form-data":
+        benchmark, context_in, repeats = await uploads.read_multipart(request, limits)
+    else:
+        raise UnsupportedMediaType("send the run as application/json or multipart/form-data")
+    uploads.check_size(repeats, limits)
+    context = RunContext(project=project, **context_in.model_dump())
+    return benchmark, context, repeats
+
+
+def _as_request_error(exc: ValidationError) -> Exception:
+    from fastapi.exceptions import RequestValidationError
+
+    return RequestValidationError(exc.errors(include_input=False))
+
+
+def _submit(session: Any, *, context: RunContext, benchmark: str,
+            repeats: list[list[Profile]], settings: Any, key: str | None) -> SubmitResult:
+    """``submit_run``, with the client's Idempotency-Key as the run key when it sent one.
+
+    Without a key this *is* ``submit_run``; with one it is the same sequence (ingest, reuse the
+    stored comparison on a retry, else compare now), because ``submit_run`` takes no key yet.
+    """
+    if key is None:
+        return submit_run(session, context=context, benchmark=benchmark, repeats=repeats,
+                          settings=settings)
+    ingest = ingest_run(session, context=context, benchmark=benchmark, repeats=repeats,
+                        idempotency_key=key)
+    if not ingest.created:
+        stored = latest_comparison(session, ingest.run_id)
+        if stored is not None:
+            return SubmitResult(ingest, stored)
+    return SubmitResult(ingest, compare_run_now(session, ingest.run_id, settings=settings,
+                                                merge_base=context.merge_base))
+
+
+# --- reads ------------------------------------------------------------------------------------
+
+
+@router.get("/projects", response_model=ProjectsPublic, tags=["projects"])
+def list_projects(session: SessionDep, token: TokenDep) -> ProjectsPublic:
+    """The projects the caller may read: public ones and the token's own."""
+    visible = [p for p in browse.list_projects(session)
+               if p.public or (token is not None and token.project == p.name)]
+    return ProjectsPublic(projects=[ProjectPublic(**dataclasses.asdict(p)) for p in visible])
+
+
+@router.patch("/projects/{project:path}", response_model=ProjectPublic, tags=["projects"])
+def update_project(project: ProjectName, update: ProjectUpdate, session: SessionDep,
+                   token: TokenDep) -> ProjectPublic:
+    """Admin: make the project public (readable without a token) or private."""
+    auth.require_scope(token, project, "admin")
+    tokens.set_project_public(session, project=project, public=update.public)
+    return ProjectPublic(**dataclasses.asdict(browse.get_project(session, project)))
+
+
+@router.get("/runs/{run_id}", response_model=RunPublic, tags=["runs"])
+def get_run(run_id: RunId, session: SessionDep, token: TokenDep) -> RunPublic:
+    """One stored run: commit, branch, CI, environment and its verdict."""
+    auth.require_read(session, token, browse.project_of_run(session, run_id))
+    detail = browse.run_detail(session, run_id)
+    verdict = detail.comparison.get("verdict") if detail.comparison else None
+    return _run_public(detail.run, verdict)
+
+
+@router.get("/runs/{run_id}/comparison", response_model=ComparisonPublic, tags=["runs"])
+def get_comparison(run_id: RunId, session: SessionDep, token: TokenDep) -> ComparisonPublic:
+    """The run's comparison with its baseline, as it was reported."""
+    auth.require_read(session, token, browse.project_of_run(session, run_id))
+    detail = browse.run_detail(session, run_id)
+    if detail.comparison is None:
+        raise NotFoundError(f"run {run_id} has not been compared")
+    return ComparisonPublic(**detail.comparison)
+
+
+@router.get("/projects/{project:path}/benchmarks", response_model=BenchmarksPublic,
+            tags=["benchmarks"])
+def list_benchmarks(project: ProjectName, session: SessionDep, token: TokenDep
+                    ) -> BenchmarksPublic:
+    """The project's benchmarks with their latest step time (ns per step)."""
+    auth.require_read(session, token, project)
+    found = browse.list_benchmarks(session, project, trend_points=1)
+    return BenchmarksPublic(project=project, benchmarks=[
+        BenchmarkPublic(name=b.name, runs=b.runs, latest_run_id=b.latest_run_id,
+                        latest_at=b.latest_at, latest_step_ns=b.latest_step_ns,
+                        step_series=_series_public(b.step_series)) for b in found])
+
+
+@router.get("/projects/{project:path}/benchmarks/{benchmark}/series",
+            response_model=SeriesHistoryPublic, tags=["benchmarks"])
+def series_history(
+    project: ProjectName, benchmark: BenchmarkName, session: SessionDep,
+    settings: SettingsDep, token: TokenDep,
+    kind: Annotated[MetricKind, Query()], name: Annotated[str, Query(
+        min_length=1, max_length=1000, pattern=_NO_NUL)],
+    device: Annotated[Device, Query()] = Device.GPU, scope: QueryText = None,
+    section: QueryText = None, branch: Annotated[str | None, Query(
+        max_length=255, pattern=_NO_NUL)] = None,
+    since: datetime | None = None, until: datetime | None = None,
+) -> SeriesHistoryPublic:
+    """One metric's values per run on a branch (default: the baseline branch), oldest first."""
+    auth.require_read(session, token, project)
+    key = SeriesKey(kind=kind, name=name, device=device, scope=scope or "",
+                    section=section or "")
+    chosen = branch or settings.baseline_branch
+    points = browse.series_history(session, project, benchmark, series=key, branch=chosen,
+                                   since=_utc(since), until=_utc(until))
+    return SeriesHistoryPublic(
+        project=project, benchmark=benchmark, branch=chosen,
+        series=_series_public(key),  # type: ignore[arg-type]
+        points=[HistoryPointPublic(**dataclasses.asdict(p)) for p in points])
+
+
+@router.get("/projects/{project:path}/runs", response_model=RunsPublic, tags=["runs"])
+def list_runs(
+    project: ProjectName, session: SessionDep, token: TokenDep,
+    since: datetime | None = None, until: datetime | None = None,
+    branch: Annotated[str | None, Query(max_length=255, pattern=_NO_NUL)] = None,
+    benchmark: Annotated[str | None, Query(max_length=200, pattern=_NO_NUL)] = None,
+) -> RunsPublic:
+    """Runs stored in ``[since, until)`` (default: the last 30 days), oldest first."""
+    auth.require_read(session, token, project)
+    browse.get_project(session, project)
+    start, end = _period(_utc(since), _utc(until))
+    runs = browse.runs_between(session, project, since=start, until=end, branch=branch,
+                               benchmark=benchmark)
+    return RunsPublic(project=project, runs=[_run_public(r, v) for r, v in runs])
+
+
+def _run_public(run: RunInfo, verdict: str | None) -> RunPublic:
+    values = dataclasses.asdict(run)
+    values.pop("environment_id", None)
+    return RunPublic(**values, verdict=Verdict(verdict) if verdict else None)
+
+
+def _series_public(key: SeriesKey | None) -> SeriesPublic | None:
+    if key is None:
+        return None
+    return SeriesPublic(kind=key.kind, name=key.name, device=key.device, scope=key.scope,
+                        section=key.section, display_name=key.display_name)
+
+
+def _period(since: datetime | None, until: datetime | None) -> tuple[datetime, datetime]:
+    try:
+        end = until or datetime.now(UTC) + timedelta(minutes=1)
+        start = since or end - timedelta(days=30)
+    except OverflowError:
+        raise ConfigError("`since`/`until` are out of range") from None
+    if start >= end:
+        raise ConfigError("`since` must be before `until`")
+    return start, end
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    if moment is None:
+        return None
+    try:
+        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    except (OverflowError, ValueError):
+        raise ConfigError(f"date {moment!r} is out of range") from None
+

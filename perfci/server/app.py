@@ -1,0 +1,122 @@
+"""The app factory: ``create_app(settings)`` builds the engine, sessions, routes and handlers.
+
+Nothing is built at import. ``perfci serve`` runs :func:`create_app_from_env` through uvicorn's
+``factory=True`` so that every worker process builds its own engine from the environment.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.staticfiles import StaticFiles
+from sqlalchemy import text
+
+from perfci import __version__
+from perfci.errors import ConfigError
+from perfci.server import api, pages
+from perfci.server.deps import Limits
+from perfci.server.errors import error_body, install_handlers
+from perfci.server.metrics import CONTENT_TYPE, BodyLimitMiddleware, MetricsMiddleware, Registry
+from perfci.server.schemas import ErrorPublic, HealthPublic, RunCreate
+from perfci.settings import Settings, get_settings
+from perfci.store.db import make_engine, make_sessionmaker
+
+STATIC = Path(__file__).parent / "static"
+#: Environment variables for the limits, for as long as Settings has no fields for them.
+LIMIT_ENV = {"max_body_bytes": "PERFCI_MAX_BODY_BYTES", "max_metrics": "PERFCI_MAX_METRICS"}
+
+
+def create_app(settings: Settings, *, limits: Limits | None = None,
+               database_url: str | None = None) -> FastAPI:
+    """The perfci service for ``settings`` (database, thresholds) and upload ``limits``."""
+    limits = limits or limits_from(settings)
+    engine = make_engine(database_url or settings.resolved_database_url())
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        engine.dispose()
+
+    app = FastAPI(title="perfci", version=__version__, lifespan=lifespan,
+                  summary="GPU performance-regression checks: upload runs, read comparisons "
+                          "and history.")
+    app.state.settings = settings
+    app.state.limits = limits
+    app.state.engine = engine
+    app.state.sessions = make_sessionmaker(engine)
+    app.state.registry = Registry()
+    app.state.templates = pages.make_templates()
+    install_handlers(app, render_html=pages.render_error)
+    app.include_router(api.router)
+    app.include_router(pages.router)
+    _add_operational_routes(app)
+    _document_upload_body(app)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    app.add_middleware(BodyLimitMiddleware, max_bytes=limits.max_body_bytes)
+    app.add_middleware(MetricsMiddleware, registry=app.state.registry)
+    return app
+
+
+def _add_operational_routes(app: FastAPI) -> None:
+    @app.get("/healthz", response_model=HealthPublic, tags=["operations"],
+             responses={503: {"model": ErrorPublic, "description": "Database unreachable"}})
+    def healthz(request: Request) -> Response:
+        """200 when the database answers ``SELECT 1``, else 503."""
+        try:
+            with request.app.state.engine.connect() as connection:
+                connection.execute(text("SELECT 1"))
+        except Exception:  # noqa: BLE001 - any failure means "not healthy"
+            return JSONResponse(error_body("database_unavailable",
+                                           "the database does not answer"), status_code=503)
+        return JSONResponse({"status": "ok", "database": request.app.state.engine.dialect.name})
+
+    @app.get("/metrics", response_class=PlainTextResponse, tags=["operations"])
+    def metrics(request: Request) -> Response:
+        """Prometheus metrics of this worker process."""
+        return PlainTextResponse(request.app.state.registry.render(), media_type=CONTENT_TYPE)
+
+
+def _document_upload_body(app: FastAPI) -> None:
+    """Add ``RunCreate`` (read by hand, so FastAPI does not see it) to the OpenAPI schemas."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = generate()
+            extra = RunCreate.model_json_schema(ref_template="#/components/schemas/{model}")
+            components = schema.setdefault("components", {}).setdefault("schemas", {})
+            for name, definition in extra.pop("$defs", {}).items():
+                components.setdefault(name, definition)
+            components["RunCreate"] = extra
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def limits_from(settings: Settings, env: dict[str, str] | None = None) -> Limits:
+    """Limits from settings fields when present, else ``PERFCI_MAX_*``, else the defaults."""
+    env = dict(os.environ) if env is None else env
+    values = {}
+    for field, variable in LIMIT_ENV.items():
+        value = getattr(settings, field, None) or env.get(variable)
+        if value is None:
+            continue
+        try:
+            values[field] = int(value)
+        except ValueError:
+            raise ConfigError(f"{variable} must be an integer, got {value!r}") from None
+        if values[field] < 1:
+            raise ConfigError(f"{variable} must be positive, got {value!r}")
+    return Limits(**values)
+
+
+def create_app_from_env() -> FastAPI:
+    """The app from ``get_settings()`` (environment and config file): uvicorn's factory."""
+    return create_app(get_settings())

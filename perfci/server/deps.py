@@ -1,0 +1,92 @@
+"""FastAPI dependencies: one Session per request (unit of work), settings, the caller's token.
+
+Routes use the ``Annotated`` aliases (``SessionDep``, ``SettingsDep``, ``TokenDep``); the
+engine and session factory live on ``app.state``, built by :func:`perfci.server.app.create_app`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+from sqlalchemy.orm import Session
+
+from perfci.errors import AuthError
+from perfci.server.metrics import Registry
+from perfci.settings import Settings
+from perfci.usecases.tokens import TokenInfo, authenticate
+
+#: The dashboard's login cookie holds a read token.
+TOKEN_COOKIE = "perfci_token"
+_MAX_TOKEN_CHARS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one upload may hold; see ``perfci serve --help``."""
+
+    max_body_bytes: int = 64 * 1024 * 1024
+    max_metrics: int = 200_000
+    max_files: int = 1000
+
+
+def get_session(request: Request) -> Iterator[Session]:
+    """A Session for this request, closed (and rolled back if uncommitted) afterwards."""
+    with request.app.state.sessions() as session:
+        yield session
+
+
+def get_settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def get_limits(request: Request) -> Limits:
+    limits: Limits = request.app.state.limits
+    return limits
+
+
+def get_registry(request: Request) -> Registry:
+    registry: Registry = request.app.state.registry
+    return registry
+
+
+SessionDep = Annotated[Session, Depends(get_session)]
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+LimitsDep = Annotated[Limits, Depends(get_limits)]
+RegistryDep = Annotated[Registry, Depends(get_registry)]
+
+
+def bearer_token(request: Request) -> str | None:
+    """The token of an ``Authorization: Bearer`` header; malformed headers are a 401."""
+    header = request.headers.get("authorization")
+    if header is None:
+        return None
+    scheme, _, token = header.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token or len(token) > _MAX_TOKEN_CHARS:
+        raise AuthError("the Authorization header must read `Bearer <token>`", status=401)
+    return token
+
+
+def get_token(request: Request, session: SessionDep) -> TokenInfo | None:
+    """The caller's token (``None`` without one); a wrong or revoked token is a 401."""
+    token = bearer_token(request)
+    return None if token is None else authenticate(session, token)
+
+
+def get_cookie_token(request: Request, session: SessionDep) -> TokenInfo | None:
+    """The dashboard's token from the login cookie; a stale cookie counts as none."""
+    token = request.cookies.get(TOKEN_COOKIE)
+    if not token or len(token) > _MAX_TOKEN_CHARS:
+        return None
+    try:
+        return authenticate(session, token)
+    except AuthError:
+        return None
+
+
+TokenDep = Annotated[TokenInfo | None, Depends(get_token)]
+CookieTokenDep = Annotated[TokenInfo | None, Depends(get_cookie_token)]

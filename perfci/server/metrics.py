@@ -1,0 +1,171 @@
+"""Prometheus metrics and the request-body limit, as two small ASGI middlewares.
+
+The metrics are kept in-process (one registry per worker process; scrape each worker, or run
+one worker per container) and rendered in the Prometheus text format 0.0.4:
+
+- ``perfci_http_requests_total{method, route, status}``: the route is the path *template*
+  (``/api/v1/runs/{run_id}``), never the raw path, so ids and names cannot explode the labels;
+- ``perfci_http_request_duration_seconds{route}``: a latency histogram;
+- ``perfci_uploads_total{result}``: ``created``, ``duplicate`` or ``rejected``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+import time
+from collections import defaultdict
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from perfci.server.errors import RequestTooLarge, error_body
+
+BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class Registry:
+    """Thread-safe counters and one histogram."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._requests: dict[tuple[str, str, str], int] = defaultdict(int)
+        self._uploads: dict[str, int] = defaultdict(int)
+        self._buckets: dict[str, list[int]] = {}
+        self._sums: dict[str, float] = defaultdict(float)
+
+    def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
+        with self._lock:
+            self._requests[(method, route, str(status))] += 1
+            counts = self._buckets.setdefault(route, [0] * (len(BUCKETS) + 1))
+            counts[bisect.bisect_left(BUCKETS, seconds)] += 1
+            self._sums[route] += seconds
+
+    def count_upload(self, result: str) -> None:
+        with self._lock:
+            self._uploads[result] += 1
+
+    def render(self) -> str:
+        """The metrics in the Prometheus text exposition format."""
+        with self._lock:
+            lines = ["# HELP perfci_http_requests_total HTTP requests by route and status.",
+                     "# TYPE perfci_http_requests_total counter"]
+            for (method, route, status), count in sorted(self._requests.items()):
+                labels = _labels(method=method, route=route, status=status)
+                lines.append(f"perfci_http_requests_total{{{labels}}} {count}")
+            lines += ["# HELP perfci_uploads_total Run uploads by result.",
+                      "# TYPE perfci_uploads_total counter"]
+            for result in ("created", "duplicate", "rejected"):
+                lines.append(f'perfci_uploads_total{{result="{result}"}} '
+                             f"{self._uploads.get(result, 0)}")
+            lines += ["# HELP perfci_http_request_duration_seconds Request latency by route.",
+                      "# TYPE perfci_http_request_duration_seconds histogram"]
+            for route, counts in sorted(self._buckets.items()):
+                lines += _histogram(route, counts, self._sums[route])
+        return "\n".join(lines) + "\n"
+
+
+def _histogram(route: str, counts: list[int], total: float) -> list[str]:
+    name = "perfci_http_request_duration_seconds"
+    lines, running = [], 0
+    for bound, count in zip((*BUCKETS, float("inf")), counts, strict=True):
+        running += count
+        le = "+Inf" if bound == float("inf") else repr(bound)
+        lines.append(f"{name}_bucket{{{_labels(route=route, le=le)}}} {running}")
+    lines.append(f"{name}_sum{{{_labels(route=route)}}} {total:.6f}")
+    lines.append(f"{name}_count{{{_labels(route=route)}}} {running}")
+    return lines
+
+
+def _labels(**values: str) -> str:
+    def escape(value: str) -> str:
+        return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+    return ",".join(f'{key}="{escape(value)}"' for key, value in values.items())
+
+
+class MetricsMiddleware:
+    """Counts every HTTP request by method, route template and status, and times it."""
+
+    def __init__(self, app: ASGIApp, registry: Registry) -> None:
+        self.app = app
+        self.registry = registry
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def send_wrapper(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            route = getattr(scope.get("route"), "path", None) or "unmatched"
+            self.registry.observe_request(scope["method"], route, status,
+                                          time.perf_counter() - started)
+
+
+class BodyLimitMiddleware:
+    """Refuses request bodies over ``max_bytes`` with 413, by Content-Length and by counting.
+
+    A declared length over the limit is refused before any of the body is read; a body without
+    one (chunked) is counted as it streams and refused at the first byte over the limit.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = _content_length(scope)
+        if declared is not None and declared > self.max_bytes:
+            await _send_413(send, self.max_bytes)
+            return
+        received = 0
+
+        async def counting_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise RequestTooLarge(_too_large(self.max_bytes))
+            return message
+
+        await self.app(scope, counting_receive, send)
+
+
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope.get("headers", []):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+def _too_large(limit: int) -> str:
+    return f"request body is larger than the server's limit of {limit} bytes"
+
+
+async def _send_413(send: Send, limit: int) -> None:
+    import json
+
+    body = json.dumps(error_body("payload_too_large", _too_large(limit))).encode()
+    headers: list[Any] = [(b"content-type", b"application/json"),
+                          (b"content-length", str(len(body)).encode()),
+                          (b"connection", b"close")]
+    await send({"type": "http.response.start", "status": 413, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,169 @@
+"""Dashboard pages: server-rendered HTML (Jinja2, autoescaped), no JavaScript.
+
+``/`` projects · ``/p/{project}`` benchmarks with their latest step time and a sparkline ·
+``/p/{project}/b/{benchmark}`` step-time history with change points, and its runs ·
+``/runs/{id}`` a run's comparison. Public projects are open; a private one needs a read
+token, given once at ``/login`` and kept in an HttpOnly cookie.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from perfci.analysis.changepoints import detect_change_points, segment_levels
+from perfci.errors import AuthError
+from perfci.model import Verdict
+from perfci.report import _format as fmt
+from perfci.report.escape import safe_url
+from perfci.report.json_report import comparison_from_dict
+from perfci.report.plots import step_trend_svg
+from perfci.server import auth
+from perfci.server.deps import TOKEN_COOKIE, CookieTokenDep, SessionDep, SettingsDep
+from perfci.server.schemas import INT32
+from perfci.usecases import browse
+from perfci.usecases.browse import StepPoint
+from perfci.usecases.tokens import authenticate
+
+router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
+
+TEMPLATES = Path(__file__).parent / "templates"
+#: Rows of the comparison table; the rest are counted, not shown (the JSON API has them all).
+MAX_ROWS = 300
+
+
+def make_templates() -> Jinja2Templates:
+    """The page templates, always autoescaped (names come from the code under test)."""
+    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(
+        enabled_extensions=("html",), default_for_string=True, default=True))
+    env.filters.update(project_url=lambda name: "/p/" + quote(name, safe="/"),
+                       segment=lambda name: quote(name, safe=""), duration=fmt.duration,
+                       pct=fmt.pct, short_sha=fmt.short_sha, safe_url=safe_url,
+                       label=lambda v: str(fmt.LABELS[Verdict(v)]) if v else fmt.NO_VALUE)
+    return Jinja2Templates(env=env)
+
+
+def render(request: Request, template: str, status_code: int = 200,
+           **context: Any) -> Response:
+    templates: Jinja2Templates = request.app.state.templates
+    return templates.TemplateResponse(request, template, context, status_code=status_code)
+
+
+def render_error(request: Request, status: int, message: str) -> Response:
+    """An error as a page (the JSON handlers' twin for browsers)."""
+    return render(request, "error.html", status, status=status, message=message)
+
+
+@router.get("/")
+def index(request: Request, session: SessionDep, token: CookieTokenDep) -> Response:
+    projects = [p for p in browse.list_projects(session)
+                if p.public or (token is not None and token.project == p.name)]
+    return render(request, "index.html", projects=projects, token=token)
+
+
+@router.get("/login")
+def login_form(request: Request, token: CookieTokenDep) -> Response:
+    return render(request, "login.html", token=token, message=None)
+
+
+@router.post("/login")
+def login(request: Request, session: SessionDep,
+          token: Annotated[str, Form(max_length=200)]) -> Response:
+    try:
+        info = authenticate(session, token.strip())
+    except AuthError as exc:
+        return render(request, "login.html", 401, token=None, message=str(exc))
+    if not info.allows("read"):
+        return render(request, "login.html", 403, token=None,
+                      message="this token lacks the 'read' scope")
+    response = RedirectResponse("/p/" + quote(info.project, safe="/"), status_code=303)
+    response.set_cookie(TOKEN_COOKIE, token.strip(), httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https", max_age=30 * 24 * 3600)
+    return response
+
+
+@router.post("/logout")
+def logout() -> Response:
+    response = RedirectResponse("/", status_code=303)
+    response.delete_cookie(TOKEN_COOKIE)
+    return response
+
+
+@router.get("/p/{project:path}/b/{benchmark}")
+def benchmark_page(request: Request, project: str, benchmark: str, session: SessionDep,
+                   settings: SettingsDep, token: CookieTokenDep,
+                   branch: str | None = None) -> Response:
+    auth.require_read(session, token, project)
+    chosen = (branch or settings.baseline_branch)[:255]
+    series, points = browse.step_history(session, project, benchmark, branch=chosen)
+    if not points and branch is None:
+        chosen, (series, points) = "", browse.step_history(session, project, benchmark,
+                                                           branch=None)
+    runs = browse.benchmark_runs(session, project, benchmark)
+    verdicts = browse.verdicts(session, [r.id for r in runs])
+    step_of = {p.run_id: p.value_ns for p in points}
+    chart, changes = _chart(points)
+    return render(request, "benchmark.html", project=project, benchmark=benchmark,
+                  branch=chosen, series=series, points=points, chart=chart, changes=changes,
+                  runs=runs, verdicts=verdicts, step_of=step_of, token=token)
+
+
+@router.get("/p/{project:path}")
+def project_page(request: Request, project: str, session: SessionDep, settings: SettingsDep,
+                 token: CookieTokenDep) -> Response:
+    auth.require_read(session, token, project)
+    benchmarks = browse.list_benchmarks(session, project, branch=settings.baseline_branch)
+    sparks = {b.name: sparkline(b.trend_ns) for b in benchmarks}
+    return render(request, "project.html", project=project, benchmarks=benchmarks,
+                  sparks=sparks, token=token)
+
+
+@router.get("/runs/{run_id}")
+def run_page(request: Request, run_id: int, session: SessionDep,
+             token: CookieTokenDep) -> Response:
+    if not 1 <= run_id <= INT32:
+        return render_error(request, 404, f"no run with id {run_id}")
+    auth.require_read(session, token, browse.project_of_run(session, run_id))
+    detail = browse.run_detail(session, run_id)
+    result = comparison_from_dict(detail.comparison) if detail.comparison else None
+    rows = fmt.by_severity(result.metrics) if result else []
+    return render(request, "run.html", run=detail.run, result=result, rows=rows[:MAX_ROWS],
+                  hidden=max(0, len(rows) - MAX_ROWS), fmt=fmt, token=token,
+                  headline=str(fmt.HEADLINES[result.verdict]) if result else None,
+                  contributions=result.contributions[:20] if result else [])
+
+
+def _chart(points: Sequence[StepPoint]) -> tuple[str | None, list[tuple[StepPoint, float]]]:
+    """The step-time chart (inline SVG) and the change points found in it."""
+    if not points:
+        return None, []
+    values = [p.value_ns for p in points]
+    found = detect_change_points(values)
+    levels = segment_levels(values, found)
+    changes = [(points[c.index], c.change) for c in found]
+    svg = step_trend_svg([p.time for p in points], values, levels,
+                         [p.time for p, _ in changes], width_in=9.0, height_in=3.0)
+    return svg, changes
+
+
+def sparkline(values: Sequence[float], *, width: int = 120, height: int = 24) -> str | None:
+    """A tiny trend line as an inline SVG (numbers only, no text: nothing to escape)."""
+    if len(values) < 2:
+        return None
+    low, high = min(values), max(values)
+    span = (high - low) or 1.0
+    step = (width - 4) / (len(values) - 1)
+    coords = " ".join(f"{2 + i * step:.1f},{height - 2 - (v - low) / span * (height - 4):.1f}"
+                      for i, v in enumerate(values))
+    last_x, last_y = coords.rsplit(" ", 1)[-1].split(",")
+    return (f'<svg class="spark" width="{width}" height="{height}" viewBox="0 0 {width} '
+            f'{height}" role="img" aria-label="step time trend">'
+            f'<polyline fill="none" stroke="#4c72b0" stroke-width="1.5" points="{coords}"/>'
+            f'<circle cx="{last_x}" cy="{last_y}" r="2" fill="#4c72b0"/></svg>')

@@ -1,0 +1,264 @@
+"""Read-side use cases for the HTTP API and the dashboard: projects, benchmarks, histories, runs.
+
+Everything returns plain dataclasses (or the stored comparison dict), never ORM objects, so
+that the server's schemas and templates depend on this module and not on the tables.
+
+A benchmark's *step time* is its primary step series: the first ``step`` series stored for it
+at top level (no scope), else the first one at all; a run's value is the median of its
+repeats (ns per step).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select, type_coerce
+from sqlalchemy.orm import Session
+
+from perfci.errors import NotFoundError
+from perfci.model import Device, MetricKind, SeriesKey
+from perfci.store import queries
+from perfci.store.queries import HistoryPoint, RunInfo
+from perfci.store.schema import (
+    Benchmark,
+    Commit,
+    Comparison,
+    Project,
+    Run,
+    Sample,
+    Series,
+    UTCDateTime,
+)
+
+__all__ = [
+    "BenchmarkSummary",
+    "ProjectSummary",
+    "RunDetail",
+    "StepPoint",
+    "benchmark_runs",
+    "get_project",
+    "list_benchmarks",
+    "list_projects",
+    "project_of_run",
+    "run_detail",
+    "runs_between",
+    "series_history",
+    "step_history",
+    "verdicts",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectSummary:
+    name: str
+    public: bool
+    benchmarks: int = 0
+    runs: int = 0
+    last_run_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StepPoint:
+    """One run's step time (median of its repeats, ns per step)."""
+
+    run_id: int
+    commit: str | None
+    branch: str | None
+    time: datetime
+    value_ns: float
+
+
+@dataclass(frozen=True, slots=True)
+class BenchmarkSummary:
+    name: str
+    runs: int
+    latest_run_id: int | None = None
+    latest_at: datetime | None = None
+    step_series: SeriesKey | None = None
+    latest_step_ns: float | None = None
+    trend_ns: list[float] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class RunDetail:
+    run: RunInfo
+    comparison: dict[str, Any] | None
+
+
+def list_projects(session: Session) -> list[ProjectSummary]:
+    """Every project with its benchmark and run counts, by name."""
+    runs = (select(Run.project_id, func.count(Run.id).label("runs"),
+                   func.max(Run.created_at).label("last"))
+            .group_by(Run.project_id).subquery())
+    benchmarks = (select(Benchmark.project_id, func.count(Benchmark.id).label("n"))
+                  .group_by(Benchmark.project_id).subquery())
+    query = (select(Project.name, Project.public, benchmarks.c.n, runs.c.runs,
+                    type_coerce(runs.c.last, UTCDateTime()))
+             .outerjoin(runs, runs.c.project_id == Project.id)
+             .outerjoin(benchmarks, benchmarks.c.project_id == Project.id)
+             .order_by(Project.name))
+    return [ProjectSummary(name=name, public=bool(public), benchmarks=int(n or 0),
+                           runs=int(count or 0), last_run_at=last)
+            for name, public, n, count, last in session.execute(query)]
+
+
+def get_project(session: Session, name: str) -> ProjectSummary:
+    """The project called ``name``; ``NotFoundError`` when there is none."""
+    found = session.execute(select(Project.name, Project.public)
+                            .where(Project.name == name)).first()
+    if found is None:
+        raise NotFoundError(f"no project named {name!r}")
+    return ProjectSummary(name=found[0], public=bool(found[1]))
+
+
+def project_of_run(session: Session, run_id: int) -> str:
+    """The project a run belongs to (for access checks before reading it)."""
+    found = session.execute(select(Project.name).join(Run, Run.project_id == Project.id)
+                            .where(Run.id == run_id)).scalar()
+    if found is None:
+        raise NotFoundError(f"no run with id {run_id}")
+    return str(found)
+
+
+def list_benchmarks(session: Session, project: str, *, branch: str | None = None,
+                    trend_points: int = 30) -> list[BenchmarkSummary]:
+    """The benchmarks of ``project`` with their latest step time and recent trend.
+
+    The trend is the last ``trend_points`` runs on ``branch`` (every branch when ``None``, or
+    when ``branch`` has no runs).
+    """
+    get_project(session, project)
+    counts = (select(Benchmark.id, Benchmark.name, func.count(Run.id), func.max(Run.id))
+              .join(Project, Project.id == Benchmark.project_id)
+              .outerjoin(Run, Run.benchmark_id == Benchmark.id)
+              .where(Project.name == project).group_by(Benchmark.id, Benchmark.name)
+              .order_by(Benchmark.name))
+    return [_summary(session, int(bid), name, int(runs), latest, branch, trend_points)
+            for bid, name, runs, latest in session.execute(counts).all()]
+
+
+def _summary(session: Session, benchmark_id: int, name: str, runs: int, latest: int | None,
+             branch: str | None, trend_points: int) -> BenchmarkSummary:
+    series_id, key = _primary_step(session, benchmark_id)
+    latest_row = session.get(Run, latest) if latest is not None else None
+    latest_at = latest_row.created_at if latest_row is not None else None
+    if series_id is None:
+        return BenchmarkSummary(name=name, runs=runs, latest_run_id=latest, latest_at=latest_at)
+    newest = _step_points(session, series_id, branch=None, limit=1)
+    trend = _step_points(session, series_id, branch=branch, limit=trend_points)
+    if not trend and branch is not None:
+        trend = _step_points(session, series_id, branch=None, limit=trend_points)
+    return BenchmarkSummary(name=name, runs=runs, latest_run_id=latest, latest_at=latest_at,
+                            step_series=key,
+                            latest_step_ns=newest[-1].value_ns if newest else None,
+                            trend_ns=[p.value_ns for p in trend])
+
+
+def step_history(session: Session, project: str, benchmark: str, *, branch: str | None,
+                 limit: int = 500) -> tuple[SeriesKey | None, list[StepPoint]]:
+    """The primary step series of ``benchmark`` and its last ``limit`` runs, oldest first."""
+    benchmark_id = _benchmark_id(session, project, benchmark)
+    series_id, key = _primary_step(session, benchmark_id)
+    if series_id is None:
+        return None, []
+    return key, _step_points(session, series_id, branch=branch, limit=limit)
+
+
+def series_history(session: Session, project: str, benchmark: str, *, series: SeriesKey,
+                   branch: str, since: datetime | None = None,
+                   until: datetime | None = None) -> list[HistoryPoint]:
+    """One series' values per run of ``branch``, oldest first (``NotFoundError`` if unknown)."""
+    _benchmark_id(session, project, benchmark)
+    return queries.series_history(session, project=project, benchmark=benchmark, series=series,
+                                  branch=branch, since=since, until=until)
+
+
+def benchmark_runs(session: Session, project: str, benchmark: str, *,
+                   limit: int = 50) -> list[RunInfo]:
+    """The newest ``limit`` runs of ``benchmark``, newest first."""
+    benchmark_id = _benchmark_id(session, project, benchmark)
+    ids = session.execute(select(Run.id).where(Run.benchmark_id == benchmark_id)
+                          .order_by(Run.id.desc()).limit(limit)).scalars()
+    return [queries.get_run(session, int(run_id)) for run_id in ids]
+
+
+def runs_between(session: Session, project: str, *, since: datetime, until: datetime,
+                 branch: str | None = None, benchmark: str | None = None
+                 ) -> list[tuple[RunInfo, str | None]]:
+    """Runs stored in ``[since, until)``, oldest first, each with its latest verdict."""
+    runs = queries.runs_in_period(session, project=project, since=since, until=until,
+                                  branch=branch, benchmark=benchmark)
+    found = verdicts(session, [r.id for r in runs])
+    return [(run, found.get(run.id)) for run in runs]
+
+
+def verdicts(session: Session, run_ids: list[int]) -> dict[int, str]:
+    """The verdict of each run's latest comparison (runs never compared are left out)."""
+    found: dict[int, str] = {}
+    for start in range(0, len(run_ids), 1000):
+        chunk = run_ids[start:start + 1000]
+        query = (select(Comparison.run_id, Comparison.verdict)
+                 .where(Comparison.run_id.in_(chunk)).order_by(Comparison.id))
+        found.update({int(r): v for r, v in session.execute(query)})
+    return found
+
+
+def run_detail(session: Session, run_id: int) -> RunDetail:
+    """Run ``run_id`` and its latest stored comparison (as the pull request was told)."""
+    run = queries.get_run(session, run_id)
+    stored = session.execute(select(Comparison.result).where(Comparison.run_id == run_id)
+                             .order_by(Comparison.id.desc()).limit(1)).scalar()
+    return RunDetail(run=run, comparison=stored)
+
+
+def _benchmark_id(session: Session, project: str, benchmark: str) -> int:
+    found = session.execute(select(Benchmark.id).join(Project, Project.id == Benchmark.project_id)
+                            .where(Project.name == project, Benchmark.name == benchmark)).scalar()
+    if found is None:
+        get_project(session, project)
+        raise NotFoundError(f"project {project!r} has no benchmark named {benchmark!r}")
+    return int(found)
+
+
+def _primary_step(session: Session, benchmark_id: int) -> tuple[int | None, SeriesKey | None]:
+    query = (select(Series.id, Series.name, Series.device, Series.scope, Series.section)
+             .where(Series.benchmark_id == benchmark_id, Series.kind == MetricKind.STEP.value)
+             .order_by(Series.scope != "", Series.section != "", Series.id).limit(1))
+    found = session.execute(query).first()
+    if found is None:
+        return None, None
+    series_id, name, device, scope, section = found
+    return int(series_id), SeriesKey(kind=MetricKind.STEP, name=name, device=Device(device),
+                                     scope=scope, section=section)
+
+
+def _step_points(session: Session, series_id: int, *, branch: str | None,
+                 limit: int) -> list[StepPoint]:
+    """The last ``limit`` runs with a value of ``series_id``, oldest first."""
+    when = type_coerce(func.coalesce(Commit.committed_at, Run.created_at), UTCDateTime())
+    runs = (select(Run.id).join(Sample, Sample.run_id == Run.id)
+            .outerjoin(Commit, Commit.id == Run.commit_id)
+            .where(Sample.series_id == series_id, Sample.value.is_not(None)))
+    if branch is not None:
+        runs = runs.where(Run.branch == branch)
+    runs = runs.group_by(Run.id, when).order_by(when.desc(), Run.id.desc()).limit(limit)
+    run_ids = [int(r) for r in session.execute(runs).scalars()]
+    if not run_ids:
+        return []
+    query = (select(Run.id, Commit.sha, Run.branch, when, Sample.value)
+             .join(Sample, Sample.run_id == Run.id)
+             .outerjoin(Commit, Commit.id == Run.commit_id)
+             .where(Run.id.in_(run_ids), Sample.series_id == series_id,
+                    Sample.value.is_not(None)))
+    values: dict[int, list[float]] = {}
+    meta: dict[int, tuple[str | None, str | None, datetime]] = {}
+    for run_id, sha, run_branch, moment, value in session.execute(query):
+        values.setdefault(run_id, []).append(float(value or 0.0))
+        meta[run_id] = (sha, run_branch, moment)
+    points = [StepPoint(run_id=r, commit=meta[r][0], branch=meta[r][1], time=meta[r][2],
+                        value_ns=statistics.median(values[r])) for r in values]
+    return sorted(points, key=lambda p: (p.time, p.run_id))
+

@@ -1,0 +1,180 @@
+"""Project API tokens: create (shown once), list, revoke, and authenticate a presented token.
+
+A token reads ``pci_<43 url-safe characters>`` (256 random bits). Only its SHA-256 is stored,
+with a short ``prefix`` that identifies it in listings; the token itself is never stored,
+logged or shown again. Lookup is by hash (a unique index), and the stored hash is compared
+with :func:`hmac.compare_digest`, so the comparison does not leak how much of a guess matched.
+
+Scopes: ``upload`` (store runs), ``read`` (runs, comparisons, history of a private project)
+and ``admin`` (everything, plus project settings). A token belongs to one project.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from perfci.errors import AuthError, ConfigError, NotFoundError
+from perfci.store.schema import ApiToken, Project
+
+__all__ = [
+    "SCOPES",
+    "TokenInfo",
+    "authenticate",
+    "create_token",
+    "hash_token",
+    "list_tokens",
+    "parse_scopes",
+    "revoke_token",
+    "set_project_public",
+]
+
+SCOPES = ("upload", "read", "admin")
+TOKEN_PREFIX = "pci_"
+_PREFIX_CHARS = 12  # "pci_" + 8 random characters: enough to tell tokens apart in a listing
+#: ``last_used_at`` is written at most this often per token: a busy uploader must not turn
+#: every request into an extra write.
+LAST_USED_RESOLUTION = timedelta(seconds=60)
+
+
+@dataclass(frozen=True, slots=True)
+class TokenInfo:
+    """A stored token as listings and the server see it (never the token itself)."""
+
+    id: int
+    project: str
+    name: str
+    prefix: str
+    scopes: tuple[str, ...]
+    created_at: datetime
+    last_used_at: datetime | None = None
+    revoked_at: datetime | None = None
+
+    @property
+    def revoked(self) -> bool:
+        return self.revoked_at is not None
+
+    def allows(self, scope: str) -> bool:
+        """Whether this token grants ``scope`` (``admin`` grants every scope)."""
+        return scope in self.scopes or "admin" in self.scopes
+
+
+def hash_token(token: str) -> str:
+    """The stored form of ``token``: its SHA-256 as 64 hex digits."""
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def parse_scopes(text: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """``"upload,read"`` as a sorted tuple of known scopes; unknown ones are a ConfigError."""
+    items = text.split(",") if isinstance(text, str) else list(text)
+    scopes = {item.strip().lower() for item in items if item.strip()}
+    unknown = scopes - set(SCOPES)
+    if unknown:
+        raise ConfigError(f"unknown token scope(s) {', '.join(sorted(unknown))}; "
+                          f"expected some of {', '.join(SCOPES)}")
+    if not scopes:
+        raise ConfigError(f"a token needs at least one scope of {', '.join(SCOPES)}")
+    return tuple(s for s in SCOPES if s in scopes)
+
+
+def create_token(session: Session, *, project: str, scopes: str | list[str] | tuple[str, ...],
+                 name: str | None = None) -> tuple[str, TokenInfo]:
+    """Create a token for ``project`` (created too when new); returns ``(token, info)``.
+
+    The returned token is the only copy: show it once and forget it.
+    """
+    wanted = parse_scopes(scopes)
+    if not project.strip() or len(project) > 200:
+        raise ConfigError("a project name must have 1 to 200 characters")
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    project_id = _project_id(session, project, create=True)
+    row = ApiToken(project_id=project_id, name=(name or "token")[:200],
+                   prefix=token[:_PREFIX_CHARS], token_hash=hash_token(token),
+                   scopes=",".join(wanted), created_at=datetime.now(UTC))
+    session.add(row)
+    session.commit()
+    return token, _info(row, project)
+
+
+def list_tokens(session: Session, *, project: str) -> list[TokenInfo]:
+    """The tokens of ``project``, oldest first, revoked ones included."""
+    project_id = _project_id(session, project, create=False)
+    rows = session.execute(select(ApiToken).where(ApiToken.project_id == project_id)
+                           .order_by(ApiToken.id)).scalars()
+    return [_info(row, project) for row in rows]
+
+
+def revoke_token(session: Session, token_id: int) -> TokenInfo:
+    """Revoke token ``token_id`` (idempotent: revoking twice keeps the first time)."""
+    found = session.execute(select(ApiToken, Project.name)
+                            .join(Project, Project.id == ApiToken.project_id)
+                            .where(ApiToken.id == token_id)).first()
+    if found is None:
+        raise NotFoundError(f"no token with id {token_id}")
+    row, project = found
+    if row.revoked_at is None:
+        row.revoked_at = datetime.now(UTC)
+        session.commit()
+    return _info(row, project)
+
+
+def authenticate(session: Session, token: str) -> TokenInfo:
+    """The token ``token`` names; ``AuthError`` (401) when unknown or revoked.
+
+    Records when it was last used (at most once per :data:`LAST_USED_RESOLUTION`).
+    """
+    presented = hash_token(token)
+    found = session.execute(select(ApiToken, Project.name)
+                            .join(Project, Project.id == ApiToken.project_id)
+                            .where(ApiToken.token_hash == presented)).first()
+    # The index lookup finds the row; the constant-time compare is what decides.
+    if found is None or not hmac.compare_digest(found[0].token_hash, presented):
+        raise AuthError("invalid API token", status=401)
+    row, project = found
+    if row.revoked_at is not None:
+        raise AuthError("this API token has been revoked", status=401)
+    _touch(session, row)
+    return _info(row, project)
+
+
+def set_project_public(session: Session, *, project: str, public: bool) -> bool:
+    """Make ``project``'s runs and dashboard readable without a token (or not again)."""
+    project_id = _project_id(session, project, create=False)
+    session.execute(update(Project).where(Project.id == project_id).values(public=public))
+    session.commit()
+    return public
+
+
+def _touch(session: Session, row: ApiToken) -> None:
+    now = datetime.now(UTC)
+    if row.last_used_at is not None and now - row.last_used_at < LAST_USED_RESOLUTION:
+        return
+    session.execute(update(ApiToken).where(ApiToken.id == row.id).values(last_used_at=now))
+    session.commit()
+    row.last_used_at = now
+
+
+def _project_id(session: Session, project: str, *, create: bool) -> int:
+    query = select(Project.id).where(Project.name == project)
+    found = session.execute(query).scalar()
+    if found is not None:
+        return int(found)
+    if not create:
+        raise NotFoundError(f"no project named {project!r}")
+    row = Project(name=project, created_at=datetime.now(UTC))
+    session.add(row)
+    session.flush()
+    return row.id
+
+
+def _info(row: ApiToken, project: str) -> TokenInfo:
+    return TokenInfo(id=row.id, project=project, name=row.name, prefix=row.prefix,
+                     scopes=tuple(s for s in row.scopes.split(",") if s),
+                     created_at=row.created_at, last_used_at=row.last_used_at,
+                     revoked_at=row.revoked_at)

@@ -1,0 +1,125 @@
+"""The container's entrypoint and Dockerfile, without a Docker engine.
+
+docker/entrypoint.sh is run as the image runs it (``perfci`` on PATH, PERFCI_* set) against an
+empty SQLite file and an empty PostgreSQL database: it must migrate, then serve /healthz. The
+Dockerfile is checked statically for what the issue asks of it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from db_fixtures import _drop_postgres
+from server_process import free_port
+from sqlalchemy import text
+
+from perfci.store import db
+
+REPO = Path(__file__).resolve().parents[1]
+ENTRYPOINT = REPO / "docker" / "entrypoint.sh"
+DOCKERFILE = REPO / "Dockerfile"
+
+
+def _instructions() -> list[tuple[str, str]]:
+    text = DOCKERFILE.read_text().replace("\\\n", " ")
+    found = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            keyword, _, rest = line.partition(" ")
+            found.append((keyword.upper(), rest.strip()))
+    return found
+
+
+def test_dockerfile_runs_as_non_root_with_a_healthcheck_and_cached_dependencies() -> None:
+    steps = _instructions()
+    keywords = [k for k, _ in steps]
+    assert steps[0] == ("FROM", "python:3.11-slim AS base")
+    users = [rest for k, rest in steps if k == "USER"]
+    assert users and users[-1] not in {"root", "0", "0:0"}
+    health = [rest for k, rest in steps if k == "HEALTHCHECK"]
+    assert len(health) == 1 and "/healthz" in health[0] and "urllib" in health[0]
+    assert ("EXPOSE", "8000") in steps
+    assert any(k == "ENTRYPOINT" and "entrypoint" in rest for k, rest in steps)
+    copies = [(i, rest) for i, (k, rest) in enumerate(steps) if k == "COPY"]
+    lock = next(i for i, rest in copies if "requirements/lock.txt" in rest)
+    source = next(i for i, rest in copies if rest.startswith("perfci "))
+    install_deps = next(i for i, (k, rest) in enumerate(steps)
+                        if k == "RUN" and "pip install -r" in rest)
+    install_pkg = next(i for i, (k, rest) in enumerate(steps)
+                       if k == "RUN" and "pip install --no-deps ." in rest)
+    assert lock < install_deps < source < install_pkg
+    assert keywords.index("USER") > install_pkg
+
+
+def test_compose_has_postgres_the_service_and_healthchecks() -> None:
+    compose = (REPO / "docker-compose.yml").read_text()
+    assert "image: postgres:16" in compose
+    assert compose.count("healthcheck:") == 2 and "/healthz" in compose
+    assert re.search(r"condition: service_healthy", compose)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def empty_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A database without any schema: a new SQLite path, or a new PostgreSQL database."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'data' / 'perfci.db'}"
+        return
+    admin = request.getfixturevalue("_postgres_admin")
+    name = f"perfci_entrypoint_{os.getpid()}"
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    url = admin.url.set(database=name).render_as_string(hide_password=False)
+    assert db.current(url) is None
+    yield url
+    _drop_postgres(admin, url)
+
+
+def test_entrypoint_migrates_then_serves(empty_database: str, tmp_path: Path) -> None:
+    port = free_port()
+    path = os.environ.get("PATH", "")
+    if shutil.which("perfci") is None:  # the virtualenv's console script, as in the image
+        path = f"{Path(sys.executable).parent}{os.pathsep}{path}"
+    env = {**os.environ, "PERFCI_DATABASE_URL": empty_database, "PERFCI_HOST": "127.0.0.1",
+           "PERFCI_PORT": str(port), "PERFCI_WORKERS": "1", "PATH": path}
+    log = tmp_path / "entrypoint.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(["sh", str(ENTRYPOINT)], cwd=tmp_path, env=env,
+                                   stdout=sink, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+    try:
+        health = _wait_healthy(f"http://127.0.0.1:{port}/healthz", process, log)
+        assert health.json()["status"] == "ok"
+        assert db.current(empty_database) == db.head_revision()
+        assert "schema at revision" in log.read_text()
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=20)
+    assert process.returncode in (0, -signal.SIGTERM), log.read_text()
+
+
+def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> httpx.Response:
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"entrypoint exited with {process.returncode}:\n{log.read_text()}")
+        try:
+            response = httpx.get(url, timeout=2)
+            if response.status_code == 200:
+                return response
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    pytest.fail(f"no healthy answer from {url}:\n{log.read_text()}")
