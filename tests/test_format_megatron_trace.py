@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from itertools import zip_longest
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from perfci.errors import ParseError
 from perfci.formats import megatron_trace, registry
@@ -12,7 +16,10 @@ from perfci.formats._kv_tokenizer import (
     TokenizeError,
     parse_int_list,
     parse_kv,
+    parse_kv_list,
     parse_string_list,
+    scan_kv,
+    scan_string_list,
     split_top_level,
 )
 from perfci.model import MetricKind, Profile
@@ -242,3 +249,81 @@ def test_no_records_is_an_error(tmp_path: Path) -> None:
     path.write_text("hello\n")
     with pytest.raises(ParseError, match="no rank:N:op"):
         megatron_trace.parse(path, options={})
+
+
+# --- fast paths and streaming ---------------------------------------------------------------
+
+_KEYS = st.sampled_from(["a", "k.v", "_x", " s", "1a", "é", "", "sub_operations"])
+_VALUES = st.sampled_from([
+    "1.5", "None", "x y", " sp ", "[1, 2]", "[]", "[ ]", "['a=1,b=2', 'c=3']", "['x']",
+    "[ 'a' , 'b' ]", "(a, b)", "f(1)", "a (b, c) d", "don't", '"q"', "a=b", "", "é",
+    "[1, [2]]", "(", ")", "x)", "['a\\'b']", '["a"]', "{a}", "a\\b", "'a'", "a, b", "[2048,4096]",
+])
+_RECORDS = st.lists(st.one_of(st.tuples(_KEYS, _VALUES).map("=".join), _VALUES),
+                    min_size=1, max_size=5).map(",".join)
+
+
+def _outcome(function: Callable[[str], object], text: str) -> object:
+    try:
+        return function(text)
+    except TokenizeError as exc:
+        return ("error", str(exc), exc.column)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True, database=None)
+@given(text=st.one_of(_RECORDS, st.lists(_RECORDS.map(repr), max_size=3).map(
+    lambda items: "[" + ", ".join(items) + "]"), st.lists(_RECORDS.map(repr), max_size=3).map(
+    lambda items: " [" + ",".join(items) + "] ")))
+def test_fast_paths_equal_the_scanner(text: str) -> None:
+    assert _outcome(parse_kv, text) == _outcome(scan_kv, text)
+    assert _outcome(parse_string_list, text) == _outcome(scan_string_list, text)
+    assert _outcome(parse_kv_list, text) == _outcome(
+        lambda t: [scan_kv(item) for item in scan_string_list(t)], text)
+
+
+def test_free_text_with_a_parenthesised_aside() -> None:
+    text = "description=Expert DP sync (expert params, fp32),group_kind=ep_dp"
+    assert parse_kv(text) == scan_kv(text) == {
+        "description": "Expert DP sync (expert params, fp32)", "group_kind": "ep_dp"}
+
+
+def test_interleaved_ranks_equal_one_file_per_rank(corpus_dir: Path, tmp_path: Path) -> None:
+    files = [corpus_dir / ECHO / f"fwyc0573_Megatron-LM__realistic_trace_rank{r}.txt"
+             for r in (0, 1)]
+    texts = [f.read_text().splitlines() for f in files]
+    mixed = [line for pair in zip_longest(*texts, fillvalue="") for line in pair]
+    path = tmp_path / "mixed.txt"
+    path.write_text("\n".join(mixed) + "\n")
+    assert [p.metrics for p in _parse(path)] == [_one(f).metrics for f in files]
+
+
+def test_a_missing_timestamp_drops_only_the_iteration(tmp_path: Path) -> None:
+    lines = _iteration(0, 0.0, 10.0, "steady") + _iteration(0, 100.0, 10.0, "steady")
+    lines[4] = lines[4].replace(",timestamp=", ",timestamp=None,was=")
+    path = tmp_path / "trace.txt"
+    path.write_text("\n".join(lines) + "\n")
+    steps = {m.name for m in _one(path).by_kind(MetricKind.STEP)}
+    assert steps == {"forward_step", "backward_step", "optimizer_step"}
+
+
+def test_sub_operations_named_alike_are_one_metric(tmp_path: Path) -> None:
+    subs = ["group=tp,comm_func=allreduce,duration=1.0,input__shape=[4],input__dtype=torch.int8",
+            "group= tp ,comm_func=allreduce ,duration=2.0,input__shape=[2, 2],"
+            "input__dtype=torch.float16",
+            "group=tp,comm_func=allreduce,duration=None,input__shape=None,input__dtype=int8"]
+    line = f"rank:0:forward_step(duration=5.0,sub_operations={subs!r})"
+    path = tmp_path / "trace.txt"
+    path.write_text(line + "\n" + line.replace("input__shape=None", "input__shape=[1]") + "\n")
+    [sub] = [m for m in _one(path).by_kind(MetricKind.COMM) if m.scope == "forward_step"]
+    assert (sub.name, sub.calls, sub.samples_ns) == ("allreduce[tp]", 6, [1e6, 2e6] * 2)
+    assert sub.bytes is None  # one call has no shape: a partial sum would understate it
+    assert sub.attrs == {"comm_func": "allreduce", "group": "tp", "input__dtype": "torch.int8"}
+
+
+def test_durations_with_units_or_grouping_still_parse(tmp_path: Path) -> None:
+    path = tmp_path / "trace.txt"
+    path.write_text("rank:0:get_batch(duration=1,234.5,sub_operations=[])\n"
+                    "rank:0:get_batch(duration=250us,sub_operations=[])\n"
+                    "rank:0:get_batch(duration= 2.5 ,sub_operations=[])\n")
+    [metric] = _one(path).by_kind(MetricKind.RANGE)
+    assert metric.samples_ns == [1_234_500_000.0, 250_000.0, 2_500_000.0]

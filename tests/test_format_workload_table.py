@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import gzip
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from perfci.errors import ConfigError, ParseError
 from perfci.formats import registry
+from perfci.formats._textio import iter_lines, read_text, scaled_decimal
 from perfci.model import Metric, MetricKind, Profile
 
 ASTRA = "astrasim_workload"
@@ -259,3 +263,132 @@ def test_not_a_workload_when_forced(tmp_path: Path) -> None:
     path = _write(tmp_path, "hello world\n")
     with pytest.raises(ParseError, match="not a workload table"):
         registry.parse_file(path, format="workload_table")
+
+
+# --- streaming (large tables are read line by line, numbers on a fast path) --------------------
+
+TSV_HEADER = ("name\tforward_compute_time\tforward_comm_type\tforward_comm_size\t"
+              "backward_compute_time\tbackward_comm_type\tbackward_comm_size\t"
+              "weight_grad_compute_time\tweight_grad_comm_type\tweight_grad_comm_size\t"
+              "process_time")
+
+
+def _tsv(tmp_path: Path, *rows: str) -> Path:
+    return _write(tmp_path, "\n".join((TSV_HEADER, *rows)) + "\n")
+
+
+def _row(name: str, forward: str = "0.0", comm: str = "None", size: str = "0") -> str:
+    return f"{name}\t{forward}\tNone\t0\t0.0\t{comm}\t{size}\t0.0\tNone\t0\t0"
+
+
+def test_repeated_names_are_indexed_while_streaming(tmp_path: Path) -> None:
+    # "a" repeats only after other rows; "z" first has no metric at all, then one.
+    path = _tsv(tmp_path, _row("a", "1.5"), _row("z"), _row("b", "2", "ALLREDUCE", "64"),
+                _row("a", "3", "ALLREDUCE", "8"), _row("z", "4"), _row("a", "5"))
+    names = [(m.kind.value, m.name) for m in _one(path).metrics]
+    assert names == [("layer", "a#1/forward"), ("layer", "b/forward"),
+                     ("comm", "b/input_grad"), ("layer", "a#2/forward"),
+                     ("comm", "a#2/input_grad"), ("layer", "z#2/forward"),
+                     ("layer", "a#3/forward")]
+
+
+def test_fast_numbers_equal_decimal_conversion(tmp_path: Path) -> None:
+    cells = ["4.791370158793459e-09", "9.9808843806386", "1E+2", "7.", "0.000123",
+             "123456789.123456789", "3", "1e-330", "-0.0", " 2.5", "1_000", "2.5e3"]
+    path = _tsv(tmp_path, *(_row(f"r{i}", cell) for i, cell in enumerate(cells)))
+    for unit, factor in (("ms", 10**6), ("s", 10**9), ("ns", 1)):
+        profile = _one(path, time_unit=unit)
+        got = {m.attrs["layer"]: m.total_ns for m in profile.metrics}
+        want = {f"r{i}": float(Decimal(cell.strip()) * factor) for i, cell in enumerate(cells)}
+        assert got == {k: v for k, v in want.items() if v}
+
+
+def test_number_memo_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("perfci.formats._workload_layers._MEMO_SIZE", 3)
+    values = [f"{i}.25" for i in range(10)] * 2
+    path = _tsv(tmp_path, *(_row(f"r{i}", v, "ALLREDUCE", v) for i, v in enumerate(values)))
+    profile = _one(path)
+    layers = [m.total_ns for m in profile.by_kind(MetricKind.LAYER)]
+    assert layers == [float(Decimal(v) * 10**6) for v in values]
+    assert [m.bytes for m in profile.by_kind(MetricKind.COMM)] == [float(v) for v in values]
+
+
+def test_errors_come_in_the_order_of_a_whole_file_read(tmp_path: Path) -> None:
+    # A bad number on line 2 and a short row on line 3: the short row is reported, as before
+    # streaming (rows were all split first, numbers converted after).
+    path = _tsv(tmp_path, _row("a", "5x"), "b\t1")
+    with pytest.raises(ParseError, match=r":3: expected 11 tab-separated fields"):
+        registry.parse_file(path)
+    path = _write(tmp_path, "DATA\n3\nconv1 -1 5x NONE 0 5 NONE 0 5 ALLREDUCE 1048576 5\n")
+    with pytest.raises(ParseError, match="declares 3 layers but only 1 rows follow"):
+        registry.parse_file(path)
+
+
+def test_gzip_crlf_and_bom_read_like_plain(seed002: Path, tmp_path: Path) -> None:
+    plain = _one(seed002)
+    data = seed002.read_bytes()
+    for name, variant in (("crlf.txt", data.replace(b"\n", b"\r\n")),
+                          ("gz.txt", gzip.compress(data)),
+                          ("bom.txt", b"\xef\xbb\xbf" + data)):
+        path = tmp_path / name
+        path.write_bytes(variant)
+        profile = _one(path)
+        assert profile.metrics == plain.metrics and profile.metadata == plain.metadata
+
+
+def test_blank_lines_of_tabs_are_skipped(tmp_path: Path) -> None:
+    path = _tsv(tmp_path, _row("a", "1"), "\t" * 10, "", " \t ", _row("b", "2"))
+    assert [m.name for m in _one(path).metrics] == ["a/forward", "b/forward"]
+
+
+def test_empty_table_with_forced_dialect_is_a_parse_error(tmp_path: Path) -> None:
+    path = _write(tmp_path, "\n  \n")
+    with pytest.raises(ParseError, match="expected a header"):
+        registry.parse_file(path, format="workload_table", options={"dialect": "tsv"})
+
+
+def test_lone_bom_line_before_the_table(seed002: Path, tmp_path: Path) -> None:
+    path = tmp_path / "bom.txt"
+    path.write_bytes(b"\xef\xbb\xbf\n" + seed002.read_bytes())
+    assert _one(path).metadata["layers"] == 51
+
+
+@pytest.mark.parametrize("block_size", [1, 2, 3, 7, 1 << 20])
+def test_iter_lines_gives_the_lines_of_splitlines(tmp_path: Path, block_size: int) -> None:
+    text = "a\r\nb\rc\n\nd\x0be\x1cf\u2028g\x85h é\ufffd\r"
+    data = text.encode() + b"\xff\xe2\x82 tail"
+    path = tmp_path / "lines.txt"
+    for raw in (data, gzip.compress(data)):
+        path.write_bytes(raw)
+        want = read_text(path, format="x").splitlines()
+        assert list(iter_lines(path, format="x", block_size=block_size)) == want
+
+
+def test_iter_lines_read_errors_are_parse_errors(tmp_path: Path) -> None:
+    path = tmp_path / "cut.gz"
+    path.write_bytes(gzip.compress(b"DATA\n1\n" * 1000)[:-20])
+    with pytest.raises(ParseError, match="cannot read file"):
+        list(iter_lines(path, format="workload_table"))
+    with pytest.raises(ParseError, match="cannot read file"):
+        list(iter_lines(tmp_path / "absent.txt", format="workload_table"))
+
+
+@given(mantissa=st.integers(0, 10**17), point=st.integers(0, 18),
+       exponent=st.one_of(st.none(), st.integers(-340, 24)), sign=st.sampled_from(["", "-", "+"]),
+       power=st.sampled_from([0, 3, 6, 9]))
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+def test_scaled_decimal_is_the_decimal_value(mantissa: int, point: int, exponent: int | None,
+                                             sign: str, power: int) -> None:
+    digits = str(mantissa)
+    text = sign + (digits[:point] + "." + digits[point:] if 0 < point < len(digits) else digits)
+    if exponent is not None:
+        text += f"e{exponent}"
+    value = scaled_decimal(text, power)
+    if value is not None:
+        assert repr(value) == repr(float(Decimal(text) * 10**power))
+
+
+@pytest.mark.parametrize("text", ["", " 1", "1 ", ".5", "1_0", "nan", "inf", "-inf", "1e",
+                                  "١", "0x10", "1,5", "+", "5ms", "1" * 25, "1e30"])
+def test_scaled_decimal_leaves_other_texts_to_decimal(text: str) -> None:
+    assert scaled_decimal(text, 6) is None

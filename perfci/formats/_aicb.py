@@ -17,8 +17,10 @@ from __future__ import annotations
 import csv
 import re
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
+from itertools import chain
 from typing import Any
 
 from perfci.formats._steps import step_metric
@@ -61,25 +63,25 @@ class CsvResult:
 # --- post-run / physical CSV ------------------------------------------------------------------
 
 
-def read_comm_csv(lines: list[str]) -> CsvResult:
-    """Comm metrics and iteration steps of an AICB communication log."""
+def read_comm_csv(lines: Iterable[str]) -> CsvResult:
+    """Comm metrics and iteration steps of an AICB communication log, read row by row."""
     metadata: dict[str, Any] = {}
     start = 0
-    ranks = RANK_RANGE.match(lines[0].strip()) if lines else None
+    rest = iter(lines)
+    first = next(rest, None)
+    ranks = RANK_RANGE.match(first.strip()) if first is not None else None
     if ranks:
         metadata["ranks"] = f"{ranks.group(1)}-{ranks.group(2)}"
         start = 1
+    elif first is not None:
+        rest = chain([first], rest)
+    rows = csv.reader(rest)
     try:
-        rows = list(csv.reader(lines[start:]))
+        header = _csv_header(next(rows, None), line=start + 1)
+        groups, iterations = _scan_rows(rows, header, first_line=start + 2,
+                                        metadata=metadata)
     except csv.Error as exc:
         raise TableError(f"malformed CSV: {exc}", start + 1) from exc
-    if not rows or not CSV_HEADER.match(",".join(rows[0])):
-        raise TableError("expected the header comm_type,comm_group,...", start + 1)
-    header = [cell.strip() for cell in rows[0]]
-    missing = [name for name in _REQUIRED if name not in header]
-    if missing:
-        raise TableError(f"expected columns {', '.join(missing)} in the header", start + 1)
-    groups, iterations = _scan_rows(rows[1:], header, first_line=start + 2, metadata=metadata)
     metrics = [_comm_metric(key, group) for key, group in groups.items()]
     samples = [t for t in iterations if t is not None]
     if samples and len(samples) == len(iterations):
@@ -87,7 +89,17 @@ def read_comm_csv(lines: list[str]) -> CsvResult:
     return CsvResult(metrics=metrics, steps=len(iterations) or None, metadata=metadata)
 
 
-def _scan_rows(rows: list[list[str]], header: list[str], *, first_line: int,
+def _csv_header(cells: list[str] | None, *, line: int) -> list[str]:
+    if cells is None or not CSV_HEADER.match(",".join(cells)):
+        raise TableError("expected the header comm_type,comm_group,...", line)
+    header = [cell.strip() for cell in cells]
+    missing = [name for name in _REQUIRED if name not in header]
+    if missing:
+        raise TableError(f"expected columns {', '.join(missing)} in the header", line)
+    return header
+
+
+def _scan_rows(rows: Iterable[list[str]], header: list[str], *, first_line: int,
                metadata: dict[str, Any]) -> tuple[dict[tuple[str | None, str], CommGroup],
                                                   list[float | None]]:
     """Comm groups by (stage, name), and one (possibly unknown) time per iteration."""
@@ -180,21 +192,24 @@ class AiobOp:
     stats: dict[str, str] = field(default_factory=dict)
 
 
-def read_aiob(lines: list[str], *, unit: str) -> tuple[list[Metric], int]:
+def read_aiob(lines: Iterable[str], *, unit: str) -> tuple[list[Metric], int]:
     """``layer`` metrics of an AIOB compute file, and its ``train_iter``."""
-    first = AIOB_FIRST.match(lines[0].strip()) if lines else None
+    numbered = enumerate(lines, start=1)
+    _, head = next(numbered, (1, ""))
+    first = AIOB_FIRST.match(head.strip())
     if not first:
         raise TableError("expected 'train_iter:<N>' on the first line", 1)
     iterations = int(first.group(1))
-    ops = _aiob_blocks(lines)
+    ops = _aiob_blocks(numbered)
     names = indexed_names([op.name for op in ops])
     return [_aiob_metric(op, name, iterations, unit) for op, name in
             zip(ops, names, strict=True)], iterations
 
 
-def _aiob_blocks(lines: list[str]) -> list[AiobOp]:
+def _aiob_blocks(numbered: Iterable[tuple[int, str]]) -> list[AiobOp]:
+    """The ``<op>:`` blocks after the first line (an op per few lines: small, kept whole)."""
     ops: list[AiobOp] = []
-    for number, text in enumerate(lines[1:], start=2):
+    for number, text in numbered:
         if not text.strip():
             continue
         stat = _AIOB_STAT.match(text)

@@ -10,6 +10,12 @@ in unquoted free text (``description``). This module splits at top-level commas 
 a piece that does not start with ``key=`` back onto the previous value, which is how such free
 text is written. Errors are ``TokenizeError`` (a ``ValueError``) with the column where the
 problem is, so callers can report ``file:line:column``.
+
+Most records need none of that care: values of plain text (with flat ``(...)`` asides), shape
+lists ``[2048, 4096]`` and lists of quoted strings without escapes. Those are split by one
+regular expression pass in C that also flags any character it cannot place, which is what
+keeps 100 MB traces fast; anything else takes the character scanner (``scan_kv``,
+``scan_string_list``), and the results are the same.
 """
 
 from __future__ import annotations
@@ -24,6 +30,27 @@ _QUOTES = frozenset("'\"")
 _KEY = re.compile(r"\s*([A-Za-z_][\w.]*)=")
 _INT = re.compile(r"[-+]?[0-9]{1,18}")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"'}
+
+# The fast path's grammar. Possessive quantifiers (*+) keep a failing match linear.
+_PLAIN = r"[^,\[\](){}'\"\\]*+"  # no comma, bracket, quote or backslash
+_FLAT = r"[^\[\](){}'\"\\]*+"  # the same with commas, inside a bracket pair
+# Free text with flat parenthesised asides: "Regular DP sync (non-expert parameters)".
+_PLAIN_VALUE = rf"{_PLAIN}(?:\({_FLAT}\){_PLAIN})*+"
+_PLAIN_LIST = rf"\[{_FLAT}\]"  # [2048, 4096]
+_QUOTED = r"'[^'\\]*+'"  # a quoted string without escapes
+_QUOTED_LIST = rf"\[\s*+(?:{_QUOTED}(?:\s*+,\s*+{_QUOTED})*+\s*+)?\]"
+_VALUE = rf"(?:{_PLAIN_LIST}|{_QUOTED_LIST}|{_PLAIN_VALUE})"
+# One pass splits a simple record: each match is a key=value piece with its comma, or one
+# character that is not (then the key is "": the record is not simple).
+_PIECES = re.compile(rf"\s*+([A-Za-z_][\w.]*+)=({_VALUE})(?:,(?!\Z)|\Z)|(?s:.)")
+# The same for a list of quoted strings: (content, "") per item, ("", char) otherwise.
+_ITEMS = re.compile(r"\s*+'([^'\\]*+)'\s*+(?:,(?!\s*+\Z)|\Z)|((?s:.))")
+# And for a list of quoted key=value records, one pass for all of them: per match either a
+# piece (opening quote or "", key, value), or an item's end ("'"), or a stray character.
+_UNQUOTED_VALUE = rf"(?:{_PLAIN_LIST}|{_PLAIN_VALUE})"
+_RECORD_ITEMS = re.compile(
+    rf"(?:(\s*+')|,)\s*+([A-Za-z_][\w.]*+)=({_UNQUOTED_VALUE})(?=[,'])"
+    r"|'\s*+(?:,(?=\s*+')|\Z)|((?s:.))")
 
 
 class TokenizeError(ValueError):
@@ -133,6 +160,15 @@ def parse_kv(text: str) -> dict[str, str]:
     A top-level piece without ``key=`` continues the previous value (an unquoted comma in
     free text); one before any key is an error. An empty record gives ``{}``.
     """
+    pairs = dict(_PIECES.findall(text))
+    if "" not in pairs:
+        # Every top-level piece is key=value: the scanner would find the same pieces.
+        return pairs
+    return scan_kv(text)
+
+
+def scan_kv(text: str) -> dict[str, str]:
+    """``parse_kv`` by the character scanner alone (the reference for its fast path)."""
     if not text.strip():
         return {}
     pairs: dict[str, str] = {}
@@ -156,10 +192,54 @@ def parse_string_list(text: str) -> list[str]:
     body = text.strip()
     if not (body.startswith("[") and body.endswith("]")):
         raise TokenizeError(f"expected a [...] list, found {body[:40]!r}", 1)
+    items = _ITEMS.findall(body, 1, len(body) - 1)
+    if items and not any(stray for _, stray in items):
+        return [content for content, _ in items]
+    return scan_string_list(text)
+
+
+def scan_string_list(text: str) -> list[str]:
+    """``parse_string_list`` by the character scanner alone (the reference for its fast
+    path)."""
+    body = text.strip()
+    if not (body.startswith("[") and body.endswith("]")):
+        raise TokenizeError(f"expected a [...] list, found {body[:40]!r}", 1)
     inner = body[1:-1]
     if not inner.strip():
         return []
     return [_unquote(item.strip()) for item in split_top_level(inner)]
+
+
+def parse_kv_list(text: str) -> list[dict[str, str]]:
+    """``[parse_kv(item) for item in parse_string_list(text)]``: the records of a list such
+    as ``['k=v,k=[1, 2]', 'k=v']``, split in one pass when they are simple."""
+    body = text.strip()
+    if body.startswith("[") and body.endswith("]"):
+        records = _simple_records(body)
+        if records is not None:
+            return records
+    return [parse_kv(item) for item in parse_string_list(text)]
+
+
+def _simple_records(body: str) -> list[dict[str, str]] | None:
+    """The records of ``[...]`` when every item is simple key=value pieces; else ``None``."""
+    records: list[dict[str, str]] = []
+    current: dict[str, str] | None = None
+    for opening, key, value, stray in _RECORD_ITEMS.findall(body, 1, len(body) - 1):
+        if key:
+            if opening:
+                if current is not None:
+                    return None
+                current = {}
+                records.append(current)
+            elif current is None:
+                return None
+            current[key] = value
+        elif stray or current is None:
+            return None
+        else:
+            current = None  # the item's closing quote
+    return records if current is None else None
 
 
 def _unquote(item: str) -> str:

@@ -18,17 +18,25 @@ same name for each phase whose comm type is not ``NONE``, with ``bytes`` and
 ``attention_layer`` per transformer layer) is indexed on every row, ``mlp_layer#3``, so rows are
 never merged silently. Zero compute times are left out: they are "nothing to compute", and a
 zero baseline has no relative change to report; the row count is kept in the metadata.
+
+Rows are streamed: each becomes its metrics as it is read, so memory is the metrics (one or two
+per row, the output itself) and not the rows too. Errors are still reported in the order a
+read-everything-first parser gives: the first malformed row, then a short row count, then the
+first bad number or comm type.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import MISSING as MISSING_FIELD
+from dataclasses import dataclass, field, fields
 from decimal import Decimal
 from typing import Any
 
 from perfci.errors import ParseError
-from perfci.model import Metric, MetricKind
+from perfci.formats._textio import scaled_decimal
+from perfci.model import Device, Metric, MetricKind
 from perfci.units import MISSING, NS_PER_UNIT, to_decimal
 
 PHASES = ("forward", "input_grad", "weight_grad")
@@ -55,32 +63,28 @@ _TSV_FIELD = {"compute_time": "compute", "comm_type": "comm_type", "comm": "comm
 _TSV_NAME = frozenset({"name", "layer", "layer_name"})
 _TSV_DELAY = frozenset({"process_time", "update_time", "wg_update_time",
                         "delay_after_collectives"})
+# Any whitespace but the tab: a TSV line without it has no cell that needs strip().
+_NEEDS_STRIP = re.compile(r"[^\S\t]")
+# Compute cells that mean "nothing to compute" without being parsed (most cells of a table).
+_NO_COMPUTE = frozenset({"", "0", "0.0"})
+_MEMO_SIZE = 4096
+_NO_EXTRA: dict[str, str] = {}  # the attributes a TSV row adds (read, never written)
+_POWER_OF_TEN = {1: 0, 1_000: 3, 1_000_000: 6, 1_000_000_000: 9}
+# (phase, compute, comm type, comm size) cell indices of an ASTRA-sim row.
+_ASTRASIM_LAYOUT = tuple((phase, 2 + 3 * i, 3 + 3 * i, 4 + 3 * i)
+                         for i, phase in enumerate(PHASES))
 
-
-@dataclass(slots=True)
-class Phase:
-    """One phase of one row, as raw text cells."""
-
-    compute: str
-    comm_type: str
-    comm_size: str
-
-
-@dataclass(slots=True)
-class LayerRow:
-    name: str
-    line: int
-    phases: dict[str, Phase]
-    update_delay: str = ""
-    extra: dict[str, str] = field(default_factory=dict)
+Layout = Sequence[tuple[str, int, int, int]]
 
 
 @dataclass(slots=True)
 class LayerTable:
-    """A parsed layer table before unit conversion."""
+    """The metrics of a layer table and what was learnt about the file on the way."""
 
-    rows: list[LayerRow]
+    metrics: list[Metric]
     metadata: dict[str, Any]
+    rows: int
+    simai: bool = False  # SimAI-only header keys, comm types, or AICB's constant delay
 
 
 class TableError(ValueError):
@@ -91,27 +95,220 @@ class TableError(ValueError):
         super().__init__(message)
 
 
+# --- rows to metrics --------------------------------------------------------------------------
+
+
+class LayerMetrics:
+    """``layer`` and ``comm`` metrics of rows added one at a time, compute times in ``unit``.
+
+    ``unit`` is a key of ``units.NS_PER_UNIT`` or ``cycles`` (kept 1:1 as ns). A name's first
+    row is named plainly until the name comes again, and then renamed ``#1``; so names are
+    those of ``indexed_names`` over all rows without holding the rows.
+    """
+
+    __slots__ = ("_bytes", "_counts", "_first", "_ns", "_power", "error", "metrics", "unit")
+
+    def __init__(self, unit: str) -> None:
+        self.unit = unit
+        self.metrics: list[Metric] = []
+        self.error: TableError | None = None  # the first bad cell, raised by ``finish``
+        self._power = _POWER_OF_TEN.get(unit_factor(unit))
+        self._counts: dict[str, int] = {}
+        self._first: dict[str, tuple[int, int]] = {}  # where a name's first row's metrics are
+        # Compute cells already converted: tables repeat the same layers, hence the same times.
+        self._ns: dict[str, float] = {}
+        self._bytes: dict[str, float] = {}  # and comm sizes
+
+    def add(self, name: str, line: int, cells: Sequence[str], layout: Layout,
+            extra: dict[str, str]) -> None:
+        """The metrics of one row; a bad cell is kept for ``finish`` (rows are still counted).
+
+        ``layout`` gives each phase's (compute, comm type, comm size) cell indices. This runs
+        once per row of tables with millions of rows, hence the inlined common cases.
+        """
+        counts = self._counts
+        count = counts[name] = counts.get(name, 0) + 1
+        if self.error is not None:
+            return
+        metrics, memo = self.metrics, self._ns
+        start = len(metrics)
+        try:
+            for phase, compute, comm_type, comm_size in layout:
+                text = cells[compute]
+                if text not in _NO_COMPUTE:
+                    ns = memo.get(text) or self._compute_ns(text, line, phase)
+                    if ns:
+                        attrs = {"layer": name, "phase": phase, **extra} if extra \
+                            else {"layer": name, "phase": phase}
+                        label = f"{name}/{phase}" if count == 1 else f"{name}#{count}/{phase}"
+                        metrics.append(
+                            Metric(_LAYER, label, _GPU, 1, ns, None, ns, ns, ns, None, None,
+                                   None, None, 0, None, attrs) if _POSITIONAL
+                            else _layer_metric(label, ns, attrs))
+                if cells[comm_type] not in NO_COMM:
+                    self._comm(name if count == 1 else f"{name}#{count}", name, line, phase,
+                               extra, cells[comm_type], cells[comm_size])
+        except TableError as exc:
+            self.error = exc
+            return
+        if count == 1:
+            self._first[name] = (start, len(metrics))
+        elif count == 2:
+            self._index_first(name)
+
+    @property
+    def rows(self) -> int:
+        return sum(self._counts.values())
+
+    def finish(self) -> list[Metric]:
+        if self.error is not None:
+            raise self.error
+        return self.metrics
+
+    def _index_first(self, name: str) -> None:
+        """``name/phase`` → ``name#1/phase``: the first row of a name that turns out to repeat."""
+        start, end = self._first.pop(name)
+        for metric in self.metrics[start:end]:
+            metric.name = f"{name}#1{metric.name[len(name):]}"
+
+    def _comm(self, label: str, layer: str, line: int, phase: str, extra: dict[str, str],
+              comm_type: str, comm_size: str) -> None:
+        comm_type = comm_type.strip()
+        if comm_type in NO_COMM:
+            return
+        if not _COMM_TYPE.match(comm_type):
+            raise TableError(f"expected a {phase} communication type (NONE, ALLREDUCE, "
+                             f"...), found {comm_type[:40]!r}", line)
+        size = self._bytes.get(comm_size)
+        if size is None:
+            size = self._remember(self._bytes, comm_size, scaled_decimal(comm_size, 0))
+        if size is None:
+            exact = _number(comm_size, line, f"{phase} communication size")
+            size = float(exact) if exact is not None else None
+        self.metrics.append(Metric(
+            kind=MetricKind.COMM, name=f"{label}/{phase}", calls=1, bytes=size,
+            attrs={"layer": layer, "phase": phase, **extra, "comm_type": comm_type}))
+
+    def _compute_ns(self, text: str, line: int, phase: str) -> float | None:
+        value = scaled_decimal(text, self._power) if self._power is not None else None
+        if value is None:
+            return _compute_ns(text, self.unit, line, phase)
+        if value < 0:
+            raise TableError(f"expected a non-negative {phase} compute time, found {text!r}",
+                             line)
+        return self._remember(self._ns, text, value)
+
+    @staticmethod
+    def _remember(memo: dict[str, float], text: str, value: float | None) -> float | None:
+        if value is not None:
+            if len(memo) >= _MEMO_SIZE:
+                memo.clear()  # a table of all-different numbers: keep memory bounded
+            memo[text] = value
+        return value
+
+
+def _layer_metric(name: str, ns: float, attrs: dict[str, Any]) -> Metric:
+    return Metric(kind=MetricKind.LAYER, name=name, calls=1, total_ns=ns, avg_ns=ns, min_ns=ns,
+                  max_ns=ns, attrs=attrs)
+
+
+# Positional arguments build a Metric in half the time of keywords, which is a third of the
+# parse of a big table; taken only while the model's fields are in the order written above.
+_METRIC_FIELDS = (("kind", MISSING_FIELD), ("name", MISSING_FIELD), ("device", Device.GPU),
+                  ("calls", None), ("total_ns", None), ("self_ns", None), ("avg_ns", None),
+                  ("min_ns", None), ("max_ns", None), ("std_ns", None), ("median_ns", None),
+                  ("bytes", None), ("samples_ns", None), ("warmup", 0), ("scope", None),
+                  ("attrs", MISSING_FIELD))
+_POSITIONAL = tuple((f.name, f.default) for f in fields(Metric)) == _METRIC_FIELDS
+_LAYER, _GPU = MetricKind.LAYER, Device.GPU
+
+
+def _compute_ns(text: str, unit: str, line: int, phase: str) -> float | None:
+    """The general (``Decimal``) path for cells that are not plain decimal literals."""
+    value = _number(text, line, f"{phase} compute time")
+    if value is None:
+        return None
+    if value < 0:
+        raise TableError(f"expected a non-negative {phase} compute time, found {text!r}", line)
+    return float(value * unit_factor(unit))
+
+
+def _nonblank(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
+    """(1-based line number, text) of the lines with something besides whitespace."""
+    return _nonblank_numbered(enumerate(lines, start=1))
+
+
+def _nonblank_numbered(numbered: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str]]:
+    return ((number, text) for number, text in numbered if text and not text.isspace())
+
+
 # --- ASTRA-sim / SimAI text workloads ---------------------------------------------------------
 
 
-def read_astrasim(lines: list[str]) -> LayerTable:
-    """Parallelism line, row-count line, then rows; ``lines`` are the file's lines."""
-    numbered = [(n, text) for n, text in enumerate(lines, start=1) if text.strip()]
-    if len(numbered) < 2:
-        raise TableError("expected a parallelism line and a layer-count line", len(lines) or 1)
-    (head_line, head), (count_line, count_text) = numbered[0], numbered[1]
-    tokens = head.split()
+@dataclass(slots=True)
+class _Markers:
+    """What tells a SimAI file from an ASTRA-sim one, gathered row by row."""
+
+    comm_types: set[str] = field(default_factory=set)
+    simai_comm: bool = False
+    aicb_delays: bool = True  # every update_delay so far is AICB's 100
+
+    def add(self, cells: list[str]) -> None:
+        for index in (3, 6, 9):
+            kind = cells[index]
+            if kind not in self.comm_types:
+                self.comm_types.add(kind)
+                self.simai_comm = self.simai_comm or bool(_SIMAI_COMM.match(kind))
+        delay = cells[11]
+        if self.aicb_delays and delay != "100":
+            self.aicb_delays = _is_number(delay) and to_decimal(delay) == _AICB_PROCESS_TIME
+
+
+def read_astrasim(lines: Iterable[str], *, unit: str) -> LayerTable:
+    """Parallelism line, row-count line, then rows; ``lines`` are the file's lines.
+
+    ``unit`` converts the compute times; the caller decides from ``simai`` which unit the
+    file is in only for the metadata (both dialects' default units are 1 ns per number).
+    """
+    counted = _Counted(lines)
+    numbered = _nonblank(counted)
+    head, count = next(numbered, None), next(numbered, None)
+    if head is None or count is None:
+        raise TableError("expected a parallelism line and a layer-count line",
+                         counted.count or 1)
+    tokens = head[1].split()
     if not PARALLELISM.match(tokens[0]):
         raise TableError(f"expected a parallelism keyword (DATA, HYBRID_..., MICRO), "
-                         f"found {tokens[0][:40]!r}", head_line)
-    declared = _row_count(count_text, count_line)
-    rows = [_astrasim_row(text, number) for number, text in numbered[2:]]
-    if len(rows) < declared:
-        raise TableError(f"line {count_line} declares {declared} layers but only "
-                         f"{len(rows)} rows follow (file cut short?)", numbered[-1][0])
-    metadata = {"parallelism": tokens[0], "header": header_params(tokens[1:]),
-                "declared_layers": declared}
-    return LayerTable(rows=rows, metadata=metadata)
+                         f"found {tokens[0][:40]!r}", head[0])
+    declared = _row_count(count[1], count[0])
+    sink, markers, last = LayerMetrics(unit), _Markers(), count[0]
+    for last, text in numbered:
+        cells = _astrasim_cells(text, last)
+        markers.add(cells)
+        extra = {"parallelism": cells[12]} if len(cells) == 13 else {}
+        sink.add(cells[0], last, cells, _ASTRASIM_LAYOUT, extra)
+    rows = sink.rows
+    if rows < declared:
+        raise TableError(f"line {count[0]} declares {declared} layers but only "
+                         f"{rows} rows follow (file cut short?)", last)
+    header = header_params(tokens[1:])
+    simai = bool(_SIMAI_KEYS & set(header)) or markers.simai_comm \
+        or (rows > 0 and markers.aicb_delays)
+    metadata = {"parallelism": tokens[0], "header": header, "declared_layers": declared}
+    return LayerTable(metrics=sink.finish(), metadata=metadata, rows=rows, simai=simai)
+
+
+class _Counted:
+    """An iterable of lines that counts what it has given."""
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self._lines = lines
+        self.count = 0
+
+    def __iter__(self) -> Iterator[str]:
+        for line in self._lines:
+            self.count += 1
+            yield line
 
 
 def _row_count(text: str, line: int) -> int:
@@ -121,16 +318,13 @@ def _row_count(text: str, line: int) -> int:
     return int(first)
 
 
-def _astrasim_row(text: str, line: int) -> LayerRow:
+def _astrasim_cells(text: str, line: int) -> list[str]:
     """``name reserved (compute type bytes) x3 update_delay [parallelism]``."""
     cells = text.split()
     if len(cells) not in (12, 13):
         raise TableError(f"expected 12 fields (13 with per-layer parallelism), "
                          f"found {len(cells)}", line)
-    phases = {phase: Phase(*cells[2 + 3 * i: 5 + 3 * i]) for i, phase in enumerate(PHASES)}
-    extra = {"parallelism": cells[12]} if len(cells) == 13 else {}
-    return LayerRow(name=cells[0], line=line, phases=phases, update_delay=cells[11],
-                    extra=extra)
+    return cells
 
 
 def header_params(tokens: list[str]) -> dict[str, Any]:
@@ -163,34 +357,40 @@ def _is_number(token: str) -> bool:
     return True
 
 
-def simai_markers(table: LayerTable) -> bool:
-    """Whether an ASTRA-sim-layout table was written by AICB for SimAI (compute in ns).
-
-    A heuristic, overridable with the ``dialect`` option: SimAI-only header keys, SimAI-only
-    comm types (``BROADCAST``, ``*_EP``), or AICB's constant ``process_time`` of 100.
-    """
-    header = table.metadata.get("header", {})
-    if _SIMAI_KEYS & set(header):
-        return True
-    types = {p.comm_type for row in table.rows for p in row.phases.values()}
-    if any(_SIMAI_COMM.match(t) for t in types):
-        return True
-    delays = {row.update_delay for row in table.rows}
-    return bool(delays) and all(_is_number(d) and to_decimal(d) == _AICB_PROCESS_TIME
-                                for d in delays)
-
-
 # --- header-row TSV ---------------------------------------------------------------------------
 
 
-def read_tsv(lines: list[str]) -> LayerTable:
+def read_tsv(lines: Iterable[str], *, unit: str) -> LayerTable:
     """A tab-separated table whose first line names the columns."""
-    numbered = [(n, text) for n, text in enumerate(lines, start=1) if text.strip()]
-    header_line, header = numbered[0]
-    columns = [cell.strip() for cell in header.split("\t")]
-    roles = _tsv_roles(columns, header_line)
-    rows = [_tsv_row(text, number, columns, roles) for number, text in numbered[1:]]
-    return LayerTable(rows=rows, metadata={"columns": columns})
+    numbered = enumerate(lines, start=1)
+    first = next(_nonblank_numbered(numbered), None)
+    if first is None:
+        raise TableError("expected a header with a 'name' column and *_compute_time columns",
+                         1)
+    columns = [cell.strip() for cell in first[1].split("\t")]
+    roles = _tsv_roles(columns, first[0])
+    # A column the table lacks reads the empty cell that _tsv_cells appends after the last.
+    empty = len(columns)
+    layout = [(phase, roles.get(f"{phase}.compute", empty),
+               roles.get(f"{phase}.comm_type", empty), roles.get(f"{phase}.comm_size", empty))
+              for phase in PHASES]
+    sink = LayerMetrics(unit)
+    name_index = roles["name"]
+    width = len(columns)
+    for number, text in numbered:
+        cells = text.split("\t")
+        if len(cells) == width and cells[name_index] and text.isascii() and " " not in text \
+                and "\x1f" not in text:
+            cells.append("")  # the common row (not blank: it has a name), without the checks
+        elif not text or text.isspace():
+            continue
+        else:
+            cells = _tsv_cells(text, number, width)
+        name = cells[name_index]
+        if not name:
+            raise TableError("expected a layer name in the 'name' column", number)
+        sink.add(name, number, cells, layout, _NO_EXTRA)
+    return LayerTable(metrics=sink.finish(), metadata={"columns": columns}, rows=sink.rows)
 
 
 def _tsv_roles(columns: list[str], line: int) -> dict[str, int]:
@@ -211,39 +411,21 @@ def _tsv_roles(columns: list[str], line: int) -> dict[str, int]:
     return roles
 
 
-def _tsv_row(text: str, line: int, columns: list[str], roles: dict[str, int]) -> LayerRow:
-    cells = [cell.strip() for cell in text.rstrip("\r\n").split("\t")]
-    while len(cells) > len(columns) and cells[-1] == "":
+def _tsv_cells(text: str, line: int, width: int) -> list[str]:
+    """The cells of a line (from ``splitlines``, so its only ASCII blanks are tab, space and
+    \\x1f), stripped, with an empty cell appended for the columns the table lacks."""
+    cells = text.split("\t")
+    if " " in text or "\x1f" in text or (not text.isascii() and _NEEDS_STRIP.search(text)):
+        cells = [cell.strip() for cell in cells]
+    while len(cells) > width and cells[-1] == "":
         cells.pop()  # trailing tabs
-    if len(cells) != len(columns):
-        raise TableError(f"expected {len(columns)} tab-separated fields, found {len(cells)}",
-                         line)
-
-    def cell(role: str) -> str:
-        return cells[roles[role]] if role in roles else ""
-
-    phases = {phase: Phase(cell(f"{phase}.compute"), cell(f"{phase}.comm_type") or "NONE",
-                           cell(f"{phase}.comm_size")) for phase in PHASES}
-    if not cells[roles["name"]]:
-        raise TableError("expected a layer name in the 'name' column", line)
-    return LayerRow(name=cells[roles["name"]], line=line, phases=phases,
-                    update_delay=cell("delay"))
+    if len(cells) != width:
+        raise TableError(f"expected {width} tab-separated fields, found {len(cells)}", line)
+    cells.append("")
+    return cells
 
 
-# --- metrics ----------------------------------------------------------------------------------
-
-
-def layer_metrics(rows: list[LayerRow], *, unit: str) -> list[Metric]:
-    """``layer`` and ``comm`` metrics of every row, compute times converted from ``unit``.
-
-    ``unit`` is a key of ``units.NS_PER_UNIT`` or ``cycles`` (kept 1:1 as ns).
-    """
-    names = indexed_names([row.name for row in rows])
-    metrics: list[Metric] = []
-    for row, name in zip(rows, names, strict=True):
-        for phase, cells in row.phases.items():
-            metrics += _phase_metrics(row, name, phase, cells, unit)
-    return metrics
+# --- names and numbers ------------------------------------------------------------------------
 
 
 def indexed_names(names: list[str]) -> list[str]:
@@ -260,36 +442,6 @@ def indexed_names(names: list[str]) -> list[str]:
         seen[name] = seen.get(name, 0) + 1
         out.append(f"{name}#{seen[name]}")
     return out
-
-
-def _phase_metrics(row: LayerRow, name: str, phase: str, cells: Phase,
-                   unit: str) -> list[Metric]:
-    metrics = []
-    attrs: dict[str, Any] = {"layer": row.name, "phase": phase, **row.extra}
-    compute_ns = _compute_ns(cells.compute, unit, row.line, phase)
-    if compute_ns:
-        metrics.append(Metric(kind=MetricKind.LAYER, name=f"{name}/{phase}", calls=1,
-                              total_ns=compute_ns, avg_ns=compute_ns, min_ns=compute_ns,
-                              max_ns=compute_ns, attrs=dict(attrs)))
-    comm_type = cells.comm_type.strip()
-    if comm_type not in NO_COMM:
-        if not _COMM_TYPE.match(comm_type):
-            raise TableError(f"expected a {phase} communication type (NONE, ALLREDUCE, ...), "
-                             f"found {comm_type[:40]!r}", row.line)
-        size = _number(cells.comm_size, row.line, f"{phase} communication size")
-        metrics.append(Metric(kind=MetricKind.COMM, name=f"{name}/{phase}", calls=1,
-                              bytes=float(size) if size is not None else None,
-                              attrs={**attrs, "comm_type": comm_type}))
-    return metrics
-
-
-def _compute_ns(text: str, unit: str, line: int, phase: str) -> float | None:
-    value = _number(text, line, f"{phase} compute time")
-    if value is None:
-        return None
-    if value < 0:
-        raise TableError(f"expected a non-negative {phase} compute time, found {text!r}", line)
-    return float(value * unit_factor(unit))
 
 
 def unit_factor(unit: str) -> int:

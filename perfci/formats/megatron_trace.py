@@ -31,10 +31,11 @@ read the same way.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import statistics
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,10 +45,10 @@ from perfci.formats._kv_tokenizer import (
     TokenizeError,
     parse_int_list,
     parse_kv,
-    parse_string_list,
+    parse_kv_list,
 )
 from perfci.formats._steps import step_metric
-from perfci.formats._textio import read_text
+from perfci.formats._textio import gc_paused, iter_lines, scaled_decimal
 from perfci.model import Metric, MetricKind, Profile
 from perfci.units import parse_duration
 
@@ -65,6 +66,9 @@ _COMM_WORDS = ("allreduce", "all_reduce", "allgather", "all_gather", "reduce_sca
                "reducescatter", "all_to_all", "alltoall", "broadcast")
 STEP_PHASES = ("forward_step", "backward_step", "optimizer_step")
 ITERATION_END = "optimizer_step"
+_PHASE_ATTRS = ("group_kind", "description", "input__dtype")
+_SUB_ATTRS = ("comm_func", "group", "func_name", "trace_src_func", "input__dtype")
+_MS_POWER = 6  # ns per ms = 10**6
 
 # Bytes per element of the torch dtypes these traces print (``torch.float32``).
 _DTYPE_BYTES = {
@@ -76,35 +80,101 @@ _DTYPE_BYTES = {
 
 
 @dataclass(slots=True)
-class SubOperation:
-    """One communication call inside a phase."""
+class _Phase:
+    """Every occurrence of one phase (``forward_step`` ...) of one rank."""
 
-    fields: dict[str, str]
-    duration_ns: float | None
+    durations: list[float] = field(default_factory=list)
+    mg_states: dict[str, int] = field(default_factory=dict)
+    values: dict[str, set[str]] = field(default_factory=dict)  # of _PHASE_ATTRS
+    payload: int | None = 0  # bytes so far; None once a call has no shape or dtype
 
 
 @dataclass(slots=True)
-class Record:
-    """One ``rank:N:op(...)`` line."""
+class _SubGroup:
+    """The sub-operations of one name in one phase of one rank."""
 
-    rank: int
-    op: str
-    line: int
-    fields: dict[str, str]
-    duration_ns: float
-    sub_operations: list[SubOperation] = field(default_factory=list)
+    attrs: dict[str, str]
+    calls: int = 0
+    durations: list[float] = field(default_factory=list)  # of the calls that have one
+    payload: int | None = 0
 
-    def value(self, key: str) -> str | None:
-        """The field's text, ``None`` when absent or the literal ``None``."""
-        text = self.fields.get(key)
-        return None if text is None or text.strip() == "None" else text.strip()
 
-    def interval_ns(self) -> tuple[float, float] | None:
-        """(start, end) in ns; ``timestamp`` (ms, ``perf_counter``) is taken at the end."""
-        end = _duration_ns(self.value("timestamp"))
-        if end is None:
-            return None
-        return end - self.duration_ns, end
+@dataclass(slots=True)
+class _Rank:
+    """What one rank's records add up to, gathered record by record."""
+
+    records: int = 0
+    phases: dict[str, _Phase] = field(default_factory=dict)
+    subs: dict[tuple[str, str], _SubGroup] = field(default_factory=dict)
+    # The group of a sub-operation by its raw naming fields: naming it once per distinct call.
+    sub_groups: dict[tuple[str | None, ...], _SubGroup] = field(default_factory=dict)
+    stage_ids: set[str] = field(default_factory=set)
+    iterations: list[float] | None = field(default_factory=list)  # None: a timestamp lacks
+    iteration_start: float | None = None
+
+    def add(self, op: str, fields: dict[str, str], duration: float,
+            subs: list[tuple[dict[str, str], float | None]]) -> None:
+        self.records += 1
+        self.stage_ids.add(_value(fields, "stage_id") or "")
+        phase = self.phases.get(op)
+        if phase is None:
+            phase = self.phases[op] = _Phase(payload=0 if is_comm_phase(op) else None)
+        phase.durations.append(duration)
+        state = _value(fields, "mg_state") or "None"
+        phase.mg_states[state] = phase.mg_states.get(state, 0) + 1
+        for key in _PHASE_ATTRS:
+            if (value := _value(fields, key)) is not None:
+                phase.values.setdefault(key, set()).add(value)
+        if phase.payload is not None:
+            phase.payload = _add_payload(phase.payload, fields)
+        sub_groups = self.sub_groups
+        for sub, sub_duration in subs:  # a few to tens per record: the loop is inlined
+            raw = (op, sub.get("comm_func"), sub.get("trace_src_func"), sub.get("group"),
+                   sub.get("func_name"))
+            group = sub_groups.get(raw) or self._sub_group(raw, sub)
+            group.calls += 1
+            if sub_duration is not None:
+                group.durations.append(sub_duration)
+            if group.payload is not None:
+                size = _call_bytes(sub.get("input__shape", ""), sub.get("input__dtype", ""))
+                group.payload = None if size is None else group.payload + size
+        if self.iterations is not None:
+            self._add_interval(op, fields, duration)
+
+    def _sub_group(self, raw: tuple[str | None, ...], fields: dict[str, str]) -> _SubGroup:
+        """The group of a sub-operation seen for the first time with these naming fields."""
+        key = (raw[0] or "", sub_operation_name(fields))
+        group = self.subs.get(key)
+        if group is None:
+            group = self.subs[key] = _SubGroup(attrs=_sub_attrs(fields))
+        self.sub_groups[raw] = group
+        return group
+
+    def _add_interval(self, op: str, fields: dict[str, str], duration: float) -> None:
+        """Iteration wall time: from the start of the first phase after the previous
+        ``optimizer_step`` to the end of the next one; ``timestamp`` (ms, ``perf_counter``)
+        is taken at the end of a phase. No iterations at all when a timestamp is missing."""
+        end = _duration_ns(fields.get("timestamp"))
+        if end is None or self.iterations is None:
+            self.iterations = None
+            return
+        begin = end - duration
+        start = self.iteration_start
+        start = begin if start is None else min(start, begin)
+        if op == ITERATION_END:
+            self.iterations.append(max(end - start, 0.0))
+            self.iteration_start = None
+        else:
+            self.iteration_start = start
+
+
+def _value(fields: Mapping[str, str], key: str) -> str | None:
+    """The field's text, ``None`` when absent or the literal ``None``."""
+    text = fields.get(key)
+    if text is None:
+        return None
+    text = text.strip()
+    return None if text == "None" else text
 
 
 def sniff(head: Head) -> bool:
@@ -113,70 +183,75 @@ def sniff(head: Head) -> bool:
 
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
-    """One profile per rank found in ``path``, in rank order."""
-    text = read_text(path, format=NAME)
-    records, skipped = _read_records(text, source=str(path))
-    if not records:
-        raise ParseError("no rank:N:op(key=value,...) records found", source=str(path),
+    """One profile per rank found in ``path``, in rank order, read line by line."""
+    source = str(path)
+    ranks: dict[int, _Rank] = {}
+    skipped = 0
+    with gc_paused():
+        for number, line in enumerate(iter_lines(path, format=NAME), start=1):
+            stripped = line.strip()
+            if not stripped:
+                continue
+            if not _RECORD_START.match(stripped):
+                skipped += 1  # interleaved application output: not ours to judge
+                continue
+            rank, op, fields, duration, subs = _parse_line(stripped, number=number,
+                                                           source=source)
+            state = ranks.get(rank)
+            if state is None:
+                state = ranks[rank] = _Rank()
+            state.add(op, fields, duration, subs)
+    if not ranks:
+        raise ParseError("no rank:N:op(key=value,...) records found", source=source,
                          format=NAME)
-    by_rank: dict[int, list[Record]] = {}
-    for record in records:
-        by_rank.setdefault(record.rank, []).append(record)
     warnings = [f"{skipped} lines that are not rank:N:op(...) records were skipped"] \
         if skipped else []
-    return [_profile(rank, by_rank[rank], source=str(path), warnings=warnings)
-            for rank in sorted(by_rank)]
+    return [_profile(rank, ranks[rank], source=source, warnings=warnings)
+            for rank in sorted(ranks)]
 
 
-def _read_records(text: str, *, source: str) -> tuple[list[Record], int]:
-    """The records of the file and the number of non-empty lines that were not records."""
-    records: list[Record] = []
-    skipped = 0
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if not stripped:
-            continue
-        if not _RECORD_START.match(stripped):
-            skipped += 1  # interleaved application output: not ours to judge
-            continue
-        records.append(_parse_line(stripped, number=number, source=source))
-    return records, skipped
+SubOperations = list[tuple[dict[str, str], float | None]]
 
 
-def _parse_line(line: str, *, number: int, source: str) -> Record:
-    """One record; a ``ParseError`` naming the line for anything malformed."""
+def _parse_line(line: str, *, number: int,
+                source: str) -> tuple[int, str, dict[str, str], float, SubOperations]:
+    """Rank, phase, fields, duration (ns) and sub-operations (fields, duration) of one
+    record; a ``ParseError`` naming the line for anything malformed."""
     match = _RECORD.fullmatch(line)
     if not match:
         raise _error("expected rank:N:op(key=value,...) with a closing ')'", source, number)
     try:
         fields = parse_kv(match.group("body"))
-        subs = [_sub_operation(item) for item in
-                parse_string_list(fields.get("sub_operations", "[]"))]
+        subs = [(sub, _cached_duration_ns(sub.get("duration")))
+                for sub in parse_kv_list(fields.get("sub_operations", "[]"))]
     except TokenizeError as exc:
         raise _error(f"malformed record: {exc}", source, number) from exc
-    duration = _duration_ns(fields.get("duration"))
+    duration = _cached_duration_ns(fields.get("duration"))
     if duration is None:
         raise _error("expected duration=<milliseconds>", source, number)
-    return Record(rank=int(match.group("rank")), op=match.group("op"), line=number,
-                  fields=fields, duration_ns=duration, sub_operations=subs)
-
-
-def _sub_operation(text: str) -> SubOperation:
-    fields = parse_kv(text)
-    return SubOperation(fields=fields, duration_ns=_duration_ns(fields.get("duration")))
+    return int(match.group("rank")), match.group("op"), fields, duration, subs
 
 
 def _duration_ns(text: str | None) -> float | None:
     """A ``duration=`` value (ms, from CUDA events) in ns; ``None`` when absent or ``None``."""
-    if text is None or text.strip() == "None":
+    if text is None:
         return None
-    try:
-        value = parse_duration(text, unit="ms")
-    except (ValueError, ArithmeticError):  # decimal.Overflow for exponents like 1e999999
-        return None
+    value = scaled_decimal(text, _MS_POWER)  # the plain "28.93" of nearly every field
+    if value is None:
+        if text.strip() == "None":
+            return None
+        try:
+            value = parse_duration(text, unit="ms")
+        except (ValueError, ArithmeticError):  # decimal.Overflow for exponents like 1e999999
+            return None
     if value is None or not math.isfinite(value) or value < 0:
         return None
     return value
+
+
+# Durations are printed with two decimals of a ms: a few hundred texts make most of a trace.
+# (Timestamps are all different and skip this cache.)
+_cached_duration_ns = functools.lru_cache(maxsize=4096)(_duration_ns)
 
 
 def _error(message: str, source: str, line: int) -> ParseError:
@@ -186,29 +261,20 @@ def _error(message: str, source: str, line: int) -> ParseError:
 # --- metrics -------------------------------------------------------------------------------
 
 
-def _profile(rank: int, records: list[Record], *, source: str,
-             warnings: list[str]) -> Profile:
+def _profile(rank: int, state: _Rank, *, source: str, warnings: list[str]) -> Profile:
     """The metrics of one rank."""
-    phases = _group(records, key=lambda record: record.op)
-    metrics = [_phase_metric(op, group) for op, group in phases.items()]
-    metrics += _sub_operation_metrics(records)
-    metrics += _step_metrics(phases, records)
-    iterations = len(phases.get(ITERATION_END, []))
+    metrics = [_phase_metric(op, phase) for op, phase in state.phases.items()]
+    metrics += [_sub_metric(scope, name, group) for (scope, name), group in state.subs.items()]
+    metrics += _step_metrics(state)
+    iteration_end = state.phases.get(ITERATION_END)
+    iterations = len(iteration_end.durations) if iteration_end else 0
     return Profile(
         label=f"rank{rank}", format=NAME, source=source, metrics=metrics,
         steps=iterations or None, warnings=list(warnings),
-        metadata={"rank": rank, "records": len(records),
-                  "stage_ids": sorted({r.value("stage_id") or "" for r in records} - {""}),
+        metadata={"rank": rank, "records": state.records,
+                  "stage_ids": sorted(state.stage_ids - {""}),
                   "time_unit": "ms (converted to ns)"},
     )
-
-
-def _group(records: Iterable[Record], *,
-           key: Callable[[Record], str]) -> dict[str, list[Record]]:
-    groups: dict[str, list[Record]] = {}
-    for record in records:
-        groups.setdefault(key(record), []).append(record)
-    return groups
 
 
 def is_comm_phase(op: str) -> bool:
@@ -217,31 +283,19 @@ def is_comm_phase(op: str) -> bool:
     return lowered.startswith(("send_", "recv_")) or any(w in lowered for w in _COMM_WORDS)
 
 
-def _phase_metric(op: str, records: list[Record]) -> Metric:
+def _phase_metric(op: str, phase: _Phase) -> Metric:
     """A ``range`` (or ``comm``) metric for every occurrence of one phase."""
     kind = MetricKind.COMM if is_comm_phase(op) else MetricKind.RANGE
-    metric = _timed_metric(kind, op, [r.duration_ns for r in records])
-    metric.attrs = _phase_attrs(records)
-    if kind is MetricKind.COMM:
-        metric.bytes = payload_bytes(r.fields for r in records)
-    return metric
-
-
-def _phase_attrs(records: list[Record]) -> dict[str, Any]:
-    attrs: dict[str, Any] = {"mg_states": _counts(r.value("mg_state") for r in records)}
-    for key in ("group_kind", "description", "input__dtype"):
-        values = sorted({v for r in records if (v := r.value(key)) is not None})
+    metric = _timed_metric(kind, op, phase.durations)
+    attrs: dict[str, Any] = {"mg_states": phase.mg_states}
+    for key in _PHASE_ATTRS:
+        values = sorted(phase.values.get(key, ()))
         if values:
             attrs[key] = values[0] if len(values) == 1 else values
-    return attrs
-
-
-def _counts(values: Iterable[str | None]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for value in values:
-        name = value or "None"
-        counts[name] = counts.get(name, 0) + 1
-    return counts
+    metric.attrs = attrs
+    if kind is MetricKind.COMM:
+        metric.bytes = _payload_float(phase.payload)
+    return metric
 
 
 def _timed_metric(kind: MetricKind, name: str, samples: list[float], *,
@@ -255,7 +309,7 @@ def _timed_metric(kind: MetricKind, name: str, samples: list[float], *,
         max_ns=max(samples) if samples else None,
         median_ns=float(statistics.median(samples)) if samples else None,
         std_ns=float(statistics.stdev(samples)) if len(samples) > 1 else None,
-        samples_ns=list(samples) if samples else None,
+        samples_ns=samples or None,  # our own list: no copy of a million samples
     )
 
 
@@ -265,15 +319,30 @@ def payload_bytes(calls: Iterable[Mapping[str, str]]) -> float | None:
     ``None`` when any call lacks a readable shape or a known dtype: a partial sum would
     understate the traffic.
     """
-    total = 0
+    total: int | None = 0
     for fields in calls:
-        dims = parse_int_list(fields.get("input__shape", ""))
-        size = _dtype_bytes(fields.get("input__dtype", "").strip())
-        if dims is None or size is None:
-            return None
-        total += math.prod(dims) * size
+        total = _add_payload(total, fields)
+    return _payload_float(total)
+
+
+def _add_payload(total: int | None, fields: Mapping[str, str]) -> int | None:
+    """``total`` plus the bytes of one call; ``None`` once a call's size is unknown."""
+    size = _call_bytes(fields.get("input__shape", ""), fields.get("input__dtype", ""))
+    return None if total is None or size is None else total + size
+
+
+@functools.lru_cache(maxsize=4096)
+def _call_bytes(shape: str, dtype: str) -> int | None:
+    """Bytes of one call's ``input__shape`` and ``input__dtype`` (the same few recur on
+    every record); ``None`` when either is missing or unreadable."""
+    dims = parse_int_list(shape)
+    size = _dtype_bytes(dtype.strip())
+    return None if dims is None or size is None else math.prod(dims) * size
+
+
+def _payload_float(total: int | None) -> float | None:
     # Shapes are copied from the log verbatim; an absurd one must not overflow float().
-    return float(total) if total < 10**30 else None
+    return float(total) if total is not None and total < 10**30 else None
 
 
 def _dtype_bytes(dtype: str) -> int | None:
@@ -282,61 +351,33 @@ def _dtype_bytes(dtype: str) -> int | None:
 
 def sub_operation_name(fields: Mapping[str, str]) -> str:
     """``allreduce[tp] linear_fwd``: the collective, its group, and what it carries."""
-    def get(key: str) -> str | None:
-        value = fields.get(key, "").strip()
-        return value if value and value != "None" else None
-
-    func = get("comm_func") or get("trace_src_func") or "comm"
-    group = get("group")
-    label = get("func_name")
+    func = _value(fields, "comm_func") or _value(fields, "trace_src_func") or "comm"
+    group = _value(fields, "group")
+    label = _value(fields, "func_name")
     name = f"{func}[{group}]" if group else func
     return f"{name} {label}" if label else name
 
 
-def _sub_operation_metrics(records: list[Record]) -> list[Metric]:
-    """One ``comm`` metric per (phase, collective, group, payload name)."""
-    groups: dict[tuple[str, str], list[SubOperation]] = {}
-    for record in records:
-        for sub in record.sub_operations:
-            groups.setdefault((record.op, sub_operation_name(sub.fields)), []).append(sub)
-    return [_sub_metric(scope, name, subs) for (scope, name), subs in groups.items()]
+def _sub_attrs(first: Mapping[str, str]) -> dict[str, str]:
+    """A sub-operation metric's attributes, from its first call."""
+    return {key: first[key].strip() for key in _SUB_ATTRS
+            if key in first and first[key].strip() != "None"}
 
 
-def _sub_metric(scope: str, name: str, subs: list[SubOperation]) -> Metric:
-    samples = [s.duration_ns for s in subs if s.duration_ns is not None]
-    metric = _timed_metric(MetricKind.COMM, name, samples, scope=scope)
-    metric.calls = len(subs)
-    first = subs[0].fields
-    metric.attrs = {key: first[key].strip() for key in
-                    ("comm_func", "group", "func_name", "trace_src_func", "input__dtype")
-                    if key in first and first[key].strip() != "None"}
-    metric.bytes = payload_bytes(s.fields for s in subs)
+def _sub_metric(scope: str, name: str, group: _SubGroup) -> Metric:
+    metric = _timed_metric(MetricKind.COMM, name, group.durations, scope=scope)
+    metric.calls = group.calls
+    metric.attrs = group.attrs
+    metric.bytes = _payload_float(group.payload)
     return metric
 
 
-def _step_metrics(phases: Mapping[str, list[Record]], records: list[Record]) -> list[Metric]:
+def _step_metrics(state: _Rank) -> list[Metric]:
     """``step`` metrics: the three step phases, and whole iterations when timestamps allow."""
-    steps = [step_metric(op, [r.duration_ns for r in phases[op]])
-             for op in STEP_PHASES if op in phases]
-    iterations = iteration_durations_ns(records)
-    if iterations:
-        metric = step_metric("iteration", iterations)
+    steps = [step_metric(op, state.phases[op].durations)
+             for op in STEP_PHASES if op in state.phases]
+    if state.iterations:
+        metric = step_metric("iteration", state.iterations)
         metric.attrs = {"definition": "first phase start to optimizer_step end, per rank"}
         steps.append(metric)
     return steps
-
-
-def iteration_durations_ns(records: list[Record]) -> list[float]:
-    """Per-iteration wall time: from the start of the first phase after the previous
-    ``optimizer_step`` to the end of the next one. Empty when any timestamp is missing."""
-    durations: list[float] = []
-    start: float | None = None
-    for record in records:
-        interval = record.interval_ns()
-        if interval is None:
-            return []
-        start = interval[0] if start is None else min(start, interval[0])
-        if record.op == ITERATION_END:
-            durations.append(max(interval[1] - start, 0.0))
-            start = None
-    return durations

@@ -38,13 +38,14 @@ What becomes which metric is described in ``_workload_layers`` (layer tables) an
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from itertools import chain, islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perfci.errors import ConfigError, ParseError
 from perfci.formats import _aicb, _workload_layers
-from perfci.formats._textio import read_text
+from perfci.formats._textio import gc_paused, iter_lines
 from perfci.formats._workload_layers import PARALLELISM, TableError
 from perfci.model import Profile
 
@@ -61,6 +62,7 @@ DIALECTS = tuple(DEFAULT_TIME_UNIT)
 TIME_UNITS = ("ns", "us", "ms", "s", "cycles")
 _COMPUTE_COLUMN = re.compile(r"(^|\t)\w*compute_time(\t|$)")
 _LABEL = "workload"
+_SNIFF_LINES = 6  # the dialect is told from the first lines
 _CYCLES_NOTE = ("compute times are ASTRA-sim cycles stored 1:1 as ns (no clock rate in the "
                 "file); pass time_unit=us|ns|... when the producing tool's unit is known")
 
@@ -72,7 +74,8 @@ def sniff(head: Head) -> bool:
 
 def family(text: str) -> str | None:
     """``tsv``, ``layers`` (ASTRA-sim or SimAI), ``aicb_csv``, ``aiob``, or ``None``."""
-    lines = [line.strip("\ufeff \r") for line in text.splitlines()[:6] if line.strip()]
+    lines = [stripped for line in text.splitlines()[:_SNIFF_LINES]
+             if (stripped := line.strip("\ufeff \r")) and not stripped.isspace()]
     if not lines:
         return None
     first, second = lines[0], lines[1] if len(lines) > 1 else ""
@@ -90,20 +93,23 @@ def family(text: str) -> str | None:
 
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
-    """The one profile of a workload file."""
+    """The one profile of a workload file, read line by line."""
     dialect, unit = _options(options)
-    text = read_text(path, format=NAME)
-    lines = text.removeprefix("\ufeff").splitlines()
-    kind = _family_of(dialect) if dialect else family(text)
-    if kind is None:
-        raise ParseError("not a workload table: expected a parallelism line (DATA, HYBRID_..., "
-                         "MICRO), a 'name\\t..._compute_time' header, a 'comm_type,"
-                         "comm_group,...' header or 'train_iter:<N>'", source=str(path),
-                         line=1, format=NAME)
-    try:
-        profile = _READERS[kind](lines, dialect, unit)
-    except TableError as exc:
-        raise _workload_layers.parse_error(exc, source=str(path), format=NAME) from exc
+    with gc_paused():
+        lines = iter_lines(path, format=NAME)
+        head = list(islice(lines, _SNIFF_LINES))
+        if head:
+            head[0] = head[0].removeprefix("\ufeff")
+        kind = _family_of(dialect) if dialect else family("\n".join(head))
+        if kind is None:
+            raise ParseError("not a workload table: expected a parallelism line (DATA, "
+                             "HYBRID_..., MICRO), a 'name\\t..._compute_time' header, a "
+                             "'comm_type,comm_group,...' header or 'train_iter:<N>'",
+                             source=str(path), line=1, format=NAME)
+        try:
+            profile = _READERS[kind](chain(head, lines), dialect, unit)
+        except TableError as exc:
+            raise _workload_layers.parse_error(exc, source=str(path), format=NAME) from exc
     profile.source = str(path)
     if not profile.metrics:
         profile.warnings.append("no row had a compute time, a communication or a timing")
@@ -139,32 +145,31 @@ def _unit_metadata(dialect: str, unit: str | None) -> tuple[str, dict[str, Any]]
     return chosen, meta
 
 
-def _read_layers(lines: list[str], dialect: str | None, unit: str | None) -> Profile:
-    table = _workload_layers.read_astrasim(lines)
+def _read_layers(lines: Iterable[str], dialect: str | None, unit: str | None) -> Profile:
+    # Both dialects' default units are 1 ns per number, so the metrics need no dialect.
+    table = _workload_layers.read_astrasim(lines, unit=unit or "cycles")
     if dialect is None:
-        dialect = "simai" if _workload_layers.simai_markers(table) else "astrasim"
-    chosen, meta = _unit_metadata(dialect, unit)
-    metrics = _workload_layers.layer_metrics(table.rows, unit=chosen)
-    return Profile(label=_LABEL, format=NAME, source="", metrics=metrics,
-                   metadata={**meta, **table.metadata, "layers": len(table.rows)})
+        dialect = "simai" if table.simai else "astrasim"
+    _, meta = _unit_metadata(dialect, unit)
+    return Profile(label=_LABEL, format=NAME, source="", metrics=table.metrics,
+                   metadata={**meta, **table.metadata, "layers": table.rows})
 
 
-def _read_tsv(lines: list[str], dialect: str | None, unit: str | None) -> Profile:
-    table = _workload_layers.read_tsv(lines)
+def _read_tsv(lines: Iterable[str], dialect: str | None, unit: str | None) -> Profile:
     chosen, meta = _unit_metadata("tsv", unit)
-    metrics = _workload_layers.layer_metrics(table.rows, unit=chosen)
-    return Profile(label=_LABEL, format=NAME, source="", metrics=metrics,
-                   metadata={**meta, **table.metadata, "layers": len(table.rows)})
+    table = _workload_layers.read_tsv(lines, unit=chosen)
+    return Profile(label=_LABEL, format=NAME, source="", metrics=table.metrics,
+                   metadata={**meta, **table.metadata, "layers": table.rows})
 
 
-def _read_comm_csv(lines: list[str], dialect: str | None, unit: str | None) -> Profile:
+def _read_comm_csv(lines: Iterable[str], dialect: str | None, unit: str | None) -> Profile:
     result = _aicb.read_comm_csv(lines)
     meta = {"dialect": "aicb_csv", "time_unit": "ms (converted to ns)"}
     return Profile(label=_LABEL, format=NAME, source="", metrics=result.metrics,
                    steps=result.steps, metadata={**meta, **result.metadata})
 
 
-def _read_aiob(lines: list[str], dialect: str | None, unit: str | None) -> Profile:
+def _read_aiob(lines: Iterable[str], dialect: str | None, unit: str | None) -> Profile:
     chosen, meta = _unit_metadata("aiob", unit)
     if chosen == "cycles":
         raise ConfigError("workload_table: time_unit=cycles does not apply to AIOB files")
@@ -173,6 +178,6 @@ def _read_aiob(lines: list[str], dialect: str | None, unit: str | None) -> Profi
                    steps=iterations or None, metadata={**meta, "train_iter": iterations})
 
 
-_READERS: dict[str, Callable[[list[str], str | None, str | None], Profile]] = {
+_READERS: dict[str, Callable[[Iterable[str], str | None, str | None], Profile]] = {
     "layers": _read_layers, "tsv": _read_tsv, "aicb_csv": _read_comm_csv, "aiob": _read_aiob,
 }
