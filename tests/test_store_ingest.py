@@ -10,6 +10,7 @@ import sys
 import textwrap
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -223,6 +224,61 @@ def test_concurrent_ingests_of_one_run_store_one_copy(migrated_url: str) -> None
     assert (counts["run"], counts["series"], counts["sample"]) == (1, 3000, 6000)
 
 
+def test_concurrent_first_ingests_of_a_new_project_all_store(migrated_url: str) -> None:
+    # Different runs of one new project at once: all create its project, benchmark,
+    # environment and commit, and overlapping new series listed in different orders.
+    engine = db.make_engine(migrated_url, pool_size=8)
+    sessions = db.make_sessionmaker(engine)
+    names = [f"kernel_{i}" for i in range(2000)]
+    barrier, results, errors = threading.Barrier(4), [], []
+
+    def ingest(worker: int) -> None:
+        order = names[worker * 500:] + names[:worker * 500]
+        try:
+            with sessions() as session:
+                barrier.wait()
+                results.append(ingest_run(
+                    session, context=make_context(ci_run_id=str(worker)), benchmark="b",
+                    repeats=[[make_profile({name: 1.0 for name in order})]]))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=ingest, args=(worker,)) for worker in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    engine.dispose()
+    assert errors == []
+    assert sorted(r.created for r in results) == [True] * 4
+    assert len({r.run_id for r in results}) == 4
+    counts = _counts(migrated_url)
+    assert (counts["project"], counts["run"], counts["series"], counts["sample"]) == (
+        1, 4, 2000, 8000)
+
+
+def test_run_metadata_and_commit_time_are_stored(session: Session) -> None:
+    profile = make_profile({"a": 1.0}, steps=4)
+    profile.metadata = {"gpu": "H100", "ranks": [0, 1], "note": "ü"}
+    first = ingest_run(session, context=make_context(commit="abc", ci_run_id="1"),
+                       benchmark="b", repeats=[[profile]])
+    assert get_run(session, first.run_id).commit_time is None  # a bare --commit
+    stored = session.execute(select(ProfileRow)).scalar_one()
+    assert (stored.run_id, stored.repeat, stored.label, stored.format, stored.source,
+            stored.steps, stored.meta) == (first.run_id, 0, "p", "synthetic", "p.txt", 4,
+                                           profile.metadata)
+    later = ingest_run(session, context=make_context(
+        commit="abc", ci_run_id="2", commit_time="2025-03-01T10:00:00Z"), benchmark="b",
+        repeats=[[make_profile({"a": 2.0})]])
+    # The commit learns its time from the later run, and both runs share it.
+    expected = datetime(2025, 3, 1, 10, tzinfo=UTC)
+    assert get_run(session, later.run_id).commit_time == expected
+    assert get_run(session, first.run_id).commit_time == expected
+    values = run_samples(session, [first.run_id, later.run_id])
+    assert values == {SeriesKey(MetricKind.KERNEL, "a"): {first.run_id: [0.25],
+                                                         later.run_id: [2.0]}}
+
+
 KILLED_INGEST = textwrap.dedent("""
     import sys, time
     from pathlib import Path
@@ -356,3 +412,24 @@ def test_open_store_migrates_sqlite_but_not_postgres(empty_url: str, tmp_path: P
     assert db.current(empty_url) is None
     db.upgrade(empty_url)
     db.open_store(Settings(database_url=empty_url)).close()
+
+
+def test_postgres_pool_replaces_connections_dropped_while_idle(
+        migrated_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not migrated_url.startswith("postgresql"):
+        pytest.skip("the idle ping is PostgreSQL's")
+    engine = db.make_engine(migrated_url, pool_size=1)
+    try:
+        with engine.connect() as connection:
+            first = connection.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        with engine.connect() as connection:  # used a moment ago: no ping, same connection
+            assert connection.execute(text("SELECT pg_backend_pid()")).scalar_one() == first
+        admin = db.make_engine(migrated_url)
+        with admin.connect() as connection:
+            connection.execute(text(f"SELECT pg_terminate_backend({first})"))
+        admin.dispose()
+        monkeypatch.setattr(db, "PING_AFTER_IDLE_S", 0.0)  # as if idle for long
+        with engine.connect() as connection:
+            assert connection.execute(text("SELECT pg_backend_pid()")).scalar_one() != first
+    finally:
+        engine.dispose()

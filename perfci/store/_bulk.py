@@ -6,13 +6,15 @@ ingests race safely: the loser's insert is a no-op and it reads the winner's row
 
 from __future__ import annotations
 
+import gc
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import ColumnElement, Table, func, select
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.elements import ColumnClause
@@ -59,6 +61,44 @@ def in_values(session: Session, column: ColumnClause[Any],
     return column.in_(select(each.c.value))
 
 
+@contextmanager
+def no_cycle_collection() -> Iterator[None]:
+    """Pause the cyclic garbage collector around a burst of allocations.
+
+    Building tens of thousands of tuples and lists (a run's samples, a baseline's values)
+    triggers collections that each walk every live object: 15 ms instead of 3 to group a
+    baseline's 30,000 values. The hot paths create no reference cycles, so nothing is lost
+    by collecting later. Only the caller that found it enabled turns it back on.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@contextmanager
+def driver_cursor(session: Session, statement: str | None = None) -> Iterator[Any]:
+    """A DB-API cursor in the session's transaction, for the hot paths.
+
+    SQLAlchemy's per-statement compile and per-row ``Row`` objects cost more than the queries
+    themselves there (30,000 baseline samples: 58 ms of ``Row`` building for 15 ms of fetch).
+    Driver errors come out as SQLAlchemy's (``IntegrityError``, ``OperationalError``…), as
+    they would through ``session.execute``, so callers handle one family of errors.
+    """
+    connection = session.connection()
+    base_error = connection.dialect.loaded_dbapi.Error
+    cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    try:
+        yield cursor
+    except base_error as exc:
+        raise DBAPIError.instance(statement, None, exc, base_error) from exc
+    finally:
+        cursor.close()
+
+
 def write_samples(session: Session, rows: Sequence[SampleRow]) -> None:
     """Write sample rows in bulk: binary COPY on PostgreSQL, one executemany on SQLite.
 
@@ -66,28 +106,26 @@ def write_samples(session: Session, rows: Sequence[SampleRow]) -> None:
     """
     if not rows:
         return
-    connection = session.connection()
-    if connection.dialect.name == "postgresql":
-        _copy_samples(connection.connection.driver_connection, rows)
+    if session.get_bind().dialect.name == "postgresql":
+        _copy_samples(session, rows)
         return
-    placeholders = ", ".join("?" * len(SAMPLE_COLUMNS))
-    connection.exec_driver_sql(
-        f"INSERT INTO {Sample.__tablename__} ({', '.join(SAMPLE_COLUMNS)}) "
-        f"VALUES ({placeholders})", list(rows))
+    with driver_cursor(session, _INSERT_SAMPLES) as cursor:
+        cursor.executemany(_INSERT_SAMPLES, rows)
 
 
-def _copy_samples(driver_connection: Any, rows: Sequence[SampleRow]) -> None:
-    import psycopg
+_INSERT_SAMPLES = (f"INSERT INTO {Sample.__tablename__} ({', '.join(SAMPLE_COLUMNS)}) "
+                   f"VALUES ({', '.join('?' * len(SAMPLE_COLUMNS))})")
 
-    statement = (f"COPY {Sample.__tablename__} ({', '.join(SAMPLE_COLUMNS)}) "
+
+_COPY_SAMPLES = (f"COPY {Sample.__tablename__} ({', '.join(SAMPLE_COLUMNS)}) "
                  "FROM STDIN (FORMAT BINARY)")
-    try:
-        with driver_connection.cursor() as cursor, cursor.copy(statement) as copy:
-            copy.set_types(_PG_SAMPLE_TYPES)
-            for row in rows:
-                copy.write_row(row)
-    except psycopg.errors.IntegrityError as exc:
-        # The driver is used directly here; give callers the error SQLAlchemy would raise.
-        raise IntegrityError(statement, None, exc) from exc
-    except psycopg.Error as exc:
-        raise DBAPIError(statement, None, exc) from exc
+
+
+def _copy_samples(session: Session, rows: Sequence[SampleRow]) -> None:
+    # write_row formats in C (~0.3 µs a row); encoding the columns with numpy instead and
+    # writing one buffer measured 3x slower for a run's 1,000 rows.
+    with driver_cursor(session, _COPY_SAMPLES) as cursor, cursor.copy(_COPY_SAMPLES) as copy:
+        copy.set_types(_PG_SAMPLE_TYPES)
+        write = copy.write_row
+        for row in rows:
+            write(row)

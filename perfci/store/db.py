@@ -8,6 +8,7 @@ because migrating a shared production database is an operator's decision.
 from __future__ import annotations
 
 import importlib.util
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import Connection, make_url
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, DisconnectionError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from perfci.errors import StorageError
@@ -28,6 +29,8 @@ from perfci.settings import Settings, redact_url
 
 # Seconds a SQLite writer waits for another one before giving up ("database is locked").
 SQLITE_BUSY_TIMEOUT_S = 30
+# A pooled PostgreSQL connection idle longer than this is pinged before use.
+PING_AFTER_IDLE_S = 1.0
 
 
 def make_engine(url: str, **kwargs: Any) -> Engine:
@@ -37,7 +40,8 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     ``BEGIN IMMEDIATE`` for every transaction: a deferred transaction that reads and then
     writes fails at once with "database is locked" when another writer committed meanwhile,
     whereas an immediate one waits its turn. It also makes SAVEPOINTs work under pysqlite.
-    PostgreSQL: ``pool_pre_ping`` so that connections dropped by the server are replaced.
+    PostgreSQL: connections idle in the pool for more than ``PING_AFTER_IDLE_S`` are pinged on
+    checkout, so that ones dropped by the server meanwhile are replaced.
     """
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
@@ -46,7 +50,9 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
         engine = create_engine(parsed, connect_args=connect_args, **kwargs)
         _configure_sqlite(engine)
         return engine
-    return create_engine(parsed, pool_pre_ping=True, **kwargs)
+    engine = create_engine(parsed, **kwargs)
+    _ping_idle_connections(engine)
+    return engine
 
 
 def _ensure_sqlite_directory(database: str | None) -> None:
@@ -69,6 +75,36 @@ def _configure_sqlite(engine: Engine) -> None:
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Connection) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _ping_idle_connections(engine: Engine) -> None:
+    """``pool_pre_ping``, except for connections used within the last ``PING_AFTER_IDLE_S``.
+
+    A ping is a round trip and a statement on every checkout (0.2 to 1 ms of CPU per ingest
+    when measured, of ~6). A connection that was working a second ago is not worth checking;
+    a failure in that window is a disconnect error like any other, after which SQLAlchemy
+    replaces the pool's connections. This is the checkout-event recipe of SQLAlchemy's
+    "Disconnect Handling - Pessimistic", which retries with a new connection.
+    """
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(_dbapi_connection: Any, record: Any) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
+        if record is not None:
+            record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        idle_since = record.info.pop("idle_since", None)
+        if idle_since is not None and time.monotonic() - idle_since < PING_AFTER_IDLE_S:
+            return
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except engine.dialect.loaded_dbapi.Error as exc:
+            raise DisconnectionError(f"connection lost while idle: {exc}") from exc
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:

@@ -6,17 +6,18 @@ what was measured (the commit), and re-runs of one commit by when they ran.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+import json
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, Select, func, select, type_coerce
-from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session
 
 from perfci.errors import NotFoundError
 from perfci.model import Device, MetricKind, SeriesKey
+from perfci.store import _bulk
 from perfci.store.schema import (
     Benchmark,
     Commit,
@@ -28,8 +29,6 @@ from perfci.store.schema import (
     UTCDateTime,
     series_key_hash,
 )
-
-_CHUNK = 5000  # ids per IN (...) list
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,58 +104,62 @@ def run_samples(session: Session,
     """Per series: run id → that run's per-step values in repeat order.
 
     Runs appear in ascending id order; samples without a time (bytes only) are left out.
+    This is the baseline query (30 runs × 1,000 series): plain driver tuples, one parameter
+    for all ids (an ``IN`` list would be a new statement for every baseline), and the rows
+    grouped in one pass in the order the database sorted them.
     """
-    grouped: dict[int, dict[int, list[float]]] = {}
     ids = sorted(set(run_ids))
-    collect = (_collect_aggregated if session.get_bind().dialect.name == "postgresql"
-               else _collect_rows)
-    for start in range(0, len(ids), _CHUNK):
-        collect(session, ids[start:start + _CHUNK], grouped)
-    keys = _series_keys(session, grouped)
+    if not ids:
+        return {}
+    postgres = session.get_bind().dialect.name == "postgresql"
+    with _bulk.driver_cursor(session) as cursor, _bulk.no_cycle_collection():
+        if postgres:
+            # Binary results: no text parsing of 30,000 floats.
+            cursor.execute(_PG_SAMPLES, (ids,), binary=True)
+        else:
+            cursor.execute(_SQLITE_SAMPLES, (json.dumps(ids),))
+        grouped = _group_samples(cursor.fetchall())
+        if not grouped:
+            return {}
+        series_ids = list(grouped)
+        if postgres:
+            cursor.execute(_PG_SERIES, (series_ids,), binary=True)
+        else:
+            cursor.execute(_SQLITE_SERIES, (json.dumps(series_ids),))
+        keys = {series_id: SeriesKey(kind=_KINDS[kind], name=name, device=_DEVICES[device],
+                                     scope=scope, section=section)
+                for series_id, kind, name, device, scope, section in cursor.fetchall()}
     return {keys[series_id]: per_run for series_id, per_run in grouped.items()}
 
 
-def _collect_aggregated(session: Session, run_ids: list[int],
-                        grouped: dict[int, dict[int, list[float]]]) -> None:
-    """PostgreSQL: one row per series with its values as arrays, ordered by run and repeat.
-
-    A baseline is ~30,000 samples; fetched as rows they took longer than the whole 100 ms
-    budget, as 1,000 pairs of arrays about a third of it.
-    """
-    sample = Sample.__table__.c  # Core columns: no ORM row processing
-    order = (sample.run_id, sample.repeat)
-    query = (select(sample.series_id, func.array_agg(aggregate_order_by(sample.run_id, *order)),
-                    func.array_agg(aggregate_order_by(sample.value, *order)))
-             .where(sample.run_id.in_(run_ids), sample.value.is_not(None))
-             .group_by(sample.series_id))
-    for series_id, runs, values in session.execute(query).all():
-        per_run = grouped.setdefault(series_id, {})
-        for run_id, value in zip(runs, values, strict=True):
-            per_run.setdefault(run_id, []).append(value)
+# Primary key order: SQLite reads it straight off the key (ordering by series first costs a
+# sort of 20 ms there), PostgreSQL sorts nearly sorted rows.
+_SAMPLES = ("SELECT run_id, series_id, value FROM sample WHERE run_id {} "
+            "AND value IS NOT NULL ORDER BY run_id, series_id, repeat")
+_PG_SAMPLES = _SAMPLES.format("= ANY(%s::int4[])")
+_SQLITE_SAMPLES = _SAMPLES.format("IN (SELECT value FROM json_each(?))")
+_SERIES = "SELECT id, kind, name, device, scope, section FROM series WHERE id {}"
+_PG_SERIES = _SERIES.format("= ANY(%s::int4[])")
+_SQLITE_SERIES = _SERIES.format("IN (SELECT value FROM json_each(?))")
+_KINDS = {kind.value: kind for kind in MetricKind}  # MetricKind(value) is a slow call
+_DEVICES = {device.value: device for device in Device}
 
 
-def _collect_rows(session: Session, run_ids: list[int],
-                  grouped: dict[int, dict[int, list[float]]]) -> None:
-    """SQLite (in-process, rows are cheap): one row per sample, ordered by run and repeat."""
-    sample = Sample.__table__.c
-    query = (select(sample.series_id, sample.run_id, sample.value)
-             .where(sample.run_id.in_(run_ids), sample.value.is_not(None))
-             .order_by(sample.run_id, sample.series_id, sample.repeat))  # primary key order
-    for series_id, run_id, value in session.execute(query).all():
-        grouped.setdefault(series_id, {}).setdefault(run_id, []).append(value)
-
-
-def _series_keys(session: Session, series_ids: Collection[int]) -> dict[int, SeriesKey]:
-    ids = sorted(series_ids)
-    keys: dict[int, SeriesKey] = {}
-    series = Series.__table__.c
-    columns = (series.id, series.kind, series.name, series.device, series.scope, series.section)
-    for start in range(0, len(ids), _CHUNK):
-        query = select(*columns).where(series.id.in_(ids[start:start + _CHUNK]))
-        for series_id, kind, name, device, scope, section in session.execute(query):
-            keys[series_id] = SeriesKey(kind=MetricKind(kind), name=name, device=Device(device),
-                                        scope=scope, section=section)
-    return keys
+def _group_samples(rows: Iterable[tuple[int, int, float]]) -> dict[int, dict[int, list[float]]]:
+    """(run, series, value) rows in primary key order → series → run → values by repeat."""
+    grouped: dict[int, dict[int, list[float]]] = {}
+    values: list[float] = []
+    last_run = last_series = None
+    for run_id, series_id, value in rows:
+        if series_id == last_series and run_id == last_run:
+            values.append(value)  # the next repeat
+            continue
+        per_run = grouped.get(series_id)
+        if per_run is None:
+            per_run = grouped[series_id] = {}
+        values = per_run[run_id] = [value]
+        last_run, last_series = run_id, series_id
+    return grouped
 
 
 def series_history(session: Session, *, project: str, benchmark: str, series: SeriesKey,
