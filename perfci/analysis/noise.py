@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
+
+from perfci.analysis.stats import norm_ppf
 
 FloatArray = NDArray[np.float64]
 
@@ -89,7 +90,7 @@ def repeats_needed(sd: FloatArray, n_baseline: int, estimate: FloatArray, *, del
     """
     margin = math.log1p(delta)
     width = np.maximum(np.abs(np.abs(estimate) - margin), margin / 2)
-    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    z = norm_ppf(0.5 + confidence / 2)
     with np.errstate(all="ignore"):
         inverse_m = (width / (z * sd)) ** 2 - 1.0 / n_baseline
         needed = np.ceil(1.0 / inverse_m)

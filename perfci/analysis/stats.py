@@ -9,12 +9,15 @@ References
 - Student's pooled two-sample t: e.g. Welch (1947), *Biometrika* 34, 28–35, for the unpooled one.
 - Hodges & Lehmann (1963), *Ann. Math. Statist.* 34, 598–611 (shift estimate);
   Moses' distribution-free interval (Hollander & Wolfe, *Nonparametric Statistical Methods*, §4.3).
-- Mann & Whitney (1947), *Ann. Math. Statist.* 18, 50–60.
+- Mann & Whitney (1947), *Ann. Math. Statist.* 18, 50–60; exact null distribution by
+  Löffler (1983), *Metrika* 30, 49–57 ("Über eine Partition der natürlichen Zahlen und ihre
+  Anwendung beim U-Test"), in the form of scipy 1.17's ``scipy.stats._mannwhitneyu._MWU``.
 - Benjamini & Hochberg (1995), *J. R. Statist. Soc. B* 57, 289–300.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Sequence
@@ -22,7 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
+
+# scipy.special, not scipy.stats: the distributions below are its ufuncs behind scipy.stats'
+# wrappers, and importing scipy.stats costs ~0.6 s of CPU, most of `perfci check`'s budget.
+from scipy import special
 
 from perfci.errors import PerfciError
 
@@ -148,15 +154,16 @@ def welch_t(base: FloatArray, cand: FloatArray, *, confidence: float) -> ShiftTe
 def mann_whitney(base: FloatArray, cand: FloatArray, *, confidence: float) -> ShiftTest:
     """Mann–Whitney U (two-sided) with the Hodges–Lehmann shift and Moses' interval.
 
-    Exact p-values (scipy's, which handle ties) while the smaller group has at most 20 values,
-    else the tie-corrected normal approximation. The interval takes order statistics of the
-    ``n·m`` pairwise differences at the normal-approximation critical value of U, so it is
-    approximate for tiny samples.
+    Exact p-values while the smaller group has at most 20 values (as scipy's
+    ``mannwhitneyu(method="exact")``: tied values get midranks and the truncated ``U`` is
+    looked up in the no-ties distribution), else the tie-corrected normal approximation. The
+    interval takes order statistics of the ``n·m`` pairwise differences at the
+    normal-approximation critical value of U, so it is approximate for tiny samples.
     """
     n, m = base.shape[-1], cand.shape[-1]
     pairs = np.sort((cand[:, :, None] - base[:, None, :]).reshape(len(base), n * m), axis=-1)
     estimate = np.median(pairs, axis=-1)
-    z = stats.norm.ppf(0.5 + confidence / 2)
+    z = norm_ppf(0.5 + confidence / 2)
     k = math.floor(n * m / 2 - z * math.sqrt(n * m * (n + m + 1) / 12))
     k = min(max(k, 0), n * m - 1)
     p_value = _mann_whitney_p(base, cand)
@@ -198,8 +205,8 @@ def _t_result(diff: FloatArray, se: FloatArray, dof: FloatArray, sd: FloatArray,
     """p-value and interval from a t statistic; zero standard errors are decided exactly."""
     with np.errstate(all="ignore"):
         t = diff / se
-        p = 2.0 * stats.t.sf(np.abs(t), dof)
-        half = stats.t.ppf(0.5 + confidence / 2, dof) * se
+        p = 2.0 * _t_sf(np.abs(t), dof)
+        half = _t_ppf(0.5 + confidence / 2, dof) * se
     zero_se = se == 0
     p = np.where(zero_se, np.where(diff == 0, 1.0, 0.0), p)
     half = np.where(zero_se, 0.0, half)
@@ -207,15 +214,129 @@ def _t_result(diff: FloatArray, se: FloatArray, dof: FloatArray, sd: FloatArray,
 
 
 def _mann_whitney_p(base: FloatArray, cand: FloatArray) -> FloatArray:
-    """Two-sided MW p-values: exact (scipy handles ties) for small groups, else asymptotic.
+    """Two-sided MW p-values: exact for small groups, else asymptotic (tie-corrected).
 
     Rows whose values are all equal get p = 1 (no evidence either way).
     """
     both = np.concatenate([base, cand], axis=-1)
     constant = both.min(axis=-1) == both.max(axis=-1)
     p = np.ones(len(base))
-    method = "exact" if min(base.shape[-1], cand.shape[-1]) <= 20 else "asymptotic"
     rows = ~constant
     if rows.any():
-        p[rows] = stats.mannwhitneyu(cand[rows], base[rows], axis=-1, method=method).pvalue
+        p[rows] = mann_whitney_u_p(cand[rows], base[rows])
     return p
+
+
+def mann_whitney_u_p(x: FloatArray, y: FloatArray) -> FloatArray:
+    """Two-sided Mann–Whitney U p-value of each row of ``x`` against the same row of ``y``.
+
+    Equal, bit for bit, to ``scipy.stats.mannwhitneyu(x, y, axis=-1, method=m).pvalue`` with
+    ``m = "exact"`` while ``min(n1, n2) <= 20``, else ``"asymptotic"`` (tests hold scipy as
+    the oracle). Why not call scipy: importing scipy.stats dominates ``perfci check``'s cold
+    start, and this is the only part of it the check path needs.
+    """
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if np.isnan(x).any() or np.isnan(y).any():
+        raise ValueError("`x` and `y` must not contain NaNs.")
+    n1, n2 = x.shape[-1], y.shape[-1]
+    ranks, tie_term = _average_ranks(np.concatenate([x, y], axis=-1))
+    u1 = ranks[..., :n1].sum(axis=-1) - n1 * (n1 + 1) / 2
+    u = np.maximum(u1, n1 * n2 - u1)
+    if min(n1, n2) <= 20:
+        # scipy truncates a midrank U (ties) to an integer before the lookup; so does this.
+        p = _mwu_exact_sf(np.asarray(u, dtype=np.int64), n1, n2)
+    else:
+        n = n1 + n2
+        s = np.sqrt(n1 * n2 / 12 * ((n + 1) - tie_term / (n * (n - 1))))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = (u - n1 * n2 / 2 - 0.5) / s
+        p = special.ndtr(-z)
+    return np.asarray(np.clip(p * 2, 0.0, 1.0), dtype=np.float64)
+
+
+def _average_ranks(values: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Midranks (1-based) along the last axis, and ``Σ (t³ − t)`` over each row's tie groups."""
+    order = np.argsort(values, axis=-1, kind="stable")
+    ordered = np.take_along_axis(values, order, axis=-1)
+    size = values.shape[-1]
+    starts = np.ones(values.shape, dtype=bool)
+    starts[..., 1:] = ordered[..., 1:] != ordered[..., :-1]
+    ends = np.ones(values.shape, dtype=bool)
+    ends[..., :-1] = starts[..., 1:]
+    index = np.arange(size)
+    first = np.maximum.accumulate(np.where(starts, index, 0), axis=-1)
+    last = np.minimum.accumulate(np.where(ends, index, size - 1)[..., ::-1], axis=-1)[..., ::-1]
+    ranks = np.empty(values.shape, dtype=np.float64)
+    # Half-integers: exact in floating point, whatever the order of later sums.
+    np.put_along_axis(ranks, order, (first + last) / 2 + 1, axis=-1)
+    ties = (last - first + 1).astype(np.float64)
+    tie_term = np.where(starts, ties**3 - ties, 0.0).sum(axis=-1)
+    return ranks, tie_term
+
+
+def _mwu_exact_sf(k: NDArray[np.int64], n1: int, n2: int) -> FloatArray:
+    """``P(U >= k)`` under the null (no ties), as scipy's ``_MWU.sf``: summed from the left."""
+    n1, n2 = min(n1, n2), max(n1, n2)
+    pmf, cdf = _mwu_null(n1, n2)
+    kc = np.asarray(n1 * n2 - k)
+    left = k < kc
+    kc[left] = k[left]
+    sf = np.array(cdf[kc], dtype=np.float64)  # writable, also for a single (0-d) row
+    sf[left] = 1.0 - sf[left] + pmf[kc[left]]
+    return sf
+
+
+@functools.lru_cache(maxsize=64)
+def _mwu_null(n1: int, n2: int) -> tuple[FloatArray, FloatArray]:
+    """pmf and cdf of U for ``u <= n1·n2 / 2`` (``n1 <= n2``), by Löffler's recurrence.
+
+    ``N(u) = (1/u) Σ_{i<u} N(i) σ(u − i)`` with ``σ(a) = Σ_{d | a, d <= n1} d −
+    Σ_{d | a, n2 < d <= n1+n2} d``. The arithmetic (uint64 counts, float64 dot products, a
+    switch to floats past 2⁶⁴) is scipy's own, so the p-values are bit-identical to it; each
+    entry depends only on the ones before it, so computing the whole half at once changes none.
+    """
+    top = n1 * n2 // 2
+    sigma = np.zeros(top + 1, dtype=int)
+    for d in range(1, n1 + 1):
+        sigma[d::d] += d
+    for d in range(n2 + 1, n2 + n1 + 1):
+        sigma[d::d] -= d
+    sigma = sigma[1:]
+    counts = np.zeros(top + 1, dtype=np.uint64)
+    counts_are_ints = True
+    uint_max = np.iinfo(np.uint64).max
+    counts[0] = 1
+    for u in range(1, top + 1):
+        value = np.dot(counts[:u], sigma[u - 1::-1]) / u
+        if value > uint_max and counts_are_ints:
+            counts = counts.astype(float)
+            counts_are_ints = False
+        counts[u] = value
+    pmf = counts / special.binom(n1 + n2, n1)
+    return pmf, np.cumsum(pmf)
+
+
+def _t_sf(x: FloatArray, dof: FloatArray) -> FloatArray:
+    """``scipy.stats.t.sf(x, dof)``: its ufunc, with the wrapper's NaN for ``dof <= 0``."""
+    x, dof = np.broadcast_arrays(np.asarray(x, dtype=np.float64),
+                                 np.asarray(dof, dtype=np.float64))
+    inside = (dof > 0) & (x < np.inf)
+    values = np.where(dof > 0, np.where(np.isnan(x), np.nan, 0.0), np.nan)
+    if inside.any():
+        values[inside] = special.stdtr(dof[inside], -x[inside])
+    return values
+
+
+def _t_ppf(q: float, dof: FloatArray) -> FloatArray:
+    """``scipy.stats.t.ppf(q, dof)``: its ufunc inside (0, 1), ∓inf at 0 and 1, else NaN."""
+    dof = np.asarray(dof, dtype=np.float64)
+    if 0 < q < 1:
+        inside = special.stdtrit(np.where(dof > 0, dof, 1.0), q)
+    else:
+        inside = np.full(dof.shape, -np.inf if q == 0 else np.inf if q == 1 else np.nan)
+    return np.where(dof > 0, inside, np.nan)
+
+
+def norm_ppf(q: float) -> float:
+    """``scipy.stats.norm.ppf(q)``, which is ``ndtri`` for ``0 < q < 1``."""
+    return float(special.ndtri(q))

@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import TYPE_CHECKING
 
 import typer
 
-from perfci.report import _format as fmt
-from perfci.settings import get_settings
-from perfci.store.db import Store, open_store
-from perfci.usecases.alerts import STATUSES, AlertInfo, list_alerts, set_alert_status
+if TYPE_CHECKING:  # the store and use cases load only when a command runs (CLI cold start)
+    from perfci.store.db import Store
+    from perfci.usecases.alerts import AlertInfo
+
+#: perfci.usecases.alerts.STATUSES, spelled out for the help text so that building the CLI does
+#: not import the store (tests/test_cold_start.py checks that the two agree).
+STATUSES = ("open", "acknowledged", "dismissed")
 
 alerts_app = typer.Typer(help="List, acknowledge and dismiss change-point alerts.",
                          no_args_is_help=True)
@@ -23,6 +27,9 @@ _URL_HELP = "Database URL (default: settings, else the embedded SQLite store)."
 
 
 def _open(database_url: str | None, project: str | None = None) -> tuple[Store, str | None]:
+    from perfci.settings import get_settings
+    from perfci.store.db import open_store
+
     settings = get_settings({"database_url": database_url, "project": project})
     return open_store(settings), settings.project
 
@@ -38,6 +45,8 @@ def list_command(
     database_url: str | None = typer.Option(None, "--database-url", help=_URL_HELP),
 ) -> None:
     """List alerts, newest first."""
+    from perfci.usecases.alerts import list_alerts
+
     store, name = _open(database_url, project)
     try:
         with store.sessions() as session:
@@ -61,6 +70,9 @@ def _status_command(status: str, verb: str) -> None:
         note: str | None = typer.Option(None, "--note", help="Why; shown with the alert."),
         database_url: str | None = typer.Option(None, "--database-url", help=_URL_HELP),
     ) -> None:
+        from perfci.report import _format as fmt
+        from perfci.usecases.alerts import set_alert_status
+
         store, _ = _open(database_url)
         try:
             with store.sessions() as session:
@@ -81,6 +93,8 @@ _status_command("open", "Reopen")
 
 def _line(a: AlertInfo) -> str:
     """One alert per line (grep-friendly): id, status, benchmark, change, commits, series."""
+    from perfci.report import _format as fmt
+
     p_value = "p<0.001" if a.p_value < 0.001 else f"p={a.p_value:.3f}"
     note = f"  ({a.note})" if a.note else ""
     return (f"#{a.id}  {a.status:<12}  {a.benchmark}  {fmt.pct(a.change)}  "

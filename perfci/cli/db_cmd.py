@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from perfci.settings import get_settings, redact_url
-from perfci.store import db
+# Alembic, SQLAlchemy and pydantic load inside the commands: `perfci --help` stays fast.
 
 db_app = typer.Typer(help="Create, migrate and inspect the perfci database schema.",
                      no_args_is_help=True)
@@ -15,6 +14,8 @@ _URL_HELP = ("Database URL (default: PERFCI_DATABASE_URL, the config file, else 
 
 
 def _resolve(database_url: str | None) -> str:
+    from perfci.settings import get_settings
+
     return get_settings({"database_url": database_url}).resolved_database_url()
 
 
@@ -24,6 +25,9 @@ def upgrade_command(
     database_url: str | None = typer.Option(None, "--database-url", help=_URL_HELP),
 ) -> None:
     """Migrate the schema up to REVISION (default: the newest)."""
+    from perfci.settings import redact_url
+    from perfci.store import db
+
     url = _resolve(database_url)
     reached = db.upgrade(url, revision)
     typer.echo(f"{redact_url(url)}: schema at revision {reached or 'base (empty)'}")
@@ -35,6 +39,9 @@ def downgrade_command(
     database_url: str | None = typer.Option(None, "--database-url", help=_URL_HELP),
 ) -> None:
     """Migrate the schema down to REVISION. Data in removed tables is lost."""
+    from perfci.settings import redact_url
+    from perfci.store import db
+
     url = _resolve(database_url)
     reached = db.downgrade(url, revision)
     typer.echo(f"{redact_url(url)}: schema at revision {reached or 'base (empty)'}")
@@ -45,6 +52,9 @@ def current_command(
     database_url: str | None = typer.Option(None, "--database-url", help=_URL_HELP),
 ) -> None:
     """Show the schema revision of the database and whether it is up to date."""
+    from perfci.settings import redact_url
+    from perfci.store import db
+
     url = _resolve(database_url)
     found, head = db.current(url), db.head_revision()
     if found is None:

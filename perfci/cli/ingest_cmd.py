@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from perfci.cli._console import err_console
-from perfci.context import detect_run_context
-from perfci.settings import get_settings, redact_url
-from perfci.store.db import open_store
-from perfci.usecases.ingest import IngestResult, ingest_run, parse_repeats
+if TYPE_CHECKING:  # the parsers and the store load when the command runs (CLI cold start)
+    from perfci.usecases.ingest import IngestResult
 
 
 def _pairs(values: list[str]) -> dict[str, str]:
@@ -48,6 +46,12 @@ def ingest_command(
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Parse profile files and store them as one run (idempotent: re-ingesting is a no-op)."""
+    from perfci.cli._console import err_console
+    from perfci.context import detect_run_context
+    from perfci.settings import get_settings
+    from perfci.store.db import open_store
+    from perfci.usecases.ingest import ingest_run, parse_repeats
+
     environment = _pairs(env)
     # Parse everything first: a bad file stops here, before the store is even opened.
     repeats = parse_repeats(files, format=format, repeat=repeat)
@@ -71,6 +75,8 @@ def ingest_command(
 
 def _report(result: IngestResult, *, project: str, benchmark: str, url: str,
             as_json: bool) -> None:
+    from perfci.settings import redact_url
+
     if as_json:
         typer.echo(json.dumps({"run_id": result.run_id, "created": result.created,
                                "project": project, "benchmark": benchmark,

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.table import Table
 
-from perfci import usecases
 from perfci.cli._console import console, err_console
-from perfci.model import Profile
-from perfci.units import format_ns
+
+if TYPE_CHECKING:
+    from perfci.model import Profile
 
 
 def _option_pairs(values: list[str]) -> dict[str, str]:
@@ -25,6 +25,10 @@ def _option_pairs(values: list[str]) -> dict[str, str]:
 
 
 def _show(profile: Profile, top: int) -> None:
+    from rich.table import Table
+
+    from perfci.units import format_ns
+
     steps = f", {profile.steps} steps" if profile.steps is not None else ""
     console.print(f"[bold]{profile.label}[/] ({profile.format}, {len(profile.metrics)} metrics"
                   f"{steps}) — {profile.source}", markup=True)
@@ -63,6 +67,8 @@ def parse_command(
     top: int = typer.Option(15, "--top", help="Rows shown per metric kind.", min=1),
 ) -> None:
     """Parse profiler output into metrics: a table per profile, or JSON."""
+    from perfci import usecases
+
     profiles = usecases.parse_profiles(files, format=format, options=_option_pairs(option))
     for profile in profiles:
         for warning in profile.warnings:

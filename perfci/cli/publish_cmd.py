@@ -7,8 +7,6 @@ from pathlib import Path
 import typer
 
 from perfci.cli._console import console, err_console
-from perfci.settings import get_settings
-from perfci.usecases.publish import publish_artifact
 
 
 def publish_command(
@@ -25,6 +23,10 @@ def publish_command(
     The report is data, never code: its PR number and commit are validated, and with --commit
     a report for another commit is refused.
     """
+    # Here, not at the top: requests, jinja2 and pydantic are not needed to build the CLI.
+    from perfci.settings import get_settings
+    from perfci.usecases.publish import publish_artifact
+
     outcome = publish_artifact(report, settings=get_settings(), markdown=markdown,
                                repository=repo, commit=commit)
     for warning in outcome.warnings:

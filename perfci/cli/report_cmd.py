@@ -10,24 +10,16 @@ import os
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from perfci.cli._console import err_console
-from perfci.context import detect_run_context
 from perfci.errors import ConfigError
-from perfci.github import GitHubClient
-from perfci.report.weekly_html import render_html
-from perfci.report.weekly_markdown import (
-    issue_title,
-    render_markdown,
-    render_slack,
-    weekly_marker,
-)
-from perfci.settings import Settings, get_settings
-from perfci.slack import post_slack
-from perfci.store.db import open_store
-from perfci.usecases.weekly import WeeklyReport, build_weekly_report, report_to_dict, week_bounds
+
+if TYPE_CHECKING:  # the report stack (scipy, matplotlib, jinja2, the store) loads when run
+    from perfci.settings import Settings
+    from perfci.usecases.weekly import WeeklyReport
 
 FORMATS = ("html", "md", "json")
 TARGETS = ("github-issue", "slack")
@@ -43,6 +35,8 @@ def period(since: str | None, week: str | None, *,
     if since and week:
         raise ConfigError("give --since or --week, not both")
     if week:
+        from perfci.usecases.weekly import week_bounds
+
         return week_bounds(week)
     match = _DURATION.match((since or "7d").strip().lower())
     if not match:
@@ -80,6 +74,12 @@ def report_command(
                                                  "embedded SQLite store)."),
 ) -> None:
     """Write the weekly trend report: change points, the kernels behind them, noise, coverage."""
+    from perfci.report.weekly_markdown import render_slack
+    from perfci.settings import get_settings
+    from perfci.slack import post_slack
+    from perfci.store.db import open_store
+    from perfci.usecases.weekly import build_weekly_report
+
     _check_choices(formats, FORMATS, "--format")
     _check_choices(post, TARGETS, "--post")
     start, until = period(since, week)
@@ -125,14 +125,23 @@ def write_report(report: WeeklyReport, out: Path, formats: list[str], *,
 
 def _render(report: WeeklyReport, kind: str, repo: str | None) -> str:
     if kind == "html":
+        from perfci.report.weekly_html import render_html
+
         return render_html(report)
     if kind == "md":
+        from perfci.report.weekly_markdown import render_markdown
+
         return render_markdown(report, repo=repo)
+    from perfci.usecases.weekly import report_to_dict
+
     return json.dumps(report_to_dict(report), indent=1, ensure_ascii=False) + "\n"
 
 
 def _post_issue(report: WeeklyReport, repo: str, labels: list[str],
                 settings: Settings) -> None:
+    from perfci.github import GitHubClient
+    from perfci.report.weekly_markdown import issue_title, render_markdown, weekly_marker
+
     with GitHubClient.from_settings(settings) as client:
         issue = client.create_or_update_issue(
             repo, issue_title(report.project, report.week), render_markdown(report, repo=repo),
@@ -157,6 +166,8 @@ def _check_targets(post: list[str], repo: str | None, webhook: str | None) -> No
 
 def _default_project() -> str:
     """The project name ``perfci ingest`` would have used: the repository, else the folder."""
+    from perfci.context import detect_run_context
+
     return detect_run_context(None).project
 
 

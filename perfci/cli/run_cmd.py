@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from perfci.cli._console import err_console
-from perfci.runner import RepeatResult, run_benchmark
-from perfci.settings import find_project_root
+
+if TYPE_CHECKING:
+    from perfci.runner import RepeatResult
 
 
 def run_with_progress(command: list[str], *, benchmark: str, repeats: int, profiler: str,
                       work_dir: Path, globs: list[str] | None = None) -> list[list[Path]]:
     """Run the benchmark with a progress bar on stderr; returns the files of each repeat."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from perfci.runner import run_benchmark
+
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                   TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
                   console=err_console, transient=True) as progress:
@@ -32,6 +37,8 @@ def run_with_progress(command: list[str], *, benchmark: str, repeats: int, profi
 
 
 def default_work_dir(benchmark: str) -> Path:
+    from perfci.settings import find_project_root
+
     return find_project_root() / ".perfci" / "runs" / benchmark
 
 
