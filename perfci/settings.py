@@ -61,6 +61,12 @@ class Settings(BaseSettings):
     # Benchmarks declared in config: {name: {command = [...], profiler = "torch", ...}}.
     benchmarks: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
+    # --- service (perfci serve) ---
+    # Largest request body an upload may send, in bytes (413 beyond it).
+    max_body_bytes: int = Field(64 * 1024 * 1024, ge=1)
+    # Most metrics one uploaded run may hold, all repeats together (422 beyond it).
+    max_metrics: int = Field(200_000, ge=1)
+
     # --- GitHub ---
     github_token: SecretStr | None = None
     github_api_url: str = "https://api.github.com"

@@ -179,15 +179,15 @@ def _check_args(tmp: Path, name: str, files: list[str], url: str, project: str) 
     return args
 
 
-def test_known_slowdown_is_found_and_attributed(source: Source, store_url: str, tmp_path: Path,
+def test_known_slowdown_is_found_and_attributed(source: Source, migrated_url: str, tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     rng = np.random.default_rng(20260101)
     project = f"e2e-{source.name}-{uuid.uuid4().hex[:8]}"
-    _ingest_baseline(tmp_path, source, store_url, project, rng)
+    _ingest_baseline(tmp_path, source, migrated_url, project, rng)
     capsys.readouterr()
 
     slow = _write_repeats(tmp_path / "pr-1", source, rng, CANDIDATE_REPEATS, slow=True)
-    assert main(_check_args(tmp_path, "pr-1", slow, store_url, project)) == 1
+    assert main(_check_args(tmp_path, "pr-1", slow, migrated_url, project)) == 1
     printed = capsys.readouterr().out
     assert source.kernel in printed
     assert md_escape(source.kernel) in (tmp_path / "pr-1.md").read_text(encoding="utf-8")
@@ -207,7 +207,7 @@ def test_known_slowdown_is_found_and_attributed(source: Source, store_url: str, 
     assert top.delta_ns == pytest.approx(_added_per_step(source), rel=0.25)
 
     same = _write_repeats(tmp_path / "pr-2", source, rng, CANDIDATE_REPEATS)
-    assert main(_check_args(tmp_path, "pr-2", same, store_url, project)) == 0
+    assert main(_check_args(tmp_path, "pr-2", same, migrated_url, project)) == 0
     unchanged = comparison_from_dict(json.loads((tmp_path / "pr-2.json").read_text()))
     assert unchanged.verdict is not Verdict.REGRESSION
     assert not unchanged.gated_regressions

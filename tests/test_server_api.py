@@ -422,3 +422,42 @@ def test_remote_upload_of_profiles_and_files(server: ServerProcess, engine: Engi
         remote.upload_run(server.url, "pci_nope", project=project, benchmark="gpt",
                           context=context, repeats=[_profiles(1.0)])
     assert caught.value.status == 401
+
+
+def test_remote_mode_ingest_and_check_upload_to_the_server(
+        server: ServerProcess, engine: Engine, project: str, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """With PERFCI_SERVER_URL and PERFCI_TOKEN the CLI holds no database: it uploads."""
+    from perfci.cli.main import main
+
+    monkeypatch.setenv("PERFCI_SERVER_URL", server.url)
+    monkeypatch.setenv("PERFCI_TOKEN", make_token(engine, project))
+    monkeypatch.setenv("PERFCI_DATABASE_URL", "sqlite:////nonexistent/never-used.db")
+    rng = np.random.default_rng(11)
+
+    def files(tag: str, scale: float) -> list[str]:
+        paths = []
+        for r in range(3):
+            gemm = 6.0 * scale * float(np.exp(rng.normal(0, 0.005)))
+            path = tmp_path / f"{tag}-{r}.json"
+            path.write_text(json.dumps({"perfci_version": "0.1.0",
+                                        **document(gemm + 4.0, gemm)}))
+            paths.append(str(path))
+        return paths
+
+    common = ["--benchmark", "gpt", "--project", project, "--env", "gpu=remote-test"]
+    for i in range(4):
+        assert main(["ingest", *files(f"base{i}", 1.0), *common, "--commit", f"{i:040x}",
+                     "--branch", "main", "--ci-run-id", f"b{i}"]) == 0
+    before = counts(engine)
+    profiles = [arg for f in files("pr", 1.2) for arg in ("--profile", f)]
+    code = main(["check", *profiles, *common, "--commit", "f" * 40, "--branch", "fix",
+                 "--base-branch", "main", "--ci-run-id", "pr1", "--no-comment"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert "ampere_sgemm_128x64_tn" in out
+    after = counts(engine)
+    assert after["run"] == before["run"] + 1 and after["comparison"] == before["comparison"] + 1
+    monkeypatch.delenv("PERFCI_TOKEN")
+    assert main(["ingest", *files("x", 1.0), *common, "--commit", "e" * 40]) == 2
+    assert "PERFCI_TOKEN" in capsys.readouterr().err

@@ -63,6 +63,13 @@ def ingest_command(
         "commit": commit, "branch": branch, "base_branch": base_branch, "pr_number": pr,
         "ci_run_id": ci_run_id, "ci_run_attempt": ci_run_attempt,
         "environment": environment})
+    if settings.server_url:
+        from perfci.usecases.submit import submit_remote
+
+        remote = submit_remote(settings, context=context, benchmark=benchmark, repeats=repeats)
+        _report(remote.ingest, project=context.project, benchmark=benchmark,
+                url=settings.server_url, as_json=as_json)
+        return
     store = open_store(settings)
     try:
         with store.sessions() as session:

@@ -1,11 +1,13 @@
 """Entry point: builds the Typer app from the subcommand modules and maps errors to exit codes.
 
-Exit codes: 0 success / no regression, 1 a gated regression, 2 usage or input error.
+Exit codes: 0 success / no regression, 1 a gated regression, 2 usage or input error (and,
+with a traceback, a bug in perfci: never 1, so that a crash is never read as a regression).
 """
 
 from __future__ import annotations
 
 import sys
+import traceback
 
 import typer
 from typer._click.exceptions import ClickException
@@ -22,6 +24,8 @@ from perfci.cli import (
     publish_cmd,
     report_cmd,
     run_cmd,
+    serve_cmd,
+    token_cmd,
 )
 from perfci.cli._console import err_console
 from perfci.errors import PerfciError
@@ -37,7 +41,7 @@ app = typer.Typer(
 
 # Each subcommand module exposes register(app).
 for _module in (parse_cmd, formats_cmd, run_cmd, ingest_cmd, db_cmd, compare_cmd, check_cmd,
-                report_cmd, alerts_cmd, publish_cmd):
+                report_cmd, alerts_cmd, publish_cmd, serve_cmd, token_cmd):
     _module.register(app)
 
 
@@ -60,7 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = app(args=argv if argv is not None else sys.argv[1:], standalone_mode=False)
     except PerfciError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+        # Messages carry benchmark output and kernel names: "[rank0]" is not Rich markup.
+        err_console.print("error:", str(exc), style="bold red", markup=False, highlight=False,
+                          soft_wrap=True)
         return exc.exit_code
     except typer.Exit as exc:
         return exc.exit_code
@@ -69,6 +75,14 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except ClickException as exc:  # typer vendors click: its usage errors are not click.*
         exc.show()
+        return 2
+    except KeyboardInterrupt:
+        err_console.print("interrupted", markup=False)
+        return 130
+    except Exception:  # noqa: BLE001 - a bug: show it, but never exit 1 ("regression")
+        traceback.print_exc()
+        err_console.print("internal error in perfci (the traceback above is a bug: please "
+                          "report it)", markup=False)
         return 2
     return result if isinstance(result, int) else 0
 

@@ -39,8 +39,7 @@ from perfci.server.schemas import (
 )
 from perfci.store.queries import RunInfo
 from perfci.usecases import browse, tokens
-from perfci.usecases.ingest import ingest_run
-from perfci.usecases.submit import SubmitResult, compare_run_now, latest_comparison, submit_run
+from perfci.usecases.submit import SubmitResult, submit_run
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorPublic, "description": description} for status, description in {
@@ -135,22 +134,9 @@ def _as_request_error(exc: ValidationError) -> Exception:
 
 def _submit(session: Any, *, context: RunContext, benchmark: str,
             repeats: list[list[Profile]], settings: Any, key: str | None) -> SubmitResult:
-    """``submit_run``, with the client's Idempotency-Key as the run key when it sent one.
-
-    Without a key this *is* ``submit_run``; with one it is the same sequence (ingest, reuse the
-    stored comparison on a retry, else compare now), because ``submit_run`` takes no key yet.
-    """
-    if key is None:
-        return submit_run(session, context=context, benchmark=benchmark, repeats=repeats,
-                          settings=settings)
-    ingest = ingest_run(session, context=context, benchmark=benchmark, repeats=repeats,
-                        idempotency_key=key)
-    if not ingest.created:
-        stored = latest_comparison(session, ingest.run_id)
-        if stored is not None:
-            return SubmitResult(ingest, stored)
-    return SubmitResult(ingest, compare_run_now(session, ingest.run_id, settings=settings,
-                                                merge_base=context.merge_base))
+    """``submit_run``, with the client's Idempotency-Key as the run key when it sent one."""
+    return submit_run(session, context=context, benchmark=benchmark, repeats=repeats,
+                      settings=settings, idempotency_key=key)
 
 
 # --- reads ------------------------------------------------------------------------------------

@@ -6,7 +6,6 @@ Nothing is built at import. ``perfci serve`` runs :func:`create_app_from_env` th
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,7 +17,6 @@ from fastapi.staticfiles import StaticFiles
 from sqlalchemy import text
 
 from perfci import __version__
-from perfci.errors import ConfigError
 from perfci.server import api, pages
 from perfci.server.deps import Limits
 from perfci.server.errors import error_body, install_handlers
@@ -29,7 +27,6 @@ from perfci.store.db import make_engine, make_sessionmaker
 
 STATIC = Path(__file__).parent / "static"
 #: Environment variables for the limits, for as long as Settings has no fields for them.
-LIMIT_ENV = {"max_body_bytes": "PERFCI_MAX_BODY_BYTES", "max_metrics": "PERFCI_MAX_METRICS"}
 
 
 def create_app(settings: Settings, *, limits: Limits | None = None,
@@ -100,21 +97,9 @@ def _document_upload_body(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-def limits_from(settings: Settings, env: dict[str, str] | None = None) -> Limits:
-    """Limits from settings fields when present, else ``PERFCI_MAX_*``, else the defaults."""
-    env = dict(os.environ) if env is None else env
-    values = {}
-    for field, variable in LIMIT_ENV.items():
-        value = getattr(settings, field, None) or env.get(variable)
-        if value is None:
-            continue
-        try:
-            values[field] = int(value)
-        except ValueError:
-            raise ConfigError(f"{variable} must be an integer, got {value!r}") from None
-        if values[field] < 1:
-            raise ConfigError(f"{variable} must be positive, got {value!r}")
-    return Limits(**values)
+def limits_from(settings: Settings) -> Limits:
+    """Upload limits from the settings (``PERFCI_MAX_BODY_BYTES``, ``PERFCI_MAX_METRICS``)."""
+    return Limits(max_body_bytes=settings.max_body_bytes, max_metrics=settings.max_metrics)
 
 
 def create_app_from_env() -> FastAPI:

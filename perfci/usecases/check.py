@@ -241,8 +241,11 @@ def _submit(settings: Settings, context: RunContext, benchmark: str,
             repeats: list[list[Profile]],
             baseline_branch: str | None) -> tuple[SubmitResult, str]:
     from perfci.store.db import open_store
-    from perfci.usecases.submit import submit_run
+    from perfci.usecases.submit import submit_remote, submit_run
 
+    if settings.server_url:
+        remote = submit_remote(settings, context=context, benchmark=benchmark, repeats=repeats)
+        return remote, settings.server_url
     store = open_store(settings)
     try:
         with store.sessions() as session:

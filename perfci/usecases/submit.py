@@ -38,13 +38,17 @@ def compare_options(settings: Settings) -> CompareOptions:
 
 def submit_run(session: Session, *, context: RunContext, benchmark: str,
                repeats: Sequence[Sequence[Profile]], settings: Settings,
-               baseline_branch: str | None = None) -> SubmitResult:
+               baseline_branch: str | None = None,
+               idempotency_key: str | None = None) -> SubmitResult:
     """Ingest ``repeats`` as one run, compare it, store and return the comparison.
 
     A run that was already stored (a retried CI job or upload) is not compared again: the
     comparison it got the first time is returned, so a retry reports the same verdict.
+    ``idempotency_key`` (an HTTP client's ``Idempotency-Key``) replaces the run key derived
+    from the context.
     """
-    ingest = ingest_run(session, context=context, benchmark=benchmark, repeats=repeats)
+    ingest = ingest_run(session, context=context, benchmark=benchmark, repeats=repeats,
+                        idempotency_key=idempotency_key)
     if not ingest.created:
         stored = latest_comparison(session, ingest.run_id)
         if stored is not None:
@@ -85,3 +89,27 @@ def latest_comparison(session: Session, run_id: int) -> RunComparison | None:
              .order_by(Comparison.id.desc()).limit(1))
     found = session.execute(query).scalar()
     return None if found is None else comparison_from_dict(found)
+
+
+def submit_remote(settings: Settings, *, context: RunContext, benchmark: str,
+                  repeats: Sequence[Sequence[Profile]]) -> SubmitResult:
+    """:func:`submit_run` on a perfci server (remote mode: the runner holds no DB credentials).
+
+    The server runs the same sequence and answers with the comparison; the upload carries an
+    Idempotency-Key derived from its content, so a retried CI job gets the same run back.
+    """
+    from perfci.errors import ConfigError
+    from perfci.remote import comparison_of, upload_run
+
+    if settings.server_url is None:
+        raise ConfigError("remote mode needs a server URL (PERFCI_SERVER_URL)")
+    if settings.token is None:
+        raise ConfigError(f"PERFCI_SERVER_URL is set ({settings.server_url}) but PERFCI_TOKEN "
+                          "is not: create an upload token with `perfci token create`")
+    answer = upload_run(settings.server_url, settings.token.get_secret_value(),
+                        project=context.project, benchmark=benchmark, context=context,
+                        repeats=repeats)
+    ingest = IngestResult(run_id=int(answer["run_id"]), created=bool(answer["created"]),
+                          series=int(answer.get("series", 0)),
+                          samples=int(answer.get("samples", 0)))
+    return SubmitResult(ingest, comparison_of(answer))
