@@ -170,3 +170,13 @@ def test_guarded_t_and_mann_whitney_p_values_equal_the_scipy_stats_ones() -> Non
     p = np.where(se == 0, np.where(diff == 0, 1.0, 0.0), p)
     assert np.array_equal(result.p_value, p)
     assert np.array_equal(result.ci_high, diff + np.where(se == 0, 0.0, half))
+
+
+def test_an_up_to_date_store_opens_without_alembic(tmp_path: Path) -> None:
+    from perfci.store import db
+
+    url = f"sqlite:///{tmp_path / 'perfci.db'}"
+    db.upgrade(url)
+    code = ("from perfci.settings import Settings\nfrom perfci.store.db import open_store\n"
+            f"open_store(Settings(database_url={url!r})).close()")
+    assert _loaded(code, ("alembic",)) == []

@@ -56,3 +56,8 @@ def test_migrations_never_import_perfci() -> None:
             names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             assert not any(n.split(".")[0] == "perfci" for n in names), script.name
+
+
+def test_head_revision_constant_matches_the_migration_scripts() -> None:
+    # open_store compares against the constant so that it never loads Alembic when up to date.
+    assert db.HEAD_REVISION == db.head_revision()

@@ -13,19 +13,22 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import DBAPIError, DisconnectionError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from perfci.errors import StorageError
 from perfci.settings import Settings, redact_url
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+# The newest migration in migrations/versions (a test checks it against Alembic's head). Kept
+# as a constant so that opening an up-to-date store never loads Alembic (~0.1 s a command).
+HEAD_REVISION = "0002"
 
 # Seconds a SQLite writer waits for another one before giving up ("database is locked").
 SQLITE_BUSY_TIMEOUT_S = 30
@@ -125,6 +128,8 @@ def migrations_dir() -> Path:
 
 def alembic_config(url: str | None = None, *, connection: Connection | None = None) -> Config:
     """An Alembic config for ``url`` (or an open ``connection``) with perfci's scripts."""
+    from alembic.config import Config
+
     folder = migrations_dir()
     config = Config(str(folder / "alembic.ini"))
     config.set_main_option("script_location", str(folder))
@@ -136,7 +141,9 @@ def alembic_config(url: str | None = None, *, connection: Connection | None = No
 
 
 def head_revision() -> str:
-    """The newest migration this perfci ships."""
+    """The newest migration this perfci ships (read from the scripts, for tests and tools)."""
+    from alembic.script import ScriptDirectory
+
     head = ScriptDirectory.from_config(alembic_config()).get_current_head()
     if head is None:  # pragma: no cover - the package always ships migrations
         raise StorageError("perfci ships no database migrations; the installation is broken")
@@ -145,6 +152,8 @@ def head_revision() -> str:
 
 def upgrade(url: str, revision: str = "head") -> str | None:
     """Migrate the database at ``url`` up to ``revision``; returns the revision reached."""
+    from alembic import command
+
     with _migrating(url, "upgrade") as connection:
         command.upgrade(alembic_config(connection=connection), revision)
         return _current_of(connection)
@@ -152,6 +161,8 @@ def upgrade(url: str, revision: str = "head") -> str | None:
 
 def downgrade(url: str, revision: str) -> str | None:
     """Migrate the database at ``url`` down to ``revision`` (``base`` empties it)."""
+    from alembic import command
+
     with _migrating(url, "downgrade") as connection:
         command.downgrade(alembic_config(connection=connection), revision)
         return _current_of(connection)
@@ -164,7 +175,10 @@ def current(url: str) -> str | None:
 
 
 def _current_of(connection: Connection) -> str | None:
-    return MigrationContext.configure(connection).get_current_revision()
+    """Alembic's revision of the schema, read with plain SQL (perfci has one migration branch)."""
+    if not inspect(connection).has_table("alembic_version"):
+        return None
+    return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
 @contextmanager
@@ -221,10 +235,10 @@ def open_store(settings: Settings, *, root: Path | None = None) -> Store:
     head, else ``StorageError`` says to run ``perfci db upgrade``.
     """
     url = settings.resolved_database_url(root)
-    if make_url(url).get_backend_name() == "sqlite":
-        upgrade(url)
     engine = make_engine(url)
     try:
+        if make_url(url).get_backend_name() == "sqlite" and _revision(engine, url) != HEAD_REVISION:
+            upgrade(url)
         _check_schema(engine, url)
     except BaseException:
         engine.dispose()
@@ -232,14 +246,18 @@ def open_store(settings: Settings, *, root: Path | None = None) -> Store:
     return Store(url=url, engine=engine, sessions=make_sessionmaker(engine))
 
 
-def _check_schema(engine: Engine, url: str) -> None:
+def _revision(engine: Engine, url: str) -> str | None:
     try:
         with engine.connect() as connection:
-            found = _current_of(connection)
+            return _current_of(connection)
     except SQLAlchemyError as exc:
         reason = _first_line(exc) if isinstance(exc, DBAPIError) else str(exc)
         raise StorageError(f"could not open database {redact_url(url)}: {reason}") from exc
-    head = head_revision()
+
+
+def _check_schema(engine: Engine, url: str) -> None:
+    found = _revision(engine, url)
+    head = HEAD_REVISION
     if found == head:
         return
     fix = f"run `perfci db upgrade --database-url {redact_url(url)}`"
@@ -253,5 +271,7 @@ def _check_schema(engine: Engine, url: str) -> None:
 
 
 def _known_revisions() -> set[str]:
+    from alembic.script import ScriptDirectory
+
     scripts = ScriptDirectory.from_config(alembic_config())
     return {script.revision for script in scripts.walk_revisions()}
