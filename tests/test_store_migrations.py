@@ -60,4 +60,4 @@ def test_migrations_never_import_perfci() -> None:
 
 def test_head_revision_constant_matches_the_migration_scripts() -> None:
     # open_store compares against the constant so that it never loads Alembic when up to date.
-    assert db.HEAD_REVISION == db.head_revision()
+    assert db.head_revision() == db.HEAD_REVISION
