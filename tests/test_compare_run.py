@@ -101,3 +101,17 @@ def test_shared_factor_becomes_its_own_gated_line() -> None:
     assert result.shared_factor.change == pytest.approx(0.08, abs=0.02)
     assert result.verdict is Verdict.REGRESSION
     assert not result.regressions  # no kernel moved beyond the common shift
+
+
+def test_cpu_only_profiles_say_their_contributors_overlap() -> None:
+    rng = np.random.default_rng(5)
+    op, rng_range = SeriesKey(MetricKind.OP, "aten::bmm"), SeriesKey(MetricKind.RANGE, "attn")
+    levels = {STEP: 10e6, op: 4e6, rng_range: 6e6}
+    baseline = {k: (v * np.exp(rng.normal(0, 0.01, (20, 3)))).tolist() for k, v in levels.items()}
+    slow = {STEP: 1.2, op: 1.5, rng_range: 1.33}
+    candidate = {k: (v * slow[k] * np.exp(rng.normal(0, 0.01, 5))).tolist()
+                 for k, v in levels.items()}
+    result = compare_run(baseline, candidate, benchmark="cpu")
+    assert result.contributions and result.contributions[0].series in (op, rng_range)
+    assert any("no GPU kernels" in note for note in result.notes)
+    assert not any("explain 0%" in note for note in result.notes)

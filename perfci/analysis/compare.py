@@ -124,9 +124,7 @@ def compare_run(baseline: Mapping[SeriesKey, Sequence[Sequence[float]]],
     found = _attribution(metrics, step, options) if step else None
     if found is not None:
         result.contributions = found.contributions
-        result.notes.append(f"Kernels, memory operations and collectives explain "
-                            f"{found.explained:.0%} of the step-time change; ranges, operators "
-                            "and API calls overlap them and are listed after them.")
+        result.notes.append(_attribution_note(found))
     return result
 
 
@@ -215,6 +213,17 @@ def _attribution(metrics: Sequence[MetricComparison], step: MetricComparison,
     if target.candidate_ns is None:
         return None
     return attribution.attribute(target, others, top=options.top_contributors)
+
+
+def _attribution_note(found: attribution.Attribution) -> str:
+    if found.primary:
+        return (f"Kernels, memory operations and collectives explain {found.explained:.0%} of "
+                "the step-time change; ranges, operators and API calls overlap them and are "
+                "listed after them.")
+    # CPU-only profiles (and tables without device time) have no leaf-level GPU work.
+    return ("These profiles have no GPU kernels, memory operations or collectives: the ranges "
+            "and operators listed overlap one another (a range contains its operators), so "
+            "their shares do not add up.")
 
 
 def _notes(step: MetricComparison | None, shared: MetricComparison | None) -> list[str]:
