@@ -50,14 +50,14 @@ class _StepTimer:
 
     def begin(self) -> None:
         if self._use_cuda:
-            self._start = self._torch.cuda.Event(enable_timing=True)
+            self._start = self._torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
             self._start.record()
         else:
             self._start = time.perf_counter_ns()
 
     def end(self) -> None:
         if self._use_cuda:
-            stop = self._torch.cuda.Event(enable_timing=True)
+            stop = self._torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
             stop.record()
             self._events.append((self._start, stop))
         else:

@@ -11,7 +11,7 @@ import typer
 from perfci.cli._console import console, err_console
 
 if TYPE_CHECKING:
-    from perfci.model import Profile
+    from perfci.model import Metric, Profile
 
 
 def _option_pairs(values: list[str]) -> dict[str, str]:
@@ -25,14 +25,16 @@ def _option_pairs(values: list[str]) -> dict[str, str]:
 
 
 def _show(profile: Profile, top: int) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     from perfci.units import format_ns
 
     steps = f", {profile.steps} steps" if profile.steps is not None else ""
-    console.print(f"[bold]{profile.label}[/] ({profile.format}, {len(profile.metrics)} metrics"
-                  f"{steps}) — {profile.source}", markup=True)
-    kinds: dict[str, list] = {}
+    console.print(f"[bold]{escape(profile.label)}[/] ({profile.format}, "
+                  f"{len(profile.metrics)} metrics{steps}) — {escape(profile.source)}",
+                  markup=True)
+    kinds: dict[str, list[Metric]] = {}
     for metric in profile.metrics:
         kinds.setdefault(metric.kind.value, []).append(metric)
     for kind, metrics in kinds.items():

@@ -131,8 +131,8 @@ def comparison_from_dict(data: dict[str, Any]) -> RunComparison:
 
 
 def _metric_from(data: dict[str, Any]) -> MetricComparison:
-    values = {f.name: data.get(f.name) for f in dataclasses.fields(MetricComparison)
-              if f.name in data}
+    values: dict[str, Any] = {f.name: data.get(f.name)
+                              for f in dataclasses.fields(MetricComparison) if f.name in data}
     values["verdict"] = Verdict(values["verdict"])
     values["series"] = _series_from(data.get("series"))
     return MetricComparison(**values)

@@ -14,9 +14,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import func, select, update
+from sqlalchemy import Table, func, select, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
@@ -446,7 +446,7 @@ def _resolve_generic(session: Session, *, context: RunContext, benchmark: str,
 def _get_or_create(session: Session, model: Any, match: dict[str, Any],
                    extra: dict[str, Any]) -> int:
     """The id of the row matching ``match``, inserting it (race-safe) when absent."""
-    table = model.__table__
+    table = _table(model)
     query = select(table.c.id).where(*(table.c[k] == v for k, v in match.items()))
     found = session.execute(query).scalar()
     if found is None:
@@ -459,7 +459,7 @@ def _commit_id(session: Session, project_id: int, context: RunContext) -> int | 
     if not context.commit:
         return None
     committed_at = _parse_time(context.commit_time)
-    table = Commit.__table__
+    table = _table(Commit)
     query = select(table.c.id, table.c.committed_at).where(table.c.project_id == project_id,
                                                            table.c.sha == context.commit)
     found = session.execute(query).first()
@@ -493,7 +493,7 @@ def _insert_run(session: Session, context: RunContext, *, key: str, **ids: Any) 
                   ci_provider=context.ci_provider, ci_run_id=context.ci_run_id,
                   ci_run_attempt=context.ci_run_attempt, ci_url=context.ci_url,
                   idempotency_key=key)
-    statement = _bulk.insert_ignore(session, Run.__table__,
+    statement = _bulk.insert_ignore(session, _table(Run),
                                     ["project_id", "benchmark_id", "idempotency_key"])
     run_id = session.execute(statement.values(**values).returning(Run.id)).scalar()
     return None if run_id is None else int(run_id)
@@ -512,7 +512,7 @@ def _create_series(session: Session, benchmark_id: int,
         session.execute(select(func.pg_advisory_xact_lock(_SERIES_LOCK, benchmark_id)))
     rows = [dict(zip(_SERIES_FIELDS, parts, strict=True), benchmark_id=benchmark_id,
                  key_hash=key_hash) for key_hash, parts in new]
-    _bulk.insert_rows_ignore(session, Series.__table__, rows, ["benchmark_id", "key_hash"])
+    _bulk.insert_rows_ignore(session, _table(Series), rows, ["benchmark_id", "key_hash"])
     return _lookup_series(session, benchmark_id, [key_hash for key_hash, _ in new])
 
 
@@ -523,11 +523,11 @@ def _lookup_series(session: Session, benchmark_id: int, hashes: list[str]) -> di
     found: dict[str, int] = {}
     for start in range(0, len(hashes), _LOOKUP_CHUNK):
         chunk = hashes[start:start + _LOOKUP_CHUNK]
-        table = Series.__table__
+        table = _table(Series)
         query = select(table.c.key_hash, table.c.id).where(
             table.c.benchmark_id == benchmark_id,
             _bulk.in_values(session, table.c.key_hash, chunk))
-        found.update(session.execute(query).all())  # type: ignore[arg-type]
+        found.update(session.execute(query).all())
     return found
 
 
@@ -536,7 +536,7 @@ def _insert_profiles(session: Session, run_id: int,
     rows = [{"run_id": run_id, "repeat": repeat, "label": p.label[:255], "format": p.format,
              "source": p.source, "steps": p.steps, "metadata": p.metadata}
             for repeat, p in profiles]
-    session.execute(ProfileRow.__table__.insert(), rows)
+    session.execute(_table(ProfileRow).insert(), rows)
 
 
 def _find_run(session: Session, project: str, benchmark: str, key: str) -> int | None:
@@ -557,3 +557,8 @@ def _existing_result(session: Session, run_id: int) -> IngestResult:
 
 def _reason(exc: DBAPIError) -> str:
     return str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+
+
+def _table(model: Any) -> Table:
+    """The Core table of an ORM model (typed as the ``Table`` it always is here)."""
+    return cast(Table, model.__table__)
