@@ -461,3 +461,47 @@ def test_remote_mode_ingest_and_check_upload_to_the_server(
     monkeypatch.delenv("PERFCI_TOKEN")
     assert main(["ingest", *files("x", 1.0), *common, "--commit", "e" * 40]) == 2
     assert "PERFCI_TOKEN" in capsys.readouterr().err
+
+
+def test_weekly_report_and_alerts_over_the_api(server: ServerProcess, engine: Engine,
+                                               project: str) -> None:
+    """A step change on main shows in the weekly report; its alert is listed and dismissed."""
+    from perfci.usecases.weekly import build_weekly_report, week_bounds
+
+    token = make_token(engine, project, "upload,read")
+    admin = make_token(engine, project, "admin")
+    rng = np.random.default_rng(8)
+    start = datetime(2026, 1, 1, tzinfo=UTC)  # a Thursday: runs 20.. fall in 2026-W04/W05
+    for i in range(32):
+        body = run_body("gpt", sha=f"{i:040x}", branch="main", rng=rng,
+                        when=start + timedelta(days=i), scale=1.3 if i >= 20 else 1.0)
+        assert upload(server, project, token, body).status_code == 201
+    weeks = {}
+    for week in ("2026-W04", "2026-W05"):
+        response = httpx.get(f"{server.url}/api/v1/projects/{project}/reports/weekly",
+                             params={"week": week}, headers=bearer(token), timeout=60)
+        assert response.status_code == 200, response.text
+        weeks[week] = response.json()
+    found = [cp for report in weeks.values() for trend in report["benchmarks"]
+             for cp in trend["change_points"]]
+    assert found and found[0]["commit"] == f"{20:040x}"
+    assert found[0]["change"] == pytest.approx(0.18, abs=0.05)  # gemm 6 → 7.8 ms of 10 ms
+    assert counts(engine)["run"] >= 32
+    with db.make_sessionmaker(engine)() as session:  # what `perfci report` does: record them
+        for week in weeks:
+            since, until = week_bounds(week)
+            build_weekly_report(session, project=project, since=since, until=until)
+    listed = httpx.get(f"{server.url}/api/v1/projects/{project}/alerts",
+                       params={"status": "open"}, headers=bearer(token), timeout=30).json()
+    assert [a["commit"] for a in listed["alerts"]] == [f"{20:040x}"]
+    alert_id = listed["alerts"][0]["id"]
+    url = f"{server.url}/api/v1/alerts/{alert_id}"
+    refused = httpx.patch(url, json={"status": "dismissed"}, headers=bearer(token), timeout=30)
+    assert refused.status_code == 403
+    done = httpx.patch(url, json={"status": "dismissed", "note": "expected: bigger model"},
+                       headers=bearer(admin), timeout=30)
+    assert done.status_code == 200 and done.json()["status"] == "dismissed"
+    assert done.json()["note"] == "expected: bigger model"
+    bad = httpx.get(f"{server.url}/api/v1/projects/{project}/reports/weekly",
+                    params={"week": "2026-W60"}, headers=bearer(token), timeout=30)
+    assert bad.status_code == 422 and "week" in bad.json()["error"]["message"]

@@ -16,6 +16,7 @@ from perfci.store.queries import (
     environment_id,
     get_run,
     run_samples,
+    runs_by_time,
     runs_in_period,
     series_history,
 )
@@ -125,3 +126,15 @@ def test_runs_in_period_and_get_run(session: Session) -> None:
     assert run.environment == H100
     with pytest.raises(NotFoundError, match="no run with id 999999"):
         get_run(session, 999_999)
+
+
+def test_runs_by_time_follow_the_commit_not_the_storage(session: Session) -> None:
+    # Backfilled: commits of days 1 and 2 stored on day 30; a run without a commit time
+    # belongs to when it was stored.
+    old = _run(session, day=1, commit="b1", stored_day=30)
+    older = _run(session, day=2, commit="b2", stored_day=30)
+    local = _run(session, day=3, commit=None)
+    week = {"project": "acme/model", "since": T0, "until": T0 + timedelta(days=7)}
+    assert [r.id for r in runs_by_time(session, **week)] == [old, older, local]
+    assert [r.id for r in runs_in_period(session, **week)] == [local]
+    assert runs_by_time(session, **week, branch="feature") == []

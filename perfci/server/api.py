@@ -22,6 +22,9 @@ from perfci.server.deps import LimitsDep, RegistryDep, SessionDep, SettingsDep, 
 from perfci.server.errors import UnsupportedMediaType
 from perfci.server.schemas import (
     INT32,
+    AlertPublic,
+    AlertsPublic,
+    AlertUpdate,
     BenchmarkPublic,
     BenchmarksPublic,
     ComparisonPublic,
@@ -38,7 +41,7 @@ from perfci.server.schemas import (
     SeriesPublic,
 )
 from perfci.store.queries import RunInfo
-from perfci.usecases import browse, tokens
+from perfci.usecases import alerts, browse, tokens
 from perfci.usecases.submit import SubmitResult, submit_run
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -230,6 +233,57 @@ def list_runs(
     runs = browse.runs_between(session, project, since=start, until=end, branch=branch,
                                benchmark=benchmark)
     return RunsPublic(project=project, runs=[_run_public(r, v) for r, v in runs])
+
+
+# --- alerts and weekly reports ----------------------------------------------------------------
+
+
+@router.get("/projects/{project:path}/alerts", response_model=AlertsPublic, tags=["alerts"])
+def list_alerts(
+    project: ProjectName, session: SessionDep, token: TokenDep,
+    status: Annotated[alerts.Status | None, Query()] = None,
+    benchmark: Annotated[str | None, Query(max_length=200, pattern=_NO_NUL)] = None,
+) -> AlertsPublic:
+    """The project's change-point alerts, newest first."""
+    auth.require_read(session, token, project)
+    found = alerts.list_alerts(session, project=project, status=status, benchmark=benchmark)
+    return AlertsPublic(project=project, alerts=[_alert_public(a) for a in found])
+
+
+@router.patch("/alerts/{alert_id}", response_model=AlertPublic, tags=["alerts"])
+def update_alert(alert_id: RunId, update: AlertUpdate, session: SessionDep,
+                 token: TokenDep) -> AlertPublic:
+    """Admin: acknowledge, dismiss or re-open an alert."""
+    auth.require_scope(token, alerts.get_alert(session, alert_id).project, "admin")
+    return _alert_public(alerts.set_alert_status(session, alert_id, update.status,
+                                                 note=update.note))
+
+
+@router.get("/projects/{project:path}/reports/weekly", tags=["reports"])
+def weekly_report(
+    project: ProjectName, session: SessionDep, token: TokenDep,
+    week: Annotated[str, Query(pattern=r"^\d{4}-[Ww]\d{2}$",
+                               description="ISO week, e.g. 2026-W47.")],
+    branch: Annotated[str, Query(min_length=1, max_length=255, pattern=_NO_NUL)] = "main",
+) -> dict[str, Any]:
+    """The weekly trend report of ``branch`` (``perfci report --format json``'s document).
+
+    Reading a report records nothing: alerts are recorded by ``perfci report``.
+    """
+    from perfci.usecases.weekly import build_weekly_report, report_to_dict, week_bounds
+
+    auth.require_read(session, token, project)
+    browse.get_project(session, project)
+    since, until = week_bounds(week)
+    report = build_weekly_report(session, project=project, since=since, until=until,
+                                 branch=branch, record=False)
+    return report_to_dict(report)
+
+
+def _alert_public(alert: alerts.AlertInfo) -> AlertPublic:
+    values = dataclasses.asdict(alert)
+    values.pop("environment_id", None)
+    return AlertPublic(**values)
 
 
 def _run_public(run: RunInfo, verdict: str | None) -> RunPublic:

@@ -8,7 +8,7 @@ PostgreSQL text refuses), so bad input is a 422 before any SQL runs.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -279,6 +279,39 @@ class SeriesHistoryPublic(BaseModel):
     branch: str
     series: SeriesPublic
     points: list[HistoryPointPublic]
+
+
+class AlertPublic(BaseModel):
+    """A change point on a branch's history (weekly reports record them)."""
+
+    id: int
+    project: str
+    benchmark: str
+    series: str
+    branch: str
+    run_id: int
+    commit: str | None
+    previous_commit: str | None
+    before: float
+    after: float
+    change: float
+    p_value: float
+    status: Literal["open", "acknowledged", "dismissed"]
+    note: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class AlertsPublic(BaseModel):
+    project: str
+    alerts: list[AlertPublic]
+
+
+class AlertUpdate(_Strict):
+    """Acknowledge, dismiss or re-open an alert; ``note`` replaces the old one when given."""
+
+    status: Literal["open", "acknowledged", "dismissed"]
+    note: Annotated[str, _text(2000)] | None = None
 
 
 class HealthPublic(BaseModel):

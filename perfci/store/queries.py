@@ -208,6 +208,30 @@ def runs_in_period(session: Session, *, project: str, since: datetime, until: da
     return [_run_info(row) for row in session.execute(query)]
 
 
+def runs_by_time(session: Session, *, project: str, since: datetime, until: datetime,
+                 branch: str | None = None, benchmark: str | None = None) -> list[RunInfo]:
+    """Runs whose run time (the commit's time, else when stored) is in ``[since, until)``.
+
+    Oldest first. A branch's history by when its code was written: a run imported or stored
+    late still belongs to its commit's week.
+    """
+    when = _run_time()
+    query = _run_info_query().where(Project.name == project, when >= since, when < until)
+    if branch is not None:
+        query = query.where(Run.branch == branch)
+    if benchmark is not None:
+        query = query.where(Benchmark.name == benchmark)
+    query = query.order_by(when, Run.created_at, Run.id)
+    return [_run_info(row) for row in session.execute(query)]
+
+
+def commit_shas(session: Session, run_ids: Collection[int]) -> dict[int, str | None]:
+    """The commit sha of each run (``None`` for a run without one), in one query."""
+    query = (select(Run.id, Commit.sha).outerjoin(Commit, Commit.id == Run.commit_id)
+             .where(Run.id.in_(list(run_ids))))
+    return {int(run_id): sha for run_id, sha in session.execute(query)}
+
+
 def get_run(session: Session, run_id: int) -> RunInfo:
     """The run with this id; ``NotFoundError`` when there is none."""
     row = session.execute(_run_info_query().where(Run.id == run_id)).first()

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import cast
+from typing import Literal, cast
 
 from sqlalchemy import Table, select
 from sqlalchemy.exc import DBAPIError
@@ -28,6 +28,7 @@ __all__ = ["STATUSES", "AlertInfo", "NewAlert", "list_alerts", "record_alerts",
            "set_alert_status"]
 
 STATUSES = ("open", "acknowledged", "dismissed")
+Status = Literal["open", "acknowledged", "dismissed"]
 _UNIQUE = ["series_id", "environment_id", "branch", "run_id"]
 
 
@@ -101,6 +102,14 @@ def list_alerts(session: Session, *, project: str, status: str | None = None,
     if benchmark is not None:
         conditions.append(Benchmark.name == benchmark)
     return _query(session, *conditions)
+
+
+def get_alert(session: Session, alert_id: int) -> AlertInfo:
+    """Alert ``alert_id``; ``NotFoundError`` when there is no such alert."""
+    found = _query(session, Alert.id == alert_id)
+    if not found:
+        raise NotFoundError(f"no alert with id {alert_id}; `perfci alerts list` shows them")
+    return found[0]
 
 
 def set_alert_status(session: Session, alert_id: int, status: str,

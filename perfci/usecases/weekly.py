@@ -317,16 +317,11 @@ def run_time(run: RunInfo) -> datetime:
 
 def _history_runs(session: Session, *, project: str, branch: str, since: datetime,
                   until: datetime, benchmarks: Sequence[str] | None) -> list[RunInfo]:
-    """The branch's runs with a run time in ``[since, until)``, oldest first.
-
-    ``runs_in_period`` selects by stored time; a run stored up to a day after its commit (the
-    nightly job) still belongs by commit time, so the stored-time window is a day wider.
-    """
-    found = queries.runs_in_period(session, project=project, since=since - timedelta(days=1),
-                                   until=until + timedelta(days=1), branch=branch)
+    """The branch's runs with a run time (commit time, else stored) in ``[since, until)``."""
+    found = queries.runs_by_time(session, project=project, since=since, until=until,
+                                 branch=branch)
     wanted = set(benchmarks) if benchmarks else None
-    kept = [r for r in found if (wanted is None or r.benchmark in wanted)
-            and since <= run_time(r) < until]
+    kept = [r for r in found if wanted is None or r.benchmark in wanted]
     return sorted(kept, key=lambda r: (run_time(r), _utc(r.created_at), r.id))
 
 
