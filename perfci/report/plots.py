@@ -87,8 +87,11 @@ def _draw(axes: Axes, times: Sequence[datetime], values_ns: Sequence[float],
     if change_times:
         axes.plot([], [], color=CHANGE_COLOUR, linestyle="--", label="change point")
     axes.set_ylabel(f"step time ({unit})")
-    axes.xaxis.set_major_locator(mdates.AutoDateLocator(maxticks=8))  # type: ignore[no-untyped-call]
-    axes.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d"))  # type: ignore[no-untyped-call]
+    locator = mdates.AutoDateLocator(maxticks=8)  # type: ignore[no-untyped-call]
+    axes.xaxis.set_major_locator(locator)
+    # Days for a history of weeks, hours for runs of one day: labels that tell ticks apart.
+    axes.xaxis.set_major_formatter(
+        mdates.ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
     axes.grid(axis="y", color="#dddddd", linewidth=0.6)
     if times:
         # Above the axes, so that it never hides the newest points.
