@@ -31,6 +31,7 @@ Soc. Psychol. Personal. Sci. 8:355 (the interval-inside-margin rule).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -150,9 +151,20 @@ def run_verdict(metrics: Sequence[MetricComparison]) -> Verdict:
 
 
 def _summarise_runs(key: str, runs: Sequence[Sequence[float]]) -> list[float]:
-    """One value per baseline run: the median of its repeats; empty runs are skipped."""
-    values = [stats.validate_sample(key, run, role="baseline") for run in runs]
-    return [float(np.median(run)) for run in values if len(run)]
+    """One value per baseline run: the median of its repeats; empty runs are skipped.
+
+    Runs almost always have the same number of repeats, so the medians are taken in one
+    vectorised call (30 runs × 1,000 series: one call per series, not 30,000).
+    """
+    lengths = [len(run) for run in runs if len(run)]
+    flat = stats.validate_sample(key, [value for run in runs for value in run],
+                                 role="baseline")
+    if not lengths:
+        return []
+    if min(lengths) == max(lengths):
+        return [float(m) for m in np.median(flat.reshape(len(lengths), lengths[0]), axis=1)]
+    bounds = np.cumsum([0, *lengths])
+    return [float(np.median(flat[a:b])) for a, b in itertools.pairwise(bounds)]
 
 
 def _primary_step(metrics: Sequence[MetricComparison],

@@ -89,7 +89,8 @@ def _baseline_info(session: Session, choice: BaselineChoice) -> BaselineInfo:
 
 def _commits(session: Session, run_ids: Sequence[int]) -> list[str]:
     """Commit shas of ``run_ids`` in the same (most recent first) order."""
-    return [sha for sha in (queries.get_run(session, r).commit for r in run_ids) if sha]
+    found = queries.commit_shas(session, run_ids) if run_ids else {}
+    return [sha for sha in (found.get(r) for r in run_ids) if sha]
 
 
 def series_keys(result: RunComparison) -> list[SeriesKey]:
