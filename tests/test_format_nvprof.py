@@ -489,3 +489,21 @@ def test_sniff_rejects_other_tables() -> None:
     lookalike = "Time(%),Time,Calls,Avg,Min,Max,Name\n29.8,6659.68,510,13.05,10.9,22.0,k\n"
     for text in (nsys, lookalike, "==PROF== Connected to process 1\n"):
         assert not nvprof.sniff(registry.Head(raw=b"", text=text, gzipped=False))
+
+
+def test_only_newlines_end_lines(tmp_path: Path) -> None:
+    # Text-mode lines, not str.splitlines(): \f, \x1c and U+2028 stay inside a name.
+    path = tmp_path / "odd.log"
+    path.write_text(_seed_text().replace(SGEMM, "volta\x0csgemm\x1c128x64\u2028tn"),
+                    encoding="utf-8")
+    profile = _one(path)
+    assert _get(profile, K.KERNEL, "volta\x0csgemm\x1c128x64\u2028tn").total_ns == 4_910_600_000
+    assert profile.find(K.KERNEL, SGEMM) is None
+
+
+def test_cut_gzip_is_an_error_naming_the_file(tmp_path: Path) -> None:
+    packed = gzip.compress(seed("001").read_bytes())
+    path = tmp_path / "cut.log.gz"
+    path.write_bytes(packed[:len(packed) // 2])
+    with pytest.raises(ParseError, match=r"cut\.log\.gz: cannot read file: .*\(nvprof\)"):
+        registry.parse_file(path, format="nvprof")

@@ -3,6 +3,7 @@ that torch itself prints in the test (CPU profiler, memory, shapes, FLOPs, stack
 
 from __future__ import annotations
 
+import gzip
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -424,3 +425,27 @@ def test_table_without_closing_separator_then_another(tmp_path: Path) -> None:
     path.write_text("".join(lines[:10]) + "".join(lines))
     first, second = registry.parse_file(path)
     assert first.metadata["rows"] == 7 and second.metadata["rows"] == 84
+
+
+def test_only_newlines_end_lines(tmp_path: Path) -> None:
+    # Text-mode lines, not str.splitlines(): \v, \f, \x85 and U+2028 stay inside a name.
+    text = "".join(_seed_lines())
+    for old, new in (("Optimizer.zero_grad#Adam", "Optimizer.zero_grad\x0bAdam"),
+                     ("ForwardEmbedding_DropOut", "ForwardEmbedding\x85DropOut"),
+                     ("FORWARD_EMBEDDING", "FORWARD\u2028EMBEDDING")):
+        text = text.replace(old, new, 1)
+    path = tmp_path / "odd.txt"
+    path.write_text(text, encoding="utf-8")
+    profile = _one(path)
+    assert profile.warnings == []
+    assert _get(profile, K.RANGE, "Optimizer.zero_grad\x0bAdam.zero_grad").calls == 1
+    assert _get(profile, K.RANGE, "ForwardEmbedding\x85DropOut").calls == 1
+    assert _get(profile, K.RANGE, "FORWARD\u2028EMBEDDING").calls == 1
+
+
+def test_cut_gzip_is_an_error_naming_the_file(tmp_path: Path) -> None:
+    packed = gzip.compress(seed("000").read_bytes())
+    path = tmp_path / "cut.txt.gz"
+    path.write_bytes(packed[:len(packed) // 2])
+    with pytest.raises(ParseError, match=r"cut\.txt\.gz: cannot read file: .*\(pytorch_table\)"):
+        registry.parse_file(path, format="pytorch_table")

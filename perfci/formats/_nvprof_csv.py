@@ -1,0 +1,121 @@
+"""nvprof ``--csv`` tables, read by column name.
+
+Each table is a quoted header row, an optional units row under it (``,%,us,,us,us,us,``:
+bare numbers in a column are in that unit), then one row per line. The rows go to the same
+metric builders as the text tables (``RunReader``): summary, unified memory, and the values
+of ``--metrics`` / ``--events`` kernels.
+"""
+
+from __future__ import annotations
+
+import csv
+
+from perfci.formats._nvprof_runs import (
+    COUNT_START,
+    GPU,
+    TIME_COLUMNS,
+    TIME_UNITS,
+    RunReader,
+    Table,
+)
+from perfci.units import parse_int
+
+_CSV_HEADER_FIRST = frozenset({"Type", "Time(%)", "Device", "Start", "Invocations", "Count"})
+
+
+class CsvReader(RunReader):
+    """``RunReader`` with the ``--csv`` tables: their header and their rows."""
+
+    def _csv_header(self, lineno: int, line: str) -> None:
+        columns = {name: index for index, name in enumerate(_csv(line))}
+        if {"Time(%)", "Time", "Calls", "Name"} <= columns.keys():
+            kind = "summary"
+        elif {"Count", "Total Size", "Total Time", "Name"} <= columns.keys():
+            kind = "um"
+        elif {"Kernel", "Invocations", "Metric Name", "Avg"} <= columns.keys():
+            kind = "metrics"
+        elif {"Kernel", "Invocations", "Event Name", "Total"} <= columns.keys():
+            kind = "events"
+        else:
+            self._skip(lineno, f"rows of the CSV table at line {lineno} with columns "
+                       f"{line[:80]}")
+            return
+        self.table = Table(kind, lineno, group=GPU, columns=columns)
+
+    def _csv_line(self, lineno: int, line: str, raw: str, table: Table) -> bool:
+        cells = _csv(line)
+        if line.startswith('"') and cells and cells[0] in _CSV_HEADER_FIRST:
+            return False  # the next table's header
+        if table.expect_units:
+            table.expect_units = False
+            if not line.startswith('"') and all(c.strip() in TIME_UNITS or c.strip() in
+                                                ("", "B", "KB", "MB", "GB") for c in cells):
+                table.csv_units = [c.strip() or "" for c in cells]
+                return True
+        if len(cells) != len(table.columns or {}):
+            if not raw.endswith("\n"):
+                return self._not_a_row(lineno, line, raw, table, COUNT_START)
+            raise self._error(lineno, f"expected {len(table.columns or {})} CSV cells like the "
+                              f"header on line {table.line}, got {len(cells)}")
+        getattr(self, f"_csv_{table.kind}")(lineno, table, cells)
+        return True
+
+    def _cell(self, table: Table, cells: list[str], column: str) -> tuple[str, str | None]:
+        """A CSV cell and its unit from the units row."""
+        index = (table.columns or {}).get(column)
+        if index is None:
+            return "", None
+        units = table.csv_units
+        unit = units[index] if units and index < len(units) and units[index] else None
+        return cells[index], unit
+
+    def _csv_summary(self, lineno: int, table: Table, cells: list[str]) -> None:
+        group = self._cell(table, cells, "Type")[0].strip() or table.group or GPU
+        table.group = group
+        pct = self._cell(table, cells, "Time(%)")[0]
+        calls = self._cell(table, cells, "Calls")[0]
+        name = self._cell(table, cells, "Name")[0]
+        try:
+            pct_value = float(pct) if pct.strip() else 0.0
+            count = parse_int(calls) or 0
+        except ValueError as exc:
+            raise self._error(lineno, f"expected numbers in Time(%) and Calls, got {pct!r} "
+                              f"and {calls!r}") from exc
+        times = tuple(self._ns(lineno, *self._cell(table, cells, column), column)
+                      for column in TIME_COLUMNS)
+        self._add_summary(lineno, group, pct_value, count, name, times)
+
+    def _csv_um(self, lineno: int, table: Table, cells: list[str]) -> None:
+        if device := self._cell(table, cells, "Device")[0]:
+            self.device = device
+        count = self._cell(table, cells, "Count")[0]
+        if not count.strip().isdigit():
+            raise self._error(lineno, f"expected a count in column Count, got {count!r}")
+        sizes = [self._cell(table, cells, c) for c in ("Avg Size", "Min Size", "Max Size",
+                                                       "Total Size")]
+        time, unit = self._cell(table, cells, "Total Time")
+        self._um_row(lineno, count.strip(), sizes, (time, unit),
+                     self._cell(table, cells, "Name")[0])
+
+    def _csv_metrics(self, lineno: int, table: Table, cells: list[str]) -> None:
+        self._csv_values(lineno, table, cells, ("Metric Name", "Metric Description", "Min",
+                                                "Max", "Avg"))
+
+    def _csv_events(self, lineno: int, table: Table, cells: list[str]) -> None:
+        self._csv_values(lineno, table, cells, ("Event Name", "Min", "Max", "Avg", "Total"))
+
+    def _csv_values(self, lineno: int, table: Table, cells: list[str],
+                    columns: tuple[str, ...]) -> None:
+        self.device = self._cell(table, cells, "Device")[0] or self.device
+        self._start_kernel(lineno, self._cell(table, cells, "Kernel")[0])
+        invocations = self._cell(table, cells, "Invocations")[0].strip()
+        if not invocations.isdigit():
+            raise self._error(lineno, f"expected a count in column Invocations, got "
+                              f"{invocations!r}")
+        values = tuple(self._cell(table, cells, column)[0] for column in columns)
+        self._add_value(lineno, table.kind, (invocations, *values))
+
+
+
+def _csv(line: str) -> list[str]:
+    return next(csv.reader([line]), [])
