@@ -313,6 +313,46 @@ def test_number_memo_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert [m.bytes for m in profile.by_kind(MetricKind.COMM)] == [float(v) for v in values]
 
 
+# Mostly good cells, one bad value each: a bad cell anywhere makes the whole file an error.
+_NAMES = ["a", "b", " a", "a ", "a b", "é", "a\u00a0", "x\x1fy"]
+_CELLS = {
+    "time": ["0", "0.0", "1.5", "2", " 2", "4.79e-09", "1e-330", "None", "-1"],
+    "comm": ["None", "NONE", "ALLREDUCE", " ALLREDUCE", "", "BROADCAST", "bad type"],
+    "size": ["0", "64", " 64", "None", "7.5", "x"],
+    "tail": ["", "\t", "\t\t", " ", "\t1"],  # trailing tabs or space; an extra cell
+}
+
+
+def _outcome(path: Path, *, memos: bool) -> object:
+    with pytest.MonkeyPatch.context() as patch:
+        if not memos:  # the reference: every row converted from its cells, nothing reused
+            patch.setattr("perfci.formats._workload_layers._remember", lambda _m, _k, v: v)
+        try:
+            [profile] = registry.parse_file(path, format="workload_table")
+        except ParseError as exc:
+            return str(exc)
+    return profile.metrics, profile.metadata, profile.warnings
+
+
+@given(cells=st.lists(st.fixed_dictionaries({key: st.sampled_from(values)
+                                             for key, values in _CELLS.items()}),
+                      min_size=1, max_size=3),
+       rows=st.lists(st.tuples(st.sampled_from(_NAMES), st.integers(0, 2)), min_size=1,
+                     max_size=12))
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+def test_reused_rows_and_numbers_equal_fresh_conversion(
+        tmp_path_factory: pytest.TempPathFactory, cells: list[dict[str, str]],
+        rows: list[tuple[str, int]]) -> None:
+    # Rows share their cells but the name (as layers do in real tables), so that row plans
+    # and number memos are reused, also for names that need strip() or are not ASCII.
+    lines = []
+    for name, pick in rows:
+        row = cells[pick % len(cells)]
+        lines.append(_row(name, row["time"], row["comm"], row["size"]) + row["tail"])
+    path = _tsv(tmp_path_factory.mktemp("reuse"), *lines)
+    assert _outcome(path, memos=True) == _outcome(path, memos=False)
+
+
 def test_errors_come_in_the_order_of_a_whole_file_read(tmp_path: Path) -> None:
     # A bad number on line 2 and a short row on line 3: the short row is reported, as before
     # streaming (rows were all split first, numbers converted after).

@@ -24,12 +24,7 @@ from itertools import chain
 from typing import Any
 
 from perfci.formats._steps import step_metric
-from perfci.formats._workload_layers import (
-    TableError,
-    indexed_names,
-    number_cell,
-    unit_factor,
-)
+from perfci.formats._workload_layers import TableError, number_cell, unit_factor
 from perfci.model import Metric, MetricKind
 from perfci.units import MISSING, NS_PER_UNIT
 
@@ -224,6 +219,22 @@ def _aiob_blocks(numbered: Iterable[tuple[int, str]]) -> list[AiobOp]:
     if not ops:
         raise TableError("expected at least one '<op>:' block after train_iter", 1)
     return ops
+
+
+def indexed_names(names: list[str]) -> list[str]:
+    """Names with ``#k`` (1-based occurrence) appended to every name that repeats."""
+    totals: dict[str, int] = {}
+    for name in names:
+        totals[name] = totals.get(name, 0) + 1
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        if totals[name] == 1:
+            out.append(name)
+            continue
+        seen[name] = seen.get(name, 0) + 1
+        out.append(f"{name}#{seen[name]}")
+    return out
 
 
 def _aiob_metric(op: AiobOp, name: str, iterations: int, unit: str) -> Metric:

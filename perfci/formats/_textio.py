@@ -89,16 +89,26 @@ def _read_error(exc: BaseException, path: Path, format: str) -> ParseError:
 
 
 @contextmanager
-def gc_paused() -> Iterator[None]:
+def gc_paused(*, settle: bool = False) -> Iterator[None]:
     """No cyclic garbage collection while a large file is parsed.
 
     The parsers make millions of acyclic objects (metrics, their attrs); the collections that
     their allocation triggers walk every live object again and again, doubling the parse time.
+
+    ``settle``: on a normal exit, file what was made meanwhile under the oldest generation, as
+    surviving collections would. Left young, it is all walked by the first collection after
+    the pause, which finds no garbage in it: 0.37 s of a 4 s parse of 1.7 M metrics.
+    ``gc.freeze()`` + ``gc.unfreeze()`` does the move without walking anything (CPython
+    relinks the generation lists); skipped while objects are frozen by someone else, which
+    ``unfreeze`` would release.
     """
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
+        if settle and enabled and not gc.get_freeze_count():
+            gc.freeze()
+            gc.unfreeze()
     finally:
         if enabled:
             gc.enable()

@@ -28,13 +28,12 @@ first bad number or comm type.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import MISSING as MISSING_FIELD
 from dataclasses import dataclass, field, fields
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
-from perfci.errors import ParseError
 from perfci.formats._textio import scaled_decimal
 from perfci.model import Device, Metric, MetricKind
 from perfci.units import MISSING, NS_PER_UNIT, to_decimal
@@ -75,6 +74,11 @@ _ASTRASIM_LAYOUT = tuple((phase, 2 + 3 * i, 3 + 3 * i, 4 + 3 * i)
                          for i, phase in enumerate(PHASES))
 
 Layout = Sequence[tuple[str, int, int, int]]
+# One metric of a row, less its layer name: (kind, "/phase", phase, ns, bytes, comm type).
+Entry = tuple[MetricKind, str, str, float | None, float | None, str | None]
+Plan = tuple[Entry, ...]
+_Key = TypeVar("_Key", bound=Hashable)
+_Value = TypeVar("_Value")
 
 
 @dataclass(slots=True)
@@ -103,54 +107,70 @@ class LayerMetrics:
 
     ``unit`` is a key of ``units.NS_PER_UNIT`` or ``cycles`` (kept 1:1 as ns). A name's first
     row is named plainly until the name comes again, and then renamed ``#1``; so names are
-    those of ``indexed_names`` over all rows without holding the rows.
+    those of ``_aicb.indexed_names`` over all rows without holding the rows.
+
+    A row's cells become a ``Plan`` (its metrics less the layer name) that ``emit`` turns into
+    metrics. Tables repeat the same layers, so callers pass a ``key`` (the cells that the plan
+    depends on) and look rows up in ``plans`` first: a repeated row then costs one dict lookup
+    and its metrics, not its conversions.
     """
 
-    __slots__ = ("_bytes", "_counts", "_first", "_ns", "_power", "error", "metrics", "unit")
+    __slots__ = ("_bytes", "_counts", "_first", "_ns", "_power", "error", "metrics", "plans",
+                 "unit")
 
     def __init__(self, unit: str) -> None:
         self.unit = unit
         self.metrics: list[Metric] = []
         self.error: TableError | None = None  # the first bad cell, raised by ``finish``
+        self.plans: dict[Hashable, Plan] = {}  # by the caller's row key; only of good rows
         self._power = _POWER_OF_TEN.get(unit_factor(unit))
         self._counts: dict[str, int] = {}
         self._first: dict[str, tuple[int, int]] = {}  # where a name's first row's metrics are
-        # Compute cells already converted: tables repeat the same layers, hence the same times.
+        # Compute cells already converted: rows that differ elsewhere share times and sizes.
         self._ns: dict[str, float] = {}
         self._bytes: dict[str, float] = {}  # and comm sizes
 
     def add(self, name: str, line: int, cells: Sequence[str], layout: Layout,
-            extra: dict[str, str]) -> None:
+            extra: dict[str, str], key: Hashable = None) -> None:
         """The metrics of one row; a bad cell is kept for ``finish`` (rows are still counted).
 
-        ``layout`` gives each phase's (compute, comm type, comm size) cell indices. This runs
-        once per row of tables with millions of rows, hence the inlined common cases.
+        ``layout`` gives each phase's (compute, comm type, comm size) cell indices; ``key``,
+        when given, stands for those cells in ``plans``.
+        """
+        plan = self.plans.get(key) if key is not None else None
+        if plan is None and self.error is None:
+            try:
+                plan = self._plan(cells, line, layout)
+            except TableError as exc:
+                self.error = exc
+            else:
+                if key is not None:
+                    _remember(self.plans, key, plan)
+        self.emit(name, plan or (), extra)
+
+    def emit(self, name: str, plan: Plan, extra: dict[str, str]) -> None:
+        """The metrics of a row named ``name`` whose cells gave ``plan``.
+
+        This runs once per row of tables with millions of rows: no call per metric.
         """
         counts = self._counts
         count = counts[name] = counts.get(name, 0) + 1
         if self.error is not None:
-            return
-        metrics, memo = self.metrics, self._ns
+            return  # rows are still counted for the row-count check
+        metrics = self.metrics
         start = len(metrics)
-        try:
-            for phase, compute, comm_type, comm_size in layout:
-                text = cells[compute]
-                if text not in _NO_COMPUTE:
-                    ns = memo.get(text) or self._compute_ns(text, line, phase)
-                    if ns:
-                        attrs = {"layer": name, "phase": phase, **extra} if extra \
-                            else {"layer": name, "phase": phase}
-                        label = f"{name}/{phase}" if count == 1 else f"{name}#{count}/{phase}"
-                        metrics.append(
-                            Metric(_LAYER, label, _GPU, 1, ns, None, ns, ns, ns, None, None,
-                                   None, None, 0, None, attrs) if _POSITIONAL
-                            else _layer_metric(label, ns, attrs))
-                if cells[comm_type] not in NO_COMM:
-                    self._comm(name if count == 1 else f"{name}#{count}", name, line, phase,
-                               extra, cells[comm_type], cells[comm_size])
-        except TableError as exc:
-            self.error = exc
-            return
+        label = name if count == 1 else f"{name}#{count}"
+        for kind, suffix, phase, ns, size, comm_type in plan:
+            if comm_type is None:
+                attrs = {"layer": name, "phase": phase, **extra} if extra \
+                    else {"layer": name, "phase": phase}
+            else:
+                attrs = {"layer": name, "phase": phase, **extra, "comm_type": comm_type}
+            metrics.append(
+                Metric(kind, label + suffix, _GPU, 1, ns, None, ns, ns, ns, None, None, size,
+                       None, 0, None, attrs) if _POSITIONAL
+                else Metric(kind=kind, name=label + suffix, calls=1, total_ns=ns, avg_ns=ns,
+                            min_ns=ns, max_ns=ns, bytes=size, attrs=attrs))
         if count == 1:
             self._first[name] = (start, len(metrics))
         elif count == 2:
@@ -171,23 +191,37 @@ class LayerMetrics:
         for metric in self.metrics[start:end]:
             metric.name = f"{name}#1{metric.name[len(name):]}"
 
-    def _comm(self, label: str, layer: str, line: int, phase: str, extra: dict[str, str],
-              comm_type: str, comm_size: str) -> None:
+    def _plan(self, cells: Sequence[str], line: int, layout: Layout) -> Plan:
+        """Phase by phase: a layer entry for a non-zero compute time, a comm entry for a
+        communication; the first bad cell raises."""
+        plan: list[Entry] = []
+        memo = self._ns
+        for phase, compute, comm_type, comm_size in layout:
+            text = cells[compute]
+            if text not in _NO_COMPUTE:
+                ns = memo.get(text) or self._compute_ns(text, line, phase)
+                if ns:
+                    plan.append((_LAYER, f"/{phase}", phase, ns, None, None))
+            if cells[comm_type] not in NO_COMM:
+                comm = self._comm(line, phase, cells[comm_type], cells[comm_size])
+                if comm is not None:
+                    plan.append(comm)
+        return tuple(plan)
+
+    def _comm(self, line: int, phase: str, comm_type: str, comm_size: str) -> Entry | None:
         comm_type = comm_type.strip()
         if comm_type in NO_COMM:
-            return
+            return None
         if not _COMM_TYPE.match(comm_type):
             raise TableError(f"expected a {phase} communication type (NONE, ALLREDUCE, "
                              f"...), found {comm_type[:40]!r}", line)
         size = self._bytes.get(comm_size)
         if size is None:
-            size = self._remember(self._bytes, comm_size, scaled_decimal(comm_size, 0))
+            size = _remember(self._bytes, comm_size, scaled_decimal(comm_size, 0))
         if size is None:
             exact = _number(comm_size, line, f"{phase} communication size")
             size = float(exact) if exact is not None else None
-        self.metrics.append(Metric(
-            kind=MetricKind.COMM, name=f"{label}/{phase}", calls=1, bytes=size,
-            attrs={"layer": layer, "phase": phase, **extra, "comm_type": comm_type}))
+        return (_COMM, f"/{phase}", phase, None, size, comm_type)
 
     def _compute_ns(self, text: str, line: int, phase: str) -> float | None:
         value = scaled_decimal(text, self._power) if self._power is not None else None
@@ -196,20 +230,15 @@ class LayerMetrics:
         if value < 0:
             raise TableError(f"expected a non-negative {phase} compute time, found {text!r}",
                              line)
-        return self._remember(self._ns, text, value)
-
-    @staticmethod
-    def _remember(memo: dict[str, float], text: str, value: float | None) -> float | None:
-        if value is not None:
-            if len(memo) >= _MEMO_SIZE:
-                memo.clear()  # a table of all-different numbers: keep memory bounded
-            memo[text] = value
-        return value
+        return _remember(self._ns, text, value)
 
 
-def _layer_metric(name: str, ns: float, attrs: dict[str, Any]) -> Metric:
-    return Metric(kind=MetricKind.LAYER, name=name, calls=1, total_ns=ns, avg_ns=ns, min_ns=ns,
-                  max_ns=ns, attrs=attrs)
+def _remember(memo: dict[_Key, _Value], key: _Key, value: _Value | None) -> _Value | None:
+    if value is not None:
+        if len(memo) >= _MEMO_SIZE:
+            memo.clear()  # a table of all-different rows or numbers: keep memory bounded
+        memo[key] = value
+    return value
 
 
 # Positional arguments build a Metric in half the time of keywords, which is a third of the
@@ -220,7 +249,7 @@ _METRIC_FIELDS = (("kind", MISSING_FIELD), ("name", MISSING_FIELD), ("device", D
                   ("bytes", None), ("samples_ns", None), ("warmup", 0), ("scope", None),
                   ("attrs", MISSING_FIELD))
 _POSITIONAL = tuple((f.name, f.default) for f in fields(Metric)) == _METRIC_FIELDS
-_LAYER, _GPU = MetricKind.LAYER, Device.GPU
+_LAYER, _COMM, _GPU = MetricKind.LAYER, MetricKind.COMM, Device.GPU
 
 
 def _compute_ns(text: str, unit: str, line: int, phase: str) -> float | None:
@@ -285,8 +314,9 @@ def read_astrasim(lines: Iterable[str], *, unit: str) -> LayerTable:
     for last, text in numbered:
         cells = _astrasim_cells(text, last)
         markers.add(cells)
-        extra = {"parallelism": cells[12]} if len(cells) == 13 else {}
-        sink.add(cells[0], last, cells, _ASTRASIM_LAYOUT, extra)
+        extra = {"parallelism": cells[12]} if len(cells) == 13 else _NO_EXTRA
+        # The plan key: the cells that _ASTRASIM_LAYOUT reads.
+        sink.add(cells[0], last, cells, _ASTRASIM_LAYOUT, extra, tuple(cells[2:11]))
     rows = sink.rows
     if rows < declared:
         raise TableError(f"line {count[0]} declares {declared} layers but only "
@@ -375,13 +405,25 @@ def read_tsv(lines: Iterable[str], *, unit: str) -> LayerTable:
                roles.get(f"{phase}.comm_type", empty), roles.get(f"{phase}.comm_size", empty))
               for phase in PHASES]
     sink = LayerMetrics(unit)
+    plans = sink.plans
     name_index = roles["name"]
+    name_first = name_index == 0
     width = len(columns)
     for number, text in numbered:
+        # Plans are kept by the text after the name (when the name comes first) of rows that
+        # needed no strip(): a row that repeats one of them with a name that needs none either
+        # is that row's cells again, so it skips the split and the conversions.
+        name, _, rest = text.partition("\t")
+        plan = plans.get(rest)
+        if plan is not None and name and not name[0].isspace() and not name[-1].isspace():
+            sink.emit(name, plan, _NO_EXTRA)
+            continue
         cells = text.split("\t")
+        key = None
         if len(cells) == width and cells[name_index] and text.isascii() and " " not in text \
                 and "\x1f" not in text:
             cells.append("")  # the common row (not blank: it has a name), without the checks
+            key = rest if name_first else None
         elif not text or text.isspace():
             continue
         else:
@@ -389,7 +431,7 @@ def read_tsv(lines: Iterable[str], *, unit: str) -> LayerTable:
         name = cells[name_index]
         if not name:
             raise TableError("expected a layer name in the 'name' column", number)
-        sink.add(name, number, cells, layout, _NO_EXTRA)
+        sink.add(name, number, cells, layout, _NO_EXTRA, key)
     return LayerTable(metrics=sink.finish(), metadata={"columns": columns}, rows=sink.rows)
 
 
@@ -428,22 +470,6 @@ def _tsv_cells(text: str, line: int, width: int) -> list[str]:
 # --- names and numbers ------------------------------------------------------------------------
 
 
-def indexed_names(names: list[str]) -> list[str]:
-    """Names with ``#k`` (1-based occurrence) appended to every name that repeats."""
-    totals: dict[str, int] = {}
-    for name in names:
-        totals[name] = totals.get(name, 0) + 1
-    seen: dict[str, int] = {}
-    out = []
-    for name in names:
-        if totals[name] == 1:
-            out.append(name)
-            continue
-        seen[name] = seen.get(name, 0) + 1
-        out.append(f"{name}#{seen[name]}")
-    return out
-
-
 def unit_factor(unit: str) -> int:
     """ns per ``unit``; ``cycles`` count as 1 ns each (the file gives no clock rate)."""
     return 1 if unit == "cycles" else NS_PER_UNIT[unit]
@@ -470,7 +496,3 @@ def number_cell(text: str, line: int, what: str) -> Decimal | None:
     if value.adjusted() > MAX_EXPONENT:  # adjusted(): no context arithmetic, cannot overflow
         raise TableError(f"number out of range for {what}: {cleaned[:40]!r}", line)
     return value
-
-
-def parse_error(exc: TableError, *, source: str, format: str) -> ParseError:
-    return ParseError(str(exc), source=source, line=exc.line, format=format)

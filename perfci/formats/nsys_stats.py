@@ -6,7 +6,7 @@ Every era is read: 2020 titles (``CUDA API Statistics (nanoseconds)``), 2021 ``R
 report``. A table is a header line (wrapped onto a second line in some 2021 dumps), a line of
 dashes that gives the column extents, and rows up to the next blank or non-row line. Column
 units come from the titles (``Avg (ns)``, ``Total (MB)``); digit grouping from the ``Avg``
-column (``_nsys_reports.Numbers``). What each report's rows become is ``_nsys_reports`` data:
+column (``_nsys_tables.Numbers``). What each report's rows become is ``_nsys_reports`` data:
 nvtx → ``range`` (plus ``step`` for step-like ranges), osrt → ``os``, cuda_api → ``api``,
 gpu_kern → ``kernel`` (NCCL kernels → ``comm``), gpu_mem_time + gpu_mem_size → ``memory``.
 
@@ -25,22 +25,14 @@ from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfci.errors import ParseError
 from perfci.formats._nsys_reports import (
     MEMORY_TITLE_2020,
-    REPORTS,
+    PROCESSING,
     TITLE_UNITS,
     TITLES_2020,
     Layout,
-    LayoutError,
-    Numbers,
-    ProfileSet,
-    ReportSpec,
-    file_stem,
-    layout_for,
-    open_lines,
-    row_values,
 )
+from perfci.formats._nsys_tables import Numbers, TableReader
 from perfci.model import Profile
 
 if TYPE_CHECKING:
@@ -51,7 +43,6 @@ DESCRIPTION = "Nsight Systems 'nsys stats' / 'nsys profile --stats=true' console
 
 _EXECUTING = re.compile(r"^\[(\d+)/(\d+)\]\s+Executing '([\w.-]+)' stats report")
 _PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]\s+\[[=\s]*\d+%\]\s+(\S+\.(?:nsys-rep|qdrep|sqlite))")
-_PROCESSING = re.compile(r"^Processing \[(.+?)\] with \[(?:.*[/\\])?([\w.-]+?)\.py\]")
 _RUNNING = re.compile(r"^Running \[(?:.*[/\\])?([\w.-]+?)\.py\s+(.+?)\]")
 _SQLITE = re.compile(r"^(?:Generating SQLite file|Using) (\S+\.sqlite)\b")
 _REPORT_TITLE = re.compile(r"^\*\* .+ \(([\w.-]+)\):$")  # "** CUDA API Summary (cuda_api_sum):"
@@ -69,7 +60,6 @@ _CSV_HEADER = re.compile(r"(?m)^\"?Time ?\(%\)\"?,")
 _MAX_HEADER_LINES = 3
 _DIGITS = frozenset("0123456789")
 _ROW_START = frozenset("0123456789-.")
-_ELISION = ("...", "…")  # rows an author cut out of a pasted table
 
 
 def sniff(head: Head) -> bool:
@@ -80,16 +70,7 @@ def sniff(head: Head) -> bool:
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     """The profiles of one console log: one per nsys run found in it."""
-    parser = _Parser(str(path))
-    with open_lines(path, format=NAME) as lines:
-        parser.run(lines)
-        profiles = parser.close(file_stem(path))
-    if not profiles:
-        raise ParseError(
-            f"no nsys stats summary table in {parser.line_no} lines: expected a header such as "
-            "' Time (%)  Total Time (ns)  Num Calls  Avg (ns) ...  Name' followed by a line of "
-            "dashes and rows", source=str(path), line=parser.line_no or None, format=NAME)
-    return profiles
+    return _Parser(path).read()
 
 
 @dataclass(slots=True)
@@ -130,13 +111,16 @@ class _FastRow:
                    text=tuple(layout.text))
 
 
-class _Parser:
+class _Parser(TableReader):
     """A line-by-line state machine: scanning → header → table rows → scanning."""
 
-    def __init__(self, source: str) -> None:
-        self.source = source
-        self.set = ProfileSet(format=NAME, source=source)
-        self.line_no = 0
+    noun = "table"
+    wanted = "nsys stats summary table"
+    example = ("a header such as ' Time (%)  Total Time (ns)  Num Calls  Avg (ns) ...  Name' "
+               "followed by a line of dashes and rows")
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, format=NAME)
         self.report: str | None = None  # the report whose table comes next
         self.unit: str | None = None  # a 2020 title's unit
         self.header: list[str] = []
@@ -242,7 +226,7 @@ class _Parser:
         if stripped.startswith("Profiling:"):
             self._profiling(stripped)
             return
-        match = _PROCESSING.match(stripped)
+        match = PROCESSING.match(stripped)
         if match:
             self.set.report_file(match.group(1))
             self._announce(match.group(2))
@@ -295,17 +279,8 @@ class _Parser:
         titles = _titles(self.header, spans)
         self.header = []
         report, self.report = self.report, None
-        spec: ReportSpec | None = None
-        if report is not None:
-            spec = REPORTS.get(report)
-            if spec is None or not spec.read:
-                self._warn(self.header_line, f"report {report!r} is not read by perfci; "
-                                             "its table was skipped")
-                return
-        try:
-            layout = layout_for(titles, spec, self.unit)
-        except LayoutError as exc:
-            self._warn(self.header_line, f"table skipped: {exc}")
+        layout = self.layout(report, titles, unit=self.unit, line=self.header_line)
+        if layout is None:
             return
         if report is None:
             self.set.announce(layout.report.name)
@@ -316,9 +291,7 @@ class _Parser:
         table = self.table
         assert table is not None
         stripped = line.strip()
-        if stripped in _ELISION:
-            self._warn(self.line_no, f"rows elided ({stripped!r}) in the "
-                                     f"{table.layout.report.name} table")
+        if self.elided(stripped, table.layout):
             return True
         if not stripped or stripped[0] not in _ROW_START:
             return self._close_table()
@@ -326,8 +299,8 @@ class _Parser:
             self._first_row(table, line)
         cells = self._cells(table, line)
         if cells is None:
-            self._warn(self.line_no, f"line ends the {table.layout.report.name} table but is "
-                                     f"not one of its rows: {line.strip()[:80]!r}")
+            self.warn(f"line ends the {table.layout.report.name} table but is not one of its "
+                      f"rows: {line.strip()[:80]!r}")
             return self._close_table()
         self._add(table, cells)
         return True
@@ -358,32 +331,21 @@ class _Parser:
         return cells if cells[table.layout.name] else None
 
     def _add(self, table: _Table, cells: list[str]) -> None:
-        layout = table.layout
         assert table.numbers is not None
-        try:
-            values = row_values(layout, cells, table.numbers)
-        except ValueError as exc:
-            raise ParseError(f"{layout.report.name} table: {exc}", source=self.source,
-                             line=self.line_no, format=NAME) from exc
-        text = {name: cells[index] for index, name in layout.text} if layout.text else None
-        self.set.current.add(layout, cells[layout.name], values, text)
+        self.add_row(table.layout, cells, table.numbers)
         table.rows += 1
 
     def _close_table(self) -> bool:
         self.table = None
         return False
 
-    def _warn(self, line: int, message: str) -> None:
-        self.set.current.warnings.append(f"line {line}: {message}")
-
-    def close(self, stem: str) -> list[Profile]:
+    def close(self) -> list[Profile]:
         table = self.table
         if table is not None:
             tail = "" if self.last_newline else " in the middle of a line"
-            self._warn(self.line_no, f"the file ends{tail} inside the "
-                                     f"{table.layout.report.name} table after {table.rows} "
-                                     "rows: the output may be cut short")
-        return self.set.profiles(stem)
+            self.warn(f"the file ends{tail} inside the {table.layout.report.name} table after "
+                      f"{table.rows} rows: the output may be cut short")
+        return self.set.profiles(self.stem)
 
 
 def _slice(line: str, spans: list[tuple[int, int]]) -> list[str]:

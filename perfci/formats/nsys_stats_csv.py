@@ -12,23 +12,14 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perfci.errors import ParseError
-from perfci.formats._nsys_reports import (
-    REPORTS,
-    Layout,
-    LayoutError,
-    Numbers,
-    ProfileSet,
-    file_stem,
-    layout_for,
-    open_lines,
-    row_values,
-)
+from perfci.formats._nsys_reports import PROCESSING, REPORTS, Layout
+from perfci.formats._nsys_tables import Numbers, TableReader
 from perfci.model import Profile
 
 if TYPE_CHECKING:
@@ -38,9 +29,7 @@ NAME = "nsys_stats_csv"
 DESCRIPTION = "Nsight Systems 'nsys stats --format csv' report blocks or base_<report>.csv files"
 
 _HEADER = re.compile(r'^"?(?:Time ?\(%\)|Total(?: \(\w+\))?)"?,"?(?:Total Time|Count|Operations)')
-_PROCESSING = re.compile(r"^Processing \[(.+?)\] with \[(?:.*[/\\])?([\w.-]+?)\.py\]")
 _SNIFF = re.compile(r'(?m)^"?(?:Time ?\(%\)"?,"?Total Time|Total \(MB\)"?,"?Count)')
-_ELISION = ("...", "…")
 
 
 def sniff(head: Head) -> bool:
@@ -50,17 +39,7 @@ def sniff(head: Head) -> bool:
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     """The profiles of one CSV file: one per ``Processing [x.sqlite]`` or repeated report."""
-    parser = _Parser(path)
-    with open_lines(path, format=NAME) as lines:
-        for line in lines:
-            parser.feed(line)
-        profiles = parser.close()
-    if not profiles:
-        raise ParseError(
-            f"no nsys stats CSV block in {parser.line_no} lines: expected a header row such as "
-            "'Time (%),Total Time (ns),Instances,Avg (ns),...,Name' followed by rows",
-            source=str(path), line=parser.line_no or None, format=NAME)
-    return profiles
+    return _Parser(path).read()
 
 
 @dataclass(slots=True)
@@ -69,12 +48,14 @@ class _Block:
     numbers: Numbers | None = None
 
 
-class _Parser:
+class _Parser(TableReader):
+    noun = "block"
+    wanted = "nsys stats CSV block"
+    example = ("a header row such as 'Time (%),Total Time (ns),Instances,Avg (ns),...,Name' "
+               "followed by rows")
+
     def __init__(self, path: Path) -> None:
-        self.source = str(path)
-        self.stem = file_stem(path)
-        self.set = ProfileSet(format=NAME, source=self.source)
-        self.line_no = 0
+        super().__init__(path, format=NAME)
         self.block: _Block | None = None
         # base_<report>.csv names the report of its first block (the longest name that fits:
         # "_cuda_gpu_kern_gb_sum", not a shorter one).
@@ -83,6 +64,10 @@ class _Parser:
         if self.report is not None:
             self.set.report_file(self.stem.removesuffix(f"_{self.report}"))
         self.last_newline = True
+
+    def run(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.feed(line)
 
     def feed(self, raw: str) -> None:
         self.line_no += 1
@@ -94,7 +79,7 @@ class _Parser:
         if _HEADER.match(stripped):
             self._open(stripped)
             return
-        match = _PROCESSING.match(stripped)
+        match = PROCESSING.match(stripped)
         if match:
             self.set.report_file(match.group(1))
             self.set.announce(match.group(2))
@@ -103,16 +88,10 @@ class _Parser:
     def _open(self, header: str) -> None:
         titles = _cells(header)
         report, self.report = self.report, None
-        spec = REPORTS.get(report) if report is not None else None
-        if report is not None and (spec is None or not spec.read):
-            self._warn(f"report {report!r} is not read by perfci; its block was skipped")
+        layout = self.layout(report, titles)
+        if layout is None:
             return
-        try:
-            layout = layout_for(titles, spec)
-        except LayoutError as exc:
-            self._warn(f"block skipped: {exc}")
-            return
-        if spec is None or report not in self.set.current.announced:
+        if report is None or report not in self.set.current.announced:
             self.set.announce(report or layout.report.name)
         self.block = _Block(layout=layout)
 
@@ -121,8 +100,7 @@ class _Parser:
         block = self.block
         assert block is not None
         stripped = line.strip()
-        if stripped in _ELISION:
-            self._warn(f"rows elided ({stripped!r}) in the {block.layout.report.name} block")
+        if self.elided(stripped, block.layout):
             return True
         if not stripped or not (stripped[0].isdigit() or stripped[0] in '-."'):
             self.block = None
@@ -141,21 +119,12 @@ class _Parser:
         if block.numbers is None:
             avg = cells[layout.avg] if layout.avg is not None else ""
             block.numbers = Numbers(Numbers.grouping_of(avg, ""))
-        try:
-            values = row_values(layout, cells, block.numbers)
-        except ValueError as exc:
-            raise ParseError(f"{layout.report.name} block: {exc}", source=self.source,
-                             line=self.line_no, format=NAME) from exc
-        text = {name: cells[index] for index, name in layout.text}
-        self.set.current.add(layout, cells[layout.name], values, text)
-
-    def _warn(self, message: str) -> None:
-        self.set.current.warnings.append(f"line {self.line_no}: {message}")
+        self.add_row(layout, cells, block.numbers)
 
     def close(self) -> list[Profile]:
         if self.block is not None and not self.last_newline:
-            self._warn(f"the file ends in the middle of a line of the "
-                       f"{self.block.layout.report.name} block: its last row may be cut short")
+            self.warn(f"the file ends in the middle of a line of the "
+                      f"{self.block.layout.report.name} block: its last row may be cut short")
         return self.set.profiles(self.stem)
 
 

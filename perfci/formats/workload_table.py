@@ -95,7 +95,7 @@ def family(text: str) -> str | None:
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     """The one profile of a workload file, read line by line."""
     dialect, unit = _options(options)
-    with gc_paused():
+    with gc_paused(settle=True):
         lines = iter_lines(path, format=NAME)
         head = list(islice(lines, _SNIFF_LINES))
         if head:
@@ -109,7 +109,7 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
         try:
             profile = _READERS[kind](chain(head, lines), dialect, unit)
         except TableError as exc:
-            raise _workload_layers.parse_error(exc, source=str(path), format=NAME) from exc
+            raise ParseError(str(exc), source=str(path), line=exc.line, format=NAME) from exc
     profile.source = str(path)
     if not profile.metrics:
         profile.warnings.append("no row had a compute time, a communication or a timing")
