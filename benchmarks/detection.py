@@ -226,6 +226,13 @@ VARIANTS = (
             CompareOptions(remove_shared_factor=False)),
     Variant("perfci, FDR alpha 0.01 (fewer alarms)",
             CompareOptions(remove_shared_factor=True, alpha=0.01)),
+    # Lower FDR levels, to compare with the quieter peers at an equal false-alarm rate.
+    Variant("perfci, FDR alpha 0.02",
+            CompareOptions(remove_shared_factor=True, alpha=0.02)),
+    Variant("perfci, FDR alpha 0.001 (quiet)",
+            CompareOptions(remove_shared_factor=True, alpha=0.001)),
+    Variant("perfci, FDR alpha 0.0001 (silent)",
+            CompareOptions(remove_shared_factor=True, alpha=0.0001)),
     Variant("perfci, MWU guard 0.01", CompareOptions(rank_guard=0.01)),
     Variant("perfci, Student t on logs (no guard)", CompareOptions(method="student")),
     Variant("perfci, Welch t on logs", CompareOptions(method="welch")),
