@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from perfci.errors import ConfigError
+from perfci.cli import _options as opts
 
 if TYPE_CHECKING:
     from perfci.usecases.check import BenchmarkSpec, CheckOutcome
@@ -38,19 +38,18 @@ def check_command(
     profile: list[Path] = typer.Option([], "--profile", help=_PROFILE_HELP),
     format: str | None = typer.Option(None, "--format", "-f",
                                       help="Profile format (default: detected)."),
-    project: str | None = typer.Option(None, "--project", help="Project (default: repository)."),
-    commit: str | None = typer.Option(None, "--commit", help="Commit SHA (default: detected)."),
-    branch: str | None = typer.Option(None, "--branch", help="Branch (default: detected)."),
-    base_branch: str | None = typer.Option(None, "--base-branch", help="PR base branch."),
-    pr: int | None = typer.Option(None, "--pr", help="Pull request number."),
-    ci_run_id: str | None = typer.Option(None, "--ci-run-id", help="CI run id."),
-    ci_run_attempt: int | None = typer.Option(None, "--ci-run-attempt", help="CI run attempt."),
+    project: opts.Project = None,
+    commit: opts.Commit = None,
+    branch: opts.Branch = None,
+    base_branch: opts.BaseBranch = None,
+    pr: opts.PullRequest = None,
+    ci_run_id: opts.CiRunId = None,
+    ci_run_attempt: opts.CiRunAttempt = None,
     env: list[str] = typer.Option([], "--env",
                                   help="Environment fingerprint entry KEY=VALUE (repeatable)."),
     baseline_branch: str | None = typer.Option(
         None, "--baseline-branch", help="Baseline branch (default: PR base, else settings)."),
-    database_url: str | None = typer.Option(
-        None, "--database-url", help="Database URL (default: settings, else .perfci/perfci.db)."),
+    database_url: opts.DatabaseUrl = None,
     markdown_out: Path | None = typer.Option(None, "--markdown-out",
                                              help="Write the PR comment (Markdown) here."),
     json_out: Path | None = typer.Option(None, "--json-out", help="Write the JSON report here."),
@@ -81,7 +80,7 @@ def check_command(
         profiler=profiler, globs=glob, format=format, baseline_branch=baseline_branch,
         context={"commit": commit, "branch": branch, "base_branch": base_branch,
                  "pr_number": pr, "ci_run_id": ci_run_id, "ci_run_attempt": ci_run_attempt,
-                 "environment": _pairs(env)})
+                 "environment": opts.key_value_pairs(env, option="--env")})
     overrides = {"database_url": database_url, "project": project, "delta": delta,
                  "alpha": alpha, "baseline_runs": baseline_runs,
                  "fail_on_regression": fail_on_regression}
@@ -94,16 +93,6 @@ def check_command(
     if usecase.should_publish(outcome, comment=comment):
         _publish(outcome, comment=comment)
     return outcome.exit_code
-
-
-def _pairs(values: list[str]) -> dict[str, str]:
-    pairs = {}
-    for item in values:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--env expects KEY=VALUE, got {item!r}")
-        pairs[key.strip()] = value.strip()
-    return pairs
 
 
 def _progress_runner(spec: BenchmarkSpec, directory: Path) -> list[list[Path]]:

@@ -8,18 +8,10 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from perfci.cli import _options as opts
+
 if TYPE_CHECKING:  # the parsers and the store load when the command runs (CLI cold start)
     from perfci.usecases.ingest import IngestResult
-
-
-def _pairs(values: list[str]) -> dict[str, str]:
-    pairs = {}
-    for item in values:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--env")
-        pairs[key.strip()] = value.strip()
-    return pairs
 
 
 def ingest_command(
@@ -31,18 +23,16 @@ def ingest_command(
                                            "groups (default: one repeat per file)."),
     format: str | None = typer.Option(None, "--format", "-f",
                                       help="Format name; detected from content when omitted."),
-    project: str | None = typer.Option(None, "--project", help="Project (default: repository)."),
-    commit: str | None = typer.Option(None, "--commit", help="Commit SHA (default: git HEAD)."),
-    branch: str | None = typer.Option(None, "--branch", help="Branch (default: detected)."),
-    base_branch: str | None = typer.Option(None, "--base-branch", help="PR base branch."),
-    pr: int | None = typer.Option(None, "--pr", help="Pull request number."),
-    ci_run_id: str | None = typer.Option(None, "--ci-run-id", help="CI run id."),
-    ci_run_attempt: int | None = typer.Option(None, "--ci-run-attempt", help="CI run attempt."),
+    project: opts.Project = None,
+    commit: opts.Commit = None,
+    branch: opts.Branch = None,
+    base_branch: opts.BaseBranch = None,
+    pr: opts.PullRequest = None,
+    ci_run_id: opts.CiRunId = None,
+    ci_run_attempt: opts.CiRunAttempt = None,
     env: list[str] = typer.Option([], "--env",
                                   help="Environment fingerprint entry KEY=VALUE (repeatable)."),
-    database_url: str | None = typer.Option(None, "--database-url",
-                                            help="Database URL (default: settings, else the "
-                                                 "embedded SQLite store)."),
+    database_url: opts.DatabaseUrl = None,
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Parse profile files and store them as one run (idempotent: re-ingesting is a no-op)."""
@@ -52,7 +42,7 @@ def ingest_command(
     from perfci.store.db import open_store
     from perfci.usecases.ingest import ingest_run, parse_repeats
 
-    environment = _pairs(env)
+    environment = opts.key_value_pairs(env, option="--env")
     # Parse everything first: a bad file stops here, before the store is even opened.
     repeats = parse_repeats(files, format=format, repeat=repeat)
     for profile in (p for group in repeats for p in group):

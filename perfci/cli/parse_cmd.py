@@ -8,20 +8,11 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from perfci.cli import _options as opts
 from perfci.cli._console import console, err_console
 
 if TYPE_CHECKING:
     from perfci.model import Metric, Profile
-
-
-def _option_pairs(values: list[str]) -> dict[str, str]:
-    pairs = {}
-    for item in values:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--option")
-        pairs[key.strip()] = value.strip()
-    return pairs
 
 
 def _show(profile: Profile, top: int) -> None:
@@ -71,7 +62,8 @@ def parse_command(
     """Parse profiler output into metrics: a table per profile, or JSON."""
     from perfci import usecases
 
-    profiles = usecases.parse_profiles(files, format=format, options=_option_pairs(option))
+    options = opts.key_value_pairs(option, option="--option")
+    profiles = usecases.parse_profiles(files, format=format, options=options)
     for profile in profiles:
         for warning in profile.warnings:
             err_console.print(f"warning: {profile.source}: {warning}")
