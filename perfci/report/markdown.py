@@ -18,6 +18,7 @@ import jinja2
 
 from perfci.model import Contribution, MetricComparison, RunComparison, Verdict
 from perfci.report import _format as fmt
+from perfci.report._markdown_env import markdown_template
 from perfci.report.escape import md_escape, md_link
 
 __all__ = ["MAX_COMMENT_CHARS", "comment_marker", "render_comment", "render_summary"]
@@ -182,16 +183,6 @@ def _kind(item: MetricComparison | Contribution) -> str:
 
 @functools.cache
 def _template() -> jinja2.Template:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("perfci.report", "templates"),
-        autoescape=False,  # Markdown, not HTML: escaping is the `md` filter's job
-        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-        keep_trailing_newline=True)
-    env.filters.update({
-        "md": lambda text, max_len=None: md_escape(text, max_len=max_len),
-        "pct": fmt.pct, "share": fmt.share, "qval": fmt.qvalue, "dur": fmt.duration,
-        "delta": fmt.delta, "interval": fmt.interval,
-        "sha": lambda sha: md_escape(fmt.short_sha(sha)),
-        "verdict": _verdict, "name": _name, "kind": _kind,
-    })
-    return env.get_template("comment.md.j2")
+    return markdown_template("comment.md.j2", {
+        "qval": fmt.qvalue, "interval": fmt.interval, "verdict": _verdict, "name": _name,
+        "kind": _kind})

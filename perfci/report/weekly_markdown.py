@@ -18,6 +18,7 @@ from urllib.parse import quote
 import jinja2
 
 from perfci.report import _format as fmt
+from perfci.report._markdown_env import markdown_template
 from perfci.report.escape import md_escape, md_link, safe_url, shorten
 
 if TYPE_CHECKING:
@@ -171,15 +172,6 @@ def _cv(value: float | None) -> str:
 
 @functools.cache
 def _template() -> jinja2.Template:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("perfci.report", "templates"),
-        autoescape=False,  # Markdown, not HTML: escaping is the `md` filter's job
-        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-        keep_trailing_newline=True)
-    env.filters.update({
-        "md": lambda text, max_len=None: md_escape(text, max_len=max_len),
-        "pct": fmt.pct, "share": fmt.share, "dur": fmt.duration, "delta": fmt.delta,
-        "pval": _pvalue, "cv": _cv, "env": lambda values: md_escape(environment_label(values)),
-        "sha": lambda sha: md_escape(fmt.short_sha(sha)),
-    })
-    return env.get_template("weekly.md.j2")
+    return markdown_template("weekly.md.j2", {
+        "pval": _pvalue, "cv": _cv,
+        "env": lambda values: md_escape(environment_label(values))})
