@@ -190,7 +190,7 @@ def _migrating(url: str, action: str) -> Iterator[Connection]:
             yield connection
     except DBAPIError as exc:
         raise StorageError(f"could not {action} database {redact_url(url)}: "
-                           f"{_first_line(exc)}") from exc
+                           f"{error_reason(exc)}") from exc
     except Exception as exc:
         if _is_alembic_error(exc):
             raise StorageError(f"could not {action} database {redact_url(url)}: {exc}") from exc
@@ -205,7 +205,8 @@ def _is_alembic_error(exc: Exception) -> bool:
     return isinstance(exc, CommandError)
 
 
-def _first_line(exc: DBAPIError) -> str:
+def error_reason(exc: DBAPIError) -> str:
+    """The driver's own first line of a database error, for a message a user reads."""
     return str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
 
 
@@ -251,7 +252,7 @@ def _revision(engine: Engine, url: str) -> str | None:
         with engine.connect() as connection:
             return _current_of(connection)
     except SQLAlchemyError as exc:
-        reason = _first_line(exc) if isinstance(exc, DBAPIError) else str(exc)
+        reason = error_reason(exc) if isinstance(exc, DBAPIError) else str(exc)
         raise StorageError(f"could not open database {redact_url(url)}: {reason}") from exc
 
 

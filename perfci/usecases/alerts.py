@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 from perfci.errors import ConfigError, NotFoundError, StorageError
 from perfci.model import SeriesKey
 from perfci.store import _bulk
+from perfci.store.db import error_reason
 from perfci.store.schema import Alert, Benchmark, Project, Series, series_key_hash, utcnow
 
 __all__ = ["STATUSES", "AlertInfo", "NewAlert", "list_alerts", "record_alerts",
@@ -85,7 +86,7 @@ def record_alerts(session: Session, *, project: str,
         session.commit()
     except DBAPIError as exc:
         session.rollback()
-        raise StorageError(f"could not record alerts of {project!r}: {_reason(exc)}") from exc
+        raise StorageError(f"could not record alerts of {project!r}: {error_reason(exc)}") from exc
     except BaseException:
         session.rollback()
         raise
@@ -202,7 +203,3 @@ def _info(alert: Alert, project: str, benchmark: str, series: Series) -> AlertIn
                      after=alert.after, change=alert.change, p_value=alert.p_value,
                      status=alert.status, note=alert.note, created_at=alert.created_at,
                      updated_at=alert.updated_at)
-
-
-def _reason(exc: DBAPIError) -> str:
-    return str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)

@@ -26,6 +26,7 @@ from perfci.errors import ConfigError, ParseError, StorageError, UnknownFormatEr
 from perfci.formats.registry import parse_file
 from perfci.model import Profile, RunContext
 from perfci.store import _bulk
+from perfci.store.db import error_reason
 from perfci.store.schema import (
     Benchmark,
     Commit,
@@ -119,13 +120,14 @@ def _ingest(session: Session, *, context: RunContext, benchmark: str,
         existing = _find_run(session, context.project, benchmark, key)
         if existing is None:
             raise StorageError(f"could not store the run of {benchmark!r}: "
-                               f"{_reason(exc)}") from exc
+                               f"{error_reason(exc)}") from exc
         result = _existing_result(session, existing)
         session.rollback()  # end the read transaction; nothing of ours to keep
         return result
     except DBAPIError as exc:
         session.rollback()
-        raise StorageError(f"could not store the run of {benchmark!r}: {_reason(exc)}") from exc
+        raise StorageError(f"could not store the run of {benchmark!r}: "
+                           f"{error_reason(exc)}") from exc
     except BaseException:
         session.rollback()
         raise
@@ -554,9 +556,6 @@ def _existing_result(session: Session, run_id: int) -> IngestResult:
     series, samples = session.execute(query).one()
     return IngestResult(run_id=run_id, created=False, series=int(series), samples=int(samples))
 
-
-def _reason(exc: DBAPIError) -> str:
-    return str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
 
 
 def _table(model: Any) -> Table:
