@@ -46,4 +46,4 @@ def test_installed_wheel_migrates_a_database_on_its_own(wheel: Path, tmp_path: P
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                           text=True, env={**os.environ, "PYTHONPATH": str(target)})
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "0002"
+    assert done.stdout.strip() == "0003"

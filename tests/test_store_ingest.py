@@ -26,7 +26,15 @@ from perfci.formats.registry import formats, parse_file
 from perfci.model import MetricKind, SeriesKey
 from perfci.store import db
 from perfci.store.queries import get_run, run_samples
-from perfci.store.schema import ProfileRow, Run, Sample, Series
+from perfci.store.schema import (
+    ProfileRow,
+    Run,
+    Sample,
+    Series,
+    SeriesSet,
+    pack_series_ids,
+    unpack_series_ids,
+)
 from perfci.usecases.ingest import ingest_run, parse_and_ingest
 
 
@@ -40,7 +48,7 @@ def _counts(url: str) -> dict[str, int]:
         with engine.connect() as connection:
             return {table: int(connection.execute(
                 text(f'SELECT count(*) FROM "{table}"')).scalar_one())
-                for table in ("project", "run", "profile", "series", "sample")}
+                for table in ("project", "run", "profile", "series", "series_set", "sample")}
     finally:
         engine.dispose()
 
@@ -159,6 +167,34 @@ def test_reingest_without_ci_ids_dedupes_on_content(session: Session) -> None:
     assert (_count(session, Run), _count(session, Series)) == (2, 1)
 
 
+def test_runs_listing_the_same_series_share_one_series_set(session: Session) -> None:
+    def ingest(run: int, values: dict[str, float]) -> int:
+        return ingest_run(session, context=make_context(ci_run_id=str(run)), benchmark="b",
+                          repeats=[[make_profile(values)]]).run_id
+
+    first = ingest(1, {"a": 1.0, "b": 2.0, "c": 3.0})
+    same = ingest(2, {"a": 4.0, "b": 5.0, "c": 6.0})
+    other = ingest(3, {"c": 7.0, "a": 8.0, "d": 9.0})  # reordered, one new: a new list
+    lists = session.execute(select(SeriesSet)).scalars().all()
+    assert len(lists) == 2
+    ids = {name: id_ for id_, name in session.execute(select(Series.id, Series.name))}
+    assert sorted(unpack_series_ids(s.series_ids) for s in lists) == sorted(
+        [[ids["a"], ids["b"], ids["c"]], [ids["c"], ids["a"], ids["d"]]])
+    stored = {(key.name, run): values for key, per_run in
+              run_samples(session, [first, same, other]).items()
+              for run, values in per_run.items()}
+    assert stored == {("a", first): [1.0], ("b", first): [2.0], ("c", first): [3.0],
+                      ("a", same): [4.0], ("b", same): [5.0], ("c", same): [6.0],
+                      ("c", other): [7.0], ("a", other): [8.0], ("d", other): [9.0]}
+
+
+def test_series_ids_pack_as_little_endian_int32() -> None:
+    ids = [1, 256, 70_000, 2**31 - 1]
+    packed = pack_series_ids(ids)
+    assert packed[:8] == b"\x01\x00\x00\x00\x00\x01\x00\x00"
+    assert len(packed) == 16 and unpack_series_ids(packed) == ids
+
+
 # --- bad input and database errors write nothing ----------------------------------------------
 
 
@@ -185,7 +221,8 @@ def test_database_error_mid_ingest_rolls_back(migrated_url: str) -> None:
             ingest_run(session, context=make_context(), benchmark="b",
                        repeats=[[make_profile({"a": 1.0})]])
         with engine.connect() as connection:
-            for table in ("project", "benchmark", "environment", "run", "series", "profile"):
+            for table in ("project", "benchmark", "environment", "run", "series", "series_set",
+                          "profile"):
                 assert connection.execute(text(f"SELECT count(*) FROM {table}")).scalar() == 0
     finally:
         engine.dispose()
@@ -226,35 +263,44 @@ def test_concurrent_ingests_of_one_run_store_one_copy(migrated_url: str) -> None
 
 def test_concurrent_first_ingests_of_a_new_project_all_store(migrated_url: str) -> None:
     # Different runs of one new project at once: all create its project, benchmark,
-    # environment and commit, and overlapping new series listed in different orders.
+    # environment and commit, and overlapping new series listed in different orders (four
+    # orders, two of them twice: four new lists of series, each raced for).
     engine = db.make_engine(migrated_url, pool_size=8)
     sessions = db.make_sessionmaker(engine)
     names = [f"kernel_{i}" for i in range(2000)]
-    barrier, results, errors = threading.Barrier(4), [], []
+    workers = 6
+    barrier, results, errors = threading.Barrier(workers), [], []
 
     def ingest(worker: int) -> None:
-        order = names[worker * 500:] + names[:worker * 500]
+        shift = worker % 4 * 500
+        order = names[shift:] + names[:shift]
         try:
             with sessions() as session:
                 barrier.wait()
                 results.append(ingest_run(
                     session, context=make_context(ci_run_id=str(worker)), benchmark="b",
-                    repeats=[[make_profile({name: 1.0 for name in order})]]))
+                    repeats=[[make_profile({name: float(names.index(name)) for name in order})]]))
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=ingest, args=(worker,)) for worker in range(4)]
+    threads = [threading.Thread(target=ingest, args=(worker,)) for worker in range(workers)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(60)
-    engine.dispose()
     assert errors == []
-    assert sorted(r.created for r in results) == [True] * 4
-    assert len({r.run_id for r in results}) == 4
+    assert sorted(r.created for r in results) == [True] * workers
+    assert len({r.run_id for r in results}) == workers
     counts = _counts(migrated_url)
-    assert (counts["project"], counts["run"], counts["series"], counts["sample"]) == (
-        1, 4, 2000, 8000)
+    assert (counts["project"], counts["run"], counts["series"], counts["series_set"],
+            counts["sample"]) == (1, workers, 2000, 4, workers * 2000)
+    # Every sample is on its own series, whichever ingest created the series or the list.
+    with sessions() as session:
+        stored = run_samples(session, [r.run_id for r in results])
+    engine.dispose()
+    assert {key.name: {run: values for run, values in per_run.items()}
+            for key, per_run in stored.items()} == {
+        name: {r.run_id: [float(i)] for r in results} for i, name in enumerate(names)}
 
 
 def test_run_metadata_and_commit_time_are_stored(session: Session) -> None:
@@ -317,7 +363,7 @@ def test_killed_ingest_leaves_no_partial_run(migrated_url: str, tmp_path: Path) 
         os.kill(process.pid, signal.SIGKILL)
         process.wait(10)
     assert _counts(migrated_url) == dict.fromkeys(("project", "run", "profile", "series",
-                                                   "sample"), 0)
+                                                   "series_set", "sample"), 0)
     # Nothing is left locked either: the same run goes in now.
     engine = db.make_engine(migrated_url)
     try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import gc
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -102,13 +102,13 @@ def driver_cursor(session: Session, statement: str | None = None) -> Iterator[An
         cursor.close()
 
 
-def write_samples(session: Session, rows: Sequence[SampleRow]) -> None:
+def write_samples(session: Session, rows: Iterable[SampleRow]) -> None:
     """Write sample rows in bulk: binary COPY on PostgreSQL, one executemany on SQLite.
 
+    ``rows`` may be a generator: on PostgreSQL each row is formatted and sent as it comes, so
+    producing the next ones overlaps with the server storing the previous ones.
     Raises ``sqlalchemy.exc.IntegrityError`` on a duplicate key on both dialects.
     """
-    if not rows:
-        return
     if session.get_bind().dialect.name == "postgresql":
         _copy_samples(session, rows)
         return
@@ -124,7 +124,7 @@ _COPY_SAMPLES = (f"COPY {Sample.__tablename__} ({', '.join(SAMPLE_COLUMNS)}) "
                  "FROM STDIN (FORMAT BINARY)")
 
 
-def _copy_samples(session: Session, rows: Sequence[SampleRow]) -> None:
+def _copy_samples(session: Session, rows: Iterable[SampleRow]) -> None:
     # write_row formats in C (~0.3 µs a row); encoding the columns with numpy instead and
     # writing one buffer measured 3x slower for a run's 1,000 rows.
     with driver_cursor(session, _COPY_SAMPLES) as cursor, cursor.copy(_COPY_SAMPLES) as copy:

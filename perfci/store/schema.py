@@ -7,8 +7,8 @@ these models must match them, which ``tests/test_store_migrations.py`` checks wi
 
     project ─┬─ benchmark ─── series (kind × device × scope × section × name, stored once)
              ├─ commit                          │
-             └─ run ── profile                  │
-                 │  (environment = fingerprint) │
+             └─ run ── profile                  │   series_set (a run's series ids, in order,
+                 │  (environment = fingerprint) │   by one digest of their keys)
                  └──────────── sample ──────────┘  (run × series × repeat → numbers)
 
 Later tables (comparison, alert, api_token) reference ``run``/``project`` ids and arrive by new
@@ -18,6 +18,9 @@ migrations; nothing here needs to change for them.
 from __future__ import annotations
 
 import hashlib
+import sys
+from array import array
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,6 +33,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     SmallInteger,
     String,
@@ -195,6 +199,25 @@ class Series(Base):
     name: Mapped[str] = mapped_column(Text)
 
 
+class SeriesSet(Base):
+    """The ids of one ordered list of series keys: what the runs of a benchmark repeat.
+
+    Most runs of a benchmark measure the same kernels in the same order, so an ingest finds
+    its thousand series ids by one digest of their key hashes instead of a thousand index
+    lookups (half the server's work of an ingest, measured). Exact, not a cache that can go
+    stale: a row is written in the transaction that resolved (or created) its series, never
+    updated, and series are only ever deleted with their benchmark, which deletes these rows.
+    """
+
+    __tablename__ = "series_set"
+
+    benchmark_id: Mapped[int] = mapped_column(
+        ForeignKey("benchmark.id", ondelete="CASCADE"), primary_key=True)
+    list_hash: Mapped[str] = mapped_column(String(32), primary_key=True)
+    #: The series ids in key order, packed by :func:`pack_series_ids`.
+    series_ids: Mapped[bytes] = mapped_column(LargeBinary)
+
+
 class Sample(Base):
     """The numbers of one series in one repeat of one run. ``value`` is the per-step time.
 
@@ -234,6 +257,34 @@ def series_parts_hash(kind: str, device: str, scope: str, section: str, name: st
     """:func:`series_key_hash` from the plain strings (the ingest hot path)."""
     joined = "\x1f".join((kind, device, scope, section, name))
     return hashlib.blake2b(joined.encode(), digest_size=16).hexdigest()
+
+
+def series_list_hash(key_hashes: Sequence[str]) -> str:
+    """``series_set.list_hash``: 32 hex digits naming an ordered list of series key hashes."""
+    # Key hashes are fixed-width hex, so plain concatenation is unambiguous.
+    return hashlib.blake2b("".join(key_hashes).encode(), digest_size=16).hexdigest()
+
+
+_ID_TYPE = "i"  # C int, like series.id (int4): 4 bytes on every platform CPython supports
+if array(_ID_TYPE).itemsize != 4:  # pragma: no cover
+    raise ImportError("perfci needs a 4-byte C int to pack series ids")
+
+
+def pack_series_ids(ids: Sequence[int]) -> bytes:
+    """``series_set.series_ids``: little-endian int32s, whatever the machine's byte order."""
+    packed = array(_ID_TYPE, ids)
+    if sys.byteorder == "big":
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def unpack_series_ids(data: bytes) -> list[int]:
+    """The ids :func:`pack_series_ids` packed."""
+    ids = array(_ID_TYPE)
+    ids.frombytes(data)
+    if sys.byteorder == "big":
+        ids.byteswap()
+    return ids.tolist()
 
 
 class ApiToken(Base):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,7 +24,7 @@ from perfci.analysis.values import per_step_ns
 from perfci.context import fingerprint_hash
 from perfci.errors import ConfigError, ParseError, StorageError, UnknownFormatError
 from perfci.formats.registry import parse_file
-from perfci.model import Profile, RunContext
+from perfci.model import Metric, Profile, RunContext
 from perfci.store import _bulk
 from perfci.store.db import error_reason
 from perfci.store.schema import (
@@ -36,7 +36,11 @@ from perfci.store.schema import (
     Run,
     Sample,
     Series,
+    SeriesSet,
+    pack_series_ids,
+    series_list_hash,
     series_parts_hash,
+    unpack_series_ids,
 )
 
 # value (per-step ns), calls, total, self, avg, min, max, std, median ns, bytes
@@ -60,11 +64,22 @@ class IngestResult:
     samples: int
 
 
+# Where one sample's numbers come from: (repeat, metric, the profile's steps). A series appearing
+# twice in one repeat (seed 003's cuda_api_sum) has consecutive cells of that repeat, summed.
+_Cell = tuple[int, Metric, int | None]
+
+
 @dataclass(frozen=True, slots=True)
 class _Prepared:
-    """The run's samples, keyed and merged, ready to write: computed before any SQL."""
+    """The run's series, keyed and checked before any SQL, with the metrics behind each.
 
-    samples: dict[SeriesParts, dict[int, Values]]
+    The numbers themselves are computed as the rows are written (:func:`_sample_rows`): on
+    PostgreSQL that is while the server is busy with the COPY's earlier rows, for free.
+    """
+
+    cells: dict[SeriesParts, list[_Cell]]  # distinct series in first-seen order
+    samples: int  # rows to write: distinct (series, repeat) pairs
+    merges: bool  # some series appears twice in one repeat: its cells are summed
     profiles: list[tuple[int, Profile]]
     repeats: int
 
@@ -189,9 +204,9 @@ def run_key(context: RunContext, prepared: _Prepared) -> str:
         provider = context.ci_provider or "ci"
         return f"ci:{provider}:{context.ci_run_id}:{context.ci_run_attempt or 0}:{commit}"[:255]
     digest = hashlib.sha256()
-    for parts in sorted(prepared.samples):
+    for parts in sorted(prepared.cells):
         digest.update("\x1f".join(parts).encode())
-        for repeat, values in sorted(prepared.samples[parts].items()):
+        for repeat, values in _cell_values(prepared.cells[parts]):
             digest.update(repr((repeat, values)).encode())
     return f"content:{commit}:{digest.hexdigest()}"
 
@@ -202,8 +217,9 @@ def run_key(context: RunContext, prepared: _Prepared) -> str:
 def _prepare(repeats: Sequence[Sequence[Profile]]) -> _Prepared:
     if not repeats:
         raise ConfigError("a run needs at least one repeat")
-    samples: dict[SeriesParts, dict[int, Values]] = {}
+    cells: dict[SeriesParts, list[_Cell]] = {}
     profiles: list[tuple[int, Profile]] = []
+    samples = metrics = 0
     for index, repeat in enumerate(repeats):
         if not repeat:
             raise ConfigError(f"repeat {index + 1} has no profiles")
@@ -213,29 +229,69 @@ def _prepare(repeats: Sequence[Sequence[Profile]]) -> _Prepared:
                               f"({', '.join(labels)}); their metrics would collide")
         for profile in repeat:
             profiles.append((index, profile))
-            _add_profile(samples, index, profile, profile.label if len(repeat) > 1 else "")
-    return _Prepared(samples=samples, profiles=profiles, repeats=len(repeats))
+            samples += _add_profile(cells, index, profile,
+                                    profile.label if len(repeat) > 1 else "")
+            metrics += len(profile.metrics)
+    return _Prepared(cells=cells, samples=samples, merges=metrics != samples,
+                     profiles=profiles, repeats=len(repeats))
 
 
-def _add_profile(samples: dict[SeriesParts, dict[int, Values]], repeat: int, profile: Profile,
-                 section: str) -> None:
-    """Key ``profile``'s metrics into ``samples``: the per-metric loop of every ingest."""
+def _add_profile(cells: dict[SeriesParts, list[_Cell]], repeat: int, profile: Profile,
+                 section: str) -> int:
+    """Key ``profile``'s metrics into ``cells`` (the per-metric loop of every ingest).
+
+    Returns the number of new (series, repeat) pairs.
+    """
     steps = profile.steps
+    added = 0
     for metric in profile.metrics:
         # ``_value_``: the plain string (``.value`` is a slow descriptor, and the members
         # themselves would reach the driver as enums).
         parts = (metric.kind._value_, metric.device._value_, metric.scope or "", section,
                  metric.name)
-        values = (per_step_ns(metric, steps), metric.calls, metric.total_ns, metric.self_ns,
-                  metric.avg_ns, metric.min_ns, metric.max_ns, metric.std_ns,
-                  metric.median_ns, metric.bytes)
-        per_repeat = samples.get(parts)
-        if per_repeat is None:
-            samples[parts] = {repeat: values}
-            continue
-        old = per_repeat.get(repeat)
-        # The same name twice in one report (seed 003's cuda_api_sum): one series, summed.
-        per_repeat[repeat] = values if old is None else _merge(old, values)
+        cell = cells.get(parts)
+        if cell is None:
+            cells[parts] = [(repeat, metric, steps)]
+            added += 1
+        else:
+            added += cell[-1][0] != repeat
+            cell.append((repeat, metric, steps))
+    return added
+
+
+def _values(metric: Metric, steps: int | None) -> Values:
+    return (per_step_ns(metric, steps), metric.calls, metric.total_ns, metric.self_ns,
+            metric.avg_ns, metric.min_ns, metric.max_ns, metric.std_ns, metric.median_ns,
+            metric.bytes)
+
+
+def _cell_values(cell: list[_Cell]) -> list[tuple[int, Values]]:
+    """The numbers of each repeat of one series, in repeat order, duplicates summed."""
+    out: list[tuple[int, Values]] = []
+    for repeat, metric, steps in cell:
+        values = _values(metric, steps)
+        if out and out[-1][0] == repeat:
+            out[-1] = (repeat, _merge(out[-1][1], values))
+        else:
+            out.append((repeat, values))
+    return out
+
+
+def _sample_rows(prepared: _Prepared, run_id: int,
+                 series_ids: list[int]) -> Iterator[_bulk.SampleRow]:
+    """The run's sample rows in primary key order for its series (series, then repeat)."""
+    cells = zip(prepared.cells.values(), series_ids, strict=True)
+    if prepared.merges:
+        for cell, series_id in cells:
+            for repeat, values in _cell_values(cell):
+                # `(ids) + values`, not `(ids, *values)`: the unpacking goes through a list.
+                yield (run_id, series_id, repeat) + values  # noqa: RUF005
+        return
+    # Each cell its own sample: the common case, the same numbers as _values, inlined.
+    for cell, series_id in cells:
+        for repeat, m, steps in cell:
+            yield (run_id, series_id, repeat, per_step_ns(m, steps), m.calls, m.total_ns,
+                   m.self_ns, m.avg_ns, m.min_ns, m.max_ns, m.std_ns, m.median_ns, m.bytes)
 
 
 def _merge(a: Values, b: Values) -> Values:
@@ -256,37 +312,44 @@ def _merge(a: Values, b: Values) -> Values:
 
 def _write(session: Session, *, context: RunContext, benchmark: str, prepared: _Prepared,
            key: str, created_at: datetime) -> IngestResult:
-    keys = list(prepared.samples)
+    keys = list(prepared.cells)
     hashes = _hashes(keys)
-    if session.get_bind().dialect.name == "postgresql":
-        found = _resolve_postgres(session, context=context, benchmark=benchmark,
-                                  prepared=prepared, key=key, created_at=created_at,
-                                  hashes=hashes)
-    else:
-        found = _resolve_generic(session, context=context, benchmark=benchmark,
-                                 prepared=prepared, key=key, created_at=created_at,
-                                 hashes=hashes)
+    list_hash = series_list_hash(hashes)
+    resolve = (_resolve_postgres if session.get_bind().dialect.name == "postgresql"
+               else _resolve_generic)
+    found = resolve(session, context=context, benchmark=benchmark, prepared=prepared, key=key,
+                    created_at=created_at, list_hash=list_hash)
     if found is None:  # the run is already stored
         existing = _find_run(session, context.project, benchmark, key)
         assert existing is not None  # the conflicting row is visible once the insert returns
         return _existing_result(session, existing)
     run_id, benchmark_id, series_ids = found
-    missing = [i for i, series_id in enumerate(series_ids) if series_id is None]
+    if series_ids is None:
+        # A list of series not seen before in this benchmark: each series by its key.
+        series_ids = _series_ids(session, benchmark_id, keys, hashes)
+        _bulk.insert_rows_ignore(session, _table(SeriesSet),
+                                 [{"benchmark_id": benchmark_id, "list_hash": list_hash,
+                                   "series_ids": pack_series_ids(series_ids)}],
+                                 ["benchmark_id", "list_hash"])
+    if prepared.samples:
+        _bulk.write_samples(session, _sample_rows(prepared, run_id, series_ids))
+    return IngestResult(run_id=run_id, created=True, series=len(keys), samples=prepared.samples)
+
+
+def _series_ids(session: Session, benchmark_id: int, keys: list[SeriesParts],
+                hashes: list[str]) -> list[int]:
+    """The ids of the series ``keys`` of a benchmark, in order, creating the missing ones."""
+    found = _lookup_series(session, benchmark_id, hashes)
+    missing = [i for i, key_hash in enumerate(hashes) if key_hash not in found]
     if missing:
-        created = _create_series(session, benchmark_id, [(hashes[i], keys[i]) for i in missing])
-        for i in missing:
-            series_ids[i] = created[hashes[i]]
-    # `(ids) + values`, not `(ids, *values)`: the unpacking goes through a list, 2.5x slower.
-    rows = [(run_id, series_id, repeat) + values  # noqa: RUF005
-            for per_repeat, series_id in zip(prepared.samples.values(), series_ids, strict=True)
-            for repeat, values in per_repeat.items()]
-    _bulk.write_samples(session, rows)
-    return IngestResult(run_id=run_id, created=True, series=len(keys), samples=len(rows))
+        found.update(_create_series(session, benchmark_id,
+                                    [(hashes[i], keys[i]) for i in missing]))
+    return [found[key_hash] for key_hash in hashes]
 
 
-# A run's ids: (run, benchmark, series ids in the order of the keys, None where not stored yet);
-# None for all when the run is already stored.
-_Resolved = tuple[int, int, list[int | None]] | None
+# A run's ids: (run, benchmark, series ids in the order of the keys when the benchmark knows
+# this list of series, else None); None for all when the run is already stored.
+_Resolved = tuple[int, int, list[int] | None] | None
 
 _HASH_CACHE: dict[SeriesParts, str] = {}
 _HASH_CACHE_SIZE = 50_000  # series keys; a key with a long kernel name is ~1 kB
@@ -312,7 +375,7 @@ def _hashes(keys: list[SeriesParts]) -> list[str]:
 
 # PostgreSQL: everything an ingest needs before its COPY in ONE statement (each round trip is
 # ~0.2 ms of a ~4 ms budget): get-or-create project, benchmark, environment and commit, insert
-# the run and its profiles, and look up the series ids in the order of the keys. Each insert
+# the run and its profiles, and fetch the ids of the run's list of series (series_set). Each insert
 # selects FROM the previous step's result, so every ingest takes the locks of new rows in the
 # same order (project, benchmark, environment, commit, run) and concurrent first ingests
 # cannot deadlock. A name inserted concurrently by an uncommitted transaction is neither in
@@ -375,18 +438,16 @@ f AS (
         repeat int4, label varchar, format varchar, source text, steps int4, metadata json))
 SELECT (SELECT id FROM p), (SELECT id FROM b), (SELECT id FROM e), (SELECT id FROM c),
        (SELECT id FROM r),
-       (SELECT array_agg(series.id ORDER BY h.n)
-        FROM unnest(string_to_array(%(hashes)s::text, E'\x1f')) WITH ORDINALITY AS h(key_hash, n)
-        LEFT JOIN series ON series.benchmark_id = (SELECT id FROM b)
-                        AND series.key_hash = h.key_hash
-        WHERE EXISTS (SELECT FROM r))
+       (SELECT series_ids FROM series_set
+        WHERE benchmark_id = (SELECT id FROM b) AND list_hash = %(list_hash)s::varchar
+          AND EXISTS (SELECT FROM r))
 """
 _PG_RESOLVE_TRIES = 3
 
 
 def _resolve_postgres(session: Session, *, context: RunContext, benchmark: str,
                       prepared: _Prepared, key: str, created_at: datetime,
-                      hashes: list[str]) -> _Resolved:
+                      list_hash: str) -> _Resolved:
     params = {
         "project": context.project, "benchmark": benchmark,
         "fingerprint": fingerprint_hash(context.environment),
@@ -400,20 +461,20 @@ def _resolve_postgres(session: Session, *, context: RunContext, benchmark: str,
         "profiles": json.dumps([{"repeat": repeat, "label": p.label[:255], "format": p.format,
                                  "source": p.source, "steps": p.steps, "metadata": p.metadata}
                                 for repeat, p in prepared.profiles]),
-        # Hex digests never hold the separator (see _bulk.in_values).
-        "hashes": "\x1f".join(hashes),
+        "list_hash": list_hash,
     }
     with _bulk.driver_cursor(session, _PG_RESOLVE) as cursor:
         for _ in range(_PG_RESOLVE_TRIES):
-            cursor.execute(_PG_RESOLVE, params, binary=True)  # the id array parses faster
-            project_id, benchmark_id, environment_id, commit_id, run_id, series_ids = (
+            cursor.execute(_PG_RESOLVE, params, binary=True)
+            project_id, benchmark_id, environment_id, commit_id, run_id, packed_ids = (
                 cursor.fetchone())
             if None in (project_id, benchmark_id, environment_id) or (
                     params["sha"] is not None and commit_id is None):
                 continue  # lost a race to create one of them: run again, it is visible now
             if run_id is None:
                 return None
-            return run_id, benchmark_id, series_ids or [None] * len(hashes)
+            return run_id, benchmark_id, (None if packed_ids is None
+                                          else unpack_series_ids(packed_ids))
     raise StorageError(f"could not resolve the project, benchmark, environment and commit of "
                        f"the run of {benchmark!r}: they kept being created concurrently")
 
@@ -424,7 +485,7 @@ def _utc(value: datetime) -> datetime:
 
 def _resolve_generic(session: Session, *, context: RunContext, benchmark: str,
                      prepared: _Prepared, key: str, created_at: datetime,
-                     hashes: list[str]) -> _Resolved:
+                     list_hash: str) -> _Resolved:
     """Ids, get-or-create, one statement each (SQLite: in-process, statements are cheap)."""
     project_id = _get_or_create(session, Project, {"name": context.project},
                                 {"created_at": created_at})
@@ -441,8 +502,10 @@ def _resolve_generic(session: Session, *, context: RunContext, benchmark: str,
     if run_id is None:
         return None
     _insert_profiles(session, run_id, prepared.profiles)
-    found = _lookup_series(session, benchmark_id, hashes)
-    return run_id, benchmark_id, [found.get(h) for h in hashes]
+    table = _table(SeriesSet)
+    packed_ids = session.execute(select(table.c.series_ids).where(
+        table.c.benchmark_id == benchmark_id, table.c.list_hash == list_hash)).scalar()
+    return run_id, benchmark_id, None if packed_ids is None else unpack_series_ids(packed_ids)
 
 
 def _get_or_create(session: Session, model: Any, match: dict[str, Any],
