@@ -9,14 +9,18 @@ Usage::
 Each store gets a fresh database (PostgreSQL: a scratch database on the server, dropped after;
 SQLite: a temp file). ``--runs`` runs of ``--series`` kernel metrics each go in one at a time
 through :func:`perfci.usecases.ingest.ingest_run`, one transaction and commit per run, as CI
-does; building the synthetic profiles is not timed. On PostgreSQL the same sample rows are then
-written with one binary COPY into a bare table (no keys, no indexes) as the raw upper bound.
-The baseline query is ``baseline_run_ids`` (last 30 runs) + ``run_samples``, median of
-``--queries`` calls. Prints a Markdown table; targets: ingest ≥ 0.5 × COPY, query < 100 ms.
+does; building the synthetic profiles is not timed. On PostgreSQL the same sample rows are also
+written with raw binary COPYs, one COPY and commit per run, on connections of their own: into
+a bare table (no keys, no indexes: the target's reference) and into one with ``sample``'s
+primary key (what any store of these rows pays). The three are interleaved run by run,
+rotating which goes first: on a shared VM speed drifts by 2x within minutes, and phases timed
+one after the other disagreed by more than the difference measured. Then all the rows go in
+one COPY stream, the server's upper bound. The baseline query is ``baseline_run_ids`` (last 30
+runs) + ``run_samples``, median of ``--queries`` calls. Prints a Markdown table; targets:
+ingest ≥ 0.5 × bare COPY per run, query < 100 ms.
 
-On a shared, loaded machine wall times swing by 2-3x between phases a minute apart, so the
-table also gives CPU time per run, ingest against per-run COPY: this process's CPU plus, when
-the server runs on this host (its ``/proc`` readable), the CPU of its server process.
+The table also gives CPU time per run, ingest against per-run COPY: this process's CPU plus,
+when the server runs on this host (its ``/proc`` readable), the CPU of its server process.
 """
 
 from __future__ import annotations
@@ -29,10 +33,11 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -68,10 +73,9 @@ class Cpu:
 class Result:
     store: str
     samples: int
-    ingest_s: float
-    ingest_cpu: Cpu
-    copy_rows_s: tuple[float, float] | None
-    copy_cpu: Cpu | None
+    ingest: Timed
+    copies: dict[str, Timed]  # per-run raw COPYs by table (PostgreSQL)
+    stream_rows_s: float | None  # all rows in one raw COPY (PostgreSQL)
     query_ms: float
     query_values: int
 
@@ -124,34 +128,67 @@ def context(run: int) -> RunContext:
                       environment=dict(ENVIRONMENT))
 
 
-def ingest_all(url: str, runs: int, series: int, repeats: int) -> tuple[int, float, Cpu]:
+@dataclass
+class Timed:
+    """Wall seconds and CPU of one kind of write, summed over the runs."""
+
+    seconds: float = 0.0
+    cpu: Cpu = field(default_factory=Cpu)
+
+
+def ingest_and_copy(url: str, runs: int, series: int, repeats: int,
+                    raw_copy: bool) -> tuple[int, Timed, dict[str, Timed]]:
+    """Ingest ``runs`` runs and (``raw_copy``, PostgreSQL) raw-COPY the same rows, interleaved.
+
+    The raw COPYs go, on connections of their own, into a bare table ("bare") and into one
+    with ``sample``'s primary key ("keyed"). Interleaving run by run, rotating which goes
+    first, gives all of them the same machine: on a shared VM the speed drifts by 2x over
+    minutes, which made phases measured one after the other disagree by more than the
+    difference being measured. Returns (samples, the ingests, the raw COPYs by table).
+    """
     # One pooled connection, so that one server process does all the server work.
     engine = db.make_engine(url, pool_size=1)
     sessions = db.make_sessionmaker(engine)
-    samples, elapsed, cpu = 0, 0.0, Cpu()
-    backend = _backend_pid(engine)
-    server_before = server_cpu_s(backend)
+    samples, ingests = 0, Timed()
+    copies = {table: Timed() for table in (RAW_TABLES if raw_copy else ())}
     try:
-        for run in range(runs):
-            profiles = [[make_profile(run, series, r)] for r in range(repeats)]
-            started, cpu_started = time.perf_counter(), time.process_time()
-            with sessions() as session:
-                result = ingest_run(session, context=context(run), benchmark="train",
-                                    repeats=profiles,
-                                    created_at=T0 + timedelta(minutes=run, seconds=30))
-            elapsed += time.perf_counter() - started
-            cpu.client += time.process_time() - cpu_started
-            samples += result.samples
-            if (run + 1) % max(1, runs // 10) == 0:
-                print(f"  {run + 1}/{runs} runs, {samples / elapsed:,.0f} rows/s",
-                      file=sys.stderr)
-        server_after = server_cpu_s(backend)
-        if server_before is not None and server_after is not None:
-            # The server process is idle between runs: all its CPU is the ingests'.
-            cpu.server = server_after - server_before
+        with ExitStack() as stack:
+            connections = {table: stack.enter_context(_raw_copy_connection(url, table))
+                           for table in copies}
+            backends = {"ingest": _backend_pid(engine),
+                        **{table: c.info.backend_pid for table, c in connections.items()}}
+            server_before = {name: server_cpu_s(pid) for name, pid in backends.items()}
+            writers = ["ingest", *copies]
+            for run in range(runs):
+                profiles = [[make_profile(run, series, r)] for r in range(repeats)]
+                raw_rows = _raw_rows(run, series, repeats) if copies else []
+                shift = run % len(writers)
+                for writer in writers[shift:] + writers[:shift]:
+                    timed = ingests if writer == "ingest" else copies[writer]
+                    started, cpu_started = time.perf_counter(), time.process_time()
+                    if writer == "ingest":
+                        with sessions() as session:
+                            result = ingest_run(session, context=context(run),
+                                                benchmark="train", repeats=profiles,
+                                                created_at=T0 + timedelta(minutes=run, seconds=30))
+                        samples += result.samples
+                    else:
+                        _copy_rows(connections[writer], writer, raw_rows)
+                        connections[writer].commit()
+                    timed.seconds += time.perf_counter() - started
+                    timed.cpu.client += time.process_time() - cpu_started
+                if (run + 1) % max(1, runs // 10) == 0:
+                    rates = ", ".join(f"{name} {samples / timed.seconds:,.0f}" for name, timed
+                                      in (("ingest", ingests), *copies.items()))
+                    print(f"  {run + 1}/{runs} runs, rows/s: {rates}", file=sys.stderr)
+            # Each server process is idle between its own operations: all its CPU is theirs.
+            for name, pid in backends.items():
+                before, after = server_before[name], server_cpu_s(pid)
+                if before is not None and after is not None:
+                    (ingests if name == "ingest" else copies[name]).cpu.server = after - before
     finally:
         engine.dispose()
-    return samples, elapsed, cpu
+    return samples, ingests, copies
 
 
 def _backend_pid(engine: Engine) -> int | None:
@@ -181,59 +218,59 @@ def baseline_query_ms(url: str, rounds: int) -> tuple[float, int]:
     return statistics.median(times) * 1000, values
 
 
-def raw_copy_rows_s(url: str, runs: int, series: int,
-                    repeats: int) -> tuple[tuple[float, float], Cpu]:
-    """Rows/s of raw binary COPYs of the same rows into a bare table (no keys, no indexes).
+_RAW_TYPES = ("int4", "int4", "int2", "float8", "int8", *["float8"] * 8)
+#: The raw COPYs' tables: no keys at all, and ``sample``'s primary key.
+RAW_TABLES = {"bare": "", "keyed": ", PRIMARY KEY (run_id, series_id, repeat)"}
 
-    Two figures: one COPY and one commit per run (the granularity of an ingest: one CI run
-    per transaction), and all rows in one COPY stream (the server's upper bound). Building
-    the row tuples is not timed. Also the CPU of the per-run COPYs, as for ingests.
-    """
+
+@contextmanager
+def _raw_copy_connection(url: str, table: str) -> Iterator[Any]:
+    """A plain psycopg connection with a new ``sample_<table>`` (see RAW_TABLES)."""
     import psycopg
 
     conninfo = url.replace("postgresql+psycopg://", "postgresql://")
-    statement = f"COPY sample_raw ({', '.join(SAMPLE_COLUMNS)}) FROM STDIN (FORMAT BINARY)"
-    types = ("int4", "int4", "int2", "float8", "int8", *["float8"] * 8)
     with psycopg.connect(conninfo) as connection:
-        connection.execute("CREATE TABLE sample_raw (run_id int4, series_id int4, repeat int2, "
-                           "value float8, calls int8, total_ns float8, self_ns float8, "
-                           "avg_ns float8, min_ns float8, max_ns float8, std_ns float8, "
-                           "median_ns float8, bytes float8)")
+        connection.execute(f"DROP TABLE IF EXISTS sample_{table}")
+        connection.execute(f"CREATE TABLE sample_{table} (run_id int4 NOT NULL, "
+                           "series_id int4 NOT NULL, repeat int2 NOT NULL, value float8, "
+                           "calls int8, total_ns float8, self_ns float8, avg_ns float8, "
+                           "min_ns float8, max_ns float8, std_ns float8, median_ns float8, "
+                           f"bytes float8{RAW_TABLES[table]})")
         connection.commit()
-        per_run, rows, cpu = 0.0, 0, Cpu()
-        backend = connection.info.backend_pid
-        server_before = server_cpu_s(backend)
-        for run in range(runs):
-            chunk = _raw_rows(run, series, repeats)
-            started, cpu_started = time.perf_counter(), time.process_time()
-            with connection.cursor() as cursor, cursor.copy(statement) as copy:
-                copy.set_types(types)
-                for row in chunk:
-                    copy.write_row(row)
-            connection.commit()
-            per_run += time.perf_counter() - started
-            cpu.client += time.process_time() - cpu_started
-            rows += len(chunk)
-        server_after = server_cpu_s(backend)
-        if server_before is not None and server_after is not None:
-            cpu.server = server_after - server_before
-        connection.execute("TRUNCATE sample_raw")
-        connection.commit()
-        stream = 0.0
+        yield connection
+
+
+def _copy_statement(table: str) -> str:
+    return f"COPY sample_{table} ({', '.join(SAMPLE_COLUMNS)}) FROM STDIN (FORMAT BINARY)"
+
+
+def _copy_rows(connection: Any, table: str, rows: list[tuple[object, ...]]) -> None:
+    with connection.cursor() as cursor, cursor.copy(_copy_statement(table)) as copy:
+        copy.set_types(_RAW_TYPES)
+        for row in rows:
+            copy.write_row(row)
+
+
+def one_stream_copy_rows_s(url: str, runs: int, series: int, repeats: int) -> float:
+    """Rows/s of all the rows in one COPY stream into a fresh bare table: the server's upper
+    bound. Building the row tuples is not timed."""
+    with _raw_copy_connection(url, "bare") as connection:
+        elapsed, rows = 0.0, 0
         started = time.perf_counter()
-        with connection.cursor() as cursor, cursor.copy(statement) as copy:
-            copy.set_types(types)
-            stream += time.perf_counter() - started
+        with connection.cursor() as cursor, cursor.copy(_copy_statement("bare")) as copy:
+            copy.set_types(_RAW_TYPES)
+            elapsed += time.perf_counter() - started
             for run in range(runs):
                 chunk = _raw_rows(run, series, repeats)
                 started = time.perf_counter()
                 for row in chunk:
                     copy.write_row(row)
-                stream += time.perf_counter() - started
+                elapsed += time.perf_counter() - started
+                rows += len(chunk)
             started = time.perf_counter()
         connection.commit()
-        stream += time.perf_counter() - started
-    return (rows / per_run, rows / stream), cpu
+        elapsed += time.perf_counter() - started
+    return rows / elapsed
 
 
 def _raw_rows(run: int, series: int, repeats: int) -> list[tuple[object, ...]]:
@@ -263,11 +300,13 @@ def measure(store: str, args: argparse.Namespace) -> Result:
           "repeats", file=sys.stderr)
     with scratch_database(store, args.postgres_url) as url:
         db.upgrade(url)
-        samples, elapsed, ingest_cpu = ingest_all(url, args.runs, args.series, args.repeats)
+        postgres = store == "postgres"
+        samples, ingest, copies = ingest_and_copy(url, args.runs, args.series, args.repeats,
+                                                  raw_copy=postgres)
         query_ms, values = baseline_query_ms(url, args.queries)
-        copy_rate, copy_cpu = ((raw_copy_rows_s(url, args.runs, args.series, args.repeats))
-                               if store == "postgres" else (None, None))
-    return Result(store, samples, elapsed, ingest_cpu, copy_rate, copy_cpu, query_ms, values)
+        stream = (one_stream_copy_rows_s(url, args.runs, args.series, args.repeats)
+                  if postgres else None)
+    return Result(store, samples, ingest, copies, stream, query_ms, values)
 
 
 def table(results: list[Result], args: argparse.Namespace) -> str:
@@ -275,26 +314,30 @@ def table(results: list[Result], args: argparse.Namespace) -> str:
              f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
              f"Python {platform.python_version()}, load average {_load()}",
              "",
-             "| store | samples | ingest s | ingest rows/s | raw COPY rows/s, per run "
-             "| ingest / COPY per run | raw COPY rows/s, one stream | ingest / COPY stream "
-             "| CPU ms per run, ingest / COPY (client + server) | ingest / COPY per run, CPU "
+             "| store | samples | ingest s | ingest rows/s "
+             "| raw COPY rows/s per run, bare table | **ingest / bare COPY** "
+             "| raw COPY rows/s per run, keyed table | ingest / keyed COPY "
+             "| raw COPY rows/s, one stream | ingest / one stream "
+             "| CPU ms per run: ingest / bare COPY (client + server) | CPU ratio "
              "| baseline query ms (30 runs) |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+             "| ---: |"]
     for r in results:
-        rate = r.samples / r.ingest_s
-        cells = ["–"] * 4
-        if r.copy_rows_s:
-            per_run, stream = r.copy_rows_s
-            cells = [f"{per_run:,.0f}", f"{rate / per_run:.2f}", f"{stream:,.0f}",
-                     f"{rate / stream:.2f}"]
-        cpu_cells = [_cpu_ms(r.ingest_cpu, args.runs), "–"]
-        if r.copy_cpu is not None:
-            cpu_cells[0] += f" / {_cpu_ms(r.copy_cpu, args.runs)}"
-            if r.ingest_cpu.server is not None and r.copy_cpu.server is not None:
-                cpu_cells[1] = f"{r.copy_cpu.total / r.ingest_cpu.total:.2f}"
-        lines.append(f"| {r.store} | {r.samples:,} | {r.ingest_s:.1f} | {rate:,.0f} | "
-                     f"{' | '.join(cells)} | {' | '.join(cpu_cells)} | "
-                     f"{r.query_ms:.1f} ({r.query_values:,} values) |")
+        rate = r.samples / r.ingest.seconds
+        cells = ["–"] * 8
+        if r.copies:
+            bare, keyed = (r.samples / r.copies[t].seconds for t in ("bare", "keyed"))
+            stream = r.stream_rows_s or float("nan")
+            cells = [f"{bare:,.0f}", f"**{rate / bare:.2f}**", f"{keyed:,.0f}",
+                     f"{rate / keyed:.2f}", f"{stream:,.0f}", f"{rate / stream:.2f}",
+                     f"{_cpu_ms(r.ingest.cpu, args.runs)} / "
+                     f"{_cpu_ms(r.copies['bare'].cpu, args.runs)}", "–"]
+            if r.ingest.cpu.server is not None and r.copies["bare"].cpu.server is not None:
+                cells[7] = f"{r.copies['bare'].cpu.total / r.ingest.cpu.total:.2f}"
+        else:
+            cells[6] = _cpu_ms(r.ingest.cpu, args.runs)
+        lines.append(f"| {r.store} | {r.samples:,} | {r.ingest.seconds:.1f} | {rate:,.0f} | "
+                     f"{' | '.join(cells)} | {r.query_ms:.1f} ({r.query_values:,} values) |")
     return "\n".join(lines)
 
 
