@@ -11,12 +11,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 
-# Dependencies first, from the lock file only: this layer is cached until the lock changes,
-# not on every source edit. torch (a CLI-only extra, and a +cpu local version) is left out.
-COPY requirements/lock.txt requirements/lock.txt
-RUN grep -v -i -E '^(torch|nvidia-|triton)' requirements/lock.txt > /tmp/lock.txt \
-    && pip install -r /tmp/lock.txt \
-    && rm /tmp/lock.txt
+# Dependencies first, from the service's lock only (perfci[server] and what it needs, pinned
+# as in lock.txt; no test, lint or torch packages): this layer is cached until the lock
+# changes, not on every source edit. scripts/server_lock.py writes it; a test checks it.
+COPY requirements/server.txt requirements/server.txt
+RUN pip install -r requirements/server.txt
 
 # Then the source, installed without touching the dependencies resolved above.
 COPY pyproject.toml README.md ./

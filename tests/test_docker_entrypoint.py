@@ -52,7 +52,7 @@ def test_dockerfile_runs_as_non_root_with_a_healthcheck_and_cached_dependencies(
     assert ("EXPOSE", "8000") in steps
     assert any(k == "ENTRYPOINT" and "entrypoint" in rest for k, rest in steps)
     copies = [(i, rest) for i, (k, rest) in enumerate(steps) if k == "COPY"]
-    lock = next(i for i, rest in copies if "requirements/lock.txt" in rest)
+    lock = next(i for i, rest in copies if "requirements/server.txt" in rest)
     source = next(i for i, rest in copies if rest.startswith("perfci "))
     install_deps = next(i for i, (k, rest) in enumerate(steps)
                         if k == "RUN" and "pip install -r" in rest)

@@ -47,3 +47,20 @@ def test_installed_wheel_migrates_a_database_on_its_own(wheel: Path, tmp_path: P
                           text=True, env={**os.environ, "PYTHONPATH": str(target)})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "0003"
+
+
+def test_service_lock_is_the_pinned_closure_of_perfci_server() -> None:
+    # The Docker image installs requirements/server.txt alone: it must hold everything
+    # perfci[server] needs (from the installed metadata), pinned exactly as in lock.txt,
+    # and none of the development tools.
+    done = subprocess.run([sys.executable, str(REPO / "scripts" / "server_lock.py"), "--check"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    pins = {line for line in (REPO / "requirements" / "lock.txt").read_text().splitlines()
+            if line and not line.startswith("#")}
+    server = [line for line in (REPO / "requirements" / "server.txt").read_text().splitlines()
+              if line and not line.startswith("#")]
+    assert set(server) <= pins
+    names = {line.split("==")[0].lower() for line in server}
+    assert {"fastapi", "uvicorn", "psycopg-binary", "sqlalchemy", "alembic", "scipy"} <= names
+    assert not names & {"pytest", "mypy", "ruff", "hypothesis", "schemathesis", "torch"}
