@@ -108,9 +108,14 @@ def test_check_catches_slow_attention_and_passes_an_unchanged_candidate(
     assert any("attention" in key.lower() for key in top), top
     assert "attention" in (tmp_path / "slow.md").read_text(encoding="utf-8")
 
+    # The other test worker shares these 2 CPUs, so whole runs slow down by a few % at random
+    # (a +2.9 % common shift, significant, was seen): the default 2 % margin, meant for
+    # dedicated GPU runners, rightly flags that. A noisy CPU runner sets a wider margin, as
+    # here; the +35 % attention change above is far beyond either.
     same = tmp_path / "same.json"
     code = _check(files["same"], "--branch", "feature/same", "--baseline-branch", "main",
-                  "--commit", f"{11:040x}", "--ci-run-id", "same", "--json-out", str(same))
+                  "--commit", f"{11:040x}", "--ci-run-id", "same", "--json-out", str(same),
+                  "--delta", "0.05")
     result = json.loads(same.read_text(encoding="utf-8"))
     gated = [m["key"] for m in result["metrics"] if m["verdict"] == "regression" and m["gated"]]
     assert code == 0 and not gated, gated
