@@ -21,8 +21,7 @@ def ingest_command(
     repeat: int | None = typer.Option(None, "--repeat", "--repeats", min=1,
                                       help="The files hold N repeats, in N equal consecutive "
                                            "groups (default: one repeat per file)."),
-    format: str | None = typer.Option(None, "--format", "-f",
-                                      help="Format name; detected from content when omitted."),
+    format: opts.ProfileFormat = None,
     project: opts.Project = None,
     commit: opts.Commit = None,
     branch: opts.Branch = None,
@@ -30,8 +29,7 @@ def ingest_command(
     pr: opts.PullRequest = None,
     ci_run_id: opts.CiRunId = None,
     ci_run_attempt: opts.CiRunAttempt = None,
-    env: list[str] = typer.Option([], "--env",
-                                  help="Environment fingerprint entry KEY=VALUE (repeatable)."),
+    env: opts.EnvironmentEntries = None,
     database_url: opts.DatabaseUrl = None,
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:

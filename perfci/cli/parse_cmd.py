@@ -51,9 +51,7 @@ def _show(profile: Profile, top: int) -> None:
 
 def parse_command(
     files: list[Path] = typer.Argument(..., help="Profile files to read.", show_default=False),
-    format: str | None = typer.Option(None, "--format", "-f",
-                                      help="Format name (see `perfci formats`); "
-                                           "detected from content when omitted."),
+    format: opts.ProfileFormat = None,
     option: list[str] = typer.Option([], "--option", "-o",
                                      help="Parser option KEY=VALUE (e.g. time_unit=us)."),
     as_json: bool = typer.Option(False, "--json", help="Print the perfci JSON document."),
