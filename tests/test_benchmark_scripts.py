@@ -1,0 +1,117 @@
+"""The scripts in benchmarks/ still run and print what RESULTS.md quotes, on tiny sizes.
+
+They measure speed and detection quality; nothing here checks a timing (that is their job, run
+by hand). What is checked is that each script runs against the current code and its table
+holds the figures RESULTS.md quotes: a script that rots is a number nobody can re-measure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.db_fixtures import POSTGRES_ENV
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _run(script: str, *args: str, ok_codes: tuple[int, ...] = (0,)) -> str:
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / script), *args],
+                          capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert done.returncode in ok_codes, done.stderr[-3000:]
+    return done.stdout
+
+
+def _table(markdown: str, first_column: str) -> list[dict[str, str]]:
+    """The rows of the Markdown table whose header starts with ``first_column``, by column."""
+    lines = iter(markdown.splitlines())
+    for line in lines:
+        if line.startswith(f"| {first_column} |"):
+            columns = _cells(line)
+            break
+    else:
+        raise AssertionError(f"no table headed {first_column!r} in:\n{markdown}")
+    rows = []
+    for line in lines:
+        if not line.startswith("|"):
+            break
+        if not line.startswith(("|---", "| ---")):
+            rows.append(dict(zip(columns, _cells(line), strict=True)))
+    return rows
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def _row(rows: list[dict[str, str]], first: str) -> dict[str, str]:
+    (row,) = (r for r in rows if next(iter(r.values())) == first)
+    return row
+
+
+def _number(cell: str) -> float:
+    return float(cell.strip("*").replace(",", "").split()[0])
+
+
+def test_store_speed_compares_the_ingest_with_raw_copies_of_the_same_rows() -> None:
+    postgres = os.environ.get(POSTGRES_ENV)
+    stores = "postgres,sqlite" if postgres else "sqlite"
+    out = _run("store_speed.py", "--runs", "6", "--series", "40", "--repeats", "2",
+               "--queries", "2", "--stores", stores,
+               *(("--postgres-url", postgres) if postgres else ()))
+    rows = _table(out, "store")
+    sqlite = _row(rows, "sqlite")
+    assert _number(sqlite["samples"]) == 6 * 40 * 2
+    values = re.search(r"\(([\d,]+) values\)", sqlite["baseline query ms (30 runs)"])
+    assert values is not None and int(values.group(1).replace(",", "")) == 6 * 40 * 2
+    if not postgres:
+        pytest.skip(f"{POSTGRES_ENV} is not set: the raw COPY references need PostgreSQL")
+    row = _row(rows, "postgres")
+    assert _number(row["samples"]) == 6 * 40 * 2
+    for reference in ("**ingest / raw COPY**", "ingest / bare COPY", "ingest / one stream"):
+        assert 0 < _number(row[reference]) < 10, reference
+
+
+def test_compare_speed_reports_its_budget() -> None:
+    out = _run("compare_speed.py", "--metrics", "200", "--baseline", "5", "--repeats", "3",
+               "--rounds", "1")
+    assert re.search(r"compare\(\): 200 metrics × \(5, 3\).* → budget < 1 s (met|missed)", out)
+
+
+def test_detection_scores_every_detector() -> None:
+    out = _run("detection.py", "--comparisons", "10", "--metrics", "30", "--chunk", "10",
+               "--scenarios", "lognormal-2%")
+    detectors = [row["Detector"] for row in _table(out, "Detector")]
+    assert any(d.startswith("perfci compare_run() default") for d in detectors), out
+    assert any(d.startswith("asv") for d in detectors), out
+
+
+def test_parse_speed_measures_each_format(tmp_path: Path) -> None:
+    out = _run("parse_speed.py", "--size-mb", "1", "--out-dir", str(tmp_path), "--formats",
+               "chrome_trace,nsys_stats")
+    rows = _table(out, "benchmark")
+    for name in ("chrome_trace", "nsys_stats"):
+        row = _row(rows, name)
+        assert _number(row["seconds"]) > 0 and _number(row["metrics (events for json.load)"]) > 0
+
+
+def test_report_speed_times_the_weekly_report() -> None:
+    out = _run("report_speed.py", "--days", "21", "--series", "10", "--benchmarks", "1",
+               "--repeats", "2")
+    rows = _table(out, "Step")
+    for step in ("build_weekly_report, whole year of history", "render HTML (plots inlined)"):
+        assert _number(_row(rows, step)["Time (s)"]) >= 0
+
+
+def test_service_load_loses_and_duplicates_nothing() -> None:
+    out = _run("service_load.py", "--clients", "2", "--uploads", "6", "--metrics", "10")
+    rows = _table(out, "scenario")
+    assert rows, out
+    for row in rows:
+        assert (row["uploads"], row["errors"], row["lost"], row["duplicated"]) == (
+            "6", "0", "0", "0"), row
