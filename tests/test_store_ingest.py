@@ -42,13 +42,13 @@ def _count(session: Session, model: type) -> int:
     return int(session.execute(select(func.count()).select_from(model)).scalar_one())
 
 
-def _counts(url: str) -> dict[str, int]:
+def _counts(url: str, tables: tuple[str, ...] = ("project", "run", "profile", "series",
+                                                 "series_set", "sample")) -> dict[str, int]:
     engine = db.make_engine(url)
     try:
         with engine.connect() as connection:
             return {table: int(connection.execute(
-                text(f'SELECT count(*) FROM "{table}"')).scalar_one())
-                for table in ("project", "run", "profile", "series", "series_set", "sample")}
+                text(f'SELECT count(*) FROM "{table}"')).scalar_one()) for table in tables}
     finally:
         engine.dispose()
 
@@ -217,7 +217,7 @@ def test_database_error_mid_ingest_rolls_back(migrated_url: str) -> None:
         with engine.begin() as connection:
             connection.execute(text("DROP TABLE sample"))  # fails after run and series rows
         with db.make_sessionmaker(engine)() as session, pytest.raises(
-                StorageError, match="could not store the run of 'b'"):
+                StorageError, match=r"could not store the run of 'b' \(p\.txt\): .*sample"):
             ingest_run(session, context=make_context(), benchmark="b",
                        repeats=[[make_profile({"a": 1.0})]])
         with engine.connect() as connection:
@@ -418,6 +418,24 @@ def test_cli_bad_file_exits_2_and_writes_nothing(migrated_url: str, tmp_path: Pa
                         "--project", "p", "--database-url", migrated_url)
     assert code == 2 and "broken.log" in err and "nope" in err
     assert _counts(migrated_url)["run"] == 0
+
+
+def test_cli_database_error_exits_2_naming_the_files(
+        migrated_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    engine = db.make_engine(migrated_url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("DROP TABLE sample"))  # fails after the run's own rows
+    finally:
+        engine.dispose()
+    code, _, err = _cli(capsys, "ingest", str(seed("004")), str(seed("002")), "--benchmark",
+                        "b", "--project", "p", "--database-url", migrated_url)
+    assert code == 2
+    assert "could not store the run of 'b'" in err and "sample" in err
+    assert seed("004").name in err and seed("002").name in err
+    counts = _counts(migrated_url, tables=("project", "run", "profile", "series", "series_set"))
+    assert counts == dict.fromkeys(counts, 0)
+
 
 
 def test_cli_db_commands_redact_password(empty_url: str,
