@@ -20,9 +20,13 @@ from tests.db_fixtures import POSTGRES_ENV
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _run(script: str, *args: str) -> str:
-    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / script), *args],
+def _script(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(REPO / "benchmarks" / script), *args],
                           capture_output=True, text=True, timeout=300, cwd=REPO)
+
+
+def _run(script: str, *args: str) -> str:
+    done = _script(script, *args)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
@@ -130,9 +134,7 @@ def test_check_overhead_times_a_whole_check() -> None:
 def test_changepoints_scores_perfci_on_real_and_synthetic_series(shared_dir: Path) -> None:
     # The Otava comparison needs its own virtualenv (the script's docstring); without it the
     # script stops after perfci's rows, with a message saying so.
-    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "changepoints.py"),
-                           "--synthetic", "10", "--null", "5"],
-                          capture_output=True, text=True, timeout=300, cwd=REPO)
+    done = _script("changepoints.py", "--synthetic", "10", "--null", "5")
     assert done.returncode == 0 or (done.returncode == 1 and ".otava-venv" in done.stderr
                                     and "is missing" in done.stderr), done.stderr[-3000:]
     out = done.stdout

@@ -134,26 +134,27 @@ def _ingest(session: Session, *, context: RunContext, benchmark: str,
         # A concurrent ingest of the same run committed between our checks: keep theirs.
         existing = _find_run(session, context.project, benchmark, key)
         if existing is None:
-            raise StorageError(f"could not store the run of {benchmark!r} "
-                               f"({_sources(prepared)}): {error_reason(exc)}") from exc
+            raise _storage_error(benchmark, prepared, exc) from exc
         result = _existing_result(session, existing)
         session.rollback()  # end the read transaction; nothing of ours to keep
         return result
     except DBAPIError as exc:
         session.rollback()
-        raise StorageError(f"could not store the run of {benchmark!r} "
-                           f"({_sources(prepared)}): {error_reason(exc)}") from exc
+        raise _storage_error(benchmark, prepared, exc) from exc
     except BaseException:
         session.rollback()
         raise
     return result
 
 
-def _sources(prepared: _Prepared, shown: int = 3) -> str:
-    """The run's files for an error message: the first few, then how many more."""
+def _storage_error(benchmark: str, prepared: _Prepared, exc: DBAPIError,
+                   shown: int = 3) -> StorageError:
+    """The error of a failed ingest, naming the run's files (the first few, then how many more)."""
     sources = list(dict.fromkeys(p.source or p.label for _, p in prepared.profiles))
     more = len(sources) - shown
-    return ", ".join(sources[:shown]) + (f" and {more} more" if more > 0 else "")
+    files = ", ".join(sources[:shown]) + (f" and {more} more" if more > 0 else "")
+    return StorageError(f"could not store the run of {benchmark!r} ({files}): "
+                        f"{error_reason(exc)}")
 
 
 def parse_and_ingest(session: Session, files: Sequence[Path], *, benchmark: str,
