@@ -46,7 +46,7 @@ def test_installed_wheel_migrates_a_database_on_its_own(wheel: Path, tmp_path: P
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                           text=True, env={**os.environ, "PYTHONPATH": str(target)})
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "0003"
+    assert done.stdout.strip() == "0004"
 
 
 def test_service_lock_is_the_pinned_closure_of_perfci_server() -> None:
