@@ -24,7 +24,7 @@ import html
 import re
 from urllib.parse import quote, urlsplit
 
-__all__ = ["md_code", "md_escape", "md_link", "shorten"]
+__all__ = ["md_code", "md_escape", "md_link", "shorten", "visible"]
 
 #: ASCII punctuation that Markdown (CommonMark + GFM) gives a meaning to. ``<>&"'`` are left to
 #: :func:`html.escape`: a backslash before ``&`` would stop the entity from being decoded.
@@ -34,8 +34,23 @@ _LINE_START = re.compile(r"^(\s*)([#+\-=]|\d+[.)])")
 #: Bare URLs become links in GFM; an escaped ``:`` or ``.`` stops the autolinker from seeing them.
 _AUTOLINK = re.compile(r"(?i)(?<=\w)(:)(?=//)|(?<=\bwww)(\.)")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
+#: Invisible format characters (Unicode category Cf) that reorder or hide text: the bidi
+#: embeddings, overrides and isolates (U+202A–202E, U+2066–2069), marks (U+200E/F, U+061C),
+#: zero-width characters and the BOM. A kernel name holding U+202E would read reversed.
+_INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f"
+                        "\ufeff\ufff9-\ufffb]")
 WORD_JOINER = "\u2060"
 ELLIPSIS = "…"
+
+
+def visible(text: object) -> str:
+    """``text`` with invisible format characters shown as ``U+XXXX`` and controls as spaces.
+
+    Applied wherever a name from the code under test is shown (comments, reports, pages,
+    terminals), so that no name can reverse, hide or disguise the text around it.
+    """
+    raw = _CONTROL.sub(" ", str(text))
+    return _INVISIBLE.sub(lambda m: f"<U+{ord(m[0]):04X}>", raw)
 
 
 def shorten(text: str, limit: int) -> str:
