@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from perfci.errors import ConfigError
@@ -34,6 +34,15 @@ class Settings(BaseSettings):
     database_url: str | None = None
     # perfci server for remote mode (uploads over HTTP instead of holding DB credentials).
     server_url: str | None = None
+    # History kept in the repository itself, for ephemeral runners with no database or server:
+    # `git:BRANCH` (e.g. `git:perfci-data`) reads the runs on that branch of `origin` into the
+    # embedded store before a check, and appends base-branch runs to it. Default: none.
+    # A database URL of `git:BRANCH` selects it too (and leaves the store at its default).
+    history: str | None = None
+    # Compressed size of the runs kept on the history branch; the oldest are dropped beyond it.
+    history_max_bytes: int = Field(50 * 1024 * 1024, ge=1024)
+    # Fail the check when the history branch cannot be read or written (default: a warning).
+    history_required: bool = False
     # Project token for the server (scopes: upload, read, admin). Never logged.
     token: SecretStr | None = None
     # Project name used to group benchmarks in the store; default: the repository name.
@@ -82,6 +91,13 @@ class Settings(BaseSettings):
             if value.startswith(prefix):
                 return "postgresql+psycopg://" + value[len(prefix):]
         return value
+
+    @model_validator(mode="after")
+    def _history_from_database_url(self) -> Settings:
+        # `--database-url git:perfci-data` names the history branch, not a database.
+        if self.database_url and self.database_url.startswith("git:"):
+            self.history, self.database_url = self.database_url, None
+        return self
 
     @field_validator("token", "github_token")
     @classmethod
