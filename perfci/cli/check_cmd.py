@@ -48,6 +48,9 @@ def check_command(
     baseline_branch: str | None = typer.Option(
         None, "--baseline-branch", help="Baseline branch (default: PR base, else settings)."),
     database_url: opts.DatabaseUrl = None,
+    history: str | None = typer.Option(
+        None, "--history", help="Run history on a branch of origin, e.g. git:perfci-data "
+        "(read before comparing; base-branch runs are appended)."),
     markdown_out: Path | None = typer.Option(None, "--markdown-out",
                                              help="Write the PR comment (Markdown) here."),
     json_out: Path | None = typer.Option(None, "--json-out", help="Write the JSON report here."),
@@ -79,7 +82,8 @@ def check_command(
         context={"commit": commit, "branch": branch, "base_branch": base_branch,
                  "pr_number": pr, "ci_run_id": ci_run_id, "ci_run_attempt": ci_run_attempt,
                  "environment": opts.key_value_pairs(env, option="--env")})
-    overrides = {"database_url": database_url, "project": project, "delta": delta,
+    overrides = {"database_url": database_url, "history": history, "project": project,
+                 "delta": delta,
                  "alpha": alpha, "baseline_runs": baseline_runs,
                  "fail_on_regression": fail_on_regression}
     outcome = usecase.run_check(request, overrides=overrides, runner=_progress_runner)

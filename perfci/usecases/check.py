@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from perfci.errors import ConfigError
 from perfci.model import Profile, RunComparison, RunContext, Verdict
 from perfci.settings import Settings, find_project_root, get_settings
+from perfci.usecases.history import record_history, sync_history
 
 if TYPE_CHECKING:  # heavy imports stay out of `perfci --help` and of the CLI's import time
     from perfci.usecases.publish import PublishOutcome
@@ -115,7 +116,10 @@ def run_check(request: CheckRequest, *, settings: Settings | None = None,
     repeats = collect_repeats(spec, request.profiles, runner=runner or run_repeats, cwd=cwd)
     warnings = [f"{p.source}: {w}" for group in repeats for p in group for w in p.warnings]
     context = _context(settings, request, env=env, cwd=cwd)
+    warnings += sync_history(settings, cwd=cwd)  # the history branch, before the baseline query
     submitted, url = _submit(settings, context, spec.name, repeats, request.baseline_branch)
+    warnings += record_history(settings, context, spec.name, repeats,
+                               baseline_branch=request.baseline_branch, cwd=cwd)
     return CheckOutcome(spec=spec, settings=settings, context=context, submitted=submitted,
                         database_url=url, warnings=warnings)
 

@@ -1,0 +1,16 @@
+"""History kept in the repository itself: run documents on a data branch of ``origin``.
+
+On ephemeral CI runners (GitHub-hosted, autoscaled) the embedded SQLite store is gone when the
+job ends. With ``history = "git:perfci-data"`` every base-branch run is appended to that branch as
+one compressed run document (``runs/<benchmark>/<commit-time>-<key>.json.gz``), and every job
+reads the branch back into its embedded store before it compares; see
+:mod:`perfci.usecases.history` for when each happens and :mod:`perfci.history.git_branch` for
+the git side (a private bare repository under ``.perfci/``: the user's checkout, index and
+branches are never touched).
+"""
+
+from perfci.history.documents import decode_run, encode_run, run_path
+from perfci.history.git_branch import AppendResult, BranchFile, GitBranch, parse_history
+
+__all__ = ["AppendResult", "BranchFile", "GitBranch", "decode_run", "encode_run",
+           "parse_history", "run_path"]

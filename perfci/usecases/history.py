@@ -1,0 +1,195 @@
+"""The history branch in a check: read it into the embedded store first, append to it after.
+
+``perfci check`` with ``history = "git:perfci-data"`` (``--history``, ``PERFCI_HISTORY``, or a
+database URL of ``git:perfci-data``):
+
+1. :func:`sync_history`, before the run is stored: fetch the branch and ingest the run documents
+   the store has not seen. The branch commit last imported is kept in
+   ``.perfci/history/<branch>.imported`` (with a digest of the store's URL), so a persistent
+   runner reads only the files added since; a fresh runner reads them all. Either way ingest is
+   idempotent (a run's key is its CI invocation), so a file read twice is stored once.
+2. :func:`record_history`, after the run is stored and compared: when the run is a push to the
+   base branch (no pull request, branch = baseline branch), append its document and push.
+   Pull requests read the branch and never write it (a fork's token could not anyway).
+
+Problems (no ``origin``, no permission to push, a bad file on the branch) come back as warnings
+and never fail the check, unless ``history_required`` is set; with a server URL the server holds
+the history and both steps are skipped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from perfci.errors import PerfciError
+from perfci.history import GitBranch, decode_run, encode_run, parse_history, run_path
+from perfci.history.documents import RUNS_DIR
+from perfci.model import Profile, RunContext
+from perfci.settings import DEFAULT_DB_DIR, Settings, find_project_root
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session, sessionmaker
+
+logger = logging.getLogger("perfci.history")
+CACHE_DIR = "history"
+
+
+@dataclass(frozen=True, slots=True)
+class SyncResult:
+    """What a sync did: the branch tip read (``None``: no branch yet) and runs ingested."""
+
+    commit: str | None
+    files: int
+    stored: int
+    warnings: list[str]
+
+
+def sync_history(settings: Settings, *, cwd: Path | None = None) -> list[str]:
+    """Read the history branch into the store (when a history is configured); the warnings."""
+    branch = parse_history(settings.history)
+    if branch is None or settings.server_url:
+        return []
+    return _guarded(settings, lambda: sync_branch(settings, branch, cwd=cwd).warnings)
+
+
+def record_history(settings: Settings, context: RunContext, benchmark: str,
+                   repeats: Sequence[Sequence[Profile]], *, baseline_branch: str | None = None,
+                   cwd: Path | None = None) -> list[str]:
+    """Append the run to the history branch when it is a base-branch push; the warnings."""
+    branch = parse_history(settings.history)
+    if branch is None or settings.server_url or not is_base_branch_push(
+            context, baseline_branch or settings.baseline_branch):
+        return []
+
+    def append() -> list[str]:
+        root = find_project_root(cwd)
+        created_at = datetime.now(UTC)
+        document = encode_run(context=context, benchmark=benchmark, repeats=repeats,
+                              created_at=created_at)
+        path = run_path(context=context, benchmark=benchmark, created_at=created_at,
+                        document=document)
+        done = _branch(settings, branch, root).append(
+            {path: document}, max_bytes=settings.history_max_bytes, prefix=f"{RUNS_DIR}/",
+            message=f"perfci: {benchmark} at {(context.commit or 'unknown')[:12]}")
+        logger.info("history: %s %s on %s (%d push(es), %d old run(s) dropped)",
+                    "found" if done.already_there else "appended", path, branch,
+                    done.attempts, len(done.dropped))
+        return []
+
+    return _guarded(settings, append)
+
+
+def is_base_branch_push(context: RunContext, baseline_branch: str) -> bool:
+    """A run that belongs in the base branch's history: no pull request, on that branch."""
+    return context.pr_number is None and bool(context.branch) and (
+        context.branch == baseline_branch)
+
+
+def sync_branch(settings: Settings, branch: str, *, cwd: Path | None = None) -> SyncResult:
+    """Fetch ``branch`` and ingest its run files the store has not seen (see module doc).
+
+    Raises
+    ------
+    StorageError
+        git failed (no remote, no access) or the store did.
+    """
+    from perfci.store.db import open_store
+
+    root = find_project_root(cwd)
+    history = _branch(settings, branch, root)
+    tip = history.fetch()
+    if tip is None:
+        return SyncResult(commit=None, files=0, stored=0, warnings=[])
+    url = settings.resolved_database_url(root)
+    marker = history.repo.with_suffix(".imported")
+    previous = _read_marker(marker, url)
+    if previous == tip and _store_exists(url):
+        return SyncResult(commit=tip, files=0, stored=0, warnings=[])
+    prefix = f"{RUNS_DIR}/"
+    if previous and _store_exists(url) and history.has_commit(previous):
+        files = history.added(previous, tip, prefix)
+    else:
+        files = history.files(tip, prefix)
+    warnings: list[str] = []
+    stored = 0
+    store = open_store(settings, root=root)
+    try:
+        for entry, data in zip(files, history.read([f.blob for f in files]), strict=True):
+            stored += _ingest_file(store.sessions, entry.path, data, branch, warnings)
+    finally:
+        store.close()
+    _write_marker(marker, tip, url)
+    logger.info("history: %d new run file(s) on %s at %s, %d stored", len(files), branch,
+                tip[:12], stored)
+    return SyncResult(commit=tip, files=len(files), stored=stored, warnings=warnings)
+
+
+def _ingest_file(sessions: sessionmaker[Session], path: str, data: bytes, branch: str,
+                 warnings: list[str]) -> int:
+    from perfci.usecases.ingest import ingest_run
+
+    try:
+        run = decode_run(data, source=f"{branch}:{path}")
+        with sessions() as session:
+            result = ingest_run(session, context=run.context, benchmark=run.benchmark,
+                                repeats=run.repeats, created_at=run.created_at)
+    except PerfciError as exc:
+        # One bad or conflicting file must not cost the job the rest of its baseline.
+        warnings.append(f"history branch {branch}: skipped {path}: {exc}")
+        return 0
+    return int(result.created)
+
+
+def _branch(settings: Settings, branch: str, root: Path) -> GitBranch:
+    token = settings.github_token.get_secret_value() if settings.github_token else None
+    return GitBranch(checkout=root, branch=branch, cache=root / DEFAULT_DB_DIR / CACHE_DIR,
+                     token=token)
+
+
+def _guarded(settings: Settings, action: Callable[[], list[str]]) -> list[str]:
+    try:
+        return action()
+    except PerfciError as exc:
+        if settings.history_required:
+            raise
+        return [f"history branch not used: {exc} (set history_required to fail instead)"]
+
+
+def _url_digest(url: str) -> str:
+    # The marker never holds the URL itself: it may carry a password.
+    return hashlib.sha256(url.encode()).hexdigest()[:16]
+
+
+def _read_marker(path: Path, url: str) -> str | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("store") != _url_digest(url):
+        return None
+    commit = data.get("commit")
+    return commit if isinstance(commit, str) else None
+
+
+def _write_marker(path: Path, commit: str, url: str) -> None:
+    with contextlib.suppress(OSError):  # only the next sync's speed depends on it
+        path.write_text(json.dumps({"commit": commit, "store": _url_digest(url)}) + "\n",
+                        encoding="utf-8")
+
+
+def _store_exists(url: str) -> bool:
+    """False for a SQLite file that is gone (a new runner): the marker is stale then."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database:
+        return True
+    return parsed.database == ":memory:" or Path(parsed.database).is_file()
