@@ -67,6 +67,14 @@ class Settings(BaseSettings):
     # --- runner ---
     # Repeats of the benchmark per CI run.
     repeats: int = Field(5, ge=1)
+    # Same-runner A/B mode (`perfci check --ab`): pairs of base and PR runs, alternating.
+    ab_pairs: int = Field(5, ge=2)
+    # Adaptive repeats: most repeats (or A/B pairs) one check may run when its verdict is
+    # inconclusive only because intervals are too wide. Default: 3x repeats (or pairs); set it
+    # equal to repeats to switch adaptive repeats off. See docs/adaptive.md.
+    max_repeats: int | None = Field(None, ge=1)
+    # Seconds of benchmark time the adaptive repeats may spend in all (default: no limit).
+    budget: float | None = Field(None, gt=0)
     # Benchmarks declared in config: {name: {command = [...], profiler = "torch", ...}}.
     benchmarks: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
