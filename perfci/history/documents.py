@@ -35,7 +35,7 @@ SUFFIX = ".json.gz"
 #: Decompressed size beyond which a document is refused: a real run is a few MB at most.
 MAX_DOCUMENT_BYTES = 512 * 1024 * 1024
 _CONTEXT_FIELDS = {f.name for f in fields(RunContext)}
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+|\.{2,}")
 
 
 @dataclass(frozen=True, slots=True)
