@@ -3,7 +3,7 @@
 Usage::
 
     .venv/bin/python benchmarks/check_overhead.py [--rounds 5] [--baseline-runs 30]
-        [--no-compare-speed]
+        [--no-compare-speed] [--fail-over 2]
 
 Setup (not timed): a scratch directory without git, an embedded SQLite store
 (``.perfci/perfci.db``) holding ``--baseline-runs`` runs of ``main`` made from the example's
@@ -18,7 +18,8 @@ files from the example as the candidate. Timed:
   print), and ``python -X importtime`` summed per top-level package;
 - ``benchmarks/compare_speed.py`` (10,000 metrics × (30, 10)), unless ``--no-compare-speed``.
 
-Prints Markdown tables; targets: check overhead < 2 s, compare of 10k metrics < 1 s.
+Prints Markdown tables; targets: check overhead < 2 s, compare of 10k metrics < 1 s. Exits 0
+whether or not the targets are met unless ``--fail-over SECONDS`` asks it to gate on the median.
 """
 
 from __future__ import annotations
@@ -197,6 +198,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--baseline-runs", type=int, default=30)
     parser.add_argument("--no-compare-speed", action="store_true")
+    parser.add_argument("--fail-over", type=float, default=None, metavar="SECONDS",
+                        help="exit 1 when the median check takes SECONDS or more (e.g. "
+                             f"{CHECK_BUDGET_S:g}, the budget); by default the table says "
+                             "whether the budget was met and the exit status does not, so "
+                             "a busy machine fails no smoke run")
     args = parser.parse_args(argv)
     if not _trace_files("slow-attention"):
         print(f"the example's profiles are missing from {PROFILES}", file=sys.stderr)
@@ -230,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
           f"median wall time: {lean_median:.2f} s")
     if not args.no_compare_speed:
         print(f"\n{compare_speed()}")
-    return 0 if statistics.median(times) < CHECK_BUDGET_S else 1
+    return 1 if args.fail_over is not None and statistics.median(times) >= args.fail_over else 0
 
 
 def _report(args: argparse.Namespace, times: list[float], cpu: float, floor_python: float,

@@ -1,5 +1,7 @@
-"""Shared fixtures. Real inputs live in ../shared (seeds, corpus): tests that need them skip
-when it is absent, so the suite still runs on a checkout without it."""
+"""Shared fixtures. Real inputs live in ../shared (seeds, corpus, changepoint-data): every test
+that needs them goes through :func:`shared_path` (or the fixtures and :data:`requires_shared`
+built on it), so that without ../shared they all skip with the one reason
+:data:`SHARED_ABSENT` and the suite passes on a fresh clone."""
 
 from __future__ import annotations
 
@@ -11,36 +13,56 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("PERFCI_SHARED_DIR", REPO.parent / "shared"))
 
+#: The one skip reason of every test that needs ../shared (``pytest -rs`` groups them under it).
+SHARED_ABSENT = (f"needs ../shared (real profiles: seeds, corpus, changepoint-data), "
+                 f"absent at {SHARED}")
+
+#: For a test (or module, as ``pytestmark``) that reads ../shared at collection time.
+requires_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=SHARED_ABSENT)
+
 pytest_plugins = ["db_fixtures"]
 
 
-def _need(path: Path) -> Path:
-    if not path.exists():
+def shared_path(*parts: str) -> Path:
+    """``../shared/<parts>``: skips the test when ../shared is absent, fails when it is there
+    but lacks the path (an incomplete checkout of it is a real error, not a reason to skip).
+
+    CI can insist on ../shared with ``CI=true PERFCI_REQUIRE_SHARED=1``: then its absence fails.
+    """
+    if not SHARED.is_dir():
         if os.environ.get("CI") == "true" and os.environ.get("PERFCI_REQUIRE_SHARED") == "1":
-            pytest.fail(f"{path} is required in CI but absent")
-        pytest.skip(f"{path} is absent (../shared not checked out beside the repo)")
+            pytest.fail(f"{SHARED} is required in CI but absent")
+        pytest.skip(SHARED_ABSENT)
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.fail(f"{path} is missing: ../shared is there but incomplete")
     return path
+
+
+def _need(path: Path) -> Path:
+    """:func:`shared_path` for a path already joined onto :data:`SHARED`."""
+    return shared_path(*path.relative_to(SHARED).parts)
 
 
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
-    return _need(SHARED)
+    return shared_path()
 
 
 @pytest.fixture(scope="session")
 def seeds_dir() -> Path:
-    return _need(SHARED / "seeds")
+    return shared_path("seeds")
 
 
 @pytest.fixture(scope="session")
 def corpus_dir() -> Path:
-    return _need(SHARED / "corpus")
+    return shared_path("corpus")
 
 
 def seed(name_prefix: str) -> Path:
-    """Path of the seed whose file name starts with ``name_prefix`` (skips when absent)."""
-    folder = _need(SHARED / "seeds")
+    """Path of the seed whose file name starts with ``name_prefix`` (skips without ../shared)."""
+    folder = shared_path("seeds")
     matches = sorted(folder.glob(f"{name_prefix}*"))
     if not matches:
-        pytest.skip(f"no seed {name_prefix}* in {folder}")
+        pytest.fail(f"no seed {name_prefix}* in {folder}: ../shared is incomplete")
     return matches[0]

@@ -95,7 +95,8 @@ def test_detection_scores_every_detector() -> None:
     assert any(d.startswith("asv") for d in detectors), out
 
 
-def test_parse_speed_measures_each_format(tmp_path: Path) -> None:
+def test_parse_speed_measures_each_format(shared_dir: Path, tmp_path: Path) -> None:
+    # Its inputs are grown from ../shared's largest Chrome trace and its nsys stats seed.
     out = _run("parse_speed.py", "--size-mb", "1", "--out-dir", str(tmp_path), "--formats",
                "chrome_trace,nsys_stats")
     rows = _table(out, "benchmark")
@@ -122,9 +123,10 @@ def test_service_load_loses_and_duplicates_nothing() -> None:
 
 
 def test_check_overhead_times_a_whole_check() -> None:
+    # No --fail-over: the exit status must not depend on how busy the machine is.
     out = _run("check_overhead.py", "--rounds", "1", "--baseline-runs", "3",
                "--no-compare-speed")
-    budget = re.compile(r"\*\*overhead\*\* \(budget < 2 s: (met|missed)\)")
+    budget = re.compile(r"\*\*overhead\*\* \(budget < 2 s: (met|NOT met)\)")
     (overhead,) = (row for row in _table(out, "Measure") if budget.fullmatch(row["Measure"]))
     assert _number(overhead["Seconds"]) > 0
     phases = {row["Phase"] for row in _table(out, "Phase")}
@@ -132,6 +134,7 @@ def test_check_overhead_times_a_whole_check() -> None:
 
 
 def test_changepoints_scores_perfci_on_real_and_synthetic_series(shared_dir: Path) -> None:
+    # The TCPD series it scores come from ../shared/changepoint-data.
     # The Otava comparison needs its own virtualenv (the script's docstring); without it the
     # script stops after perfci's rows, with a message saying so.
     done = _script("changepoints.py", "--synthetic", "10", "--null", "5")

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
 
 import numpy as np
 import pytest
-from conftest import SHARED, _need
+from conftest import shared_path
 
 from perfci.analysis.changepoints import (
     ChangePoint,
@@ -18,7 +17,7 @@ from perfci.analysis.changepoints import (
 )
 from perfci.analysis.stats import SampleError
 
-MONGODB = SHARED / "changepoint-data" / "mongodb_spa_testdata"
+MONGODB = ("changepoint-data", "mongodb_spa_testdata")
 
 
 def _steps(levels: list[tuple[int, float]], *, cv: float, seed: int) -> np.ndarray:
@@ -122,13 +121,11 @@ def test_invalid_options_are_rejected(field: str, value: float) -> None:
         dataclasses.replace(ChangePointOptions(), **{field: value})
 
 
-def test_ten_thousand_points_take_well_under_a_second() -> None:
+def test_ten_thousand_points_find_both_changes() -> None:
+    # How long this takes is benchmarks/changepoints.py's to measure, not a test's (issue 16).
     values = _steps([(4000, 1.0), (3000, 1.03), (3000, 0.97)], cv=0.02, seed=5)
-    start = time.perf_counter()
     found = detect_change_points(values)
-    elapsed = time.perf_counter() - start
     assert [cp.index for cp in found] == pytest.approx([4000, 7000], abs=5)
-    assert elapsed < 0.8  # ≈ 0.15 s on a 2-core VM; slack for a shared CI runner
 
 
 def test_segment_levels_follow_the_change_points() -> None:
@@ -141,7 +138,7 @@ def test_segment_levels_follow_the_change_points() -> None:
 
 def test_agrees_with_mongodb_e_divisive_on_robust_series() -> None:
     """MongoDB's E-Divisive q-hat curve peaks at its first split (114/115) and locally at 25."""
-    folder = _need(MONGODB)
+    folder = shared_path(*MONGODB)
     values = json.loads((folder / "robust_series.json").read_text())
     q_hat = np.asarray(json.loads((folder / "expected_result_robust_series.json").read_text()))
     indices = [cp.index for cp in detect_change_points(values)]
@@ -153,5 +150,5 @@ def test_agrees_with_mongodb_e_divisive_on_robust_series() -> None:
 
 def test_mongodb_series_without_regression_stays_quiet() -> None:
     """real_series.json is a flat series with one outlier (used by MongoDB's GESD tests)."""
-    values = json.loads((_need(MONGODB) / "real_series.json").read_text())
+    values = json.loads((shared_path(*MONGODB) / "real_series.json").read_text())
     assert detect_change_points(values) == []

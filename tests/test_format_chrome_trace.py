@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SHARED
+from conftest import SHARED, shared_path
 
 from perfci.errors import ParseError
 from perfci.formats import _chrome_stream, chrome_trace, registry
@@ -30,10 +30,7 @@ def _corpus_names() -> list[str]:
 
 
 def _corpus(name: str) -> Path:
-    path = CORPUS / name
-    if not path.is_file():
-        pytest.skip(f"{path} is absent")
-    return path
+    return shared_path("corpus", "kineto_chrome_trace", name)
 
 
 def parse(path: Path) -> Profile:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import SHARED
+from conftest import SHARED, shared_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -82,11 +82,8 @@ def test_arbitrary_bytes_forced_format(work: Path, format: str, data: bytes) -> 
 
 
 @pytest.fixture()
-def real_bytes(shared_dir: Path, request: pytest.FixtureRequest) -> bytes:
-    path = shared_dir / str(request.param)
-    if not path.is_file():
-        pytest.skip(f"{path} is absent")
-    data: bytes = path.read_bytes()
+def real_bytes(request: pytest.FixtureRequest) -> bytes:
+    data: bytes = shared_path(*str(request.param).split("/")).read_bytes()
     return data
 
 
