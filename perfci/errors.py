@@ -4,6 +4,9 @@
 
     PerfciError
     ├── ParseError          a profile could not be read (names file, line, what was expected)
+    │   └── InputTooLarge   a compressed input inflates beyond the configured cap
+    ├── InvalidValue        a value of an upload is not finite, negative, or overflows
+    ├── RunConflict         a retried run (same CI run and attempt) carries different data
     ├── UnknownFormatError  no parser recognises the content, or --format names no parser
     ├── ConfigError         settings or flags are invalid
     ├── StorageError        the database refused or failed an operation
@@ -42,6 +45,26 @@ class ParseError(PerfciError):
             where = f"{where}:{self.line}"
         fmt = f" ({self.format})" if self.format else ""
         return f"{where}: {self.message}{fmt}"
+
+
+class InputTooLarge(ParseError):
+    """A (gzip) input inflates beyond the size or ratio cap; the server answers 413."""
+
+
+class InvalidValue(PerfciError, ValueError):
+    """A value of an upload cannot be stored: not finite, negative where it can't be, or so
+    large that it overflows. Raised before anything is written; names profile, metric, field."""
+
+
+class RunConflict(PerfciError):
+    """A run with the same key (CI run id and attempt) is stored with different content.
+
+    ``run_id`` is the stored run's id; the server answers 409 with it.
+    """
+
+    def __init__(self, message: str, *, run_id: int) -> None:
+        self.run_id = run_id
+        super().__init__(message)
 
 
 class UnknownFormatError(PerfciError):
