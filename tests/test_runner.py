@@ -68,3 +68,18 @@ def test_cli_run_exits_with_the_benchmark_code(tmp_path: Path,
                  sys.executable, "-c", WRITER])
     assert code == 0
     assert "r1.pt.trace.json" in capsys.readouterr().out
+
+
+def test_cwd_sets_the_benchmark_working_directory(tmp_path: Path) -> None:
+    where = tmp_path / "checkout"
+    where.mkdir()
+    script = ("import os, pathlib\n"
+              "out = pathlib.Path(os.environ['PERFCI_OUTPUT_DIR'])\n"
+              "(out / 'cwd.pt.trace.json').write_text(os.getcwd())\n")
+    result = run_benchmark([sys.executable, "-c", script], benchmark="b", repeats=1,
+                           work_dir=tmp_path / "work", cwd=where)
+    assert Path(result.files_per_repeat[0][0].read_text()).resolve() == where.resolve()
+    # Without cwd the benchmark runs where perfci runs (the default behaviour).
+    result = run_benchmark([sys.executable, "-c", script], benchmark="b", repeats=1,
+                           work_dir=tmp_path / "work2")
+    assert Path(result.files_per_repeat[0][0].read_text()).resolve() == Path.cwd().resolve()
