@@ -2,7 +2,9 @@
 
 CI logs are not terminals, and Rich would lay tables out for 80 columns there, cutting kernel
 names to a few characters; without a terminal (and without ``COLUMNS``) the tables get
-``LOG_WIDTH`` columns instead, which CI log viewers show without wrapping.
+``LOG_WIDTH`` columns instead, which CI log viewers show without wrapping. ``--help`` gets the
+same width: Typer's help panels otherwise cut option names at 80 columns in a pipe
+(``--fail-on-regres…``, issue 16).
 """
 
 from __future__ import annotations
@@ -20,6 +22,19 @@ def _width(stream: object) -> int | None:
     if "COLUMNS" in os.environ or (callable(isatty) and isatty()):
         return None  # Rich's own detection
     return LOG_WIDTH
+
+
+def use_log_width_for_help() -> None:
+    """Lay Typer's ``--help`` out for ``LOG_WIDTH`` columns when stdout is not a terminal.
+
+    Typer reads its width from ``TERMINAL_WIDTH`` (left alone when set) into a module global that
+    it looks up on each help call, so setting the global is enough.
+    """
+    if "TERMINAL_WIDTH" in os.environ or _width(sys.stdout) is None:
+        return
+    from typer import rich_utils
+
+    rich_utils.MAX_WIDTH = LOG_WIDTH
 
 
 console = Console(highlight=False, width=_width(sys.stdout))

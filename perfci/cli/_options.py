@@ -37,3 +37,29 @@ def key_value_pairs(values: list[str] | None, *, option: str) -> dict[str, str]:
             raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint=option)
         pairs[key.strip()] = value.strip()
     return pairs
+
+
+#: Every spelling of an output format a command accepts, to the one name it is written under:
+#: ``markdown`` and ``md`` are the same output wherever Markdown is offered (issue 16).
+OUTPUT_FORMAT_SPELLINGS = {"md": "md", "markdown": "md", "html": "html", "json": "json",
+                           "text": "text", "terminal": "text"}
+
+
+def output_formats(values: list[str], *, allowed: tuple[str, ...], option: str) -> list[str]:
+    """``values`` in canonical spelling (``markdown`` → ``md``), duplicates dropped, in order.
+
+    Raises
+    ------
+    ConfigError
+        For a value that is not a spelling of one of ``allowed``, listing the spellings accepted.
+    """
+    from perfci.errors import ConfigError
+
+    canonical = []
+    for value in values:
+        name = OUTPUT_FORMAT_SPELLINGS.get(value.strip().lower())
+        if name not in allowed:
+            spellings = [s for s, n in OUTPUT_FORMAT_SPELLINGS.items() if n in allowed]
+            raise ConfigError(f"{option} {value!r}: expected one of {', '.join(spellings)}")
+        canonical.append(name)
+    return list(dict.fromkeys(canonical))

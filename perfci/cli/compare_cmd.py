@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from perfci.cli._options import output_formats
 from perfci.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -27,14 +28,22 @@ def compare_command(
         None, "--baseline-branch", help="Baseline branch (default: the run's base, else "
                                         "settings). Another branch than stored compares anew."),
     as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
-    as_markdown: bool = typer.Option(False, "--markdown",
+    as_markdown: bool = typer.Option(False, "--markdown", "--md",
                                      help="Print the pull-request comment (Markdown)."),
+    output: str | None = typer.Option(None, "--format", "-f",
+                                      help="text, json or md (or markdown): the same as "
+                                           "--json / --markdown.", show_default=False),
     database_url: str | None = typer.Option(
         None, "--database-url", help="Database URL (default: settings, else .perfci/perfci.db)."),
     fresh: bool = typer.Option(False, "--fresh",
                                help="Compare against the history as it is now (and store it)."),
 ) -> int:
     """Print the comparison of a stored run with its baseline (terminal, --json or --markdown)."""
+    if output is not None:
+        (chosen,) = output_formats([output], allowed=("text", "json", "md"), option="--format")
+        if (as_json and chosen != "json") or (as_markdown and chosen != "md"):
+            raise ConfigError(f"--format {output} contradicts --json/--markdown: give one")
+        as_json, as_markdown = chosen == "json", chosen == "md"
     if as_json and as_markdown:
         raise ConfigError("choose one of --json and --markdown")
     from perfci.settings import get_settings

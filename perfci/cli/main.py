@@ -27,7 +27,7 @@ from perfci.cli import (
     serve_cmd,
     token_cmd,
 )
-from perfci.cli._console import err_console
+from perfci.cli._console import err_console, use_log_width_for_help
 from perfci.errors import PerfciError
 
 app = typer.Typer(
@@ -61,6 +61,7 @@ def _root(
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code instead of raising SystemExit when called in-process."""
+    use_log_width_for_help()
     try:
         result = app(args=argv if argv is not None else sys.argv[1:], standalone_mode=False)
     except PerfciError as exc:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from perfci.cli._console import err_console
+from perfci.cli._options import output_formats
 from perfci.errors import ConfigError
 
 if TYPE_CHECKING:  # the report stack (scipy, matplotlib, jinja2, the store) loads when run
@@ -56,7 +57,8 @@ def report_command(
     project: str | None = typer.Option(None, "--project", help="Project (default: settings, "
                                                                "else the repository name)."),
     formats: list[str] = typer.Option(list(FORMATS), "--format", "-f",
-                                      help="html, md or json (repeatable; default all)."),
+                                      help="html, md (or markdown) or json (repeatable; "
+                                           "default all)."),
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder the files are written to."),
     post: list[str] = typer.Option([], "--post", help="github-issue or slack (repeatable)."),
     repo: str | None = typer.Option(None, "--repo", help="OWNER/NAME for --post github-issue "
@@ -80,7 +82,7 @@ def report_command(
     from perfci.store.db import open_store
     from perfci.usecases.weekly import build_weekly_report
 
-    _check_choices(formats, FORMATS, "--format")
+    formats = output_formats(formats, allowed=FORMATS, option="--format")
     _check_choices(post, TARGETS, "--post")
     start, until = period(since, week)
     settings = get_settings({"database_url": database_url, "project": project})

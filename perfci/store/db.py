@@ -21,7 +21,7 @@ from sqlalchemy.exc import DBAPIError, DisconnectionError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from perfci.errors import StorageError
-from perfci.settings import Settings, redact_url
+from perfci.settings import DEFAULT_DB_DIR, Settings, redact_url
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -59,8 +59,24 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
 
 
 def _ensure_sqlite_directory(database: str | None) -> None:
-    if database and database != ":memory:" and not database.startswith("file:"):
-        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    """Create the folder of a SQLite file only inside ``.perfci/`` (the embedded default's).
+
+    Any other missing folder is a mistyped URL (issue 16: ``sqlite:////nonexistent/dir/x.db``
+    stored a run and made ``/nonexistent/dir``), refused before anything is written.
+    """
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return
+    folder = Path(database).expanduser().parent
+    if folder.is_dir():
+        return
+    existing = next((p for p in folder.parents if p.is_dir()), Path())
+    first_missing = folder.relative_to(existing).parts[0]
+    if first_missing != DEFAULT_DB_DIR and DEFAULT_DB_DIR not in existing.parts:
+        raise StorageError(
+            f"the folder {folder} of the SQLite database {database} does not exist: create it "
+            f"first (perfci creates only its default {DEFAULT_DB_DIR}/ folder), or leave out "
+            f"--database-url for the default {DEFAULT_DB_DIR}/perfci.db")
+    folder.mkdir(parents=True, exist_ok=True)
 
 
 def _configure_sqlite(engine: Engine) -> None:

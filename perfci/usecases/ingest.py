@@ -42,6 +42,7 @@ from perfci.store.schema import (
     series_parts_hash,
     unpack_series_ids,
 )
+from perfci.usecases.repeats import check_repeats_match
 
 # value (per-step ns), calls, total, self, avg, min, max, std, median ns, bytes
 Values = tuple[float | None, int | None, float | None, float | None, float | None,
@@ -173,7 +174,9 @@ def parse_repeats(files: Sequence[Path], *, format: str | None = None,
                   repeat: int | None = None) -> list[list[Profile]]:
     """The profiles of each repeat (see :func:`parse_and_ingest`); errors name the file."""
     groups = group_files(files, repeat)
-    return [[p for path in group for p in _parse_one(path, format)] for group in groups]
+    repeats = [[p for path in group for p in _parse_one(path, format)] for group in groups]
+    check_repeats_match(repeats)  # unrelated profiles as repeats of one run (issue 16)
+    return repeats
 
 
 def group_files(files: Sequence[Path], repeats: int | None) -> list[list[Path]]:

@@ -51,9 +51,10 @@ from perfci.store import queries
 from perfci.store.queries import RunInfo
 from perfci.usecases.alerts import AlertInfo, NewAlert, record_alerts
 
-__all__ = ["BenchmarkTrend", "ChangePointReport", "Coverage", "DayCount", "EnvironmentSeen",
-           "KernelContribution", "Noise", "SeriesNoise", "ShareMove", "TrendPoint",
-           "WeeklyReport", "build_weekly_report", "iso_week", "report_to_dict", "week_bounds"]
+__all__ = ["BenchmarkTrend", "ChangePointReport", "Coverage", "DayCount", "DayStretch",
+           "EnvironmentSeen", "KernelContribution", "Noise", "SeriesNoise", "ShareMove",
+           "TrendPoint", "WeeklyReport", "build_weekly_report", "iso_week", "period_label",
+           "report_to_dict", "week_bounds"]
 
 FloatArray = NDArray[np.float64]
 
@@ -197,12 +198,54 @@ class EnvironmentSeen:
     benchmarks: list[str]
 
 
+#: Consecutive days without runs that the coverage table shows as one "first … last" entry.
+COLLAPSE_EMPTY_DAYS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class DayStretch:
+    """Consecutive days of the coverage table: one day, or a run of days without runs."""
+
+    first: date
+    last: date
+    runs: int
+
+    @property
+    def days(self) -> int:
+        return (self.last - self.first).days + 1
+
+
 @dataclass(slots=True)
 class Coverage:
     runs: int
     days: list[DayCount] = field(default_factory=list)
     days_without_runs: list[date] = field(default_factory=list)
     environments: list[EnvironmentSeen] = field(default_factory=list)
+
+    def stretches(self) -> list[DayStretch]:
+        """``days`` with each run of ``COLLAPSE_EMPTY_DAYS`` or more consecutive days without
+        runs collapsed into one entry: a 30-day report of a weekly benchmark is 4 rows with
+        runs and the gaps between them, not 26 rows of zero."""
+        merged: list[DayStretch] = []
+        for day in self.days:
+            previous = merged[-1] if merged else None
+            if (day.runs == 0 and previous is not None and previous.runs == 0
+                    and previous.last + timedelta(days=1) == day.day):
+                merged[-1] = DayStretch(previous.first, day.day, 0)
+            else:
+                merged.append(DayStretch(day.day, day.day, day.runs))
+        out = []
+        for stretch in merged:
+            if stretch.runs or stretch.days >= COLLAPSE_EMPTY_DAYS:
+                out.append(stretch)
+            else:  # a weekend is clearer as its two days than as a range
+                out.extend(DayStretch(d, d, 0) for d in
+                           (stretch.first + timedelta(days=i) for i in range(stretch.days)))
+        return out
+
+    def empty_stretches(self) -> list[DayStretch]:
+        """The stretches of days without runs, oldest first."""
+        return [stretch for stretch in self.stretches() if stretch.runs == 0]
 
 
 @dataclass(slots=True)
@@ -211,7 +254,7 @@ class WeeklyReport:
 
     project: str
     branch: str
-    week: str  # ISO week of the period's middle, "2024-W05"
+    week: str  # period_label(): the period's last ISO week, "2024-W05"
     since: datetime
     until: datetime
     history_since: datetime
@@ -236,20 +279,42 @@ def iso_week(moment: datetime | date) -> str:
     return f"{year}-W{week:02d}"
 
 
+#: The years ``--week`` accepts: a report also reads weeks of history before its week and
+#: runs are timestamps, so weeks near the ends of the calendar (0001-W01, 9999-W52) overflow
+#: (issue 13: an ``OverflowError`` traceback, a 500 from the API).
+WEEK_YEARS = (1971, 9998)
+
+
 def week_bounds(week: str) -> tuple[datetime, datetime]:
-    """``[Monday 00:00 UTC, next Monday)`` of ISO week ``YYYY-Www``; ConfigError if malformed."""
+    """``[Monday 00:00 UTC, next Monday)`` of ISO week ``YYYY-Www``.
+
+    Raises
+    ------
+    ConfigError
+        Malformed, or a year outside :data:`WEEK_YEARS`.
+    """
     try:
-        year, number = week.strip().upper().split("-W")
-        monday = date.fromisocalendar(int(year), int(number), 1)
+        year, number = (int(part) for part in week.strip().upper().split("-W"))
+        if not WEEK_YEARS[0] <= year <= WEEK_YEARS[1]:
+            raise ConfigError(f"week {week!r} is out of range: perfci reports weeks of the "
+                              f"years {WEEK_YEARS[0]} to {WEEK_YEARS[1]}")
+        monday = date.fromisocalendar(year, number, 1)
     except ValueError:
         raise ConfigError(f"week {week!r} is not an ISO week such as 2024-W05") from None
     start = datetime(monday.year, monday.month, monday.day, tzinfo=UTC)
     return start, start + timedelta(days=7)
 
 
-def _period_week(since: datetime, until: datetime) -> str:
-    # The middle, not the start: a rolling "last 7 days" run on Monday morning is last week.
-    return iso_week(since + (until - since) / 2)
+def period_label(since: datetime, until: datetime) -> str:
+    """The label of ``[since, until)``: its last ISO week, ``2026-W47``.
+
+    The label keys the GitHub issue a report edits and names its files, so it must name the
+    period's end (issue 16: ``--since 30d`` on 2026-11-23 was labelled by its middle,
+    2026-W45, and edited that week's issue). The week is the one holding the middle of the
+    period's last 7 days: a rolling "last 7 days" run on Monday morning is last week, the one
+    its data come from, and ``--week W`` is ``W``.
+    """
+    return iso_week(until - min(until - since, timedelta(days=7)) / 2)
 
 
 # --- building ---------------------------------------------------------------------------------
@@ -289,7 +354,7 @@ def build_weekly_report(session: Session, *, project: str, since: datetime, unti
     history_since = min(since, until - timedelta(weeks=history_weeks))
     runs = _history_runs(session, project=project, branch=branch, since=history_since,
                          until=until, benchmarks=benchmarks)
-    report = WeeklyReport(project=project, branch=branch, week=_period_week(since, until),
+    report = WeeklyReport(project=project, branch=branch, week=period_label(since, until),
                           since=since, until=until, history_since=history_since)
     by_benchmark: dict[str, list[RunInfo]] = {}
     for run in runs:
