@@ -67,6 +67,19 @@ def check_command(
     alpha: float | None = typer.Option(None, "--alpha", help="False-discovery rate."),
     baseline_runs: int | None = typer.Option(None, "--baseline-runs", min=1,
                                              help="Baseline runs to compare with."),
+    ab: bool = typer.Option(
+        False, "--ab",
+        help="Same-runner A/B: run the merge-base (in a temporary git worktree) and this "
+             "checkout alternately, compare pair by pair, store both sides."),
+    ab_pairs: int | None = typer.Option(
+        None, "--ab-pairs", min=2, help="A/B pairs to run (default: settings, 5)."),
+    max_repeats: int | None = typer.Option(
+        None, "--max-repeats", min=1,
+        help="Most repeats (A/B: pairs) adaptive repeats may run while the verdict is "
+             "inconclusive for want of data (default: 3x; equal to --repeats: off)."),
+    budget: float | None = typer.Option(
+        None, "--budget", min=0.001,
+        help="Seconds of benchmark time adaptive repeats may spend in all (default: none)."),
 ) -> int:
     """Run the benchmark (or read --profile files), store, compare with the baseline, report.
 
@@ -78,15 +91,17 @@ def check_command(
     output_file = usecase.github_output_path() if github_output else None
     request = usecase.CheckRequest(
         benchmark=benchmark, profiles=profile, command=command or [], repeats=repeats,
-        profiler=profiler, globs=glob, format=format, baseline_branch=baseline_branch,
+        profiler=profiler, globs=glob, format=format, baseline_branch=baseline_branch, ab=ab,
         context={"commit": commit, "branch": branch, "base_branch": base_branch,
                  "pr_number": pr, "ci_run_id": ci_run_id, "ci_run_attempt": ci_run_attempt,
                  "environment": opts.key_value_pairs(env, option="--env")})
     overrides = {"database_url": database_url, "history": history, "project": project,
                  "delta": delta,
                  "alpha": alpha, "baseline_runs": baseline_runs,
-                 "fail_on_regression": fail_on_regression}
-    outcome = usecase.run_check(request, overrides=overrides, runner=_progress_runner)
+                 "fail_on_regression": fail_on_regression, "ab_pairs": ab_pairs,
+                 "max_repeats": max_repeats, "budget": budget}
+    outcome = usecase.run_check(request, overrides=overrides, runner=_progress_runner,
+                                pair_progress=_pair_progress)
     _print(outcome)
     report = _write_reports(outcome, markdown_out=markdown_out, json_out=json_out)
     if output_file is not None:
@@ -105,6 +120,14 @@ def _progress_runner(spec: BenchmarkSpec, directory: Path) -> list[list[Path]]:
                              globs=spec.globs or None)
 
 
+def _pair_progress(side: str, index: int, seconds: float, profiles: int) -> None:
+    from perfci.cli._console import err_console
+
+    name = "base" if side == "base" else "pull request"
+    err_console.print(f"  pair {index}: {name} {seconds:.1f} s, {profiles} profile(s)",
+                      markup=False)
+
+
 def _print(outcome: CheckOutcome) -> None:
     from perfci.cli._console import console, err_console
     from perfci.report.console import print_comparison
@@ -117,6 +140,12 @@ def _print(outcome: CheckOutcome) -> None:
               else f"run {ingest.run_id} was already stored; its first comparison follows")
     err_console.print(f"{stored} of {outcome.context.project}/{outcome.spec.name} in "
                       f"{redact_url(outcome.database_url)}", markup=False)
+    base = outcome.ab_base
+    if base is not None and outcome.comparison.baseline is not None:
+        info = outcome.comparison.baseline
+        what = "stored" if base.created else "already had"
+        err_console.print(f"{what} the base side as run {base.run_id} (commit "
+                          f"{(info.first_commit or '')[:12]} on {info.branch})", markup=False)
     print_comparison(outcome.comparison, console)
 
 

@@ -244,6 +244,28 @@ class Store:
     def close(self) -> None:
         self.engine.dispose()
 
+    @contextmanager
+    def rolled_back(self) -> Iterator[Session]:
+        """A Session whose work is always rolled back: a look that must leave no trace.
+
+        The Session joins an outer transaction on its own connection with
+        ``join_transaction_mode="create_savepoint"`` (SQLAlchemy 2.0, "Joining a Session into
+        an External Transaction"), so the commits of the code it is handed (an ingest, a saved
+        comparison) only release SAVEPOINTs, and the outer transaction is rolled back on every
+        exit. The adaptive repeats of ``perfci check`` compare intermediate looks this way and
+        store only the final run. On SQLite the outer transaction holds the write lock (``BEGIN
+        IMMEDIATE``) until the look ends: keep the work inside short.
+        """
+        with self.engine.connect() as connection:
+            outer = connection.begin()
+            session = Session(bind=connection, join_transaction_mode="create_savepoint",
+                              expire_on_commit=False)
+            try:
+                yield session
+            finally:
+                session.close()
+                outer.rollback()
+
 
 def open_store(settings: Settings, *, root: Path | None = None) -> Store:
     """Open the store ``settings`` name, ready for use.

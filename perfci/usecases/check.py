@@ -8,9 +8,11 @@ sequence the HTTP upload uses, so local checks, CI and the service agree.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +24,12 @@ from perfci.settings import Settings, find_project_root, get_settings
 from perfci.usecases.history import record_history, sync_history
 
 if TYPE_CHECKING:  # heavy imports stay out of `perfci --help` and of the CLI's import time
+    from sqlalchemy.orm import Session
+
+    from perfci.store.db import Store
+    from perfci.usecases.ab import PairProgress
+    from perfci.usecases.adaptive import LookPlan
+    from perfci.usecases.ingest import IngestResult
     from perfci.usecases.publish import PublishOutcome
     from perfci.usecases.submit import SubmitResult
 
@@ -57,6 +65,8 @@ class CheckRequest:
     baseline_branch: str | None = None
     #: RunContext fields from flags (commit, branch, pr_number, environment ...).
     context: Mapping[str, Any] = field(default_factory=dict)
+    #: Same-runner A/B mode (``--ab``): base and PR in alternating pairs, compared paired.
+    ab: bool = False
 
 
 @dataclass(slots=True)
@@ -69,6 +79,8 @@ class CheckOutcome:
     submitted: SubmitResult
     database_url: str
     warnings: list[str] = field(default_factory=list)
+    #: The base side's stored run in A/B mode (``--ab``).
+    ab_base: IngestResult | None = None
 
     @property
     def comparison(self) -> RunComparison:
@@ -86,8 +98,15 @@ def exit_code(result: RunComparison, *, fail_on_regression: bool) -> int:
 
 def run_check(request: CheckRequest, *, settings: Settings | None = None,
               overrides: Mapping[str, Any] | None = None, runner: Runner | None = None,
-              env: Mapping[str, str] | None = None, cwd: Path | None = None) -> CheckOutcome:
+              env: Mapping[str, str] | None = None, cwd: Path | None = None,
+              pair_progress: PairProgress | None = None) -> CheckOutcome:
     """Run or read the benchmark's profiles, store them as one run, compare it with its baseline.
+
+    A benchmark that is run (not read from files) gets adaptive repeats: while the verdict is
+    inconclusive only for want of data, more batches of repeats run, up to ``max_repeats``
+    and ``budget``; each look tests at ``alpha / looks`` (:mod:`perfci.usecases.adaptive`).
+    Intermediate looks are compared in a rolled-back session; the final run is stored once.
+    With ``request.ab`` the check is a same-runner A/B comparison (:mod:`perfci.usecases.ab`).
 
     Parameters
     ----------
@@ -101,6 +120,8 @@ def run_check(request: CheckRequest, *, settings: Settings | None = None,
         Runs the benchmark (``request.profiles`` empty); :func:`run_repeats` when ``None``.
     env, cwd
         The process environment and checkout, for the run context (tests pass their own).
+    pair_progress
+        Called after each side of each A/B pair (``--ab``), for a progress display.
 
     Raises
     ------
@@ -113,11 +134,31 @@ def run_check(request: CheckRequest, *, settings: Settings | None = None,
     """
     settings = settings or get_settings(overrides, start=cwd)
     spec = resolve_benchmark(settings, request)
-    repeats = collect_repeats(spec, request.profiles, runner=runner or run_repeats, cwd=cwd)
-    warnings = [f"{p.source}: {w}" for group in repeats for p in group for w in p.warnings]
-    context = _context(settings, request, env=env, cwd=cwd)
-    warnings += sync_history(settings, cwd=cwd)  # the history branch, before the baseline query
-    submitted, url = _submit(settings, context, spec.name, repeats, request.baseline_branch)
+    if request.ab:
+        from perfci.usecases.ab import run_ab_check
+
+        return run_ab_check(request, spec=spec, settings=settings, env=env, cwd=cwd,
+                            progress=pair_progress)
+    plan = look_plan(spec, request, settings)
+    runner = runner or run_repeats
+    started = time.monotonic()
+    repeats = collect_repeats(spec, request.profiles, runner=runner, cwd=cwd)
+    seconds = time.monotonic() - started
+    context = context_of(settings, request, env=env, cwd=cwd)
+    warnings = sync_history(settings, cwd=cwd)  # the history branch, before the baseline query
+    # Every look, the final one included, tests at alpha / looks (Bonferroni spending).
+    looked = settings.model_copy(update={"alpha": plan.alpha(settings.alpha)})
+    notes: list[str] = []
+    if plan.looks > 1:
+        repeats, note = _adaptive_repeats(spec, plan, repeats, seconds=seconds, runner=runner,
+                                          context=context, settings=looked,
+                                          alpha=settings.alpha,
+                                          baseline_branch=request.baseline_branch, cwd=cwd)
+        notes.append(note)
+    warnings = [f"{p.source}: {w}" for group in repeats for p in group
+                for w in p.warnings] + warnings
+    submitted, url = _submit(looked, context, spec.name, repeats, request.baseline_branch,
+                             notes=notes)
     warnings += record_history(settings, context, spec.name, repeats,
                                baseline_branch=request.baseline_branch, cwd=cwd)
     return CheckOutcome(spec=spec, settings=settings, context=context, submitted=submitted,
@@ -230,8 +271,9 @@ def run_repeats(spec: BenchmarkSpec, directory: Path) -> list[list[Path]]:
 # --- context and store ----------------------------------------------------------------------
 
 
-def _context(settings: Settings, request: CheckRequest, *, env: Mapping[str, str] | None,
-             cwd: Path | None) -> RunContext:
+def context_of(settings: Settings, request: CheckRequest, *, env: Mapping[str, str] | None,
+               cwd: Path | None) -> RunContext:
+    """The run context: detected from CI and git, flags applied, merge-base filled in."""
     from perfci.context import detect_run_context, merge_base
 
     context = detect_run_context(settings.project, request.context, env=env, cwd=cwd)
@@ -242,8 +284,8 @@ def _context(settings: Settings, request: CheckRequest, *, env: Mapping[str, str
 
 
 def _submit(settings: Settings, context: RunContext, benchmark: str,
-            repeats: list[list[Profile]],
-            baseline_branch: str | None) -> tuple[SubmitResult, str]:
+            repeats: list[list[Profile]], baseline_branch: str | None, *,
+            notes: Sequence[str] = ()) -> tuple[SubmitResult, str]:
     from perfci.store.db import open_store
     from perfci.usecases.submit import submit_remote, submit_run
 
@@ -253,12 +295,112 @@ def _submit(settings: Settings, context: RunContext, benchmark: str,
     store = open_store(settings)
     try:
         with store.sessions() as session:
-            submitted = submit_run(session, context=context, benchmark=benchmark,
-                                   repeats=repeats, settings=settings,
-                                   baseline_branch=baseline_branch)
+            if notes:
+                submitted = _submit_noted(session, settings, context, benchmark, repeats,
+                                          baseline_branch, notes)
+            else:
+                submitted = submit_run(session, context=context, benchmark=benchmark,
+                                       repeats=repeats, settings=settings,
+                                       baseline_branch=baseline_branch)
     finally:
         store.close()
     return submitted, store.url
+
+
+def _submit_noted(session: Session, settings: Settings, context: RunContext, benchmark: str,
+                  repeats: list[list[Profile]], baseline_branch: str | None,
+                  notes: Sequence[str]) -> SubmitResult:
+    """:func:`~perfci.usecases.submit.submit_run` with ``notes`` added before it is saved."""
+    from perfci.usecases.compare import compare_stored_run
+    from perfci.usecases.ingest import ingest_run
+    from perfci.usecases.submit import (
+        SubmitResult,
+        compare_options,
+        latest_comparison,
+        save_comparison,
+    )
+
+    ingest = ingest_run(session, context=context, benchmark=benchmark, repeats=repeats)
+    stored = None if ingest.created else latest_comparison(session, ingest.run_id)
+    if stored is not None:  # a retried job reports the verdict it got the first time
+        return SubmitResult(ingest, stored)
+    result = compare_stored_run(session, ingest.run_id, options=compare_options(settings),
+                                branch=baseline_branch, default_branch=settings.baseline_branch,
+                                baseline_runs=settings.baseline_runs,
+                                merge_base=context.merge_base)
+    result.notes.extend(notes)
+    save_comparison(session, result)
+    return SubmitResult(ingest, result)
+
+
+# --- adaptive repeats -------------------------------------------------------------------------
+
+
+def look_plan(spec: BenchmarkSpec, request: CheckRequest, settings: Settings) -> LookPlan:
+    """The fixed plan of looks: one when the profiles are read or go to a server."""
+    from perfci.usecases import adaptive
+
+    if request.profiles or settings.server_url:
+        return adaptive.single_look(spec.repeats)
+    return adaptive.plan_looks(spec.repeats, settings.max_repeats)
+
+
+def _adaptive_repeats(spec: BenchmarkSpec, plan: LookPlan, repeats: list[list[Profile]], *,
+                      seconds: float, runner: Runner, context: RunContext, settings: Settings,
+                      alpha: float, baseline_branch: str | None,
+                      cwd: Path | None) -> tuple[list[list[Profile]], str]:
+    """Look, and run the next batch of repeats while that can settle the verdict.
+
+    Returns all repeats run and the note on how many ran and why the loop stopped. Each look
+    stores the run and compares it inside a rolled-back session: nothing of it remains.
+    ``settings`` carries the per-look level already; ``alpha`` is the check's own, for the note.
+    """
+    from perfci.store.db import open_store
+    from perfci.usecases import adaptive
+
+    store = open_store(settings)
+    looks = 0
+    try:
+        while True:
+            looks += 1
+            result, stored_before = _look(store, settings, context, spec.name, repeats,
+                                          baseline_branch)
+            reason = adaptive.ALREADY_STORED if stored_before else adaptive.next_reason(
+                result, done=len(repeats), plan=plan, seconds_per_repeat=seconds / len(repeats),
+                spent=seconds, budget=settings.budget)
+            if reason is not None:
+                break
+            target = next(size for size in plan.sizes if size > len(repeats))
+            batch = dataclasses.replace(spec, repeats=target - len(repeats))
+            started = time.monotonic()
+            repeats = [*repeats, *collect_repeats(batch, (), runner=_in_folder(
+                runner, f"more-{looks}"), cwd=cwd)]
+            seconds += time.monotonic() - started
+    finally:
+        store.close()
+    return repeats, adaptive.note(done=len(repeats), plan=plan, looks=looks, alpha=alpha,
+                                  reason=reason)
+
+
+def _in_folder(runner: Runner, name: str) -> Runner:
+    """``runner`` writing into a subfolder: a later batch keeps the first batch's files."""
+    return lambda spec, directory: runner(spec, directory / name)
+
+
+def _look(store: Store, settings: Settings, context: RunContext, benchmark: str,
+          repeats: list[list[Profile]],
+          baseline_branch: str | None) -> tuple[RunComparison, bool]:
+    """The comparison the run would get now, computed and then rolled back.
+
+    The second value is True when the run was stored before (a retried CI job): its first
+    comparison is final, and no more repeats are run.
+    """
+    from perfci.usecases.submit import submit_run
+
+    with store.rolled_back() as session:
+        submitted = submit_run(session, context=context, benchmark=benchmark, repeats=repeats,
+                               settings=settings, baseline_branch=baseline_branch)
+    return submitted.comparison, not submitted.ingest.created
 
 
 # --- what the CI job reads ------------------------------------------------------------------

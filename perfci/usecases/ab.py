@@ -1,0 +1,396 @@
+"""Same-runner A/B mode (``perfci check --ab``): base and pull request in alternating pairs.
+
+Where runners differ from each other (another card of the same model, a neighbour's load),
+comparing one pull-request run with the base branch's history cannot tell a code change from a
+machine change. A/B mode measures both on the same runner in one job:
+
+1. The merge-base of ``HEAD`` with the base branch is checked out with ``git worktree add
+   --detach`` into a temporary directory (the working tree must be clean, ``.perfci/`` aside).
+2. Pairs are run: pair ``k`` runs the base in the worktree and the pull request in the
+   checkout, each a fresh process (:func:`perfci.runner.run_benchmark` with ``repeats=1``).
+   Even pairs run the base first, odd pairs the pull request first (ABBA…), so that a drift
+   over the job (a GPU warming up, a neighbour starting) does not favour either side.
+3. The pairs are compared paired (:func:`perfci.analysis.paired.compare_paired`): what the
+   machine does to both members of a pair cancels in their difference. With adaptive repeats
+   more pairs are run while the verdict is inconclusive only for want of data
+   (:mod:`perfci.usecases.adaptive`).
+4. Both sides are stored: the base side as a run of the merge-base commit on the base branch
+   (no pull request, CI run id suffixed ``-ab-base``), so that it also feeds the history; the
+   pull-request side as the pull request's run, with the paired comparison as its comparison.
+
+The worktree is removed (``git worktree remove --force``, then ``git worktree prune``) on every
+way out: success, a failing repeat, a bad profile, Ctrl-C.
+
+Limits: the base side runs the same command as the pull request, in the worktree. A relative
+interpreter path (``.venv/bin/python``) that only the checkout has is taken from the checkout;
+a package installed in editable mode from the checkout is imported from the checkout on both
+sides, so a benchmark should import the code under test from its working directory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from perfci.errors import ConfigError
+from perfci.model import BaselineInfo, Profile, RunComparison, RunContext, SeriesKey
+from perfci.settings import Settings
+from perfci.usecases import adaptive
+
+if TYPE_CHECKING:
+    from perfci.analysis.engine import CompareOptions
+    from perfci.usecases.check import BenchmarkSpec, CheckOutcome, CheckRequest
+    from perfci.usecases.ingest import IngestResult
+    from perfci.usecases.submit import SubmitResult
+
+#: ``ci_run_id`` suffix of the base side's run, so that both runs of one job are stored apart.
+BASE_RUN_SUFFIX = "-ab-base"
+_GIT_TIMEOUT_S = 600  # a worktree of a large repository takes a while to check out
+
+#: Called after each side of each pair: (side "base" | "pr", pair index, seconds, files).
+PairProgress = Callable[[str, int, float, int], None]
+
+
+@dataclass(slots=True)
+class Pairs:
+    """The parsed profiles of the pairs run so far, and the benchmark time they took."""
+
+    base: list[list[Profile]] = dataclasses.field(default_factory=list)
+    pr: list[list[Profile]] = dataclasses.field(default_factory=list)
+    seconds: float = 0.0
+
+    def __len__(self) -> int:
+        return len(self.pr)
+
+
+@dataclass(frozen=True, slots=True)
+class ABSetup:
+    """Where the two sides come from: the checkout, the base branch and its merge-base."""
+
+    root: Path
+    workdir: Path
+    base_branch: str
+    base_sha: str
+
+
+def run_ab_check(request: CheckRequest, *, spec: BenchmarkSpec, settings: Settings,
+                 env: Mapping[str, str] | None = None, cwd: Path | None = None,
+                 progress: PairProgress | None = None) -> CheckOutcome:
+    """Run ``spec`` in alternating base/PR pairs, compare them paired, store both sides.
+
+    Raises
+    ------
+    ConfigError
+        Profiles were given instead of a command, remote mode is configured, the working tree
+        is dirty, or the base branch or its merge-base cannot be found. Nothing is run.
+    BenchmarkFailed, ParseError
+        A repeat failed or wrote a bad profile; nothing is stored, the worktree is removed.
+    """
+    from perfci.usecases.check import CheckOutcome, context_of
+
+    _refuse_unsupported(request, settings)
+    context = context_of(settings, request, env=env, cwd=cwd)
+    setup = prepare(settings, request, context, cwd=cwd)
+    plan = adaptive.plan_looks(_at_least_two(settings.ab_pairs), settings.max_repeats)
+    with base_worktree(setup.root, setup.base_sha) as tree:
+        pairs, result = _run_looks(spec, setup, tree, plan, settings, progress=progress)
+    base_context = base_run_context(context, setup)
+    base_ingest, submitted, url = _store(settings, context, base_context, spec.name, pairs,
+                                         result, setup)
+    warnings = [f"{p.source}: {w}" for side in (pairs.base, pairs.pr) for group in side
+                for p in group for w in p.warnings]
+    from perfci.usecases.history import record_history
+
+    warnings += record_history(settings, base_context, spec.name, pairs.base,
+                               baseline_branch=setup.base_branch, cwd=cwd)
+    return CheckOutcome(spec=spec, settings=settings, context=context, submitted=submitted,
+                        database_url=url, warnings=warnings, ab_base=base_ingest)
+
+
+def _refuse_unsupported(request: CheckRequest, settings: Settings) -> None:
+    if request.profiles:
+        raise ConfigError("--ab runs the benchmark itself, on both sides; it cannot read "
+                          "--profile files (leave out --ab to check stored profiles)")
+    if settings.server_url:
+        raise ConfigError("--ab stores both sides in the database itself; it does not work in "
+                          "remote mode (PERFCI_SERVER_URL) yet")
+
+
+def _at_least_two(pairs: int) -> int:
+    if pairs < 2:
+        raise ConfigError(f"--ab-pairs must be at least 2 (a paired comparison needs two "
+                          f"pairs), got {pairs}")
+    return pairs
+
+
+# --- git: the base side -----------------------------------------------------------------------
+
+
+def prepare(settings: Settings, request: CheckRequest, context: RunContext, *,
+            cwd: Path | None = None) -> ABSetup:
+    """The checkout's root, the base branch and the merge-base to compare with.
+
+    Raises
+    ------
+    ConfigError
+        Not a git checkout, a dirty working tree, or no merge-base with the base branch.
+    """
+    here = (cwd or Path.cwd()).resolve()
+    top = _git(here, "rev-parse", "--show-toplevel")
+    if top is None:
+        raise ConfigError(f"--ab needs a git checkout; {here} is not inside one")
+    root = Path(top).resolve()
+    dirty = [line for line in _status(root) if not _ignored(line[3:])]
+    if dirty:
+        listed = ", ".join(line[3:] for line in dirty[:5]) + (" …" if len(dirty) > 5 else "")
+        raise ConfigError(f"--ab needs a clean working tree, so that the pull-request side is "
+                          f"exactly its commit; uncommitted changes: {listed} (commit or stash "
+                          "them)")
+    branch = request.baseline_branch or context.base_branch or settings.baseline_branch
+    sha = merge_base_sha(root, branch, context)
+    return ABSetup(root=root, workdir=here.relative_to(root) if here != root else Path(),
+                   base_branch=branch, base_sha=sha)
+
+
+def _status(root: Path) -> list[str]:
+    """``git status --porcelain`` lines (``XY path``; not stripped: X may be a space)."""
+    done = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True,
+                          text=True, timeout=_GIT_TIMEOUT_S, check=False)
+    if done.returncode != 0:
+        raise ConfigError(f"--ab could not read the working tree's status: "
+                          f"{done.stderr.strip()}")
+    return [line for line in done.stdout.splitlines() if line.strip()]
+
+
+def _ignored(path: str) -> bool:
+    # perfci's own folder (the store, the profiles of the run in progress) is not a change.
+    return path.strip('"').startswith(".perfci/") or path.strip('"') == ".perfci"
+
+
+def merge_base_sha(root: Path, branch: str, context: RunContext) -> str:
+    """The merge-base of ``HEAD`` with ``branch`` (``origin/BRANCH`` first), as a full sha.
+
+    In a shallow CI checkout ``git merge-base`` may not find it; the event's base commit
+    (``context.merge_base``) is used then, when ``branch`` is the run's own base branch and
+    git has that commit.
+    """
+    from perfci.context import merge_base
+
+    found = merge_base(root, branch, context.commit or "HEAD")
+    if found is None and branch == context.base_branch and context.merge_base and _git(
+            root, "cat-file", "-e", f"{context.merge_base}^{{commit}}") is not None:
+        found = context.merge_base
+    if found is None:
+        raise ConfigError(
+            f"--ab compares with the merge-base of HEAD and the base branch {branch!r}, but git "
+            f"finds no such branch or no common commit (neither origin/{branch} nor {branch}); "
+            "pass --baseline-branch, or fetch the base branch with its history (in GitHub "
+            "Actions: actions/checkout with fetch-depth: 0)")
+    return _git(root, "rev-parse", found) or found
+
+
+def _git(cwd: Path, *args: str) -> str | None:
+    """``git ARGS`` in ``cwd``: its stripped output, or ``None`` when it fails."""
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
+                              timeout=_GIT_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+@contextmanager
+def base_worktree(root: Path, sha: str) -> Iterator[Path]:
+    """A detached worktree of ``sha`` in a temporary directory, removed on every exit.
+
+    ``git worktree remove --force`` and ``git worktree prune`` run in a ``finally``, so a
+    failing repeat, a bad profile and Ctrl-C (``KeyboardInterrupt``) all leave the
+    repository's worktree list and the temporary directory as they were.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="perfci-ab-"))
+    tree = folder / "base"
+    try:
+        done = subprocess.run(["git", "worktree", "add", "--detach", str(tree), sha], cwd=root,
+                              capture_output=True, text=True, timeout=_GIT_TIMEOUT_S,
+                              check=False)
+        if done.returncode != 0:
+            raise ConfigError(f"could not check out the merge-base {sha[:12]} into a git "
+                              f"worktree: {done.stderr.strip() or done.stdout.strip()}")
+        yield tree
+    finally:
+        remove_worktree(root, tree)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def remove_worktree(root: Path, tree: Path) -> None:
+    """Remove ``tree`` from the repository's worktrees (forced: it may hold benchmark output)."""
+    for args in (("worktree", "remove", "--force", str(tree)), ("worktree", "prune")):
+        subprocess.run(["git", *args], cwd=root, capture_output=True, timeout=_GIT_TIMEOUT_S,
+                       check=False)
+
+
+def base_run_context(context: RunContext, setup: ABSetup) -> RunContext:
+    """The base side's run: the merge-base commit on the base branch, no pull request."""
+    run_id = f"{context.ci_run_id}{BASE_RUN_SUFFIX}" if context.ci_run_id else None
+    return dataclasses.replace(
+        context, commit=setup.base_sha, branch=setup.base_branch, base_branch=None,
+        merge_base=None, pr_number=None, ci_run_id=run_id,
+        commit_time=_git(setup.root, "log", "-1", "--format=%cI", setup.base_sha),
+        environment=dict(context.environment))
+
+
+# --- running the pairs ------------------------------------------------------------------------
+
+
+def _run_looks(spec: BenchmarkSpec, setup: ABSetup, tree: Path, plan: adaptive.LookPlan,
+               settings: Settings, *,
+               progress: PairProgress | None) -> tuple[Pairs, RunComparison]:
+    """Run pairs look by look (the adaptive plan) until the verdict is settled or stops."""
+    from perfci.usecases.submit import compare_options
+
+    options = dataclasses.replace(compare_options(settings), alpha=plan.alpha(settings.alpha))
+    pairs = Pairs()
+    looks = 0
+    while True:
+        target = next(size for size in plan.sizes if size > len(pairs))
+        run_pairs(spec, setup, tree, pairs, count=target - len(pairs), progress=progress)
+        looks += 1
+        result = compare_pairs(pairs, benchmark=spec.name, options=options, setup=setup)
+        reason = adaptive.next_reason(result, done=len(pairs), plan=plan,
+                                      seconds_per_repeat=pairs.seconds / len(pairs),
+                                      spent=pairs.seconds, budget=settings.budget)
+        if reason is not None:
+            result.notes.append(adaptive.note(done=len(pairs), plan=plan, looks=looks,
+                                              alpha=settings.alpha, reason=reason,
+                                              unit="pairs"))
+            return pairs, result
+
+
+def run_pairs(spec: BenchmarkSpec, setup: ABSetup, tree: Path, pairs: Pairs, *, count: int,
+              progress: PairProgress | None = None) -> None:
+    """Run ``count`` more pairs into ``pairs``; even pairs base first, odd pairs PR first."""
+    from perfci.usecases.check import work_dir
+
+    pr_cwd = setup.root / setup.workdir
+    base_cwd = tree / setup.workdir
+    out = work_dir(spec.name, pr_cwd) / "ab"
+    base_command = command_for(spec.command, checkout=pr_cwd, tree=base_cwd)
+    for index in range(len(pairs), len(pairs) + count):
+        sides = [("base", base_command, base_cwd), ("pr", spec.command, pr_cwd)]
+        if index % 2:
+            sides.reverse()
+        for side, command, where in sides:
+            profiles, seconds = _run_side(spec, command, where, out / f"{side}-{index}")
+            getattr(pairs, side).append(profiles)
+            pairs.seconds += seconds
+            if progress is not None:
+                progress(side, index, seconds, len(profiles))
+
+
+def _run_side(spec: BenchmarkSpec, command: Sequence[str], cwd: Path,
+              directory: Path) -> tuple[list[Profile], float]:
+    """One fresh process of one side; its profiles, parsed at once (a bad one stops here)."""
+    from perfci.runner import run_benchmark
+    from perfci.usecases.ingest import parse_repeats
+
+    started = time.monotonic()
+    run = run_benchmark(command, benchmark=spec.name, repeats=1, work_dir=directory,
+                        profiler=spec.profiler, globs=spec.globs or None, cwd=cwd)
+    seconds = time.monotonic() - started
+    return parse_repeats(run.files_per_repeat[0], format=spec.format, repeat=1)[0], seconds
+
+
+def command_for(command: Sequence[str], *, checkout: Path, tree: Path) -> list[str]:
+    """The base side's command: the same, except a relative program only the checkout has.
+
+    ``.venv/bin/python bench.py``: the virtual environment is not in git, so the worktree
+    lacks it; the checkout's interpreter runs the base's ``bench.py``.
+    """
+    if not command:
+        return []
+    program = Path(command[0])
+    if not program.is_absolute() and len(program.parts) > 1 and not (tree / program).exists() \
+            and (checkout / program).exists():
+        return [str((checkout / program).resolve()), *command[1:]]
+    return list(command)
+
+
+# --- comparing and storing --------------------------------------------------------------------
+
+
+def series_values(repeats: Sequence[Sequence[Profile]]) -> dict[SeriesKey, list[float | None]]:
+    """Per series, its per-step value in each repeat (``None`` where the repeat lacks it).
+
+    The same values the store keeps (:mod:`perfci.usecases.ingest`): a repeat with several
+    profiles keys its series by section = profile label, and a series appearing twice in
+    one repeat is summed.
+    """
+    from perfci.analysis.values import per_step_ns
+
+    out: dict[SeriesKey, list[float | None]] = {}
+    for index, repeat in enumerate(repeats):
+        for profile in repeat:
+            section = profile.label if len(repeat) > 1 else ""
+            for metric in profile.metrics:
+                value = per_step_ns(metric, profile.steps)
+                if value is None:
+                    continue
+                row = out.setdefault(SeriesKey.of(metric, section), [None] * len(repeats))
+                previous = row[index]
+                row[index] = value if previous is None else previous + value
+    return out
+
+
+def compare_pairs(pairs: Pairs, *, benchmark: str, options: CompareOptions,
+                  setup: ABSetup) -> RunComparison:
+    """The paired comparison of the pairs so far, with the A/B note first."""
+    from perfci.analysis.paired import compare_paired
+
+    note = (f"Same-runner A/B comparison: {len(pairs)} pairs of the merge-base "
+            f"{setup.base_sha[:12]} ({setup.base_branch}) and this pull request, run "
+            "alternately on one runner (base first in even pairs, pull request first in odd "
+            "ones) and compared pair by pair, so machine-level noise cancels.")
+    return compare_paired(series_values(pairs.base), series_values(pairs.pr),
+                          benchmark=benchmark, options=options, notes=[note])
+
+
+def _store(settings: Settings, context: RunContext, base_context: RunContext, benchmark: str,
+           pairs: Pairs, result: RunComparison,
+           setup: ABSetup) -> tuple[IngestResult, SubmitResult, str]:
+    """Store the base run and the PR run; save the paired comparison as the PR run's."""
+    from perfci.store.db import open_store
+    from perfci.usecases.ingest import ingest_run
+    from perfci.usecases.submit import SubmitResult, latest_comparison, save_comparison
+
+    store = open_store(settings)
+    try:
+        with store.sessions() as session:
+            base = ingest_run(session, context=base_context, benchmark=benchmark,
+                              repeats=pairs.base)
+            pr = ingest_run(session, context=context, benchmark=benchmark, repeats=pairs.pr)
+            stored = None if pr.created else latest_comparison(session, pr.run_id)
+            if stored is None:
+                _describe(result, context, pr.run_id, base.run_id, setup)
+                save_comparison(session, result)
+            submitted = SubmitResult(pr, stored or result)
+    finally:
+        store.close()
+    return base, submitted, store.url
+
+
+def _describe(result: RunComparison, context: RunContext, run_id: int, base_run_id: int,
+              setup: ABSetup) -> None:
+    result.run_id, result.commit, result.branch = run_id, context.commit, context.branch
+    result.pr_number, result.ci_url = context.pr_number, context.ci_url
+    result.environment = dict(context.environment)
+    result.baseline = BaselineInfo(branch=setup.base_branch, runs=1,
+                                   first_commit=setup.base_sha, last_commit=setup.base_sha,
+                                   run_ids=[base_run_id])

@@ -1,0 +1,123 @@
+"""Adaptive repeats: run more repeats (or A/B pairs) only while that can still settle the verdict.
+
+A check whose gated metrics are inconclusive only because their intervals are too wide runs
+another batch of repeats and looks again, up to ``max_repeats`` and the time ``budget``; it
+stops as soon as every gated metric is decided. Looking at the data several times and stopping
+when it looks decided inflates the false-alarm rate of a test done at level ``alpha`` at every
+look, so the looks follow a **fixed plan with Bonferroni alpha spending**:
+
+- the looks are fixed before the first repeat runs: after ``n``, ``2n``, ``3n`` … repeats (``n``
+  the configured repeats or pairs) up to ``max_repeats``, ``L`` looks in all;
+- every look, the last one included, tests at ``alpha / L`` (the false-discovery level of
+  Benjamini–Hochberg across the run's metrics);
+- so the probability that *any* look raises a false alarm is at most ``L · alpha / L = alpha``,
+  whatever the looks' dependence and whenever the loop stops (Bonferroni's inequality).
+
+This is the simplest valid alpha-spending plan; group-sequential boundaries (Pocock 1977,
+O'Brien & Fleming 1979) spend the same alpha less conservatively but need the looks' joint
+distribution, which the moderated, BH-adjusted tests here do not give in closed form. The
+``unchanged`` verdict (the interval inside the margin) is an equivalence claim made at the
+usual confidence at each look; stopping on it cannot raise a false alarm, it can only end the
+search for a real change early. Details and numbers: ``docs/adaptive.md``.
+
+References: Bonferroni (1936); Lan & DeMets (1983), "Discrete sequential boundaries for
+clinical trials", *Biometrika* 70:659 (alpha spending); Jennison & Turnbull (2000),
+*Group Sequential Methods with Applications to Clinical Trials*, ch. 2.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from perfci.model import RunComparison, Verdict
+
+#: Why the loop stopped, as the result's note says it.
+DECIDED = "every gated metric is decided"
+NOT_BY_REPEATS = "more repeats cannot settle it (the run-to-run spread dominates)"
+AT_MAXIMUM = "the most repeats allowed (--max-repeats) were run"
+OVER_BUDGET = "another batch would exceed the time budget (--budget)"
+ALREADY_STORED = "this run was already stored (a retried job)"
+
+
+@dataclass(frozen=True, slots=True)
+class LookPlan:
+    """When to look: the cumulative repeats (or pairs) at each look, fixed up front."""
+
+    sizes: tuple[int, ...]
+
+    @property
+    def looks(self) -> int:
+        return len(self.sizes)
+
+    @property
+    def maximum(self) -> int:
+        return self.sizes[-1]
+
+    def alpha(self, alpha: float) -> float:
+        """The level every look tests at (Bonferroni spending: ``alpha / L``)."""
+        return alpha / self.looks
+
+
+def plan_looks(initial: int, maximum: int | None) -> LookPlan:
+    """Looks after ``initial``, ``2·initial`` … repeats, the last at ``maximum``.
+
+    ``maximum`` ``None`` means three times ``initial``; a maximum at or below ``initial`` means
+    one look (adaptive repeats off, the full ``alpha`` on it).
+    """
+    if initial < 1:
+        raise ValueError("a plan needs at least one repeat")
+    top = 3 * initial if maximum is None else maximum
+    sizes = list(range(initial, top, initial)) or [initial]
+    if top > sizes[-1]:
+        sizes.append(top)
+    return LookPlan(tuple(sizes))
+
+
+def single_look(initial: int) -> LookPlan:
+    """One look at ``initial`` repeats: profiles read from files, remote mode."""
+    return LookPlan((initial,))
+
+
+def undecided_by_width(result: RunComparison) -> bool:
+    """Whether the verdict is inconclusive only because intervals are too wide.
+
+    True when the run's verdict is ``inconclusive`` and every gated inconclusive metric says
+    how many repeats would settle it (``repeats_needed``); a gated metric that no number of
+    repeats can settle (its run-to-run spread alone is too wide) makes more repeats futile.
+    """
+    if result.verdict is not Verdict.INCONCLUSIVE:
+        return False
+    open_lines = [m for m in result.metrics if m.gated and m.verdict is Verdict.INCONCLUSIVE]
+    return bool(open_lines) and all(m.repeats_needed is not None for m in open_lines)
+
+
+def next_reason(result: RunComparison, *, done: int, plan: LookPlan,
+                seconds_per_repeat: float, spent: float, budget: float | None) -> str | None:
+    """Why to stop after a look at ``done`` repeats, or ``None`` to run the next batch."""
+    if result.verdict is not Verdict.INCONCLUSIVE:
+        return DECIDED
+    if not undecided_by_width(result):
+        return NOT_BY_REPEATS
+    later = [size for size in plan.sizes if size > done]
+    if not later:
+        return AT_MAXIMUM
+    if budget is not None and spent + (later[0] - done) * seconds_per_repeat > budget:
+        return OVER_BUDGET
+    return None
+
+
+def note(*, done: int, plan: LookPlan, looks: int, alpha: float, reason: str,
+         unit: str = "repeats") -> str:
+    """The result's line about the adaptive repeats: how many ran, at what level, why stopped."""
+    if plan.looks == 1:
+        return f"{done} {unit}, one look (adaptive {unit} off): tested at alpha {alpha:g}."
+    level = plan.alpha(alpha)
+    looked = "1 look" if looks == 1 else f"{looks} looks"
+    return (f"Adaptive {unit}: {done} of at most {plan.maximum} run, {looked} of "
+            f"{plan.looks} planned (after {', '.join(map(str, plan.sizes))}); each look "
+            f"tested at alpha {alpha:g}/{plan.looks} = {_digits(level)}; stopped: {reason}.")
+
+
+def _digits(value: float) -> str:
+    return f"{value:.{max(2, 1 - math.floor(math.log10(value)))}f}"
