@@ -150,6 +150,11 @@ class MetricComparison:
     ``change`` is relative (+0.05 = 5 % slower for times); ``ci_low``/``ci_high`` bound it.
     ``gated`` says whether this metric can fail the check (step time, or a large share of it).
     ``repeats_needed`` estimates the candidate repeats that would settle an inconclusive result.
+    ``baseline_median`` and ``candidate_median`` are the two values the change is computed
+    from (``change = candidate / baseline − 1``): in run comparisons the geometric mean of
+    the baseline runs and this run's value, each run being the median of its repeats.
+    ``adjusted_change`` (with its interval) is the change beyond the run's machine-wide
+    factor, when that factor was estimated; the verdict is decided on it then.
     """
 
     key: str
@@ -167,6 +172,9 @@ class MetricComparison:
     share_of_step: float | None = None
     repeats_needed: int | None = None
     series: SeriesKey | None = None
+    adjusted_change: float | None = None
+    adjusted_ci_low: float | None = None
+    adjusted_ci_high: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +213,10 @@ class RunComparison:
     ci_url: str | None = None
     shared_factor: MetricComparison | None = None
     notes: list[str] = field(default_factory=list)
+    #: Indexes (oldest first) of the baseline runs the comparison used, and of the first run
+    #: of the base branch's current level when the baseline was cut at a change point.
+    baseline_runs_used: list[int] = field(default_factory=list)
+    baseline_level_start: int | None = None
 
     @property
     def steps(self) -> list[MetricComparison]:

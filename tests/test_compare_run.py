@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -62,7 +64,10 @@ def test_baseline_runs_are_summarised_by_their_median() -> None:
     result = compare_run(baseline, {STEP: [100.0, 100.5]}, benchmark="b")
     [line] = result.metrics
     assert line.n_baseline == 3
-    assert line.baseline_median == 100.0  # medians 101, 100, 100 → 100; the 500 ns repeat is gone
+    # Run values 101, 100, 100 (medians of three repeats: the 500 ns repeat is gone); the
+    # baseline is their geometric mean, the basis the change is computed on.
+    assert line.baseline_median == pytest.approx(math.exp(np.mean(np.log([101, 100, 100]))))
+    assert line.change == pytest.approx(line.candidate_median / line.baseline_median - 1)
 
 
 def test_an_unchanged_run_is_unchanged_and_no_history_is_no_baseline() -> None:

@@ -1,54 +1,61 @@
-"""Compare a pull request's repeats with the base branch's history: the public entry points.
+"""Compare a pull request's run with the base branch's history: the public entry points.
 
-:func:`compare` works on plain ``{key: values}`` mappings; :func:`compare_run` takes one run's
-series (baseline runs × repeats, candidate repeats) and adds gating, the run verdict, the shared
-run factor and the attribution of the step-time change. Both are pure: numpy/scipy, no I/O.
+:func:`compare_run` compares one candidate run with the base branch's recent runs, the run
+being the unit of noise; :func:`compare` is the plain two-sample comparison of ``{key:
+values}`` mappings; :func:`judge_estimates` turns per-metric estimates (from either, or from
+the same-runner A/B mode in :mod:`.paired`) into verdicts. All are pure: numpy/scipy, no I/O.
 
-Method (chosen by ``benchmarks/detection.py``, explained in ``docs/statistics.md``):
+``compare_run``, step by step (``docs/statistics.md`` explains each choice):
 
-1. Natural logs of the values, so changes are ratios and noise is multiplicative.
-2. Optionally remove the run factor shared by all metrics of one repeat (:mod:`.noise`).
-3. Per metric, a pooled two-sample t-test on the logs (``method="student"``, default; or
-   ``"welch"``, or ``"mannwhitney"``: exact Mann–Whitney U with the Hodges–Lehmann shift) gives
-   a two-sided p-value and a confidence interval of the log ratio; ``change = exp(estimate) − 1``
-   is the ratio of geometric means minus one (+0.05 = 5 % larger value, i.e. slower for times).
-4. Benjamini–Hochberg q-values across all tested metrics of the comparison (FDR ``alpha``).
-5. Verdict with a practical margin δ: *regression* = q ≤ alpha and the change is worse than δ;
-   *improvement* likewise in the better direction; *unchanged* = the interval lies inside ±δ;
-   anything else is *inconclusive*, with the candidate repeats that would settle it.
+1. Every run becomes one value per metric: the median of its repeats' logs, after leaving out
+   repeats that are off in every metric (:mod:`.runs`).
+2. The baseline starts at the base branch's last change of level (an accepted change), and
+   baseline runs off in every metric (a loaded runner, a throttled GPU) are left out.
+3. Per metric, a t prediction interval for a new run from the baseline runs' spread, with
+   variances moderated across metrics (:mod:`.prediction`, :mod:`.moderation`).
+4. With 20 or more metrics, the run's machine-wide factor is estimated (anchored by the
+   baseline's run-to-run spread of factors, robust to a change that moves many metrics) and
+   each metric is also judged beyond it; the factor is its own gated line.
+5. Weighted Benjamini–Hochberg across the run's metrics, the practical margin, gating,
+   the run verdict and the attribution of the step's change (:mod:`.judge`).
 
-Small samples: fewer than ``min_baseline`` baseline values give ``no-baseline``; fewer than
-``min_candidate`` candidate values give ``inconclusive``; constant samples are decided exactly
-(zero variance: p = 0 if the values differ, 1 if not). NaN, infinite or negative values raise
-:class:`SampleError` (a :class:`~perfci.errors.PerfciError` and a ``ValueError``) naming the
-metric and the value.
+The values printed for a metric (baseline: the geometric mean of the baseline runs; this
+run: its median repeat) and its change are on one basis: ``change = this / baseline − 1``.
 
-References: Student (1908), Biometrika 6:1; Benjamini & Hochberg (1995), JRSS-B 57:289;
-Hodges & Lehmann (1963), Ann. Math. Statist. 34:598; Lakens (2017), "Equivalence tests",
-Soc. Psychol. Personal. Sci. 8:355 (the interval-inside-margin rule).
+References: Student (1908), Biometrika 6:1; Hahn & Meeker (1991), *Statistical Intervals*;
+Smyth (2004), SAGMB 3(1):3; Genovese, Roeder & Wasserman (2006), Biometrika 93:509;
+Benjamini & Hochberg (1995), JRSS-B 57:289; Lakens (2017), Soc. Psychol. Personal. Sci. 8:355.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import itertools
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from perfci.analysis import attribution, stats
+from perfci.analysis import prediction
 from perfci.analysis.engine import CompareOptions, compare_core
+from perfci.analysis.judge import (
+    GATE_KINDS,
+    SHARED_FACTOR_KEY,
+    MetricEstimate,
+    judge_estimates,
+    run_verdict,
+)
+from perfci.analysis.runs import (
+    RunTable,
+    build_run_table,
+    drop_wrecked_runs,
+    run_factors,
+    start_at_last_level,
+)
 from perfci.analysis.stats import SampleError
-from perfci.model import MetricComparison, MetricKind, RunComparison, SeriesKey, Verdict
+from perfci.model import MetricComparison, RunComparison, SeriesKey, Verdict
 
-__all__ = ["CompareOptions", "SampleError", "compare", "compare_run"]
-
-#: Kinds that may fail the check when their share of step time reaches ``gate_share``.
-#: API and OS calls are left out: their time is mostly the CPU *waiting* for GPU work, an
-#: effect of a kernel slowdown rather than a cause, and they are noisy.
-GATE_KINDS = frozenset({MetricKind.KERNEL, MetricKind.MEMORY, MetricKind.COMM, MetricKind.RANGE,
-                        MetricKind.OP, MetricKind.LAYER})
-_UNTESTED = frozenset({Verdict.NEW, Verdict.MISSING, Verdict.NO_BASELINE})
+__all__ = ["GATE_KINDS", "SHARED_FACTOR_KEY", "CompareOptions", "MetricEstimate", "SampleError",
+           "compare", "compare_run", "judge_estimates", "run_verdict"]
 
 
 def compare(baseline: Mapping[str, Sequence[float]], candidate: Mapping[str, Sequence[float]],
@@ -85,12 +92,11 @@ def compare_run(baseline: Mapping[SeriesKey, Sequence[Sequence[float]]],
     Parameters
     ----------
     baseline
-        Per series, one list of repeat values per baseline run, most recent run last. Each run
-        is summarised by the median of its repeats (robust to one bad repeat; the run-to-run
-        spread then carries the run-level noise the candidate is also subject to).
+        Per series, one list of repeat values per baseline run, oldest run first. Series
+        with fewer runs than others are aligned on the newest run; an empty list stands for a
+        run that lacks the series. Index ``i`` of every list of one run is repeat ``i``.
     candidate
-        Per series, the candidate's repeat values; index ``i`` is repeat ``i`` in every series,
-        which is what lets the shared per-repeat factor be estimated.
+        Per series, the candidate run's repeat values (index ``i`` = repeat ``i``).
     benchmark
         Name copied into the result.
     options
@@ -99,152 +105,126 @@ def compare_run(baseline: Mapping[SeriesKey, Sequence[Sequence[float]]],
     Returns
     -------
     RunComparison
-        Metrics with ``series``, ``gated`` and ``share_of_step`` filled; the run verdict;
-        contributions to the primary step's change (see :mod:`.attribution`); the shared
-        factor line (gated) when ``options.remove_shared_factor`` is on (the default here;
-        it needs at least 20 metrics of equal run counts), in which case every
-        metric's change is what it did beyond that common shift; notes that say which step was
-        primary.
+        Metrics with verdicts, intervals, q-values, ``gated`` and ``share_of_step``; the run
+        verdict; the machine-wide factor line (with 20 or more metrics); contributions to
+        the primary step's change; notes on what was left out of the baseline and why.
+        ``baseline_runs_used`` indexes the given baseline runs (oldest first) that formed it.
+
+    Raises
+    ------
+    SampleError
+        A value is NaN, infinite or negative.
     """
     options = options or CompareOptions()
-    if options.remove_shared_factor is None:
-        # Repeats are aligned across series here, so the benchmark-backed default applies.
-        options = dataclasses.replace(options, remove_shared_factor=True)
-    series = {key.key: key for key in (*baseline.keys(), *candidate.keys())}
-    base = {key.key: _summarise_runs(key.key, runs) for key, runs in baseline.items()}
-    cand = {key.key: list(values) for key, values in candidate.items()}
-    core = compare_core(base, cand, options=options)
-    primary = _primary_step(core.metrics, series)
-    metrics = _with_gating(core.metrics, series, primary, options)
-    step = next((m for m in metrics if primary and m.key == primary.key), None)
-    # The common shift is removed from every metric, so it must be able to fail the run itself.
-    shared = dataclasses.replace(core.shared_factor, gated=True) if core.shared_factor else None
-    verdict = run_verdict([*metrics, shared] if shared else metrics)
-    result = RunComparison(benchmark=benchmark, verdict=verdict, metrics=metrics,
-                           shared_factor=shared, notes=_notes(step, shared))
-    found = _attribution(metrics, step, options) if step else None
-    if found is not None:
-        result.contributions = found.contributions
-        result.notes.append(_attribution_note(found))
+    table = build_run_table(baseline, candidate)
+    if options.trim_change_points:
+        table = start_at_last_level(table, delta=options.delta)
+    if options.robust_baseline:
+        table = drop_wrecked_runs(table)
+    untested, rows = _untested_lines(table, options)
+    estimates, factor = _estimates(table, rows, options)
+    result = judge_estimates(estimates, benchmark=benchmark, options=options, notes=table.notes,
+                             untested=untested, factor=factor)
+    result.notes.extend(_factor_notes(result.shared_factor, factor))
+    result.baseline_runs_used = list(table.used)
+    result.baseline_level_start = table.level_start
     return result
 
 
-def run_verdict(metrics: Sequence[MetricComparison]) -> Verdict:
-    """The run's verdict from its gated metrics.
+def _untested_lines(table: RunTable,
+                    options: CompareOptions) -> tuple[list[MetricComparison], list[int]]:
+    """Lines decided without a test, and the rows left to test."""
+    runs = np.sum(np.isfinite(table.base), axis=1)
+    lines: list[MetricComparison] = []
+    rows: list[int] = []
+    for i, key in enumerate(table.keys):
+        has_cand = bool(np.isfinite(table.cand[i]))
+        line = MetricComparison(
+            key=key.key, verdict=Verdict.INCONCLUSIVE, series=key,
+            baseline_median=_centre(table.base[i]),
+            candidate_median=float(np.exp(table.cand[i])) if has_cand else None,
+            n_baseline=int(runs[i]), n_candidate=int(table.cand_repeats[i]))
+        if runs[i] == 0:
+            lines.append(dataclasses.replace(line, verdict=Verdict.NEW))
+        elif not has_cand:
+            lines.append(dataclasses.replace(line, verdict=Verdict.MISSING))
+        elif runs[i] < options.min_baseline:
+            lines.append(dataclasses.replace(line, verdict=Verdict.NO_BASELINE))
+        elif table.cand_repeats[i] < options.min_candidate:
+            lines.append(dataclasses.replace(line, repeats_needed=options.min_candidate))
+        else:
+            rows.append(i)
+    return lines, rows
 
-    Regression if any gated metric regressed, else improvement if any improved, else unchanged
-    when every tested gated metric is unchanged, inconclusive when some are not, and
-    no-baseline when no gated metric could be tested.
-    """
-    gated = [m for m in metrics if m.gated]
-    verdicts = {m.verdict for m in gated}
-    if Verdict.REGRESSION in verdicts:
-        return Verdict.REGRESSION
-    if Verdict.IMPROVEMENT in verdicts:
-        return Verdict.IMPROVEMENT
-    tested = [m for m in gated if m.verdict not in _UNTESTED]
-    if not tested:
-        return Verdict.NO_BASELINE
-    if all(m.verdict is Verdict.UNCHANGED for m in tested):
-        return Verdict.UNCHANGED
-    return Verdict.INCONCLUSIVE
+
+def _centre(row: np.ndarray) -> float | None:
+    values = row[np.isfinite(row)]
+    return float(np.exp(values.mean())) if values.size else None
 
 
-def _summarise_runs(key: str, runs: Sequence[Sequence[float]]) -> list[float]:
-    """One value per baseline run: the median of its repeats; empty runs are skipped.
+def _estimates(table: RunTable, rows: list[int],
+               options: CompareOptions) -> tuple[list[MetricEstimate], MetricEstimate | None]:
+    """Per-metric estimates on the plain basis, and beyond the run factor when it is known."""
+    if not rows:
+        return [], None
+    base, cand = table.base[rows], table.cand[rows]
+    within, base_rep, cand_rep = (table.within_var[rows], table.base_repeats[rows],
+                                  table.cand_repeats[rows])
+    plain = prediction.prediction(base, cand, within, base_rep, cand_rep,
+                                  moderate=options.moderate)
+    factors = run_factors(base)
+    relative = prediction.prediction(base - factors[None, :], cand, within, base_rep, cand_rep,
+                                     moderate=options.moderate)
+    found = prediction.estimate_run_factor(relative.estimate, relative.se, factors)
+    tested = relative if found is not None else plain
+    adjusted = relative.estimate - found.candidate if found is not None else None
+    adjusted_se = (np.sqrt(relative.se**2 + found.candidate_se**2)
+                   if found is not None else None)
+    runs = np.sum(np.isfinite(base), axis=1).astype(np.float64)
+    needed = prediction.repeats_needed(
+        adjusted if adjusted is not None else plain.estimate, tested.var_run, within,
+        np.nanmedian(np.where(base_rep > 0, base_rep, np.nan), axis=1), runs,
+        delta=options.delta, confidence=options.confidence)
+    estimates = []
+    for n, i in enumerate(rows):
+        centre = float(np.exp(plain.centre[n]))
+        estimates.append(MetricEstimate(
+            series=table.keys[i], baseline=centre, candidate=float(np.exp(cand[n])),
+            log_change=float(plain.estimate[n]), se=float(plain.se[n]), dof=float(plain.dof[n]),
+            n_baseline=int(runs[n]), n_candidate=int(cand_rep[n]), repeats_needed=needed[n],
+            adjusted_log_change=None if adjusted is None else float(adjusted[n]),
+            adjusted_se=None if adjusted_se is None else float(adjusted_se[n]),
+            adjusted_dof=None if adjusted is None else float(relative.dof[n])))
+    return estimates, _factor_estimate(found, table.keys[rows[0]])
 
-    Runs almost always have the same number of repeats, so the medians are taken in one
-    vectorised call (30 runs × 1,000 series: one call per series, not 30,000).
-    """
-    lengths = [len(run) for run in runs if len(run)]
-    flat = stats.validate_sample(key, [value for run in runs for value in run],
-                                 role="baseline")
-    if not lengths:
+
+def _factor_estimate(found: prediction.RunFactor | None,
+                     any_series: SeriesKey) -> MetricEstimate | None:
+    """The machine-wide factor as a line: this run's factor against the baseline runs'."""
+    if found is None:
+        return None
+    change = found.candidate - found.baseline_mean
+    se = math.sqrt(found.baseline_sd**2 * (1 + 1 / found.runs) + found.candidate_se**2)
+    return MetricEstimate(series=any_series, baseline=1.0, candidate=math.exp(change),
+                          log_change=change, se=se, dof=float(found.runs - 1),
+                          n_baseline=found.runs, n_candidate=1)
+
+
+def _factor_notes(line: MetricComparison | None,
+                  found: MetricEstimate | None) -> list[str]:
+    """What the machine-wide factor says, in words a reader can act on."""
+    if line is None or found is None or line.change is None:
         return []
-    if min(lengths) == max(lengths):
-        return [float(m) for m in np.median(flat.reshape(len(lengths), lengths[0]), axis=1)]
-    bounds = np.cumsum([0, *lengths])
-    return [float(np.median(flat[a:b])) for a, b in itertools.pairwise(bounds)]
-
-
-def _primary_step(metrics: Sequence[MetricComparison],
-                  series: Mapping[str, SeriesKey]) -> MetricComparison | None:
-    """The step metric to gate shares and attribution on.
-
-    The one with the largest baseline median (an iteration contains any sub-steps such as a
-    forward step), ties broken by more baseline values, then by key for determinism.
-    """
-    steps = [m for m in metrics if series[m.key].kind is MetricKind.STEP
-             and m.baseline_median is not None]
-    if not steps:
-        return None
-    return max(steps, key=lambda m: (m.baseline_median or 0.0, m.n_baseline, m.key))
-
-
-def _with_gating(metrics: Sequence[MetricComparison], series: Mapping[str, SeriesKey],
-                 step: MetricComparison | None,
-                 options: CompareOptions) -> list[MetricComparison]:
-    """Fill ``series``, ``share_of_step`` and ``gated`` on every line."""
-    step_by_section = _step_medians(metrics, series)
-    fallback = step.baseline_median if step else None
-    out = []
-    for metric in metrics:
-        key = series[metric.key]
-        reference = step_by_section.get(key.section, fallback)
-        share = _share(metric.baseline_median, reference)
-        gated = key.kind is MetricKind.STEP or (
-            key.kind in GATE_KINDS and share is not None and share >= options.gate_share)
-        out.append(dataclasses.replace(metric, series=key, share_of_step=share, gated=gated))
-    return out
-
-
-def _step_medians(metrics: Sequence[MetricComparison],
-                  series: Mapping[str, SeriesKey]) -> dict[str, float]:
-    """The largest baseline step median of each section (its iteration time)."""
-    found: dict[str, float] = {}
-    for metric in metrics:
-        key = series[metric.key]
-        if key.kind is MetricKind.STEP and metric.baseline_median:
-            found[key.section] = max(found.get(key.section, 0.0), metric.baseline_median)
-    return found
-
-
-def _share(value: float | None, step: float | None) -> float | None:
-    return None if value is None or not step else value / step
-
-
-def _attribution(metrics: Sequence[MetricComparison], step: MetricComparison,
-                 options: CompareOptions) -> attribution.Attribution | None:
-    """Attribute the primary step's change to the metrics of its own section."""
-    assert step.series is not None  # _with_gating filled it
-    section = step.series.section
-    others = [attribution.MetricDelta(m.series, m.baseline_median, m.candidate_median)
-              for m in metrics if m.series is not None and m.series.section == section
-              and m.series.kind is not MetricKind.STEP]
-    target = attribution.MetricDelta(step.series, step.baseline_median, step.candidate_median)
-    if target.candidate_ns is None:
-        return None
-    return attribution.attribute(target, others, top=options.top_contributors)
-
-
-def _attribution_note(found: attribution.Attribution) -> str:
-    if found.primary:
-        return (f"Kernels, memory operations and collectives explain {found.explained:.0%} of "
-                "the step-time change; ranges, operators and API calls overlap them and are "
-                "listed after them.")
-    # CPU-only profiles (and tables without device time) have no leaf-level GPU work.
-    return ("These profiles have no GPU kernels, memory operations or collectives: the ranges "
-            "and operators listed overlap one another (a range contains its operators), so "
-            "their shares do not add up.")
-
-
-def _notes(step: MetricComparison | None, shared: MetricComparison | None) -> list[str]:
-    notes = []
-    if step is not None and step.series is not None:
-        notes.append(f"Primary step: {step.series.display_name} (the longest step series).")
-    else:
-        notes.append("No step metric with a baseline: only per-metric gates apply.")
-    if shared is not None and shared.change is not None:
-        notes.append("Per-metric changes are relative to the run factor shared by all metrics; "
-                     f"that common shift ({shared.change:+.1%}) is its own gated line.")
-    return notes
+    spread = (line.ci_high or 0.0) - (line.change or 0.0)
+    if line.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT):
+        way = "slower" if line.change > 0 else "faster"
+        return [f"Every metric of this run moved together: {abs(line.change):.1%} {way} than "
+                f"the baseline runs, beyond their usual spread (±{spread:.1%}). From one run on "
+                "a shared runner, a machine-wide shift (load, throttling, another card) and a "
+                "change that slows everything look the same: re-run it, or compare on one "
+                "runner with `perfci check --ab`."]
+    if abs(line.change) >= 0.005:
+        return [f"This run's machine-wide level was {line.change:+.1%} against the baseline "
+                f"runs (within their usual ±{spread:.1%}); each metric is judged beyond it "
+                "(column \"Beyond run factor\")."]
+    return []

@@ -43,6 +43,15 @@ class CompareOptions:
     any resampling: the current
     methods are closed-form, so output is deterministic regardless. ``gate_share`` and
     ``top_contributors`` are used by :func:`perfci.analysis.compare.compare_run`.
+
+    Run comparisons (``compare_run``, ``compare_paired``) share the false-discovery budget
+    ``alpha`` between classes of lines: ``step_budget`` for the primary step, ``factor_budget``
+    for the run's machine-wide factor, ``gated_budget`` for the other gated metrics, and the
+    rest for ungated ones (weighted Benjamini–Hochberg, :mod:`perfci.analysis.judge`).
+    ``moderate`` shrinks per-metric variances towards a common prior
+    (:mod:`perfci.analysis.moderation`); ``robust_baseline`` leaves wrecked baseline runs
+    and outlier repeats out; ``trim_change_points`` starts the baseline after the base
+    branch's last change point.
     """
 
     delta: float = 0.02
@@ -57,11 +66,20 @@ class CompareOptions:
     gate_share: float = 0.01
     top_contributors: int = 10
     seed: int = 0
+    step_budget: float = 0.15
+    factor_budget: float = 0.05
+    gated_budget: float = 0.5
+    moderate: bool = True
+    robust_baseline: bool = True
+    trim_change_points: bool = True
 
     def __post_init__(self) -> None:
         for name, low, high in (("delta", 0.0, 1.0), ("alpha", 0.0, 1.0),
                                 ("confidence", 0.0, 1.0), ("gate_share", -1e-12, 1.0),
-                                ("rank_guard", 0.0, 1.0 + 1e-12)):
+                                ("rank_guard", 0.0, 1.0 + 1e-12),
+                                ("step_budget", -1e-12, 1.0 + 1e-12),
+                                ("factor_budget", -1e-12, 1.0 + 1e-12),
+                                ("gated_budget", -1e-12, 1.0 + 1e-12)):
             value = getattr(self, name)
             if not low < value < high:
                 raise ConfigError(f"compare option {name}={value!r} must lie in "
@@ -69,6 +87,9 @@ class CompareOptions:
         if self.min_baseline < 2 or self.min_candidate < 1:
             raise ConfigError("compare options need min_baseline ≥ 2 and min_candidate ≥ 1, got "
                               f"{self.min_baseline} and {self.min_candidate}")
+        if self.step_budget + self.factor_budget + self.gated_budget > 1.0 + 1e-9:
+            raise ConfigError("compare options step_budget + factor_budget + gated_budget must "
+                              "not exceed 1 (they are shares of alpha)")
         if self.method not in _TESTS:
             raise ConfigError(f"unknown compare method {self.method!r}; choose one of "
                               f"{', '.join(sorted(_TESTS))}")

@@ -337,6 +337,16 @@ def _t_ppf(q: float, dof: FloatArray) -> FloatArray:
     return np.where(dof > 0, inside, np.nan)
 
 
+def t_sf(x: FloatArray, dof: FloatArray) -> FloatArray:
+    """``scipy.stats.t.sf(x, dof)`` (vectorised; NaN for ``dof <= 0``)."""
+    return _t_sf(x, dof)
+
+
+def t_ppf(q: float, dof: FloatArray) -> FloatArray:
+    """``scipy.stats.t.ppf(q, dof)`` (vectorised; NaN for ``dof <= 0``)."""
+    return _t_ppf(q, dof)
+
+
 def norm_ppf(q: float) -> float:
     """``scipy.stats.norm.ppf(q)``, which is ``ndtri`` for ``0 < q < 1``."""
     return float(special.ndtri(q))

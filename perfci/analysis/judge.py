@@ -1,0 +1,360 @@
+"""From per-metric estimates to a run's verdict: tests, weighted BH, margin, gating, attribution.
+
+Both ways of comparing a run end here: history mode (:func:`perfci.analysis.compare.compare_run`,
+a candidate run against the base branch's recent runs) and same-runner A/B mode
+(:func:`perfci.analysis.paired.compare_paired`). Each hands over one :class:`MetricEstimate`
+per metric: a log change, its standard error and degrees of freedom, and the two values a
+reader sees. This module turns them into p-values, adjusts them across the run, decides each
+metric with the practical margin, and derives the run's verdict and the attribution.
+
+Multiple testing: Benjamini–Hochberg with p-value weights (Genovese, Roeder & Wasserman 2006).
+The metrics of a run are not equally important: the primary step is the question a pull
+request asks, the run factor is one line, and gated metrics (kernels and ranges holding at
+least ``gate_share`` of the step) can fail the check, while the long tail of tiny kernels
+and API calls is reported only. Each class gets a fixed share of the false-discovery budget
+(``CompareOptions.step_budget`` …), spread evenly inside it; the weights average one over
+all tested lines, which is what keeps the false-discovery rate at ``alpha``.
+
+Verdicts are decided on the basis the estimate names (``adjusted_*`` when the run factor was
+taken out, else the plain change) and must agree in sign with the plain change a reader can
+check from the two printed values: a metric whose own numbers went up is never called an
+improvement.
+
+References: Genovese, Roeder & Wasserman (2006), "False discovery control with p-value
+weighting", *Biometrika* 93:509–524; Benjamini & Hochberg (1995), *JRSS-B* 57:289–300;
+Lakens (2017), "Equivalence tests", *Soc. Psychol. Personal. Sci.* 8:355 (interval inside
+the margin = unchanged).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from perfci.analysis import attribution, stats
+from perfci.analysis.engine import CompareOptions
+from perfci.model import MetricComparison, MetricKind, RunComparison, SeriesKey, Verdict
+
+__all__ = ["GATE_KINDS", "MetricEstimate", "judge_estimates", "run_verdict"]
+
+#: Kinds that may fail the check when their share of step time reaches ``gate_share``.
+#: API and OS calls are left out: their time is mostly the CPU *waiting* for GPU work, an
+#: effect of a kernel slowdown rather than a cause, and they are noisy.
+GATE_KINDS = frozenset({MetricKind.KERNEL, MetricKind.MEMORY, MetricKind.COMM, MetricKind.RANGE,
+                        MetricKind.OP, MetricKind.LAYER})
+_UNTESTED = frozenset({Verdict.NEW, Verdict.MISSING, Verdict.NO_BASELINE})
+SHARED_FACTOR_KEY = "shared:run-factor"
+
+
+@dataclass(frozen=True, slots=True)
+class MetricEstimate:
+    """One metric's change, ready to be judged.
+
+    ``baseline`` and ``candidate`` are the values shown (``Baseline``, ``This run``) and
+    ``log_change`` must equal ``log(candidate / baseline)`` so that the printed change can be
+    checked from them; ``se`` and ``dof`` give its interval. ``adjusted_*`` (optional) is the
+    change beyond the run's machine-wide factor; when present, the test uses it.
+    """
+
+    series: SeriesKey
+    baseline: float
+    candidate: float
+    log_change: float
+    se: float
+    dof: float
+    n_baseline: int
+    n_candidate: int
+    repeats_needed: int | None = None
+    adjusted_log_change: float | None = None
+    adjusted_se: float | None = None
+    adjusted_dof: float | None = None
+
+
+def judge_estimates(estimates: Sequence[MetricEstimate], *, benchmark: str,
+                    options: CompareOptions | None = None, notes: Sequence[str] = (),
+                    untested: Sequence[MetricComparison] = (),
+                    factor: MetricEstimate | None = None) -> RunComparison:
+    """Test, adjust, decide and gate every estimate; the run's verdict and attribution.
+
+    Parameters
+    ----------
+    estimates
+        One per testable metric (both sides present, enough data).
+    benchmark
+        Name copied into the result.
+    options
+        Thresholds; :class:`CompareOptions` defaults when ``None``.
+    notes
+        Lines for the report, kept first (what was left out of the baseline, and why).
+    untested
+        Lines already decided without a test (``new``, ``missing``, ``no-baseline``, too
+        few candidate values); they are gated and listed like the others.
+    factor
+        The run's machine-wide factor as its own line (``series`` is ignored), or ``None``.
+
+    Returns
+    -------
+    RunComparison
+        Metrics sorted by key with verdicts, q-values, shares and gating; the run verdict;
+        the shared-factor line; contributions to the primary step's change.
+    """
+    options = options or CompareOptions()
+    series = {e.series.key: e.series for e in estimates}
+    series.update({m.series.key: m.series for m in untested if m.series is not None})
+    primary = _primary_step(estimates, untested)
+    step_levels = _step_levels(estimates, untested)
+    classes = [_budget_class(e, primary, step_levels, options) for e in estimates]
+    lines = _judge(estimates, classes, factor, options)
+    tested = lines[:len(estimates)]
+    shared = lines[len(estimates)] if factor is not None else None
+    metrics = sorted([*(_with_share(m, step_levels) for m in tested),
+                      *(_gate_untested(m, step_levels, options) for m in untested)],
+                     key=lambda m: m.key)
+    verdict = run_verdict([*metrics, shared] if shared else metrics,
+                          primary=primary.key if primary is not None else None)
+    result = RunComparison(benchmark=benchmark, verdict=verdict, metrics=metrics,
+                           shared_factor=shared, notes=[*notes, *_step_note(primary)])
+    step = next((m for m in metrics if primary is not None and m.key == primary.key), None)
+    found = _attribution(metrics, step, options) if step else None
+    if found is not None:
+        result.contributions = found.contributions
+        result.notes.append(_attribution_note(found))
+    return result
+
+
+def run_verdict(metrics: Sequence[MetricComparison], *, primary: str | None = None) -> Verdict:
+    """The run's verdict from its gated metrics.
+
+    Regression if any gated metric regressed, else improvement if any improved. Otherwise the
+    primary step's own verdict when it was tested (it is what a pull request asks about; a
+    small kernel's wide interval does not make the whole run doubtful), else unchanged when
+    every tested gated metric is unchanged, inconclusive when some are not, and no-baseline
+    when no gated metric could be tested.
+    """
+    gated = [m for m in metrics if m.gated]
+    verdicts = {m.verdict for m in gated}
+    if Verdict.REGRESSION in verdicts:
+        return Verdict.REGRESSION
+    if Verdict.IMPROVEMENT in verdicts:
+        return Verdict.IMPROVEMENT
+    step = next((m for m in gated if m.key == primary), None) if primary else None
+    if step is not None and step.verdict in (Verdict.UNCHANGED, Verdict.INCONCLUSIVE):
+        return step.verdict
+    tested = [m for m in gated if m.verdict not in _UNTESTED]
+    if not tested:
+        return Verdict.NO_BASELINE
+    if all(m.verdict is Verdict.UNCHANGED for m in tested):
+        return Verdict.UNCHANGED
+    return Verdict.INCONCLUSIVE
+
+
+# --- classes and weights ----------------------------------------------------------------------
+
+_STEP, _FACTOR, _GATED, _OTHER = "step", "factor", "gated", "other"
+
+
+def _primary_step(estimates: Sequence[MetricEstimate],
+                  untested: Sequence[MetricComparison]) -> SeriesKey | None:
+    """The step series to gate shares and attribution on: the longest one (an iteration
+    contains its sub-steps), ties broken by more baseline runs, then by key."""
+    found = [(e.baseline, e.n_baseline, e.series.key, e.series) for e in estimates
+             if e.series.kind is MetricKind.STEP]
+    found += [(m.baseline_median, m.n_baseline, m.key, m.series) for m in untested
+              if m.series is not None and m.series.kind is MetricKind.STEP
+              and m.baseline_median is not None]
+    if not found:
+        return None
+    return max(found, key=lambda row: (row[0], row[1], row[2]))[3]
+
+
+def _step_levels(estimates: Sequence[MetricEstimate],
+                 untested: Sequence[MetricComparison]) -> dict[str, float]:
+    """The longest step's baseline value of each section ("" included): its iteration time."""
+    found: dict[str, float] = {}
+    rows: list[tuple[SeriesKey, float | None]] = [(e.series, e.baseline) for e in estimates]
+    rows += [(m.series, m.baseline_median) for m in untested if m.series is not None]
+    for key, value in rows:
+        if key.kind is MetricKind.STEP and value:
+            found[key.section] = max(found.get(key.section, 0.0), value)
+    return found
+
+
+def _share(series: SeriesKey, value: float | None, levels: Mapping[str, float]) -> float | None:
+    step = levels.get(series.section) or (max(levels.values()) if levels else None)
+    return None if value is None or not step else value / step
+
+
+def _is_gated(series: SeriesKey, share: float | None, options: CompareOptions) -> bool:
+    return series.kind is MetricKind.STEP or (
+        series.kind in GATE_KINDS and share is not None and share >= options.gate_share)
+
+
+def _budget_class(estimate: MetricEstimate, primary: SeriesKey | None,
+                  levels: Mapping[str, float], options: CompareOptions) -> str:
+    if primary is not None and estimate.series == primary:
+        return _STEP
+    share = _share(estimate.series, estimate.baseline, levels)
+    return _GATED if _is_gated(estimate.series, share, options) else _OTHER
+
+
+def bh_weights(classes: Sequence[str], options: CompareOptions) -> np.ndarray:
+    """p-value weights averaging one: each class's budget share spread evenly inside it.
+
+    Budgets of classes with no member go to the others in proportion, so a run with no
+    step line (or no factor) spends its whole budget on what it has.
+    """
+    budget = {_STEP: options.step_budget, _FACTOR: options.factor_budget,
+              _GATED: options.gated_budget,
+              _OTHER: max(0.0, 1.0 - options.step_budget - options.factor_budget
+                          - options.gated_budget)}
+    counts = {name: sum(1 for c in classes if c == name) for name in budget}
+    total = sum(share for name, share in budget.items() if counts[name])
+    n = len(classes)
+    if not n or total <= 0:
+        return np.ones(n)
+    return np.array([budget[c] / total * n / counts[c] for c in classes], dtype=np.float64)
+
+
+def weighted_bh(p_values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Weighted Benjamini–Hochberg q-values: BH on ``p / w`` (Genovese et al. 2006), ≤ 1."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scaled = np.where(weights > 0, p_values / weights, np.inf)
+    scaled = np.where(np.isnan(p_values), np.nan, np.minimum(scaled, 1.0))
+    return np.asarray(stats.benjamini_hochberg(scaled), dtype=np.float64)
+
+
+# --- tests and verdicts -----------------------------------------------------------------------
+
+
+def _judge(estimates: Sequence[MetricEstimate], classes: list[str],
+           factor: MetricEstimate | None, options: CompareOptions) -> list[MetricComparison]:
+    """One line per estimate (then the factor's), tested and decided together."""
+    rows = [*estimates, factor] if factor is not None else list(estimates)
+    classes = [*classes, _FACTOR] if factor is not None else classes
+    if not rows:
+        return []
+    test_log = np.array([e.log_change if e.adjusted_log_change is None else e.adjusted_log_change
+                         for e in rows])
+    test_se = np.array([e.se if e.adjusted_se is None else e.adjusted_se for e in rows])
+    test_dof = np.array([e.dof if e.adjusted_dof is None else e.adjusted_dof for e in rows])
+    p = two_sided_p(test_log, test_se, test_dof)
+    q = weighted_bh(p, bh_weights(classes, options))
+    plain = np.array([e.log_change for e in rows])
+    low, high = _interval(plain, np.array([e.se for e in rows]),
+                          np.array([e.dof for e in rows]), options.confidence)
+    adj_low, adj_high = _interval(test_log, test_se, test_dof, options.confidence)
+    higher = np.array([options.is_higher_better(e.series.key) for e in rows], dtype=bool)
+    verdicts = decide(np.expm1(plain), np.expm1(test_log), np.expm1(adj_low),
+                      np.expm1(adj_high), q, higher, options)
+    lines = []
+    for i, e in enumerate(rows):
+        adjusted = e.adjusted_log_change is not None
+        verdict = Verdict(verdicts[i])
+        lines.append(MetricComparison(
+            key=SHARED_FACTOR_KEY if factor is not None and i == len(rows) - 1 else e.series.key,
+            verdict=verdict, baseline_median=e.baseline, candidate_median=e.candidate,
+            change=float(np.expm1(plain[i])), ci_low=float(np.expm1(low[i])),
+            ci_high=float(np.expm1(high[i])), p_value=float(p[i]),
+            q_value=None if math.isnan(q[i]) else float(q[i]),
+            n_baseline=e.n_baseline, n_candidate=e.n_candidate,
+            gated=classes[i] in (_STEP, _FACTOR, _GATED),
+            repeats_needed=e.repeats_needed if verdict is Verdict.INCONCLUSIVE else None,
+            series=None if classes[i] == _FACTOR else e.series,
+            adjusted_change=float(np.expm1(test_log[i])) if adjusted else None,
+            adjusted_ci_low=float(np.expm1(adj_low[i])) if adjusted else None,
+            adjusted_ci_high=float(np.expm1(adj_high[i])) if adjusted else None))
+    return lines
+
+
+def two_sided_p(estimate: np.ndarray, se: np.ndarray, dof: np.ndarray) -> np.ndarray:
+    """Two-sided t p-values; a zero standard error is decided exactly (0 if moved, else 1)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.abs(estimate) / se
+    p = 2.0 * stats.t_sf(t, np.maximum(dof, 1e-9))
+    zero = se == 0
+    return np.where(zero, np.where(estimate == 0, 1.0, 0.0), p)
+
+
+def _interval(estimate: np.ndarray, se: np.ndarray, dof: np.ndarray,
+              confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    half = stats.t_ppf(0.5 + confidence / 2, np.maximum(dof, 1e-9)) * se
+    half = np.where(se == 0, 0.0, half)
+    return estimate - half, estimate + half
+
+
+def decide(change: np.ndarray, tested: np.ndarray, low: np.ndarray, high: np.ndarray,
+           q_value: np.ndarray, higher_is_better: np.ndarray,
+           options: CompareOptions) -> np.ndarray:
+    """Verdict strings (vectorised) from the tested change, its interval and q-value.
+
+    *regression*: q ≤ alpha, the tested change is worse than δ, and the plain change a reader
+    sees points the same way; *improvement* likewise; *unchanged*: the interval lies inside
+    ±δ; anything else *inconclusive*.
+    """
+    sign = np.where(higher_is_better, -1.0, 1.0)
+    significant = q_value <= options.alpha
+    worse = (sign * tested > options.delta) & (sign * change > 0)
+    better = (sign * tested < -options.delta) & (sign * change < 0)
+    inside = (low >= -options.delta) & (high <= options.delta)
+    verdict = np.full(np.shape(change), Verdict.INCONCLUSIVE.value, dtype=object)
+    verdict[inside] = Verdict.UNCHANGED.value
+    verdict[significant & better] = Verdict.IMPROVEMENT.value
+    verdict[significant & worse] = Verdict.REGRESSION.value
+    return verdict
+
+
+# --- shares, gating, attribution --------------------------------------------------------------
+
+
+def _with_share(metric: MetricComparison, levels: Mapping[str, float]) -> MetricComparison:
+    assert metric.series is not None
+    return dataclasses.replace(
+        metric, share_of_step=_share(metric.series, metric.baseline_median, levels))
+
+
+def _gate_untested(metric: MetricComparison, levels: Mapping[str, float],
+                   options: CompareOptions) -> MetricComparison:
+    if metric.series is None:
+        return metric
+    share = _share(metric.series, metric.baseline_median, levels)
+    return dataclasses.replace(metric, share_of_step=share,
+                               gated=_is_gated(metric.series, share, options))
+
+
+def _attribution(metrics: Sequence[MetricComparison], step: MetricComparison,
+                 options: CompareOptions) -> attribution.Attribution | None:
+    """Attribute the primary step's change to the metrics of its own section.
+
+    Deltas are taken on the printed values (this run − baseline, ns per step), so the table
+    adds up to the step's printed change.
+    """
+    assert step.series is not None
+    section = step.series.section
+    others = [attribution.MetricDelta(m.series, m.baseline_median, m.candidate_median)
+              for m in metrics if m.series is not None and m.series.section == section
+              and m.series.kind is not MetricKind.STEP]
+    target = attribution.MetricDelta(step.series, step.baseline_median, step.candidate_median)
+    if target.candidate_ns is None or target.baseline_ns is None:
+        return None
+    return attribution.attribute(target, others, top=options.top_contributors)
+
+
+def _attribution_note(found: attribution.Attribution) -> str:
+    if found.primary:
+        return (f"Kernels, memory operations and collectives explain {found.explained:.0%} of "
+                "the step-time change; ranges, operators and API calls overlap them and are "
+                "listed after them.")
+    # CPU-only profiles (and tables without device time) have no leaf-level GPU work.
+    return ("These profiles have no GPU kernels, memory operations or collectives: the ranges "
+            "and operators listed overlap one another (a range contains its operators), so "
+            "their shares do not add up.")
+
+
+def _step_note(primary: SeriesKey | None) -> list[str]:
+    if primary is None:
+        return ["No step metric with a baseline: only per-metric gates apply."]
+    return [f"Primary step: {primary.display_name} (the longest step series)."]

@@ -1,0 +1,329 @@
+"""Runs as the unit of noise: run summaries, outlier repeats, wrecked runs, the baseline's level.
+
+Repeats inside one run share the runner, the process start and the GPU; runs differ from one
+another. So every run — each baseline run and the candidate — becomes ONE value per metric,
+a robust mean of its repeats' logs (several steps inside a repeat were already averaged into
+the repeat's value), and noise is judged between runs. What this module prepares:
+
+Run values are trimmed means of the repeats' logs (:func:`summarise`).
+
+- **Outlier repeats**: a repeat that is off in everything against the other repeats of its
+  run (a load spike during that one process) is left out of its run, never a majority of it.
+- **Wrecked runs**: a baseline run whose factor — the median over metrics of how far each
+  metric of the run lies from its own centre, one sweep of Tukey's median polish — lies far
+  outside the spread of the other runs' factors (a loaded runner, a throttled GPU) is left
+  out, at most a third of the runs.
+- **The baseline's level**: when the base branch's primary step changed level inside the
+  window (an accepted change), only the runs from that change on form the baseline.
+
+References: Tukey (1977), *Exploratory Data Analysis*, ch. 11 (median polish); Iglewicz &
+Hoaglin (1993), *How to Detect and Handle Outliers* (robust z-scores from the MAD).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from perfci.analysis.changepoints import ChangePointOptions, detect_change_points
+from perfci.analysis.stats import validate_sample
+from perfci.model import MetricKind, SeriesKey
+
+FloatArray = NDArray[np.float64]
+
+_MAD_TO_SD = 1.4826
+#: A repeat or run must be at least this far off in everything (log scale) to be left out,
+#: whatever the spread: a quiet machine's 1 % is not a wreck.
+WRECK_FLOOR = math.log(1.05)
+#: ... and this many robust standard deviations beyond the others.
+WRECK_SIGMAS = 4.0
+#: Fewest baseline runs for telling a wrecked run from the rest.
+MIN_RUNS_FOR_WRECKS = 5
+#: Fewest metrics for telling a repeat that is off in everything from a noisy metric.
+MIN_METRICS_FOR_REPEATS = 5
+
+
+@dataclass(slots=True)
+class RunTable:
+    """One comparison's data, summarised per run (rows = metrics in ``keys`` order).
+
+    ``base`` holds each baseline run's log value (NaN where the metric is absent from the
+    run), oldest run first; ``cand`` the candidate run's. ``within_var`` is the pooled
+    variance of log repeats inside baseline runs, and ``base_repeats`` / ``cand_repeats``
+    the repeats each summary was taken over. ``used`` indexes the given baseline runs that
+    survive as columns of ``base``.
+    """
+
+    keys: list[SeriesKey]
+    base: FloatArray
+    cand: FloatArray
+    within_var: FloatArray
+    base_repeats: FloatArray
+    cand_repeats: FloatArray
+    used: list[int]
+    notes: list[str] = field(default_factory=list)
+    level_start: int | None = None
+
+
+def build_run_table(baseline: Mapping[SeriesKey, Sequence[Sequence[float]]],
+                    candidate: Mapping[SeriesKey, Sequence[float]]) -> RunTable:
+    """Summarise every run; lists shorter than the longest are aligned on the newest run.
+
+    An empty list stands for a run in which the metric is absent. Values are validated
+    (:class:`~perfci.analysis.stats.SampleError` names the metric and value); zeros are
+    offset per metric by 1 % of its positive median before taking logs.
+    """
+    keys = sorted({*baseline, *candidate}, key=lambda k: k.key)
+    runs = max((len(v) for v in baseline.values()), default=0)
+    raw_base: list[list[list[float]]] = [[[] for _ in range(runs)] for _ in keys]
+    raw_cand: list[FloatArray] = []
+    offsets = np.zeros(len(keys))
+    for i, key in enumerate(keys):
+        given = baseline.get(key, [])
+        flat = validate_sample(key.key, [v for run in given for v in run], role="baseline")
+        cand = validate_sample(key.key, list(candidate.get(key, [])), role="candidate")
+        offsets[i] = _zero_offset(np.concatenate([flat, cand]))
+        start = runs - len(given)
+        for j, run in enumerate(given):
+            raw_base[i][start + j] = [float(v) for v in run]
+        raw_cand.append(cand)
+    logs = [[_log(np.asarray(run, dtype=np.float64), offsets[i]) for run in row]
+            for i, row in enumerate(raw_base)]
+    cand_logs = [_log(values, offsets[i]) for i, values in enumerate(raw_cand)]
+    return _summarise(keys, logs, cand_logs, runs)
+
+
+def _zero_offset(values: FloatArray) -> float:
+    """1 % of the positive median when a value is zero (a memcpy that did not happen)."""
+    if values.size == 0 or values.min() > 0:
+        return 0.0
+    positive = values[values > 0]
+    return 0.01 * float(np.median(positive)) if positive.size else 1.0
+
+
+def _log(values: FloatArray, offset: float) -> FloatArray:
+    return np.log(values + offset) if values.size else values
+
+
+def _padded(rows: Sequence[FloatArray]) -> FloatArray:
+    """Rows of unequal length as one matrix, NaN-padded on the right."""
+    width = max((len(r) for r in rows), default=0)
+    out = np.full((len(rows), width), np.nan)
+    for i, row in enumerate(rows):
+        out[i, :len(row)] = row
+    return out
+
+
+def _summarise(keys: list[SeriesKey], logs: list[list[FloatArray]], cand_logs: list[FloatArray],
+               runs: int) -> RunTable:
+    n = len(keys)
+    matrices = [_padded([logs[i][j] for i in range(n)]) for j in range(runs)]
+    cand_matrix = _padded(cand_logs)
+    spread = _repeat_factor_spread(matrices)
+    notes: list[str] = []
+    dropped = 0
+    base = np.full((n, runs), np.nan)
+    base_repeats = np.zeros((n, runs))
+    within_ss, within_dof = np.zeros(n), np.zeros(n)
+    for j, matrix in enumerate(matrices):
+        matrix, gone = _drop_outlier_repeats(matrix, spread)
+        dropped += len(gone)
+        base[:, j], base_repeats[:, j] = summarise(matrix), np.sum(~np.isnan(matrix), axis=1)
+        ss, dof = _within(matrix)
+        within_ss += ss
+        within_dof += dof
+    if dropped:
+        notes.append(f"{dropped} baseline repeat{'s' if dropped != 1 else ''} left out: off in "
+                     "every metric against the other repeats of their run.")
+    cand_matrix, gone = _drop_outlier_repeats(cand_matrix, spread)
+    if gone:
+        notes.append(_repeat_note(gone, cand_matrix.shape[1] + len(gone)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        within_var = np.where(within_dof > 0, within_ss / np.maximum(within_dof, 1), 0.0)
+    return RunTable(keys=keys, base=base, cand=summarise(cand_matrix), within_var=within_var,
+                    base_repeats=base_repeats,
+                    cand_repeats=np.sum(~np.isnan(cand_matrix), axis=1).astype(np.float64),
+                    used=list(range(runs)), notes=notes)
+
+
+def summarise(matrix: FloatArray) -> FloatArray:
+    """Each row's run value: the mean of its log repeats without the highest and lowest.
+
+    A trimmed mean: one bad repeat per run moves it little (like a median), while it keeps
+    more of the mean's precision (variance ≈ 1.2·σ²/n for five normal repeats against the
+    median's 1.43·σ²/n). Rows of up to four repeats take the median (three or four) or the
+    mean (one or two). Rows with different repeat counts are handled one count at a time.
+    """
+    out = np.full(matrix.shape[0], np.nan)
+    counts = np.sum(~np.isnan(matrix), axis=1)
+    for count in np.unique(counts):
+        rows = counts == count
+        if count == 0:
+            continue
+        values = np.sort(matrix[rows], axis=1)[:, :count]  # NaNs sort last
+        if count >= 5:
+            out[rows] = values[:, 1:count - 1].mean(axis=1)
+        elif count >= 3:
+            out[rows] = np.median(values, axis=1)
+        else:
+            out[rows] = values.mean(axis=1)
+    return out
+
+
+def _nanmedian(matrix: FloatArray) -> FloatArray:
+    if matrix.shape[1] == 0:
+        return np.full(matrix.shape[0], np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows: absent metrics
+        return np.asarray(np.nanmedian(matrix, axis=1), dtype=np.float64)
+
+
+def _within(matrix: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Sum of squares around each row's mean, and its degrees of freedom (count − 1)."""
+    count = np.sum(~np.isnan(matrix), axis=1)
+    if matrix.shape[1] == 0:
+        return np.zeros(len(matrix)), np.zeros(len(matrix))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean = np.nanmean(matrix, axis=1, keepdims=True)
+    ss = np.nansum((matrix - mean) ** 2, axis=1)
+    return np.where(count > 1, ss, 0.0), np.maximum(count - 1, 0).astype(np.float64)
+
+
+def _repeat_factors(matrix: FloatArray) -> FloatArray:
+    """Each repeat's factor: the median over metrics of its distance from the metric's median."""
+    centre = _nanmedian(matrix)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.asarray(np.nanmedian(matrix - centre[:, None], axis=0), dtype=np.float64)
+
+
+def _usable_for_repeats(matrix: FloatArray) -> bool:
+    rows = int(np.sum(np.all(~np.isnan(matrix), axis=1)))
+    return matrix.shape[1] >= 3 and rows >= MIN_METRICS_FOR_REPEATS
+
+
+def _repeat_factor_spread(matrices: Sequence[FloatArray]) -> float:
+    """Robust sd of repeat factors around their run's median, pooled over baseline runs."""
+    deviations = [f - np.median(f) for f in (_repeat_factors(m) for m in matrices
+                                              if _usable_for_repeats(m)) if np.isfinite(f).all()]
+    if not deviations:
+        return 0.0
+    every = np.concatenate(deviations)
+    return float(_MAD_TO_SD * np.median(np.abs(every)))
+
+
+def _drop_outlier_repeats(matrix: FloatArray, spread: float) -> tuple[FloatArray, list[float]]:
+    """``matrix`` without repeats off in everything; their factors (log) for the note."""
+    if not _usable_for_repeats(matrix):
+        return matrix, []
+    factors = _repeat_factors(matrix)
+    if not np.isfinite(factors).all():
+        return matrix, []
+    distance = np.abs(factors - np.median(factors))
+    limit = max(WRECK_FLOOR, WRECK_SIGMAS * spread)
+    order = np.argsort(-distance)[: (matrix.shape[1] - 1) // 2]  # never a majority
+    gone = [int(i) for i in order if distance[i] > limit]
+    if not gone:
+        return matrix, []
+    keep = [i for i in range(matrix.shape[1]) if i not in gone]
+    return matrix[:, keep], [float(factors[i] - np.median(factors)) for i in gone]
+
+
+def _repeat_note(factors: Sequence[float], total: int) -> str:
+    return (f"{len(factors)} of {total} repeats of this run left out: "
+            f"{_range_words(factors)} across all metrics than its other repeats.")
+
+
+def _range_words(log_factors: Sequence[float]) -> str:
+    """``30–60 % slower`` (or faster) from log factors."""
+    pct = sorted(abs(math.expm1(f)) * 100 for f in log_factors)
+    way = "slower" if np.median(log_factors) > 0 else "faster"
+    low, high = round(pct[0]), round(pct[-1])
+    return f"{low} % {way}" if low == high else f"{low}–{high} % {way}"
+
+
+# --- whole runs -------------------------------------------------------------------------------
+
+
+def run_factors(base: FloatArray) -> FloatArray:
+    """Each run's factor: the median over metrics of its distance from the metric's centre."""
+    if base.shape[1] == 0:
+        return np.zeros(0)
+    return _repeat_factors(base)
+
+
+def drop_wrecked_runs(table: RunTable) -> RunTable:
+    """Leave out baseline runs off in everything (see the module docstring); note how many."""
+    runs = table.base.shape[1]
+    if runs < MIN_RUNS_FOR_WRECKS:
+        return table
+    factors = run_factors(table.base)
+    if not np.isfinite(factors).all():
+        return table
+    centre = float(np.median(factors))
+    spread = _MAD_TO_SD * float(np.median(np.abs(factors - centre)))
+    distance = np.abs(factors - centre)
+    limit = max(WRECK_FLOOR, WRECK_SIGMAS * spread)
+    worst = np.argsort(-distance)[: runs // 3]
+    gone = sorted(int(j) for j in worst if distance[j] > limit)
+    if not gone:
+        return table
+    words = _range_words([float(factors[j] - centre) for j in gone])
+    table.notes.append(f"{len(gone)} of {runs} baseline runs left out: {words} across all "
+                       "metrics (a loaded runner or a throttled GPU).")
+    return _keep_columns(table, [j for j in range(runs) if j not in gone])
+
+
+def _keep_columns(table: RunTable, columns: list[int]) -> RunTable:
+    table.base = table.base[:, columns]
+    table.base_repeats = table.base_repeats[:, columns]
+    table.used = [table.used[j] for j in columns]
+    return table
+
+
+def primary_step_row(table: RunTable) -> int | None:
+    """Row of the longest step series (an iteration contains its sub-steps), if any."""
+    best: tuple[float, str] | None = None
+    row = None
+    for i, key in enumerate(table.keys):
+        values = table.base[i][np.isfinite(table.base[i])]
+        if key.kind is not MetricKind.STEP or values.size == 0:
+            continue
+        rank = (float(np.median(values)), key.key)
+        if best is None or rank > best:
+            best, row = rank, i
+    return row
+
+
+def start_at_last_level(table: RunTable, *, delta: float) -> RunTable:
+    """Keep only the runs since the primary step's last change of level (if any).
+
+    The change-point detector (PELT with a corrected t-test, :mod:`.changepoints`) runs on
+    the primary step's run values; changes smaller than the practical margin ``delta`` are
+    ignored, since they cannot make a verdict wrong.
+    """
+    row = primary_step_row(table)
+    if row is None:
+        return table
+    present = np.flatnonzero(np.isfinite(table.base[row]))
+    if present.size < 4:
+        return table
+    values = np.exp(table.base[row, present])
+    found = detect_change_points(values, options=ChangePointOptions(min_magnitude=delta))
+    if not found:
+        return table
+    last = found[-1]
+    first_column = int(present[last.index])
+    kept = list(range(first_column, table.base.shape[1]))
+    table.notes.append(
+        f"The base branch's {table.keys[row].display_name} changed level {last.change:+.1%} "
+        f"{len(kept)} run{'s' if len(kept) != 1 else ''} ago; the baseline starts there "
+        f"({len(kept)} of {table.base.shape[1]} runs).")
+    table.level_start = table.used[first_column]
+    return _keep_columns(table, kept)

@@ -1,0 +1,205 @@
+"""Runs as the unit of noise: the behaviours issue 12 asks of compare_run.
+
+Each test builds baseline runs and a candidate with a known shape of noise (fixed seeds, so
+the outcome is deterministic) and checks one behaviour that the old per-repeat test lacked.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from perfci.analysis import judge, moderation, runs
+from perfci.analysis.compare import CompareOptions, compare_run
+from perfci.model import MetricKind, SeriesKey, Verdict
+
+STEP = SeriesKey(MetricKind.STEP, "train_step")
+KERNELS = [SeriesKey(MetricKind.KERNEL, f"kernel_{i}") for i in range(60)]
+LEVELS = {STEP: 20e6, **{k: 2e6 * 0.9 ** i for i, k in enumerate(KERNELS)}}
+
+Baseline = dict[SeriesKey, list[list[float]]]
+Candidate = dict[SeriesKey, list[float]]
+
+
+def _world(rng: np.random.Generator, *, runs_n: int = 30, repeats: int = 5,
+           slower: dict[SeriesKey, float] | None = None, run_cv: float = 0.01,
+           repeat_cv: float = 0.02, shared_cv: float = 0.015,
+           wrecked: dict[int, float] | None = None,
+           level_from: tuple[int, dict[SeriesKey, float]] | None = None,
+           cand_factor: float | None = None) -> tuple[Baseline, Candidate]:
+    """Two-level noise: per repeat, per run and metric, and one factor per run."""
+    keys = list(LEVELS)
+    level = np.log([LEVELS[k] for k in keys])
+
+    def one_run(effect: dict[SeriesKey, float], extra: float, fixed: float | None) -> np.ndarray:
+        shared = rng.normal(0, shared_cv) if fixed is None else fixed
+        change = np.log1p([effect.get(k, 0.0) for k in keys])
+        logs = (level + change + shared + extra)[:, None] + rng.normal(0, run_cv, (len(keys), 1))
+        return np.exp(logs + rng.normal(0, repeat_cv, (len(keys), repeats)))
+
+    baseline: Baseline = {k: [] for k in keys}
+    for j in range(runs_n):
+        effect = level_from[1] if level_from and j >= level_from[0] else {}
+        values = one_run(effect, math.log1p((wrecked or {}).get(j, 0.0)), None)
+        for i, key in enumerate(keys):
+            baseline[key].append(values[i].tolist())
+    effect = dict(level_from[1]) if level_from else {}
+    for key, value in (slower or {}).items():
+        effect[key] = (1 + effect.get(key, 0.0)) * (1 + value) - 1
+    cand = one_run(effect, 0.0, cand_factor)
+    return baseline, {k: cand[i].tolist() for i, k in enumerate(keys)}
+
+
+def _lines(result: object) -> dict[SeriesKey, object]:
+    return {m.series: m for m in result.metrics}  # type: ignore[attr-defined]
+
+
+def test_printed_values_and_change_agree_on_one_basis() -> None:
+    baseline, candidate = _world(np.random.default_rng(1), slower={KERNELS[0]: 0.3})
+    result = compare_run(baseline, candidate, benchmark="b")
+    for line in result.metrics:
+        assert line.change == pytest.approx(line.candidate_median / line.baseline_median - 1)
+        assert line.ci_low <= line.change <= line.ci_high
+        if line.verdict is Verdict.REGRESSION:
+            assert line.candidate_median > line.baseline_median
+        if line.verdict is Verdict.IMPROVEMENT:
+            assert line.candidate_median < line.baseline_median
+
+
+def test_repeats_sharing_a_run_level_do_not_make_false_alarms() -> None:
+    """The candidate's five repeats share one run level (+2.5 % here, 2.5 σ of run noise):
+    a per-repeat test calls that significant; a run-level test must not."""
+    rng = np.random.default_rng(7)
+    baseline, candidate = _world(rng, run_cv=0.01, repeat_cv=0.002, shared_cv=0.0,
+                                 cand_factor=0.0)
+    kernel = KERNELS[3]
+    candidate[kernel] = (LEVELS[kernel] * 1.025 * np.exp(rng.normal(0, 0.002, 5))).tolist()
+    line = _lines(compare_run(baseline, candidate, benchmark="b"))[kernel]
+    assert line.change == pytest.approx(0.025, abs=0.01)
+    assert line.verdict is Verdict.INCONCLUSIVE
+    # An interval for a new run: about ±2 σ of the 1 % run noise, not of the 0.2 % repeats.
+    assert line.ci_high - line.ci_low > 0.03
+
+
+def test_wrecked_baseline_runs_are_left_out_and_named() -> None:
+    rng = np.random.default_rng(3)
+    baseline, candidate = _world(rng, wrecked={10: 0.35, 20: 0.55},
+                                 slower={KERNELS[0]: 0.11, STEP: 0.11 * 0.1})
+    result = compare_run(baseline, candidate, benchmark="b")
+    assert any(n.startswith("2 of 30 baseline runs left out: 3") and "% slower across all"
+               in n for n in result.notes)
+    assert 10 not in result.baseline_runs_used and 20 not in result.baseline_runs_used
+    assert len(result.baseline_runs_used) == 28
+    line = _lines(result)[KERNELS[0]]
+    assert line.verdict is Verdict.REGRESSION and 0.08 < line.change < 0.15
+
+
+def test_an_outlier_repeat_of_the_candidate_is_left_out() -> None:
+    rng = np.random.default_rng(4)
+    baseline, candidate = _world(rng)
+    for key in candidate:
+        candidate[key][2] *= 1.6  # one repeat during a load spike
+    result = compare_run(baseline, candidate, benchmark="b")
+    assert any(n.startswith("1 of 5 repeats of this run left out: 5") and "% slower" in n
+               for n in result.notes)
+    assert result.verdict is not Verdict.REGRESSION
+    assert all(m.n_candidate == 4 for m in result.metrics)
+
+
+def test_the_baseline_starts_at_the_last_accepted_change() -> None:
+    """main got 8 % slower 12 runs ago and stayed there; an unchanged PR is not a regression
+    against the older, faster runs."""
+    rng = np.random.default_rng(5)
+    accepted = {STEP: 0.08, **{k: 0.08 for k in KERNELS[:10]}}
+    baseline, candidate = _world(rng, level_from=(18, accepted))
+    result = compare_run(baseline, candidate, benchmark="b")
+    assert result.baseline_level_start == 18
+    assert result.baseline_runs_used == list(range(18, 30))
+    assert any("train_step changed level +" in n and "12 runs ago" in n for n in result.notes)
+    assert _lines(result)[STEP].verdict is not Verdict.REGRESSION
+    off = compare_run(baseline, candidate, benchmark="b",
+                      options=CompareOptions(trim_change_points=False))
+    assert off.baseline_level_start is None and len(off.baseline_runs_used) == 30
+
+
+def test_a_broad_change_never_turns_unchanged_kernels_into_improvements() -> None:
+    rng = np.random.default_rng(6)
+    half = {k: 0.10 for k in KERNELS[::2]}
+    baseline, candidate = _world(rng, slower={**half, STEP: 0.05})
+    result = compare_run(baseline, candidate, benchmark="b")
+    lines = _lines(result)
+    assert not [k for k in KERNELS[1::2] if lines[k].verdict is Verdict.IMPROVEMENT]
+    assert lines[STEP].verdict is Verdict.REGRESSION
+    assert result.shared_factor is not None and abs(result.shared_factor.change) < 0.03
+
+
+def test_a_machine_wide_shift_is_one_line_not_every_metric() -> None:
+    """Everything 9 % slower (a throttled card): the factor line says so, kernels do not."""
+    rng = np.random.default_rng(8)
+    baseline, candidate = _world(rng, cand_factor=math.log(1.09))
+    result = compare_run(baseline, candidate, benchmark="b")
+    assert result.shared_factor is not None
+    assert result.shared_factor.verdict is Verdict.REGRESSION
+    assert result.verdict is Verdict.REGRESSION
+    assert not [m for m in result.metrics if m.verdict is Verdict.REGRESSION]
+    assert any("moved together" in n and "--ab" in n for n in result.notes)
+    step = _lines(result)[STEP]
+    assert step.change > 0.05 and step.adjusted_change is not None
+    assert abs(step.adjusted_change) < 0.03
+
+
+def test_few_metrics_are_judged_on_plain_values_without_a_factor() -> None:
+    rng = np.random.default_rng(9)
+    keys = [STEP, KERNELS[0]]
+    baseline = {k: (LEVELS[k] * np.exp(rng.normal(0, 0.01, (10, 3)))).tolist() for k in keys}
+    candidate = {STEP: (LEVELS[STEP] * 1.2 * np.exp(rng.normal(0, 0.01, 3))).tolist(),
+                 KERNELS[0]: (LEVELS[KERNELS[0]] * np.exp(rng.normal(0, 0.01, 3))).tolist()}
+    result = compare_run(baseline, candidate, benchmark="b")
+    assert result.shared_factor is None
+    line = _lines(result)[STEP]
+    assert line.verdict is Verdict.REGRESSION and line.adjusted_change is None
+
+
+def test_the_run_verdict_follows_the_step_when_nothing_gated_moved() -> None:
+    step = judge.MetricComparison(key=STEP.key, verdict=Verdict.UNCHANGED, gated=True)
+    wide = judge.MetricComparison(key=KERNELS[0].key, verdict=Verdict.INCONCLUSIVE, gated=True)
+    assert judge.run_verdict([step, wide], primary=STEP.key) is Verdict.UNCHANGED
+    assert judge.run_verdict([step, wide]) is Verdict.INCONCLUSIVE
+
+
+def test_bh_weights_average_one_and_give_each_class_its_budget() -> None:
+    options = CompareOptions(step_budget=0.2, factor_budget=0.1, gated_budget=0.5)
+    classes = ["step", "factor", *["gated"] * 10, *["other"] * 88]
+    weights = judge.bh_weights(classes, options)
+    assert weights.mean() == pytest.approx(1.0)
+    assert weights[0] == pytest.approx(0.2 * 100)
+    assert weights[2:12].sum() == pytest.approx(0.5 * 100)
+    only_gated = judge.bh_weights(["gated"] * 4, options)
+    assert only_gated.tolist() == pytest.approx([1.0] * 4)
+
+
+def test_moderation_shrinks_towards_a_common_variance() -> None:
+    rng = np.random.default_rng(10)
+    s2 = 0.02**2 * rng.chisquare(4, 400) / 4
+    post, dof = moderation.squeeze_variances(s2, np.full(400, 4.0))
+    assert np.all(dof > 4)
+    assert np.std(np.log(post)) < np.std(np.log(s2))
+    assert np.median(np.sqrt(post)) == pytest.approx(0.02, rel=0.1)
+    few, few_dof = moderation.squeeze_variances(s2[:3], np.full(3, 4.0))
+    assert few.tolist() == s2[:3].tolist() and few_dof.tolist() == [4.0] * 3
+
+
+def test_run_values_are_trimmed_means_of_repeats() -> None:
+    matrix = np.log(np.array([[100.0, 101, 102, 103, 500], [100, 100, 100, np.nan, np.nan]]))
+    values = np.exp(runs.summarise(matrix))
+    assert values[0] == pytest.approx(math.exp(np.mean(np.log([101, 102, 103]))))
+    assert values[1] == pytest.approx(100.0)
+
+
+def test_missing_runs_of_a_series_are_aligned_on_the_newest_run() -> None:
+    baseline = {STEP: [[100.0]] * 6, KERNELS[0]: [[], [], [], [10.0], [10.0], [10.0]]}
+    table = runs.build_run_table(baseline, {STEP: [100.0], KERNELS[0]: [10.0]})
+    row = table.keys.index(KERNELS[0])
+    assert np.isnan(table.base[row, :3]).all() and np.isfinite(table.base[row, 3:]).all()
