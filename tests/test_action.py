@@ -3,9 +3,11 @@ steps' bash scripts, run as the Actions runner would run them (``bash -eo pipefa
 substituted, GITHUB_* variables, a per-step GITHUB_OUTPUT), post to a real loopback fake GitHub
 API.
 
-What is simulated: the runner itself. The "Install perfci" step is skipped (it pip-installs
-perfci, which .venv already holds; PATH starts with .venv/bin so ``perfci`` resolves), and the
-check step reads the shipped example profiles (``profiles:``) so no benchmark has to run.
+What is simulated: the runner itself. The "Install perfci" step and the ``uses:`` steps
+(actions/cache) are skipped (perfci is already in .venv; PATH starts with .venv/bin so ``perfci``
+and ``python3`` resolve there), and the check step mostly reads the shipped example profiles
+(``profiles:``) so no benchmark has to run. The history-branch test gives every job a fresh
+clone of a bare ``origin`` repository as its workspace, as a GitHub-hosted runner would.
 """
 
 from __future__ import annotations
@@ -34,9 +36,15 @@ VENV_BIN = Path(sys.executable).parent
 REPO = "octo/gpt"
 BENCHMARK = "gpt-tiny"
 HEAD_SHA = "c0ffee" + "1" * 34
+GIT_IDENTITY = {"GIT_AUTHOR_NAME": "dev", "GIT_AUTHOR_EMAIL": "dev@example.com",
+                "GIT_COMMITTER_NAME": "dev", "GIT_COMMITTER_EMAIL": "dev@example.com",
+                "GIT_CONFIG_NOSYSTEM": "1"}
 EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 PATH_EXPR = re.compile(r"^[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*$")
-CHECK_OUTPUTS = {"verdict", "regressions", "report"}  # what `perfci check --github-output` sets
+# `perfci check --github-output` sets the first three, the check step itself the others.
+CHECK_OUTPUTS = {"verdict", "regressions", "report", "json-report", "step-time-change",
+                 "comment-url", "run-url"}
+SHA_PIN = re.compile(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}")
 
 
 @pytest.fixture(scope="module")
@@ -67,10 +75,14 @@ def test_every_referenced_input_exists(action: dict[str, Any]) -> None:
 
 def test_the_documented_inputs_and_outputs_are_there(action: dict[str, Any]) -> None:
     assert set(action["inputs"]) == {
-        "benchmark", "command", "profiles", "repeats", "profiler", "database-url", "server-url",
-        "token", "github-token", "fail-on-regression", "comment", "baseline-branch",
-        "working-directory", "perfci-spec", "python"}
-    assert set(action["outputs"]) == {"verdict", "regression-count", "report-path"}
+        "benchmark", "command", "profiles", "repeats", "profiler", "glob", "env", "delta",
+        "alpha", "baseline-runs", "ab", "ab-pairs", "args", "database-url", "server-url",
+        "token", "history", "github-token", "fail-on-regression", "comment", "comment-on", "cc",
+        "baseline-branch", "working-directory", "perfci-spec", "python"}
+    assert set(action["outputs"]) == {"verdict", "regression-count", "report-path",
+                                      "json-report", "step-time-change", "comment-url",
+                                      "run-url"}
+    assert action["inputs"]["history"]["default"] == "git:perfci-data"
     assert action["runs"]["using"] == "composite"
 
 
@@ -88,6 +100,9 @@ def test_every_output_reads_an_existing_step(action: dict[str, Any]) -> None:
 def test_every_step_is_bash_and_every_expression_is_one_the_simulator_knows(
         action: dict[str, Any]) -> None:
     for step in action["runs"]["steps"]:
+        if "uses" in step:  # another action: pinned by commit SHA, never a movable tag
+            assert SHA_PIN.fullmatch(step["uses"]), step["uses"]
+            continue
         assert step.get("shell") == "bash" and "run" in step, step.get("name")
     for expression in _expressions(action):
         assert PATH_EXPR.match(expression), f"unsupported expression: {expression}"
@@ -158,20 +173,29 @@ class Runner:
 
     root: Path
     server: FakeGitHub
-    database: Path
+    database: Path | None = None
+    #: ``pull_request`` (PR 7) or ``push`` (to main, of commit ``sha``).
+    event: str = "pull_request"
+    sha: str = "f" * 40
+    run_id: str = "4242"
 
     def base_env(self, run_attempt: int) -> dict[str, str]:
         keep = {k: v for k, v in os.environ.items()
-                if not k.startswith(("GITHUB_", "PERFCI_", "RUNNER_", "INPUT_"))}
+                if not k.startswith(("GITHUB_", "PERFCI_", "RUNNER_", "INPUT_", "GIT_"))}
         event = self.root / "event.json"
-        event.write_text(json.dumps(_pull_request_event()), encoding="utf-8")
-        return {**keep,
+        if self.event == "push":
+            payload: dict[str, Any] = {"ref": "refs/heads/main", "after": self.sha}
+            refs = {"GITHUB_REF": "refs/heads/main", "GITHUB_REF_NAME": "main"}
+        else:
+            payload = _pull_request_event()
+            refs = {"GITHUB_REF": "refs/pull/7/merge", "GITHUB_REF_NAME": "7/merge",
+                    "GITHUB_HEAD_REF": "feature/slow-attention", "GITHUB_BASE_REF": "main"}
+        event.write_text(json.dumps(payload), encoding="utf-8")
+        return {**keep, **refs, **GIT_IDENTITY, "HOME": str(self.root),
                 "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
                 "CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": REPO,
-                "GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(event),
-                "GITHUB_SHA": "f" * 40, "GITHUB_REF": "refs/pull/7/merge",
-                "GITHUB_REF_NAME": "7/merge", "GITHUB_HEAD_REF": "feature/slow-attention",
-                "GITHUB_BASE_REF": "main", "GITHUB_RUN_ID": "4242",
+                "GITHUB_EVENT_NAME": self.event, "GITHUB_EVENT_PATH": str(event),
+                "GITHUB_SHA": self.sha, "GITHUB_RUN_ID": self.run_id,
                 "GITHUB_RUN_ATTEMPT": str(run_attempt), "GITHUB_SERVER_URL": "https://github.test",
                 "GITHUB_API_URL": self.server.url, "GITHUB_WORKSPACE": str(self.workspace),
                 "GITHUB_ACTION_PATH": str(ACTION.parent), "RUNNER_TEMP": str(self.temp),
@@ -195,12 +219,12 @@ class Runner:
         self.temp.mkdir(exist_ok=True)
         env = self.base_env(run_attempt)
         github = {"token": TOKEN, "action_path": str(ACTION.parent), "repository": REPO,
-                  "workspace": str(self.workspace), "event_name": "pull_request"}
+                  "workspace": str(self.workspace), "event_name": self.event}
         context: dict[str, Any] = {"github": github, "steps": {}}
         context["inputs"] = _inputs(action, inputs, context)
         log, returncode = [], 0
         for number, step in enumerate(action["runs"]["steps"]):
-            if step.get("id") == "install":
+            if step.get("id") == "install" or "uses" in step:
                 continue  # .venv already holds perfci; PATH has .venv/bin (module docstring)
             returncode, outputs, text = self._step(step, number, env, context)
             context["steps"][step.get("id") or f"step{number}"] = {"outputs": outputs}
@@ -292,6 +316,12 @@ def test_the_action_posts_one_comment_and_a_status_on_a_pull_request(
     assert len(comments) == 1
     statuses = [(s["sha"], s["context"], s["state"]) for s in github_server.statuses]
     assert statuses == [(HEAD_SHA, f"perfci/{BENCHMARK}", "failure")]
+    assert first.outputs["comment-url"] == comments[0]["html_url"]
+    assert first.outputs["step-time-change"].startswith("+"), first.outputs
+    assert float(first.outputs["step-time-change"]) > 2
+    saved = json.loads(Path(first.outputs["json-report"]).read_text(encoding="utf-8"))
+    assert saved["verdict"] == "regression" and saved["baseline"]["runs"] == 4
+    assert first.outputs["run-url"] == ""  # only a perfci server has run pages
 
     # A re-run (attempt 2) that does not fail the job: the comment is edited, not duplicated.
     second = runner.run(action, {**inputs, "fail-on-regression": "false"}, run_attempt=2)
@@ -303,8 +333,120 @@ def test_the_action_posts_one_comment_and_a_status_on_a_pull_request(
         github_server.comments_on(REPO, 7)[0]["body"] == comments[0]["body"])
     assert len(github_server.statuses) == 2
     assert all(s["state"] != "pending" for s in github_server.statuses)
+
+    # `cc` on a regression: the mentions go into the (edited) comment; a bad name is left out.
+    third = runner.run(action, {**inputs, "fail-on-regression": "false",
+                                "comment-on": "regression", "cc": "@alice @octo/perf b@d"},
+                       run_attempt=3)
+    assert third.returncode == 0, third.log
+    body = github_server.comments_on(REPO, 7)[0]["body"]
+    assert body.rstrip().endswith("cc @alice @octo/perf"), body[-200:]
+    assert "'b@d' is not a @user" in third.log
+    assert third.outputs["comment-url"] == comments[0]["html_url"]
+    assert len(github_server.comments_on(REPO, 7)) == 1
+
+    # Nothing to say for `comment-on: regression`: no comment, no status, no API call at all.
+    calls = len(github_server.requests)
+    quiet = runner.run(action, {**inputs, "comment-on": "regression",
+                                "profiles": str(PROFILES / "main-2" / "*.pt.trace.json.gz")},
+                       run_attempt=4)
+    assert quiet.returncode == 0, quiet.log
+    assert quiet.outputs["verdict"] != "regression"
+    assert quiet.outputs["comment-url"] == ""
+    assert len(github_server.requests) == calls
     assert not github_server.unknown
-    assert TOKEN not in first.log + second.log
+    assert TOKEN not in first.log + second.log + third.log + quiet.log
+
+
+def _git(cwd: Path, *args: str, when: int | None = None) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_IDENTITY, HOME=str(cwd))
+    if when is not None:  # distinct commit times: baselines are ordered by them
+        env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = f"2026-11-0{when} 10:00:00 +0000"
+    done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
+    return done.stdout.strip()
+
+
+def _fresh_runner(root: Path, origin: Path, server: FakeGitHub, *, when: int,
+                  **options: Any) -> Runner:
+    """A new runner whose workspace is a fresh clone of ``origin`` with one new commit."""
+    root.mkdir()
+    _git(root, "clone", "--quiet", str(origin), "workspace")
+    runner = Runner(root, server, **options)
+    _git(runner.workspace, "commit", "--quiet", "--allow-empty", "-m", f"change {when}",
+         when=when)
+    runner.sha = _git(runner.workspace, "rev-parse", "HEAD")
+    return runner
+
+
+@pytest.mark.slow
+def test_by_default_the_history_lives_on_a_branch_and_the_pr_gets_a_real_baseline(
+        action: dict[str, Any], github_server: FakeGitHub, tmp_path: Path) -> None:
+    origin = tmp_path / "origin.git"
+    _git(tmp_path, "init", "--quiet", "--bare", "--initial-branch=main", str(origin))
+    seed = _fresh_runner(tmp_path / "seed", origin, github_server, when=1)
+    _git(seed.workspace, "push", "--quiet", "origin", "HEAD:main")
+    for job in range(1, 5):  # pushes to main: each on a new, empty runner
+        runner = _fresh_runner(tmp_path / f"main-{job}", origin, github_server, when=1 + job,
+                               event="push", run_id=str(100 + job))
+        _git(runner.workspace, "push", "--quiet", "origin", "HEAD:main")
+        done = runner.run(action, {
+            "benchmark": BENCHMARK, "repeats": "3",
+            "profiles": str(PROFILES / f"main-{job}" / "*.pt.trace.json.gz")})
+        assert done.returncode == 0, done.log
+        assert "warning: history" not in done.log, done.log
+        report = json.loads(Path(done.outputs["json-report"]).read_text(encoding="utf-8"))
+        assert report["baseline"]["runs"] == job - 1, done.log
+        assert done.outputs["comment-url"] == ""  # a push: nothing to comment on
+    runs = _git(origin, "ls-tree", "-r", "--name-only", "perfci-data", "runs/").splitlines()
+    assert len(runs) == 4
+    tip = _git(origin, "rev-parse", "perfci-data")
+
+    pr = _fresh_runner(tmp_path / "pr", origin, github_server, when=8)
+    done = pr.run(action, {"benchmark": BENCHMARK, "repeats": "3",
+                           "profiles": str(PROFILES / "slow-attention" / "*.pt.trace.json.gz")})
+    assert done.returncode == 1, done.log
+    assert done.outputs["verdict"] == "regression"
+    report = json.loads(Path(done.outputs["json-report"]).read_text(encoding="utf-8"))
+    assert report["baseline"]["runs"] == 4
+    comments = github_server.comments_on(REPO, 7)
+    assert len(comments) == 1
+    assert "4 runs of main" in comments[0]["body"], comments[0]["body"]
+    assert done.outputs["comment-url"] == comments[0]["html_url"]
+    assert _git(origin, "rev-parse", "perfci-data") == tip  # a pull request never writes it
+    assert not github_server.unknown
+
+
+@pytest.mark.slow
+def test_the_default_torch_profiler_works_with_the_runners_own_python(
+        action: dict[str, Any], github_server: FakeGitHub, tmp_path: Path) -> None:
+    plain = Path("/usr/bin/python3")
+    if not plain.is_file():
+        pytest.skip("needs a system /usr/bin/python3 beside the test virtualenv")
+    bare = subprocess.run([str(plain), "-c", "import perfci"], cwd=tmp_path, check=False,
+                          capture_output=True, env={"PATH": "/usr/bin:/bin"})
+    if bare.returncode == 0:
+        pytest.skip("/usr/bin/python3 already has perfci: it would prove nothing")
+    runner = Runner(tmp_path, github_server, tmp_path / "perfci.db")
+    runner.workspace.mkdir()
+    trace = sorted((PROFILES / "main-1").glob("*.pt.trace.json.gz"))[0]
+    # A benchmark in the style of examples/gpt/bench.py: it imports perfci.torch (torch itself
+    # is imported lazily there, so this works without torch) and leaves a trace per repeat.
+    (runner.workspace / "bench.py").write_text(
+        "import os, shutil, sys\n"
+        "import perfci.torch\n"
+        "shutil.copy(sys.argv[1], os.path.join(os.environ['PERFCI_OUTPUT_DIR'],\n"
+        "            'r.pt.trace.json.gz'))\n"
+        "open('imported-from.txt', 'w').write(perfci.torch.__file__)\n", encoding="utf-8")
+    done = runner.run(action, {"benchmark": BENCHMARK, "repeats": "2", "comment": "false",
+                               "command": f"{plain} bench.py {trace}",
+                               "database-url": f"sqlite:///{runner.database}"})
+    assert done.returncode == 0, done.log
+    assert done.outputs["verdict"] == "no-baseline", done.log
+    imported = (runner.workspace / "imported-from.txt").read_text(encoding="utf-8")
+    assert imported.startswith(str(runner.temp / "perfci-pythonpath" / "perfci")), imported
 
 
 def test_the_simulator_evaluates_expressions_and_outputs(tmp_path: Path) -> None:
@@ -347,6 +489,8 @@ def test_every_step_script_is_valid_bash(action: dict[str, Any], tmp_path: Path)
     context = {"inputs": {name: "x" for name in action["inputs"]},
                "github": {"token": "t", "action_path": "/a"}, "steps": {}}
     for number, step in enumerate(action["runs"]["steps"]):
+        if "run" not in step:
+            continue  # a `uses:` step
         script = tmp_path / f"step-{number}.sh"
         script.write_text(evaluate(step["run"], context), encoding="utf-8")
         done = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True,

@@ -1,0 +1,72 @@
+"""The action's outputs that ``perfci check --github-output`` does not write, from its JSON report.
+
+Usage: ``python outputs.py REPORT.json`` (the interpreter that has perfci). Appends
+``step-time-change=`` and ``run-url=`` to ``$GITHUB_OUTPUT``, and prints two words for the
+composite step: whether to post the comment (``yes``/``no``, from ``$COMMENT_ON``: ``always``,
+``change`` or ``regression``; never for a push or a fork's pull request) and whether the run is a
+regression (``yes``/``no``, for the ``cc`` line).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from perfci.report._format import primary_step
+from perfci.report.json_report import comparison_from_dict
+
+_WORTH_A_COMMENT = {"always": {"regression", "improvement", "unchanged", "inconclusive",
+                               "no-baseline"},
+                    "change": {"regression", "improvement"},
+                    "regression": {"regression"}}
+
+
+def step_time_change(report: dict[str, Any]) -> str:
+    """The primary step's change in percent, signed, or ``""`` without a baseline."""
+    step = primary_step(comparison_from_dict(report))
+    if step is None or step.change is None:
+        return ""
+    return f"{step.change * 100:+.2f}"
+
+
+def run_url(report: dict[str, Any], server_url: str) -> str:
+    """The run's page on the perfci server (remote mode only)."""
+    run_id = report.get("run_id")
+    if not server_url or not isinstance(run_id, int):
+        return ""
+    return f"{server_url.rstrip('/')}/runs/{run_id}"
+
+
+def is_fork(event_path: str) -> bool:
+    """A pull request whose head lives in another repository (its token is read-only)."""
+    try:
+        event = json.loads(Path(event_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    pull = event.get("pull_request") if isinstance(event, dict) else None
+    if not isinstance(pull, dict):
+        return False
+    head = ((pull.get("head") or {}).get("repo") or {}).get("full_name")
+    base = ((pull.get("base") or {}).get("repo") or {}).get("full_name")
+    return bool(head and base and head != base)
+
+
+def main(path: str) -> int:
+    report = json.loads(Path(path).read_text(encoding="utf-8"))
+    outputs = {"step-time-change": step_time_change(report),
+               "run-url": run_url(report, os.environ.get("PERFCI_SERVER_URL", ""))}
+    with Path(os.environ["GITHUB_OUTPUT"]).open("a", encoding="utf-8") as handle:
+        handle.write("".join(f"{key}={value}\n" for key, value in outputs.items()))
+    verdict = report.get("verdict")
+    worth = verdict in _WORTH_A_COMMENT.get(os.environ.get("COMMENT_ON", "always"), set())
+    is_pr = isinstance(report.get("pr_number"), int)
+    post = worth and is_pr and not is_fork(os.environ.get("GITHUB_EVENT_PATH", ""))
+    print("yes" if post else "no", "yes" if verdict == "regression" else "no")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
