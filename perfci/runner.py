@@ -4,6 +4,11 @@ Each repeat gets its own output directory in ``PERFCI_OUTPUT_DIR`` and its index
 ``PERFCI_REPEAT``. With ``profiler="nsys"`` the command is wrapped in ``nsys profile`` and the
 report exported to SQLite, which perfci parses; with ``torch`` the command is expected to write
 its own traces (see ``perfci.torch``); with ``none`` every file the command leaves is collected.
+
+The benchmark is the code under test (a pull request's code, in CI), so it never sees perfci's
+or the CI's secrets: it starts without any ``PERFCI_*`` variable except the two perfci sets for
+it, and without the CI tokens in :data:`WITHHELD_CI_VARIABLES` (issue 13). ``pass_env`` (the
+``pass_env`` setting, ``--pass-env NAME``) lets named variables through.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import shutil
 import subprocess
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +31,16 @@ DEFAULT_GLOBS: dict[str, tuple[str, ...]] = {
     "none": ("*",),
 }
 TAIL_LINES = 40
+
+#: What perfci sets for each repeat; every other ``PERFCI_*`` variable is withheld.
+BENCHMARK_VARIABLES = ("PERFCI_OUTPUT_DIR", "PERFCI_REPEAT")
+#: The CI's credentials, withheld from the benchmark: GitHub's API tokens, and the Actions
+#: runtime's tokens with the service URLs they unlock (cache, artifacts, OIDC id tokens).
+WITHHELD_CI_VARIABLES = (
+    "GITHUB_TOKEN", "GH_TOKEN", "ACTIONS_RUNTIME_TOKEN", "ACTIONS_RUNTIME_URL",
+    "ACTIONS_ID_TOKEN_REQUEST_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_URL", "ACTIONS_CACHE_URL",
+    "ACTIONS_RESULTS_URL",
+)
 
 
 class BenchmarkFailed(PerfciError):
@@ -45,6 +60,8 @@ class RepeatResult:
     files: list[Path]
     seconds: float
     output_dir: Path
+    #: Names (never values) of the variables withheld from this repeat's environment.
+    withheld: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -66,6 +83,44 @@ def wrap_command(command: Sequence[str], profiler: str, output_dir: Path) -> lis
         return [nsys, "profile", "--force-overwrite=true", "--export=sqlite",
                 "--trace=cuda,nvtx,osrt", "-o", str(output_dir / "report"), *command]
     return list(command)
+
+
+def benchmark_environment(base: Mapping[str, str], *,
+                          pass_env: Collection[str] = ()) -> tuple[dict[str, str], list[str]]:
+    """The environment a benchmark starts with: ``base`` without perfci's and the CI's secrets.
+
+    Parameters
+    ----------
+    base
+        The environment perfci runs in (``os.environ``).
+    pass_env
+        Names to let through although they would be withheld.
+
+    Returns
+    -------
+    tuple
+        The benchmark's environment, and the sorted names withheld from it (names only: the
+        values are secrets and go nowhere).
+    """
+    allowed = set(pass_env)
+    withheld = sorted(name for name in base if name not in allowed and _withheld(name))
+    dropped = set(withheld)
+    return {k: v for k, v in base.items() if k not in dropped}, withheld
+
+
+def _withheld(name: str) -> bool:
+    # Default-deny for perfci's namespace: a setting added later (a webhook, a token) is
+    # withheld without anyone having to remember this list.
+    if name.startswith("PERFCI_"):
+        return name not in BENCHMARK_VARIABLES
+    return name in WITHHELD_CI_VARIABLES
+
+
+def _configured_pass_env(cwd: Path | None) -> list[str]:
+    """The ``pass_env`` setting (environment, then config file) when the caller passed none."""
+    from perfci.settings import get_settings
+
+    return list(get_settings(start=cwd).pass_env)
 
 
 def collect_files(output_dir: Path, globs: Sequence[str]) -> list[Path]:
@@ -90,8 +145,13 @@ def run_benchmark(
     cwd: Path | None = None,
     on_repeat: Callable[[int, RepeatResult], None] | None = None,
     timeout_s: float | None = None,
+    pass_env: Collection[str] | None = None,
 ) -> RunResult:
     """Run ``command`` ``repeats`` times; stop at the first failing repeat.
+
+    ``env`` (default ``os.environ``) is what the benchmark would inherit; it starts with
+    perfci's and the CI's secrets removed (:func:`benchmark_environment`) except the names in
+    ``pass_env`` (default: the ``pass_env`` setting). ``cwd`` is the directory it runs in.
 
     Raises ``BenchmarkFailed`` (carrying the exit code and the output tail) when a repeat
     fails, and ``ConfigError`` when a repeat produced no profile file.
@@ -103,6 +163,9 @@ def run_benchmark(
     if repeats < 1:
         raise ConfigError("--repeats must be at least 1")
     patterns = tuple(globs) if globs else DEFAULT_GLOBS[profiler]
+    allowed = _configured_pass_env(cwd) if pass_env is None else pass_env
+    base_env, withheld = benchmark_environment(os.environ if env is None else env,
+                                               pass_env=allowed)
     result = RunResult(benchmark=benchmark)
     for index in range(repeats):
         out_dir = work_dir / f"repeat-{index}"
@@ -110,7 +173,8 @@ def run_benchmark(
             shutil.rmtree(out_dir)
         out_dir.mkdir(parents=True)
         repeat = _run_once(command, index=index, out_dir=out_dir, profiler=profiler,
-                           patterns=patterns, env=env, cwd=cwd, timeout_s=timeout_s)
+                           patterns=patterns, env=base_env, cwd=cwd, timeout_s=timeout_s)
+        repeat.withheld = withheld
         result.repeats.append(repeat)
         if on_repeat is not None:
             on_repeat(index, repeat)
@@ -118,9 +182,9 @@ def run_benchmark(
 
 
 def _run_once(command: Sequence[str], *, index: int, out_dir: Path, profiler: str,
-              patterns: Sequence[str], env: Mapping[str, str] | None, cwd: Path | None,
+              patterns: Sequence[str], env: Mapping[str, str], cwd: Path | None,
               timeout_s: float | None) -> RepeatResult:
-    child_env = dict(os.environ if env is None else env)
+    child_env = dict(env)
     child_env["PERFCI_OUTPUT_DIR"] = str(out_dir)
     child_env["PERFCI_REPEAT"] = str(index)
     argv = wrap_command(command, profiler, out_dir)

@@ -9,18 +9,20 @@ the environment at import time.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from perfci.errors import ConfigError
 
 DEFAULT_DB_DIR = ".perfci"
 DEFAULT_DB_NAME = "perfci.db"
+_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class Settings(BaseSettings):
@@ -77,6 +79,11 @@ class Settings(BaseSettings):
     budget: float | None = Field(None, gt=0)
     # Benchmarks declared in config: {name: {command = [...], profiler = "torch", ...}}.
     benchmarks: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    # Environment variables the benchmark may see although perfci withholds them. The benchmark
+    # (code under test) starts without perfci's own PERFCI_* variables and the CI's tokens
+    # (perfci.runner.WITHHELD_CI_VARIABLES, issue 13); name here the ones it needs, e.g.
+    # ["PERFCI_EXAMPLE_SLOW_ATTENTION"]. Flag: --pass-env NAME; env: PERFCI_PASS_ENV="A,B".
+    pass_env: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
     # --- service (perfci serve) ---
     # Largest request body an upload may send, in bytes (413 beyond it).
@@ -106,6 +113,18 @@ class Settings(BaseSettings):
         if self.database_url and self.database_url.startswith("git:"):
             self.history, self.database_url = self.database_url, None
         return self
+
+    @field_validator("pass_env", mode="before")
+    @classmethod
+    def _variable_names(cls, value: object) -> list[str]:
+        # The environment gives one string: "A,B" or "A B".
+        names = value.replace(",", " ").split() if isinstance(value, str) else value
+        if not isinstance(names, list | tuple) or not all(isinstance(n, str) for n in names):
+            raise ValueError("must be a list of environment variable names")
+        bad = [n for n in names if not _VARIABLE_NAME.fullmatch(n)]
+        if bad:
+            raise ValueError(f"not an environment variable name: {', '.join(map(repr, bad))}")
+        return list(dict.fromkeys(names))
 
     @field_validator("token", "github_token")
     @classmethod

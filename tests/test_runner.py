@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 
 from perfci.cli.main import main
 from perfci.errors import ConfigError
-from perfci.runner import BenchmarkFailed, run_benchmark
+from perfci.runner import BenchmarkFailed, benchmark_environment, run_benchmark
 
 WRITER = (
     "import os, pathlib, json\n"
@@ -83,3 +84,92 @@ def test_cwd_sets_the_benchmark_working_directory(tmp_path: Path) -> None:
     result = run_benchmark([sys.executable, "-c", script], benchmark="b", repeats=1,
                            work_dir=tmp_path / "work2")
     assert Path(result.files_per_repeat[0][0].read_text()).resolve() == Path.cwd().resolve()
+
+
+# --- secrets withheld from the code under test (issue 13 point 9) ----------------------------
+
+#: A benchmark that dumps the environment it was started with next to a valid perfci profile.
+ENV_DUMPER = (
+    "import json, os, pathlib, sys\n"
+    "out = pathlib.Path(os.environ['PERFCI_OUTPUT_DIR'])\n"
+    "pathlib.Path(sys.argv[1]).write_text(json.dumps(dict(os.environ)))\n"
+    "doc = {'perfci_version': '0.1.0', 'schema_version': 1, 'profiles': [{\n"
+    "    'label': 'p', 'format': 'perfci_json', 'source': 'bench', 'steps': 1,\n"
+    "    'metrics': [{'kind': 'step', 'name': 'step', 'device': 'cpu', 'total_ns': 1e6}]}]}\n"
+    "(out / 'profile.json').write_text(json.dumps(doc))\n"
+)
+SECRETS = {
+    "PERFCI_DATABASE_URL": None,  # set per test: perfci itself needs it
+    "PERFCI_TOKEN": "pct_s3cr3t-upload-token",
+    "PERFCI_GITHUB_TOKEN": "ghp_perfciS3cr3tGithubToken",
+    "PERFCI_SLACK_WEBHOOK": "https://hooks.slack.test/s3cr3t",
+    "GITHUB_TOKEN": "ghs_actionsS3cr3tToken",
+    "GH_TOKEN": "gho_cliS3cr3tToken",
+    "ACTIONS_RUNTIME_TOKEN": "runtime-s3cr3t",
+    "ACTIONS_ID_TOKEN_REQUEST_TOKEN": "oidc-s3cr3t",
+    "ACTIONS_ID_TOKEN_REQUEST_URL": "https://oidc.test/s3cr3t",
+    "ACTIONS_CACHE_URL": "https://cache.test/s3cr3t/",
+    "ACTIONS_RESULTS_URL": "https://results.test/s3cr3t/",
+}
+
+
+def _secret_env(monkeypatch: pytest.MonkeyPatch, database: Path) -> dict[str, str]:
+    """The process environment of a CI job holding every secret perfci knows of."""
+    for name in [k for k in os.environ if k.startswith(("GITHUB_", "PERFCI_", "ACTIONS_"))]:
+        monkeypatch.delenv(name)
+    values = {**SECRETS, "PERFCI_DATABASE_URL": f"sqlite:///{database}"}
+    for name, value in values.items():
+        monkeypatch.setenv(name, str(value))
+    return {k: str(v) for k, v in values.items()}
+
+
+def test_benchmark_environment_withholds_secrets_and_passes_named_ones() -> None:
+    base = {"PATH": "/bin", "HOME": "/home/ci", "CUDA_VISIBLE_DEVICES": "0",
+            "PERFCI_TOKEN": "t", "PERFCI_REPEAT": "old", "GITHUB_TOKEN": "g",
+            "GITHUB_SHA": "abc", "PERFCI_EXAMPLE_KNOB": "1", "GH_TOKEN": "h"}
+    env, withheld = benchmark_environment(base, pass_env=["PERFCI_EXAMPLE_KNOB", "GH_TOKEN"])
+    assert withheld == ["GITHUB_TOKEN", "PERFCI_TOKEN"]
+    assert env == {"PATH": "/bin", "HOME": "/home/ci", "CUDA_VISIBLE_DEVICES": "0",
+                   "PERFCI_REPEAT": "old", "GITHUB_SHA": "abc", "PERFCI_EXAMPLE_KNOB": "1",
+                   "GH_TOKEN": "h"}
+
+
+def test_run_benchmark_starts_the_benchmark_without_secrets(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    secrets = _secret_env(monkeypatch, tmp_path / "perfci.db")
+    monkeypatch.setenv("PERFCI_EXAMPLE_KNOB", "1")
+    dump = tmp_path / "env.json"
+    result = run_benchmark([sys.executable, "-c", ENV_DUMPER, str(dump)], benchmark="b",
+                           repeats=1, work_dir=tmp_path / "w", profiler="none",
+                           pass_env=["PERFCI_EXAMPLE_KNOB", "GH_TOKEN"])
+    seen = json.loads(dump.read_text())
+    assert not (set(secrets) - {"GH_TOKEN"}) & set(seen)
+    assert seen["GH_TOKEN"] == secrets["GH_TOKEN"]  # allow-listed
+    assert seen["PERFCI_EXAMPLE_KNOB"] == "1"
+    assert seen["PERFCI_REPEAT"] == "0" and seen["PERFCI_OUTPUT_DIR"].endswith("repeat-0")
+    assert seen["PATH"] == os.environ["PATH"]  # everything else is inherited
+    assert "PERFCI_TOKEN" in result.repeats[0].withheld
+    assert "GH_TOKEN" not in result.repeats[0].withheld
+
+
+def test_perfci_check_withholds_secrets_and_honours_the_pass_env_setting(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The whole `perfci check` path: the benchmark sees no secret, perfci prints none."""
+    secrets = _secret_env(monkeypatch, tmp_path / "perfci.db")
+    monkeypatch.setenv("PERFCI_EXAMPLE_KNOB", "slow")
+    monkeypatch.setenv("PERFCI_PASS_ENV", "PERFCI_EXAMPLE_KNOB")
+    monkeypatch.chdir(tmp_path)
+    dump = tmp_path / "env.json"
+    code = main(["check", "--benchmark", "b", "--repeats", "2", "--profiler", "none",
+                 "--glob", "*.json", "--no-comment", "--branch", "main", "--",
+                 sys.executable, "-c", ENV_DUMPER, str(dump)])
+    assert code == 0
+    seen = json.loads(dump.read_text())
+    assert not set(secrets) & set(seen), sorted(set(secrets) & set(seen))
+    assert "PERFCI_PASS_ENV" not in seen
+    assert seen["PERFCI_EXAMPLE_KNOB"] == "slow"
+    printed = capsys.readouterr()
+    for value in secrets.values():
+        if value != secrets["PERFCI_DATABASE_URL"]:  # a password-less SQLite URL is printed
+            assert value not in printed.out + printed.err

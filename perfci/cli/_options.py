@@ -27,6 +27,11 @@ DatabaseUrl = Annotated[str | None, typer.Option(
     "--database-url", help="Database URL (default: settings, else the embedded SQLite store "
                            ".perfci/perfci.db).")]
 
+PassEnv = Annotated[list[str] | None, typer.Option(
+    "--pass-env", metavar="NAME",
+    help="Let this environment variable through to the benchmark although perfci withholds it "
+         "(PERFCI_* and CI tokens; repeatable; default: the pass_env setting).")]
+
 
 def key_value_pairs(values: list[str] | None, *, option: str) -> dict[str, str]:
     """``["gpu=H100", "note=x"]`` as a dict; a usage error (exit 2) naming ``option`` else."""
