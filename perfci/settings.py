@@ -90,6 +90,26 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(64 * 1024 * 1024, ge=1)
     # Most metrics one uploaded run may hold, all repeats together (422 beyond it).
     max_metrics: int = Field(200_000, ge=1)
+    # Most samples (per-step values, `samples_ns`) one uploaded run may hold (413 beyond it).
+    max_samples: int = Field(2_000_000, ge=1)
+    # Largest size a `.gz` profile may inflate to, and the largest inflation ratio (413 beyond
+    # either): a 1 MB gzip bomb inflates to 1 GB. Real profiles compress 5-20x.
+    max_inflated_bytes: int = Field(64 * 1024 * 1024, ge=1)
+    max_inflation_ratio: int = Field(200, ge=1)
+    # Uploads parsed, stored and compared at once per worker process; more wait their turn, so
+    # a burst of big uploads cannot take the memory or the event loop from other clients.
+    upload_concurrency: int = Field(2, ge=1)
+    # Seconds a client may take to send a request's headers, and its whole body; slower
+    # connections are closed (slowloris). Idle keep-alive connections close after keep_alive.
+    header_timeout: float = Field(10.0, gt=0)
+    body_timeout: float = Field(120.0, gt=0)
+    keep_alive_timeout: float = Field(5.0, gt=0)
+    # Serve /docs, /redoc and /openapi.json (default: off; the schema is in docs/service.md).
+    api_docs: bool = False
+    # /metrics: off by default; with metrics_token set it answers requests carrying
+    # `Authorization: Bearer <metrics_token>`; public_metrics opens it to all (private network).
+    metrics_token: SecretStr | None = None
+    public_metrics: bool = False
 
     # --- GitHub ---
     github_token: SecretStr | None = None
@@ -126,7 +146,7 @@ class Settings(BaseSettings):
             raise ValueError(f"not an environment variable name: {', '.join(map(repr, bad))}")
         return list(dict.fromkeys(names))
 
-    @field_validator("token", "github_token")
+    @field_validator("token", "github_token", "metrics_token")
     @classmethod
     def _reject_placeholders(cls, value: SecretStr | None) -> SecretStr | None:
         if value is not None and value.get_secret_value().strip() in {"", "changeme", "***"}:

@@ -30,6 +30,7 @@ from perfci.usecases.tokens import create_token, revoke_token
 
 MAX_BODY = 2_000_000
 MAX_METRICS = 5_000
+METRICS_TOKEN = "metrics-" + uuid.uuid4().hex
 ENV = {"gpu": "test-gpu", "torch": "2.13.0"}
 
 
@@ -43,9 +44,10 @@ def server(request: pytest.FixtureRequest,
         admin = request.getfixturevalue("_postgres_admin")
         url = _create_postgres(admin)
     process = start_server(url, log_dir=folder,
-                           env={"PERFCI_MIN_BASELINE_RUNS": "3"},
+                           env={"PERFCI_MIN_BASELINE_RUNS": "3",
+                                "PERFCI_METRICS_TOKEN": METRICS_TOKEN},
                            args=("--max-body-bytes", str(MAX_BODY),
-                                 "--max-metrics", str(MAX_METRICS)))
+                                 "--max-metrics", str(MAX_METRICS), "--api-docs"))
     yield process
     process.stop()
     assert "Traceback" not in process.output(), process.output()
@@ -213,13 +215,16 @@ def test_retry_with_the_same_idempotency_key_returns_the_same_run(
     first = upload(server, project, token, body, **{"Idempotency-Key": "job-42"})
     assert first.status_code == 201, first.text
     before = counts(engine)
-    # The same key with other numbers is still the same upload: the first one wins.
-    body["repeats"] = body["repeats"][:2]
     again = upload(server, project, token, body, **{"Idempotency-Key": "job-42"})
     assert again.status_code == 200, again.text
     assert again.json()["run_id"] == first.json()["run_id"]
     assert again.json()["created"] is False
     assert again.json()["comparison"] == first.json()["comparison"]
+    # The same key with other numbers: a 409 naming the stored run, and nothing written.
+    body["repeats"] = body["repeats"][:2]
+    conflict = upload(server, project, token, body, **{"Idempotency-Key": "job-42"})
+    assert conflict.status_code == 409, conflict.text
+    assert conflict.json()["error"]["run_id"] == first.json()["run_id"]
     assert counts(engine) == before
     other = upload(server, project, token, body, **{"Idempotency-Key": "job-43"})
     assert other.status_code == 201 and other.json()["run_id"] != first.json()["run_id"]
@@ -248,7 +253,8 @@ def test_missing_wrong_revoked_and_wrong_scope_tokens_write_nothing(
                  401)
     assert "revoked" in assert_error(upload(server, project, revoked, body), 401)["message"]
     assert_error(upload(server, project, read_only, body), 403)
-    assert_error(upload(server, project, other, body), 403)
+    # Another project's token: as if the project did not exist (tests/test_server_abuse.py).
+    assert_error(upload(server, project, other, body), 404)
     malformed = httpx.post(f"{server.url}/api/v1/projects/{project}/runs", json=body,
                            headers={"Authorization": f"Basic {good}"})
     assert_error(malformed, 401)
@@ -317,7 +323,7 @@ HOSTILE: dict[str, tuple[int, Any]] = {
     "bad commit time": (422, lambda b: _with(b, ("context", "commit_time"), "yesterday")),
     "unknown schema_version": (422, lambda b: _with(b, ("repeats", 0, "schema_version"), 99)),
     "unknown top-level field": (422, lambda b: _with(b, ("surprise",), 1)),
-    "too many metrics": (422, lambda b: _with(b, ("repeats", 0), document(
+    "too many metrics": (413, lambda b: _with(b, ("repeats", 0), document(
         10, 6, names=MAX_METRICS + 1))),
     "over the body limit": (413, lambda b: _with(b, ("context", "ci_url"), "x" * MAX_BODY)),
 }
@@ -369,7 +375,8 @@ def test_healthz_metrics_and_openapi(server: ServerProcess) -> None:
     health = httpx.get(f"{server.url}/healthz")
     assert health.status_code == 200 and health.json()["status"] == "ok"
     httpx.get(f"{server.url}/api/v1/runs/1")
-    metrics = httpx.get(f"{server.url}/metrics")
+    assert_error(httpx.get(f"{server.url}/metrics"), 401)
+    metrics = httpx.get(f"{server.url}/metrics", headers=bearer(METRICS_TOKEN))
     assert metrics.status_code == 200
     assert metrics.headers["content-type"].startswith("text/plain; version=0.0.4")
     text = metrics.text

@@ -37,7 +37,8 @@ def fuzz_server(request: pytest.FixtureRequest,
     with db.make_sessionmaker(engine)() as session:
         token, _ = create_token(session, project=PROJECT, scopes="admin")
     engine.dispose()
-    server = start_server(url, log_dir=folder, args=("--max-body-bytes", "1000000"))
+    server = start_server(url, log_dir=folder, args=("--max-body-bytes", "1000000",
+                                                     "--api-docs"))
     body = {"benchmark": "b", "context": {"branch": "main"}, "repeats": [{"profiles": [
         {"steps": 1, "metrics": [{"kind": "step", "name": "s", "total_ns": 1e6}]}]}]}
     stored = httpx.post(f"{server.url}/api/v1/projects/{PROJECT}/runs", json=body,

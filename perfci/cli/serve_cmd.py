@@ -23,10 +23,23 @@ def serve_command(
                                            help="Most metrics per uploaded run "
                                                 "(default 200,000)."),
     log_level: str = typer.Option("info", "--log-level", help="uvicorn log level."),
+    header_timeout: float | None = typer.Option(
+        None, "--header-timeout", min=0.1, help="Seconds a client may take to send a "
+        "request's headers before its connection is closed (default 10)."),
+    body_timeout: float | None = typer.Option(
+        None, "--body-timeout", min=0.1, help="Seconds a client may take to send a request "
+        "body (default 120)."),
+    keep_alive_timeout: float | None = typer.Option(
+        None, "--keep-alive-timeout", min=0.1, help="Seconds an idle keep-alive connection "
+        "stays open (default 5)."),
+    api_docs: bool | None = typer.Option(
+        None, "--api-docs/--no-api-docs", help="Serve /docs, /redoc and /openapi.json "
+        "(default: off)."),
 ) -> None:
     """Serve the HTTP API (/api/v1), the dashboard (/), /healthz and /metrics."""
     import uvicorn
 
+    from perfci.server.protocol import TimedH11Protocol
     from perfci.settings import get_settings, redact_url
     from perfci.store.db import open_store
 
@@ -37,13 +50,21 @@ def serve_command(
     # Workers are separate processes: they build the app from the environment.
     os.environ["PERFCI_DATABASE_URL"] = url
     for name, value in (("PERFCI_MAX_BODY_BYTES", max_body_bytes),
-                        ("PERFCI_MAX_METRICS", max_metrics)):
+                        ("PERFCI_MAX_METRICS", max_metrics),
+                        ("PERFCI_API_DOCS", api_docs)):
         if value is not None:
             os.environ[name] = str(value)
+    # The protocol reads these in each worker; the settings (env, config file) give them.
+    os.environ["PERFCI_HEADER_TIMEOUT"] = str(settings.header_timeout
+                                              if header_timeout is None else header_timeout)
+    os.environ["PERFCI_BODY_TIMEOUT"] = str(settings.body_timeout
+                                            if body_timeout is None else body_timeout)
     typer.echo(f"perfci serving {redact_url(url)} on http://{host}:{port}", err=True)
     uvicorn.run("perfci.server.app:create_app_from_env", factory=True, host=host, port=port,
                 workers=workers, log_level=log_level, proxy_headers=True,
-                server_header=False)
+                server_header=False, http=TimedH11Protocol,
+                timeout_keep_alive=int(max(1, round(keep_alive_timeout
+                                                    or settings.keep_alive_timeout))))
 
 
 def register(app: typer.Typer) -> None:

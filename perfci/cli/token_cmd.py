@@ -26,20 +26,25 @@ def create_command(
     scopes: str = typer.Option("upload,read", "--scopes",
                                help="Comma-separated scopes: upload, read, admin."),
     name: str | None = typer.Option(None, "--name", help="A name to recognise it by."),
+    expires: str | None = typer.Option(
+        None, "--expires", help="When it stops working: a duration (12h, 90d, 8w, 1y) or an "
+        "ISO date (2027-01-31). Default: never."),
     database_url: str | None = typer.Option(None, "--database-url", help=_URL_HELP),
 ) -> None:
     """Create a token and print it ONCE (only its hash is stored)."""
     from perfci.usecases import tokens
 
+    expires_at = tokens.parse_expiry(expires) if expires else None
     store = _open(database_url)
     try:
         with store.sessions() as session:
             token, info = tokens.create_token(session, project=project, scopes=scopes,
-                                              name=name)
+                                              name=name, expires_at=expires_at)
     finally:
         store.close()
+    until = f", expires {_when(info.expires_at)} UTC" if info.expires_at else ""
     err_console.print(f"token {info.id} ({info.prefix}…) for {info.project}, scopes "
-                      f"{','.join(info.scopes)}; store it now, it is not shown again:",
+                      f"{','.join(info.scopes)}{until}; store it now, it is not shown again:",
                       highlight=False, markup=False)
     typer.echo(token)
 
@@ -50,7 +55,7 @@ def list_command(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     database_url: str | None = typer.Option(None, "--database-url", help=_URL_HELP),
 ) -> None:
-    """List tokens: id, prefix, name, scopes, created, last used, revoked."""
+    """List tokens: id, prefix, name, scopes, created, last used, expiry, revoked."""
     from perfci.usecases import tokens
 
     store = _open(database_url)
@@ -63,12 +68,13 @@ def list_command(
         typer.echo(json.dumps([_row(t) for t in found], indent=1))
         return
     typer.echo(f"{'id':>4}  {'prefix':<13} {'scopes':<18} {'created':<17} {'last used':<17} "
-               f"{'revoked':<17} name")
+               f"{'expires':<17} {'revoked':<17} name")
     for t in found:
         row = _row(t)
+        expires = _when(t.expires_at) + (" (expired)" if t.expired() else "")
         typer.echo(f"{t.id:>4}  {t.prefix + '…':<13} {row['scopes']:<18} "
                    f"{_when(t.created_at):<17} {_when(t.last_used_at):<17} "
-                   f"{_when(t.revoked_at):<17} {t.name}")
+                   f"{expires:<17} {_when(t.revoked_at):<17} {t.name}")
 
 
 @token_app.command("revoke")
@@ -99,7 +105,8 @@ def _open(database_url: str | None) -> Store:
 def _row(info: tokens.TokenInfo) -> dict[str, object]:
     return {"id": info.id, "project": info.project, "name": info.name, "prefix": info.prefix,
             "scopes": ",".join(info.scopes), "created_at": _iso(info.created_at),
-            "last_used_at": _iso(info.last_used_at), "revoked_at": _iso(info.revoked_at)}
+            "last_used_at": _iso(info.last_used_at), "expires_at": _iso(info.expires_at),
+            "revoked_at": _iso(info.revoked_at)}
 
 
 def _iso(moment: datetime | None) -> str | None:

@@ -1,7 +1,10 @@
 """The HTTP API under ``/api/v1``: upload runs, read runs, comparisons, benchmarks, history.
 
-Project names hold a slash (``owner/repo``), so project path parameters use Starlette's
-``path`` converter; send them as-is (``/api/v1/projects/acme/model/runs``) or percent-encoded.
+Project names hold a slash (``owner/repo``), and benchmark names may, so both path parameters
+use Starlette's ``path`` converter; send them as-is (``/api/v1/projects/acme/model/runs``) or
+percent-encoded.
+
+What a token may not see answers as if it did not exist (see :mod:`perfci.server.auth`).
 """
 
 from __future__ import annotations
@@ -11,14 +14,20 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Path, Query, Request, Response
-from fastapi.concurrency import run_in_threadpool
-from pydantic import ValidationError
 
 from perfci.errors import ConfigError, NotFoundError
 from perfci.model import Device, MetricKind, Profile, RunContext, SeriesKey, Verdict
 from perfci.report.json_report import comparison_to_dict
 from perfci.server import auth, uploads
-from perfci.server.deps import LimitsDep, RegistryDep, SessionDep, SettingsDep, TokenDep
+from perfci.server.deps import (
+    Limits,
+    LimitsDep,
+    RegistryDep,
+    SessionDep,
+    SettingsDep,
+    TokenDep,
+    run_upload_work,
+)
 from perfci.server.errors import UnsupportedMediaType
 from perfci.server.schemas import (
     INT32,
@@ -47,8 +56,10 @@ from perfci.usecases.submit import SubmitResult, submit_run
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorPublic, "description": description} for status, description in {
         400: "Malformed request", 401: "Missing, wrong or revoked token",
-        403: "Token lacks the scope or belongs to another project", 404: "Not found",
-        413: "Request body too large", 415: "Unsupported content type",
+        403: "Token of the project lacks the scope",
+        404: "Not found (or not visible to this token)",
+        413: "Request body, inflated file or metric count too large",
+        415: "Unsupported content type",
         422: "Invalid request", 503: "Database unavailable; retry"}.items()}
 
 router = APIRouter(prefix="/api/v1", responses=_ERRORS)
@@ -82,7 +93,9 @@ _UPLOAD_BODY = {
 
 @router.post("/projects/{project:path}/runs", status_code=201, response_model=RunCreated,
              openapi_extra=_UPLOAD_BODY, tags=["runs"],
-             responses={200: {"model": RunCreated, "description": "Already stored (a retry)"}})
+             responses={200: {"model": RunCreated, "description": "Already stored (a retry)"},
+                        409: {"model": ErrorPublic, "description": "The CI run is stored "
+                              "with other content; `error.run_id` is the stored run"}})
 async def upload_run(
     project: ProjectName, request: Request, response: Response, session: SessionDep,
     settings: SettingsDep, limits: LimitsDep, registry: RegistryDep, token: TokenDep,
@@ -98,8 +111,8 @@ async def upload_run(
         registry.count_upload("rejected")
         raise
     key = f"http:{idempotency_key}" if idempotency_key else None
-    result = await run_in_threadpool(_submit, session, context=context, benchmark=benchmark,
-                                     repeats=repeats, settings=settings, key=key)
+    result = await run_upload_work(request, _submit, session, context, benchmark, repeats,
+                                   settings, key)
     registry.count_upload("created" if result.ingest.created else "duplicate")
     if not result.ingest.created:
         response.status_code = 200
@@ -110,15 +123,12 @@ async def upload_run(
 
 
 async def _read_upload(request: Request, project: str,
-                       limits: Any) -> tuple[str, RunContext, list[list[Profile]]]:
+                       limits: Limits) -> tuple[str, RunContext, list[list[Profile]]]:
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type == "application/json":
         body = await request.body()
-        try:
-            upload = RunCreate.model_validate_json(body)
-        except ValidationError as exc:
-            raise _as_request_error(exc) from None
-        repeats = await run_in_threadpool(uploads.documents_to_repeats, upload.repeats)
+        upload, repeats = await run_upload_work(request, _decode_json, body, limits)
+        del body
         benchmark, context_in = upload.benchmark, upload.context
     elif content_type == "multipart/form-data":
         benchmark, context_in, repeats = await uploads.read_multipart(request, limits)
@@ -129,13 +139,12 @@ async def _read_upload(request: Request, project: str,
     return benchmark, context, repeats
 
 
-def _as_request_error(exc: ValidationError) -> Exception:
-    from fastapi.exceptions import RequestValidationError
+def _decode_json(body: bytes, limits: Limits) -> tuple[RunCreate, list[list[Profile]]]:
+    upload = uploads.decode_run(body, limits)
+    return upload, uploads.documents_to_repeats(upload.repeats)
 
-    return RequestValidationError(exc.errors(include_input=False))
 
-
-def _submit(session: Any, *, context: RunContext, benchmark: str,
+def _submit(session: Any, context: RunContext, benchmark: str,
             repeats: list[list[Profile]], settings: Any, key: str | None) -> SubmitResult:
     """``submit_run``, with the client's Idempotency-Key as the run key when it sent one."""
     return submit_run(session, context=context, benchmark=benchmark, repeats=repeats,
@@ -159,13 +168,17 @@ def update_project(project: ProjectName, update: ProjectUpdate, session: Session
     """Admin: make the project public (readable without a token) or private."""
     auth.require_scope(token, project, "admin")
     tokens.set_project_public(session, project=project, public=update.public)
-    return ProjectPublic(**dataclasses.asdict(browse.get_project(session, project)))
+    # list_projects counts the project's benchmarks and runs (get_project does not).
+    found = [p for p in browse.list_projects(session) if p.name == project]
+    if not found:
+        raise NotFoundError(auth.missing_project(project))
+    return ProjectPublic(**dataclasses.asdict(found[0]))
 
 
 @router.get("/runs/{run_id}", response_model=RunPublic, tags=["runs"])
 def get_run(run_id: RunId, session: SessionDep, token: TokenDep) -> RunPublic:
     """One stored run: commit, branch, CI, environment and its verdict."""
-    auth.require_read(session, token, browse.project_of_run(session, run_id))
+    _require_run(session, token, run_id)
     detail = browse.run_detail(session, run_id)
     verdict = detail.comparison.get("verdict") if detail.comparison else None
     return _run_public(detail.run, verdict)
@@ -174,7 +187,7 @@ def get_run(run_id: RunId, session: SessionDep, token: TokenDep) -> RunPublic:
 @router.get("/runs/{run_id}/comparison", response_model=ComparisonPublic, tags=["runs"])
 def get_comparison(run_id: RunId, session: SessionDep, token: TokenDep) -> ComparisonPublic:
     """The run's comparison with its baseline, as it was reported."""
-    auth.require_read(session, token, browse.project_of_run(session, run_id))
+    _require_run(session, token, run_id)
     detail = browse.run_detail(session, run_id)
     if detail.comparison is None:
         raise NotFoundError(f"run {run_id} has not been compared")
@@ -194,7 +207,7 @@ def list_benchmarks(project: ProjectName, session: SessionDep, token: TokenDep
                         step_series=_series_public(b.step_series)) for b in found])
 
 
-@router.get("/projects/{project:path}/benchmarks/{benchmark}/series",
+@router.get("/projects/{project:path}/benchmarks/{benchmark:path}/series",
             response_model=SeriesHistoryPublic, tags=["benchmarks"])
 def series_history(
     project: ProjectName, benchmark: BenchmarkName, session: SessionDep,
@@ -254,7 +267,9 @@ def list_alerts(
 def update_alert(alert_id: RunId, update: AlertUpdate, session: SessionDep,
                  token: TokenDep) -> AlertPublic:
     """Admin: acknowledge, dismiss or re-open an alert."""
-    auth.require_scope(token, alerts.get_alert(session, alert_id).project, "admin")
+    missing = f"no alert with id {alert_id}; `perfci alerts list` shows them"
+    owner = auth.owner_of(lambda: alerts.get_alert(session, alert_id).project, token, "admin")
+    auth.require_scope(token, owner, "admin", missing=missing)
     return _alert_public(alerts.set_alert_status(session, alert_id, update.status,
                                                  note=update.note))
 
@@ -278,6 +293,12 @@ def weekly_report(
     report = build_weekly_report(session, project=project, since=since, until=until,
                                  branch=branch, record=False)
     return report_to_dict(report)
+
+
+def _require_run(session: SessionDep, token: TokenDep, run_id: int) -> None:
+    """Read access to run ``run_id``; a run the token may not see is "missing" (404)."""
+    owner = auth.owner_of(lambda: browse.project_of_run(session, run_id), token, "read")
+    auth.require_read(session, token, owner, missing=f"no run with id {run_id}")
 
 
 def _alert_public(alert: alerts.AlertInfo) -> AlertPublic:

@@ -6,6 +6,7 @@ Nothing is built at import. ``perfci serve`` runs :func:`create_app_from_env` th
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -17,16 +18,17 @@ from fastapi.staticfiles import StaticFiles
 from sqlalchemy import text
 
 from perfci import __version__
+from perfci.errors import AuthError, NotFoundError
 from perfci.server import api, pages
 from perfci.server.deps import Limits
 from perfci.server.errors import error_body, install_handlers
 from perfci.server.metrics import CONTENT_TYPE, BodyLimitMiddleware, MetricsMiddleware, Registry
 from perfci.server.schemas import ErrorPublic, HealthPublic, RunCreate
+from perfci.server.security import SecurityHeadersMiddleware
 from perfci.settings import Settings, get_settings
 from perfci.store.db import make_engine, make_sessionmaker
 
 STATIC = Path(__file__).parent / "static"
-#: Environment variables for the limits, for as long as Settings has no fields for them.
 
 
 def create_app(settings: Settings, *, limits: Limits | None = None,
@@ -40,9 +42,14 @@ def create_app(settings: Settings, *, limits: Limits | None = None,
         yield
         engine.dispose()
 
+    # The interactive docs and the schema are off unless asked for (PERFCI_API_DOCS): they
+    # describe every route to anyone, and docs/service.md documents the API anyway.
+    docs = settings.api_docs
     app = FastAPI(title="perfci", version=__version__, lifespan=lifespan,
                   summary="GPU performance-regression checks: upload runs, read comparisons "
-                          "and history.")
+                          "and history.",
+                  docs_url="/docs" if docs else None, redoc_url="/redoc" if docs else None,
+                  openapi_url="/openapi.json" if docs else None)
     app.state.settings = settings
     app.state.limits = limits
     app.state.engine = engine
@@ -57,6 +64,7 @@ def create_app(settings: Settings, *, limits: Limits | None = None,
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.add_middleware(BodyLimitMiddleware, max_bytes=limits.max_body_bytes)
     app.add_middleware(MetricsMiddleware, registry=app.state.registry)
+    app.add_middleware(SecurityHeadersMiddleware)
     return app
 
 
@@ -75,8 +83,24 @@ def _add_operational_routes(app: FastAPI) -> None:
 
     @app.get("/metrics", response_class=PlainTextResponse, tags=["operations"])
     def metrics(request: Request) -> Response:
-        """Prometheus metrics of this worker process."""
+        """Prometheus metrics of this worker process (off unless configured)."""
+        _check_metrics_access(request)
         return PlainTextResponse(request.app.state.registry.render(), media_type=CONTENT_TYPE)
+
+
+def _check_metrics_access(request: Request) -> None:
+    """``/metrics`` is public only when ``public_metrics`` is set; with ``metrics_token`` it
+    needs that bearer token; with neither it does not exist (404)."""
+    settings: Settings = request.app.state.settings
+    if settings.public_metrics:
+        return
+    if settings.metrics_token is None:
+        raise NotFoundError("/metrics is off on this server (set PERFCI_METRICS_TOKEN)")
+    expected = f"Bearer {settings.metrics_token.get_secret_value()}".encode()
+    presented = request.headers.get("authorization", "").encode("utf-8", "replace")
+    if not hmac.compare_digest(presented, expected):
+        raise AuthError("/metrics needs `Authorization: Bearer <PERFCI_METRICS_TOKEN>`",
+                        status=401)
 
 
 def _document_upload_body(app: FastAPI) -> None:
@@ -98,8 +122,11 @@ def _document_upload_body(app: FastAPI) -> None:
 
 
 def limits_from(settings: Settings) -> Limits:
-    """Upload limits from the settings (``PERFCI_MAX_BODY_BYTES``, ``PERFCI_MAX_METRICS``)."""
-    return Limits(max_body_bytes=settings.max_body_bytes, max_metrics=settings.max_metrics)
+    """Upload limits from the settings (``PERFCI_MAX_BODY_BYTES``, ``PERFCI_MAX_METRICS``, …)."""
+    return Limits(max_body_bytes=settings.max_body_bytes, max_metrics=settings.max_metrics,
+                  max_samples=settings.max_samples,
+                  max_inflated_bytes=settings.max_inflated_bytes,
+                  max_inflation_ratio=settings.max_inflation_ratio)
 
 
 def create_app_from_env() -> FastAPI:

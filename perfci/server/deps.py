@@ -6,10 +6,13 @@ engine and session factory live on ``app.state``, built by :func:`perfci.server.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
+import anyio
+import anyio.to_thread
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
@@ -17,6 +20,8 @@ from perfci.errors import AuthError
 from perfci.server.metrics import Registry
 from perfci.settings import Settings
 from perfci.usecases.tokens import TokenInfo, authenticate
+
+T = TypeVar("T")
 
 #: The dashboard's login cookie holds a read token.
 TOKEN_COOKIE = "perfci_token"
@@ -30,6 +35,9 @@ class Limits:
     max_body_bytes: int = 64 * 1024 * 1024
     max_metrics: int = 200_000
     max_files: int = 1000
+    max_samples: int = 2_000_000
+    max_inflated_bytes: int = 64 * 1024 * 1024
+    max_inflation_ratio: int = 200
 
 
 def get_session(request: Request) -> Iterator[Session]:
@@ -46,6 +54,20 @@ def get_settings(request: Request) -> Settings:
 def get_limits(request: Request) -> Limits:
     limits: Limits = request.app.state.limits
     return limits
+
+
+async def run_upload_work(request: Request, function: Callable[..., T], *args: Any) -> T:
+    """``function(*args)`` in a worker thread, at most ``upload_concurrency`` at once.
+
+    Parsing, storing and comparing an upload take seconds of CPU: on the event loop they would
+    stall every other client, and unbounded they would multiply the memory of a burst.
+    """
+    limiter: anyio.CapacityLimiter | None = getattr(request.app.state, "upload_limiter", None)
+    if limiter is None:  # made on first use: a limiter belongs to the running event loop
+        settings: Settings = request.app.state.settings
+        limiter = request.app.state.upload_limiter = anyio.CapacityLimiter(
+            settings.upload_concurrency)
+    return await anyio.to_thread.run_sync(functools.partial(function, *args), limiter=limiter)
 
 
 def get_registry(request: Request) -> Registry:

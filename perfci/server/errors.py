@@ -18,15 +18,19 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
 from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 
 from perfci.errors import (
     AuthError,
     BaselineNotFound,
     ConfigError,
     GitHubError,
+    InputTooLarge,
+    InvalidValue,
     NotFoundError,
     ParseError,
     PerfciError,
+    RunConflict,
     StorageError,
     UnknownFormatError,
 )
@@ -35,7 +39,10 @@ log = logging.getLogger("perfci.server")
 
 #: Status and code of each error class; the first match in MRO order wins.
 _STATUS: dict[type[PerfciError], tuple[int, str]] = {
+    InputTooLarge: (413, "payload_too_large"),
     ParseError: (422, "invalid_profile"),
+    InvalidValue: (422, "invalid_value"),
+    RunConflict: (409, "run_conflict"),
     UnknownFormatError: (422, "unknown_format"),
     ConfigError: (422, "invalid_request"),
     NotFoundError: (404, "not_found"),
@@ -44,7 +51,8 @@ _STATUS: dict[type[PerfciError], tuple[int, str]] = {
     GitHubError: (502, "github_error"),
 }
 _HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
-               405: "method_not_allowed", 413: "payload_too_large",
+               405: "method_not_allowed", 408: "request_timeout", 409: "conflict",
+               413: "payload_too_large",
                415: "unsupported_media_type", 422: "invalid_request", 503: "unavailable"}
 
 #: Database errors that mean "not reachable right now": the client should retry.
@@ -63,8 +71,9 @@ class UnsupportedMediaType(PerfciError):
     """The request body's content type is not one the endpoint reads (415)."""
 
 
-def error_body(code: str, message: str) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message}}
+def error_body(code: str, message: str, **extra: Any) -> dict[str, Any]:
+    """The JSON of every error; ``extra`` adds fields (a conflict's stored ``run_id``)."""
+    return {"error": {"code": code, "message": message, **extra}}
 
 
 def status_of(exc: PerfciError) -> tuple[int, str]:
@@ -95,10 +104,11 @@ def install_handlers(app: FastAPI, render_html: HtmlRenderer | None = None) -> N
     """Register the handlers on ``app``; pages get ``render_html`` instead of JSON."""
 
     def respond(request: Request, status: int, code: str, message: str,
-                headers: dict[str, str] | None = None) -> Response:
+                headers: dict[str, str] | None = None, **extra: Any) -> Response:
         if render_html is not None and _wants_html(request):
             return render_html(request, status, message)
-        return JSONResponse(error_body(code, message), status_code=status, headers=headers)
+        return JSONResponse(error_body(code, message, **extra), status_code=status,
+                            headers=headers)
 
     async def on_perfci(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, PerfciError)
@@ -106,7 +116,8 @@ def install_handlers(app: FastAPI, render_html: HtmlRenderer | None = None) -> N
         if status >= 500:
             log.warning("%s %s: %s", request.method, request.url.path, exc)
         headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-        return respond(request, status, code, str(exc), headers)
+        extra = {"run_id": exc.run_id} if isinstance(exc, RunConflict) else {}
+        return respond(request, status, code, str(exc), headers, **extra)
 
     async def on_validation(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, RequestValidationError | ValidationError)
@@ -124,6 +135,10 @@ def install_handlers(app: FastAPI, render_html: HtmlRenderer | None = None) -> N
         return respond(request, 503, "database_unavailable",
                        "the database is unavailable; retry later")
 
+    async def on_disconnect(request: Request, exc: Exception) -> Response:
+        # The client went away (or was cut off for sending too slowly): nobody reads this.
+        return Response(status_code=400)
+
     async def on_unexpected(request: Request, exc: Exception) -> Response:
         log.error("%s %s: unexpected error", request.method, request.url.path, exc_info=exc)
         return respond(request, 500, "internal_error", "internal server error")
@@ -134,6 +149,7 @@ def install_handlers(app: FastAPI, render_html: HtmlRenderer | None = None) -> N
     app.add_exception_handler(HTTPException, on_http)
     for outage in _OUTAGES:
         app.add_exception_handler(outage, on_database)
+    app.add_exception_handler(ClientDisconnect, on_disconnect)
     app.add_exception_handler(Exception, on_unexpected)
 
 

@@ -4,7 +4,9 @@ The metrics are kept in-process (one registry per worker process; scrape each wo
 one worker per container) and rendered in the Prometheus text format 0.0.4:
 
 - ``perfci_http_requests_total{method, route, status}``: the route is the path *template*
-  (``/api/v1/runs/{run_id}``), never the raw path, so ids and names cannot explode the labels;
+  (``/api/v1/runs/{run_id}``), never the raw path, and a path no route matches is counted as
+  ``unmatched``; the method is one of :data:`METHODS` or ``other``. Clients choose paths and
+  methods freely, so every label must come from a fixed set, or the series grow without bound;
 - ``perfci_http_request_duration_seconds{route}``: a latency histogram;
 - ``perfci_uploads_total{result}``: ``created``, ``duplicate`` or ``rejected``.
 """
@@ -23,6 +25,10 @@ from perfci.server.errors import RequestTooLarge, error_body
 
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+#: The methods counted by name; any other (``FOO``, ``PROPFIND``) is counted as ``other``.
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+#: At most this many HTTP status labels (100-599); anything else is counted as ``other``.
+_STATUS_RANGE = range(100, 600)
 
 
 class Registry:
@@ -36,8 +42,10 @@ class Registry:
         self._sums: dict[str, float] = defaultdict(float)
 
     def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
+        method = method if method in METHODS else "other"
+        code = str(status) if status in _STATUS_RANGE else "other"
         with self._lock:
-            self._requests[(method, route, str(status))] += 1
+            self._requests[(method, route, code)] += 1
             counts = self._buckets.setdefault(route, [0] * (len(BUCKETS) + 1))
             counts[bisect.bisect_left(BUCKETS, seconds)] += 1
             self._sums[route] += seconds
@@ -108,7 +116,9 @@ class MetricsMiddleware:
         try:
             await self.app(scope, receive, send_wrapper)
         finally:
-            route = getattr(scope.get("route"), "path", None) or "unmatched"
+            # Only a matched route's template: never the client's path.
+            route = getattr(scope.get("route"), "path", None)
+            route = route if isinstance(route, str) else "unmatched"
             self.registry.observe_request(scope["method"], route, status,
                                           time.perf_counter() - started)
 

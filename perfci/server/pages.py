@@ -28,6 +28,7 @@ from perfci.report.plots import step_trend_svg
 from perfci.server import auth
 from perfci.server.deps import TOKEN_COOKIE, CookieTokenDep, SessionDep, SettingsDep
 from perfci.server.schemas import INT32
+from perfci.server.security import require_same_origin
 from perfci.usecases import browse
 from perfci.usecases.browse import StepPoint
 from perfci.usecases.tokens import authenticate
@@ -77,9 +78,11 @@ def login_form(request: Request, token: CookieTokenDep) -> Response:
 def login(request: Request, session: SessionDep,
           token: Annotated[str, Form(max_length=200)]) -> Response:
     try:
+        # Login CSRF: another site must not log a visitor in with a token of its choosing.
+        require_same_origin(request)
         info = authenticate(session, token.strip())
     except AuthError as exc:
-        return render(request, "login.html", 401, token=None, message=str(exc))
+        return render(request, "login.html", exc.status, token=None, message=str(exc))
     if not info.allows("read"):
         return render(request, "login.html", 403, token=None,
                       message="this token lacks the 'read' scope")

@@ -125,6 +125,8 @@ class RunCreate(_Strict):
 class ErrorDetail(BaseModel):
     code: str
     message: str
+    #: A 409 conflict's stored run (the same CI run, other content).
+    run_id: int | None = None
 
 
 class ErrorPublic(BaseModel):

@@ -2,31 +2,132 @@
 
 Everything is parsed and checked here, before the store is touched: a bad file, an unknown
 ``schema_version`` or a run over the limits writes nothing.
+
+Memory per upload is bounded before anything big is built. A JSON body is first counted
+(metrics and samples) by :func:`count_run`, which builds nothing per metric but an empty
+struct, and refused with 413 when over the limits; only then is it validated into models. A
+gzip file of a multipart upload is inflated to disk in chunks and refused with 413 as soon as
+it passes the inflated-size cap or the ratio cap (:func:`inflate`), so a gzip bomb never
+reaches the parser.
 """
 
 from __future__ import annotations
 
 import re
 import tempfile
+import zlib
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+import msgspec
 from fastapi import Request
-from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
 from perfci import jsondoc
-from perfci.errors import ConfigError, ParseError, PerfciError
+from perfci.errors import ConfigError, InputTooLarge, ParseError, PerfciError
 from perfci.model import Profile
-from perfci.server.schemas import MAX_NAME, ContextIn, DocumentIn, RunMeta
+from perfci.server.deps import Limits, run_upload_work
+from perfci.server.schemas import MAX_NAME, ContextIn, DocumentIn, RunCreate, RunMeta
 from perfci.usecases.ingest import parse_repeats
-
-if TYPE_CHECKING:
-    from perfci.server.deps import Limits
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 _MAX_META_BYTES = 1024 * 1024
+_GZIP_MAGIC = b"\x1f\x8b"
+#: Files inflating to less than this are never refused for their ratio: a small, very
+#: repetitive profile compresses far better than a big real one.
+_RATIO_FREE_BYTES = 1024 * 1024
+#: gzip inside gzip is inflated again, at most this deep (each layer counts toward the cap).
+_MAX_GZIP_LAYERS = 3
+_CHUNK = 256 * 1024
+
+
+# --- counting before decoding -----------------------------------------------------------------
+
+
+class _MetricShape(msgspec.Struct, gc=False):
+    """A metric as :func:`count_run` sees it: its samples, kept as raw JSON (not decoded)."""
+
+    samples_ns: msgspec.Raw | None = None
+
+
+class _ProfileShape(msgspec.Struct, gc=False):
+    metrics: list[_MetricShape] = []
+
+
+class _DocumentShape(msgspec.Struct, gc=False):
+    profiles: list[_ProfileShape] = []
+
+
+class _RunShape(msgspec.Struct, gc=False):
+    repeats: list[_DocumentShape] = []
+
+
+_RUN_DECODER = msgspec.json.Decoder(_RunShape)
+_DOCUMENT_DECODER = msgspec.json.Decoder(_DocumentShape)
+
+
+def count_run(body: bytes, limits: Limits, *, document: bool = False) -> None:
+    """Refuse a JSON run (or one perfci ``document``) holding more metrics or samples than
+    ``limits`` allow, before it is decoded into models.
+
+    Every metric is a JSON object and every further sample follows a comma, so a body with
+    few ``{`` and ``,`` bytes is let through at once (the common case costs two byte counts).
+    Otherwise the body is decoded into empty structs, one per metric, with the samples left as
+    raw bytes: about 40 bytes per metric, a fraction of the body's own size.
+
+    Raises
+    ------
+    InputTooLarge
+        Over ``max_metrics`` or ``max_samples`` (the server answers 413).
+    RequestValidationError
+        The body is not JSON of the run's shape (422).
+    """
+    if body.count(b"{") <= limits.max_metrics and body.count(b",") < limits.max_samples:
+        return
+    try:
+        if document:
+            repeats = [_DOCUMENT_DECODER.decode(body)]
+        else:
+            repeats = _RUN_DECODER.decode(body).repeats
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        raise RequestValidationError([{"loc": ("body",), "msg": str(exc),
+                                       "type": "json_invalid"}]) from None
+    metrics = samples = 0
+    for repeat in repeats:
+        for profile in repeat.profiles:
+            metrics += len(profile.metrics)
+            for metric in profile.metrics:
+                samples += _count_samples(metric.samples_ns)
+    _check_counts(metrics, samples, limits)
+
+
+def _count_samples(raw: msgspec.Raw | None) -> int:
+    if raw is None:
+        return 0
+    text = bytes(raw)
+    if not text.startswith(b"[") or text.strip(b"[] \t\r\n") == b"":
+        return 0
+    return text.count(b",") + 1
+
+
+def _check_counts(metrics: int, samples: int, limits: Limits) -> None:
+    if metrics > limits.max_metrics:
+        raise InputTooLarge(f"the run has {metrics} metrics; this server accepts at most "
+                            f"{limits.max_metrics} per run (PERFCI_MAX_METRICS)")
+    if samples > limits.max_samples:
+        raise InputTooLarge(f"the run has {samples} samples (samples_ns values); this server "
+                            f"accepts at most {limits.max_samples} per run "
+                            "(PERFCI_MAX_SAMPLES)")
+
+
+def decode_run(body: bytes, limits: Limits) -> RunCreate:
+    """The JSON upload ``body``, counted (:func:`count_run`) and then validated."""
+    count_run(body, limits)
+    try:
+        return RunCreate.model_validate_json(body)
+    except ValidationError as exc:
+        raise RequestValidationError(exc.errors(include_input=False)) from None
 
 
 def documents_to_repeats(documents: list[DocumentIn]) -> list[list[Profile]]:
@@ -60,8 +161,81 @@ async def read_multipart(request: Request,
             raise ConfigError("multipart upload without profile `files`")
         with tempfile.TemporaryDirectory(prefix="perfci-upload-") as folder:
             paths = [await _save(f, Path(folder), i) for i, f in enumerate(files)]
-            repeats = await run_in_threadpool(_parse, paths, meta.format, folder)
+            repeats = await run_upload_work(request, _inflate_and_parse, paths, meta.format,
+                                            folder, limits)
     return meta.benchmark, meta.context, repeats
+
+
+def _inflate_and_parse(paths: list[Path], format: str | None, folder: str,
+                       limits: Limits) -> list[list[Profile]]:
+    budget = limits.max_inflated_bytes
+    plain = []
+    for path in paths:
+        path = inflate(path, limits, budget=budget)
+        budget -= path.stat().st_size
+        if path.suffix.lower() == ".json":
+            count_run(path.read_bytes(), limits, document=True)
+        plain.append(path)
+    return _parse(plain, format, folder)
+
+
+def inflate(path: Path, limits: Limits, *, budget: int | None = None) -> Path:
+    """``path`` itself when it is not gzip, else its inflated copy beside it (``.gz`` dropped).
+
+    Inflates in chunks of at most :data:`_CHUNK` output bytes and stops at the first byte past
+    ``budget`` (default ``limits.max_inflated_bytes``: what all files of the upload may inflate
+    to together) or past ``max_inflation_ratio`` times the compressed size; gzip inside gzip
+    is inflated again, at most :data:`_MAX_GZIP_LAYERS` deep.
+
+    Raises
+    ------
+    InputTooLarge
+        Over either cap; the message names the file and the limit (the server answers 413).
+    ParseError
+        The gzip data is damaged.
+    """
+    budget = limits.max_inflated_bytes if budget is None else budget
+    compressed = path.stat().st_size
+    cap = min(budget, max(compressed * limits.max_inflation_ratio, _RATIO_FREE_BYTES))
+    name = path.name
+    for layer in range(_MAX_GZIP_LAYERS + 1):
+        with path.open("rb") as handle:
+            if handle.read(2) != _GZIP_MAGIC:
+                return path
+        if layer == _MAX_GZIP_LAYERS:
+            raise InputTooLarge(f"gzip nested more than {_MAX_GZIP_LAYERS} deep", source=name)
+        target = path.with_name(f"inflated{layer}-" + re.sub(r"(?i)\.gz$", "", name))
+        _inflate_file(path, target, cap, name, limits)
+        path = target
+    return path
+
+
+def _inflate_file(source: Path, target: Path, cap: int, name: str, limits: Limits) -> None:
+    # wbits 16+15: a gzip header; a concatenation of gzip members is read member by member.
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    written = 0
+    with source.open("rb") as reading, target.open("wb") as writing:
+        try:
+            while True:
+                data = inflater.unconsumed_tail or reading.read(_CHUNK)
+                if not data:
+                    break
+                out = inflater.decompress(data, _CHUNK)
+                if inflater.eof and inflater.unused_data:
+                    data, inflater = inflater.unused_data, zlib.decompressobj(16 + zlib.MAX_WBITS)
+                    out += inflater.decompress(data, _CHUNK)
+                written += len(out)
+                if written > cap:
+                    raise InputTooLarge(_too_big(cap, limits), source=name)
+                writing.write(out)
+        except zlib.error as exc:
+            raise ParseError(f"damaged gzip data: {exc}", source=name) from None
+
+
+def _too_big(cap: int, limits: Limits) -> str:
+    return (f"inflates to more than {cap} bytes; this server inflates a .gz upload to at "
+            f"most {limits.max_inflated_bytes} bytes and {limits.max_inflation_ratio} times "
+            "its compressed size (PERFCI_MAX_INFLATED_BYTES, PERFCI_MAX_INFLATION_RATIO)")
 
 
 async def _save(upload: UploadFile, folder: Path, index: int) -> Path:
@@ -93,9 +267,9 @@ def _parse(paths: list[Path], format: str | None, folder: str) -> list[list[Prof
 def check_size(repeats: list[list[Profile]], limits: Limits) -> None:
     """Refuse runs with too many metrics or names too long to store (422)."""
     total = sum(len(p.metrics) for group in repeats for p in group)
-    if total > limits.max_metrics:
-        raise ConfigError(f"the run has {total} metrics; this server accepts at most "
-                          f"{limits.max_metrics} per run")
+    samples = sum(len(m.samples_ns or ()) for group in repeats for p in group
+                  for m in p.metrics)
+    _check_counts(total, samples, limits)
     if len(repeats) > 1000:
         raise ConfigError("a run may have at most 1000 repeats")
     for group in repeats:

@@ -6,13 +6,15 @@ logged or shown again. Lookup is by hash (a unique index), and the stored hash i
 with :func:`hmac.compare_digest`, so the comparison does not leak how much of a guess matched.
 
 Scopes: ``upload`` (store runs), ``read`` (runs, comparisons, history of a private project)
-and ``admin`` (everything, plus project settings). A token belongs to one project.
+and ``admin`` (everything, plus project settings and deleting runs). A token belongs to one
+project. A token may expire (``expires_at``); an expired one is refused with 401 saying so.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -30,6 +32,7 @@ __all__ = [
     "create_token",
     "hash_token",
     "list_tokens",
+    "parse_expiry",
     "parse_scopes",
     "revoke_token",
     "set_project_public",
@@ -55,10 +58,15 @@ class TokenInfo:
     created_at: datetime
     last_used_at: datetime | None = None
     revoked_at: datetime | None = None
+    expires_at: datetime | None = None
 
     @property
     def revoked(self) -> bool:
         return self.revoked_at is not None
+
+    def expired(self, now: datetime | None = None) -> bool:
+        """Whether the token's expiry has passed (never, without one)."""
+        return self.expires_at is not None and self.expires_at <= (now or datetime.now(UTC))
 
     def allows(self, scope: str) -> bool:
         """Whether this token grants ``scope`` (``admin`` grants every scope)."""
@@ -83,11 +91,40 @@ def parse_scopes(text: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
     return tuple(s for s in SCOPES if s in scopes)
 
 
+_DURATION = re.compile(r"^\s*(\d{1,6})\s*([hdwy])\s*$", re.IGNORECASE)
+_UNIT = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1),
+         "y": timedelta(days=365)}
+
+
+def parse_expiry(text: str, *, now: datetime | None = None) -> datetime:
+    """When a token made now with ``--expires TEXT`` expires.
+
+    ``TEXT`` is a duration (``12h``, ``90d``, ``8w``, ``1y``) or an ISO date or time
+    (``2027-01-31``, UTC unless it names a zone). A ConfigError when it is neither or past.
+    """
+    now = now or datetime.now(UTC)
+    found = _DURATION.match(text)
+    try:
+        if found:
+            moment = now + int(found[1]) * _UNIT[found[2].lower()]
+        else:
+            moment = datetime.fromisoformat(text.strip())
+            moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    except (ValueError, OverflowError):
+        raise ConfigError(f"--expires {text!r} is neither a duration (12h, 90d, 8w, 1y) nor "
+                          "an ISO date (2027-01-31)") from None
+    if moment <= now:
+        raise ConfigError(f"--expires {text!r} is in the past")
+    return moment
+
+
 def create_token(session: Session, *, project: str, scopes: str | list[str] | tuple[str, ...],
-                 name: str | None = None) -> tuple[str, TokenInfo]:
+                 name: str | None = None,
+                 expires_at: datetime | None = None) -> tuple[str, TokenInfo]:
     """Create a token for ``project`` (created too when new); returns ``(token, info)``.
 
-    The returned token is the only copy: show it once and forget it.
+    The returned token is the only copy: show it once and forget it. ``expires_at``: when it
+    stops working (default: never; see :func:`parse_expiry`).
     """
     wanted = parse_scopes(scopes)
     if not project.strip() or len(project) > 200:
@@ -96,7 +133,8 @@ def create_token(session: Session, *, project: str, scopes: str | list[str] | tu
     project_id = _project_id(session, project, create=True)
     row = ApiToken(project_id=project_id, name=(name or "token")[:200],
                    prefix=token[:_PREFIX_CHARS], token_hash=hash_token(token),
-                   scopes=",".join(wanted), created_at=datetime.now(UTC))
+                   scopes=",".join(wanted), created_at=datetime.now(UTC),
+                   expires_at=expires_at)
     session.add(row)
     session.commit()
     return token, _info(row, project)
@@ -125,7 +163,7 @@ def revoke_token(session: Session, token_id: int) -> TokenInfo:
 
 
 def authenticate(session: Session, token: str) -> TokenInfo:
-    """The token ``token`` names; ``AuthError`` (401) when unknown or revoked.
+    """The token ``token`` names; ``AuthError`` (401) when unknown, revoked or expired.
 
     Records when it was last used (at most once per :data:`LAST_USED_RESOLUTION`).
     """
@@ -139,6 +177,9 @@ def authenticate(session: Session, token: str) -> TokenInfo:
     row, project = found
     if row.revoked_at is not None:
         raise AuthError("this API token has been revoked", status=401)
+    if row.expires_at is not None and row.expires_at <= datetime.now(UTC):
+        raise AuthError(f"this API token expired on {row.expires_at:%Y-%m-%d %H:%M} UTC; "
+                        "create a new one (perfci token create)", status=401)
     _touch(session, row)
     return _info(row, project)
 
@@ -177,4 +218,4 @@ def _info(row: ApiToken, project: str) -> TokenInfo:
     return TokenInfo(id=row.id, project=project, name=row.name, prefix=row.prefix,
                      scopes=tuple(s for s in row.scopes.split(",") if s),
                      created_at=row.created_at, last_used_at=row.last_used_at,
-                     revoked_at=row.revoked_at)
+                     revoked_at=row.revoked_at, expires_at=row.expires_at)
