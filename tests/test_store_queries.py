@@ -66,7 +66,9 @@ def test_baseline_order_filters_and_limit(session: Session) -> None:
     assert _baseline(session) == [newest, rerun, middle, no_commit, old]
     assert _baseline(session, limit=2) == [newest, rerun]
     assert _baseline(session, exclude_run_ids=[newest, middle]) == [rerun, no_commit, old]
-    assert _baseline(session, before=T0 + timedelta(days=3)) == [no_commit, old]
+    # Up to and including the cut-off commit: its own runs (and re-runs) count (issue 12).
+    assert _baseline(session, before=T0 + timedelta(days=3)) == [rerun, middle, no_commit, old]
+    assert _baseline(session, before=T0 + timedelta(days=2.5)) == [no_commit, old]
     assert _baseline(session, branch="feature") == [feature]
     assert len(_baseline(session, environment_id=None)) == 6
     assert _baseline(session, project="other") == []

@@ -84,15 +84,17 @@ def baseline_run_ids(session: Session, *, project: str, benchmark: str,
     """The most recent runs of ``benchmark`` on ``branch`` in one environment, newest first.
 
     Ordered by commit time (stored time when the commit's is unknown), then by when stored.
-    ``before`` keeps runs strictly older than it; ``exclude_run_ids`` drops the candidate
-    itself; ``environment_id=None`` accepts every environment.
+    ``before`` keeps runs no newer than it (the merge base's commit time): the merge base's
+    own runs, and every run of one commit (nightly jobs, retries), belong to the baseline
+    (issue 12); ``exclude_run_ids`` drops the candidate itself; ``environment_id=None``
+    accepts every environment.
     """
     when = _run_time()
     query = _runs_of(project, benchmark).where(Run.branch == branch)
     if environment_id is not None:
         query = query.where(Run.environment_id == environment_id)
     if before is not None:
-        query = query.where(when < before)
+        query = query.where(when <= before)
     if exclude_run_ids:
         query = query.where(Run.id.not_in(list(exclude_run_ids)))
     query = query.order_by(when.desc(), Run.created_at.desc(), Run.id.desc()).limit(limit)

@@ -2,8 +2,9 @@
 
 Baseline selection (DESIGN.md, "Statistics"): same project, benchmark and environment
 fingerprint; the base branch (the PR's base, else the configured one, else ``main``); the last
-``baseline_runs`` runs up to the merge base (or up to the run itself when the merge base is not
-in the store); never the run itself, and never the PR's own runs (they live on its branch).
+``baseline_runs`` runs up to and including the merge base commit (or the run's own commit when
+the merge base is not in the store), so the merge base's own runs and repeated runs of one
+commit count; never the run itself, and never the PR's own runs (they live on its branch).
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def choose_baseline(session: Session, run: RunInfo, *, branch: str | None = None
 
 
 def _cutoff(session: Session, run: RunInfo, merge_base: str | None) -> datetime | None:
-    """Baseline runs must not be newer than the merge base (or the run's own commit)."""
+    """Baseline runs must not be newer than the merge base (or the run's own commit); runs of
+    that commit itself count (:func:`~perfci.store.queries.baseline_run_ids`)."""
     if merge_base:
         found = queries.commit_time(session, project=run.project, sha=merge_base)
         if found is not None:
