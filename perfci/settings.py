@@ -22,6 +22,8 @@ from perfci.errors import ConfigError
 
 DEFAULT_DB_DIR = ".perfci"
 DEFAULT_DB_NAME = "perfci.db"
+#: Keys of ``[tool.perfci.benchmarks.NAME]`` that override the global threshold of that name.
+BENCHMARK_THRESHOLDS = ("delta", "alpha")
 _VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -159,6 +161,24 @@ class Settings(BaseSettings):
             return self.database_url
         base = (root or find_project_root()) / DEFAULT_DB_DIR / DEFAULT_DB_NAME
         return f"sqlite:///{base}"
+
+    def for_benchmark(self, name: str, flags: Mapping[str, Any] | None = None) -> Settings:
+        """These settings with ``delta``/``alpha`` from ``[tool.perfci.benchmarks.NAME]``.
+
+        A benchmark's own threshold wins over the global one (a noisy benchmark may need a
+        wider margin than the others); a flag (``flags[key]`` not ``None``) wins over both.
+        """
+        table = self.benchmarks.get(name)
+        if not isinstance(table, Mapping):
+            return self
+        update = {key: table[key] for key in BENCHMARK_THRESHOLDS
+                  if key in table and (flags or {}).get(key) is None}
+        for key, value in update.items():
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
+                raise ConfigError(f"[tool.perfci.benchmarks.{name}] {key} must be a number "
+                                  f"between 0 and 1 (exclusive), got {value!r}")
+        return self.model_copy(update={k: float(v) for k, v in update.items()}) if update else self
+
 
 
 def find_project_root(start: Path | None = None) -> Path:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from perfci.errors import ConfigError
 from perfci.model import Profile, RunComparison, RunContext, Verdict
-from perfci.settings import Settings, find_project_root, get_settings
+from perfci.settings import BENCHMARK_THRESHOLDS, Settings, find_project_root, get_settings
 from perfci.usecases.history import record_history, sync_history
 
 if TYPE_CHECKING:  # heavy imports stay out of `perfci --help` and of the CLI's import time
@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # heavy imports stay out of `perfci --help` and of the CLI's 
 #: Runs a benchmark and returns the profile files of each repeat (the CLI adds a progress bar).
 Runner = Callable[["BenchmarkSpec", Path], list[list[Path]]]
 
-_SPEC_KEYS = {"command", "repeats", "profiler", "globs", "glob", "format"}
+_SPEC_KEYS = {"command", "repeats", "profiler", "globs", "glob", "format", *BENCHMARK_THRESHOLDS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +134,7 @@ def run_check(request: CheckRequest, *, settings: Settings | None = None,
     """
     settings = settings or get_settings(overrides, start=cwd)
     spec = resolve_benchmark(settings, request)
+    settings = settings.for_benchmark(spec.name, overrides)  # its own delta/alpha, under flags
     if request.ab:
         from perfci.usecases.ab import run_ab_check
 
