@@ -19,7 +19,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -76,9 +76,9 @@ def test_every_referenced_input_exists(action: dict[str, Any]) -> None:
 def test_the_documented_inputs_and_outputs_are_there(action: dict[str, Any]) -> None:
     assert set(action["inputs"]) == {
         "benchmark", "command", "profiles", "repeats", "profiler", "glob", "env", "delta",
-        "alpha", "baseline-runs", "ab", "ab-pairs", "args", "database-url", "server-url",
-        "token", "history", "github-token", "fail-on-regression", "comment", "comment-on", "cc",
-        "baseline-branch", "working-directory", "perfci-spec", "python"}
+        "alpha", "baseline-runs", "ab", "ab-pairs", "pass-env", "args", "database-url",
+        "server-url", "token", "history", "github-token", "fail-on-regression", "comment",
+        "comment-on", "cc", "baseline-branch", "working-directory", "perfci-spec", "python"}
     assert set(action["outputs"]) == {"verdict", "regression-count", "report-path",
                                       "json-report", "step-time-change", "comment-url",
                                       "run-url"}
@@ -178,6 +178,8 @@ class Runner:
     event: str = "pull_request"
     sha: str = "f" * 40
     run_id: str = "4242"
+    #: Variables the workflow sets for the step (``env:`` of the job), e.g. a secret.
+    extra_env: dict[str, str] = field(default_factory=dict)
 
     def base_env(self, run_attempt: int) -> dict[str, str]:
         keep = {k: v for k, v in os.environ.items()
@@ -191,7 +193,7 @@ class Runner:
             refs = {"GITHUB_REF": "refs/pull/7/merge", "GITHUB_REF_NAME": "7/merge",
                     "GITHUB_HEAD_REF": "feature/slow-attention", "GITHUB_BASE_REF": "main"}
         event.write_text(json.dumps(payload), encoding="utf-8")
-        return {**keep, **refs, **GIT_IDENTITY, "HOME": str(self.root),
+        return {**keep, **refs, **GIT_IDENTITY, **self.extra_env, "HOME": str(self.root),
                 "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
                 "CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": REPO,
                 "GITHUB_EVENT_NAME": self.event, "GITHUB_EVENT_PATH": str(event),
@@ -429,7 +431,9 @@ def test_the_default_torch_profiler_works_with_the_runners_own_python(
                           capture_output=True, env={"PATH": "/usr/bin:/bin"})
     if bare.returncode == 0:
         pytest.skip("/usr/bin/python3 already has perfci: it would prove nothing")
-    runner = Runner(tmp_path, github_server, tmp_path / "perfci.db")
+    runner = Runner(tmp_path, github_server, tmp_path / "perfci.db",
+                    extra_env={"HF_TOKEN": "hf-secret", "WANDB_API_KEY": "wandb-secret",
+                               "GITHUB_TOKEN": TOKEN})
     runner.workspace.mkdir()
     trace = sorted((PROFILES / "main-1").glob("*.pt.trace.json.gz"))[0]
     # A benchmark in the style of examples/gpt/bench.py: it imports perfci.torch (torch itself
@@ -439,14 +443,23 @@ def test_the_default_torch_profiler_works_with_the_runners_own_python(
         "import perfci.torch\n"
         "shutil.copy(sys.argv[1], os.path.join(os.environ['PERFCI_OUTPUT_DIR'],\n"
         "            'r.pt.trace.json.gz'))\n"
-        "open('imported-from.txt', 'w').write(perfci.torch.__file__)\n", encoding="utf-8")
+        "open('imported-from.txt', 'w').write(perfci.torch.__file__)\n"
+        "open('environment.txt', 'w').write(' '.join(sorted(os.environ)))\n", encoding="utf-8")
     done = runner.run(action, {"benchmark": BENCHMARK, "repeats": "2", "comment": "false",
+                               "pass-env": "HF_TOKEN",
                                "command": f"{plain} bench.py {trace}",
                                "database-url": f"sqlite:///{runner.database}"})
     assert done.returncode == 0, done.log
     assert done.outputs["verdict"] == "no-baseline", done.log
     imported = (runner.workspace / "imported-from.txt").read_text(encoding="utf-8")
     assert imported.startswith(str(runner.temp / "perfci-pythonpath" / "perfci")), imported
+    # The secrets of the job stay out of the benchmark, but for the ones it lets through.
+    seen = set((runner.workspace / "environment.txt").read_text(encoding="utf-8").split())
+    assert "HF_TOKEN" in seen
+    assert not seen & {"GITHUB_TOKEN", "PERFCI_GITHUB_TOKEN", "PERFCI_DATABASE_URL",
+                       "PERFCI_PASS_ENV"}, seen
+    assert "WANDB_API_KEY" in seen  # what the workflow itself sets is the workflow's business
+    assert {"PERFCI_OUTPUT_DIR", "PERFCI_REPEAT"} <= seen
 
 
 def test_the_simulator_evaluates_expressions_and_outputs(tmp_path: Path) -> None:
