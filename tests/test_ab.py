@@ -1,132 +1,116 @@
-"""Same-runner A/B mode: ``perfci check --ab`` on real git repositories, with a real benchmark.
-
-Each test builds a git repository in ``tmp_path``: ``main`` holds a tiny benchmark script and
-``factors.json``, the file its per-kernel times are scaled by; the ``feature`` branch (the pull
-request) changes ``factors.json``. The script writes a perfci JSON profile per process. Its
-values are deterministic so that no test depends on the machine's speed: a "machine" factor
-shared by both members of a pair (±10 %, what pairing must cancel) times a small per-process
-noise, both seeded by the pair and side in ``$PERFCI_OUTPUT_DIR``'s name.
+"""Same-runner A/B mode: the paired statistics, and ``perfci check --ab`` on real git
+repositories with a real (deterministic) benchmark process per side and pair (``ab_repo``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
+from ab_repo import assert_cleaned, check_ab, clean_env, git, make_repo, stored_runs
 from sqlalchemy import select
 
-from perfci.cli.main import main
+from perfci.analysis.paired import compare_paired, paired_stats
+from perfci.analysis.stats import SampleError
+from perfci.model import MetricKind, SeriesKey, Verdict
 from perfci.store.db import make_engine
 from perfci.store.schema import Commit, Comparison, Run
 
-SCRIPT = """\
-import json, os, pathlib, random, sys, time
-out = pathlib.Path(os.environ["PERFCI_OUTPUT_DIR"])
-factors = json.loads(pathlib.Path("factors.json").read_text())
-if factors.get("fail"):
-    print("CUDA error: out of memory")
-    sys.exit(3)
-if factors.get("hang"):
-    pathlib.Path(os.environ["HANG_MARKER"]).write_text("started")
-    time.sleep(120)
-if factors.get("garbage"):
-    (out / "profile.json").write_text('{"perfci_version": "0", "profiles": [')
-    sys.exit(0)
-name = out.parent.name  # work_dir/ab/<side>-<pair>/repeat-0
-side, _, pair = name.rpartition("-")
-machine = random.Random("machine-" + pair).lognormvariate(0, 0.10)
-rng = random.Random(name)
-def value(base, factor=1.0):
-    return base * factor * machine * rng.lognormvariate(0, 0.004)
-gemm = value(6e6, factors.get("gemm", 1.0))
-softmax = value(3e6, factors.get("softmax", 1.0))
-other = value(1e6)
-metrics = [
-    {"kind": "step", "name": "step", "samples_ns": [gemm + softmax + other] * 3},
-    {"kind": "kernel", "name": "ampere_sgemm_128x64_tn", "calls": 30, "total_ns": 3 * gemm},
-    {"kind": "kernel", "name": "softmax_kernel", "calls": 30, "total_ns": 3 * softmax},
-    {"kind": "kernel", "name": "elementwise_kernel", "calls": 30, "total_ns": 3 * other},
-]
-doc = {"perfci_version": "0", "schema_version": 1,
-       "profiles": [{"label": "tiny", "format": "perfci", "source": "tiny", "steps": 3,
-                     "metrics": metrics}]}
-(out / "profile.json").write_text(json.dumps(doc))
-"""
+__all__ = ["clean_env"]  # a fixture, imported for its name
 
-_GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+STEP = SeriesKey(kind=MetricKind.STEP, name="step")
+KERNELS = [SeriesKey(kind=MetricKind.KERNEL, name=f"kernel_{i}") for i in range(12)]
 
 
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True,
-                          env={**os.environ, **_GIT_ENV})
-    return done.stdout.strip()
+def paired_run(changes: dict[int, float], *, pairs: int = 5, machine_sd: float = 0.10,
+               noise_sd: float = 0.01, seed: int = 0) -> tuple[dict[SeriesKey, list[float]],
+                                                              dict[SeriesKey, list[float]]]:
+    """Base and PR values per pair: a machine factor shared by both sides of a pair (and by
+    every metric), independent per-process noise; kernel ``i`` of the PR × ``changes[i]``."""
+    rng = np.random.default_rng(seed)
+    machine = np.exp(rng.normal(0, machine_sd, pairs))
+    base, pr = {}, {}
+    levels = [1e6 * (i + 1) for i in range(len(KERNELS))]
+    for i, (key, level) in enumerate(zip(KERNELS, levels, strict=True)):
+        base[key] = list(level * machine * np.exp(rng.normal(0, noise_sd, pairs)))
+        pr[key] = list(level * changes.get(i, 1.0) * machine
+                       * np.exp(rng.normal(0, noise_sd, pairs)))
+    base[STEP] = [sum(base[k][j] for k in KERNELS) for j in range(pairs)]
+    pr[STEP] = [sum(pr[k][j] for k in KERNELS) for j in range(pairs)]
+    return base, pr
 
 
-def make_repo(root: Path, pr_factors: dict[str, object]) -> Path:
-    """``main`` with the benchmark, and ``feature`` (checked out) with ``pr_factors``."""
-    repo = root / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    (repo / "bench.py").write_text(SCRIPT, encoding="utf-8")
-    (repo / "factors.json").write_text("{}\n", encoding="utf-8")
-    (repo / "pyproject.toml").write_text(
-        "[tool.perfci]\nproject = \"acme/tiny\"\n\n"
-        "[tool.perfci.benchmarks.tiny]\n"
-        f"command = [{json.dumps(sys.executable)}, \"bench.py\"]\n"
-        "profiler = \"none\"\nglobs = [\"*.json\"]\nrepeats = 3\n", encoding="utf-8")
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "benchmark")
-    git(repo, "checkout", "-q", "-b", "feature")
-    (repo / "factors.json").write_text(json.dumps(pr_factors) + "\n", encoding="utf-8")
-    git(repo, "commit", "-q", "--allow-empty", "-am", "the pull request")
-    return repo
+def test_paired_stats_are_the_mean_and_variance_of_log_differences() -> None:
+    found = paired_stats([100.0, 200.0, None, 400.0], [110.0, 180.0, 300.0, float("nan")])
+    assert found is not None and found.n == 2  # pairs 2 and 3 lack a side
+    diffs = [math.log(1.1), math.log(0.9)]
+    assert found.mean == pytest.approx(sum(diffs) / 2)
+    assert found.var == pytest.approx(np.var(diffs, ddof=1))
+    assert found.log_base == pytest.approx((math.log(100) + math.log(200)) / 2)
+    assert paired_stats([1.0, None], [None, 2.0]) is None
+    with pytest.raises(SampleError, match="-5"):
+        paired_stats([1.0, -5.0], [1.0, 1.0], key="kernel_x")
 
 
-@pytest.fixture
-def clean_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """No CI variables; temporary directories (the worktree's) under ``tmp_path/tmp``."""
-    for name in ("GITHUB_ACTIONS", "GITHUB_TOKEN", "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY",
-                 "GITHUB_EVENT_PATH", "GITHUB_REPOSITORY", "PERFCI_DATABASE_URL",
-                 "PERFCI_GITHUB_TOKEN", "PERFCI_PROJECT", "PERFCI_FAIL_ON_REGRESSION",
-                 "PERFCI_HISTORY", "PERFCI_MAX_REPEATS", "PERFCI_AB_PAIRS", "PERFCI_BUDGET"):
-        monkeypatch.delenv(name, raising=False)
-    temp = tmp_path / "tmp"
-    temp.mkdir()
-    monkeypatch.setenv("TMPDIR", str(temp))
-    monkeypatch.setattr(tempfile, "tempdir", str(temp))
-    return temp
+def test_machine_noise_cancels_in_the_pairs() -> None:
+    # ±10 % machine noise, 1 % process noise: history mode could tell nothing apart here.
+    base, pr = paired_run({}, machine_sd=0.10)
+    result = compare_paired(base, pr, benchmark="b")
+    assert result.verdict is Verdict.UNCHANGED
+    assert not [m for m in result.metrics
+                if m.verdict in {Verdict.REGRESSION, Verdict.IMPROVEMENT}]
+    # Unpaired, the same values are 10 % apart run to run: the pairing is what decides.
+    step = next(m for m in result.metrics if m.key == STEP.key)
+    assert step.ci_high is not None and step.ci_high - (step.ci_low or 0.0) < 0.04
 
 
-def check_ab(repo: Path, url: str, *args: str) -> int:
-    os.chdir(repo)
-    return main(["check", "--ab", "--ab-pairs", "3", "--max-repeats", "3", "--database-url",
-                 url, "--base-branch", "main", "--pr", "7", "--ci-run-id", "job-1", *args])
+def test_a_changed_kernel_is_found_and_the_printed_values_agree() -> None:
+    base, pr = paired_run({5: 1.10}, machine_sd=0.10)
+    result = compare_paired(base, pr, benchmark="b")
+    lines = {m.key: m for m in result.metrics}
+    changed = lines[KERNELS[5].key]
+    assert result.verdict is Verdict.REGRESSION and changed.verdict is Verdict.REGRESSION
+    assert changed.change == pytest.approx(0.10, abs=0.02)
+    for line in result.metrics:
+        assert line.candidate_median is not None and line.baseline_median is not None
+        assert line.candidate_median / line.baseline_median - 1 == pytest.approx(line.change)
+        assert line.ci_low is not None and line.ci_high is not None
+        assert line.ci_low <= line.change <= line.ci_high
+    # Unchanged kernels are never "improvements" because another one got slower.
+    assert not [m for m in result.metrics if m.verdict is Verdict.IMPROVEMENT]
+    assert result.contributions[0].series == KERNELS[5]
 
 
-def assert_cleaned(repo: Path, temp: Path) -> None:
-    """Only the checkout itself is a worktree, and the temporary directory is empty."""
-    listed = git(repo, "worktree", "list", "--porcelain")
-    assert [line for line in listed.splitlines() if line.startswith("worktree ")] == [
-        f"worktree {repo.resolve()}"]
-    assert list(temp.iterdir()) == []
+def test_new_missing_and_too_few_pairs_are_decided_without_a_test() -> None:
+    base, pr = paired_run({}, pairs=3)
+    only_base, only_pr = SeriesKey(kind=MetricKind.KERNEL, name="gone"), SeriesKey(
+        kind=MetricKind.KERNEL, name="added")
+    sparse = SeriesKey(kind=MetricKind.KERNEL, name="sparse")
+    base[only_base], pr[only_pr] = [5e5] * 3, [5e5] * 3
+    base[sparse], pr[sparse] = [5e5, None, 5e5], [None, 5e5, 5e5]
+    result = compare_paired(base, pr, benchmark="b")
+    lines = {m.key: m for m in result.metrics}
+    assert lines[only_base.key].verdict is Verdict.MISSING
+    assert lines[only_pr.key].verdict is Verdict.NEW
+    assert lines[sparse.key].verdict is Verdict.INCONCLUSIVE
+    assert lines[sparse.key].n_candidate == 1 and lines[sparse.key].repeats_needed == 2
 
 
-def stored_runs(url: str) -> list[int]:
-    engine = make_engine(url)
-    try:
-        with engine.connect() as connection:
-            return list(connection.execute(select(Run.id).order_by(Run.id)).scalars().all())
-    finally:
-        engine.dispose()
-
+def test_an_inconclusive_metric_says_how_many_pairs_would_settle_it() -> None:
+    base, pr = paired_run({}, pairs=3, noise_sd=0.02, machine_sd=0.0, seed=3)
+    result = compare_paired(base, pr, benchmark="b", notes=["first"])
+    assert result.notes[0] == "first"
+    open_lines = [m for m in result.metrics if m.verdict is Verdict.INCONCLUSIVE]
+    assert open_lines
+    assert all(m.repeats_needed is not None and m.repeats_needed > 3 for m in open_lines)
 
 def test_unchanged_pr_passes_and_both_sides_are_stored(
         tmp_path: Path, clean_env: Path, migrated_url: str, monkeypatch: pytest.MonkeyPatch,

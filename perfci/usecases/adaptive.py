@@ -30,11 +30,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from perfci.model import RunComparison, Verdict
+from perfci.model import MetricComparison, RunComparison, Verdict
 
 #: Why the loop stopped, as the result's note says it.
 DECIDED = "every gated metric is decided"
-NOT_BY_REPEATS = "more repeats cannot settle it (the run-to-run spread dominates)"
+REGRESSION_FOUND = "a gated regression was found"
+NO_BASELINE = "there is no baseline to compare with"
+NOT_BY_REPEATS = ("the gated metrics still open would need more repeats than allowed, or their "
+                  "run-to-run spread alone is too wide")
 AT_MAXIMUM = "the most repeats allowed (--max-repeats) were run"
 OVER_BUDGET = "another batch would exceed the time budget (--budget)"
 ALREADY_STORED = "this run was already stored (a retried job)"
@@ -79,25 +82,37 @@ def single_look(initial: int) -> LookPlan:
     return LookPlan((initial,))
 
 
-def undecided_by_width(result: RunComparison) -> bool:
-    """Whether the verdict is inconclusive only because intervals are too wide.
+def open_gated(result: RunComparison) -> list[MetricComparison]:
+    """The gated metrics still inconclusive."""
+    return [m for m in result.metrics if m.gated and m.verdict is Verdict.INCONCLUSIVE]
 
-    True when the run's verdict is ``inconclusive`` and every gated inconclusive metric says
-    how many repeats would settle it (``repeats_needed``); a gated metric that no number of
-    repeats can settle (its run-to-run spread alone is too wide) makes more repeats futile.
+
+def settleable(result: RunComparison, maximum: int) -> list[MetricComparison]:
+    """Gated inconclusive metrics that more repeats, up to ``maximum``, would settle.
+
+    Their ``repeats_needed`` says how many repeats (or pairs) would narrow the interval
+    enough; ``None`` means no number would (the run-to-run spread alone is too wide).
     """
-    if result.verdict is not Verdict.INCONCLUSIVE:
-        return False
-    open_lines = [m for m in result.metrics if m.gated and m.verdict is Verdict.INCONCLUSIVE]
-    return bool(open_lines) and all(m.repeats_needed is not None for m in open_lines)
+    return [m for m in open_gated(result)
+            if m.repeats_needed is not None and m.repeats_needed <= maximum]
 
 
 def next_reason(result: RunComparison, *, done: int, plan: LookPlan,
                 seconds_per_repeat: float, spent: float, budget: float | None) -> str | None:
-    """Why to stop after a look at ``done`` repeats, or ``None`` to run the next batch."""
-    if result.verdict is not Verdict.INCONCLUSIVE:
+    """Why to stop after a look at ``done`` repeats, or ``None`` to run the next batch.
+
+    A gated regression ends the search (the check fails; more repeats cannot undo a finding
+    made at the spent level). Otherwise the loop goes on while some gated metric is
+    inconclusive and settleable within the plan: an improvement or an ``unchanged`` step
+    does not hide a kernel that might have regressed.
+    """
+    if result.verdict is Verdict.REGRESSION:
+        return REGRESSION_FOUND
+    if result.verdict is Verdict.NO_BASELINE:
+        return NO_BASELINE
+    if not open_gated(result):
         return DECIDED
-    if not undecided_by_width(result):
+    if not settleable(result, plan.maximum):
         return NOT_BY_REPEATS
     later = [size for size in plan.sizes if size > done]
     if not later:
