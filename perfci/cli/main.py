@@ -21,6 +21,7 @@ from perfci.cli import (
     formats_cmd,
     ingest_cmd,
     parse_cmd,
+    project_cmd,
     publish_cmd,
     report_cmd,
     run_cmd,
@@ -41,7 +42,7 @@ app = typer.Typer(
 
 # Each subcommand module exposes register(app).
 for _module in (parse_cmd, formats_cmd, run_cmd, ingest_cmd, db_cmd, compare_cmd, check_cmd,
-                report_cmd, alerts_cmd, publish_cmd, serve_cmd, token_cmd):
+                report_cmd, alerts_cmd, publish_cmd, serve_cmd, token_cmd, project_cmd):
     _module.register(app)
 
 

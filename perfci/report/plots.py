@@ -35,6 +35,8 @@ PERIOD_VALUE_COLOUR = "#1f3f7a"
 LEVEL_COLOUR = "#dd8452"
 CHANGE_COLOUR = "#c44e52"
 PERIOD_SHADE = "#eeeeee"
+#: The narrowest time axis drawn (10 minutes): runs seconds apart still read as separate.
+MIN_SPAN_DAYS = 10 / (24 * 60)
 
 
 def step_trend_svg(times: Sequence[datetime], values_ns: Sequence[float],
@@ -87,7 +89,9 @@ def _draw(axes: Axes, times: Sequence[datetime], values_ns: Sequence[float],
     if change_times:
         axes.plot([], [], color=CHANGE_COLOUR, linestyle="--", label="change point")
     axes.set_ylabel(f"step time ({unit})")
-    locator = mdates.AutoDateLocator(maxticks=8)  # type: ignore[no-untyped-call]
+    if x:
+        axes.set_xlim(*_x_limits(x, period))
+    locator = mdates.AutoDateLocator(minticks=3, maxticks=8)  # type: ignore[no-untyped-call]
     axes.xaxis.set_major_locator(locator)
     # Days for a history of weeks, hours for runs of one day: labels that tell ticks apart.
     axes.xaxis.set_major_formatter(
@@ -97,6 +101,21 @@ def _draw(axes: Axes, times: Sequence[datetime], values_ns: Sequence[float],
         # Above the axes, so that it never hides the newest points.
         axes.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), fontsize=7, frameon=False,
                     ncols=4)
+
+
+def _x_limits(x: Sequence[float], period: tuple[datetime, datetime] | None
+              ) -> tuple[float, float]:
+    """The time axis scaled to the data: its span plus a margin, never less than
+    ``MIN_SPAN_DAYS``, so that runs minutes apart get an axis of minutes.
+
+    Without this, matplotlib widens a zero span (one run, or runs of one commit time) to four
+    years (issue 16: "2025–2029 with all points in one column").
+    """
+    low, high = min(x), max(x)
+    if period is not None:
+        low, high = min(low, _days(period[0])), max(high, _days(period[1]))
+    margin = max((high - low) * 0.05, (MIN_SPAN_DAYS - (high - low)) / 2)
+    return low - margin, high + margin
 
 
 def _days(moment: datetime) -> float:

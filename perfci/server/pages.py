@@ -17,12 +17,13 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup, escape
 
 from perfci.analysis.changepoints import detect_change_points, segment_levels
 from perfci.errors import AuthError
 from perfci.model import Verdict
 from perfci.report import _format as fmt
-from perfci.report.escape import safe_url
+from perfci.report.escape import safe_url, visible
 from perfci.report.json_report import comparison_from_dict
 from perfci.report.plots import step_trend_svg
 from perfci.server import auth
@@ -41,14 +42,38 @@ MAX_ROWS = 300
 
 
 def make_templates() -> Jinja2Templates:
-    """The page templates, always autoescaped (names come from the code under test)."""
+    """The page templates, always autoescaped (names come from the code under test).
+
+    Every value a template prints goes through :func:`_shown` (Jinja's ``finalize``): names
+    of projects, benchmarks, branches and kernels reach the page, its title included, with
+    their invisible format characters (U+202E …) shown, so none can reverse the text around it.
+    """
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(
-        enabled_extensions=("html",), default_for_string=True, default=True))
+        enabled_extensions=("html",), default_for_string=True, default=True),
+        finalize=_shown)
     env.filters.update(project_url=lambda name: "/p/" + quote(name, safe="/"),
                        segment=lambda name: quote(name, safe=""), duration=fmt.duration,
                        pct=fmt.pct, short_sha=fmt.short_sha, safe_url=safe_url,
-                       label=lambda v: str(fmt.LABELS[Verdict(v)]) if v else fmt.NO_VALUE)
+                       label=verdict_badge, badge=verdict_badge)
     return Jinja2Templates(env=env)
+
+
+def _shown(value: Any) -> Any:
+    """What a template prints: text through ``visible()``; markup made here left as it is."""
+    return value if isinstance(value, Markup) or not isinstance(value, str) else visible(value)
+
+
+def verdict_badge(verdict: Verdict | str | None, *, headline: bool = False) -> Markup:
+    """A verdict as a text badge, coloured by CSS.
+
+    Not the emoji of the comments and the terminal: a server's Chromium without an emoji
+    font draws them as empty boxes (issue 16), and a badge reads the same everywhere.
+    """
+    if not verdict:
+        return Markup(escape(fmt.NO_VALUE))
+    value = Verdict(verdict)
+    words = (fmt.HEADLINES if headline else fmt.LABELS)[value].words
+    return Markup('<span class="badge badge-{}">{}</span>').format(value.value, words)
 
 
 def render(request: Request, template: str, status_code: int = 200,
@@ -125,7 +150,7 @@ def project_page(request: Request, project: str, session: SessionDep, settings: 
     benchmarks = browse.list_benchmarks(session, project, branch=settings.baseline_branch)
     sparks = {b.name: sparkline(b.trend_ns) for b in benchmarks}
     return render(request, "project.html", project=project, benchmarks=benchmarks,
-                  sparks=sparks, token=token)
+                  sparks=sparks, branch=settings.baseline_branch, token=token)
 
 
 @router.get("/runs/{run_id}")
@@ -139,7 +164,7 @@ def run_page(request: Request, run_id: int, session: SessionDep,
     rows = fmt.by_severity(result.metrics) if result else []
     return render(request, "run.html", run=detail.run, result=result, rows=rows[:MAX_ROWS],
                   hidden=max(0, len(rows) - MAX_ROWS), fmt=fmt, token=token,
-                  headline=str(fmt.HEADLINES[result.verdict]) if result else None,
+                  headline=verdict_badge(result.verdict, headline=True) if result else None,
                   contributions=result.contributions[:20] if result else [])
 
 
@@ -151,8 +176,16 @@ def _chart(points: Sequence[StepPoint]) -> tuple[str | None, list[tuple[StepPoin
     found = detect_change_points(values)
     levels = segment_levels(values, found)
     changes = [(points[c.index], c.change) for c in found]
-    svg = step_trend_svg([p.time for p in points], values, levels,
-                         [p.time for p, _ in changes], width_in=9.0, height_in=3.0)
+    times = [p.time for p in points]
+    if len(set(times)) < len(times):
+        # Runs of one commit share its time and would stack in one column: when they were
+        # stored tells them apart (the points keep their commit order).
+        stored = [p.stored_at or p.time for p in points]
+        if stored == sorted(stored):
+            times = stored
+    when = {p.run_id: t for p, t in zip(points, times, strict=True)}
+    svg = step_trend_svg(times, values, levels, [when[p.run_id] for p, _ in changes],
+                         width_in=9.0, height_in=3.0)
     return svg, changes
 
 

@@ -62,17 +62,27 @@ class ProjectSummary:
 
 @dataclass(frozen=True, slots=True)
 class StepPoint:
-    """One run's step time (median of its repeats, ns per step)."""
+    """One run's step time (median of its repeats, ns per step) at ``time``, its commit's time
+    (else when it was stored, ``stored_at``)."""
 
     run_id: int
     commit: str | None
     branch: str | None
     time: datetime
     value_ns: float
+    stored_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class BenchmarkSummary:
+    """A benchmark at a glance.
+
+    With a ``branch`` (the base branch), ``latest_step`` is that branch's newest run, the one
+    its trend ends on, and ``latest_elsewhere`` the newest run of any other branch (a pull
+    request) when there is one: the two are never mixed up (issue 16). Without a branch,
+    ``latest_step`` is the newest run of any branch and ``latest_elsewhere`` is ``None``.
+    """
+
     name: str
     runs: int
     latest_run_id: int | None = None
@@ -80,6 +90,9 @@ class BenchmarkSummary:
     step_series: SeriesKey | None = None
     latest_step_ns: float | None = None
     trend_ns: list[float] = field(default_factory=list)
+    branch: str | None = None
+    latest_step: StepPoint | None = None
+    latest_elsewhere: StepPoint | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,14 +160,20 @@ def _summary(session: Session, benchmark_id: int, name: str, runs: int, latest: 
     latest_at = latest_row.created_at if latest_row is not None else None
     if series_id is None:
         return BenchmarkSummary(name=name, runs=runs, latest_run_id=latest, latest_at=latest_at)
-    newest = _step_points(session, series_id, branch=None, limit=1)
     trend = _step_points(session, series_id, branch=branch, limit=trend_points)
     if not trend and branch is not None:
+        branch = None  # nothing on the base branch yet: show what there is
         trend = _step_points(session, series_id, branch=None, limit=trend_points)
+    newest = trend[-1:] if branch is not None else _step_points(session, series_id,
+                                                                branch=None, limit=1)
+    elsewhere = (_step_points(session, series_id, branch=None, limit=1, not_branch=branch)
+                 if branch is not None else [])
     return BenchmarkSummary(name=name, runs=runs, latest_run_id=latest, latest_at=latest_at,
                             step_series=key,
                             latest_step_ns=newest[-1].value_ns if newest else None,
-                            trend_ns=[p.value_ns for p in trend])
+                            trend_ns=[p.value_ns for p in trend], branch=branch,
+                            latest_step=newest[-1] if newest else None,
+                            latest_elsewhere=elsewhere[-1] if elsewhere else None)
 
 
 def step_history(session: Session, project: str, benchmark: str, *, branch: str | None,
@@ -236,29 +255,34 @@ def _primary_step(session: Session, benchmark_id: int) -> tuple[int | None, Seri
 
 
 def _step_points(session: Session, series_id: int, *, branch: str | None,
-                 limit: int) -> list[StepPoint]:
-    """The last ``limit`` runs with a value of ``series_id``, oldest first."""
+                 limit: int, not_branch: str | None = None) -> list[StepPoint]:
+    """The last ``limit`` runs with a value of ``series_id`` (on ``branch``, and not on
+    ``not_branch``, when given), oldest first."""
     when = type_coerce(func.coalesce(Commit.committed_at, Run.created_at), UTCDateTime())
     runs = (select(Run.id).join(Sample, Sample.run_id == Run.id)
             .outerjoin(Commit, Commit.id == Run.commit_id)
             .where(Sample.series_id == series_id, Sample.value.is_not(None)))
     if branch is not None:
         runs = runs.where(Run.branch == branch)
+    if not_branch is not None:  # runs without a branch are "elsewhere" too
+        runs = runs.where((Run.branch != not_branch) | Run.branch.is_(None))
     runs = runs.group_by(Run.id, when).order_by(when.desc(), Run.id.desc()).limit(limit)
     run_ids = [int(r) for r in session.execute(runs).scalars()]
     if not run_ids:
         return []
-    query = (select(Run.id, Commit.sha, Run.branch, when, Sample.value)
+    query = (select(Run.id, Commit.sha, Run.branch, when, Sample.value,
+                    type_coerce(Run.created_at, UTCDateTime()))
              .join(Sample, Sample.run_id == Run.id)
              .outerjoin(Commit, Commit.id == Run.commit_id)
              .where(Run.id.in_(run_ids), Sample.series_id == series_id,
                     Sample.value.is_not(None)))
     values: dict[int, list[float]] = {}
-    meta: dict[int, tuple[str | None, str | None, datetime]] = {}
-    for run_id, sha, run_branch, moment, value in session.execute(query):
+    meta: dict[int, tuple[str | None, str | None, datetime, datetime]] = {}
+    for run_id, sha, run_branch, moment, value, stored in session.execute(query):
         values.setdefault(run_id, []).append(float(value or 0.0))
-        meta[run_id] = (sha, run_branch, moment)
+        meta[run_id] = (sha, run_branch, moment, stored)
     points = [StepPoint(run_id=r, commit=meta[r][0], branch=meta[r][1], time=meta[r][2],
-                        value_ns=statistics.median(values[r])) for r in values]
+                        value_ns=statistics.median(values[r]), stored_at=meta[r][3])
+              for r in values]
     return sorted(points, key=lambda p: (p.time, p.run_id))
 
