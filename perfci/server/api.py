@@ -44,13 +44,14 @@ from perfci.server.schemas import (
     ProjectUpdate,
     RunCreate,
     RunCreated,
+    RunDeleted,
     RunPublic,
     RunsPublic,
     SeriesHistoryPublic,
     SeriesPublic,
 )
 from perfci.store.queries import RunInfo
-from perfci.usecases import alerts, browse, tokens
+from perfci.usecases import alerts, browse, runs, tokens
 from perfci.usecases.submit import SubmitResult, submit_run
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -182,6 +183,21 @@ def get_run(run_id: RunId, session: SessionDep, token: TokenDep) -> RunPublic:
     detail = browse.run_detail(session, run_id)
     verdict = detail.comparison.get("verdict") if detail.comparison else None
     return _run_public(detail.run, verdict)
+
+
+@router.delete("/runs/{run_id}", response_model=RunDeleted, tags=["runs"])
+def delete_run(run_id: RunId, session: SessionDep, token: TokenDep) -> RunDeleted:
+    """Admin: delete a run with its samples, profiles, comparison and alerts (audited).
+
+    Later comparisons no longer count it in their baselines; the comparisons already
+    reported keep their numbers.
+    """
+    missing = f"no run with id {run_id}"
+    owner = auth.owner_of(lambda: browse.project_of_run(session, run_id), token, "admin")
+    admin = auth.require_scope(token, owner, "admin", missing=missing)
+    deleted = runs.delete_run(session, run_id=run_id, project=owner,
+                              actor=f"token {admin.id} ({admin.prefix}…, {admin.name})")
+    return RunDeleted(**dataclasses.asdict(deleted))
 
 
 @router.get("/runs/{run_id}/comparison", response_model=ComparisonPublic, tags=["runs"])

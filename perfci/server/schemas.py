@@ -160,6 +160,9 @@ class MetricComparisonPublic(BaseModel):
     share_of_step: float | None = None
     repeats_needed: int | None = None
     series: SeriesPublic | None = None
+    adjusted_change: float | None = None
+    adjusted_ci_low: float | None = None
+    adjusted_ci_high: float | None = None
 
 
 class ContributionPublic(BaseModel):
@@ -228,6 +231,20 @@ class RunPublic(BaseModel):
     ci_url: str | None = None
     environment: dict[str, str] = Field(default_factory=dict)
     verdict: Verdict | None = None
+
+
+class RunDeleted(BaseModel):
+    """What ``DELETE /api/v1/runs/{run_id}`` removed (an audit event records it too)."""
+
+    run_id: int
+    project: str
+    benchmark: str
+    commit: str | None = None
+    branch: str | None = None
+    samples: int
+    profiles: int
+    comparisons: int
+    alerts: int
 
 
 class RunsPublic(BaseModel):

@@ -48,7 +48,7 @@ _CHUNK = 256 * 1024
 class _MetricShape(msgspec.Struct, gc=False):
     """A metric as :func:`count_run` sees it: its samples, kept as raw JSON (not decoded)."""
 
-    samples_ns: msgspec.Raw | None = None
+    samples_ns: msgspec.Raw = msgspec.Raw()
 
 
 class _ProfileShape(msgspec.Struct, gc=False):
@@ -102,9 +102,7 @@ def count_run(body: bytes, limits: Limits, *, document: bool = False) -> None:
     _check_counts(metrics, samples, limits)
 
 
-def _count_samples(raw: msgspec.Raw | None) -> int:
-    if raw is None:
-        return 0
+def _count_samples(raw: msgspec.Raw) -> int:
     text = bytes(raw)
     if not text.startswith(b"[") or text.strip(b"[] \t\r\n") == b"":
         return 0
@@ -204,8 +202,11 @@ def inflate(path: Path, limits: Limits, *, budget: int | None = None) -> Path:
                 return path
         if layer == _MAX_GZIP_LAYERS:
             raise InputTooLarge(f"gzip nested more than {_MAX_GZIP_LAYERS} deep", source=name)
-        target = path.with_name(f"inflated{layer}-" + re.sub(r"(?i)\.gz$", "", name))
-        _inflate_file(path, target, cap, name, limits)
+        # The inflated file takes the upload's name less `.gz`: parse errors name it.
+        source = path.rename(path.with_name(f".gzip-layer-{layer}"))
+        target = path.with_name(re.sub(r"(?i)\.gz$", "", name) or name)
+        _inflate_file(source, target, cap, name, limits)
+        source.unlink()
         path = target
     return path
 
