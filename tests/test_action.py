@@ -495,7 +495,8 @@ def test_readme_workflows_parse_pin_actions_by_sha_and_declare_permissions() -> 
             workflows += 1
             assert "permissions" in document, document.get("name")
             assert "write-all" not in block
-    assert workflows == 4  # pull requests, baselines, fork comments, weekly report
+    # history branch, PostgreSQL pull requests and baselines, server, fork comments, weekly
+    assert workflows == 6
 
 
 def test_every_step_script_is_valid_bash(action: dict[str, Any], tmp_path: Path) -> None:
