@@ -26,6 +26,10 @@ from typing import Any
 from perfci.errors import ConfigError
 from perfci.model import RunContext
 
+#: Fingerprint entries that tell individual machines apart but not what performance depends
+#: on: kept with the run (history can tell a pool's cards apart) and left out of the hash that
+#: matches environments, or runs on two cards of one model would never be compared.
+IDENTITY_KEYS = frozenset({"gpu_uuid"})
 #: Frameworks and libraries whose version is part of the fingerprint when installed.
 FRAMEWORKS = ("torch", "jax", "tensorflow", "triton", "transformer-engine", "megatron-core")
 _GIT_TIMEOUT_S = 5
@@ -191,8 +195,10 @@ def environment_fingerprint(env: Mapping[str, str] | None = None) -> dict[str, s
 
 
 def fingerprint_hash(fingerprint: Mapping[str, str]) -> str:
-    """A stable 16-hex-digit key of a fingerprint (order-independent)."""
-    canonical = json.dumps(dict(sorted(fingerprint.items())), separators=(",", ":"))
+    """A stable 16-hex-digit key of a fingerprint (order-independent, ``IDENTITY_KEYS`` not
+    counted)."""
+    matched = {k: v for k, v in fingerprint.items() if k not in IDENTITY_KEYS}
+    canonical = json.dumps(dict(sorted(matched.items())), separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
@@ -207,9 +213,11 @@ def cpu_model() -> str:
 
 
 def gpu_info(env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """GPU model, count, driver and CUDA version from ``nvidia-smi``; empty without a GPU.
+    """GPU model, count, driver, CUDA version and UUIDs from ``nvidia-smi``; empty without one.
 
-    ``CUDA_VISIBLE_DEVICES`` limits the count the way the benchmark itself will see it.
+    ``CUDA_VISIBLE_DEVICES`` (indices or UUIDs) limits the GPUs the way the benchmark itself
+    will see them. ``gpu_uuid`` lists the cards' UUIDs (comma-separated), which identify the
+    card but are not matched (:data:`IDENTITY_KEYS`).
     """
     env = os.environ if env is None else env
     smi = shutil.which("nvidia-smi", path=env.get("PATH"))
@@ -217,7 +225,7 @@ def gpu_info(env: Mapping[str, str] | None = None) -> dict[str, str]:
         return {}
     try:
         query = subprocess.run(
-            [smi, "--query-gpu=name,driver_version", "--format=csv,noheader"],
+            [smi, "--query-gpu=name,driver_version,uuid", "--format=csv,noheader"],
             capture_output=True, text=True, timeout=_NVIDIA_SMI_TIMEOUT_S, check=False)
         header = subprocess.run([smi], capture_output=True, text=True,
                                 timeout=_NVIDIA_SMI_TIMEOUT_S, check=False)
@@ -229,12 +237,22 @@ def gpu_info(env: Mapping[str, str] | None = None) -> dict[str, str]:
         return {}
     visible = env.get("CUDA_VISIBLE_DEVICES")
     if visible:
-        wanted = [int(i) for i in visible.split(",") if i.strip().isdigit()]
-        rows = [rows[i] for i in wanted if i < len(rows)] or rows
+        rows = [row for part in visible.split(",") if (row := _visible_row(rows, part.strip()))
+                ] or rows
     info = {"gpu": rows[0][0], "gpu_count": str(len(rows))}
     if len(rows[0]) > 1:
         info["driver"] = rows[0][1]
+    uuids = [row[2] for row in rows if len(row) > 2 and row[2]]
+    if uuids:
+        info["gpu_uuid"] = ",".join(uuids)
     cuda = re.search(r"CUDA Version:\s*([\d.]+)", header.stdout)
     if cuda:
         info["cuda"] = cuda.group(1)
     return info
+
+
+def _visible_row(rows: list[list[str]], part: str) -> list[str] | None:
+    """The ``nvidia-smi`` row a ``CUDA_VISIBLE_DEVICES`` entry (index or UUID) names."""
+    if part.isdigit():
+        return rows[int(part)] if int(part) < len(rows) else None
+    return next((row for row in rows if len(row) > 2 and row[2] == part), None)

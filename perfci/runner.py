@@ -21,7 +21,9 @@ from collections import deque
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from perfci import gpu_state
 from perfci.errors import ConfigError, PerfciError
 
 PROFILERS = ("torch", "nsys", "none")
@@ -62,6 +64,10 @@ class RepeatResult:
     output_dir: Path
     #: Names (never values) of the variables withheld from this repeat's environment.
     withheld: list[str] = field(default_factory=list)
+    #: The GPUs' clocks, temperature, power and throttling during the repeat
+    #: (:mod:`perfci.gpu_state`; also left beside the profiles as ``perfci-gpu-state.json``);
+    #: ``None`` without a GPU.
+    gpu_state: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -124,11 +130,12 @@ def _configured_pass_env(cwd: Path | None) -> list[str]:
 
 
 def collect_files(output_dir: Path, globs: Sequence[str]) -> list[Path]:
-    """Files under ``output_dir`` matching any glob, sorted, each once."""
+    """Files under ``output_dir`` matching any glob, sorted, each once (perfci's own GPU state
+    file is not a profile)."""
     found: dict[Path, None] = {}
     for pattern in globs:
         for path in sorted(output_dir.rglob(pattern)):
-            if path.is_file():
+            if path.is_file() and path.name != gpu_state.SIDECAR:
                 found[path] = None
     return list(found)
 
@@ -188,24 +195,16 @@ def _run_once(command: Sequence[str], *, index: int, out_dir: Path, profiler: st
     child_env["PERFCI_OUTPUT_DIR"] = str(out_dir)
     child_env["PERFCI_REPEAT"] = str(index)
     argv = wrap_command(command, profiler, out_dir)
-    started = time.perf_counter()
     tail: deque[str] = deque(maxlen=TAIL_LINES)
+    # The GPU is sampled for exactly the repeat's lifetime (issue 12: its state is evidence).
+    sampler = gpu_state.sample_while(child_env)
+    started = time.perf_counter()
     try:
-        process = subprocess.Popen(argv, cwd=cwd, env=child_env, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, text=True, errors="replace")
-    except OSError as exc:
-        raise ConfigError(f"cannot start benchmark command {argv[0]!r}: {exc.strerror}") from exc
-    assert process.stdout is not None
-    for line in process.stdout:
-        tail.append(line.rstrip("\n"))
-    try:
-        returncode = process.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-        raise BenchmarkFailed(f"repeat {index} timed out after {timeout_s:.0f} s",
-                              returncode=124, tail="\n".join(tail)) from None
-    seconds = time.perf_counter() - started
+        returncode = _wait(argv, cwd=cwd, env=child_env, tail=tail, index=index,
+                           timeout_s=timeout_s)
+    finally:
+        seconds = time.perf_counter() - started
+        state = sampler.stop()
     if returncode != 0:
         raise BenchmarkFailed(
             f"repeat {index} of the benchmark exited with code {returncode}; last output:\n"
@@ -215,4 +214,27 @@ def _run_once(command: Sequence[str], *, index: int, out_dir: Path, profiler: st
         raise ConfigError(
             f"repeat {index} wrote no profile file matching {', '.join(patterns)} in {out_dir}; "
             "does the benchmark write into $PERFCI_OUTPUT_DIR (see perfci.torch)?")
-    return RepeatResult(index=index, files=files, seconds=seconds, output_dir=out_dir)
+    if state is not None:
+        gpu_state.write_sidecar(out_dir, state)
+    return RepeatResult(index=index, files=files, seconds=seconds, output_dir=out_dir,
+                        gpu_state=state)
+
+
+def _wait(argv: Sequence[str], *, cwd: Path | None, env: Mapping[str, str],
+          tail: deque[str], index: int, timeout_s: float | None) -> int:
+    """Run one repeat's process to its end, keeping the last lines of its output."""
+    try:
+        process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True, errors="replace")
+    except OSError as exc:
+        raise ConfigError(f"cannot start benchmark command {argv[0]!r}: {exc.strerror}") from exc
+    assert process.stdout is not None
+    for line in process.stdout:
+        tail.append(line.rstrip("\n"))
+    try:
+        return process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        raise BenchmarkFailed(f"repeat {index} timed out after {timeout_s:.0f} s",
+                              returncode=124, tail="\n".join(tail)) from None

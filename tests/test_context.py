@@ -74,27 +74,53 @@ def test_flags_override_detection_and_env_pairs_extend_the_fingerprint(repo: Pat
         detect_run_context(None, {"pr_number": "seven"}, env={"PATH": "/usr/bin:/bin"}, cwd=repo)
 
 
-def test_gpu_fingerprint_from_nvidia_smi(tmp_path: Path) -> None:
-    # No GPU on this machine: a stand-in nvidia-smi prints what the real one prints on a
-    # two-GPU H100 host, so that the parsing of its output is tested.
-    smi = tmp_path / "nvidia-smi"
+UUID_0 = "GPU-5e0c6d0b-8a3f-2c71-94e2-1b7d3f09a6c4"
+UUID_1 = "GPU-b2a94f17-03de-6e58-c1a0-7f4e92d85b31"
+
+
+def _fake_smi(folder: Path, rows: list[str]) -> dict[str, str]:
+    """A stand-in ``nvidia-smi`` first on PATH: it prints what the real one prints on the host
+    described by ``rows`` (no GPU on this machine; this mocks only the GPU)."""
+    smi = folder / "nvidia-smi"
     smi.write_text("#!/bin/sh\n"
-                   'if [ "$1" = "--query-gpu=name,driver_version" ]; then\n'
-                   '  echo "NVIDIA H100 80GB HBM3, 550.54.15"\n'
-                   '  echo "NVIDIA H100 80GB HBM3, 550.54.15"\n'
-                   "else\n"
+                   'if [ "$1" = "--query-gpu=name,driver_version,uuid" ]; then\n'
+                   + "".join(f'  echo "{row}"\n' for row in rows)
+                   + "else\n"
                    '  echo "| NVIDIA-SMI 550.54.15    Driver Version: 550.54.15    '
                    'CUDA Version: 12.4     |"\n'
                    "fi\n")
     smi.chmod(smi.stat().st_mode | stat.S_IEXEC)
-    env = {"PATH": f"{tmp_path}:/usr/bin:/bin"}
+    return {"PATH": f"{folder}:/usr/bin:/bin"}
+
+
+def test_gpu_fingerprint_from_nvidia_smi(tmp_path: Path) -> None:
+    env = _fake_smi(tmp_path, [f"NVIDIA H100 80GB HBM3, 550.54.15, {UUID_0}",
+                               f"NVIDIA H100 80GB HBM3, 550.54.15, {UUID_1}"])
     fingerprint = environment_fingerprint(env=env)
     assert fingerprint["gpu"] == "NVIDIA H100 80GB HBM3"
     assert (fingerprint["gpu_count"], fingerprint["driver"], fingerprint["cuda"]) == (
         "2", "550.54.15", "12.4")
+    assert fingerprint["gpu_uuid"] == f"{UUID_0},{UUID_1}"
     one = environment_fingerprint(env={**env, "CUDA_VISIBLE_DEVICES": "1"})
-    assert one["gpu_count"] == "1"
+    assert one["gpu_count"] == "1" and one["gpu_uuid"] == UUID_1
     assert fingerprint_hash(fingerprint) != fingerprint_hash(one)
+    by_uuid = environment_fingerprint(env={**env, "CUDA_VISIBLE_DEVICES": UUID_1})
+    assert by_uuid["gpu_uuid"] == UUID_1 and by_uuid["gpu_count"] == "1"
+
+
+def test_cards_of_one_model_are_told_apart_but_match_one_environment(tmp_path: Path) -> None:
+    """A runner pool: two hosts with one H100 each. Each run carries its card's UUID, yet
+    both runs land in one environment and so are compared with each other."""
+    first = environment_fingerprint(env=_fake_smi(
+        tmp_path, [f"NVIDIA H100 80GB HBM3, 550.54.15, {UUID_0}"]))
+    other = tmp_path / "other"
+    other.mkdir()
+    second = environment_fingerprint(env=_fake_smi(
+        other, [f"NVIDIA H100 80GB HBM3, 550.54.15, {UUID_1}"]))
+    assert (first["gpu_uuid"], second["gpu_uuid"]) == (UUID_0, UUID_1)
+    assert fingerprint_hash(first) == fingerprint_hash(second)
+    # Everything else in the fingerprint still separates environments.
+    assert fingerprint_hash(first) != fingerprint_hash({**first, "driver": "535.129.03"})
 
 
 def test_cpu_only_fingerprint_is_stable_and_order_independent() -> None:

@@ -22,6 +22,7 @@ from perfci.store.schema import (
     Benchmark,
     Commit,
     Environment,
+    ProfileRow,
     Project,
     Run,
     Sample,
@@ -278,3 +279,23 @@ def commit_time(session: Session, *, project: str, sha: str) -> datetime | None:
     query = (select(Commit.committed_at).join(Project, Project.id == Commit.project_id)
              .where(Project.name == project, Commit.sha == sha))
     return session.execute(query).scalar()
+
+
+def repeat_gpu_states(session: Session,
+                      run_ids: Collection[int]) -> dict[int, dict[int, dict[str, Any]]]:
+    """Per run: repeat → the GPU state sampled during it (profile metadata ``gpu_state``).
+
+    Runs and repeats without one (no GPU, or stored by an older perfci) are absent. When a
+    repeat has several profiles they carry the same state; the first is taken.
+    """
+    if not run_ids:
+        return {}
+    query = (select(ProfileRow.run_id, ProfileRow.repeat, ProfileRow.meta)
+             .where(ProfileRow.run_id.in_(sorted(set(run_ids))))
+             .order_by(ProfileRow.run_id, ProfileRow.repeat, ProfileRow.id))
+    found: dict[int, dict[int, dict[str, Any]]] = {}
+    for run_id, repeat, meta in session.execute(query):
+        state = meta.get("gpu_state") if isinstance(meta, Mapping) else None
+        if isinstance(state, Mapping):
+            found.setdefault(int(run_id), {}).setdefault(int(repeat), dict(state))
+    return found

@@ -5,17 +5,24 @@ fingerprint; the base branch (the PR's base, else the configured one, else ``mai
 ``baseline_runs`` runs up to and including the merge base commit (or the run's own commit when
 the merge base is not in the store), so the merge base's own runs and repeated runs of one
 commit count; never the run itself, and never the PR's own runs (they live on its branch).
+
+The GPU's state is evidence (issue 12): a baseline run that ran throttled (thermal, power or
+hardware slowdown) or at a low SM clock in at least half its repeats is left out like a wrecked
+run, and a candidate repeat that did is named and, when other repeats remain, left out; each
+with a note in the comparison (:mod:`perfci.gpu_state` judges the repeats).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy.orm import Session
 
 from perfci.analysis.compare import CompareOptions, compare_run
+from perfci.gpu_state import RepeatJudgement, StateJudge
 from perfci.model import BaselineInfo, RunComparison, SeriesKey
 from perfci.store import queries
 from perfci.store.queries import RunInfo
@@ -67,18 +74,123 @@ def compare_stored_run(session: Session, run_id: int, *, options: CompareOptions
     run = queries.get_run(session, run_id)
     choice = choose_baseline(session, run, branch=branch, default_branch=default_branch,
                              limit=baseline_runs, merge_base=merge_base)
+    states = queries.repeat_gpu_states(session, [*choice.run_ids, run.id])
+    screen = screen_gpu_state(choice.run_ids, run, states)
+    choice = replace(choice, run_ids=screen.kept_run_ids)
     samples = queries.run_samples(session, [*choice.run_ids, run.id])
     oldest_first = list(reversed(choice.run_ids))
     baseline = {key: [by_run[r] for r in oldest_first if r in by_run]
                 for key, by_run in samples.items()}
-    candidate = {key: by_run[run.id] for key, by_run in samples.items() if run.id in by_run}
+    candidate = {key: _without(by_run[run.id], screen.left_out_repeats, run.repeats)
+                 for key, by_run in samples.items() if run.id in by_run}
     baseline = {key: runs for key, runs in baseline.items() if runs}
     result = compare_run(baseline, candidate, benchmark=run.benchmark, options=options)
+    result.notes.extend(screen.notes)
     result.baseline = _baseline_info(session, choice)
-    result.environment = dict(run.environment)
+    result.environment = _with_cards(run.environment, states.get(run.id, {}))
     result.run_id, result.commit, result.branch = run.id, run.commit, run.branch
     result.pr_number, result.ci_url = run.pr_number, run.ci_url
     return result
+
+
+@dataclass(frozen=True, slots=True)
+class GpuScreen:
+    """What the GPU state of the runs leaves out of a comparison, and the notes saying so."""
+
+    kept_run_ids: list[int]
+    left_out_repeats: frozenset[int] = frozenset()
+    notes: list[str] = field(default_factory=list)
+
+
+def screen_gpu_state(baseline_run_ids: Sequence[int], run: RunInfo,
+                     states: Mapping[int, Mapping[int, Mapping[str, Any]]]) -> GpuScreen:
+    """Leave out baseline runs and candidate repeats that ran on a throttled GPU.
+
+    ``states`` maps run id → repeat → ``gpu_state`` (:func:`queries.repeat_gpu_states`).
+    A baseline run is left out when at least half of its sampled repeats were suspect; a
+    candidate repeat is left out when it was suspect and an unsuspect repeat remains. What
+    is usual for this runner (its usual SM clock, a power cap it always runs at) is learnt
+    from the baseline, so only what is unusual counts (:class:`~perfci.gpu_state.StateJudge`).
+    """
+    if not states:
+        return GpuScreen(kept_run_ids=list(baseline_run_ids))
+    own = states.get(run.id, {})
+    judge = StateJudge.from_history(
+        [list(states.get(r, {}).values()) for r in baseline_run_ids], list(own.values()))
+    kept, suspects = [], []
+    for run_id in baseline_run_ids:
+        judged = [judge.judge(state) for state in states.get(run_id, {}).values()]
+        bad = [j for j in judged if j.suspect]
+        if bad and 2 * len(bad) >= len(judged):
+            suspects.append((run_id, bad, len(judged)))
+        else:
+            kept.append(run_id)
+    notes = [_baseline_note(suspects, len(baseline_run_ids))] if suspects else []
+    left_out, candidate_notes = _screen_candidate(judge, own, run.repeats)
+    return GpuScreen(kept_run_ids=kept, left_out_repeats=left_out,
+                     notes=notes + candidate_notes)
+
+
+def _baseline_note(suspects: Sequence[tuple[int, list[RepeatJudgement], int]],
+                   total: int) -> str:
+    """``"1 of 30 baseline runs left out: GPU throttled (sw_thermal_slowdown) in 3 of 5
+    repeats (run 17)"``."""
+    parts = [f"({_what(bad)}) in {len(bad)} of {repeats} repeats (run {run_id})"
+             for run_id, bad, repeats in suspects]
+    return (f"{len(suspects)} of {total} baseline runs left out: GPU throttled "
+            + "; ".join(parts))
+
+
+def _what(judged: Sequence[RepeatJudgement]) -> str:
+    reasons = list(dict.fromkeys(r for j in judged for r in j.reasons))
+    if reasons:
+        return ", ".join(reasons)
+    slowest = min(judged, key=lambda j: j.sm_clock_mhz or 0.0)
+    return slowest.describe()
+
+
+def _screen_candidate(judge: StateJudge, states: Mapping[int, Mapping[str, Any]],
+                      repeats: int) -> tuple[frozenset[int], list[str]]:
+    judged = {index: judge.judge(state) for index, state in sorted(states.items())}
+    suspect = [index for index, j in judged.items() if j.suspect]
+    # Leave a repeat out only when an unsuspect one remains: some data beats none.
+    keep_all = len(suspect) >= repeats
+    notes = []
+    for index in suspect:
+        j = judged[index]
+        described = j.describe()
+        what = (f"ran at {described}" if "MHz" in described
+                else f"ran with the GPU throttled {described}")
+        fate = "kept: no repeat ran unthrottled" if keep_all else "left out"
+        notes.append(f"repeat {index + 1} of this run {what}; {fate}")
+    return (frozenset() if keep_all else frozenset(suspect)), notes
+
+
+def _without(values: Sequence[float], left_out: frozenset[int], repeats: int) -> list[float]:
+    """``values`` (one per repeat) without the ``left_out`` repeats.
+
+    A series missing from some repeat has fewer values than repeats, so its indices are not
+    repeat numbers: it is kept whole rather than cut at the wrong places.
+    """
+    if not left_out or len(values) != repeats:
+        return list(values)
+    return [v for index, v in enumerate(values) if index not in left_out]
+
+
+def _with_cards(environment: Mapping[str, str],
+                states: Mapping[int, Mapping[str, Any]]) -> dict[str, str]:
+    """The run's environment with the UUIDs of the cards its repeats actually ran on.
+
+    The stored environment is shared by every run that matches it (UUIDs are not matched,
+    :data:`perfci.context.IDENTITY_KEYS`), so its ``gpu_uuid`` is the first such run's card;
+    the GPU state sampled during this run's repeats names this run's own.
+    """
+    uuids = [str(gpu["uuid"]) for state in states.values() for gpu in state.get("gpus", [])
+             if isinstance(gpu, Mapping) and gpu.get("uuid")]
+    found = dict(environment)
+    if uuids:
+        found["gpu_uuid"] = ",".join(dict.fromkeys(uuids))
+    return found
 
 
 def _baseline_info(session: Session, choice: BaselineChoice) -> BaselineInfo:

@@ -1,0 +1,275 @@
+"""The GPU's state as evidence (issue 12 point 10): sampling, summaries, and their use.
+
+No GPU is available where these tests run, so the GPU is the one thing mocked: the recorded
+``nvidia-smi`` output in ``tests/data/gpu_state/`` (an H100 SXM, healthy and running hot) is
+printed by a stand-in ``nvidia-smi`` placed first on PATH, and the real runner samples it in
+a real background process. Everything after the GPU (the runner, the parsing, the store on
+SQLite and PostgreSQL, the comparison and its notes) is the real code.
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from perfci import gpu_state
+from perfci.gpu_state import StateJudge, parse_smi_csv, reason_names, summarise
+from perfci.jsondoc import from_document, to_document
+from perfci.model import Device, Metric, MetricKind, Profile, RunContext, Verdict
+from perfci.runner import run_benchmark
+from perfci.settings import Settings
+from perfci.store import queries
+from perfci.usecases.ingest import parse_repeats
+from perfci.usecases.submit import submit_run
+
+DATA = Path(__file__).parent / "data" / "gpu_state"
+UUID_0 = "GPU-5e0c6d0b-8a3f-2c71-94e2-1b7d3f09a6c4"
+UUID_1 = "GPU-b2a94f17-03de-6e58-c1a0-7f4e92d85b31"
+QUERY = f"--query-gpu={','.join(gpu_state.SMI_FIELDS)}"
+
+
+def _state(name: str) -> dict[str, Any]:
+    state = summarise(parse_smi_csv((DATA / name).read_text()), source="nvidia-smi")
+    assert state is not None
+    return state
+
+
+# --- parsing and summaries ---------------------------------------------------------------------
+
+
+def test_healthy_h100_summary() -> None:
+    state = _state("h100-steady.csv")
+    assert state["source"] == "nvidia-smi" and state["interval_ms"] == 100
+    [gpu] = state["gpus"]
+    assert (gpu["index"], gpu["uuid"], gpu["samples"]) == (0, UUID_0, 40)
+    assert gpu["sm_clock_median_mhz"] == 1980 and gpu["sm_clock_min_mhz"] == 345
+    assert gpu["sm_clock_max_mhz"] == 1980 and gpu["sm_clock_limit_mhz"] == 1980
+    assert gpu["mem_clock_median_mhz"] == 2619 and gpu["temperature_max_c"] == 62
+    assert 380 < gpu["power_median_w"] < 690
+    assert gpu["throttle_reasons"] == ["gpu_idle", "sw_power_cap"]
+    assert gpu["throttle_fractions"] == {"gpu_idle": 0.075, "sw_power_cap": 0.1}
+    assert gpu["throttled_fraction"] == 0.1  # idle is not a slowdown
+
+
+def test_thermal_throttling_summary_and_a_line_cut_short() -> None:
+    text = (DATA / "h100-thermal.csv").read_text()
+    assert not text.endswith("\n")  # the recording ends mid-line
+    [gpu] = _state("h100-thermal.csv")["gpus"]
+    assert gpu["samples"] == 40  # the cut line is not a reading
+    assert gpu["sm_clock_median_mhz"] == 1410 and gpu["sm_clock_min_mhz"] == 1185
+    assert gpu["temperature_max_c"] == 90
+    assert gpu["throttle_reasons"] == ["hw_slowdown", "sw_thermal_slowdown"]
+    assert gpu["throttle_fractions"] == {"hw_slowdown": 0.125, "sw_thermal_slowdown": 0.8}
+    assert gpu["throttled_fraction"] == 0.8
+
+
+def test_two_cards_are_summarised_apart_and_unreported_power_is_skipped() -> None:
+    first, second = _state("h100x2-steady.csv")["gpus"]
+    assert (first["uuid"], second["uuid"]) == (UUID_0, UUID_1)
+    assert first["samples"] == second["samples"] == 20
+    assert second["sm_clock_min_mhz"] == 1755 and second["throttle_reasons"] == ["sw_power_cap"]
+    assert second["power_median_w"] is not None
+
+
+def test_reason_bits_and_unreadable_lines() -> None:
+    assert reason_names(0x28) == ["hw_slowdown", "sw_thermal_slowdown"]
+    assert reason_names(0x1C4) == ["sw_power_cap", "hw_thermal_slowdown",
+                                   "hw_power_brake_slowdown", "display_clock_setting"]
+    assert parse_smi_csv("index, uuid\nNo devices were found\n\n") == []
+    assert summarise([], source="nvidia-smi") is None
+
+
+# --- judging -----------------------------------------------------------------------------------
+
+
+def test_a_hot_repeat_is_suspect_against_a_healthy_history() -> None:
+    steady, thermal = _state("h100-steady.csv"), _state("h100-thermal.csv")
+    judge = StateJudge.from_history([[steady] * 5] * 4)
+    assert judge.usual_clock_mhz == 1980 and judge.usual_reasons == frozenset()
+    assert not judge.judge(steady).suspect
+    verdict = judge.judge(thermal)
+    assert verdict.suspect and verdict.reasons == ("sw_thermal_slowdown",)
+    assert verdict.describe() == "1410 MHz against 1980 MHz (sw_thermal_slowdown)"
+    assert not judge.judge(None).suspect
+
+
+def test_a_power_cap_the_runner_always_has_is_not_suspect() -> None:
+    capped = _state("h100-steady.csv")
+    capped["gpus"][0]["throttle_fractions"]["sw_power_cap"] = 0.9
+    judge = StateJudge.from_history([[capped] * 3] * 5)
+    assert judge.usual_reasons == frozenset({"sw_power_cap"})
+    assert not judge.judge(capped).suspect
+
+
+# --- sampling in the runner ----------------------------------------------------------------------
+
+WRITER = (
+    "import json, os, pathlib, time\n"
+    "time.sleep(0.2)\n"
+    "out = pathlib.Path(os.environ['PERFCI_OUTPUT_DIR'])\n"
+    "doc = {'perfci_version': '0.1.0', 'schema_version': 1, 'profiles': [{\n"
+    "    'label': 'p', 'format': 'perfci_json', 'source': 'bench', 'steps': 1,\n"
+    "    'metrics': [{'kind': 'step', 'name': 'step', 'device': 'gpu', 'total_ns': 1e7}]}]}\n"
+    "(out / 'profile.json').write_text(json.dumps(doc))\n"
+)
+
+
+def _fake_smi(folder: Path, recordings: list[Path]) -> dict[str, str]:
+    """A stand-in ``nvidia-smi`` (the GPU is the only thing mocked): the sampling query prints
+    the next recording (one per repeat, the last one repeated), then waits to be stopped as
+    ``-lms`` would; anything else fails as on a host without a driver."""
+    bin_dir = folder / "bin"
+    bin_dir.mkdir()
+    counter = folder / "calls"
+    counter.write_text("0")
+    cases = "".join(f"  {i}) cat '{path}' ;;\n" for i, path in enumerate(recordings))
+    script = (
+        "#!/bin/sh\n"
+        f'if [ "$1" != "{QUERY}" ]; then echo "NVIDIA-SMI has failed" >&2; exit 9; fi\n'
+        f"n=$(cat '{counter}'); echo $((n + 1)) > '{counter}'\n"
+        f'case "$n" in\n{cases}  *) cat \'{recordings[-1]}\' ;;\nesac\n'
+        "exec sleep 30\n")
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text(script)
+    smi.chmod(smi.stat().st_mode | stat.S_IEXEC)
+    return {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+
+
+def test_runner_samples_each_repeat_and_leaves_the_state_beside_its_profiles(
+        tmp_path: Path) -> None:
+    env = _fake_smi(tmp_path, [DATA / "h100-steady.csv", DATA / "h100-thermal.csv"])
+    result = run_benchmark([sys.executable, "-c", WRITER], benchmark="b", repeats=2,
+                           work_dir=tmp_path / "work", profiler="none", env=env, pass_env=())
+    steady, thermal = (r.gpu_state for r in result.repeats)
+    assert steady == _state("h100-steady.csv")
+    assert thermal == _state("h100-thermal.csv")
+    for repeat in result.repeats:
+        # The state file is not a profile, even for `--profiler none`, which collects all.
+        assert [p.name for p in repeat.files] == ["profile.json"]
+        sidecar = repeat.output_dir / gpu_state.SIDECAR
+        assert json.loads(sidecar.read_text()) == repeat.gpu_state
+
+
+def test_only_the_cards_the_benchmark_can_use_are_reported(tmp_path: Path) -> None:
+    env = _fake_smi(tmp_path, [DATA / "h100x2-steady.csv"])
+    result = run_benchmark([sys.executable, "-c", WRITER], benchmark="b", repeats=1,
+                           work_dir=tmp_path / "work", profiler="none", pass_env=(),
+                           env={**env, "CUDA_VISIBLE_DEVICES": "1"})
+    state = result.repeats[0].gpu_state
+    assert state is not None and [g["uuid"] for g in state["gpus"]] == [UUID_1]
+    by_uuid = run_benchmark([sys.executable, "-c", WRITER], benchmark="b", repeats=1,
+                            work_dir=tmp_path / "work2", profiler="none", pass_env=(),
+                            env={**env, "CUDA_VISIBLE_DEVICES": UUID_0})
+    state = by_uuid.repeats[0].gpu_state
+    assert state is not None and [g["uuid"] for g in state["gpus"]] == [UUID_0]
+
+
+def test_no_gpu_means_no_state_and_no_error(tmp_path: Path) -> None:
+    result = run_benchmark([sys.executable, "-c", WRITER], benchmark="b", repeats=1,
+                           work_dir=tmp_path / "work", profiler="none", pass_env=(),
+                           env={"PATH": "/usr/bin:/bin"})
+    assert result.repeats[0].gpu_state is None
+    assert not (result.repeats[0].output_dir / gpu_state.SIDECAR).exists()
+
+
+def test_state_reaches_profile_metadata_the_store_and_perfci_json(
+        tmp_path: Path, session: Session) -> None:
+    """Runner → profiles → store, and the perfci JSON document a remote upload sends."""
+    env = _fake_smi(tmp_path, [DATA / "h100-steady.csv", DATA / "h100-thermal.csv"])
+    result = run_benchmark([sys.executable, "-c", WRITER], benchmark="b", repeats=2,
+                           work_dir=tmp_path / "work", profiler="none", env=env, pass_env=())
+    repeats = [parse_repeats(files, repeat=1)[0] for files in result.files_per_repeat]
+    gpu_state.attach(repeats, result.files_per_repeat)
+    assert repeats[1][0].metadata["gpu_state"] == _state("h100-thermal.csv")
+    sent = json.loads(json.dumps(to_document(repeats[1])))  # what upload_run sends
+    assert from_document(sent)[0].metadata["gpu_state"] == _state("h100-thermal.csv")
+    done = submit_run(session, context=_context("a" * 40, "main", "r1", T0), benchmark="b",
+                      repeats=repeats, settings=Settings())
+    stored = queries.repeat_gpu_states(session, [done.ingest.run_id])
+    assert stored == {done.ingest.run_id: {0: _state("h100-steady.csv"),
+                                           1: _state("h100-thermal.csv")}}
+
+
+# --- the comparison ------------------------------------------------------------------------------
+
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+ENV = {"gpu": "NVIDIA H100 80GB HBM3", "gpu_count": "1", "driver": "550.54.15",
+       "gpu_uuid": UUID_0}
+
+
+def _context(sha: str, branch: str, ci: str, when: datetime, *,
+             merge_base: str | None = None, uuid: str = UUID_0) -> RunContext:
+    return RunContext(project="acme/gpt", commit=sha, branch=branch, ci_provider="test",
+                      ci_run_id=ci, ci_run_attempt=1, commit_time=when.isoformat(),
+                      base_branch="main" if merge_base else None, merge_base=merge_base,
+                      environment={**ENV, "gpu_uuid": uuid})
+
+
+def _repeat(rng: np.random.Generator, state: dict[str, Any], slow: float = 1.0) -> list[Profile]:
+    """One repeat of a GPU training step; a throttled GPU makes everything ``slow`` x slower."""
+    noise = lambda: float(np.exp(rng.normal(0, 0.01)))  # noqa: E731
+    gemm, softmax = 6e6 * slow * noise(), 3e6 * slow * noise()
+    metrics = [
+        Metric(MetricKind.STEP, "step", samples_ns=[gemm + softmax + 1e6] * 3),
+        Metric(MetricKind.KERNEL, "sm90_xmma_gemm_bf16bf16_bf16f32", calls=30, total_ns=3 * gemm),
+        Metric(MetricKind.KERNEL, "softmax_warp_forward", calls=30, total_ns=3 * softmax),
+        Metric(MetricKind.API, "cudaLaunchKernel", device=Device.CPU, calls=90, total_ns=3e5),
+    ]
+    return [Profile(label="p", format="test", source="mem", metrics=metrics, steps=3,
+                    metadata={"gpu_state": state})]
+
+
+def test_throttled_baseline_run_and_candidate_repeat_are_left_out_and_named(
+        session: Session) -> None:
+    rng = np.random.default_rng(5)
+    steady, hot = _state("h100-steady.csv"), _state("h100-thermal.csv")
+    main_ids = []
+    for i in range(5):
+        wrecked = i == 2  # a hot card: 3 of its 5 repeats throttled, and 40 % slower
+        states = [hot, steady, hot, hot, steady] if wrecked else [steady] * 5
+        repeats = [_repeat(rng, s, 1.4 if s is hot else 1.0) for s in states]
+        done = submit_run(session, context=_context(f"{i:040x}", "main", f"m{i}",
+                                                    T0 + timedelta(hours=i)),
+                          benchmark="gpt", repeats=repeats, settings=Settings())
+        main_ids.append(done.ingest.run_id)
+    pr_states = [steady, hot, steady, steady, steady]
+    pr = _context("f" * 40, "feature", "pr", T0 + timedelta(hours=6),
+                  merge_base=f"{4:040x}", uuid=UUID_1)
+    result = submit_run(session, context=pr, benchmark="gpt", settings=Settings(),
+                        repeats=[_repeat(rng, s, 1.4 if s is hot else 1.0)
+                                 for s in pr_states]).comparison
+    assert result.baseline is not None
+    assert sorted(result.baseline.run_ids) == sorted(main_ids[:2] + main_ids[3:])
+    assert (f"1 of 5 baseline runs left out: GPU throttled (sw_thermal_slowdown) in 3 of 5 "
+            f"repeats (run {main_ids[2]})") in result.notes
+    assert ("repeat 2 of this run ran at 1410 MHz against 1980 MHz (sw_thermal_slowdown); "
+            "left out") in result.notes
+    assert result.verdict is not Verdict.REGRESSION
+    step = next(m for m in result.metrics if m.series is not None and m.series.kind == "step")
+    assert step.verdict is not Verdict.REGRESSION
+    # The card this run used, not the first card stored for this environment.
+    assert result.environment["gpu_uuid"] == UUID_0
+
+
+def test_a_run_throttled_in_every_repeat_keeps_its_repeats_and_says_so(
+        session: Session) -> None:
+    rng = np.random.default_rng(9)
+    steady, hot = _state("h100-steady.csv"), _state("h100-thermal.csv")
+    for i in range(3):
+        submit_run(session, context=_context(f"{i:040x}", "main", f"m{i}",
+                                             T0 + timedelta(hours=i)),
+                   benchmark="gpt", repeats=[_repeat(rng, steady) for _ in range(3)],
+                   settings=Settings())
+    pr = _context("e" * 40, "feature", "pr", T0 + timedelta(hours=4), merge_base=f"{2:040x}")
+    result = submit_run(session, context=pr, benchmark="gpt", settings=Settings(),
+                        repeats=[_repeat(rng, hot, 1.4) for _ in range(3)]).comparison
+    kept = [n for n in result.notes if n.endswith("kept: no repeat ran unthrottled")]
+    assert len(kept) == 3 and kept[0].startswith("repeat 1 of this run ran at 1410 MHz")
+    assert result.baseline is not None and result.baseline.runs == 3
