@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import typer
@@ -87,3 +88,63 @@ def test_the_cli_prints_the_token_once_lists_and_revokes(migrated_url: str) -> N
     listed = json.loads(runner.invoke(app, ["token", "list", "--project", "acme/cli",
                                             "--json", *url]).stdout)
     assert listed[0]["revoked_at"] is not None
+
+
+def test_an_expired_token_is_refused_saying_so(session: Session) -> None:
+    now = datetime.now(UTC)
+    token, info = tokens.create_token(session, project="acme/e", scopes="read",
+                                      expires_at=now + timedelta(hours=1))
+    assert tokens.authenticate(session, token).expires_at == info.expires_at
+    assert not info.expired() and info.expired(now + timedelta(hours=2))
+    old, _ = tokens.create_token(session, project="acme/e", scopes="read",
+                                 expires_at=now - timedelta(seconds=1))
+    with pytest.raises(AuthError, match="expired on") as caught:
+        tokens.authenticate(session, old)
+    assert caught.value.status == 401
+
+
+@pytest.mark.parametrize(("text", "delta"), [("90d", timedelta(days=90)),
+                                             ("12h", timedelta(hours=12)),
+                                             ("2W", timedelta(weeks=2)),
+                                             ("1y", timedelta(days=365))])
+def test_expiry_durations(text: str, delta: timedelta) -> None:
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    assert tokens.parse_expiry(text, now=now) == now + delta
+
+
+def test_expiry_dates_and_refusals() -> None:
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    assert tokens.parse_expiry("2027-01-31", now=now) == datetime(2027, 1, 31, tzinfo=UTC)
+    for bad in ("soon", "-5d", "2025-12-31", "999999999d", "90 days"):
+        with pytest.raises(ConfigError, match="--expires"):
+            tokens.parse_expiry(bad, now=now)
+
+
+def test_the_cli_creates_an_expiring_token_and_lists_expiry_and_last_use(
+        migrated_url: str) -> None:
+    app = typer.Typer()
+    token_cmd.register(app)
+    app.command("noop")(lambda: None)
+    runner = CliRunner()
+    url = ["--database-url", migrated_url]
+    created = runner.invoke(app, ["token", "create", "--project", "acme/exp", "--expires",
+                                  "90d", *url])
+    assert created.exit_code == 0, created.output
+    token = created.stdout.strip().splitlines()[-1]
+    refused = runner.invoke(app, ["token", "create", "--project", "acme/exp", "--expires",
+                                  "yesterday", *url])
+    assert refused.exit_code != 0 and "--expires" in str(refused.exception or refused.output)
+    from perfci.store import db
+
+    engine = db.make_engine(migrated_url)
+    with db.make_sessionmaker(engine)() as session:
+        tokens.authenticate(session, token)
+    engine.dispose()
+    rows = json.loads(runner.invoke(app, ["token", "list", "--project", "acme/exp", "--json",
+                                          *url]).stdout)
+    assert len(rows) == 1 and rows[0]["last_used_at"] is not None
+    expires = datetime.fromisoformat(rows[0]["expires_at"])
+    assert timedelta(days=89) < expires - datetime.now(UTC) <= timedelta(days=90)
+    table = runner.invoke(app, ["token", "list", "--project", "acme/exp", *url]).stdout
+    assert "expires" in table.splitlines()[0] and "last used" in table.splitlines()[0]
+    assert f"{expires:%Y-%m-%d %H:%M}" in table
