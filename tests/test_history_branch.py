@@ -365,3 +365,28 @@ def test_a_refused_push_says_what_permission_is_missing(origin: Origin) -> None:
     with pytest.raises(StorageError, match="contents: write"):
         history.append({"runs/b/1.json.gz": b"x"}, max_bytes=1 << 20, message="x")
     assert origin.tip() is None
+
+
+def test_the_token_goes_to_git_as_a_header_and_never_into_a_message(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    checkout = tmp_path / "checkout"
+    git(tmp_path, "init", "--quiet", str(checkout), env=env)
+    # Nothing listens on port 9 of loopback: git fails at once, as with a wrong host.
+    git(checkout, "remote", "add", "origin", "https://user:pw@127.0.0.1:9/octo/gpt.git", env=env)
+    history = GitBranch(checkout=checkout, branch=BRANCH, cache=tmp_path / "cache",
+                        token="ghs_secret-token")
+    with pytest.raises(StorageError) as caught:
+        history.fetch()
+    message = str(caught.value)
+    assert "ghs_secret-token" not in message and ":pw@" not in message
+    assert "https://***@127.0.0.1:9/octo/gpt.git" in message
+    # The header is in git's environment, scoped to the origin's host (never on a command line).
+    keys = {v for k, v in history._env.items() if k.startswith("GIT_CONFIG_KEY_")}
+    assert keys == {"http.https://127.0.0.1:9/.extraheader"}
+    # A header the checkout already persisted (actions/checkout) wins over the token.
+    git(checkout, "config", "http.https://127.0.0.1/.extraheader", "AUTHORIZATION: basic eA==",
+        env=env)
+    persisted = GitBranch(checkout=checkout, branch=BRANCH, cache=tmp_path / "cache",
+                          token="ghs_secret-token")
+    values = [v for k, v in persisted._env.items() if k.startswith("GIT_CONFIG_VALUE_")]
+    assert values == ["AUTHORIZATION: basic eA=="]

@@ -269,8 +269,8 @@ class GitBranch:
         parts = urlsplit(self.url)
         if token and parts.scheme == "https" and parts.hostname:
             basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
-            return [(f"http.https://{parts.hostname}/.extraheader",
-                     f"AUTHORIZATION: basic {basic}")]
+            host = parts.hostname + (f":{parts.port}" if parts.port else "")
+            return [(f"http.https://{host}/.extraheader", f"AUTHORIZATION: basic {basic}")]
         return []
 
     def _run(self, *args: str, input: bytes | None = None,
