@@ -512,3 +512,72 @@ def test_weekly_report_and_alerts_over_the_api(server: ServerProcess, engine: En
     bad = httpx.get(f"{server.url}/api/v1/projects/{project}/reports/weekly",
                     params={"week": "2026-W60"}, headers=bearer(token), timeout=30)
     assert bad.status_code == 422 and "week" in bad.json()["error"]["message"]
+
+
+# --- replicas ---------------------------------------------------------------------------------
+
+
+def _post_until_acknowledged(urls: list[str], project: str, token: str, body: dict[str, Any],
+                             key: str | None, first: int) -> int:
+    """POST to replica ``first``, moving on to the next replica on a connection error or 5xx
+    (what a load balancer does); returns the acknowledged run id."""
+    headers = {**bearer(token), **({"Idempotency-Key": key} if key else {})}
+    for attempt in range(30):
+        url = urls[(first + attempt) % len(urls)]
+        try:
+            response = httpx.post(f"{url}/api/v1/projects/{project}/runs", json=body,
+                                  headers=headers, timeout=60)
+        except httpx.HTTPError:
+            continue
+        if response.status_code in (200, 201):
+            return int(response.json()["run_id"])
+        assert response.status_code >= 500, response.text
+    raise AssertionError(f"no replica acknowledged {key or body['context']['ci_run_id']}")
+
+
+@pytest.mark.postgres
+def test_three_replicas_racing_the_same_runs_store_each_once_and_survive_a_kill(
+        request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """Three `perfci serve` processes on one PostgreSQL database: the same run sent to two
+    replicas at once is stored once, and killing a replica mid-upload loses nothing."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    admin = request.getfixturevalue("_postgres_admin")
+    url = _create_postgres(admin)
+    replicas = [start_server(url, log_dir=tmp_path) for _ in range(3)]
+    engine = db.make_engine(url)
+    try:
+        project = "replicas/race"
+        token = make_token(engine, project)
+        rng = np.random.default_rng(11)
+        bodies = [run_body("gpt", sha=f"{i:040x}", branch="main", rng=rng,
+                           when=datetime.now(UTC), ci=f"ci-{i}") for i in range(10)]
+        # Half race on an Idempotency-Key, half on the CI run id alone.
+        keys = [f"key-{i}" if i % 2 else None for i in range(10)]
+        urls = [r.url for r in replicas]
+        with ThreadPoolExecutor(max_workers=20) as pool:
+            racing = [pool.submit(_post_until_acknowledged, urls, project, token, body, key,
+                                  copy) for body, key in zip(bodies, keys, strict=True)
+                      for copy in (0, 1)]
+            ids = [f.result() for f in racing]
+        assert all(ids[2 * i] == ids[2 * i + 1] for i in range(10)), ids
+        assert counts(engine)["run"] == 10
+        # Kill replica 0 while uploads aimed at it are in flight; clients move on.
+        more = [run_body("gpt", sha=f"{i:040x}", branch="main", rng=rng,
+                         when=datetime.now(UTC), ci=f"ci-{i}") for i in range(10, 20)]
+        with ThreadPoolExecutor(max_workers=10) as pool:
+            futures = [pool.submit(_post_until_acknowledged, urls, project, token, body,
+                                   f"late-{i}", 0) for i, body in enumerate(more)]
+            replicas[0].process.kill()
+            acknowledged = [f.result() for f in futures]
+        with engine.connect() as connection:
+            stored = set(connection.execute(select(Run.id)).scalars())
+        assert set(acknowledged) <= stored and len(set(acknowledged)) == 10
+        assert len(stored) == 20
+    finally:
+        engine.dispose()
+        for replica in replicas:
+            replica.stop()
+        for replica in replicas[1:]:
+            assert "Traceback" not in replica.output(), replica.output()
+        _drop_postgres(admin, url)
