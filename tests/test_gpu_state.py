@@ -12,11 +12,13 @@ from __future__ import annotations
 import json
 import stat
 import sys
+import types
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from sqlalchemy.orm import Session
 
 from perfci import gpu_state
@@ -33,6 +35,12 @@ DATA = Path(__file__).parent / "data" / "gpu_state"
 UUID_0 = "GPU-5e0c6d0b-8a3f-2c71-94e2-1b7d3f09a6c4"
 UUID_1 = "GPU-b2a94f17-03de-6e58-c1a0-7f4e92d85b31"
 QUERY = f"--query-gpu={','.join(gpu_state.SMI_FIELDS)}"
+
+
+@pytest.fixture(autouse=True)
+def _no_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep a real NVML (nvidia-ml-py on a GPU host) from replacing the recorded GPU."""
+    monkeypatch.setitem(sys.modules, "pynvml", None)
 
 
 def _state(name: str) -> dict[str, Any]:
@@ -169,6 +177,69 @@ def test_only_the_cards_the_benchmark_can_use_are_reported(tmp_path: Path) -> No
                             env={**env, "CUDA_VISIBLE_DEVICES": UUID_0})
     state = by_uuid.repeats[0].gpu_state
     assert state is not None and [g["uuid"] for g in state["gpus"]] == [UUID_0]
+
+
+class _FakeNvml(types.ModuleType):  # NVML's method names, not PEP 8's
+    """A stand-in for ``pynvml`` (nvidia-ml-py) reporting one hot H100: the GPU is the only
+    thing mocked. Values are what NVML returns: MHz, degrees C, milliwatts, a reason mask."""
+
+    NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU = 1, 2, 0
+
+    def __init__(self) -> None:
+        super().__init__("pynvml")
+        self.shut_down = False
+
+    def nvmlInit(self) -> None:
+        pass
+
+    def nvmlShutdown(self) -> None:
+        self.shut_down = True
+
+    def nvmlDeviceGetCount(self) -> int:
+        return 1
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> int:
+        return index
+
+    def nvmlDeviceGetUUID(self, handle: int) -> bytes:
+        return UUID_0.encode()
+
+    def nvmlDeviceGetClockInfo(self, handle: int, clock: int) -> int:
+        return 1410 if clock == self.NVML_CLOCK_SM else 2619
+
+    def nvmlDeviceGetMaxClockInfo(self, handle: int, clock: int) -> int:
+        return 1980
+
+    def nvmlDeviceGetTemperature(self, handle: int, sensor: int) -> int:
+        return 88
+
+    def nvmlDeviceGetPowerUsage(self, handle: int) -> int:
+        return 412_500
+
+    def nvmlDeviceGetCurrentClocksThrottleReasons(self, handle: int) -> int:
+        return 0x20
+
+
+def test_nvml_is_used_when_importable(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = _FakeNvml()
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    sampler = gpu_state.sample_while({"PATH": "/nonexistent"})  # no nvidia-smi needed
+    state = sampler.stop()
+    assert state is not None and state["source"] == "nvml"
+    [gpu] = state["gpus"]
+    assert gpu["uuid"] == UUID_0 and gpu["samples"] >= 1
+    assert (gpu["sm_clock_median_mhz"], gpu["sm_clock_limit_mhz"]) == (1410, 1980)
+    assert (gpu["temperature_max_c"], gpu["power_median_w"]) == (88, 412.5)
+    assert gpu["throttle_reasons"] == ["sw_thermal_slowdown"]
+    assert gpu["throttled_fraction"] == 1.0
+    assert fake.shut_down
+
+
+def test_a_broken_nvml_falls_back_without_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    broken = _FakeNvml()
+    broken.nvmlInit = lambda: (_ for _ in ()).throw(OSError("NVML Shared Library Not Found"))
+    monkeypatch.setitem(sys.modules, "pynvml", broken)
+    assert gpu_state.sample_while({"PATH": "/nonexistent"}).stop() is None
 
 
 def test_no_gpu_means_no_state_and_no_error(tmp_path: Path) -> None:
