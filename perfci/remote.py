@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -23,7 +24,14 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from perfci.errors import AuthError, ConfigError, NotFoundError, PerfciError, StorageError
+from perfci.errors import (
+    AuthError,
+    ConfigError,
+    NotFoundError,
+    PerfciError,
+    RunConflict,
+    StorageError,
+)
 from perfci.jsondoc import to_document
 from perfci.model import Profile, RunComparison, RunContext
 from perfci.report.json_report import comparison_from_dict
@@ -133,7 +141,21 @@ def _answer(response: requests.Response, server_url: str) -> dict[str, Any]:
     if response.ok and isinstance(payload, dict):
         return payload
     message = _message(payload) or f"HTTP {response.status_code}"
+    if response.status_code == 409:
+        run_id = _conflicting_run(payload, message)
+        if run_id is not None:
+            raise RunConflict(f"perfci server {server_url}: {message}", run_id=run_id)
     raise _error(response.status_code, f"perfci server {server_url}: {message}")
+
+
+def _conflicting_run(payload: Any, message: str) -> int | None:
+    """The stored run's id of a 409 answer: its ``run_id`` field, else the message's."""
+    error = payload.get("error") if isinstance(payload, dict) else None
+    for holder in (error, payload):
+        if isinstance(holder, dict) and isinstance(holder.get("run_id"), int):
+            return int(holder["run_id"])
+    found = re.search(r"\brun (\d+)\b", message)
+    return int(found[1]) if found else None
 
 
 def _message(payload: Any) -> str | None:

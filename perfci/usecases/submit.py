@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from perfci.analysis.compare import CompareOptions
@@ -42,35 +43,64 @@ def submit_run(session: Session, *, context: RunContext, benchmark: str,
                idempotency_key: str | None = None) -> SubmitResult:
     """Ingest ``repeats`` as one run, compare it, store and return the comparison.
 
-    A run that was already stored (a retried CI job or upload) is not compared again: the
-    comparison it got the first time is returned, so a retry reports the same verdict.
+    The run and its comparison are ONE transaction (issue 13: as two commits, a kill or a
+    database stop between them left runs that were never compared): nothing is stored unless
+    both are. A run that was already stored (a retried CI job or upload) is not compared
+    again: the comparison it got the first time is returned, so a retry reports the same
+    verdict; the same run key with other numbers is a :class:`~perfci.errors.RunConflict`.
     ``idempotency_key`` (an HTTP client's ``Idempotency-Key``) replaces the run key derived
     from the context.
     """
+    try:
+        return _submit(session, context=context, benchmark=benchmark, repeats=repeats,
+                       settings=settings, baseline_branch=baseline_branch,
+                       idempotency_key=idempotency_key)
+    except IntegrityError:
+        # A concurrent upload of the same run committed first: ours was rolled back whole,
+        # and the second pass finds theirs (and its comparison) like any retry.
+        session.rollback()
+        return _submit(session, context=context, benchmark=benchmark, repeats=repeats,
+                       settings=settings, baseline_branch=baseline_branch,
+                       idempotency_key=idempotency_key)
+
+
+def _submit(session: Session, *, context: RunContext, benchmark: str,
+            repeats: Sequence[Sequence[Profile]], settings: Settings,
+            baseline_branch: str | None, idempotency_key: str | None) -> SubmitResult:
     ingest = ingest_run(session, context=context, benchmark=benchmark, repeats=repeats,
-                        idempotency_key=idempotency_key)
-    if not ingest.created:
-        stored = latest_comparison(session, ingest.run_id)
-        if stored is not None:
-            return SubmitResult(ingest, stored)
-    result = compare_run_now(session, ingest.run_id, settings=settings,
-                             baseline_branch=baseline_branch, merge_base=context.merge_base)
+                        idempotency_key=idempotency_key, commit=False)
+    try:
+        if not ingest.created:
+            stored = latest_comparison(session, ingest.run_id)
+            if stored is not None:
+                session.rollback()  # end the read transaction; nothing new to keep
+                return SubmitResult(ingest, stored)
+        result = compare_run_now(session, ingest.run_id, settings=settings,
+                                 baseline_branch=baseline_branch,
+                                 merge_base=context.merge_base, commit=False)
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
     return SubmitResult(ingest, result)
 
 
 def compare_run_now(session: Session, run_id: int, *, settings: Settings,
-                    baseline_branch: str | None = None,
-                    merge_base: str | None = None) -> RunComparison:
-    """Compare a stored run with its baseline as of now, and store that comparison."""
+                    baseline_branch: str | None = None, merge_base: str | None = None,
+                    commit: bool = True) -> RunComparison:
+    """Compare a stored run with its baseline as of now, and store that comparison.
+
+    ``commit=False`` leaves the comparison in the caller's open transaction.
+    """
     result = compare_stored_run(session, run_id, options=compare_options(settings),
                                 branch=baseline_branch, default_branch=settings.baseline_branch,
                                 baseline_runs=settings.baseline_runs, merge_base=merge_base)
-    save_comparison(session, result)
+    save_comparison(session, result, commit=commit)
     return result
 
 
-def save_comparison(session: Session, result: RunComparison) -> int:
-    """Store ``result`` for its run and commit; returns the comparison id."""
+def save_comparison(session: Session, result: RunComparison, *, commit: bool = True) -> int:
+    """Store ``result`` for its run and commit (unless ``commit=False``); returns its id."""
     if result.run_id is None:
         raise ValueError("a comparison can only be stored for a stored run")
     row = Comparison(run_id=result.run_id,
@@ -79,7 +109,9 @@ def save_comparison(session: Session, result: RunComparison) -> int:
                      regressions=sum(m.verdict is Verdict.REGRESSION for m in result.metrics),
                      result=comparison_to_dict(result))
     session.add(row)
-    session.commit()
+    session.flush()  # assigns the id
+    if commit:
+        session.commit()
     return row.id
 
 
