@@ -10,8 +10,10 @@ import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import itemgetter
 from typing import Any
 
+import numpy as np
 from sqlalchemy import ColumnElement, Select, func, select, type_coerce
 from sqlalchemy.orm import Session
 
@@ -102,18 +104,40 @@ def baseline_run_ids(session: Session, *, project: str, benchmark: str,
     return [int(run_id) for run_id in session.execute(query).scalars()]
 
 
+@dataclass(frozen=True, slots=True)
+class CheckedSamples:
+    """:func:`run_samples_checked`'s answer: the samples, and the runs left out of them."""
+
+    samples: dict[SeriesKey, dict[int, list[float]]]
+    #: Runs holding a value that is not a finite, non-negative number (stored by a perfci
+    #: older than issue 13's checks), ascending; none of their values is in ``samples``.
+    skipped: list[int] = field(default_factory=list)
+
+
 def run_samples(session: Session,
                 run_ids: Sequence[int]) -> dict[SeriesKey, dict[int, list[float]]]:
     """Per series: run id → that run's per-step values in repeat order.
 
-    Runs appear in ascending id order; samples without a time (bytes only) are left out.
+    Runs appear in ascending id order; samples without a time (bytes only) are left out, and
+    so are runs holding a bad value (see :func:`run_samples_checked`, which says which).
+    """
+    return run_samples_checked(session, run_ids).samples
+
+
+def run_samples_checked(session: Session, run_ids: Sequence[int]) -> CheckedSamples:
+    """:func:`run_samples`, and which runs were left out for a bad stored value.
+
+    A run stored before values were checked at ingest may hold a negative, infinite or NaN
+    value; one such run must not break every later comparison or chart of its benchmark
+    (issue 13), so the whole run is left out (its other values are suspect too) and named.
     This is the baseline query (30 runs × 1,000 series): plain driver tuples, one parameter
-    for all ids (an ``IN`` list would be a new statement for every baseline), and the rows
-    grouped in one pass in the order the database sorted them.
+    for all ids (an ``IN`` list would be a new statement for every baseline), one vectorised
+    check of the values, and the rows grouped in one pass in the order the database sorted
+    them.
     """
     ids = sorted(set(run_ids))
     if not ids:
-        return {}
+        return CheckedSamples({})
     postgres = session.get_bind().dialect.name == "postgresql"
     with _bulk.driver_cursor(session) as cursor, _bulk.no_cycle_collection():
         if postgres:
@@ -121,9 +145,10 @@ def run_samples(session: Session,
             cursor.execute(_PG_SAMPLES, (ids,), binary=True)
         else:
             cursor.execute(_SQLITE_SAMPLES, (json.dumps(ids),))
-        grouped = _group_samples(cursor.fetchall())
+        rows, skipped = _drop_bad_runs(cursor.fetchall())
+        grouped = _group_samples(rows)
         if not grouped:
-            return {}
+            return CheckedSamples({}, skipped)
         series_ids = list(grouped)
         if postgres:
             cursor.execute(_PG_SERIES, (series_ids,), binary=True)
@@ -132,7 +157,37 @@ def run_samples(session: Session,
         keys = {series_id: SeriesKey(kind=_KINDS[kind], name=name, device=_DEVICES[device],
                                      scope=scope, section=section)
                 for series_id, kind, name, device, scope, section in cursor.fetchall()}
-    return {keys[series_id]: per_run for series_id, per_run in grouped.items()}
+    samples = {keys[series_id]: per_run for series_id, per_run in grouped.items()}
+    return CheckedSamples(samples, skipped)
+
+
+def _drop_bad_runs(rows: list[tuple[int, int, float]]
+                   ) -> tuple[list[tuple[int, int, float]], list[int]]:
+    """``rows`` without the runs holding a value that is not finite and non-negative."""
+    values = np.fromiter(map(itemgetter(2), rows), dtype=np.float64, count=len(rows))
+    bad = ~(values >= 0) | np.isinf(values)  # NaN fails ">= 0"
+    if not bad.any():
+        return rows, []
+    skipped = sorted({int(rows[i][0]) for i in np.flatnonzero(bad)})
+    drop = set(skipped)
+    return [row for row in rows if row[0] not in drop], skipped
+
+
+def drop_bad_points(points: Sequence[HistoryPoint]) -> tuple[list[HistoryPoint], list[int]]:
+    """``points`` (a chart's history) without the runs holding a bad value, and their ids.
+
+    For charts: a run stored with a negative or infinite value by an older perfci is left
+    out with a note, never an error (issue 13).
+    """
+    kept: list[HistoryPoint] = []
+    skipped: list[int] = []
+    for point in points:
+        values = np.asarray(point.values, dtype=np.float64)
+        if values.size and not (np.isfinite(values).all() and values.min() >= 0):
+            skipped.append(point.run_id)
+        else:
+            kept.append(point)
+    return kept, skipped
 
 
 # Primary key order: SQLite reads it straight off the key (ordering by series first costs a

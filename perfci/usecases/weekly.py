@@ -416,15 +416,28 @@ class _Matrix:
 
 def _benchmark_trends(session: Session, runs: list[RunInfo], since: datetime, until: datetime,
                       options: ChangePointOptions | None) -> list[BenchmarkTrend]:
-    samples = queries.run_samples(session, [r.id for r in runs])  # one query per benchmark
+    checked = queries.run_samples_checked(session, [r.id for r in runs])  # one query
+    # A run stored with a bad value by an older perfci is left out with a note (issue 13).
+    skipped = set(checked.skipped)
     by_environment: dict[int, list[RunInfo]] = {}
     for run in runs:
-        by_environment.setdefault(run.environment_id, []).append(run)
+        if run.id not in skipped:
+            by_environment.setdefault(run.environment_id, []).append(run)
     trends = []
     for environment_id in sorted(by_environment):
-        matrix = _matrix(by_environment[environment_id], samples)
-        trends.append(_trend(matrix, since, until, options))
+        matrix = _matrix(by_environment[environment_id], checked.samples)
+        trend = _trend(matrix, since, until, options)
+        if skipped:
+            trend.notes.append(_skipped_note(checked.skipped))
+        trends.append(trend)
     return trends
+
+
+def _skipped_note(run_ids: list[int]) -> str:
+    listed = ", ".join(str(r) for r in run_ids)
+    return (f"Left out run{'s' if len(run_ids) > 1 else ''} {listed}: a stored value is not a "
+            f"finite, non-negative number (stored before perfci checked values); remove it "
+            f"with `perfci runs delete`.")
 
 
 def _matrix(runs: list[RunInfo], samples: dict[SeriesKey, dict[int, list[float]]]) -> _Matrix:
