@@ -19,7 +19,6 @@ may come before or after ``traceEvents``; both parts are decoded as ordinary JSO
 
 from __future__ import annotations
 
-import gzip
 import re
 import zlib
 from collections.abc import Callable, Iterator
@@ -30,6 +29,7 @@ from typing import IO, Any, cast
 import msgspec
 
 from perfci.errors import ParseError
+from perfci.formats._textio import open_maybe_gzip
 
 CHUNK_BYTES = 1024 * 1024
 _BOM = b"\xef\xbb\xbf"
@@ -96,7 +96,7 @@ def read_trace(path: Path, consume: BatchConsumer, *, format: str) -> tuple[dict
     profiler's layout). Raises ``ParseError`` naming the file and line on any bad input.
     """
     try:
-        with _open(path) as handle:
+        with _open(path, format) as handle:
             return _Reader(handle, consume).run()
     except TraceSyntaxError as exc:
         line = _line_at(path, exc.offset)
@@ -107,15 +107,10 @@ def read_trace(path: Path, consume: BatchConsumer, *, format: str) -> tuple[dict
 
 
 @contextmanager
-def _open(path: Path) -> Iterator[IO[bytes]]:
-    with path.open("rb") as raw:
-        gzipped = raw.read(2) == b"\x1f\x8b"
-        raw.seek(0)
-        if gzipped:
-            with gzip.GzipFile(fileobj=raw, mode="rb") as unzipped:
-                yield cast(IO[bytes], unzipped)
-        else:
-            yield raw
+def _open(path: Path, format: str | None = None) -> Iterator[IO[bytes]]:
+    # Inflated within _textio's caps: a gzip bomb stops with InputTooLarge while streaming.
+    with open_maybe_gzip(path, format=format) as handle:
+        yield handle
 
 
 def _line_at(path: Path, offset: int) -> int:

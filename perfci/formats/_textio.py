@@ -3,6 +3,12 @@
 ``read_text`` gives the whole text; ``iter_lines`` streams the same lines in blocks so that a
 parser of a 100 MB log holds one block at a time, not the file and a list of all its lines.
 ``scaled_decimal`` is the fast, exact path for the plain decimal numbers those lines are made of.
+
+Every gzip input is inflated through :func:`open_capped`, which stops with
+:class:`~perfci.errors.InputTooLarge` once the inflated bytes pass a cap (1 GiB) or outgrow the
+compressed bytes read so far by a ratio (200:1, beyond the first MiB): a 1 MB gzip bomb
+inflating to 1 GB is refused after a few MB, while streaming, not after filling the memory
+(issue 13). :func:`inflate_limits` changes the caps for the code it wraps.
 """
 
 from __future__ import annotations
@@ -10,13 +16,16 @@ from __future__ import annotations
 import codecs
 import gc
 import gzip
+import io
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
-from perfci.errors import ParseError
+from perfci.errors import InputTooLarge, ParseError
 
 BLOCK_SIZE = 1 << 20
 _READ_ERRORS = (OSError, EOFError, zlib.error)
@@ -28,6 +37,109 @@ _MAX_PLAIN_CHARS = 24
 _MAX_PLAIN_MAGNITUDE = 1e25
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+@dataclass(frozen=True, slots=True)
+class InflateLimits:
+    """How far a gzip input may inflate (see the module docstring)."""
+
+    #: Inflated bytes at most.
+    max_bytes: int = 1 << 30
+    #: Inflated bytes per compressed byte read so far, at most, once past ``free_bytes``.
+    max_ratio: float = 200.0
+    #: Inflated bytes always allowed: a small file of repeated text compresses very well.
+    free_bytes: int = 1 << 20
+
+
+DEFAULT_LIMITS = InflateLimits()
+_LIMITS: ContextVar[InflateLimits | None] = ContextVar("perfci_inflate_limits", default=None)
+
+
+@contextmanager
+def inflate_limits(limits: InflateLimits) -> Iterator[None]:
+    """Inflate gzip inputs opened inside the block under ``limits`` (a setting, a test)."""
+    token = _LIMITS.set(limits)
+    try:
+        yield
+    finally:
+        _LIMITS.reset(token)
+
+
+class _CappedGzip(io.RawIOBase):
+    """The inflated bytes of a gzip stream, stopping with ``InputTooLarge`` at the caps."""
+
+    def __init__(self, raw: BinaryIO, *, source: str, format: str | None) -> None:
+        super().__init__()
+        self._raw = raw
+        self._gzip = gzip.GzipFile(fileobj=raw, mode="rb")
+        self._start = raw.tell()
+        self._inflated = 0
+        self._limits = _LIMITS.get() or DEFAULT_LIMITS
+        self._source = source
+        self._format = format
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview | bytearray) -> int:  # type: ignore[override]
+        count = self._gzip.readinto(buffer)
+        self._inflated += count
+        self._check()
+        return count
+
+    def _check(self) -> None:
+        limits, inflated = self._limits, self._inflated
+        if inflated > limits.max_bytes:
+            raise InputTooLarge(
+                f"refused: it inflates beyond {_size(limits.max_bytes)}, perfci's cap on a "
+                f"decompressed input", source=self._source, format=self._format)
+        compressed = max(self._raw.tell() - self._start, 1)
+        if inflated > limits.free_bytes and inflated > limits.max_ratio * compressed:
+            raise InputTooLarge(
+                f"refused: it inflates more than {limits.max_ratio:g} times its compressed "
+                f"size ({_size(compressed)} to over {_size(inflated)} so far; a gzip bomb?), "
+                f"perfci's cap beyond the first {_size(limits.free_bytes)}",
+                source=self._source, format=self._format)
+
+    def close(self) -> None:
+        try:
+            self._gzip.close()
+        finally:
+            super().close()
+
+
+def _size(count: float) -> str:
+    for unit in ("bytes", "KiB", "MiB"):
+        if count < 1024:
+            return f"{count:.0f} {unit}" if unit == "bytes" else f"{count:.1f} {unit}"
+        count /= 1024
+    return f"{count:.1f} GiB"
+
+
+def open_capped(raw: BinaryIO, *, source: str, format: str | None = None) -> BinaryIO:
+    """The inflated bytes of the gzip stream ``raw``, within the :class:`InflateLimits`.
+
+    Reading past a cap raises :class:`~perfci.errors.InputTooLarge` (a ``ParseError`` naming
+    ``source`` and the cap); closing the result does not close ``raw``.
+    """
+    capped = _CappedGzip(raw, source=source, format=format)
+    return cast(BinaryIO, io.BufferedReader(capped, buffer_size=BLOCK_SIZE))
+
+
+@contextmanager
+def open_maybe_gzip(path: Path, *, format: str | None = None) -> Iterator[BinaryIO]:
+    """``path`` open for binary reading, inflated (within the caps) when it starts as gzip."""
+    with path.open("rb") as raw:
+        gzipped = raw.read(2) == GZIP_MAGIC
+        raw.seek(0)
+        if not gzipped:
+            yield raw
+            return
+        with open_capped(raw, source=str(path), format=format) as inflated:
+            yield inflated
+
+
 def read_text(path: Path, *, format: str) -> str:
     """The decoded text of ``path``, gunzipped when it starts with the gzip magic.
 
@@ -35,9 +147,8 @@ def read_text(path: Path, *, format: str) -> str:
     stray byte in free text (a description, a path) must not lose the whole file.
     """
     try:
-        raw = path.read_bytes()
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
+        with open_maybe_gzip(path, format=format) as handle:
+            raw = handle.read()
     except _READ_ERRORS as exc:
         raise _read_error(exc, path, format) from exc
     return raw.decode("utf-8", errors="replace")
@@ -50,16 +161,10 @@ def iter_lines(path: Path, *, format: str, block_size: int = BLOCK_SIZE) -> Iter
     the same ``ParseError`` for unreadable files, raised when the bad block is reached.
     """
     try:
-        with _open_binary(path) as handle:
+        with open_maybe_gzip(path, format=format) as handle:
             yield from _split_blocks(handle, block_size)
     except _READ_ERRORS as exc:
         raise _read_error(exc, path, format) from exc
-
-
-def _open_binary(path: Path) -> BinaryIO:
-    with path.open("rb") as probe:
-        gzipped = probe.read(2) == b"\x1f\x8b"
-    return gzip.open(path, "rb") if gzipped else path.open("rb")  # type: ignore[return-value]
 
 
 def _split_blocks(handle: BinaryIO, block_size: int) -> Iterator[str]:
