@@ -43,7 +43,11 @@ def period(since: str | None, week: str | None, *,
     if not match:
         raise ConfigError(f"--since {since!r} is not a duration such as 7d, 36h or 2w")
     until = now or datetime.now(UTC)
-    return until - timedelta(**{_UNITS[match[2]]: int(match[1])}), until
+    try:
+        return until - timedelta(**{_UNITS[match[2]]: int(match[1])}), until
+    except OverflowError:  # --since 99999999w: before year 1
+        raise ConfigError(f"--since {since!r} reaches back before the calendar's start: give "
+                          "a shorter period") from None
 
 
 def report_command(

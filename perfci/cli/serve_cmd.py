@@ -37,6 +37,7 @@ def serve_command(
         "(default: off)."),
 ) -> None:
     """Serve the HTTP API (/api/v1), the dashboard (/), /healthz and /metrics."""
+    _require_server_extra()
     import uvicorn
 
     from perfci.server.protocol import TimedH11Protocol
@@ -65,6 +66,30 @@ def serve_command(
                 server_header=False, http=TimedH11Protocol,
                 timeout_keep_alive=int(max(1, round(keep_alive_timeout
                                                     or settings.keep_alive_timeout))))
+
+
+#: The modules of the ``server`` extra that ``perfci serve`` imports, with their packages.
+SERVER_MODULES = (("fastapi", "fastapi"), ("uvicorn", "uvicorn"),
+                  ("python_multipart", "python-multipart"))
+
+
+def _require_server_extra() -> None:
+    """A ``ConfigError`` saying to install ``perfci[server]`` when part of it is missing.
+
+    Imported, not looked up: a module that is present but broken is just as missing, and the
+    service would fail with a traceback on its first request instead (issue 13).
+    """
+    import importlib
+
+    from perfci.errors import ConfigError
+
+    for module, package in SERVER_MODULES:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            raise ConfigError(f"perfci serve needs the server extra, and {package} is not "
+                              f"installed: install perfci[server] (pip install "
+                              f"'perfci[server]')") from None
 
 
 def register(app: typer.Typer) -> None:

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, create_engine, event, inspect, text
-from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.exc import DBAPIError, DisconnectionError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from perfci.errors import StorageError
+from perfci.errors import ConfigError, StorageError
 from perfci.settings import DEFAULT_DB_DIR, Settings, redact_url
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     PostgreSQL: connections idle in the pool for more than ``PING_AFTER_IDLE_S`` are pinged on
     checkout, so that ones dropped by the server meanwhile are replaced.
     """
-    parsed = make_url(url)
+    parsed = parse_database_url(url)
     if parsed.get_backend_name() == "sqlite":
         _ensure_sqlite_directory(parsed.database)
         connect_args = {"timeout": SQLITE_BUSY_TIMEOUT_S, **kwargs.pop("connect_args", {})}
@@ -56,6 +56,41 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     engine = create_engine(parsed, **kwargs)
     _ping_idle_connections(engine)
     return engine
+
+
+#: The database URLs perfci accepts, as its error messages name them.
+ACCEPTED_URLS = ("sqlite:///PATH (the embedded store)",
+                 "postgresql://USER@HOST[:PORT]/DBNAME (postgresql+psycopg://)")
+
+
+def parse_database_url(url: str) -> URL:
+    """``url`` parsed, PostgreSQL on the psycopg driver perfci ships; else ``ConfigError``.
+
+    A malformed or foreign URL (``foo://bar``, ``mysql://…``, no scheme, an unclosed IPv6
+    bracket) used to end in a traceback from deep inside SQLAlchemy (issue 13); the message
+    names the accepted schemes and never the URL's password.
+    """
+    scheme, has_scheme, _ = url.partition("://")
+    try:
+        parsed: URL | None = make_url(url)
+    except Exception:  # noqa: BLE001 - ArgumentError, or ValueError for a bad port or bracket
+        parsed = None
+    if parsed is not None:
+        backend, _, driver = parsed.drivername.partition("+")
+        if backend == "sqlite" and driver in ("", "pysqlite"):
+            return parsed
+        if backend in ("postgresql", "postgres") and driver in ("", "psycopg"):
+            return parsed.set(drivername="postgresql+psycopg")
+        problem = f"perfci cannot store runs in {parsed.drivername!r} databases"
+    elif not has_scheme or not scheme:
+        problem = "it has no scheme (such as sqlite:/// or postgresql://)"
+    else:
+        problem = ("it is malformed (check the port, and the [brackets] around an IPv6 "
+                   "address)")
+    shown = redact_url(url) if parsed is not None else (f"{scheme}://***" if has_scheme
+                                                        else "***")
+    raise ConfigError(f"database URL {shown} cannot be used: {problem}; expected "
+                      f"{' or '.join(ACCEPTED_URLS)}")
 
 
 def _ensure_sqlite_directory(database: str | None) -> None:
