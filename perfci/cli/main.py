@@ -25,6 +25,7 @@ from perfci.cli import (
     publish_cmd,
     report_cmd,
     run_cmd,
+    runs_cmd,
     serve_cmd,
     token_cmd,
 )
@@ -42,7 +43,7 @@ app = typer.Typer(
 
 # Each subcommand module exposes register(app).
 for _module in (parse_cmd, formats_cmd, run_cmd, ingest_cmd, db_cmd, compare_cmd, check_cmd,
-                report_cmd, alerts_cmd, publish_cmd, serve_cmd, token_cmd, project_cmd):
+                report_cmd, alerts_cmd, publish_cmd, serve_cmd, token_cmd, project_cmd, runs_cmd):
     _module.register(app)
 
 

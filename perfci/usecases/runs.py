@@ -1,0 +1,102 @@
+"""Operator actions on stored runs: remove one (a bad upload, a run of the wrong machine).
+
+A deletion is one transaction: the run's samples, profiles, comparisons and alerts go with it,
+and an :class:`~perfci.store.schema.AuditEvent` row records who removed what, so a baseline
+that changed under a team can be explained afterwards. ``perfci runs delete`` and the
+admin-scoped API call both come here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
+
+from perfci.errors import NotFoundError, StorageError
+from perfci.store.db import error_reason
+from perfci.store.queries import get_run
+from perfci.store.schema import Alert, AuditEvent, Comparison, ProfileRow, Run, Sample
+
+__all__ = ["DELETE_ACTION", "DeletedRun", "delete_run"]
+
+#: ``audit_event.action`` of a run deletion.
+DELETE_ACTION = "run.delete"
+
+
+@dataclass(frozen=True, slots=True)
+class DeletedRun:
+    """What :func:`delete_run` removed."""
+
+    run_id: int
+    project: str
+    benchmark: str
+    commit: str | None
+    branch: str | None
+    samples: int
+    profiles: int
+    comparisons: int
+    alerts: int
+
+
+def delete_run(session: Session, *, run_id: int, actor: str,
+               project: str | None = None) -> DeletedRun:
+    """Delete run ``run_id`` with everything stored for it, audited, in one transaction.
+
+    Parameters
+    ----------
+    session
+        A fresh unit of work; committed on success, rolled back on any error.
+    run_id
+        The run to delete.
+    actor
+        Who deletes it, for the audit record (a token's name, ``cli:USER``).
+    project
+        When given, the run must belong to this project (an API token's); a run of another
+        project is "not found" exactly like a missing id, so ids reveal nothing.
+
+    Raises
+    ------
+    NotFoundError
+        No such run (in ``project``).
+    StorageError
+        The database failed; nothing was deleted.
+    """
+    try:
+        run = get_run(session, run_id)
+        if project is not None and run.project != project:
+            raise NotFoundError(f"no run with id {run_id}")
+        counts = {name: _delete(session, model, run_id) for name, model in (
+            ("samples", Sample), ("profiles", ProfileRow), ("comparisons", Comparison),
+            ("alerts", Alert))}
+        session.execute(delete(Run).where(Run.id == run_id))
+        deleted = DeletedRun(run_id=run_id, project=run.project, benchmark=run.benchmark,
+                             commit=run.commit, branch=run.branch, **counts)
+        session.add(AuditEvent(actor=actor[:200], action=DELETE_ACTION,
+                               project=run.project[:200],
+                               target=f"run {run_id}", detail=_detail(deleted)))
+        session.commit()
+    except DBAPIError as exc:
+        session.rollback()
+        raise StorageError(f"could not delete run {run_id}: {error_reason(exc)}") from exc
+    except BaseException:
+        session.rollback()
+        raise
+    return deleted
+
+
+def _delete(session: Session, model: type[Sample | ProfileRow | Comparison | Alert],
+            run_id: int) -> int:
+    """Delete ``model``'s rows of the run; returns how many there were."""
+    column = model.__table__.c.run_id
+    count = session.execute(select(func.count()).where(column == run_id)).scalar_one()
+    if count:
+        session.execute(delete(model.__table__).where(column == run_id))  # type: ignore[arg-type]
+    return int(count)
+
+
+def _detail(deleted: DeletedRun) -> dict[str, object]:
+    return {"benchmark": deleted.benchmark, "commit": deleted.commit, "branch": deleted.branch,
+            "samples": deleted.samples, "profiles": deleted.profiles,
+            "comparisons": deleted.comparisons, "alerts": deleted.alerts}
