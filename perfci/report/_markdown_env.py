@@ -8,13 +8,14 @@ from typing import Any
 import jinja2
 
 from perfci.report import _format as fmt
-from perfci.report.escape import md_escape
+from perfci.report.escape import md_escape, visible
 
 
 def markdown_template(name: str, filters: dict[str, Callable[..., Any]]) -> jinja2.Template:
     """Template ``name`` from ``perfci/report/templates`` with the shared Markdown filters.
 
-    ``md`` escapes a name (optionally shortened), ``sha`` shows a short commit, and the number
+    ``md`` escapes a name (optionally shortened; invisible format characters shown as
+    ``<U+XXXX>``), ``sha`` shows a short commit, and the number
     filters format as the reports do; ``filters`` adds the template's own.
     """
     env = jinja2.Environment(
@@ -30,7 +31,8 @@ def markdown_template(name: str, filters: dict[str, Callable[..., Any]]) -> jinj
 
 
 def _md(text: str, max_len: int | None = None) -> str:
-    return md_escape(text, max_len=max_len)
+    # visible() first: a name holding U+202E must not read reversed (issue 13).
+    return md_escape(visible(text), max_len=max_len)
 
 
 def _sha(sha: str | None) -> str:

@@ -1,7 +1,8 @@
 """A comparison in the terminal (Rich): the verdict first, then what moved and why.
 
 Every name from the run goes through :func:`rich.markup.escape` or is placed in a
-:class:`~rich.text.Text`, so a kernel called ``[bold red]x`` prints as itself.
+:class:`~rich.text.Text`, so a kernel called ``[bold red]x`` prints as itself, and through
+:func:`~perfci.report.escape.visible`, so one holding U+202E cannot read reversed.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from rich.text import Text
 
 from perfci.model import MetricComparison, RunComparison, Verdict
 from perfci.report import _format as fmt
-from perfci.report.escape import shorten
+from perfci.report.escape import shorten, visible
 
 __all__ = ["print_comparison"]
 
@@ -37,7 +38,7 @@ def print_comparison(result: RunComparison, console: Console, *, max_rows: int =
                       f"(95 % interval {fmt.interval(step.ci_low, step.ci_high)}): "
                       f"{fmt.duration(step.baseline_median)} → "
                       f"{fmt.duration(step.candidate_median)} per step "
-                      f"({escape(shorten(fmt.name_of(step), NAME_LEN))})")
+                      f"({escape(_shown(fmt.name_of(step)))})")
     if result.steps:
         console.print(_metric_table("Steps", result.steps[:max_rows]))
     if result.shared_factor is not None:
@@ -59,8 +60,13 @@ def print_comparison(result: RunComparison, console: Console, *, max_rows: int =
 def _headline(result: RunComparison) -> Text:
     label = fmt.HEADLINES[result.verdict]
     text = Text(f"{label.emoji} {label.words}", style=_STYLES[result.verdict])
-    text.append(f": {result.benchmark}", style="bold")
+    text.append(f": {visible(result.benchmark)}", style="bold")
     return text
+
+
+def _shown(name: str) -> str:
+    """A name from the run as printed: invisible characters shown, then shortened."""
+    return shorten(visible(name), NAME_LEN)
 
 
 def _metric_table(title: str, rows: list[MetricComparison]) -> Table:
@@ -68,7 +74,7 @@ def _metric_table(title: str, rows: list[MetricComparison]) -> Table:
     for header, justify in _COLUMNS:
         table.add_column(header, justify=justify)
     for m in rows:
-        table.add_row(Text(shorten(fmt.name_of(m), NAME_LEN)), escape(fmt.kind_of(m)),
+        table.add_row(Text(_shown(fmt.name_of(m))), escape(visible(fmt.kind_of(m))),
                       fmt.duration(m.baseline_median), fmt.duration(m.candidate_median),
                       fmt.pct(m.change), fmt.interval(m.ci_low, m.ci_high), fmt.qvalue(m.q_value),
                       Text(fmt.LABELS[m.verdict].words, style=_STYLES[m.verdict]))
@@ -85,7 +91,7 @@ def _contributions_table(result: RunComparison, max_rows: int) -> Table:
     for c in result.contributions[:max_rows]:
         name = c.series.display_name if c.series else c.key
         kind = c.series.kind.value if c.series else c.key.split(":", 1)[0]
-        table.add_row(Text(shorten(name, NAME_LEN)), escape(kind), fmt.delta(c.delta_ns),
+        table.add_row(Text(_shown(name)), escape(visible(kind)), fmt.delta(c.delta_ns),
                       fmt.share(c.share))
     return table
 
@@ -97,8 +103,9 @@ def _print_context(result: RunComparison, console: Console) -> None:
         if base.first_commit or base.last_commit:
             commits = (f", commits {fmt.short_sha(base.first_commit)}.."
                        f"{fmt.short_sha(base.last_commit)}")
-        console.print(f"Baseline: {base.runs} runs of {escape(base.branch)}{escape(commits)}")
+        console.print(f"Baseline: {base.runs} runs of {escape(visible(base.branch))}"
+                      f"{escape(visible(commits))}")
     for note in result.notes:
-        console.print(Text(f"• {note}", style="dim"))
+        console.print(Text(f"• {visible(note)}", style="dim"))
     if result.ci_url:
-        console.print(f"CI run: {escape(result.ci_url)}")
+        console.print(f"CI run: {escape(visible(result.ci_url))}")

@@ -19,7 +19,7 @@ import jinja2
 from perfci.model import Contribution, MetricComparison, RunComparison, Verdict
 from perfci.report import _format as fmt
 from perfci.report._markdown_env import markdown_template
-from perfci.report.escape import md_escape, md_link
+from perfci.report.escape import md_escape, md_link, visible
 
 __all__ = ["MAX_COMMENT_CHARS", "comment_marker", "render_comment", "render_summary"]
 
@@ -118,7 +118,7 @@ def _footer(result: RunComparison, url: str | None) -> list[str]:
     if result.commit:
         parts.append(f"commit {md_escape(fmt.short_sha(result.commit))}")
     if result.branch:
-        parts.append(f"branch {md_escape(result.branch, max_len=100)}")
+        parts.append(f"branch {md_escape(visible(result.branch), max_len=100)}")
     return parts
 
 
@@ -178,7 +178,7 @@ def _kind(item: MetricComparison | Contribution) -> str:
         kind = item.series.kind.value if item.series else item.key.split(":", 1)[0]
     else:
         kind = fmt.kind_of(item)
-    return md_escape(kind)
+    return md_escape(visible(kind))
 
 
 @functools.cache

@@ -1,8 +1,9 @@
 """The weekly report as one self-contained HTML file: inline CSS, inline SVG plots, no scripts.
 
-Jinja2 with autoescape on: every name from the store is escaped by the template engine. The only
-markup inserted as-is is the SVG that :mod:`perfci.report.plots` draws from numbers and dates
-(no names reach the plot).
+Jinja2 with autoescape on: every name from the store is escaped by the template engine, after
+:func:`~perfci.report.escape.visible` has shown its invisible format characters (a kernel name
+holding U+202E must not read reversed). The only markup inserted as-is is the SVG that
+:mod:`perfci.report.plots` draws from numbers and dates (no names reach the plot).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import jinja2
 from markupsafe import Markup
 
 from perfci.report import _format as fmt
+from perfci.report.escape import visible
 from perfci.report.plots import step_trend_svg
 from perfci.report.weekly_markdown import environment_label, issue_title
 
@@ -62,12 +64,19 @@ def _anchor(trend: BenchmarkTrend) -> str:
     return f"b-{safe}-e{trend.environment_id}"
 
 
+def _finalize(value: object) -> object:
+    """Every printed text shown with its invisible characters visible (markup left as is)."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return visible(value)
+    return value
+
+
 @functools.cache
 def _template() -> jinja2.Template:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("perfci.report", "templates"),
         autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
-        lstrip_blocks=True)
+        lstrip_blocks=True, finalize=_finalize)
     env.filters.update({
         "pct": fmt.pct, "share": fmt.share, "dur": fmt.duration, "delta": fmt.delta,
         "sha": fmt.short_sha, "pval": _pvalue, "cv": _cv, "anchor": _anchor,

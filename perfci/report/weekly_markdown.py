@@ -19,7 +19,7 @@ import jinja2
 
 from perfci.report import _format as fmt
 from perfci.report._markdown_env import markdown_template
-from perfci.report.escape import md_escape, md_link, safe_url, shorten
+from perfci.report.escape import md_escape, md_link, safe_url, shorten, visible
 
 if TYPE_CHECKING:
     from perfci.usecases.weekly import ChangePointReport, WeeklyReport
@@ -94,7 +94,7 @@ def render_slack(report: WeeklyReport, *, link: str | None = None, max_rows: int
 def slack_escape(text: object, *, max_len: int | None = None) -> str:
     """Text safe in Slack ``mrkdwn``: ``&<>`` as entities (Slack's own rule), so a name can make
     no link or mention, and formatting characters neutralised with a zero-width joiner."""
-    raw = re.sub(r"[\x00-\x1f\x7f]+", " ", str(text))
+    raw = visible(text)  # invisible format characters (U+202E ...) as <U+XXXX>, issue 13
     if max_len is not None:
         raw = shorten(raw, max_len)
     raw = raw.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
@@ -105,7 +105,7 @@ def slack_escape(text: object, *, max_len: int | None = None) -> str:
 
 
 def _plain(text: str) -> str:
-    return re.sub(r"[\x00-\x1f\x7f]+", " ", text)
+    return visible(text)
 
 
 def _count(n: int, word: str) -> str:
@@ -174,4 +174,4 @@ def _cv(value: float | None) -> str:
 def _template() -> jinja2.Template:
     return markdown_template("weekly.md.j2", {
         "pval": _pvalue, "cv": _cv,
-        "env": lambda values: md_escape(environment_label(values))})
+        "env": lambda values: md_escape(visible(environment_label(values)))})
