@@ -48,6 +48,7 @@ SLOWDOWN_REASONS = frozenset({"sw_power_cap", "hw_slowdown", "sw_thermal_slowdow
 SMI_FIELDS = ("index", "uuid", "clocks.sm", "clocks.mem", "clocks.max.sm", "temperature.gpu",
               "power.draw", "clocks_throttle_reasons.active")
 INTERVAL_MS = 100
+_IDLE = 0x1
 #: A repeat is throttled when a slowdown reason held in more than this share of its samples...
 THROTTLED_SHARE = 0.2
 #: ...or when its median SM clock is more than this much below the usual clock.
@@ -137,6 +138,9 @@ def summarise(samples: Iterable[GpuSample], *, source: str) -> dict[str, Any] | 
 
 def _summarise_gpu(samples: Sequence[GpuSample]) -> dict[str, Any]:
     sm = [s.sm_mhz for s in samples if s.sm_mhz is not None]
+    # The median clock is the clock the work ran at: an idle GPU parks at its lowest clock
+    # between phases, which says nothing about throttling.
+    busy = [s.sm_mhz for s in samples if s.sm_mhz is not None and not s.reasons & _IDLE]
     counts: dict[str, int] = {}
     slowed = 0
     for sample in samples:
@@ -149,7 +153,7 @@ def _summarise_gpu(samples: Sequence[GpuSample]) -> dict[str, Any]:
         "index": samples[0].index,
         "uuid": samples[0].uuid,
         "samples": total,
-        "sm_clock_median_mhz": _median(sm),
+        "sm_clock_median_mhz": _median(busy or sm),
         "sm_clock_min_mhz": min(sm) if sm else None,
         "sm_clock_max_mhz": max(sm) if sm else None,
         "sm_clock_limit_mhz": _max(s.max_sm_mhz for s in samples),

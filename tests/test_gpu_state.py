@@ -86,6 +86,21 @@ def test_two_cards_are_summarised_apart_and_unreported_power_is_skipped() -> Non
     assert second["power_median_w"] is not None
 
 
+def test_the_median_clock_is_the_busy_clock() -> None:
+    """A benchmark that leaves the GPU idle most of the time (data loading, a CPU phase)."""
+    def sample(sm: float, reasons: int) -> gpu_state.GpuSample:
+        return gpu_state.GpuSample(index=0, uuid=UUID_0, sm_mhz=sm, mem_mhz=2619,
+                                   max_sm_mhz=1980, temperature_c=40, power_w=90,
+                                   reasons=reasons)
+
+    samples = [sample(345, 0x1)] * 7 + [sample(1980, 0x0)] * 3
+    state = summarise(samples, source="nvidia-smi")
+    assert state is not None
+    [gpu] = state["gpus"]
+    assert (gpu["sm_clock_median_mhz"], gpu["sm_clock_min_mhz"]) == (1980, 345)
+    assert not StateJudge(usual_clock_mhz=1980).judge(state).suspect
+
+
 def test_reason_bits_and_unreadable_lines() -> None:
     assert reason_names(0x28) == ["hw_slowdown", "sw_thermal_slowdown"]
     assert reason_names(0x1C4) == ["sw_power_cap", "hw_thermal_slowdown",
