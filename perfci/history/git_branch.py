@@ -132,7 +132,7 @@ class GitBranch:
         listed = self._git("ls-remote", self.url, self._ref, network=True).decode()
         if not listed.strip():
             return None
-        self._git("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", self.url,
+        self._git("fetch", "--quiet", "--no-tags", self.url,
                   f"+{self._ref}:{self._ref}", network=True)
         return self._git("rev-parse", "--verify", f"{self._ref}^{{commit}}").decode().strip()
 
