@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import threading
+import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -390,3 +391,8 @@ def test_the_token_goes_to_git_as_a_header_and_never_into_a_message(tmp_path: Pa
                           token="ghs_secret-token")
     values = [v for k, v in persisted._env.items() if k.startswith("GIT_CONFIG_VALUE_")]
     assert values == ["AUTHORIZATION: basic eA=="]
+
+
+def test_the_history_package_ships_in_the_wheel() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "perfci.history" in config["tool"]["setuptools"]["packages"]
