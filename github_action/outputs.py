@@ -26,7 +26,10 @@ _WORTH_A_COMMENT = {"always": {"regression", "improvement", "unchanged", "inconc
 
 def step_time_change(report: dict[str, Any]) -> str:
     """The primary step's change in percent, signed, or ``""`` without a baseline."""
-    step = primary_step(comparison_from_dict(report))
+    try:
+        step = primary_step(comparison_from_dict(report))
+    except (KeyError, TypeError, ValueError):
+        return ""  # a report this perfci cannot read back: the other outputs still stand
     if step is None or step.change is None:
         return ""
     return f"{step.change * 100:+.2f}"

@@ -510,3 +510,31 @@ def test_every_step_script_is_valid_bash(action: dict[str, Any], tmp_path: Path)
         done = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True,
                               check=False)
         assert done.returncode == 0, f"{step.get('name')}: {done.stderr}"
+
+
+def test_the_outputs_script_decides_from_the_report(tmp_path: Path) -> None:
+    report = {"schema_version": 1, "verdict": "improvement", "run_id": 12, "pr_number": 7,
+              "metrics": [], "benchmark": BENCHMARK}
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report), encoding="utf-8")
+    fork = tmp_path / "fork.json"
+    event = _pull_request_event()
+    event["pull_request"]["head"]["repo"]["full_name"] = "someone/gpt"
+    fork.write_text(json.dumps(event), encoding="utf-8")
+    script = ACTION.parent / "outputs.py"
+
+    def decide(comment_on: str, event_path: Path | None = None,
+               server: str = "") -> tuple[str, dict[str, str]]:
+        output = tmp_path / f"out-{comment_on}-{server != ''}"
+        env = {**os.environ, "GITHUB_OUTPUT": str(output), "COMMENT_ON": comment_on,
+               "GITHUB_EVENT_PATH": str(event_path or ""), "PERFCI_SERVER_URL": server}
+        done = subprocess.run([sys.executable, str(script), str(path)], env=env, text=True,
+                              capture_output=True, check=True)
+        return done.stdout.strip(), read_outputs(output)
+
+    assert decide("always")[0] == "yes no"
+    assert decide("change")[0] == "yes no"  # an improvement is a change worth a comment
+    assert decide("regression")[0] == "no no"
+    assert decide("always", fork)[0] == "no no"  # a fork's token could not post it
+    _, outputs = decide("always", server="https://perfci.example.com/")
+    assert outputs == {"step-time-change": "", "run-url": "https://perfci.example.com/runs/12"}
