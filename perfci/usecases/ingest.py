@@ -295,19 +295,28 @@ def check_values(prepared: _Prepared) -> None:
     InvalidValue
         Naming the profile, the metric, the field and the value.
     """
+    # The stored fields of every metric: the one per-value Python pass, kept to a bare
+    # comprehension (about 0.45 ms per 1,000 metrics; numpy's own None handling is slower).
     numbers = [v for _, p in prepared.profiles for m in p.metrics
                for v in (m.total_ns, m.calls, m.self_ns, m.avg_ns, m.min_ns, m.max_ns,
-                         m.std_ns, m.median_ns, m.bytes, *(m.samples_ns or ()))
-               if v is not None]
-    derived = [v for _, p in prepared.profiles for m in p.metrics
-               if m.kind is MetricKind.STEP or m.total_ns is None
-               for v in (per_step_ns(m, p.steps),) if v is not None]
-    steps = [p.steps for _, p in prepared.profiles if p.steps is not None]
+                         m.std_ns, m.median_ns, m.bytes) if v is not None]
+    # Derived values: only step metrics (means of samples) and metrics without a total
+    # (avg × calls) can come out worse than the fields they are made of.
+    for _, profile in prepared.profiles:
+        if profile.steps is not None:
+            numbers.append(profile.steps)
+        for m in profile.metrics:
+            if m.kind is MetricKind.STEP or m.total_ns is None:
+                if m.samples_ns:
+                    numbers += m.samples_ns
+                value = per_step_ns(m, profile.steps)
+                if value is not None:
+                    numbers.append(value)
     if prepared.merges:
-        derived += [v for cell in prepared.cells.values() if len(cell) > 1
+        numbers += [v for cell in prepared.cells.values() if len(cell) > 1
                     for _, values in _cell_values(cell) for v in values if v is not None]
     try:
-        array = np.array(numbers + derived + steps, dtype=np.float64)
+        array = np.array(numbers, dtype=np.float64)
     except (OverflowError, TypeError, ValueError):  # an int beyond any float, or not a number
         raise _invalid_value(prepared) from None
     if not (np.isfinite(array).all() and (array.size == 0 or array.min() >= 0)):
