@@ -17,18 +17,19 @@ import re
 import tempfile
 import zlib
 from pathlib import Path
+from typing import Any
 
 import msgspec
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 from starlette.datastructures import UploadFile
 
 from perfci import jsondoc
 from perfci.errors import ConfigError, InputTooLarge, ParseError, PerfciError
 from perfci.model import Profile
 from perfci.server.deps import Limits, run_upload_work
-from perfci.server.schemas import MAX_NAME, ContextIn, DocumentIn, RunCreate, RunMeta
+from perfci.server.schemas import MAX_NAME, ContextIn, DocumentIn, MetricIn, RunCreate, RunMeta
 from perfci.usecases.ingest import parse_repeats
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -93,12 +94,10 @@ def count_run(body: bytes, limits: Limits, *, document: bool = False) -> None:
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         raise RequestValidationError([{"loc": ("body",), "msg": str(exc),
                                        "type": "json_invalid"}]) from None
-    metrics = samples = 0
-    for repeat in repeats:
-        for profile in repeat.profiles:
-            metrics += len(profile.metrics)
-            for metric in profile.metrics:
-                samples += _count_samples(metric.samples_ns)
+    metrics = sum(len(profile.metrics) for repeat in repeats for profile in repeat.profiles)
+    _check_counts(metrics, 0, limits)  # first: the samples loop is per metric
+    samples = sum(_count_samples(metric.samples_ns) for repeat in repeats
+                  for profile in repeat.profiles for metric in profile.metrics)
     _check_counts(metrics, samples, limits)
 
 
@@ -120,19 +119,71 @@ def _check_counts(metrics: int, samples: int, limits: Limits) -> None:
 
 
 def decode_run(body: bytes, limits: Limits) -> RunCreate:
-    """The JSON upload ``body``, counted (:func:`count_run`) and then validated."""
+    """The JSON upload ``body``, counted (:func:`count_run`) and then validated.
+
+    Validation goes in small steps: msgspec decodes the JSON (fast), pydantic validates the run
+    without its metrics, then the metrics :data:`_BATCH` at a time. Each step is one call that
+    holds the GIL; one call for a whole 20 MB run held it for seconds, and every other client
+    of the process (the event loop included) waited that long.
+    """
     count_run(body, limits)
     try:
-        return RunCreate.model_validate_json(body)
+        raw = msgspec.json.decode(body)
+    except msgspec.DecodeError as exc:
+        raise RequestValidationError([{"loc": ("body",), "msg": f"invalid JSON: {exc}",
+                                       "type": "json_invalid"}]) from None
+    pulled = _pull_metrics(raw)
+    try:
+        upload = RunCreate.model_validate(raw)
+        for (repeat, profile), metrics in pulled.items():
+            target = upload.repeats[repeat].profiles[profile]
+            target.metrics = _validate_metrics(metrics, ("repeats", repeat, "profiles",
+                                                         profile, "metrics"))
     except ValidationError as exc:
         raise RequestValidationError(exc.errors(include_input=False)) from None
+    return upload
+
+
+#: Metrics validated per pydantic call (see :func:`decode_run`).
+_BATCH = 2000
+_METRICS = TypeAdapter(list[MetricIn])
+
+
+def _pull_metrics(raw: Any) -> dict[tuple[int, int], list[Any]]:
+    """Take the metric lists out of a decoded run, by (repeat, profile) position."""
+    pulled: dict[tuple[int, int], list[Any]] = {}
+    repeats = raw.get("repeats") if isinstance(raw, dict) else None
+    for r, repeat in enumerate(repeats if isinstance(repeats, list) else []):
+        profiles = repeat.get("profiles") if isinstance(repeat, dict) else None
+        for p, profile in enumerate(profiles if isinstance(profiles, list) else []):
+            if isinstance(profile, dict) and isinstance(profile.get("metrics"), list):
+                pulled[(r, p)] = profile.pop("metrics")
+    return pulled
+
+
+def _validate_metrics(metrics: list[Any], where: tuple[Any, ...]) -> list[MetricIn]:
+    out: list[MetricIn] = []
+    for start in range(0, len(metrics), _BATCH):
+        try:
+            out += _METRICS.validate_python(metrics[start:start + _BATCH])
+        except ValidationError as exc:
+            errors = [{**e, "loc": (*where, start + int(e["loc"][0]), *e["loc"][1:])}
+                      for e in exc.errors(include_input=False)]
+            raise RequestValidationError(errors) from None
+    return out
 
 
 def documents_to_repeats(documents: list[DocumentIn]) -> list[list[Profile]]:
     """One repeat per perfci JSON document (read by :func:`perfci.jsondoc.from_document`)."""
     repeats = []
     for index, document in enumerate(documents):
-        raw = document.model_dump(mode="json", exclude_none=True)
+        # Dumped profile by profile and metric by metric: short GIL holds (see decode_run).
+        raw = document.model_dump(mode="json", exclude_none=True, exclude={"profiles"})
+        raw["profiles"] = [
+            {**profile.model_dump(mode="json", exclude_none=True, exclude={"metrics"}),
+             "metrics": [m.model_dump(mode="json", exclude_none=True)
+                         for m in profile.metrics]}
+            for profile in document.profiles]
         repeats.append(jsondoc.from_document(raw, source=f"repeats[{index}]"))
     return repeats
 
