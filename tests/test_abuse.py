@@ -443,6 +443,22 @@ def test_cli_ingest_retry_with_other_numbers_exits_2_naming_the_run(
     assert _table_counts(migrated_url)["run"] == 1
 
 
+def test_cli_check_retry_with_other_numbers_exits_2_naming_the_run(
+        migrated_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    same, other = tmp_path / "a.json", tmp_path / "b.json"
+    same.write_text(json.dumps(to_document(_run({"gemm": 5.0}, steps=[9.0, 10.0]))))
+    other.write_text(json.dumps(to_document(_run({"gemm": 6.0}, steps=[9.0, 10.0]))))
+    args = ["-b", "b", "--project", "p", "--commit", "abc", "--branch", "main",
+            "--ci-run-id", "8", "--ci-run-attempt", "1", "--database-url", migrated_url]
+    first, _, err = _cli(capsys, "check", "--profile", str(same), *args)
+    again, _, _ = _cli(capsys, "check", "--profile", str(same), *args)
+    assert (first, again) == (0, 0), err
+    code, _, err = _cli(capsys, "check", "--profile", str(other), *args)
+    assert code == 2 and "is already stored" in err and "different data" in err
+    assert _table_counts(migrated_url)["run"] == 1
+    assert _table_counts(migrated_url)["comparison"] == 1
+
+
 class _Conflict(BaseHTTPRequestHandler):
     """A perfci server that answers every upload 409, as for a conflicting retry."""
 
