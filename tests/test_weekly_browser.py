@@ -80,3 +80,23 @@ def test_html_report_shows_plot_and_tables(session: Session, profile: Profile, b
         assert page.locator("table.noise tbody tr").count() >= 1
     finally:
         page.close()
+
+
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("width", [1280, 390])
+def test_html_report_fits_desktop_and_phone(session: Session, profile: Profile, browser: Any,
+                                            tmp_path: Path, width: int) -> None:
+    ingest_history(session, profile, benchmark=NAME)
+    since, until = w05()
+    path = tmp_path / "weekly.html"
+    path.write_text(render_html(build_weekly_report(session, project=PROJECT, since=since,
+                                                    until=until)), encoding="utf-8")
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    try:
+        page.goto(path.as_uri())
+        page.screenshot(path=str(tmp_path / f"weekly-{width}.png"), full_page=True)
+        scroll, inner = page.evaluate(
+            "[document.documentElement.scrollWidth, window.innerWidth]")
+        assert scroll <= inner, f"the report is {scroll} px wide at {width} px"
+    finally:
+        page.close()
