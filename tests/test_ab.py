@@ -147,6 +147,13 @@ def test_unchanged_pr_passes_and_both_sides_are_stored(
     assert report["baseline"]["run_ids"] == [base_id]
     assert_cleaned(repo, clean_env)
 
+    # The same CI job again (a retry): nothing new is stored, the first verdict is reported.
+    assert check_ab(repo, migrated_url, "--json-out", str(tmp_path / "again.json")) == 0
+    again = json.loads((tmp_path / "again.json").read_text(encoding="utf-8"))
+    assert again["run_id"] == report["run_id"] and again["metrics"] == report["metrics"]
+    assert stored_runs(migrated_url) == [base_id, pr_row[0]]
+    assert_cleaned(repo, clean_env)
+
 
 def test_a_three_times_slower_kernel_is_a_regression(
         tmp_path: Path, clean_env: Path, migrated_url: str,
@@ -248,3 +255,20 @@ def test_profiles_cannot_be_read_in_ab_mode(
     monkeypatch.chdir(repo)
     assert check_ab(repo, migrated_url, "--profile", "bench.py") == 2
     assert "--profile" in capsys.readouterr().err
+
+
+def test_three_pairs_keep_their_own_variance_four_are_moderated() -> None:
+    from scipy import stats as scipy_stats
+
+    for pairs, moderated in ((3, False), (4, True)):
+        base, pr = paired_run({}, pairs=pairs, machine_sd=0.0, noise_sd=0.02, seed=pairs)
+        line = next(m for m in compare_paired(base, pr, benchmark="b").metrics
+                    if m.key == KERNELS[0].key)
+        diffs = np.log(pr[KERNELS[0]]) - np.log(base[KERNELS[0]])
+        half = scipy_stats.t.ppf(0.975, pairs - 1) * diffs.std(ddof=1) / math.sqrt(pairs)
+        plain = (math.expm1(diffs.mean() - half), math.expm1(diffs.mean() + half))
+        assert line.change == pytest.approx(math.expm1(diffs.mean()))
+        if moderated:
+            assert (line.ci_low, line.ci_high) != pytest.approx(plain)
+        else:
+            assert (line.ci_low, line.ci_high) == pytest.approx(plain)

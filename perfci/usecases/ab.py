@@ -365,7 +365,10 @@ def compare_pairs(pairs: Pairs, *, benchmark: str, options: CompareOptions,
 def _store(settings: Settings, context: RunContext, base_context: RunContext, benchmark: str,
            pairs: Pairs, result: RunComparison,
            setup: ABSetup) -> tuple[IngestResult, SubmitResult, str]:
-    """Store the base run and the PR run; save the paired comparison as the PR run's."""
+    """Store the base run, the PR run and the paired comparison: one transaction.
+
+    A retried job (the PR run already stored) gets the comparison stored the first time.
+    """
     from perfci.store.db import open_store
     from perfci.usecases.ingest import ingest_run
     from perfci.usecases.submit import SubmitResult, latest_comparison, save_comparison
@@ -373,13 +376,19 @@ def _store(settings: Settings, context: RunContext, base_context: RunContext, be
     store = open_store(settings)
     try:
         with store.sessions() as session:
-            base = ingest_run(session, context=base_context, benchmark=benchmark,
-                              repeats=pairs.base)
-            pr = ingest_run(session, context=context, benchmark=benchmark, repeats=pairs.pr)
-            stored = None if pr.created else latest_comparison(session, pr.run_id)
-            if stored is None:
-                _describe(result, context, pr.run_id, base.run_id, setup)
-                save_comparison(session, result)
+            try:
+                base = ingest_run(session, context=base_context, benchmark=benchmark,
+                                  repeats=pairs.base, commit=False)
+                pr = ingest_run(session, context=context, benchmark=benchmark,
+                                repeats=pairs.pr, commit=False)
+                stored = None if pr.created else latest_comparison(session, pr.run_id)
+                if stored is None:
+                    _describe(result, context, pr.run_id, base.run_id, setup)
+                    save_comparison(session, result, commit=False)
+                session.commit()
+            except BaseException:
+                session.rollback()
+                raise
             submitted = SubmitResult(pr, stored or result)
     finally:
         store.close()

@@ -1,9 +1,11 @@
 """The ``perfci check`` loop without any printing: resolve the benchmark, get its profiles (run it
 or read files), store the run, compare it, and write the reports a CI job asks for.
 
-Order matters for users: every profile is parsed before the store is opened, so a failing
+Order matters for users: every profile is parsed before anything is stored, so a failing
 benchmark or a bad file writes nothing; the verdict is computed by :func:`submit_run`, the same
-sequence the HTTP upload uses, so local checks, CI and the service agree.
+sequence the HTTP upload uses, so local checks, CI and the service agree. Adaptive repeats
+(:mod:`perfci.usecases.adaptive`) compare intermediate looks in a rolled-back session and store
+the final run once; ``--ab`` hands the whole check to :mod:`perfci.usecases.ab`.
 """
 
 from __future__ import annotations
@@ -311,7 +313,10 @@ def _submit(settings: Settings, context: RunContext, benchmark: str,
 def _submit_noted(session: Session, settings: Settings, context: RunContext, benchmark: str,
                   repeats: list[list[Profile]], baseline_branch: str | None,
                   notes: Sequence[str]) -> SubmitResult:
-    """:func:`~perfci.usecases.submit.submit_run` with ``notes`` added before it is saved."""
+    """:func:`~perfci.usecases.submit.submit_run` with ``notes`` added before it is saved.
+
+    Like it, one transaction: the run and its comparison are stored together or not at all.
+    """
     from perfci.usecases.compare import compare_stored_run
     from perfci.usecases.ingest import ingest_run
     from perfci.usecases.submit import (
@@ -321,16 +326,24 @@ def _submit_noted(session: Session, settings: Settings, context: RunContext, ben
         save_comparison,
     )
 
-    ingest = ingest_run(session, context=context, benchmark=benchmark, repeats=repeats)
-    stored = None if ingest.created else latest_comparison(session, ingest.run_id)
-    if stored is not None:  # a retried job reports the verdict it got the first time
-        return SubmitResult(ingest, stored)
-    result = compare_stored_run(session, ingest.run_id, options=compare_options(settings),
-                                branch=baseline_branch, default_branch=settings.baseline_branch,
-                                baseline_runs=settings.baseline_runs,
-                                merge_base=context.merge_base)
-    result.notes.extend(notes)
-    save_comparison(session, result)
+    try:
+        ingest = ingest_run(session, context=context, benchmark=benchmark, repeats=repeats,
+                            commit=False)
+        stored = None if ingest.created else latest_comparison(session, ingest.run_id)
+        if stored is not None:  # a retried job reports the verdict it got the first time
+            session.rollback()
+            return SubmitResult(ingest, stored)
+        result = compare_stored_run(session, ingest.run_id, options=compare_options(settings),
+                                    branch=baseline_branch,
+                                    default_branch=settings.baseline_branch,
+                                    baseline_runs=settings.baseline_runs,
+                                    merge_base=context.merge_base)
+        result.notes.extend(notes)
+        save_comparison(session, result, commit=False)
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
     return SubmitResult(ingest, result)
 
 
