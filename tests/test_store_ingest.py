@@ -424,18 +424,21 @@ def test_cli_bad_file_exits_2_and_writes_nothing(migrated_url: str, tmp_path: Pa
 
 
 def test_cli_database_error_exits_2_naming_the_files(
-        migrated_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+        migrated_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     engine = db.make_engine(migrated_url)
     try:
         with engine.begin() as connection:
             connection.execute(text("DROP TABLE sample"))  # fails after the run's own rows
     finally:
         engine.dispose()
-    code, _, err = _cli(capsys, "ingest", str(seed("004")), str(seed("002")), "--benchmark",
+    # Two repeats of one workload (unrelated formats are refused before the store is opened).
+    again = tmp_path / "rank-copy.txt"
+    again.write_bytes(seed("004").read_bytes())
+    code, _, err = _cli(capsys, "ingest", str(seed("004")), str(again), "--benchmark",
                         "b", "--project", "p", "--database-url", migrated_url)
     assert code == 2
     assert "could not store the run of 'b'" in err and "sample" in err
-    assert seed("004").name in err and seed("002").name in err
+    assert seed("004").name in err and again.name in err
     counts = _counts(migrated_url, tables=tuple(t for t in _TABLES if t != "sample"))
     assert counts == dict.fromkeys(counts, 0)
 
@@ -465,6 +468,7 @@ def test_open_store_migrates_sqlite_but_not_postgres(empty_url: str, tmp_path: P
     from perfci.settings import Settings
 
     if empty_url.startswith("sqlite"):
+        (tmp_path / "nested").mkdir()  # perfci creates .perfci/, not the folders above it
         url = f"sqlite:///{tmp_path / 'nested' / '.perfci' / 'perfci.db'}"
         store = db.open_store(Settings(database_url=url))
         store.close()
