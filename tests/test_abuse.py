@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -36,7 +37,7 @@ from sqlalchemy.orm import Session
 from perfci.analysis.compare import compare_run
 from perfci.cli.main import main
 from perfci.errors import ConfigError, InputTooLarge, InvalidValue, NotFoundError, RunConflict
-from perfci.formats._textio import InflateLimits, inflate_limits, iter_lines
+from perfci.formats._textio import InflateLimits, inflate_limits, iter_lines, open_capped
 from perfci.formats.registry import parse_file
 from perfci.jsondoc import to_document
 from perfci.model import BaselineInfo, Metric, MetricKind, Profile, RunContext, SeriesKey
@@ -347,6 +348,17 @@ def test_line_streams_of_a_bomb_stop_at_the_cap(tmp_path: Path) -> None:
         for _ in iter_lines(path, format="test"):
             lines += 1
     assert 0 < lines < 64 << 20  # it stopped while streaming, after the free first MiB
+
+
+def test_a_text_reader_over_open_capped_stops_and_closes_its_file(tmp_path: Path) -> None:
+    path = _bomb(tmp_path / "log.txt.gz", 64, head=b"", tail=b"", filler=b"x" * 99 + b"\n")
+    raw = path.open("rb")
+    reader = io.TextIOWrapper(open_capped(raw, source=str(path), close_raw=True),
+                              encoding="utf-8", errors="replace")
+    with reader, pytest.raises(InputTooLarge, match=re.escape(str(path))):
+        for _ in reader:
+            pass
+    assert raw.closed
 
 
 def test_an_ordinary_gzip_profile_still_parses(tmp_path: Path) -> None:

@@ -69,9 +69,11 @@ def inflate_limits(limits: InflateLimits) -> Iterator[None]:
 class _CappedGzip(io.RawIOBase):
     """The inflated bytes of a gzip stream, stopping with ``InputTooLarge`` at the caps."""
 
-    def __init__(self, raw: BinaryIO, *, source: str, format: str | None) -> None:
+    def __init__(self, raw: BinaryIO, *, source: str, format: str | None,
+                 close_raw: bool) -> None:
         super().__init__()
         self._raw = raw
+        self._close_raw = close_raw
         self._gzip = gzip.GzipFile(fileobj=raw, mode="rb")
         self._start = raw.tell()
         self._inflated = 0
@@ -105,6 +107,8 @@ class _CappedGzip(io.RawIOBase):
     def close(self) -> None:
         try:
             self._gzip.close()
+            if self._close_raw:
+                self._raw.close()
         finally:
             super().close()
 
@@ -117,13 +121,16 @@ def _size(count: float) -> str:
     return f"{count:.1f} GiB"
 
 
-def open_capped(raw: BinaryIO, *, source: str, format: str | None = None) -> BinaryIO:
+def open_capped(raw: BinaryIO, *, source: str, format: str | None = None,
+                close_raw: bool = False) -> BinaryIO:
     """The inflated bytes of the gzip stream ``raw``, within the :class:`InflateLimits`.
 
     Reading past a cap raises :class:`~perfci.errors.InputTooLarge` (a ``ParseError`` naming
-    ``source`` and the cap); closing the result does not close ``raw``.
+    ``source`` and the cap); closing the result closes ``raw`` only with ``close_raw``. For
+    text, wrap it: ``io.TextIOWrapper(open_capped(path.open("rb"), source=str(path),
+    close_raw=True), encoding="utf-8", errors="replace")``.
     """
-    capped = _CappedGzip(raw, source=source, format=format)
+    capped = _CappedGzip(raw, source=source, format=format, close_raw=close_raw)
     return cast(BinaryIO, io.BufferedReader(capped, buffer_size=BLOCK_SIZE))
 
 
