@@ -178,13 +178,16 @@ def _ignored(path: str) -> bool:
 def merge_base_sha(root: Path, branch: str, context: RunContext) -> str:
     """The merge-base of ``HEAD`` with ``branch`` (``origin/BRANCH`` first), as a full sha.
 
+    ``HEAD``, not the run's commit: the pull-request side runs what is checked out, which in a
+    GitHub ``pull_request`` job is the merge of the pull request into its base, whose
+    merge-base with the base branch is the base's tip, exactly what it would be merged onto.
     In a shallow CI checkout ``git merge-base`` may not find it; the event's base commit
     (``context.merge_base``) is used then, when ``branch`` is the run's own base branch and
     git has that commit.
     """
     from perfci.context import merge_base
 
-    found = merge_base(root, branch, context.commit or "HEAD")
+    found = merge_base(root, branch, "HEAD")
     if found is None and branch == context.base_branch and context.merge_base and _git(
             root, "cat-file", "-e", f"{context.merge_base}^{{commit}}") is not None:
         found = context.merge_base
