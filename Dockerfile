@@ -1,7 +1,14 @@
 # syntax=docker/dockerfile:1
 # The perfci service: HTTP API + dashboard. Runs migrations, then `perfci serve` (see
 # docker/entrypoint.sh). Build: docker build -t perfci .   Run: docker compose up
-FROM python:3.11-slim AS base
+
+# The base image, pinned by digest so that a rebuild gets the same bytes (a tag moves).
+# This digest of python:3.11-slim was taken from public Dockerfiles, not pulled here: check it
+# and move it forward deliberately with
+#   docker buildx imagetools inspect python:3.11-slim --format '{{json .Manifest.Digest}}'
+# then build with --build-arg PYTHON_IMAGE=python:3.11-slim@sha256:<digest> or edit below.
+ARG PYTHON_IMAGE=python:3.11-slim@sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7
+FROM ${PYTHON_IMAGE} AS base
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -12,10 +19,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /app
 
 # Dependencies first, from the service's lock only (perfci[server] and what it needs, pinned
-# as in lock.txt; no test, lint or torch packages): this layer is cached until the lock
-# changes, not on every source edit. scripts/server_lock.py writes it; a test checks it.
-COPY requirements/server.txt requirements/server.txt
-RUN pip install -r requirements/server.txt
+# as in lock.txt; no test, lint or torch packages), every file checked against its SHA-256:
+# this layer is cached until the lock changes, not on every source edit.
+# `scripts/server_lock.py --hashes` writes it; a test checks it.
+COPY requirements/server-hashes.txt requirements/server-hashes.txt
+RUN pip install --require-hashes -r requirements/server-hashes.txt
 
 # Then the source, installed without touching the dependencies resolved above.
 COPY pyproject.toml README.md ./

@@ -8,6 +8,11 @@ set -eu
 : "${PERFCI_PORT:=8000}"
 : "${PERFCI_WORKERS:=2}"
 
+# An SQLite file (a single-container trial) needs its folder; perfci creates only its default.
+case "${PERFCI_DATABASE_URL:-}" in
+    sqlite:///*) mkdir -p "$(dirname "${PERFCI_DATABASE_URL#sqlite:///}")" ;;
+esac
+
 # Migrations are idempotent; with several replicas starting at once Alembic's version table
 # serialises them. Retry while the database is still starting (compose, Kubernetes).
 attempt=1

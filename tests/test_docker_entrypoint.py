@@ -44,7 +44,10 @@ def _instructions() -> list[tuple[str, str]]:
 def test_dockerfile_runs_as_non_root_with_a_healthcheck_and_cached_dependencies() -> None:
     steps = _instructions()
     keywords = [k for k, _ in steps]
-    assert steps[0] == ("FROM", "python:3.11-slim AS base")
+    arg, base = steps[0], steps[1]
+    assert arg[0] == "ARG" and re.fullmatch(
+        r"PYTHON_IMAGE=python:3\.11-slim@sha256:[0-9a-f]{64}", arg[1]), arg
+    assert base == ("FROM", "${PYTHON_IMAGE} AS base")
     users = [rest for k, rest in steps if k == "USER"]
     assert users and users[-1] not in {"root", "0", "0:0"}
     health = [rest for k, rest in steps if k == "HEALTHCHECK"]
@@ -52,10 +55,10 @@ def test_dockerfile_runs_as_non_root_with_a_healthcheck_and_cached_dependencies(
     assert ("EXPOSE", "8000") in steps
     assert any(k == "ENTRYPOINT" and "entrypoint" in rest for k, rest in steps)
     copies = [(i, rest) for i, (k, rest) in enumerate(steps) if k == "COPY"]
-    lock = next(i for i, rest in copies if "requirements/server.txt" in rest)
+    lock = next(i for i, rest in copies if "requirements/server-hashes.txt" in rest)
     source = next(i for i, rest in copies if rest.startswith("perfci "))
-    install_deps = next(i for i, (k, rest) in enumerate(steps)
-                        if k == "RUN" and "pip install -r" in rest)
+    install_deps = next(i for i, (k, rest) in enumerate(steps) if k == "RUN" and (
+        "pip install --require-hashes -r requirements/server-hashes.txt" in rest))
     install_pkg = next(i for i, (k, rest) in enumerate(steps)
                        if k == "RUN" and "pip install --no-deps ." in rest)
     assert lock < install_deps < source < install_pkg
@@ -67,6 +70,24 @@ def test_compose_has_postgres_the_service_and_healthchecks() -> None:
     assert "image: postgres:16" in compose
     assert compose.count("healthcheck:") == 2 and "/healthz" in compose
     assert re.search(r"condition: service_healthy", compose)
+
+
+def test_compose_binds_loopback_and_requires_a_password() -> None:
+    compose = (REPO / "docker-compose.yml").read_text()
+    ports = re.findall(r'^\s*-\s*"([^"]+)"\s*$', compose, re.M)
+    assert ports == ["127.0.0.1:8000:8000"]
+    uses = re.findall(r"\$\{POSTGRES_PASSWORD([^}]*)\}", compose)
+    assert len(uses) == 2 and all(use.startswith(":?") for use in uses), uses
+
+
+def test_the_image_installs_hashed_pins_equal_to_the_server_lock() -> None:
+    hashed = (REPO / "requirements" / "server-hashes.txt").read_text()
+    plain = [line for line in (REPO / "requirements" / "server.txt").read_text().splitlines()
+             if line and not line.startswith("#")]
+    entries = [e for e in hashed.replace("\\\n", " ").splitlines()
+               if e and not e.startswith("#")]
+    assert [e.split()[0] for e in entries] == plain
+    assert all(re.search(r"--hash=sha256:[0-9a-f]{64}", e) for e in entries)
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

@@ -98,10 +98,10 @@ _UPLOAD_BODY = {
                         409: {"model": ErrorPublic, "description": "The CI run is stored "
                               "with other content; `error.run_id` is the stored run"}})
 async def upload_run(
-    project: ProjectName, request: Request, response: Response, session: SessionDep,
+    project: ProjectName, request: Request, session: SessionDep,
     settings: SettingsDep, limits: LimitsDep, registry: RegistryDep, token: TokenDep,
     idempotency_key: Annotated[str | None, Header(max_length=200, pattern=_NO_NUL)] = None,
-) -> RunCreated:
+) -> Response:
     """Store one run (JSON: a perfci document per repeat; multipart: one file per repeat),
     compare it with its baseline and return the comparison. A retry with the same
     ``Idempotency-Key`` (or the same CI run) returns the stored run with 200."""
@@ -112,15 +112,11 @@ async def upload_run(
         registry.count_upload("rejected")
         raise
     key = f"http:{idempotency_key}" if idempotency_key else None
-    result = await run_upload_work(request, _submit, session, context, benchmark, repeats,
-                                   settings, key)
-    registry.count_upload("created" if result.ingest.created else "duplicate")
-    if not result.ingest.created:
-        response.status_code = 200
-    return RunCreated(run_id=result.ingest.run_id, created=result.ingest.created,
-                      project=project, benchmark=benchmark, series=result.ingest.series,
-                      samples=result.ingest.samples, url=f"/runs/{result.ingest.run_id}",
-                      comparison=ComparisonPublic(**comparison_to_dict(result.comparison)))
+    created, answer = await run_upload_work(request, _submit, session, project, context,
+                                            benchmark, repeats, settings, key)
+    registry.count_upload("created" if created else "duplicate")
+    return Response(answer, status_code=201 if created else 200,
+                    media_type="application/json")
 
 
 async def _read_upload(request: Request, project: str,
@@ -145,11 +141,20 @@ def _decode_json(body: bytes, limits: Limits) -> tuple[RunCreate, list[list[Prof
     return upload, uploads.documents_to_repeats(upload.repeats)
 
 
-def _submit(session: Any, context: RunContext, benchmark: str,
-            repeats: list[list[Profile]], settings: Any, key: str | None) -> SubmitResult:
-    """``submit_run``, with the client's Idempotency-Key as the run key when it sent one."""
-    return submit_run(session, context=context, benchmark=benchmark, repeats=repeats,
-                      settings=settings, idempotency_key=key)
+def _submit(session: Any, project: str, context: RunContext, benchmark: str,
+            repeats: list[list[Profile]], settings: Any, key: str | None
+            ) -> tuple[bool, bytes]:
+    """``submit_run`` (the client's Idempotency-Key is the run key when it sent one), and the
+    answer as JSON: a comparison of many metrics takes seconds to serialise, which must not
+    happen on the event loop."""
+    result: SubmitResult = submit_run(session, context=context, benchmark=benchmark,
+                                      repeats=repeats, settings=settings, idempotency_key=key)
+    ingest = result.ingest
+    answer = RunCreated(run_id=ingest.run_id, created=ingest.created, project=project,
+                        benchmark=benchmark, series=ingest.series, samples=ingest.samples,
+                        url=f"/runs/{ingest.run_id}",
+                        comparison=ComparisonPublic(**comparison_to_dict(result.comparison)))
+    return ingest.created, answer.model_dump_json().encode()
 
 
 # --- reads ------------------------------------------------------------------------------------
