@@ -6,7 +6,6 @@ that name the line.
 
 from __future__ import annotations
 
-import gzip
 import io
 import math
 import zlib
@@ -19,7 +18,7 @@ from typing import Any
 from perfci.errors import ParseError
 from perfci.formats._nsys_profiles import ProfileSet, file_stem
 from perfci.formats._nsys_reports import ELISION, REPORTS, Layout, LayoutError, layout_for
-from perfci.formats._textio import gc_paused
+from perfci.formats._textio import gc_paused, open_capped
 from perfci.model import Profile
 from perfci.units import to_decimal
 
@@ -114,7 +113,8 @@ def open_lines(path: Path, *, format: str) -> Iterator[Iterable[str]]:
         with path.open("rb") as raw:
             gzipped = raw.read(2) == b"\x1f\x8b"
             raw.seek(0)
-            binary: Any = gzip.GzipFile(fileobj=raw) if gzipped else raw
+            # Within _textio's inflation caps: a gzip bomb stops with InputTooLarge (issue 13).
+            binary: Any = open_capped(raw, source=str(path), format=format) if gzipped else raw
             with gc_paused(settle=True):
                 yield io.TextIOWrapper(binary, encoding="utf-8-sig", errors="replace",
                                        newline="")

@@ -9,7 +9,7 @@ which they warn about.
 
 from __future__ import annotations
 
-import gzip
+import io
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TextIO
 
 from perfci.errors import ParseError
-from perfci.formats._textio import gc_paused
+from perfci.formats._textio import gc_paused, open_capped
 
 _READ_ERRORS = (OSError, EOFError, zlib.error)
 
@@ -44,5 +44,7 @@ def _open(path: Path) -> TextIO:
     with path.open("rb") as probe:
         gzipped = probe.read(2) == b"\x1f\x8b"
     if gzipped:
-        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
+        # Within _textio's inflation caps: a gzip bomb stops with InputTooLarge (issue 13).
+        return io.TextIOWrapper(open_capped(path.open("rb"), source=str(path), close_raw=True),
+                                encoding="utf-8", errors="replace")
     return path.open(encoding="utf-8", errors="replace")

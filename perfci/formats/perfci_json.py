@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perfci.errors import ParseError
+from perfci.formats._textio import open_maybe_gzip
 from perfci.jsondoc import from_document
 from perfci.model import Profile
 
@@ -25,9 +25,9 @@ def sniff(head: Head) -> bool:
 
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
-    opener = gzip.open if path.read_bytes()[:2] == b"\x1f\x8b" else open
     try:
-        with opener(path, "rt", encoding="utf-8") as handle:
+        # Inflated within _textio's caps: a gzip bomb stops with InputTooLarge (issue 13).
+        with open_maybe_gzip(path, format=NAME) as handle:
             doc = json.load(handle)
     except json.JSONDecodeError as exc:
         raise ParseError(f"invalid JSON: {exc.msg}", source=str(path), line=exc.lineno,
