@@ -412,3 +412,14 @@ def test_an_admin_deletes_a_run_and_it_is_audited(server: ServerProcess, engine:
                                    .where(AuditEvent.project == project)).all()
     assert [target for _, target in audit] == [f"run {run_id}"]
     assert admin not in audit[0][0] and admin[:12] in audit[0][0]
+
+
+@pytest.mark.parametrize("week", ["9999-W52", "0001-W01", "2026-W00", "2026-W54"])
+def test_weeks_at_the_edges_of_the_calendar_are_a_4xx(server: ServerProcess, engine: Engine,
+                                                       project: str, week: str) -> None:
+    token = make_token(engine, project, "read")
+    _stored_run(server, engine, project)
+    response = httpx.get(f"{server.url}/api/v1/projects/{project}/reports/weekly",
+                         params={"week": week}, headers=bearer(token), timeout=30)
+    assert 400 <= response.status_code < 500, response.text
+    assert "week" in response.json()["error"]["message"]
