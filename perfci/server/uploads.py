@@ -111,11 +111,12 @@ def _count_samples(raw: msgspec.Raw) -> int:
 def _check_counts(metrics: int, samples: int, limits: Limits) -> None:
     if metrics > limits.max_metrics:
         raise InputTooLarge(f"the run has {metrics} metrics; this server accepts at most "
-                            f"{limits.max_metrics} per run (PERFCI_MAX_METRICS)")
+                            f"{limits.max_metrics} per run (PERFCI_MAX_METRICS)",
+                            source="upload")
     if samples > limits.max_samples:
         raise InputTooLarge(f"the run has {samples} samples (samples_ns values); this server "
                             f"accepts at most {limits.max_samples} per run "
-                            "(PERFCI_MAX_SAMPLES)")
+                            "(PERFCI_MAX_SAMPLES)", source="upload")
 
 
 def decode_run(body: bytes, limits: Limits) -> RunCreate:
