@@ -283,23 +283,47 @@ class Store:
     def rolled_back(self) -> Iterator[Session]:
         """A Session whose work is always rolled back: a look that must leave no trace.
 
+        :meth:`tentative` that is never kept.
+        """
+        with self.tentative() as work:
+            yield work.session
+
+    @contextmanager
+    def tentative(self) -> Iterator[Tentative]:
+        """Work that is kept only if asked: ``work.keep = True`` commits it at the end.
+
         The Session joins an outer transaction on its own connection with
         ``join_transaction_mode="create_savepoint"`` (SQLAlchemy 2.0, "Joining a Session into
         an External Transaction"), so the commits of the code it is handed (an ingest, a saved
-        comparison) only release SAVEPOINTs, and the outer transaction is rolled back on every
-        exit. The adaptive repeats of ``perfci check`` compare intermediate looks this way and
-        store only the final run. On SQLite the outer transaction holds the write lock (``BEGIN
-        IMMEDIATE``) until the look ends: keep the work inside short.
+        comparison) only release SAVEPOINTs; at the end the outer transaction is committed
+        when ``keep`` was set, else rolled back, and always rolled back after an exception.
+        The adaptive repeats of ``perfci check`` look at a run this way: an intermediate look
+        leaves no trace, the final one is kept. On SQLite the outer transaction holds the
+        write lock (``BEGIN IMMEDIATE``) until the work ends: keep it short.
         """
         with self.engine.connect() as connection:
             outer = connection.begin()
-            session = Session(bind=connection, join_transaction_mode="create_savepoint",
-                              expire_on_commit=False)
+            work = Tentative(Session(bind=connection, join_transaction_mode="create_savepoint",
+                                     expire_on_commit=False))
             try:
-                yield session
+                yield work
+            except BaseException:
+                work.keep = False
+                raise
             finally:
-                session.close()
-                outer.rollback()
+                work.session.close()
+                if work.keep:
+                    outer.commit()
+                else:
+                    outer.rollback()
+
+
+@dataclass(slots=True)
+class Tentative:
+    """A Session inside :meth:`Store.tentative`; set ``keep`` to commit its work."""
+
+    session: Session
+    keep: bool = False
 
 
 def open_store(settings: Settings, *, root: Path | None = None) -> Store:

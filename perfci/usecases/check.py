@@ -28,7 +28,7 @@ from perfci.usecases.history import record_history, sync_history
 if TYPE_CHECKING:  # heavy imports stay out of `perfci --help` and of the CLI's import time
     from sqlalchemy.orm import Session
 
-    from perfci.store.db import Store
+    from perfci.store.db import Tentative
     from perfci.usecases.ab import PairProgress
     from perfci.usecases.adaptive import LookPlan
     from perfci.usecases.ingest import IngestResult
@@ -151,17 +151,15 @@ def run_check(request: CheckRequest, *, settings: Settings | None = None,
     warnings = sync_history(settings, cwd=cwd)  # the history branch, before the baseline query
     # Every look, the final one included, tests at alpha / looks (Bonferroni spending).
     looked = settings.model_copy(update={"alpha": plan.alpha(settings.alpha)})
-    notes: list[str] = []
     if plan.looks > 1:
-        repeats, note = _adaptive_repeats(spec, plan, repeats, seconds=seconds, runner=runner,
-                                          context=context, settings=looked,
-                                          alpha=settings.alpha,
-                                          baseline_branch=request.baseline_branch, cwd=cwd)
-        notes.append(note)
+        repeats, submitted, url = _adaptive_repeats(
+            spec, plan, repeats, seconds=seconds, runner=runner, context=context,
+            settings=looked, alpha=settings.alpha, baseline_branch=request.baseline_branch,
+            cwd=cwd)
+    else:
+        submitted, url = _submit(looked, context, spec.name, repeats, request.baseline_branch)
     warnings = [f"{p.source}: {w}" for group in repeats for p in group
                 for w in p.warnings] + warnings
-    submitted, url = _submit(looked, context, spec.name, repeats, request.baseline_branch,
-                             notes=notes)
     warnings += record_history(settings, context, spec.name, repeats,
                                baseline_branch=request.baseline_branch, cwd=cwd)
     return CheckOutcome(spec=spec, settings=settings, context=context, submitted=submitted,
@@ -287,8 +285,8 @@ def context_of(settings: Settings, request: CheckRequest, *, env: Mapping[str, s
 
 
 def _submit(settings: Settings, context: RunContext, benchmark: str,
-            repeats: list[list[Profile]], baseline_branch: str | None, *,
-            notes: Sequence[str] = ()) -> tuple[SubmitResult, str]:
+            repeats: list[list[Profile]],
+            baseline_branch: str | None) -> tuple[SubmitResult, str]:
     from perfci.store.db import open_store
     from perfci.usecases.submit import submit_remote, submit_run
 
@@ -298,53 +296,12 @@ def _submit(settings: Settings, context: RunContext, benchmark: str,
     store = open_store(settings)
     try:
         with store.sessions() as session:
-            if notes:
-                submitted = _submit_noted(session, settings, context, benchmark, repeats,
-                                          baseline_branch, notes)
-            else:
-                submitted = submit_run(session, context=context, benchmark=benchmark,
-                                       repeats=repeats, settings=settings,
-                                       baseline_branch=baseline_branch)
+            submitted = submit_run(session, context=context, benchmark=benchmark,
+                                   repeats=repeats, settings=settings,
+                                   baseline_branch=baseline_branch)
     finally:
         store.close()
     return submitted, store.url
-
-
-def _submit_noted(session: Session, settings: Settings, context: RunContext, benchmark: str,
-                  repeats: list[list[Profile]], baseline_branch: str | None,
-                  notes: Sequence[str]) -> SubmitResult:
-    """:func:`~perfci.usecases.submit.submit_run` with ``notes`` added before it is saved.
-
-    Like it, one transaction: the run and its comparison are stored together or not at all.
-    """
-    from perfci.usecases.compare import compare_stored_run
-    from perfci.usecases.ingest import ingest_run
-    from perfci.usecases.submit import (
-        SubmitResult,
-        compare_options,
-        latest_comparison,
-        save_comparison,
-    )
-
-    try:
-        ingest = ingest_run(session, context=context, benchmark=benchmark, repeats=repeats,
-                            commit=False)
-        stored = None if ingest.created else latest_comparison(session, ingest.run_id)
-        if stored is not None:  # a retried job reports the verdict it got the first time
-            session.rollback()
-            return SubmitResult(ingest, stored)
-        result = compare_stored_run(session, ingest.run_id, options=compare_options(settings),
-                                    branch=baseline_branch,
-                                    default_branch=settings.baseline_branch,
-                                    baseline_runs=settings.baseline_runs,
-                                    merge_base=context.merge_base)
-        result.notes.extend(notes)
-        save_comparison(session, result, commit=False)
-        session.commit()
-    except BaseException:
-        session.rollback()
-        raise
-    return SubmitResult(ingest, result)
 
 
 # --- adaptive repeats -------------------------------------------------------------------------
@@ -362,28 +319,34 @@ def look_plan(spec: BenchmarkSpec, request: CheckRequest, settings: Settings) ->
 def _adaptive_repeats(spec: BenchmarkSpec, plan: LookPlan, repeats: list[list[Profile]], *,
                       seconds: float, runner: Runner, context: RunContext, settings: Settings,
                       alpha: float, baseline_branch: str | None,
-                      cwd: Path | None) -> tuple[list[list[Profile]], str]:
+                      cwd: Path | None) -> tuple[list[list[Profile]], SubmitResult, str]:
     """Look, and run the next batch of repeats while that can settle the verdict.
 
-    Returns all repeats run and the note on how many ran and why the loop stopped. Each look
-    stores the run and compares it inside a rolled-back session: nothing of it remains.
-    ``settings`` carries the per-look level already; ``alpha`` is the check's own, for the note.
+    Each look stores the run and compares it inside a tentative transaction: rolled back when
+    another batch follows, kept, with the note on how many repeats ran and why the loop
+    stopped, when it is the last. ``settings`` carries the per-look level already; ``alpha``
+    is the check's own, for the note. Returns all repeats, the stored run and the store's URL.
     """
     from perfci.store.db import open_store
     from perfci.usecases import adaptive
+    from perfci.usecases.submit import SubmitResult
 
     store = open_store(settings)
     looks = 0
     try:
         while True:
             looks += 1
-            result, stored_before = _look(store, settings, context, spec.name, repeats,
-                                          baseline_branch)
-            reason = adaptive.ALREADY_STORED if stored_before else adaptive.next_reason(
-                result, done=len(repeats), plan=plan, seconds_per_repeat=seconds / len(repeats),
-                spent=seconds, budget=settings.budget)
-            if reason is not None:
-                break
+            with store.tentative() as work:
+                look = _look(work.session, settings, context, spec.name, repeats,
+                             baseline_branch)
+                reason = adaptive.ALREADY_STORED if look.stored_before else adaptive.next_reason(
+                    look.comparison, done=len(repeats), plan=plan,
+                    seconds_per_repeat=seconds / len(repeats), spent=seconds,
+                    budget=settings.budget)
+                if reason is not None:
+                    _keep(work, look, adaptive.note(done=len(repeats), plan=plan, looks=looks,
+                                                    alpha=alpha, reason=reason))
+                    return repeats, SubmitResult(look.ingest, look.comparison), store.url
             target = next(size for size in plan.sizes if size > len(repeats))
             batch = dataclasses.replace(spec, repeats=target - len(repeats))
             started = time.monotonic()
@@ -392,8 +355,6 @@ def _adaptive_repeats(spec: BenchmarkSpec, plan: LookPlan, repeats: list[list[Pr
             seconds += time.monotonic() - started
     finally:
         store.close()
-    return repeats, adaptive.note(done=len(repeats), plan=plan, looks=looks, alpha=alpha,
-                                  reason=reason)
 
 
 def _in_folder(runner: Runner, name: str) -> Runner:
@@ -401,20 +362,46 @@ def _in_folder(runner: Runner, name: str) -> Runner:
     return lambda spec, directory: runner(spec, directory / name)
 
 
-def _look(store: Store, settings: Settings, context: RunContext, benchmark: str,
-          repeats: list[list[Profile]],
-          baseline_branch: str | None) -> tuple[RunComparison, bool]:
-    """The comparison the run would get now, computed and then rolled back.
+@dataclass(frozen=True, slots=True)
+class _Look:
+    """One look's stored run and comparison; ``stored_before``: a retried job's run."""
 
-    The second value is True when the run was stored before (a retried CI job): its first
-    comparison is final, and no more repeats are run.
+    ingest: IngestResult
+    comparison: RunComparison
+    stored_before: bool
+
+
+def _look(session: Session, settings: Settings, context: RunContext, benchmark: str,
+          repeats: list[list[Profile]], baseline_branch: str | None) -> _Look:
+    """The run stored (not committed) and compared as :func:`submit_run` would, unsaved.
+
+    A run stored before (a retried CI job) gets the comparison it got the first time.
     """
-    from perfci.usecases.submit import submit_run
+    from perfci.usecases.compare import compare_stored_run
+    from perfci.usecases.ingest import ingest_run
+    from perfci.usecases.submit import compare_options, latest_comparison
 
-    with store.rolled_back() as session:
-        submitted = submit_run(session, context=context, benchmark=benchmark, repeats=repeats,
-                               settings=settings, baseline_branch=baseline_branch)
-    return submitted.comparison, not submitted.ingest.created
+    ingest = ingest_run(session, context=context, benchmark=benchmark, repeats=repeats,
+                        commit=False)
+    stored = None if ingest.created else latest_comparison(session, ingest.run_id)
+    if stored is not None:
+        return _Look(ingest, stored, stored_before=True)
+    result = compare_stored_run(session, ingest.run_id, options=compare_options(settings),
+                                branch=baseline_branch, default_branch=settings.baseline_branch,
+                                baseline_runs=settings.baseline_runs,
+                                merge_base=context.merge_base)
+    return _Look(ingest, result, stored_before=False)
+
+
+def _keep(work: Tentative, look: _Look, note: str) -> None:
+    """Keep the final look: the run and its comparison, with the adaptive note, committed."""
+    from perfci.usecases.submit import save_comparison
+
+    if not look.stored_before:
+        look.comparison.notes.append(note)
+        save_comparison(work.session, look.comparison, commit=False)
+        work.session.commit()  # releases the look's SAVEPOINT; keep commits the transaction
+        work.keep = True
 
 
 # --- what the CI job reads ------------------------------------------------------------------
