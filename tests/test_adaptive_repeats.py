@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from ab_repo import assert_cleaned, check_ab, clean_env, git, make_repo
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from perfci.cli.main import main
 from perfci.model import MetricComparison, RunComparison, Verdict
@@ -208,3 +209,32 @@ def test_budget_is_a_setting_like_the_others(monkeypatch: pytest.MonkeyPatch,
                                              encoding="utf-8")
     settings = get_settings({"ab_pairs": 6})  # a flag wins over the file
     assert (settings.budget, settings.max_repeats, settings.ab_pairs) == (30.0, 12, 6)
+
+
+def test_a_tentative_look_is_kept_only_when_asked(migrated_url: str) -> None:
+    from db_fixtures import make_context, make_profile
+
+    from perfci.settings import Settings
+    from perfci.store.db import open_store
+    from perfci.usecases.ingest import ingest_run
+
+    def ingest(session: Session, sha: str) -> None:
+        ingest_run(session, context=make_context(commit=sha), benchmark="b",
+                   repeats=[[make_profile({"gemm": 1e6})]])
+
+    store = open_store(Settings(database_url=migrated_url))
+    try:
+        with store.tentative() as work:  # a look that another batch follows
+            ingest(work.session, "a" * 40)
+        assert _count(migrated_url, Run) == 0
+        with pytest.raises(RuntimeError), store.tentative() as work:
+            ingest(work.session, "b" * 40)
+            work.keep = True
+            raise RuntimeError("the look failed")
+        assert _count(migrated_url, Run) == 0
+        with store.tentative() as work:  # the final look
+            ingest(work.session, "c" * 40)
+            work.keep = True
+        assert _count(migrated_url, Run) == 1
+    finally:
+        store.close()
