@@ -77,16 +77,27 @@ def compare_stored_run(session: Session, run_id: int, *, options: CompareOptions
     states = queries.repeat_gpu_states(session, [*choice.run_ids, run.id])
     screen = screen_gpu_state(choice.run_ids, run, states)
     choice = replace(choice, run_ids=screen.kept_run_ids)
-    samples = queries.run_samples(session, [*choice.run_ids, run.id])
+    checked = queries.run_samples_checked(session, [*choice.run_ids, run.id])
+    samples = checked.samples
+    skipped = [r for r in choice.run_ids if r in set(checked.skipped)]
+    choice = replace(choice, run_ids=[r for r in choice.run_ids if r not in set(skipped)])
     oldest_first = list(reversed(choice.run_ids))
-    baseline = {key: [by_run[r] for r in oldest_first if r in by_run]
-                for key, by_run in samples.items()}
+    # One list per baseline run, empty where a run lacks the series, so runs stay aligned.
+    baseline = {key: [by_run.get(r, []) for r in oldest_first]
+                for key, by_run in samples.items() if any(r in by_run for r in oldest_first)}
     candidate = {key: _without(by_run[run.id], screen.left_out_repeats, run.repeats)
                  for key, by_run in samples.items() if run.id in by_run}
-    baseline = {key: runs for key, runs in baseline.items() if runs}
     result = compare_run(baseline, candidate, benchmark=run.benchmark, options=options)
     result.notes.extend(screen.notes)
-    result.baseline = _baseline_info(session, choice)
+    result.notes.extend(_skipped_notes(skipped, run.id in checked.skipped))
+    used = [oldest_first[i] for i in result.baseline_runs_used if i < len(oldest_first)]
+    result.baseline = _baseline_info(session, replace(choice, run_ids=used[::-1]))
+    if result.baseline_level_start is not None:
+        start = oldest_first[result.baseline_level_start]
+        sha = _commits(session, [start])
+        if sha:
+            result.notes.append(f"The base branch's current level started at commit "
+                                f"{sha[0][:7]} (run {start}).")
     result.environment = _with_cards(run.environment, states.get(run.id, {}))
     result.run_id, result.commit, result.branch = run.id, run.commit, run.branch
     result.pr_number, result.ci_url = run.pr_number, run.ci_url
@@ -191,6 +202,20 @@ def _with_cards(environment: Mapping[str, str],
     if uuids:
         found["gpu_uuid"] = ",".join(dict.fromkeys(uuids))
     return found
+
+
+def _skipped_notes(skipped: Sequence[int], candidate: bool) -> list[str]:
+    """Runs stored (by an older perfci) with a value that is not a finite, non-negative number."""
+    notes = []
+    if skipped:
+        ids = ", ".join(str(r) for r in skipped)
+        notes.append(f"{len(skipped)} baseline run{'s' if len(skipped) != 1 else ''} left out: "
+                     f"a stored value is not a finite, non-negative number (run {ids}); "
+                     "`perfci runs delete` removes such runs.")
+    if candidate:
+        notes.append("This run holds a stored value that is not a finite, non-negative number, "
+                     "so none of its metrics could be compared.")
+    return notes
 
 
 def _baseline_info(session: Session, choice: BaselineChoice) -> BaselineInfo:
