@@ -64,7 +64,7 @@ class Settings(BaseSettings):
     # False-discovery rate for Benjamini–Hochberg across the metrics of one comparison.
     alpha: float = Field(0.05, gt=0, lt=1)
     # Metrics with less than this share of step time are reported but do not gate.
-    gate_share: float = Field(0.01, ge=0, le=1)
+    gate_share: float = Field(0.02, ge=0, le=1)
     # Exit 1 on a gated regression (perfci check / compare).
     fail_on_regression: bool = True
 
@@ -178,7 +178,6 @@ class Settings(BaseSettings):
                 raise ConfigError(f"[tool.perfci.benchmarks.{name}] {key} must be a number "
                                   f"between 0 and 1 (exclusive), got {value!r}")
         return self.model_copy(update={k: float(v) for k, v in update.items()}) if update else self
-
 
 
 def find_project_root(start: Path | None = None) -> Path:

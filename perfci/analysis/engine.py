@@ -63,12 +63,12 @@ class CompareOptions:
     method: Method = "student-mw"
     rank_guard: float = 0.002
     remove_shared_factor: bool | None = None
-    gate_share: float = 0.01
+    gate_share: float = 0.02
     top_contributors: int = 10
     seed: int = 0
-    step_budget: float = 0.15
+    step_budget: float = 0.12
     factor_budget: float = 0.05
-    gated_budget: float = 0.5
+    gated_budget: float = 0.45
     moderate: bool = True
     robust_baseline: bool = True
     trim_change_points: bool = True

@@ -39,20 +39,22 @@ def print_comparison(result: RunComparison, console: Console, *, max_rows: int =
                       f"{fmt.duration(step.baseline_median)} → "
                       f"{fmt.duration(step.candidate_median)} per step "
                       f"({escape(_shown(fmt.name_of(step)))})")
+    factor = result.shared_factor is not None
     if result.steps:
-        console.print(_metric_table("Steps", result.steps[:max_rows]))
+        console.print(_metric_table("Steps", result.steps[:max_rows], factor=factor))
     if result.shared_factor is not None:
         shared = result.shared_factor
-        console.print(f"Run factor shared by all metrics: {fmt.pct(shared.change)} "
+        console.print(f"Machine-wide factor of this run: {fmt.pct(shared.change)} "
                       f"(95 % interval {fmt.interval(shared.ci_low, shared.ci_high)}), "
-                      f"{fmt.LABELS[shared.verdict].words}")
+                      f"{fmt.LABELS[shared.verdict].words}; verdicts are judged beyond it")
     if fmt.explains_change(result):
         console.print(_contributions_table(result, max_rows))
     for title, verdict in (("Regressions", Verdict.REGRESSION),
                            ("Improvements", Verdict.IMPROVEMENT)):
         rows = fmt.by_impact(result.metrics, verdict)
         if rows:
-            console.print(_metric_table(f"{title} ({len(rows)})", rows[:max_rows]))
+            console.print(_metric_table(f"{title} ({len(rows)})", rows[:max_rows],
+                                        factor=factor))
     console.print(f"{len(result.metrics)} metrics: {fmt.counts_sentence(result.metrics)}")
     _print_context(result, console)
 
@@ -69,15 +71,24 @@ def _shown(name: str) -> str:
     return shorten(visible(name), NAME_LEN)
 
 
-def _metric_table(title: str, rows: list[MetricComparison]) -> Table:
+def _metric_table(title: str, rows: list[MetricComparison], *, factor: bool) -> Table:
+    """Metrics on the measured basis; with a run factor, the change beyond it in its own
+    column (the basis the verdict was decided on)."""
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
     for header, justify in _COLUMNS:
+        if header == "q" and factor:
+            table.add_column("Beyond factor", justify="right")
         table.add_column(header, justify=justify)
     for m in rows:
-        table.add_row(Text(_shown(fmt.name_of(m))), escape(visible(fmt.kind_of(m))),
-                      fmt.duration(m.baseline_median), fmt.duration(m.candidate_median),
-                      fmt.pct(m.change), fmt.interval(m.ci_low, m.ci_high), fmt.qvalue(m.q_value),
-                      Text(fmt.LABELS[m.verdict].words, style=_STYLES[m.verdict]))
+        cells: list[str | Text] = [
+            Text(_shown(fmt.name_of(m))), escape(visible(fmt.kind_of(m))),
+            fmt.duration(m.baseline_median), fmt.duration(m.candidate_median),
+            fmt.pct(m.change), fmt.interval(m.ci_low, m.ci_high)]
+        if factor:
+            cells.append(fmt.pct(m.adjusted_change))
+        cells += [fmt.qvalue(m.q_value),
+                  Text(fmt.LABELS[m.verdict].words, style=_STYLES[m.verdict])]
+        table.add_row(*cells)
     return table
 
 
