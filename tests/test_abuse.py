@@ -211,6 +211,18 @@ def test_a_chart_leaves_points_with_bad_values_out() -> None:
     assert [p.run_id for p in kept] == [0, 3] and skipped == [1, 2]
 
 
+def test_the_dashboard_chart_and_series_api_leave_a_stored_bad_run_out(
+        session: Session) -> None:
+    from perfci.usecases import browse
+
+    ids = _history(session)
+    _spoil(session, ids[4], float("inf"))
+    series, points = browse.step_history(session, "acme/model", "b", branch="main")
+    assert series is not None and [p.run_id for p in points] == ids[:4] + ids[5:]
+    history = browse.series_history(session, "acme/model", "b", series=series, branch="main")
+    assert ids[4] not in [p.run_id for p in history] and len(history) == len(ids) - 1
+
+
 # --- 1. a run and its comparison: one transaction ---------------------------------------------
 
 

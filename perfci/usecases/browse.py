@@ -10,6 +10,7 @@ repeats (ns per step).
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -191,8 +192,9 @@ def series_history(session: Session, project: str, benchmark: str, *, series: Se
                    until: datetime | None = None) -> list[HistoryPoint]:
     """One series' values per run of ``branch``, oldest first (``NotFoundError`` if unknown)."""
     _benchmark_id(session, project, benchmark)
-    return queries.series_history(session, project=project, benchmark=benchmark, series=series,
-                                  branch=branch, since=since, until=until)
+    points = queries.series_history(session, project=project, benchmark=benchmark,
+                                    series=series, branch=branch, since=since, until=until)
+    return queries.drop_bad_points(points)[0]
 
 
 def benchmark_runs(session: Session, project: str, benchmark: str, *,
@@ -281,8 +283,9 @@ def _step_points(session: Session, series_id: int, *, branch: str | None,
     for run_id, sha, run_branch, moment, value, stored in session.execute(query):
         values.setdefault(run_id, []).append(float(value or 0.0))
         meta[run_id] = (sha, run_branch, moment, stored)
+    # A run stored by an older perfci with a negative or infinite value is left off the chart.
     points = [StepPoint(run_id=r, commit=meta[r][0], branch=meta[r][1], time=meta[r][2],
                         value_ns=statistics.median(values[r]), stored_at=meta[r][3])
-              for r in values]
+              for r in values if all(math.isfinite(v) and v >= 0 for v in values[r])]
     return sorted(points, key=lambda p: (p.time, p.run_id))
 
