@@ -81,11 +81,19 @@ def _add_operational_routes(app: FastAPI) -> None:
                                            "the database does not answer"), status_code=503)
         return JSONResponse({"status": "ok", "database": request.app.state.engine.dialect.name})
 
-    @app.get("/metrics", response_class=PlainTextResponse, tags=["operations"])
+    @app.get("/metrics", response_class=PlainTextResponse, tags=["operations"],
+             responses={401: _json_error("Missing or wrong token"),
+                        404: _json_error("Metrics are off on this server")})
     def metrics(request: Request) -> Response:
         """Prometheus metrics of this worker process (off unless configured)."""
         _check_metrics_access(request)
         return PlainTextResponse(request.app.state.registry.render(), media_type=CONTENT_TYPE)
+
+
+def _json_error(description: str) -> dict[str, Any]:
+    """An error answer of a text/plain route: documented as the JSON it is."""
+    return {"description": description, "content": {"application/json": {
+        "schema": {"$ref": "#/components/schemas/ErrorPublic"}}}}
 
 
 def _check_metrics_access(request: Request) -> None:
