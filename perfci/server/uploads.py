@@ -16,8 +16,9 @@ from __future__ import annotations
 import re
 import tempfile
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 from fastapi import Request
@@ -264,25 +265,44 @@ def inflate(path: Path, limits: Limits, *, budget: int | None = None) -> Path:
 
 
 def _inflate_file(source: Path, target: Path, cap: int, name: str, limits: Limits) -> None:
-    # wbits 16+15: a gzip header; a concatenation of gzip members is read member by member.
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
     written = 0
     with source.open("rb") as reading, target.open("wb") as writing:
         try:
-            while True:
-                data = inflater.unconsumed_tail or reading.read(_CHUNK)
-                if not data:
-                    break
-                out = inflater.decompress(data, _CHUNK)
-                if inflater.eof and inflater.unused_data:
-                    data, inflater = inflater.unused_data, zlib.decompressobj(16 + zlib.MAX_WBITS)
-                    out += inflater.decompress(data, _CHUNK)
+            for out in _inflated_chunks(reading):
                 written += len(out)
                 if written > cap:
                     raise InputTooLarge(_too_big(cap, limits), source=name)
                 writing.write(out)
         except zlib.error as exc:
             raise ParseError(f"damaged gzip data: {exc}", source=name) from None
+        except EOFError:
+            raise ParseError("the gzip data is cut short", source=name) from None
+
+
+def _inflated_chunks(reading: BinaryIO) -> Iterator[bytes]:
+    """The inflated bytes of the gzip stream ``reading``, at most :data:`_CHUNK` at a time.
+
+    Never asks zlib for more than one chunk of output at once (a bomb's next megabyte may be
+    a gigabyte); a concatenation of gzip members is read member by member, as gzip does.
+    """
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)  # 16+: a gzip header and trailer
+    data = reading.read(_CHUNK)
+    while data or not inflater.eof:
+        out = inflater.decompress(data, _CHUNK)
+        if out:
+            yield out
+        if inflater.eof:
+            data = inflater.unused_data or reading.read(_CHUNK)
+            if data:
+                inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            continue
+        # Output held back by the chunk limit comes with an empty input; new input only
+        # once zlib has given out all it could.
+        data = inflater.unconsumed_tail
+        if not data and not out:
+            data = reading.read(_CHUNK)
+            if not data:
+                raise EOFError
 
 
 def _too_big(cap: int, limits: Limits) -> str:
