@@ -157,6 +157,21 @@ def test_an_honest_gzip_profile_is_accepted(server: ServerProcess, engine: Engin
     assert response.json()["series"] == 50
 
 
+def test_cut_short_and_concatenated_gzip(server: ServerProcess, engine: Engine,
+                                         project: str) -> None:
+    token = make_token(engine, project)
+    text = json.dumps(document(20)).encode()
+    before = counts(engine)
+    cut = multipart(server, project, token, [("cut.json.gz", gzip.compress(text)[:-30])])
+    assert "cut.json.gz" in error_of(cut, 422)["message"]
+    assert counts(engine) == before
+    half = len(text) // 2
+    joined = gzip.compress(text[:half]) + gzip.compress(text[half:])  # what `cat a.gz b.gz` gives
+    response = multipart(server, project, token, [("r0.json.gz", joined)])
+    assert response.status_code == 201, response.text
+    assert response.json()["series"] == 20
+
+
 @pytest.mark.parametrize("layers", [1, 2])
 def test_a_gzip_bomb_is_refused_before_parsing_and_writes_nothing(
         server: ServerProcess, engine: Engine, project: str, layers: int) -> None:
