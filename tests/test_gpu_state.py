@@ -359,3 +359,28 @@ def test_a_run_throttled_in_every_repeat_keeps_its_repeats_and_says_so(
     kept = [n for n in result.notes if n.endswith("kept: no repeat ran unthrottled")]
     assert len(kept) == 3 and kept[0].startswith("repeat 1 of this run ran at 1410 MHz")
     assert result.baseline is not None and result.baseline.runs == 3
+
+
+def test_perfci_check_stores_each_repeats_gpu_state_with_its_profile(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check path attaches the sampled state to each repeat's profile metadata."""
+    from perfci.settings import Settings
+    from perfci.store import db
+    from perfci.store.schema import ProfileRow
+    from perfci.usecases.check import CheckRequest, run_check
+
+    env = _fake_smi(tmp_path, [DATA / "h100-steady.csv", DATA / "h100-thermal.csv"])
+    monkeypatch.setenv("PATH", env["PATH"])
+    url = f"sqlite:///{tmp_path / 'perfci.db'}"
+    request = CheckRequest(benchmark="b", command=[sys.executable, "-c", WRITER], repeats=2,
+                           profiler="none", context={"branch": "main", "commit": "a" * 40})
+    run_check(request, settings=Settings(database_url=url, project="p", max_repeats=2),
+              cwd=tmp_path)
+    store = db.open_store(Settings(database_url=url))
+    try:
+        with store.sessions() as session:
+            rows = session.query(ProfileRow).order_by(ProfileRow.repeat).all()
+            states = [row.meta.get("gpu_state") for row in rows]
+    finally:
+        store.close()
+    assert states == [_state("h100-steady.csv"), _state("h100-thermal.csv")]

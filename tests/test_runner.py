@@ -173,3 +173,19 @@ def test_perfci_check_withholds_secrets_and_honours_the_pass_env_setting(
     for value in secrets.values():
         if value != secrets["PERFCI_DATABASE_URL"]:  # a password-less SQLite URL is printed
             assert value not in printed.out + printed.err
+
+
+def test_perfci_check_pass_env_flag_lets_one_variable_through(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    secrets = _secret_env(monkeypatch, tmp_path / "perfci.db")
+    monkeypatch.setenv("PERFCI_EXAMPLE_KNOB", "slow")
+    monkeypatch.chdir(tmp_path)
+    dump = tmp_path / "env.json"
+    code = main(["check", "--benchmark", "b", "--repeats", "2", "--profiler", "none",
+                 "--glob", "*.json", "--no-comment", "--branch", "main",
+                 "--pass-env", "PERFCI_EXAMPLE_KNOB", "--",
+                 sys.executable, "-c", ENV_DUMPER, str(dump)])
+    assert code == 0
+    seen = json.loads(dump.read_text())
+    assert seen["PERFCI_EXAMPLE_KNOB"] == "slow"
+    assert not set(secrets) & set(seen)

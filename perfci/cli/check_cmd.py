@@ -80,6 +80,7 @@ def check_command(
     budget: float | None = typer.Option(
         None, "--budget", min=0.001,
         help="Seconds of benchmark time adaptive repeats may spend in all (default: none)."),
+    pass_env: opts.PassEnv = None,
 ) -> int:
     """Run the benchmark (or read --profile files), store, compare with the baseline, report.
 
@@ -99,7 +100,8 @@ def check_command(
                  "delta": delta,
                  "alpha": alpha, "baseline_runs": baseline_runs,
                  "fail_on_regression": fail_on_regression, "ab_pairs": ab_pairs,
-                 "max_repeats": max_repeats, "budget": budget}
+                 "max_repeats": max_repeats, "budget": budget,
+                 "pass_env": pass_env or None}
     outcome = usecase.run_check(request, overrides=overrides, runner=_progress_runner,
                                 pair_progress=_pair_progress)
     _print(outcome)
@@ -117,7 +119,7 @@ def _progress_runner(spec: BenchmarkSpec, directory: Path) -> list[list[Path]]:
 
     return run_with_progress(spec.command, benchmark=spec.name, repeats=spec.repeats,
                              profiler=spec.profiler, work_dir=directory,
-                             globs=spec.globs or None)
+                             globs=spec.globs or None, pass_env=spec.pass_env)
 
 
 def _pair_progress(side: str, index: int, seconds: float, profiles: int) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,7 +15,8 @@ if TYPE_CHECKING:
 
 
 def run_with_progress(command: list[str], *, benchmark: str, repeats: int, profiler: str,
-                      work_dir: Path, globs: list[str] | None = None) -> list[list[Path]]:
+                      work_dir: Path, globs: list[str] | None = None,
+                      pass_env: Sequence[str] | None = None) -> list[list[Path]]:
     """Run the benchmark with a progress bar on stderr; returns the files of each repeat."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -32,7 +34,7 @@ def run_with_progress(command: list[str], *, benchmark: str, repeats: int, profi
 
         result = run_benchmark(command, benchmark=benchmark, repeats=repeats,
                                work_dir=work_dir, profiler=profiler, globs=globs,
-                               on_repeat=advance)
+                               on_repeat=advance, pass_env=pass_env)
     return result.files_per_repeat
 
 

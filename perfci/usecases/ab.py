@@ -305,10 +305,15 @@ def _run_side(spec: BenchmarkSpec, command: Sequence[str], cwd: Path,
     from perfci.usecases.ingest import parse_repeats
 
     started = time.monotonic()
+    from perfci import gpu_state
+
     run = run_benchmark(command, benchmark=spec.name, repeats=1, work_dir=directory,
-                        profiler=spec.profiler, globs=spec.globs or None, cwd=cwd)
+                        profiler=spec.profiler, globs=spec.globs or None, cwd=cwd,
+                        pass_env=spec.pass_env)
     seconds = time.monotonic() - started
-    return parse_repeats(run.files_per_repeat[0], format=spec.format, repeat=1)[0], seconds
+    profiles = parse_repeats(run.files_per_repeat[0], format=spec.format, repeat=1)[0]
+    gpu_state.attach([profiles], run.files_per_repeat)
+    return profiles, seconds
 
 
 def command_for(command: Sequence[str], *, checkout: Path, tree: Path) -> list[str]:

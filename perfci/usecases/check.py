@@ -51,6 +51,8 @@ class BenchmarkSpec:
     profiler: str
     globs: list[str]
     format: str | None
+    #: Variables passed through to the benchmark despite perfci's secret filter.
+    pass_env: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +195,7 @@ def resolve_benchmark(settings: Settings, request: CheckRequest) -> BenchmarkSpe
         profiler=str(request.profiler or table.get("profiler") or "torch"),
         globs=list(request.globs) or _strings(table.get("globs", table.get("glob")), name),
         format=request.format or table.get("format"),
+        pass_env=tuple(settings.pass_env),
     )
 
 
@@ -251,8 +254,12 @@ def collect_repeats(spec: BenchmarkSpec, profiles: Sequence[Path], *, runner: Ru
         raise ConfigError(f"benchmark {spec.name!r} has no command: give one after `--`, "
                           f"declare `command` in [tool.perfci.benchmarks.{spec.name}], or "
                           "pass --profile FILE")
+    from perfci import gpu_state
+
     files = runner(spec, work_dir(spec.name, cwd))
-    return [parse_repeats(group, format=spec.format, repeat=1)[0] for group in files]
+    repeats = [parse_repeats(group, format=spec.format, repeat=1)[0] for group in files]
+    gpu_state.attach(repeats, files)  # each repeat's GPU clocks and throttling, if sampled
+    return repeats
 
 
 def work_dir(benchmark: str, cwd: Path | None = None) -> Path:
@@ -266,7 +273,7 @@ def run_repeats(spec: BenchmarkSpec, directory: Path) -> list[list[Path]]:
 
     return run_benchmark(spec.command, benchmark=spec.name, repeats=spec.repeats,
                          work_dir=directory, profiler=spec.profiler,
-                         globs=spec.globs or None).files_per_repeat
+                         globs=spec.globs or None, pass_env=spec.pass_env).files_per_repeat
 
 
 # --- context and store ----------------------------------------------------------------------
