@@ -44,7 +44,7 @@ def _table(markdown: str, first_column: str) -> list[dict[str, str]]:
     for line in lines:
         if not line.startswith("|"):
             break
-        if not line.startswith(("|---", "| ---")):
+        if not re.fullmatch(r"\|(\s*:?-+:?\s*\|)+", line):  # the separator, any alignment
             rows.append(dict(zip(columns, _cells(line), strict=True)))
     return rows
 
@@ -144,3 +144,20 @@ def test_changepoints_scores_perfci_on_real_and_synthetic_series(shared_dir: Pat
     rows = [row for row in _table(out, "Set") if row["Detector"] == "perfci"]
     assert {row["Set"] for row in rows} == {"TCPD (mean F1)", "synthetic"}, out
     assert all(0 <= _number(row["F1"]) <= 1 for row in rows)
+
+
+def test_verdicts_scores_perfci_and_the_peers_per_scenario() -> None:
+    out = _run("verdicts.py", "--quick", "--scenario", "heavy tails",
+               "--scenario", "+10 % on one kernel")
+    assert out.count("#### ") == 2, out
+    rows = _table(out, "detector")
+    assert [row["detector"] for row in rows][:2] == ["perfci", "Conbench z-score (>5, 100 commits)"]
+    for row in rows:
+        assert re.fullmatch(r"\d+\.\d{3}", row["false regressions / comparison"]), row
+        assert re.fullmatch(r"\d+\.\d%|—", row["runs failed"]), row
+
+
+def test_sequential_looks_compares_spending_policies() -> None:
+    out = _run("sequential_looks.py", "--checks", "10")
+    policies = [row["policy"] for row in _table(out, "policy")]
+    assert policies[0].startswith("one look") and policies[-1].endswith("alpha / 3"), out

@@ -114,7 +114,8 @@ def _print_context(result: RunComparison, console: Console) -> None:
         if base.first_commit or base.last_commit:
             commits = (f", commits {fmt.short_sha(base.first_commit)}.."
                        f"{fmt.short_sha(base.last_commit)}")
-        console.print(f"Baseline: {base.runs} runs of {escape(visible(base.branch))}"
+        console.print(f"Baseline: {base.runs} run{'' if base.runs == 1 else 's'} of "
+                      f"{escape(visible(base.branch))}"
                       f"{escape(visible(commits))}")
     for note in result.notes:
         console.print(Text(f"• {visible(note)}", style="dim"))
