@@ -438,3 +438,18 @@ def test_weeks_at_the_edges_of_the_calendar_are_a_4xx(server: ServerProcess, eng
                          params={"week": week}, headers=bearer(token), timeout=30)
     assert 400 <= response.status_code < 500, response.text
     assert "week" in response.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(("field", "value"), [("samples_ns", [-5, -5, -5]),
+                                              ("total_ns", -1e6)])
+def test_a_bad_value_is_refused_naming_the_metric_and_writes_nothing(
+        server: ServerProcess, engine: Engine, project: str, field: str, value: Any) -> None:
+    token = make_token(engine, project)
+    body = run_body()
+    metric = body["repeats"][1]["profiles"][0]["metrics"][0]  # the step, train_step
+    metric[field] = value
+    before = counts(engine)
+    error = error_of(upload(server, project, token, body), 422)
+    assert error["code"] == "invalid_value" and "train_step" in error["message"], error
+    assert counts(engine) == before
+    assert upload(server, project, token, run_body()).status_code == 201  # the next one works
