@@ -217,6 +217,9 @@ class RunComparison:
     #: of the base branch's current level when the baseline was cut at a change point.
     baseline_runs_used: list[int] = field(default_factory=list)
     baseline_level_start: int | None = None
+    #: Key of the step series the comparison judged as "the step" (analysis.steps), so that
+    #: every view shows the series the verdict was about.
+    primary_step: str | None = None
 
     @property
     def steps(self) -> list[MetricComparison]:

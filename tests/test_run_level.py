@@ -130,7 +130,12 @@ def test_a_broad_change_never_turns_unchanged_kernels_into_improvements() -> Non
     baseline, candidate = _world(rng, slower={**half, STEP: 0.05})
     result = compare_run(baseline, candidate, benchmark="b")
     lines = _lines(result)
-    assert not [k for k in KERNELS[1::2] if lines[k].verdict is Verdict.IMPROVEMENT]
+    quiet = KERNELS[1::2]
+    # Unchanged kernels stay centred on zero beyond the factor (a median factor dragged to
+    # about +5 % by the changed half made every one of them read -5 %, "improvements").
+    assert abs(np.median([lines[k].adjusted_change for k in quiet])) < 0.01
+    # BH allows a false discovery rate, not none: at most one slip among 30 unchanged.
+    assert len([k for k in quiet if lines[k].verdict is Verdict.IMPROVEMENT]) <= 1
     assert lines[STEP].verdict is Verdict.REGRESSION
     assert result.shared_factor is not None and abs(result.shared_factor.change) < 0.03
 

@@ -37,6 +37,7 @@ import numpy as np
 
 from perfci.analysis import attribution, stats
 from perfci.analysis.engine import CompareOptions
+from perfci.analysis.steps import primary_step
 from perfci.model import MetricComparison, MetricKind, RunComparison, SeriesKey, Verdict
 
 __all__ = ["GATE_KINDS", "MetricEstimate", "judge_estimates", "run_verdict"]
@@ -117,7 +118,8 @@ def judge_estimates(estimates: Sequence[MetricEstimate], *, benchmark: str,
     verdict = run_verdict([*metrics, shared] if shared else metrics,
                           primary=primary.key if primary is not None else None)
     result = RunComparison(benchmark=benchmark, verdict=verdict, metrics=metrics,
-                           shared_factor=shared, notes=[*notes, *_step_note(primary)])
+                           shared_factor=shared, notes=[*notes, *_step_note(primary)],
+                           primary_step=primary.key if primary is not None else None)
     step = next((m for m in metrics if primary is not None and m.key == primary.key), None)
     found = _attribution(metrics, step, options) if step else None
     if found is not None:
@@ -159,16 +161,12 @@ _STEP, _FACTOR, _GATED, _OTHER = "step", "factor", "gated", "other"
 
 def _primary_step(estimates: Sequence[MetricEstimate],
                   untested: Sequence[MetricComparison]) -> SeriesKey | None:
-    """The step series to gate shares and attribution on: the longest one (an iteration
-    contains its sub-steps), ties broken by more baseline runs, then by key."""
-    found = [(e.baseline, e.n_baseline, e.series.key, e.series) for e in estimates
-             if e.series.kind is MetricKind.STEP]
-    found += [(m.baseline_median, m.n_baseline, m.key, m.series) for m in untested
-              if m.series is not None and m.series.kind is MetricKind.STEP
-              and m.baseline_median is not None]
-    if not found:
-        return None
-    return max(found, key=lambda row: (row[0], row[1], row[2]))[3]
+    """The step series to gate shares and attribution on (:func:`.steps.primary_step`)."""
+    rows: list[tuple[SeriesKey, float | None, int]] = [
+        (e.series, e.baseline, e.n_baseline) for e in estimates]
+    rows += [(m.series, m.baseline_median, m.n_baseline) for m in untested
+             if m.series is not None]
+    return primary_step(rows)
 
 
 def _step_levels(estimates: Sequence[MetricEstimate],

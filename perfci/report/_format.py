@@ -117,11 +117,16 @@ def delta_ns(metric: MetricComparison) -> float:
 
 
 def primary_step(result: RunComparison) -> MetricComparison | None:
-    """The step line the run is judged on: the longest step series, as compare_run picks it."""
-    steps = [m for m in result.steps if m.baseline_median is not None]
-    if not steps:
-        return result.steps[0] if result.steps else None
-    return max(steps, key=lambda m: (m.baseline_median or 0.0, m.n_baseline, m.key))
+    """The step line the run was judged on: the one the comparison names (``primary_step``);
+    for a comparison stored before it named one, the same rule (:mod:`perfci.analysis.steps`)."""
+    from perfci.analysis.steps import primary_step as rule
+
+    steps = result.steps
+    chosen = result.primary_step or next(
+        (k.key for k in [rule((m.series, m.baseline_median, m.n_baseline) for m in steps
+                              if m.series is not None)] if k is not None), None)
+    found = next((m for m in steps if m.key == chosen), None)
+    return found or (steps[0] if steps else None)
 
 
 def by_impact(metrics: Iterable[MetricComparison], verdict: Verdict) -> list[MetricComparison]:

@@ -6,7 +6,8 @@ bumping :data:`SCHEMA_VERSION`. Floats that JSON cannot hold (NaN, ±inf) become
 Top level: ``schema_version``, ``benchmark``, ``verdict``, ``run_id``, ``commit``, ``branch``,
 ``pr_number``, ``ci_url``, ``counts`` (metrics per verdict), ``metrics`` (every
 :class:`~perfci.model.MetricComparison` field, ``series`` as an object), ``contributions``,
-``shared_factor`` (a metric or ``null``), ``baseline`` (or ``null``), ``environment``, ``notes``.
+``shared_factor`` (a metric or ``null``), ``baseline`` (or ``null``), ``environment``, ``notes``,
+``primary_step`` (the key of the step series the verdict was about, or ``null``).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ def comparison_to_dict(result: RunComparison) -> dict[str, Any]:
         "baseline": _baseline(result.baseline),
         "environment": dict(sorted(result.environment.items())),
         "notes": list(result.notes),
+        "primary_step": result.primary_step,
     }
 
 
@@ -127,7 +129,7 @@ def comparison_from_dict(data: dict[str, Any]) -> RunComparison:
         environment=dict(data.get("environment", {})), run_id=data.get("run_id"),
         commit=data.get("commit"), branch=data.get("branch"), pr_number=data.get("pr_number"),
         ci_url=data.get("ci_url"), shared_factor=_metric_from(shared) if shared else None,
-        notes=list(data.get("notes", [])))
+        notes=list(data.get("notes", [])), primary_step=data.get("primary_step"))
 
 
 def _metric_from(data: dict[str, Any]) -> MetricComparison:

@@ -1,0 +1,28 @@
+"""Which step series is "the step" of a benchmark: one rule for every view.
+
+The PR comment, the terminal report, the weekly report and the dashboard all speak of one
+step time. A benchmark may report several step series (an iteration and its forward step,
+or one per section); the primary one is the longest, because an iteration contains its
+sub-steps. Ties go to the series seen in more runs, then to the smaller key, so every view
+picks the same series from the same data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from perfci.model import MetricKind, SeriesKey
+
+__all__ = ["primary_step"]
+
+
+def primary_step(candidates: Iterable[tuple[SeriesKey, float | None, int]]) -> SeriesKey | None:
+    """The primary step among ``(series, typical value, runs seen)`` rows, or ``None``.
+
+    Rows that are not step series, or have no value, are ignored.
+    """
+    rows = [(value, runs, key.key, key) for key, value, runs in candidates
+            if key.kind is MetricKind.STEP and value is not None]
+    if not rows:
+        return None
+    return max(rows, key=lambda row: (row[0], row[1], row[2]))[3]
