@@ -1,0 +1,243 @@
+"""The ids a run's rows need, found or created, and the run and profile rows inserted.
+
+Two paths, one result: on PostgreSQL one statement does it all (:data:`_PG_RESOLVE`), since
+each round trip is a sizeable share of an ingest; on SQLite, in-process, a statement each.
+Both are safe against concurrent ingests: every insert is ``ON CONFLICT DO NOTHING`` and the
+loser reads the winner's row.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from sqlalchemy import Table, select, update
+from sqlalchemy.orm import Session
+
+from perfci.context import fingerprint_hash
+from perfci.errors import ConfigError, StorageError
+from perfci.model import Profile, RunContext
+from perfci.store import _bulk
+from perfci.store.prepared import PreparedRun
+from perfci.store.schema import (
+    Benchmark,
+    Commit,
+    Environment,
+    ProfileRow,
+    Project,
+    Run,
+    SeriesSet,
+    unpack_series_ids,
+)
+
+# A run's ids: (run, benchmark, series ids in the order of the keys when the benchmark knows
+# this list of series, else None); None for all when the run is already stored.
+Resolved = tuple[int, int, list[int] | None] | None
+
+# PostgreSQL: everything an ingest needs before its COPY in ONE statement, since each round
+# trip is a sizeable share of a whole ingest (benchmarks/store_speed.py): get-or-create
+# project, benchmark, environment and commit, insert the run and its profiles, and fetch the
+# ids of the run's list of series (series_set). Each insert selects FROM the previous step's
+# result, so every ingest takes the locks of new rows in the same order (project, benchmark,
+# environment, commit, run) and concurrent first ingests cannot deadlock. A name inserted
+# concurrently by an uncommitted transaction is neither in this statement's snapshot nor
+# inserted (ON CONFLICT waits for it, then does nothing): the chain comes back empty and the
+# statement is run again, which then sees it.
+_PG_RESOLVE = """
+WITH
+p_old AS (SELECT id FROM project WHERE name = %(project)s::varchar),
+p_new AS (
+    INSERT INTO project (name, created_at)
+    SELECT %(project)s::varchar, %(created_at)s::timestamptz
+    WHERE NOT EXISTS (SELECT FROM p_old)
+    ON CONFLICT (name) DO NOTHING RETURNING id),
+p AS (SELECT id FROM p_old UNION ALL SELECT id FROM p_new),
+b_old AS (
+    SELECT benchmark.id FROM benchmark JOIN p ON benchmark.project_id = p.id
+    WHERE benchmark.name = %(benchmark)s::varchar),
+b_new AS (
+    INSERT INTO benchmark (project_id, name)
+    SELECT p.id, %(benchmark)s::varchar FROM p WHERE NOT EXISTS (SELECT FROM b_old)
+    ON CONFLICT (project_id, name) DO NOTHING RETURNING id),
+b AS (SELECT id FROM b_old UNION ALL SELECT id FROM b_new),
+e_old AS (SELECT id FROM environment WHERE fingerprint = %(fingerprint)s::varchar),
+e_new AS (
+    INSERT INTO environment (fingerprint, "values", created_at)
+    SELECT %(fingerprint)s::varchar, %(environment)s::json, %(created_at)s::timestamptz
+    FROM b WHERE NOT EXISTS (SELECT FROM e_old)
+    ON CONFLICT (fingerprint) DO NOTHING RETURNING id),
+e AS (SELECT id FROM e_old UNION ALL SELECT id FROM e_new),
+c_old AS (
+    SELECT "commit".id, "commit".committed_at FROM "commit" JOIN p ON "commit".project_id = p.id
+    WHERE "commit".sha = %(sha)s::varchar),
+c_new AS (
+    INSERT INTO "commit" (project_id, sha, committed_at)
+    SELECT p.id, %(sha)s::varchar, %(committed_at)s::timestamptz FROM p, e
+    WHERE %(sha)s::varchar IS NOT NULL AND NOT EXISTS (SELECT FROM c_old)
+    ON CONFLICT (project_id, sha) DO NOTHING RETURNING id),
+c AS (SELECT id FROM c_old UNION ALL SELECT id FROM c_new),
+r AS (
+    INSERT INTO run (project_id, benchmark_id, environment_id, commit_id, branch, base_branch,
+                     merge_base, pr_number, ci_provider, ci_run_id, ci_run_attempt, ci_url,
+                     repeats, created_at, idempotency_key)
+    SELECT p.id, b.id, e.id, (SELECT id FROM c), %(branch)s::varchar,
+           %(base_branch)s::varchar, %(merge_base)s::varchar, %(pr_number)s::int4,
+           %(ci_provider)s::varchar, %(ci_run_id)s::varchar, %(ci_run_attempt)s::int4,
+           %(ci_url)s::text, %(repeats)s::int4, %(created_at)s::timestamptz, %(key)s::varchar
+    FROM p, b, e
+    WHERE %(sha)s::varchar IS NULL OR EXISTS (SELECT FROM c)
+    ON CONFLICT (project_id, benchmark_id, idempotency_key) DO NOTHING RETURNING id),
+c_time AS (
+    -- A commit first seen without its time (a bare --commit) gets it from a later run.
+    UPDATE "commit" SET committed_at = %(committed_at)s::timestamptz
+    FROM c_old
+    WHERE "commit".id = c_old.id AND c_old.committed_at IS NULL
+      AND %(committed_at)s::timestamptz IS NOT NULL),
+f AS (
+    INSERT INTO profile (run_id, repeat, label, format, source, steps, metadata)
+    SELECT r.id, x.repeat, x.label, x.format, x.source, x.steps, x.metadata
+    FROM r, json_to_recordset(%(profiles)s::json) AS x(
+        repeat int4, label varchar, format varchar, source text, steps int4, metadata json))
+SELECT (SELECT id FROM p), (SELECT id FROM b), (SELECT id FROM e), (SELECT id FROM c),
+       (SELECT id FROM r),
+       (SELECT series_ids FROM series_set
+        WHERE benchmark_id = (SELECT id FROM b) AND list_hash = %(list_hash)s::varchar
+          AND EXISTS (SELECT FROM r))
+"""
+_PG_RESOLVE_TRIES = 3
+
+
+def resolve_postgres(session: Session, *, context: RunContext, benchmark: str,
+                      prepared: PreparedRun, key: str, created_at: datetime,
+                      list_hash: str) -> Resolved:
+    params = {
+        "project": context.project, "benchmark": benchmark,
+        "fingerprint": fingerprint_hash(context.environment),
+        "environment": json.dumps(dict(context.environment)),
+        "sha": context.commit or None, "committed_at": parse_time(context.commit_time),
+        "branch": context.branch, "base_branch": context.base_branch,
+        "merge_base": context.merge_base, "pr_number": context.pr_number,
+        "ci_provider": context.ci_provider, "ci_run_id": context.ci_run_id,
+        "ci_run_attempt": context.ci_run_attempt, "ci_url": context.ci_url,
+        "repeats": prepared.repeats, "created_at": _utc(created_at), "key": key,
+        "profiles": json.dumps([{"repeat": repeat, "label": p.label[:255], "format": p.format,
+                                 "source": p.source, "steps": p.steps, "metadata": p.metadata}
+                                for repeat, p in prepared.profiles]),
+        "list_hash": list_hash,
+    }
+    with _bulk.driver_cursor(session, _PG_RESOLVE) as cursor:
+        for _ in range(_PG_RESOLVE_TRIES):
+            cursor.execute(_PG_RESOLVE, params, binary=True)
+            project_id, benchmark_id, environment_id, commit_id, run_id, packed_ids = (
+                cursor.fetchone())
+            if None in (project_id, benchmark_id, environment_id) or (
+                    params["sha"] is not None and commit_id is None):
+                continue  # lost a race to create one of them: run again, it is visible now
+            if run_id is None:
+                return None
+            return run_id, benchmark_id, (None if packed_ids is None
+                                          else unpack_series_ids(packed_ids))
+    raise StorageError(f"could not resolve the project, benchmark, environment and commit of "
+                       f"the run of {benchmark!r}: they kept being created concurrently")
+
+
+def _utc(value: datetime) -> datetime:
+    return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def resolve_generic(session: Session, *, context: RunContext, benchmark: str,
+                     prepared: PreparedRun, key: str, created_at: datetime,
+                     list_hash: str) -> Resolved:
+    """Ids, get-or-create, one statement each (SQLite: in-process, statements are cheap)."""
+    project_id = _get_or_create(session, Project, {"name": context.project},
+                                {"created_at": created_at})
+    benchmark_id = _get_or_create(session, Benchmark,
+                                  {"project_id": project_id, "name": benchmark}, {})
+    environment_id = _get_or_create(session, Environment,
+                                    {"fingerprint": fingerprint_hash(context.environment)},
+                                    {"values": dict(context.environment),
+                                     "created_at": created_at})
+    commit_id = _commit_id(session, project_id, context)
+    run_id = _insert_run(session, context, project_id=project_id, benchmark_id=benchmark_id,
+                         environment_id=environment_id, commit_id=commit_id, key=key,
+                         repeats=prepared.repeats, created_at=created_at)
+    if run_id is None:
+        return None
+    _insert_profiles(session, run_id, prepared.profiles)
+    table = table_of(SeriesSet)
+    packed_ids = session.execute(select(table.c.series_ids).where(
+        table.c.benchmark_id == benchmark_id, table.c.list_hash == list_hash)).scalar()
+    return run_id, benchmark_id, None if packed_ids is None else unpack_series_ids(packed_ids)
+
+
+def _get_or_create(session: Session, model: Any, match: dict[str, Any],
+                   extra: dict[str, Any]) -> int:
+    """The id of the row matching ``match``, inserting it (race-safe) when absent."""
+    table = table_of(model)
+    query = select(table.c.id).where(*(table.c[k] == v for k, v in match.items()))
+    found = session.execute(query).scalar()
+    if found is None:
+        _bulk.insert_rows_ignore(session, table, [{**match, **extra}], list(match))
+        found = session.execute(query).scalar_one()
+    return int(found)
+
+
+def _commit_id(session: Session, project_id: int, context: RunContext) -> int | None:
+    if not context.commit:
+        return None
+    committed_at = parse_time(context.commit_time)
+    table = table_of(Commit)
+    query = select(table.c.id, table.c.committed_at).where(table.c.project_id == project_id,
+                                                           table.c.sha == context.commit)
+    found = session.execute(query).first()
+    if found is None:
+        _bulk.insert_rows_ignore(session, table, [{"project_id": project_id,
+                                                   "sha": context.commit,
+                                                   "committed_at": committed_at}],
+                                 ["project_id", "sha"])
+        found = session.execute(query).one()
+    if found.committed_at is None and committed_at is not None:
+        # A commit first seen without its time (a bare --commit) gets it from a later run.
+        session.execute(update(table).where(table.c.id == found.id,
+                                            table.c.committed_at.is_(None))
+                        .values(committed_at=committed_at))
+    return int(found.id)
+
+
+def parse_time(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ConfigError(f"commit time {value!r} is not an ISO 8601 date") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _insert_run(session: Session, context: RunContext, *, key: str, **ids: Any) -> int | None:
+    values = dict(ids, branch=context.branch, base_branch=context.base_branch,
+                  merge_base=context.merge_base, pr_number=context.pr_number,
+                  ci_provider=context.ci_provider, ci_run_id=context.ci_run_id,
+                  ci_run_attempt=context.ci_run_attempt, ci_url=context.ci_url,
+                  idempotency_key=key)
+    statement = _bulk.insert_ignore(session, table_of(Run),
+                                    ["project_id", "benchmark_id", "idempotency_key"])
+    run_id = session.execute(statement.values(**values).returning(Run.id)).scalar()
+    return None if run_id is None else int(run_id)
+
+
+def _insert_profiles(session: Session, run_id: int,
+                     profiles: Iterable[tuple[int, Profile]]) -> None:
+    rows = [{"run_id": run_id, "repeat": repeat, "label": p.label[:255], "format": p.format,
+             "source": p.source, "steps": p.steps, "metadata": p.metadata}
+            for repeat, p in profiles]
+    session.execute(table_of(ProfileRow).insert(), rows)
+
+
+
+
+def table_of(model: Any) -> Table:
+    """The Core table of an ORM model (typed as the ``Table`` it always is here)."""
+    return cast(Table, model.__table__)
