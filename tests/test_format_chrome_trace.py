@@ -16,7 +16,8 @@ import pytest
 from conftest import SHARED, shared_path
 
 from perfci.errors import ParseError
-from perfci.formats import _chrome_stream, chrome_trace, registry
+from perfci.formats import registry
+from perfci.formats.pytorch import _chrome_stream, chrome_trace
 from perfci.model import Device, MetricKind, Profile
 
 K = MetricKind

@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perfci.errors import ParseError
-from perfci.formats import megatron_trace, registry
-from perfci.formats._kv_tokenizer import (
+from perfci.formats import registry
+from perfci.formats.workload import megatron_trace
+from perfci.formats.workload._kv_tokenizer import (
     TokenizeError,
     parse_int_list,
     parse_kv,

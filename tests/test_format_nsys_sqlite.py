@@ -1,4 +1,4 @@
-"""Nsight Systems SQLite exports (perfci.formats.nsys_sqlite).
+"""Nsight Systems SQLite exports (perfci.formats.nsys.nsys_sqlite).
 
 The five real exports in ../shared/corpus/nsys_sqlite (nsys 2023.1 to 2024.6, schemas 3.1.2 to
 3.16.1) are checked against hard-coded numbers and against independent SQL on the same file.
@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from perfci.errors import ParseError
-from perfci.formats import nsys_sqlite, registry
+from perfci.formats import registry
+from perfci.formats.nsys import nsys_sqlite
 from perfci.model import Device, Metric, MetricKind, Profile
 
 K = MetricKind

@@ -17,7 +17,8 @@ import pytest
 from conftest import seed
 
 from perfci.errors import ParseError
-from perfci.formats import nsys_stats, nsys_stats_csv, registry
+from perfci.formats import registry
+from perfci.formats.nsys import nsys_stats, nsys_stats_csv
 from perfci.model import Device, Metric, MetricKind, Profile
 
 K = MetricKind

@@ -9,7 +9,8 @@ import pytest
 from conftest import seed
 
 from perfci.errors import ParseError
-from perfci.formats import nvprof, registry
+from perfci.formats import registry
+from perfci.formats.nvprof import nvprof
 from perfci.model import Device, Metric, MetricKind, Profile
 
 K = MetricKind

@@ -12,7 +12,8 @@ import pytest
 from conftest import seed
 
 from perfci.errors import ParseError
-from perfci.formats import pytorch_table, registry
+from perfci.formats import registry
+from perfci.formats.pytorch import pytorch_table
 from perfci.model import Device, Metric, MetricKind, Profile
 
 K = MetricKind

@@ -1,80 +1,67 @@
-"""Format detection and dispatch: a plain table from format name to parser module.
+"""Format detection and dispatch: a plain table of the imported parser modules.
 
-Every parser module in ``perfci/formats/`` exposes:
+Every parser is a module that satisfies ``protocol.FormatParser`` (``NAME``, ``DESCRIPTION``,
+``sniff(head)``, ``parse(path, options=...)``), grouped by family under ``formats/<family>/``.
+Adding a format is one module, its line in ``PARSERS`` and its tests.
 
-``NAME: str``
-    the format name users pass to ``--format``;
-``DESCRIPTION: str``
-    one line for ``perfci formats``;
-``sniff(head: Head) -> bool``
-    whether the start of a file looks like this format (content only, never the file name);
-``parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]``
-    the profiles in the file; raises ``ParseError`` on input it cannot read.
-
-Detection tries formats in ``FORMATS`` order: the most specific first, so that a generic
+Detection tries formats in ``PARSERS`` order: the most specific first, so that a generic
 sniff (CSV with a header) never shadows a precise one.
 """
 
 from __future__ import annotations
 
 import gzip
-import importlib
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
-from typing import cast
 
 from perfci.errors import ParseError, PerfciError, UnknownFormatError
+from perfci.formats.native import perfci_json
+from perfci.formats.nsys import nsys_sqlite, nsys_stats, nsys_stats_csv
+from perfci.formats.nvprof import nvprof
+from perfci.formats.protocol import FormatParser, Head
+from perfci.formats.pytorch import chrome_trace, pytorch_table
+from perfci.formats.workload import megatron_trace, workload_table
 from perfci.model import Profile
+
+__all__ = ["HEAD_BYTES", "PARSERS", "FormatSpec", "Head", "detect", "formats", "get_format",
+           "parse_file", "read_head"]
 
 HEAD_BYTES = 256 * 1024
 
 # Detection order matters: binary and strongly-marked formats first, generic tables last.
-FORMAT_MODULES: tuple[str, ...] = (
-    "nsys_sqlite",
-    "perfci_json",
-    "chrome_trace",
-    "nsys_stats",
-    "nsys_stats_csv",
-    "nvprof",
-    "pytorch_table",
-    "megatron_trace",
-    "workload_table",
+PARSERS: tuple[FormatParser, ...] = (
+    nsys_sqlite,
+    perfci_json,
+    chrome_trace,
+    nsys_stats,
+    nsys_stats_csv,
+    nvprof,
+    pytorch_table,
+    megatron_trace,
+    workload_table,
 )
 
 
 @dataclass(frozen=True, slots=True)
-class Head:
-    """The first bytes of a file, decompressed when gzip, and their text decoding."""
-
-    raw: bytes
-    text: str
-    gzipped: bool
-
-
-@dataclass(frozen=True, slots=True)
 class FormatSpec:
+    """One registered format as ``perfci formats``, detection and ``parse_file`` use it."""
+
     name: str
     description: str
     sniff: Callable[[Head], bool]
     parse: Callable[..., list[Profile]]
 
 
-def _load(module_name: str) -> FormatSpec:
-    module: ModuleType = importlib.import_module(f"perfci.formats.{module_name}")
-    return FormatSpec(
-        name=cast(str, module.NAME),
-        description=cast(str, module.DESCRIPTION),
-        sniff=module.sniff,
-        parse=module.parse,
-    )
+def _spec(parser: FormatParser) -> FormatSpec:
+    return FormatSpec(name=parser.NAME, description=parser.DESCRIPTION, sniff=parser.sniff,
+                      parse=parser.parse)
 
 
 def formats() -> dict[str, FormatSpec]:
     """All registered formats by name, in detection order."""
-    specs = (_load(name) for name in FORMAT_MODULES)
+    specs = (_spec(parser) for parser in PARSERS)
     return {spec.name: spec for spec in specs}
 
 

@@ -13,7 +13,7 @@ from perfci.jsondoc import from_document
 from perfci.model import Profile
 
 if TYPE_CHECKING:
-    from perfci.formats.registry import Head
+    from perfci.formats.protocol import Head
 
 NAME = "perfci_json"
 DESCRIPTION = "perfci's own JSON document (perfci parse --json)"

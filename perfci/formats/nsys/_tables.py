@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from perfci.errors import ParseError
-from perfci.formats._nsys_profiles import ProfileSet, file_stem
-from perfci.formats._nsys_reports import ELISION, REPORTS, Layout, LayoutError, layout_for
 from perfci.formats._textio import gc_paused, open_capped
+from perfci.formats.nsys._profiles import ProfileSet, file_stem
+from perfci.formats.nsys._reports import ELISION, REPORTS, Layout, LayoutError, layout_for
 from perfci.model import Profile
 from perfci.units import to_decimal
 

@@ -41,19 +41,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perfci.errors import ParseError
-from perfci.formats._kv_tokenizer import (
+from perfci.formats._steps import step_metric
+from perfci.formats._textio import gc_paused, iter_lines, scaled_decimal
+from perfci.formats.workload._kv_tokenizer import (
     TokenizeError,
     parse_int_list,
     parse_kv,
     parse_kv_list,
 )
-from perfci.formats._steps import step_metric
-from perfci.formats._textio import gc_paused, iter_lines, scaled_decimal
 from perfci.model import Metric, MetricKind, Profile
 from perfci.units import parse_duration
 
 if TYPE_CHECKING:
-    from perfci.formats.registry import Head
+    from perfci.formats.protocol import Head
 
 NAME = "megatron_trace"
 DESCRIPTION = "Megatron-LM / AICB rank trace log (rank:N:op(key=value,...), Echo CMD traces)"

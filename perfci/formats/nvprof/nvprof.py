@@ -40,8 +40,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perfci.errors import ParseError
-from perfci.formats._nvprof_csv import CsvReader
-from perfci.formats._nvprof_runs import (
+from perfci.formats._text_lines import open_text
+from perfci.formats.nvprof._csv import CsvReader
+from perfci.formats.nvprof._runs import (
     API,
     COUNT_START,
     EVENT_HEADER,
@@ -55,11 +56,10 @@ from perfci.formats._nvprof_runs import (
     Table,
     finish_run,
 )
-from perfci.formats._text_lines import open_text
 from perfci.model import Profile
 
 if TYPE_CHECKING:
-    from perfci.formats.registry import Head
+    from perfci.formats.protocol import Head
 
 NAME = "nvprof"
 DESCRIPTION = ("nvprof summary text and --csv (GPU activities, API calls, NVTX ranges, "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import csv
 
-from perfci.formats._nvprof_runs import (
+from perfci.formats.nvprof._runs import (
     COUNT_START,
     GPU,
     TIME_COLUMNS,

@@ -52,7 +52,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from perfci.errors import ParseError
 from perfci.formats._fixed_width import SEPARATOR, Layout, build_layout
-from perfci.formats._pytorch_rows import (
+from perfci.formats._text_lines import open_text
+from perfci.formats.pytorch._table_rows import (
     CellError,
     Table,
     Values,
@@ -61,13 +62,12 @@ from perfci.formats._pytorch_rows import (
     name_rows,
     table_steps,
 )
-from perfci.formats._pytorch_rows import kind_of as _kind_of  # noqa: F401 - tests read it
-from perfci.formats._text_lines import open_text
+from perfci.formats.pytorch._table_rows import kind_of as _kind_of  # noqa: F401 - tests read it
 from perfci.model import Device, Profile
 from perfci.units import parse_duration
 
 if TYPE_CHECKING:
-    from perfci.formats.registry import Head
+    from perfci.formats.protocol import Head
 
 NAME = "pytorch_table"
 DESCRIPTION = "PyTorch profiler key_averages().table() text (torch >= 1.8 and legacy <= 1.7)"

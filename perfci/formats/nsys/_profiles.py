@@ -16,7 +16,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from perfci.formats._nsys_reports import (
+from perfci.formats._steps import collect_steps
+from perfci.formats.nsys._reports import (
     CATEGORY_KINDS,
     CUDA_API_NAME,
     DEVICE_OF,
@@ -30,7 +31,6 @@ from perfci.formats._nsys_reports import (
     Layout,
     ReportSpec,
 )
-from perfci.formats._steps import collect_steps
 from perfci.model import Device, Metric, MetricKind, Profile
 
 K = MetricKind

@@ -44,13 +44,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perfci.errors import ConfigError, ParseError
-from perfci.formats import _aicb, _workload_layers
 from perfci.formats._textio import gc_paused, iter_lines
-from perfci.formats._workload_layers import PARALLELISM, TableError
+from perfci.formats.workload import _aicb, _workload_layers
+from perfci.formats.workload._workload_layers import PARALLELISM, TableError
 from perfci.model import Profile
 
 if TYPE_CHECKING:
-    from perfci.formats.registry import Head
+    from perfci.formats.protocol import Head
 
 NAME = "workload_table"
 DESCRIPTION = ("layer workload tables (ASTRA-sim 1.0, SimAI/AICB, header-row TSV) and "

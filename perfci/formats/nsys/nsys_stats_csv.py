@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perfci.errors import ParseError
-from perfci.formats._nsys_reports import PROCESSING, REPORTS, Layout
-from perfci.formats._nsys_tables import Numbers, TableReader
+from perfci.formats.nsys._reports import PROCESSING, REPORTS, Layout
+from perfci.formats.nsys._tables import Numbers, TableReader
 from perfci.model import Profile
 
 if TYPE_CHECKING:
-    from perfci.formats.registry import Head
+    from perfci.formats.protocol import Head
 
 NAME = "nsys_stats_csv"
 DESCRIPTION = "Nsight Systems 'nsys stats --format csv' report blocks or base_<report>.csv files"

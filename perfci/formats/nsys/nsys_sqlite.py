@@ -69,7 +69,7 @@ from perfci.formats._steps import collect_steps, step_number
 from perfci.model import Device, Metric, MetricKind, Profile
 
 if TYPE_CHECKING:
-    from perfci.formats.registry import Head
+    from perfci.formats.protocol import Head
 
 NAME = "nsys_sqlite"
 DESCRIPTION = "Nsight Systems SQLite export (nsys export --type sqlite) and nvprof .nvvp databases"

@@ -25,18 +25,18 @@ from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfci.formats._nsys_reports import (
+from perfci.formats.nsys._reports import (
     MEMORY_TITLE_2020,
     PROCESSING,
     TITLE_UNITS,
     TITLES_2020,
     Layout,
 )
-from perfci.formats._nsys_tables import Numbers, TableReader
+from perfci.formats.nsys._tables import Numbers, TableReader
 from perfci.model import Profile
 
 if TYPE_CHECKING:
-    from perfci.formats.registry import Head
+    from perfci.formats.protocol import Head
 
 NAME = "nsys_stats"
 DESCRIPTION = "Nsight Systems 'nsys stats' / 'nsys profile --stats=true' console text (2020-2025)"

@@ -41,12 +41,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from perfci.formats._chrome_stream import Event, EventError, read_trace
 from perfci.formats._steps import step_metric, step_number
+from perfci.formats.pytorch._chrome_stream import Event, EventError, read_trace
 from perfci.model import Device, Metric, MetricKind, Profile
 
 if TYPE_CHECKING:
-    from perfci.formats.registry import Head
+    from perfci.formats.protocol import Head
 
 NAME = "chrome_trace"
 DESCRIPTION = "PyTorch profiler / Kineto Chrome-trace JSON (.json, .json.gz, legacy arrays)"

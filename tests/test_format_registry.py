@@ -1,0 +1,72 @@
+"""The format registry: every format module under ``perfci/formats/`` is registered, the
+registry satisfies ``FormatParser``, and ``perfci formats`` keeps its detection order."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from types import ModuleType
+
+import pytest
+
+import perfci.formats
+from perfci.cli.main import main
+from perfci.formats import registry
+from perfci.formats.protocol import FormatParser
+
+#: The detection order ``perfci formats`` has always printed: most specific sniff first.
+DETECTION_ORDER = ("nsys_sqlite", "perfci_json", "chrome_trace", "nsys_stats", "nsys_stats_csv",
+                   "nvprof", "pytorch_table", "megatron_trace", "workload_table")
+
+#: Top-level modules of ``perfci/formats/`` that are machinery, not formats.
+NOT_FORMATS = frozenset({"perfci.formats.registry", "perfci.formats.protocol"})
+
+
+def _all_modules() -> list[ModuleType]:
+    """Every module in the ``perfci.formats`` package tree, imported."""
+    found = pkgutil.walk_packages(perfci.formats.__path__, prefix="perfci.formats.")
+    return [importlib.import_module(info.name) for info in found if not info.ispkg]
+
+
+def _is_public(module: ModuleType) -> bool:
+    return not any(part.startswith("_") for part in module.__name__.split("."))
+
+
+def test_every_public_format_module_is_registered() -> None:
+    public = {m.__name__ for m in _all_modules() if _is_public(m)} - NOT_FORMATS
+    registered = {parser.__name__ for parser in registry.PARSERS}  # type: ignore[attr-defined]
+    assert public == registered
+
+
+def test_no_private_module_is_a_parser_by_shape() -> None:
+    # A module with the protocol's shape but a private name would never be detected.
+    shaped = {m.__name__ for m in _all_modules()
+              if all(hasattr(m, name) for name in ("NAME", "DESCRIPTION", "sniff", "parse"))}
+    assert shaped == {parser.__name__ for parser in registry.PARSERS}  # type: ignore[attr-defined]
+
+
+def test_formats_live_in_family_subpackages_and_are_named_after_themselves() -> None:
+    for parser in registry.PARSERS:
+        module_name: str = parser.__name__  # type: ignore[attr-defined]
+        family = module_name.split(".")
+        assert len(family) == 4, f"{module_name} is not in a family subpackage of formats/"
+        assert family[-1] == parser.NAME
+
+
+def test_registry_order_names_and_descriptions() -> None:
+    specs = registry.formats()
+    assert tuple(specs) == DETECTION_ORDER
+    for name, spec in specs.items():
+        assert spec.name == name
+        assert spec.description and "\n" not in spec.description
+        parser: FormatParser = next(p for p in registry.PARSERS if name == p.NAME)
+        assert spec.sniff == parser.sniff and spec.parse == parser.parse
+
+
+def test_perfci_formats_lists_them_in_detection_order(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["formats"]) == 0
+    # Names start their row; a description too long for the terminal wraps onto indented lines.
+    lines = capsys.readouterr().out.splitlines()[1:]
+    rows = [line.split()[0] for line in lines if line[:1].strip()]
+    assert tuple(rows) == DETECTION_ORDER
