@@ -4,19 +4,39 @@ The config file is ``perfci.toml`` (top-level keys) or the ``[tool.perfci]`` tab
 ``pyproject.toml``, looked up from the working directory upwards. Build settings with
 ``get_settings()`` at a boundary (CLI command, app factory) and pass them in; nothing reads
 the environment at import time.
+
+The layers are pydantic-settings' own sources, in :meth:`Settings.settings_customise_sources`:
+the flags (init keywords), the environment, the config file (a ``TomlConfigSettingsSource``)
+and GitHub Actions' ``GITHUB_TOKEN``/``GITHUB_API_URL``, first one wins. ``Settings(...)``
+built directly reads the flags and the environment only; ``get_settings()`` adds the file.
+
+Unknown keys in the config file or among the flags are a :class:`~perfci.errors.ConfigError`
+naming the key and the nearest valid one (a typo must not silently change nothing). Unknown
+``PERFCI_*`` environment variables are ignored: that namespace also holds variables that are not
+settings (``PERFCI_SLACK_WEBHOOK``, the test suite's ``PERFCI_TEST_POSTGRES_URL``, variables a
+benchmark reads).
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import tomllib
 from collections.abc import Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
 
 from perfci.errors import ConfigError
 
@@ -26,11 +46,28 @@ DEFAULT_DB_NAME = "perfci.db"
 BENCHMARK_THRESHOLDS = ("delta", "alpha")
 _VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
+# What one upload to the service may hold, defined here once: the defaults of the settings
+# below, of ``perfci.server.deps.Limits`` and of ``perfci serve --help`` all read these.
+#: Largest request body, in bytes.
+MAX_BODY_BYTES = 64 * 1024 * 1024
+#: Most metrics in one uploaded run, all repeats together.
+MAX_METRICS = 200_000
+#: Most per-step samples in one uploaded run.
+MAX_SAMPLES = 2_000_000
+#: Largest size the ``.gz`` files of one upload may inflate to, in bytes.
+MAX_INFLATED_BYTES = 64 * 1024 * 1024
+#: Largest inflation ratio of a ``.gz`` file.
+MAX_INFLATION_RATIO = 200
+
+#: The directory ``get_settings`` looks for the config file from, while it builds the settings;
+#: ``None`` (the default) means no config file, as for ``Settings(...)`` built directly.
+_config_start: ContextVar[Path | None] = ContextVar("perfci_config_start", default=None)
+
 
 class Settings(BaseSettings):
     """Everything configurable in perfci. Field comments say meaning, default and advice."""
 
-    model_config = SettingsConfigDict(env_prefix="PERFCI_", extra="ignore",
+    model_config = SettingsConfigDict(env_prefix="PERFCI_", extra="forbid",
                                       populate_by_name=True)
 
     # Database URL. Default: SQLite at .perfci/perfci.db in the repository root (embedded store).
@@ -89,15 +126,15 @@ class Settings(BaseSettings):
 
     # --- service (perfci serve) ---
     # Largest request body an upload may send, in bytes (413 beyond it).
-    max_body_bytes: int = Field(64 * 1024 * 1024, ge=1)
+    max_body_bytes: int = Field(MAX_BODY_BYTES, ge=1)
     # Most metrics one uploaded run may hold, all repeats together (422 beyond it).
-    max_metrics: int = Field(200_000, ge=1)
+    max_metrics: int = Field(MAX_METRICS, ge=1)
     # Most samples (per-step values, `samples_ns`) one uploaded run may hold (413 beyond it).
-    max_samples: int = Field(2_000_000, ge=1)
+    max_samples: int = Field(MAX_SAMPLES, ge=1)
     # Largest size a `.gz` profile may inflate to, and the largest inflation ratio (413 beyond
     # either): a 1 MB gzip bomb inflates to 1 GB. Real profiles compress 5-20x.
-    max_inflated_bytes: int = Field(64 * 1024 * 1024, ge=1)
-    max_inflation_ratio: int = Field(200, ge=1)
+    max_inflated_bytes: int = Field(MAX_INFLATED_BYTES, ge=1)
+    max_inflation_ratio: int = Field(MAX_INFLATION_RATIO, ge=1)
     # Uploads parsed, stored and compared at once per worker process; more wait their turn, so
     # a burst of big uploads cannot take the memory or the event loop from other clients.
     upload_concurrency: int = Field(2, ge=1)
@@ -116,6 +153,25 @@ class Settings(BaseSettings):
     # --- GitHub ---
     github_token: SecretStr | None = None
     github_api_url: str = "https://api.github.com"
+
+    @classmethod
+    def settings_customise_sources(
+        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Flags > ``PERFCI_*`` > config file > ``GITHUB_*`` > defaults; no .env, no secrets dir.
+
+        The config file and GitHub's variables are read only inside :func:`get_settings`.
+        ``GITHUB_TOKEN`` sits under the config file because Actions sets it in every job: a
+        token or API URL written in the file is the more deliberate choice.
+        """
+        start = _config_start.get()
+        if start is None:
+            return init_settings, env_settings
+        found = find_config_file(start)
+        files = () if found is None else (ConfigFileSource(settings_cls, *found),)
+        return init_settings, env_settings, *files, GitHubActionsSource(settings_cls)
 
     @field_validator("database_url")
     @classmethod
@@ -190,19 +246,66 @@ def find_project_root(start: Path | None = None) -> Path:
     return here
 
 
-def load_file_config(start: Path | None = None) -> dict[str, Any]:
-    """Settings from ``perfci.toml`` or ``[tool.perfci]`` in ``pyproject.toml``, nearest first."""
+def find_config_file(start: Path | None = None) -> tuple[Path, tuple[str, ...]] | None:
+    """The config file and the table in it: ``perfci.toml``, or ``pyproject.toml`` holding
+    ``[tool.perfci]``, in ``start`` or the nearest directory above it; ``None`` when neither.
+
+    A ``pyproject.toml`` without the table does not stop the search: a monorepo's package
+    may have its own ``pyproject.toml`` under the root that configures perfci.
+    """
     here = (start or Path.cwd()).resolve()
     for candidate in (here, *here.parents):
         dedicated = candidate / "perfci.toml"
         if dedicated.is_file():
-            return _read_toml(dedicated)
+            return dedicated, ()
         pyproject = candidate / "pyproject.toml"
         if pyproject.is_file():
             table = _read_toml(pyproject).get("tool", {}).get("perfci")
             if isinstance(table, dict):
-                return {k.replace("-", "_"): v for k, v in table.items()}
-    return {}
+                return pyproject, ("tool", "perfci")
+    return None
+
+
+class ConfigFileSource(TomlConfigSettingsSource):
+    """The config file's settings: keys spelled with dashes or underscores, unknown keys refused.
+
+    Only the top-level keys are respelled: the names under ``[tool.perfci.benchmarks]`` are
+    benchmark names, kept as written.
+    """
+
+    def __init__(self, settings_cls: type[BaseSettings], path: Path,
+                 table: tuple[str, ...]) -> None:
+        self.where = f"{path} [{'.'.join(table)}]" if table else str(path)
+        super().__init__(settings_cls, toml_file=path, toml_table_header=table)
+        unknown = [key for key in self.toml_data if key.replace("-", "_")
+                   not in settings_cls.model_fields]
+        if unknown:
+            raise ConfigError(unknown_setting_message(unknown[0], f"in {self.where}"))
+        self.init_kwargs = {key.replace("-", "_"): value for key, value in self.toml_data.items()}
+
+    def _read_file(self, file_path: Path) -> dict[str, Any]:  # type: ignore[override]
+        return _read_toml(file_path)
+
+
+class GitHubActionsSource(PydanticBaseSettingsSource):
+    """``GITHUB_TOKEN`` and ``GITHUB_API_URL``, which GitHub Actions sets in every job."""
+
+    _VARIABLES = (("github_token", "GITHUB_TOKEN"), ("github_api_url", "GITHUB_API_URL"))
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # not used: __call__ reads the two variables itself
+
+    def __call__(self) -> dict[str, Any]:
+        return {field: os.environ[name] for field, name in self._VARIABLES if name in os.environ}
+
+
+def unknown_setting_message(key: str, where: str) -> str:
+    """``unknown setting 'KEY' WHERE: did you mean 'NAME'?``, in the spelling ``key`` uses."""
+    dashed = "-" in key
+    names = [n.replace("_", "-") if dashed else n for n in Settings.model_fields]
+    close = difflib.get_close_matches(key, names, n=1)
+    hint = f"did you mean '{close[0]}'?" if close else "perfci has no setting of that name"
+    return f"unknown setting '{key}' {where}: {hint}"
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -215,27 +318,27 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 def get_settings(overrides: Mapping[str, Any] | None = None, *,
                  start: Path | None = None) -> Settings:
-    """Settings with flags (``overrides``, ``None`` values ignored) > env > file > defaults."""
-    file_values = load_file_config(start)
-    env = os.environ
-    from_env = {name for name in Settings.model_fields if f"PERFCI_{name.upper()}" in env}
-    # File values apply only where the environment does not set the field; pydantic-settings
-    # reads the environment for every field not passed in.
-    merged = {k: v for k, v in file_values.items() if k not in from_env}
-    merged.update({k: v for k, v in (overrides or {}).items() if v is not None})
-    # GitHub Actions' own variables, when perfci's are not set.
-    if "github_token" not in merged and "github_token" not in from_env and "GITHUB_TOKEN" in env:
-        merged["github_token"] = env["GITHUB_TOKEN"]
-    if ("github_api_url" not in merged and "github_api_url" not in from_env
-            and "GITHUB_API_URL" in env):
-        merged["github_api_url"] = env["GITHUB_API_URL"]
+    """Settings with flags (``overrides``, ``None`` values ignored) > env > file > defaults.
+
+    ``start`` is where the config file is looked for (default: the working directory).
+    """
+    flags = {k: v for k, v in (overrides or {}).items() if v is not None}
+    token = _config_start.set((start or Path.cwd()).resolve())
     try:
-        return Settings(**merged)
+        return Settings(**flags)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
-        )
+        problems = "; ".join(_problem(err) for err in exc.errors())
         raise ConfigError(f"invalid settings: {problems}") from None
+    finally:
+        _config_start.reset(token)
+
+
+def _problem(err: Any) -> str:
+    where = ".".join(str(p) for p in err["loc"])
+    if err["type"] == "extra_forbidden":
+        # Only a flag can get here: the config file's keys are checked by ConfigFileSource.
+        return unknown_setting_message(where, "given as an override")
+    return f"{where}: {err['msg']}"
 
 
 def redact_url(url: str) -> str:
