@@ -21,7 +21,7 @@ import pytest
 
 from perfci.errors import ParseError
 from perfci.formats import registry
-from perfci.formats.nsys import nsys_sqlite
+from perfci.formats.nsys import _sqlite_schema, nsys_sqlite
 from perfci.model import Device, Metric, MetricKind, Profile
 
 K = MetricKind
@@ -315,7 +315,7 @@ def test_nvprof_export_database(tmp_path: Path) -> None:
 
 def test_median_and_std_left_out_above_the_detail_limit(tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(nsys_sqlite, "DETAIL_ROW_LIMIT", 2)
+    monkeypatch.setattr(_sqlite_schema, "DETAIL_ROW_LIMIT", 2)
     path = _db(tmp_path / "big.sqlite",
                {"StringIds": STRINGS, "CUPTI_ACTIVITY_KIND_RUNTIME": ("start", "end", "nameId")},
                {"StringIds": [(1, "cudaFree")],
