@@ -21,7 +21,7 @@ from perfci.report.plots import step_trend_svg
 from perfci.report.weekly_markdown import environment_label, issue_title
 
 if TYPE_CHECKING:
-    from perfci.usecases.weekly import BenchmarkTrend, WeeklyReport
+    from perfci.model_weekly import BenchmarkTrend, WeeklyReport
 
 __all__ = ["render_html", "trend_plot"]
 

@@ -22,7 +22,7 @@ from perfci.report._markdown_env import markdown_template
 from perfci.report.escape import md_escape, md_link, safe_url, shorten, visible
 
 if TYPE_CHECKING:
-    from perfci.usecases.weekly import ChangePointReport, WeeklyReport
+    from perfci.model_weekly import ChangePointReport, WeeklyReport
 
 __all__ = ["MAX_ISSUE_CHARS", "environment_label", "issue_title", "render_markdown",
            "render_slack", "slack_escape", "weekly_marker"]

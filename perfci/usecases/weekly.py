@@ -23,22 +23,16 @@ statistics then work on a series × runs matrix in numpy.
 
 from __future__ import annotations
 
-import itertools
 import math
-import statistics
-import warnings
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 from sqlalchemy.orm import Session
 
-from perfci.analysis.attribution import PRIMARY_KINDS, MetricDelta, attribute
+from perfci.analysis import trends
 from perfci.analysis.changepoints import (
     ChangePoint,
     ChangePointOptions,
@@ -46,228 +40,31 @@ from perfci.analysis.changepoints import (
     segment_levels,
 )
 from perfci.errors import ConfigError
-from perfci.model import MetricKind, SeriesKey
+from perfci.model import SeriesKey
+from perfci.model_weekly import (
+    BenchmarkTrend,
+    ChangePointReport,
+    Coverage,
+    DayCount,
+    DayStretch,
+    EnvironmentSeen,
+    KernelContribution,
+    Noise,
+    SeriesNoise,
+    ShareMove,
+    TrendPoint,
+    WeeklyReport,
+)
 from perfci.store import queries
 from perfci.store.queries import RunInfo
 from perfci.usecases.alerts import AlertInfo, NewAlert, record_alerts
 
+# The report's types live in perfci.model_weekly; they are re-exported here for callers that
+# import them beside build_weekly_report.
 __all__ = ["BenchmarkTrend", "ChangePointReport", "Coverage", "DayCount", "DayStretch",
            "EnvironmentSeen", "KernelContribution", "Noise", "SeriesNoise", "ShareMove",
            "TrendPoint", "WeeklyReport", "build_weekly_report", "iso_week", "period_label",
            "report_to_dict", "week_bounds"]
-
-FloatArray = NDArray[np.float64]
-
-#: Kernels per change point, share movers each way, noisiest series: rows a reader can scan.
-TOP_CONTRIBUTORS = 10
-TOP_MOVERS = 5
-TOP_NOISY = 5
-#: Runs at each end of the period whose medians are compared for share movers.
-EDGE_RUNS = 3
-#: Share-of-step moves smaller than this (0.2 percentage points) are noise, not news.
-MIN_SHARE_MOVE = 0.002
-#: Series below this share of step time are left out of "noisiest": a 2 µs kernel is always
-#: noisy and never matters.
-NOISY_MIN_SHARE = 0.01
-#: A stable segment needs this many runs for a coefficient of variation worth printing.
-MIN_NOISE_RUNS = 5
-
-
-# --- the report (plain dataclasses, JSON-ready through report_to_dict) ------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class TrendPoint:
-    """One run of the step-time history: ``value`` ns per step, ``level`` its segment's."""
-
-    run_id: int
-    commit: str | None
-    time: datetime
-    value: float
-    level: float
-    in_period: bool
-
-
-@dataclass(frozen=True, slots=True)
-class KernelContribution:
-    """One kernel's (memory operation's, collective's) part of a step-time change, per step."""
-
-    name: str
-    kind: str
-    key: str
-    before_ns: float | None
-    after_ns: float | None
-    delta_ns: float
-    share: float  # of the step-time change; negative when it moved the other way
-
-
-@dataclass(slots=True)
-class ChangePointReport:
-    """A change of step-time level: the new level starts at run ``run_id`` / ``commit``."""
-
-    index: int
-    run_id: int
-    commit: str | None
-    previous_commit: str | None
-    time: datetime
-    before: float
-    after: float
-    change: float
-    p_value: float
-    in_period: bool
-    late: bool = False  # began before the period, but the history up to it did not show it yet
-    contributors: list[KernelContribution] = field(default_factory=list)
-    explained: float | None = None  # sum of the primary shares (see perfci.analysis.attribution)
-    alert_id: int | None = None
-    alert_status: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ShareMove:
-    """A kernel whose share of step time moved between the period's first and last runs."""
-
-    name: str
-    kind: str
-    key: str
-    share_before: float
-    share_after: float
-    ns_before: float | None
-    ns_after: float | None
-
-    @property
-    def change(self) -> float:
-        return self.share_after - self.share_before
-
-
-@dataclass(frozen=True, slots=True)
-class SeriesNoise:
-    name: str
-    kind: str
-    key: str
-    cv: float
-    share: float | None
-
-
-@dataclass(slots=True)
-class Noise:
-    """Run-to-run spread within the stable segment (``segment_runs`` runs)."""
-
-    step_cv: float | None
-    segment_runs: int
-    noisiest: list[SeriesNoise] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class BenchmarkTrend:
-    """Everything the report says about one benchmark in one environment."""
-
-    benchmark: str
-    environment_id: int
-    environment: dict[str, str]
-    step: SeriesKey | None
-    runs_in_period: int
-    points: list[TrendPoint] = field(default_factory=list)
-    change_points: list[ChangePointReport] = field(default_factory=list)
-    share_movers: list[ShareMove] = field(default_factory=list)
-    new_kernels: list[str] = field(default_factory=list)
-    vanished_kernels: list[str] = field(default_factory=list)
-    noise: Noise | None = None
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def step_name(self) -> str:
-        return self.step.display_name if self.step else "—"
-
-    @property
-    def period_change_points(self) -> list[ChangePointReport]:
-        """The change points this period reports: those in it, and the late ones."""
-        return [cp for cp in self.change_points if cp.in_period or cp.late]
-
-
-@dataclass(frozen=True, slots=True)
-class DayCount:
-    day: date
-    runs: int
-
-
-@dataclass(frozen=True, slots=True)
-class EnvironmentSeen:
-    id: int
-    values: dict[str, str]
-    runs: int
-    benchmarks: list[str]
-
-
-#: Consecutive days without runs that the coverage table shows as one "first … last" entry.
-COLLAPSE_EMPTY_DAYS = 3
-
-
-@dataclass(frozen=True, slots=True)
-class DayStretch:
-    """Consecutive days of the coverage table: one day, or a run of days without runs."""
-
-    first: date
-    last: date
-    runs: int
-
-    @property
-    def days(self) -> int:
-        return (self.last - self.first).days + 1
-
-
-@dataclass(slots=True)
-class Coverage:
-    runs: int
-    days: list[DayCount] = field(default_factory=list)
-    days_without_runs: list[date] = field(default_factory=list)
-    environments: list[EnvironmentSeen] = field(default_factory=list)
-
-    def stretches(self) -> list[DayStretch]:
-        """``days`` with each run of ``COLLAPSE_EMPTY_DAYS`` or more consecutive days without
-        runs collapsed into one entry: a 30-day report of a weekly benchmark is 4 rows with
-        runs and the gaps between them, not 26 rows of zero."""
-        merged: list[DayStretch] = []
-        for day in self.days:
-            previous = merged[-1] if merged else None
-            if (day.runs == 0 and previous is not None and previous.runs == 0
-                    and previous.last + timedelta(days=1) == day.day):
-                merged[-1] = DayStretch(previous.first, day.day, 0)
-            else:
-                merged.append(DayStretch(day.day, day.day, day.runs))
-        out = []
-        for stretch in merged:
-            if stretch.runs or stretch.days >= COLLAPSE_EMPTY_DAYS:
-                out.append(stretch)
-            else:  # a weekend is clearer as its two days than as a range
-                out.extend(DayStretch(d, d, 0) for d in
-                           (stretch.first + timedelta(days=i) for i in range(stretch.days)))
-        return out
-
-    def empty_stretches(self) -> list[DayStretch]:
-        """The stretches of days without runs, oldest first."""
-        return [stretch for stretch in self.stretches() if stretch.runs == 0]
-
-
-@dataclass(slots=True)
-class WeeklyReport:
-    """The weekly report of ``project`` on ``branch`` for ``[since, until)``."""
-
-    project: str
-    branch: str
-    week: str  # period_label(): the period's last ISO week, "2024-W05"
-    since: datetime
-    until: datetime
-    history_since: datetime
-    benchmarks: list[BenchmarkTrend] = field(default_factory=list)
-    coverage: Coverage = field(default_factory=lambda: Coverage(runs=0))
-    alerts: list[AlertInfo] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-    def change_points(self) -> list[tuple[BenchmarkTrend, ChangePointReport]]:
-        """The period's change points, largest |change| first."""
-        found = [(t, cp) for t in self.benchmarks for cp in t.period_change_points]
-        return sorted(found, key=lambda item: (-abs(item[1].change), item[0].benchmark,
-                                               item[1].index))
 
 
 # --- weeks ------------------------------------------------------------------------------------
@@ -390,30 +187,6 @@ def _history_runs(session: Session, *, project: str, branch: str, since: datetim
     return sorted(kept, key=lambda r: (run_time(r), _utc(r.created_at), r.id))
 
 
-@contextmanager
-def _quiet_nan() -> Iterator[None]:
-    """numpy warns on all-NaN slices; here an absent series is expected, not an error."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        yield
-
-
-@dataclass(slots=True)
-class _Matrix:
-    """One benchmark × environment: per-run medians, series × runs (NaN: no value)."""
-
-    runs: list[RunInfo]
-    keys: list[SeriesKey]
-    values: FloatArray
-
-    def row(self, key: SeriesKey) -> FloatArray:
-        return np.asarray(self.values[self.keys.index(key)], dtype=np.float64)
-
-    def medians(self, columns: slice | Sequence[int]) -> FloatArray:
-        with _quiet_nan():
-            return np.asarray(np.nanmedian(self.values[:, columns], axis=1), dtype=np.float64)
-
-
 def _benchmark_trends(session: Session, runs: list[RunInfo], since: datetime, until: datetime,
                       options: ChangePointOptions | None) -> list[BenchmarkTrend]:
     checked = queries.run_samples_checked(session, [r.id for r in runs])  # one query
@@ -423,14 +196,14 @@ def _benchmark_trends(session: Session, runs: list[RunInfo], since: datetime, un
     for run in runs:
         if run.id not in skipped:
             by_environment.setdefault(run.environment_id, []).append(run)
-    trends = []
+    trends_ = []
     for environment_id in sorted(by_environment):
-        matrix = _matrix(by_environment[environment_id], checked.samples)
-        trend = _trend(matrix, since, until, options)
+        found = by_environment[environment_id]
+        trend = _trend(found, _matrix(found, checked.samples), since, until, options)
         if skipped:
             trend.notes.append(_skipped_note(checked.skipped))
-        trends.append(trend)
-    return trends
+        trends_.append(trend)
+    return trends_
 
 
 def _skipped_note(run_ids: list[int]) -> str:
@@ -440,240 +213,60 @@ def _skipped_note(run_ids: list[int]) -> str:
             f"with `perfci runs delete`.")
 
 
-def _matrix(runs: list[RunInfo], samples: dict[SeriesKey, dict[int, list[float]]]) -> _Matrix:
+def _matrix(runs: list[RunInfo],
+            samples: dict[SeriesKey, dict[int, list[float]]]) -> trends.SeriesMatrix:
+    """The series × ``runs`` matrix of per-run medians (a column per run, in order)."""
     column = {run.id: i for i, run in enumerate(runs)}
-    keys: list[SeriesKey] = []
-    rows: list[FloatArray] = []
-    for key, by_run in samples.items():
-        row = np.full(len(runs), np.nan)
-        for run_id, values in by_run.items():
-            index = column.get(run_id)
-            if index is not None and values:
-                row[index] = statistics.median(values)
-        if not np.isnan(row).all():
-            keys.append(key)
-            rows.append(row)
-    matrix = np.vstack(rows) if rows else np.empty((0, len(runs)))
-    return _Matrix(runs=runs, keys=keys, values=matrix)
+    by_column = {key: {column[run_id]: values for run_id, values in by_run.items()
+                       if run_id in column}
+                 for key, by_run in samples.items()}
+    return trends.series_matrix(len(runs), by_column)
 
 
-def _primary_step(matrix: _Matrix) -> SeriesKey | None:
-    """The longest step series (an iteration contains its sub-steps), as comparisons pick it."""
-    best: tuple[float, int, str] | None = None
-    chosen = None
-    for key, row in zip(matrix.keys, matrix.values, strict=True):
-        if key.kind is not MetricKind.STEP:
-            continue
-        present = row[~np.isnan(row)]
-        rank = (float(np.median(present)), len(present), key.key)
-        if best is None or rank > best:
-            best, chosen = rank, key
-    return chosen
-
-
-def _trend(matrix: _Matrix, since: datetime, until: datetime,
+def _trend(runs: list[RunInfo], matrix: trends.SeriesMatrix, since: datetime, until: datetime,
            options: ChangePointOptions | None) -> BenchmarkTrend:
-    first = matrix.runs[0]
-    in_period = [since <= run_time(r) < until for r in matrix.runs]
+    first = runs[0]
+    in_period = [since <= run_time(r) < until for r in runs]
     trend = BenchmarkTrend(benchmark=first.benchmark, environment_id=first.environment_id,
-                           environment=dict(first.environment), step=_primary_step(matrix),
-                           runs_in_period=sum(in_period))
+                           environment=dict(first.environment),
+                           step=trends.step_series(matrix), runs_in_period=sum(in_period))
     if trend.step is None:
         trend.notes.append("No step-time series: change points need one.")
         return trend
     # Only the runs that measured the step time: the series must have no holes.
     keep = [i for i, v in enumerate(matrix.row(trend.step)) if not math.isnan(v)]
-    matrix = _Matrix([matrix.runs[i] for i in keep], matrix.keys, matrix.values[:, keep])
+    runs, matrix = [runs[i] for i in keep], matrix.columns(keep)
     flags = [in_period[i] for i in keep]
     steps = [float(v) for v in matrix.row(trend.step)]
     found = detect_change_points(steps, options=options)
     levels = segment_levels(steps, found)
     trend.points = [TrendPoint(run_id=r.id, commit=r.commit, time=run_time(r), value=v,
                                level=level, in_period=flag)
-                    for r, v, level, flag in zip(matrix.runs, steps, levels, flags, strict=True)]
+                    for r, v, level, flag in zip(runs, steps, levels, flags, strict=True)]
     bounds = [0, *(cp.index for cp in found), len(steps)]
-    trend.change_points = [_change_point(matrix, trend.step, cp, bounds[i], bounds[i + 2],
+    trend.change_points = [_change_point(runs, matrix, trend.step, cp, bounds[i], bounds[i + 2],
                                          flags[cp.index])
                            for i, cp in enumerate(found)]
     period = [i for i, flag in enumerate(flags) if flag]
-    _mark_late(trend.change_points, steps, period[0] if period else len(steps), options)
-    trend.share_movers = _share_movers(matrix, trend.step, period)
-    trend.new_kernels, trend.vanished_kernels = _new_and_vanished(matrix, period)
-    trend.noise = _noise(matrix, trend.step, bounds)
+    trends.mark_late(trend.change_points, steps, period[0] if period else len(steps), options)
+    trend.share_movers = trends.share_movers(matrix, trend.step, period)
+    trend.new_kernels, trend.vanished_kernels = trends.new_and_vanished(matrix, period)
+    trend.noise = trends.noise(matrix, trend.step, bounds)
     return trend
 
 
-# --- change points and attribution ------------------------------------------------------------
-
-
-def _mark_late(found: list[ChangePointReport], steps: list[float], period_start: int,
-               options: ChangePointOptions | None) -> None:
-    """Flag change points before the period that the history up to the period did not show.
-
-    A new level needs a few runs to become significant, so a change late in one week is only
-    found the week after, when it lies before that week's period. Re-running the detection on
-    the history as the previous report saw it (deterministic, no state kept) tells which
-    earlier change points are news; one run of slack allows for a point placed one run off.
-    """
-    earlier = [c for c in found if not c.in_period and c.index < period_start]
-    if not earlier:
-        return
-    known = [c.index for c in detect_change_points(steps[:period_start], options=options)]
-    for cp in earlier:
-        cp.late = not any(abs(cp.index - k) <= 1 for k in known)
-
-
-def _change_point(matrix: _Matrix, step: SeriesKey, cp: ChangePoint, start: int, stop: int,
-                  in_period: bool) -> ChangePointReport:
-    run = matrix.runs[cp.index]
-    previous = matrix.runs[cp.index - 1] if cp.index > 0 else None
+def _change_point(runs: list[RunInfo], matrix: trends.SeriesMatrix, step: SeriesKey,
+                  cp: ChangePoint, start: int, stop: int, in_period: bool) -> ChangePointReport:
+    run = runs[cp.index]
+    previous = runs[cp.index - 1] if cp.index > 0 else None
     report = ChangePointReport(index=cp.index, run_id=run.id, commit=run.commit,
                                previous_commit=previous.commit if previous else None,
                                time=run_time(run), before=cp.before, after=cp.after,
                                change=cp.change, p_value=cp.p_value, in_period=in_period)
-    before = matrix.medians(slice(start, cp.index))
-    after = matrix.medians(slice(cp.index, stop))
-    found = attribute(_delta(matrix, step, before, after),
-                      _attribution_candidates(matrix, step, before, after),
-                      top=TOP_CONTRIBUTORS)
+    found = trends.contributors(matrix, step, start, cp.index, stop)
     if found is not None:
-        report.explained = found.explained
-        report.contributors = [_contribution(c.series, c.delta_ns, c.share, matrix, before,
-                                             after)
-                               for c in found.primary if c.series is not None]
+        report.explained, report.contributors = found
     return report
-
-
-def _value(array: FloatArray, index: int) -> float | None:
-    value = float(array[index])
-    return None if math.isnan(value) else value
-
-
-def _delta(matrix: _Matrix, key: SeriesKey, before: FloatArray,
-           after: FloatArray) -> MetricDelta:
-    index = matrix.keys.index(key)
-    return MetricDelta(key, _value(before, index), _value(after, index))
-
-
-def _primary_rows(matrix: _Matrix, section: str | None = None) -> list[int]:
-    """Rows of the kernels, memory operations and collectives (of ``section`` when given).
-
-    Scoped series (nvprof's per-NVTX-range kernel tables) break down the same GPU time as the
-    unscoped ones; adding both would explain a change twice and list every kernel once per
-    range, so they are used only when a profile has nothing else.
-    """
-    rows = [i for i, key in enumerate(matrix.keys) if key.kind in PRIMARY_KINDS
-            and (section is None or key.section == section)]
-    top_level = [i for i in rows if not matrix.keys[i].scope]
-    return top_level or rows
-
-
-def _attribution_candidates(matrix: _Matrix, step: SeriesKey, before: FloatArray,
-                            after: FloatArray) -> list[MetricDelta]:
-    """The per-step medians of the primary series of the step's section, before and after."""
-    return [MetricDelta(matrix.keys[i], _value(before, i), _value(after, i))
-            for i in _primary_rows(matrix, step.section)]
-
-
-def _contribution(series: SeriesKey, delta_ns: float, share: float, matrix: _Matrix,
-                  before: FloatArray, after: FloatArray) -> KernelContribution:
-    index = matrix.keys.index(series)
-    return KernelContribution(name=series.display_name, kind=series.kind.value, key=series.key,
-                              before_ns=_value(before, index), after_ns=_value(after, index),
-                              delta_ns=delta_ns, share=share)
-
-
-# --- share movers, new and vanished kernels ---------------------------------------------------
-
-
-def _edges(period: list[int]) -> tuple[list[int], list[int]] | None:
-    if len(period) < 2:
-        return None
-    width = min(EDGE_RUNS, len(period) // 2)
-    return period[:width], period[-width:]
-
-
-def _share_movers(matrix: _Matrix, step: SeriesKey, period: list[int]) -> list[ShareMove]:
-    """Kernels whose share of step time grew most, then those that shrank most."""
-    edges = _edges(period)
-    if edges is None:
-        return []
-    index = matrix.keys.index(step)
-    start, end = matrix.medians(edges[0]), matrix.medians(edges[1])
-    if not start[index] > 0 or not end[index] > 0:
-        return []
-    moves = []
-    for i in _primary_rows(matrix, step.section):
-        key = matrix.keys[i]
-        before, after = _value(start, i), _value(end, i)
-        share_before = (before or 0.0) / float(start[index])
-        share_after = (after or 0.0) / float(end[index])
-        if abs(share_after - share_before) >= MIN_SHARE_MOVE:
-            moves.append(ShareMove(name=key.display_name, kind=key.kind.value, key=key.key,
-                                   share_before=share_before, share_after=share_after,
-                                   ns_before=before, ns_after=after))
-    grew = sorted((m for m in moves if m.change > 0), key=lambda m: (-m.change, m.key))
-    shrank = sorted((m for m in moves if m.change < 0), key=lambda m: (m.change, m.key))
-    return grew[:TOP_MOVERS] + shrank[:TOP_MOVERS]
-
-
-def _new_and_vanished(matrix: _Matrix, period: list[int]) -> tuple[list[str], list[str]]:
-    """Kernels in the period's last run but not in the last run before it, and the reverse.
-
-    Without a run before the period there is nothing to compare with: both lists are empty.
-    """
-    if not period or period[0] == 0:
-        return [], []
-    primary = _primary_rows(matrix)
-    before = {i for i in primary if not math.isnan(matrix.values[i, period[0] - 1])}
-    after = {i for i in primary if not math.isnan(matrix.values[i, period[-1]])}
-    return (sorted(matrix.keys[i].display_name for i in after - before),
-            sorted(matrix.keys[i].display_name for i in before - after))
-
-
-# --- noise ------------------------------------------------------------------------------------
-
-
-def _stable_segment(bounds: list[int]) -> tuple[int, int]:
-    """The current level when it is long enough to measure, else the longest segment."""
-    segments = list(itertools.pairwise(bounds))
-    last = segments[-1]
-    if last[1] - last[0] >= MIN_NOISE_RUNS:
-        return last
-    return max(segments, key=lambda s: (s[1] - s[0], s[0]))
-
-
-def _noise(matrix: _Matrix, step: SeriesKey, bounds: list[int]) -> Noise:
-    start, stop = _stable_segment(bounds)
-    block = matrix.values[:, start:stop]
-    with _quiet_nan():
-        mean = np.nanmean(block, axis=1)
-        std = np.nanstd(block, axis=1, ddof=1)
-    counts = np.sum(~np.isnan(block), axis=1)
-    step_index = matrix.keys.index(step)
-    step_mean = float(mean[step_index])
-    runs = stop - start
-    noise = Noise(step_cv=_cv(std[step_index], mean[step_index]) if runs >= 2 else None,
-                  segment_runs=runs)
-    candidates = []
-    for i, key in enumerate(matrix.keys):
-        cv = _cv(std[i], mean[i])
-        if cv is None or counts[i] < min(MIN_NOISE_RUNS, runs):
-            continue
-        share = float(mean[i]) / step_mean if step_mean > 0 else None
-        if share is not None and share < NOISY_MIN_SHARE:
-            continue
-        candidates.append(SeriesNoise(name=key.display_name, kind=key.kind.value, key=key.key,
-                                      cv=cv, share=share))
-    candidates.sort(key=lambda s: (-s.cv, s.key))
-    noise.noisiest = candidates[:TOP_NOISY]
-    return noise
-
-
-def _cv(std: float, mean: float) -> float | None:
-    if math.isnan(std) or math.isnan(mean) or mean <= 0:
-        return None
-    return float(std / mean)
 
 
 # --- coverage ---------------------------------------------------------------------------------
