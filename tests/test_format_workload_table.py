@@ -304,7 +304,7 @@ def test_fast_numbers_equal_decimal_conversion(tmp_path: Path) -> None:
 
 
 def test_number_memo_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("perfci.formats.workload._workload_layers._MEMO_SIZE", 3)
+    monkeypatch.setattr("perfci.formats.workload._layer_metrics._MEMO_SIZE", 3)
     values = [f"{i}.25" for i in range(10)] * 2
     path = _tsv(tmp_path, *(_row(f"r{i}", v, "ALLREDUCE", v) for i, v in enumerate(values)))
     profile = _one(path)
@@ -326,7 +326,7 @@ _CELLS = {
 def _outcome(path: Path, *, memos: bool) -> object:
     with pytest.MonkeyPatch.context() as patch:
         if not memos:  # the reference: every row converted from its cells, nothing reused
-            patch.setattr("perfci.formats.workload._workload_layers._remember", lambda _m, _k, v: v)
+            patch.setattr("perfci.formats.workload._layer_metrics._remember", lambda _m, _k, v: v)
         try:
             [profile] = registry.parse_file(path, format="workload_table")
         except ParseError as exc:

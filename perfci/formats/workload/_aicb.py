@@ -24,7 +24,7 @@ from itertools import chain
 from typing import Any
 
 from perfci.formats._steps import step_metric
-from perfci.formats.workload._workload_layers import TableError, number_cell, unit_factor
+from perfci.formats.workload._layer_metrics import TableError, number_cell, unit_factor
 from perfci.model import Metric, MetricKind
 from perfci.units import MISSING, NS_PER_UNIT
 

@@ -45,8 +45,9 @@ from typing import TYPE_CHECKING, Any
 
 from perfci.errors import ConfigError, ParseError
 from perfci.formats._textio import gc_paused, iter_lines
-from perfci.formats.workload import _aicb, _workload_layers
-from perfci.formats.workload._workload_layers import PARALLELISM, TableError
+from perfci.formats.workload import _aicb, _layer_readers
+from perfci.formats.workload._layer_metrics import TableError
+from perfci.formats.workload._layer_readers import PARALLELISM
 from perfci.model import Profile
 
 if TYPE_CHECKING:
@@ -147,7 +148,7 @@ def _unit_metadata(dialect: str, unit: str | None) -> tuple[str, dict[str, Any]]
 
 def _read_layers(lines: Iterable[str], dialect: str | None, unit: str | None) -> Profile:
     # Both dialects' default units are 1 ns per number, so the metrics need no dialect.
-    table = _workload_layers.read_astrasim(lines, unit=unit or "cycles")
+    table = _layer_readers.read_astrasim(lines, unit=unit or "cycles")
     if dialect is None:
         dialect = "simai" if table.simai else "astrasim"
     _, meta = _unit_metadata(dialect, unit)
@@ -157,7 +158,7 @@ def _read_layers(lines: Iterable[str], dialect: str | None, unit: str | None) ->
 
 def _read_tsv(lines: Iterable[str], dialect: str | None, unit: str | None) -> Profile:
     chosen, meta = _unit_metadata("tsv", unit)
-    table = _workload_layers.read_tsv(lines, unit=chosen)
+    table = _layer_readers.read_tsv(lines, unit=chosen)
     return Profile(label=_LABEL, format=NAME, source="", metrics=table.metrics,
                    metadata={**meta, **table.metadata, "layers": table.rows})
 
