@@ -1,9 +1,11 @@
 """Remote mode: upload a run to a perfci server over HTTP with a project token.
 
 Used by ``perfci ingest`` / ``perfci check`` when ``PERFCI_SERVER_URL`` and ``PERFCI_TOKEN`` are
-set, so that CI needs no database credentials. Uploads are retried on connection errors and
-5xx answers; a POST is safe to retry because every upload carries an ``Idempotency-Key``
-(the caller's, else a digest of the upload itself), so a retry can never store a run twice.
+set, so that CI needs no database credentials. Uploads go over perfci's one HTTP layer
+(:mod:`perfci._http`) and are retried on connection errors, 5xx answers and rate limits
+(``Retry-After`` honoured); a POST is safe to retry because every upload carries an
+``Idempotency-Key`` (the caller's, else a digest of the upload itself), so a retry can never
+store a run twice.
 
 Errors come back as :class:`~perfci.errors.PerfciError` with the server's own message; the
 token is never part of a message or a log line.
@@ -21,9 +23,8 @@ from typing import Any
 from urllib.parse import quote
 
 import requests
-from requests.adapters import HTTPAdapter
-from urllib3.util.retry import Retry
 
+from perfci import _http
 from perfci.errors import (
     AuthError,
     ConfigError,
@@ -40,23 +41,20 @@ __all__ = ["comparison_of", "make_session", "upload_run"]
 
 #: (connect, read) seconds. The server parses and compares before it answers: allow minutes.
 TIMEOUT = (10.0, 300.0)
-RETRY_STATUSES = (500, 502, 503, 504)
 _CONTEXT_FIELDS = ("commit", "branch", "base_branch", "merge_base", "pr_number", "ci_provider",
                    "ci_run_id", "ci_run_attempt", "ci_url", "commit_time", "repository",
                    "environment")
 
 
-def make_session(*, retries: int = 5, backoff: float = 0.5) -> requests.Session:
-    """A session that retries connection errors and 5xx (POST included) with backoff."""
-    retry = Retry(total=retries, connect=retries, read=retries, status=retries,
-                  backoff_factor=backoff, status_forcelist=RETRY_STATUSES,
-                  allowed_methods=None, raise_on_status=False,
-                  respect_retry_after_header=True)
-    session = requests.Session()
-    adapter = HTTPAdapter(max_retries=retry)
-    session.mount("http://", adapter)
-    session.mount("https://", adapter)
-    return session
+def make_session(*, retries: int = 5, backoff: float = 0.5,
+                 max_wait_s: float = 300.0) -> requests.Session:
+    """A session that retries connection errors, 5xx and rate limits (POST included).
+
+    Every method is retried because every upload carries an ``Idempotency-Key``. A server
+    asking to wait longer than ``max_wait_s`` in all gets its answer reported instead.
+    """
+    return _http.make_session(retries=retries, retry_methods=None, backoff=backoff,
+                              max_wait_s=max_wait_s, timeout=TIMEOUT, label="perfci server")
 
 
 def upload_run(server_url: str, token: str, *, project: str, benchmark: str,

@@ -1,9 +1,10 @@
-"""Post a message to a Slack incoming webhook, with the GitHub client's retry rules.
+"""Post a message to a Slack incoming webhook, over perfci's one HTTP layer (:mod:`perfci._http`).
 
 - Connection errors and 5xx answers are retried (``retries`` times, exponential backoff capped
   at 10 s). Slack offers no idempotency key, so a 5xx after Slack posted the message can, rarely,
   post it twice; a lost weekly report is worse than a duplicate.
-- 429 is waited out per ``Retry-After``, at most ``max_wait_s`` in all; a longer wait is an error.
+- 429 is waited out per ``Retry-After`` (seconds or an HTTP date), at most ``max_wait_s`` in
+  all; a longer wait is an error.
 - Anything else (400 ``invalid_payload``, 403, 404 ``no_service``) fails at once.
 
 The webhook URL is a secret (whoever has it can post to the channel): it is never logged nor put
@@ -19,14 +20,13 @@ from urllib.parse import urlsplit
 
 import requests
 
+from perfci._http import TIMEOUT, mount_retrying, retry_after_wait, retrying_adapter
 from perfci.errors import ConfigError, PerfciError
 
 __all__ = ["SlackError", "post_slack"]
 
 log = logging.getLogger(__name__)
 
-#: (connect, read) seconds for every request.
-TIMEOUT = (10.0, 30.0)
 #: Slack's documented limit for one message's text.
 MAX_TEXT_CHARS = 40_000
 
@@ -61,59 +61,33 @@ def post_slack(webhook_url: str, text: str, *, session: requests.Session | None 
         text = text[: MAX_TEXT_CHARS - 1] + "…"
     where = f"Slack webhook on {parts.hostname}"  # the path is the secret
     http = session or requests.Session()
+    # POST is retried after a 5xx too: see the module's docstring.
+    adapter = retrying_adapter(retries=retries, retry_methods={"POST"}, max_wait_s=max_wait_s,
+                               sleep=sleep, timeout=timeout, label=where)
+    mount_retrying(http, f"{parts.scheme}://{parts.netloc}/", adapter)
     try:
-        _post(http, webhook_url.strip(), {"text": text}, where=where, retries=retries,
-              max_wait_s=max_wait_s, sleep=sleep, timeout=timeout)
+        response = http.post(webhook_url.strip(), json={"text": text}, timeout=timeout)
+    except requests.RequestException as exc:
+        # str(exc) names the URL, i.e. the secret: keep the exception's class only.
+        raise SlackError(f"{where} kept failing after {retries} retries (could not connect: "
+                         f"{type(exc).__name__})") from None
     finally:
         if session is None:
             http.close()
+    _check(response, where=where, retries=retries, max_wait_s=max_wait_s)
 
 
-def _post(http: requests.Session, url: str, payload: dict[str, str], *, where: str,
-          retries: int, max_wait_s: float, sleep: Callable[[float], None],
-          timeout: tuple[float, float]) -> None:
-    waited = 0.0
-    attempt = 0
-    while True:
-        status, reason, retry_after = _send(http, url, payload, timeout)
-        if status is not None and 200 <= status < 300:
-            return
-        if status == 429:
-            wait = retry_after if retry_after is not None else 1.0
-            if waited + wait > max_wait_s:
-                raise SlackError(f"{where} is rate limiting (429) and asks to wait {wait:.0f} s, "
-                                 f"beyond the {max_wait_s:.0f} s perfci waits", status=429)
-            log.warning("%s rate limited: waiting %.0f s", where, wait)
-            sleep(wait)
-            waited += wait
-            continue
-        if status is not None and status < 500:
-            raise SlackError(f"{where} refused the message ({status}: {reason})", status=status)
-        if attempt >= retries:
-            what = f"{status}: {reason}" if status is not None else reason
-            raise SlackError(f"{where} kept failing after {retries} retries ({what})",
-                             status=status)
-        log.warning("%s failed (%s); retrying", where, status or reason)
-        sleep(min(0.5 * 2.0**attempt, 10.0))
-        attempt += 1
-
-
-def _send(http: requests.Session, url: str, payload: dict[str, str],
-          timeout: tuple[float, float]) -> tuple[int | None, str, float | None]:
-    """(status, reason, Retry-After seconds); status ``None`` when Slack was not reached."""
-    try:
-        response = http.post(url, json=payload, timeout=timeout)
-    except requests.RequestException as exc:
-        # str(exc) names the URL, i.e. the secret: keep the exception's class only.
-        return None, f"could not connect: {type(exc).__name__}", None
+def _check(response: requests.Response, *, where: str, retries: int, max_wait_s: float) -> None:
+    """Nothing when Slack took the message; else the :class:`SlackError` saying why."""
+    status = response.status_code
+    if 200 <= status < 300:
+        return
     reason = response.text.strip()[:200] or response.reason or ""
-    return response.status_code, reason, _retry_after(response.headers.get("Retry-After"))
-
-
-def _retry_after(value: str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None
+    wait = retry_after_wait(status, response.headers, time.time())
+    if wait is not None:
+        raise SlackError(f"{where} is rate limiting ({status}) and asks to wait {wait:.0f} s, "
+                         f"beyond the {max_wait_s:.0f} s perfci waits", status=status)
+    if status < 500:
+        raise SlackError(f"{where} refused the message ({status}: {reason})", status=status)
+    raise SlackError(f"{where} kept failing after {retries} retries ({status}: {reason})",
+                     status=status)

@@ -9,12 +9,8 @@ import pytest
 from github_fake import TOKEN, FakeGitHub, github_server, start
 
 from perfci.errors import ConfigError, GitHubError
-from perfci.github import (
-    GitHubClient,
-    annotation,
-    is_fork_pull_request,
-    write_job_summary,
-)
+from perfci.github import GitHubClient
+from perfci.github_actions import annotation, is_fork_pull_request, write_job_summary
 
 __all__ = ["github_server"]  # the fixture, imported for pytest
 
