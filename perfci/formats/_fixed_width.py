@@ -64,7 +64,7 @@ class Column:
 @dataclass(frozen=True, slots=True)
 class Side:
     """The columns of one device. Absent columns read index -1: the blank cell
-    ``_pytorch_rows.add_row`` appends, which parses to ``None``."""
+    ``pytorch._table_rows.add_row`` appends, which parses to ``None``."""
 
     name: str  # CPU, CUDA, XPU, NPU ...
     device: Device

@@ -1,4 +1,4 @@
-"""Nsight Systems ``nsys stats`` rows → the metrics of profiles (FORMATS.md d1, d2).
+"""Nsight Systems ``nsys stats`` rows → the metrics of profiles.
 
 Shared by the console-text parser (``nsys_stats``) and the CSV parser (``nsys_stats_csv``):
 
@@ -7,7 +7,7 @@ Shared by the console-text parser (``nsys_stats``) and the CSV parser (``nsys_st
 * ``ProfileSet``: one file → its profiles (a new one at a ``Profiling:`` line, a new report
   file, or a report that repeats), labelled after their report files.
 
-What each report and column means is ``_nsys_reports`` data.
+What each report and column means is ``_reports`` data.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from perfci.formats.nsys._reports import (
 from perfci.model import Device, Metric, MetricKind, Profile
 
 K = MetricKind
-# Enum members as plain names: ``K.MEMORY`` is a class lookup that costs ~10x a global in the
-# per-row code.
+# Enum members as plain names: ``K.MEMORY`` is a class attribute lookup, a global is cheaper in
+# the per-row code.
 _MEMORY, _RANGE, _KERNEL, _API, _OS, _COMM = K.MEMORY, K.RANGE, K.KERNEL, K.API, K.OS, K.COMM
 
 
@@ -168,7 +168,7 @@ class ProfileBuilder:
     @staticmethod
     def _unique(seen: dict[str, int], name: str, attrs: dict[str, Any]) -> str:
         # nsys can print one name on several rows of a report: the same call from two
-        # processes/threads whose key columns are hidden (seed 003's cuda_api_sum), or
+        # processes/threads whose key columns are hidden (nsys 2023+ ``cuda_api_sum``), or
         # different kernels whose names the 100-character cap made equal. Merging them would
         # add up unrelated work and dropping one would lose time, so the second and later
         # rows are kept as "<name> #2", "#3" ... in the report's order (by total time, which

@@ -1,4 +1,4 @@
-"""What Nsight Systems ``nsys stats`` reports mean, as data (FORMATS.md d1, d2).
+"""What Nsight Systems ``nsys stats`` reports mean, as data.
 
 Shared by the console-text parser (``nsys_stats``) and the CSV parser (``nsys_stats_csv``):
 
@@ -7,7 +7,7 @@ Shared by the console-text parser (``nsys_stats``) and the CSV parser (``nsys_st
 * ``COLUMNS``: column title (without its unit) → the field it fills;
 * ``layout_for``: a table's column titles → ``Layout`` (which cell goes where, in what unit).
 
-What rows become is ``_nsys_profiles``; reading a table's cells is ``_nsys_tables``.
+What rows become is ``_profiles``; reading a table's cells is ``_tables``.
 """
 
 from __future__ import annotations

@@ -17,8 +17,9 @@ import numpy as np
 
 from perfci.model import Device, Metric, MetricKind
 
-# Fetching every event's duration costs about a microsecond per row; above this many rows in one
-# table the median / std are left out rather than making a large export slow to ingest.
+# Medians need every event's duration fetched into Python, one row at a time; above this many
+# rows in one table the median / std are left out rather than making a large export slow to
+# ingest.
 DETAIL_ROW_LIMIT = 2_000_000
 
 KERNEL, MEMCPY, MEMSET = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",

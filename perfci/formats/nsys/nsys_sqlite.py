@@ -1,4 +1,4 @@
-"""Nsight Systems SQLite exports (``nsys export --type sqlite``; FORMATS.md d3).
+"""Nsight Systems SQLite exports (``nsys export --type sqlite``).
 
 Also reads the older nvprof ``--export-profile`` databases (``.nvvp``), which are SQLite files
 with ``CUPTI_ACTIVITY_KIND_*`` tables and a ``StringTable``; see "nvprof exports" below.

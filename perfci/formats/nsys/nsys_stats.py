@@ -1,4 +1,4 @@
-"""Nsight Systems ``nsys stats`` / ``nsys profile --stats=true`` console text (FORMATS.md d1).
+"""Nsight Systems ``nsys stats`` / ``nsys profile --stats=true`` console text.
 
 Every era is read: 2020 titles (``CUDA API Statistics (nanoseconds)``), 2021 ``Running
 [.../cudaapisum.py x.sqlite]...``, 2022 ``Processing [x.sqlite] with [.../gpukernsum.py]...`` +
@@ -6,13 +6,14 @@ Every era is read: 2020 titles (``CUDA API Statistics (nanoseconds)``), 2021 ``R
 report``. A table is a header line (wrapped onto a second line in some 2021 dumps), a line of
 dashes that gives the column extents, and rows up to the next blank or non-row line. Column
 units come from the titles (``Avg (ns)``, ``Total (MB)``); digit grouping from the ``Avg``
-column (``_nsys_tables.Numbers``). What each report's rows become is ``_nsys_reports`` data:
+column (``_tables.Numbers``). What each report's rows become is ``_reports`` data:
 nvtx → ``range`` (plus ``step`` for step-like ranges), osrt → ``os``, cuda_api → ``api``,
 gpu_kern → ``kernel`` (NCCL kernels → ``comm``), gpu_mem_time + gpu_mem_size → ``memory``.
 
-One file can hold several profiles (seed 003: forward / backward / train, labelled from their
-``x.nsys-rep`` names); prose, application output and line-number gutters around the tables
-yield nothing. The file is read as a stream, one line at a time.
+One file can hold several profiles (a driver that runs ``nsys profile --stats=true`` once per
+phase logs forward / backward / train, labelled from their ``x.nsys-rep`` names); prose,
+application output and line-number gutters around the tables yield nothing. The file is read
+as a stream, one line at a time.
 """
 
 from __future__ import annotations
@@ -136,7 +137,7 @@ class _Parser(TableReader):
         for self.line_no, raw in enumerate(lines, start=1):
             line = raw.rstrip("\r\n")
             if "\u00a0" in line:
-                # Logs copied from web pages pad with NBSP (seed 003); NBSP-grouped numbers
+                # Logs copied from web pages pad with NBSP; NBSP-grouped numbers
                 # then read as space-grouped ones, which the dash columns still delimit.
                 line = line.replace("\u00a0", " ")
             if "\u202f" in line:
@@ -244,7 +245,7 @@ class _Parser(TableReader):
             self.set.report_file(match.group(1))
 
     def _profiling(self, stripped: str) -> None:
-        """``Profiling: size=2.7B, context_length=512, type=forward`` (seed 003's driver)."""
+        """A driver's label line: ``Profiling: size=2.7B, context_length=512, type=forward``."""
         text = stripped.removeprefix("Profiling:").strip()
         fields = dict(part.strip().split("=", 1) for part in text.split(",") if "=" in part)
         self.set.start(text, {"profiling": fields} if fields else {})

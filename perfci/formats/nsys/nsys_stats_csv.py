@@ -1,10 +1,10 @@
-"""Nsight Systems ``nsys stats --format csv`` output (FORMATS.md d2).
+"""Nsight Systems ``nsys stats --format csv`` output.
 
 Each report is a CSV block: a header row with the console titles (``Time (%),Total Time (ns),
 Instances,Avg (ns),...,Name``), rows, and a blank line. Console output can interleave
 ``Processing [x.sqlite] with [.../cuda_api_sum.py]...`` lines, which name the report and the
 profile; ``-o base`` writes one file per report, ``base_<report>.csv``, whose name says the
-same. Without either, the report is inferred from the columns (``_nsys_reports.INFER_RULES``).
+same. Without either, the report is inferred from the columns (``_reports.INFER_RULES``).
 Rows become metrics exactly as in the console text (``nsys_stats``).
 """
 

@@ -1,4 +1,4 @@
-"""nvprof (CUDA ≤ 11 profiler) summary text and ``--csv`` output (FORMATS.md c; seed 001).
+"""nvprof (CUDA ≤ 11 profiler) summary text and ``--csv`` output.
 
 What becomes which metric:
 
@@ -28,8 +28,8 @@ cannot be read is a ``ParseError``, except the file's unterminated last line, wh
 file leaves behind and which gives a warning instead.
 
 The file is streamed line by line; duration cells repeat a lot, so conversions are memoised.
-This module reads the text lines; ``_nvprof_runs`` turns rows into metrics and
-``_nvprof_csv`` reads the ``--csv`` tables.
+This module reads the text lines; ``_runs`` turns rows into metrics and
+``_csv`` reads the ``--csv`` tables.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""PyTorch profiler / Kineto Chrome-trace JSON (FORMATS.md b), ``.json`` or ``.json.gz``.
+"""PyTorch profiler / Kineto Chrome-trace JSON, ``.json`` or ``.json.gz``.
 
 Complete (``ph: "X"``) events are aggregated per (kind, name, device); ``ts``/``dur`` are
 microseconds with ns precision and become integer nanoseconds. What each ``cat`` becomes is the
@@ -123,7 +123,7 @@ class _Aggregate:
     """Per-(cat, name) durations in ns, filled batch by batch while streaming.
 
     Each batch is reduced with list comprehensions and numpy rather than a per-event Python
-    loop (5x faster): its complete events become an array of key ids and one of durations.
+    loop, which is much faster: its complete events become an array of key ids and one of durations.
     Only these two numbers per event are kept, so memory grows with the event count, never
     with the file size.
     """

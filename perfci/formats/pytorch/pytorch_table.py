@@ -1,4 +1,4 @@
-"""PyTorch profiler ``key_averages().table()`` text (FORMATS.md a; seed 000).
+"""PyTorch profiler ``key_averages().table()`` text.
 
 A table is a dashed separator line, a header row whose first cell is ``Name``, the same
 separator, the rows, the separator again, then optional footers (``Self CPU time total: ...``).
@@ -16,7 +16,7 @@ What becomes which metric:
   side has data (kernels have no CPU time, CUDA API calls no device time), so every row gives
   at least one metric. Memory columns go to ``attrs`` (``mem_bytes``, ``self_mem_bytes``), as
   do FLOPs, input shapes, node id, overload name and the stack of ``Source Location`` rows;
-* the kind comes from the name (``_pytorch_rows.kind_of``); unknown names are
+* the kind comes from the name (``_table_rows.kind_of``); unknown names are
   ``record_function`` ranges, except in legacy tables where unprefixed names (``to``,
   ``matmul``) are operators;
 * numbered step ranges (``train_step-0``, ``ProfilerStep#3``) become ``step`` metrics through
@@ -39,7 +39,7 @@ keeps its complete rows and says so in ``Profile.warnings``.
 The file is streamed line by line and a table becomes its profile as soon as it ends. Per row
 the work is a few precomputed slices: each distinct cell text is parsed once (by
 ``perfci.units``), layouts are built once per distinct header, and the cyclic garbage collector
-is paused while reading, which keeps a 100 MB log above 30 MB/s.
+is paused while reading (see ``benchmarks/parse_speed.py`` for the speed this keeps).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Alibaba AICB files that are not layer tables (FORMATS.md f2).
+"""Alibaba AICB files that are not layer tables.
 
 * The physical workload / post-run CSV: optional ``[rank0 ~ rank127]`` line, then
   ``comm_type,comm_group,comm_group_size,msg_size,stage,dst,src,additional,_elapsed_time,

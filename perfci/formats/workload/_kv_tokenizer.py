@@ -1,6 +1,6 @@
 """A small tokenizer for ``key=value,key=value`` records with nested brackets and quotes.
 
-Echo-style Megatron traces (FORMATS.md f3) write records such as::
+Echo-style Megatron traces write records such as::
 
     stage_id=1,input__shape=[2048, 2, 5120],description=model_chunk.finish_grad_sync(), All-reduce
     / reduce-scatter across DP replicas,sub_operations=['k=v,k=v', 'k=v']

@@ -1,4 +1,4 @@
-"""Echo/AICB-style Megatron-LM rank trace logs: ``rank:N:op(key=value,...)`` (FORMATS.md f3).
+"""Echo/AICB-style Megatron-LM rank trace logs: ``rank:N:op(key=value,...)``.
 
 One line per executed phase of the training schedule::
 
@@ -35,7 +35,7 @@ import functools
 import math
 import re
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -311,18 +311,6 @@ def _timed_metric(kind: MetricKind, name: str, samples: list[float], *,
         std_ns=float(statistics.stdev(samples)) if len(samples) > 1 else None,
         samples_ns=samples or None,  # our own list: no copy of a million samples
     )
-
-
-def payload_bytes(calls: Iterable[Mapping[str, str]]) -> float | None:
-    """Total bytes moved by calls with ``input__shape`` and ``input__dtype`` fields.
-
-    ``None`` when any call lacks a readable shape or a known dtype: a partial sum would
-    understate the traffic.
-    """
-    total: int | None = 0
-    for fields in calls:
-        total = _add_payload(total, fields)
-    return _payload_float(total)
 
 
 def _add_payload(total: int | None, fields: Mapping[str, str]) -> int | None:

@@ -1,12 +1,11 @@
-"""Layer workload tables and AICB workload files (FORMATS.md f1, f2; seed 002).
+"""Layer workload tables and AICB workload files.
 
 Dialects, detected from content (``dialect`` option to force one):
 
 ========== ====================================================== ====================
 dialect    what                                                   default ``time_unit``
 ========== ====================================================== ====================
-tsv        header-row TSV (``name forward_compute_time ...``),    ``ms``
-           seed 002
+tsv        header-row TSV (``name forward_compute_time ...``)     ``ms``
 astrasim   ASTRA-sim 1.0 text workload                            ``cycles``
 simai      the same layout written by AICB for SimAI              ``ns``
 aiob       AICB AIOB compute file (``train_iter:10`` + blocks)    ``us``
@@ -16,7 +15,7 @@ aicb_csv   AICB physical / post-run communication CSV             (``_elapsed_ti
 ``time_unit`` (``ns``, ``us``, ``ms``, ``s`` or ``cycles``) says what the compute-time numbers
 mean; it is an option because the same layout is written by tools with different units.
 
-* ``tsv`` = ms. Seed 002 is the ``Work_Item`` dump of a NeuSight-based workload generator (the
+* ``tsv`` = ms. The layout is the ``Work_Item`` dump of a NeuSight-based workload generator (the
   same eleven columns in the same order, fx node names, ``*_grad`` rows that carry only the
   all-reduce); its compute times are NeuSight per-operator latency predictions, marked ``# ms``
   where the generator assigns them. The values are consistent with that: the sizes say
@@ -31,7 +30,7 @@ mean; it is an option because the same layout is written by tools with different
 * ``simai`` = ns (AICB writes AIOB µs × 1000; SimAI divides by its tick rate).
 * ``aiob`` = µs (AICB's ``time_gpu_*`` fields).
 
-What becomes which metric is described in ``_workload_layers`` (layer tables) and ``_aicb``
+What becomes which metric is described in ``_layer_metrics`` (layer tables) and ``_aicb``
 (CSV and AIOB files).
 """
 
