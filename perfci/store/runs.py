@@ -55,9 +55,36 @@ def write_run(session: Session, *, context: RunContext, benchmark: str, prepared
               key: str, created_at: datetime) -> IngestResult:
     """Write ``prepared`` as the run ``key`` of ``benchmark`` in the session's transaction.
 
-    Nothing is committed or rolled back here. Raises ``sqlalchemy.exc.IntegrityError`` when a
-    concurrent ingest of the same key committed first (:func:`stored_run` then answers),
-    :class:`~perfci.errors.RunConflict` when the key is stored with other numbers.
+    Nothing is committed or rolled back here: the caller owns the transaction.
+
+    Parameters
+    ----------
+    session
+        The unit of work the run is written in.
+    context
+        Project, commit, branch, CI ids and the environment fingerprint of the run.
+    benchmark
+        The benchmark's name within the project.
+    prepared
+        The run's series and metrics, checked (:func:`perfci.usecases.ingest.check_values`).
+    key
+        The run's idempotency key, unique per project and benchmark.
+    created_at
+        When the run was made.
+
+    Returns
+    -------
+    IngestResult
+        The run's id and counts; ``created`` is False when ``key`` was stored already.
+
+    Raises
+    ------
+    sqlalchemy.exc.IntegrityError
+        A concurrent ingest of the same key committed first (:func:`stored_run` answers).
+    RunConflict
+        ``key`` is stored with other numbers.
+    ConfigError
+        The context's commit time is not an ISO 8601 date.
     """
     # An ingest allocates thousands of short-lived, acyclic objects while the caller's parsed
     # profiles are alive: cyclic collections meanwhile walk (and promote) all of them, a large

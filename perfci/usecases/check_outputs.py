@@ -1,0 +1,103 @@
+"""What a CI job reads from a check: the comment and JSON files, step outputs, publishing.
+
+Files are written where asked (``--markdown``, ``--json``); ``$GITHUB_OUTPUT`` gets the verdict;
+:func:`publish_outcome` posts the comment, status and job summary (:mod:`perfci.usecases.publish`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from perfci.errors import ConfigError
+from perfci.model import RunComparison
+
+if TYPE_CHECKING:
+    from perfci.usecases.check import CheckOutcome
+    from perfci.usecases.publish import PublishOutcome
+
+__all__ = ["append_github_output", "github_output_path", "github_outputs", "publish_outcome",
+           "should_publish", "write_json", "write_markdown"]
+
+
+def write_markdown(result: RunComparison, path: Path, *, benchmark: str,
+                   run_url: str | None = None) -> Path:
+    """The pull-request comment (with its hidden marker) as a file."""
+    from perfci.report.markdown import comment_marker, render_comment
+
+    text = render_comment(result, marker=comment_marker(benchmark), run_url=run_url)
+    _write(path, text)
+    return path
+
+
+def write_json(result: RunComparison, path: Path) -> Path:
+    """The comparison as JSON (``perfci compare --json``'s document)."""
+    from perfci.report.json_report import comparison_to_dict
+
+    _write(path, json.dumps(comparison_to_dict(result), indent=1) + "\n")
+    return path
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def github_output_path(env: Mapping[str, str] | None = None) -> Path:
+    """``$GITHUB_OUTPUT``; checked before the run so a misconfigured job stores nothing."""
+    value = (os.environ if env is None else env).get("GITHUB_OUTPUT")
+    if not value:
+        raise ConfigError("--github-output needs $GITHUB_OUTPUT (set by GitHub Actions)")
+    return Path(value)
+
+
+def github_outputs(result: RunComparison, report: Path | None) -> dict[str, str]:
+    """The step outputs: ``verdict``, ``regressions`` (regressed metrics) and ``report``."""
+    return {"verdict": result.verdict.value, "regressions": str(len(result.regressions)),
+            "report": str(report) if report else ""}
+
+
+def append_github_output(path: Path, values: Mapping[str, str]) -> None:
+    """Append ``key=value`` lines; a value with a newline uses the heredoc form GitHub reads."""
+    lines = []
+    for key, value in values.items():
+        if "\n" in value:
+            lines.append(f"{key}<<PERFCI_EOF\n{value}\nPERFCI_EOF\n")
+        else:
+            lines.append(f"{key}={value}\n")
+    try:
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write("".join(lines))
+    except OSError as exc:
+        raise ConfigError(f"cannot append to $GITHUB_OUTPUT {path}: {exc.strerror}") from None
+
+
+def should_publish(outcome: CheckOutcome, *, comment: bool | None,
+                   env: Mapping[str, str] | None = None) -> bool:
+    """Publish inside GitHub Actions, on ``--comment``, or when a token, repository and PR are
+    all known (a developer checking a PR locally with ``GITHUB_TOKEN`` set)."""
+    env = os.environ if env is None else env
+    if env.get("GITHUB_ACTIONS") == "true" or comment is True:
+        return True
+    if comment is False:
+        return False
+    token = outcome.settings.github_token
+    return bool(token and token.get_secret_value() and outcome.context.repository
+                and outcome.context.pr_number is not None)
+
+
+def publish_outcome(outcome: CheckOutcome, *, comment: bool | None,
+                    env: Mapping[str, str] | None = None,
+                    out_dir: Path | None = None) -> PublishOutcome:
+    """Publish the check's comparison (comment, status, job summary, annotations, files)."""
+    from perfci.usecases.publish import publish
+
+    return publish(outcome.comparison, context=outcome.context, settings=outcome.settings,
+                   benchmark=outcome.spec.name, comment=comment is not False, env=env,
+                   out_dir=out_dir)
