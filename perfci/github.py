@@ -20,7 +20,7 @@ from perfci.errors import GitHubError
 
 # Re-exported while callers move to perfci.github_actions, where they now live.
 from perfci.github_actions import annotation, is_fork_pull_request, write_job_summary
-from perfci.github_api import DEFAULT_API_URL, GitHubApi, _repo
+from perfci.github_api import DEFAULT_API_URL, GitHubApi, checked_repo
 
 if TYPE_CHECKING:
     from perfci.settings import Settings
@@ -89,18 +89,19 @@ class GitHubClient(GitHubApi):
         if existing is not None:
             if existing.get("body") == body:
                 return _comment(existing, created=False)
-            url = self._url(f"/repos/{_repo(repo)}/issues/comments/{int(existing['id'])}")
+            comment_id = int(existing["id"])
+            url = self._url(f"/repos/{checked_repo(repo)}/issues/comments/{comment_id}")
             data = self._request("PATCH", url, json={"body": body},
                                  permission=_COMMENT_PERMISSION).json()
             return _comment(data, created=False)
-        url = self._url(f"/repos/{_repo(repo)}/issues/{int(issue_number)}/comments")
+        url = self._url(f"/repos/{checked_repo(repo)}/issues/{int(issue_number)}/comments")
         data = self._post(url, {"body": body}, permission=_COMMENT_PERMISSION,
                           recover=lambda: self._find_comment_data(repo, issue_number, marker))
         return _comment(data, created=True)
 
     def _find_comment_data(self, repo: str, issue_number: int,
                            marker: str) -> dict[str, Any] | None:
-        url = self._url(f"/repos/{_repo(repo)}/issues/{int(issue_number)}/comments")
+        url = self._url(f"/repos/{checked_repo(repo)}/issues/{int(issue_number)}/comments")
         for item in self._paginate(url, {}, permission="pull-requests: read"):
             if marker in (item.get("body") or ""):
                 return item
@@ -118,7 +119,7 @@ class GitHubClient(GitHubApi):
         payload = {"state": state, "context": context, "description": description}
         if target_url:
             payload["target_url"] = target_url
-        url = self._url(f"/repos/{_repo(repo)}/statuses/{quote(sha, safe='')}")
+        url = self._url(f"/repos/{checked_repo(repo)}/statuses/{quote(sha, safe='')}")
         # Posting the same status twice is harmless (the latest per context wins): plain retry.
         return self._post(url, payload, permission="statuses: write", recover=None)
 
@@ -134,11 +135,11 @@ class GitHubClient(GitHubApi):
         body = _with_marker(body, marker)
         existing = self._find_issue_data(repo, labels, marker, state)
         if existing is not None:
-            url = self._url(f"/repos/{_repo(repo)}/issues/{int(existing['number'])}")
+            url = self._url(f"/repos/{checked_repo(repo)}/issues/{int(existing['number'])}")
             data = self._request("PATCH", url, json={"title": title, "body": body},
                                  permission="issues: write").json()
             return _issue(data, created=False)
-        url = self._url(f"/repos/{_repo(repo)}/issues")
+        url = self._url(f"/repos/{checked_repo(repo)}/issues")
         data = self._post(url, {"title": title, "body": body, "labels": list(labels)},
                           permission="issues: write",
                           recover=lambda: self._find_issue_data(repo, labels, marker, state))
@@ -149,7 +150,7 @@ class GitHubClient(GitHubApi):
         params: dict[str, Any] = {"state": state}
         if labels:
             params["labels"] = ",".join(labels)
-        url = self._url(f"/repos/{_repo(repo)}/issues")
+        url = self._url(f"/repos/{checked_repo(repo)}/issues")
         for item in self._paginate(url, params, permission="issues: read"):
             # The issues endpoint lists pull requests too.
             if "pull_request" not in item and marker in (item.get("body") or ""):

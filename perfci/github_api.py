@@ -31,7 +31,7 @@ from perfci._http import (
 )
 from perfci.errors import ConfigError, GitHubError
 
-__all__ = ["DEFAULT_API_URL", "GitHubApi"]
+__all__ = ["DEFAULT_API_URL", "GitHubApi", "checked_repo"]
 
 log = logging.getLogger(__name__)
 
@@ -230,7 +230,8 @@ class GitHubApi:
 # --- helpers --------------------------------------------------------------------------------
 
 
-def _repo(repo: str) -> str:
+def checked_repo(repo: str) -> str:
+    """``repo`` when it is an ``OWNER/NAME`` GitHub repository name, else a ConfigError."""
     if not _REPO.match(repo) or any(part in {".", ".."} for part in repo.split("/")):
         raise ConfigError(f"not a GitHub repository name: {repo!r} (expected OWNER/NAME)")
     return repo

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import email.utils
 import logging
 from collections.abc import Iterator
 
@@ -109,6 +110,28 @@ def test_a_429_with_retry_after_is_waited_out(github_server: FakeGitHub, client:
     assert client.find_comment(REPO, PR, MARKER) is None
     assert sleeps == [1.0]
     assert [r.status for r in github_server.requests_to("GET")] == [429, 200]
+
+
+def test_a_429_on_the_comment_post_with_an_http_date_is_waited_out_and_posted_once(
+        github_server: FakeGitHub, client: GitHubClient, sleeps: Sleeps) -> None:
+    when = email.utils.formatdate(NOW + 12, usegmt=True)
+    github_server.fail_next("POST", r"/comments$", 429, headers={"Retry-After": when})
+    comment = client.upsert_comment(REPO, PR, "report", MARKER)
+    assert comment.created and sleeps == [12.0]
+    assert [r.status for r in github_server.requests_to("POST")] == [429, 201]
+    assert len(github_server.comments_on(REPO, PR)) == 1
+
+
+def test_a_403_that_says_rate_limit_only_in_its_message_is_waited_out_once(
+        github_server: FakeGitHub, client: GitHubClient, sleeps: Sleeps) -> None:
+    limited = {"message": "You have exceeded a secondary rate limit"}
+    github_server.fail_next("GET", r"/comments$", 403, body=limited)
+    assert client.find_comment(REPO, PR, MARKER) is None
+    assert sleeps == [60.0]  # GitHub's advised minute
+    github_server.fail_next("GET", r"/comments$", 403, body=limited, times=2)
+    with pytest.raises(GitHubError, match="rate limit is exhausted"):
+        client.find_comment(REPO, PR, MARKER)
+    assert sleeps == [60.0, 60.0]
 
 
 def test_a_retry_after_beyond_the_bound_fails_saying_when_it_resets(
