@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import tomllib
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -70,3 +72,16 @@ def test_perfci_formats_lists_them_in_detection_order(
     lines = capsys.readouterr().out.splitlines()[1:]
     rows = [line.split()[0] for line in lines if line[:1].strip()]
     assert tuple(rows) == DETECTION_ORDER
+
+
+def test_every_format_family_is_shipped_in_the_wheel() -> None:
+    # setuptools lists packages explicitly: a family missing there imports in a checkout and
+    # fails with ModuleNotFoundError once installed.
+    pyproject = Path(perfci.formats.__file__).parents[2] / "pyproject.toml"
+    if not pyproject.is_file():
+        pytest.skip("perfci is imported from an installed copy, not from a source checkout")
+    declared = set(tomllib.loads(pyproject.read_text(encoding="utf-8"))
+                   ["tool"]["setuptools"]["packages"])
+    found = pkgutil.walk_packages(perfci.formats.__path__, prefix="perfci.formats.")
+    packages = {"perfci.formats"} | {info.name for info in found if info.ispkg}
+    assert packages <= declared
