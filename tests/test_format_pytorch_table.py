@@ -13,7 +13,7 @@ from conftest import seed
 
 from perfci.errors import ParseError
 from perfci.formats import registry
-from perfci.formats.pytorch import pytorch_table
+from perfci.formats.pytorch._table_rows import kind_of
 from perfci.model import Device, Metric, MetricKind, Profile
 
 K = MetricKind
@@ -298,8 +298,8 @@ def test_kinds_from_names() -> None:
         "ProfilerStep#3": K.STEP, "ProfilerStep*": K.STEP, "train_step-0": K.STEP,
         "forward": K.RANGE, "LAYER_0": K.RANGE, "Optimizer.step#Adam.step": K.RANGE,
     }
-    assert {name: pytorch_table._kind_of(name, legacy=False) for name in cases} == cases
-    assert pytorch_table._kind_of("matmul", legacy=True) is K.OP
+    assert {name: kind_of(name, legacy=False) for name in cases} == cases
+    assert kind_of("matmul", legacy=True) is K.OP
 
 
 # --- tables printed by torch in the test ------------------------------------------------------

@@ -62,7 +62,6 @@ from perfci.formats.pytorch._table_rows import (
     name_rows,
     table_steps,
 )
-from perfci.formats.pytorch._table_rows import kind_of as _kind_of  # noqa: F401 - tests read it
 from perfci.model import Device, Profile
 from perfci.units import parse_duration
 
