@@ -140,3 +140,16 @@ def test_the_upload_limits_are_defined_once() -> None:
     settings = Settings()
     assert (settings.max_body_bytes, settings.max_metrics) == (MAX_BODY_BYTES, MAX_METRICS)
     assert (MAX_BODY_BYTES, MAX_METRICS) == (64 * 1024 * 1024, 200_000)
+
+
+def test_a_command_run_with_a_typo_in_the_file_exits_2_and_writes_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from perfci.cli.main import main
+
+    _pyproject(tmp_path, "baseline-run = 10\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["runs", "list", "--project", "acme/x", "-b", "gpt"]) == 2
+    error = capsys.readouterr().err
+    assert "unknown setting 'baseline-run'" in error and "did you mean 'baseline-runs'?" in error
+    assert not (tmp_path / ".perfci").exists()  # the embedded store was not created
