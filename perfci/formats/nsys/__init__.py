@@ -1,0 +1,1 @@
+"""Nsight Systems: ``nsys stats`` console text and CSV, and ``nsys export --type sqlite``."""

@@ -1,0 +1,1 @@
+"""nvprof (CUDA <= 11 profiler): summary text and ``--csv`` output."""

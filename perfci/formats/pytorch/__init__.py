@@ -1,0 +1,1 @@
+"""PyTorch profiler: ``key_averages().table()`` text and Kineto Chrome-trace JSON."""
