@@ -242,7 +242,8 @@ def check_values(prepared: PreparedRun) -> None:
         array = np.array(numbers, dtype=np.float64)
     except (OverflowError, TypeError, ValueError):  # an int beyond any float, or not a number
         raise _invalid_value(prepared) from None
-    if not (np.isfinite(array).all() and (array.size == 0 or array.min() >= 0)):
+    if not (np.isfinite(array).all()
+            and (array.size == 0 or (array.min() >= 0 and array.max() <= MAX_VALUE))):
         raise _invalid_value(prepared)
 
 
@@ -268,16 +269,21 @@ def _invalid_value(prepared: PreparedRun) -> InvalidValue:
     return _refusal("a value is not a finite, non-negative number")  # not reached
 
 
+#: The largest number perfci stores: 31 years in ns, an exabyte, 10¹⁸ calls. Anything
+#: larger is a unit mistake or a hostile upload, and would overflow the sums of a baseline.
+MAX_VALUE = 1e18
+
+
 def _valid(value: float) -> bool:
     try:
-        return math.isfinite(value) and value >= 0
+        return math.isfinite(value) and 0 <= value <= MAX_VALUE
     except (TypeError, OverflowError):  # an int beyond any float is not a plausible number
         return False
 
 
 def _refusal(what: str) -> InvalidValue:
-    return InvalidValue(f"{what}: expected a finite, non-negative number (a time in ns, a "
-                        f"count or bytes); nothing was stored")
+    return InvalidValue(f"{what}: expected a finite, non-negative number of at most 1e18 (a "
+                        f"time in ns, a count or bytes); nothing was stored")
 
 
 def _add_profile(cells: dict[SeriesParts, list[Cell]], repeat: int, profile: Profile,
