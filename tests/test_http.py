@@ -20,6 +20,8 @@ from perfci._http import (
     retry_after_seconds,
 )
 from perfci.errors import GitHubError
+from perfci.model import Metric, MetricKind, Profile, RunContext
+from perfci.remote import upload_run
 
 NOW = 1_700_000_000.0
 
@@ -31,6 +33,7 @@ Answer = tuple[int, dict[str, str]] | str
 class Script:
     answers: list[Answer] = field(default_factory=list)
     seen: list[str] = field(default_factory=list)  # "METHOD /path" per request received
+    keys: list[str | None] = field(default_factory=list)  # their Idempotency-Key headers
     release: threading.Event = field(default_factory=threading.Event)
 
 
@@ -51,6 +54,7 @@ class _Handler(BaseHTTPRequestHandler):
         script = self.server.script
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         script.seen.append(f"{self.command} {self.path}")
+        script.keys.append(self.headers.get("Idempotency-Key"))
         answer = script.answers.pop(0) if script.answers else (200, {})
         if answer == "hang":
             script.release.wait(30)
@@ -219,3 +223,16 @@ def test_a_sure_failure_is_raised_at_once() -> None:
         post_with_recovery(post, error=GitHubError, unsure=lambda e: e.status == 502,
                            recover=lambda: "x", retries=3, sleep=Sleeps())
     assert calls == [1]
+
+
+def test_the_remote_client_retries_a_refused_upload_with_the_same_idempotency_key(
+        server: tuple[str, Script]) -> None:
+    url, script = server
+    script.answers[:] = [(503, {"Retry-After": "0"}), (429, {"Retry-After": "0"})]
+    profile = Profile(label="p", format="test", source="mem", steps=1,
+                      metrics=[Metric(MetricKind.STEP, "step", calls=1, total_ns=1e6)])
+    answer = upload_run(url, "secret-token", project="acme/x", benchmark="b",
+                        context=RunContext(project="acme/x"), repeats=[[profile]])
+    assert answer == {"ok": True}
+    assert script.seen == ["POST /api/v1/projects/acme/x/runs"] * 3
+    assert len(set(script.keys)) == 1 and script.keys[0] is not None
