@@ -108,6 +108,17 @@ def _pages(d: Dashboard) -> dict[str, str]:
 # --- the HTML, without a browser ------------------------------------------------------------
 
 
+def test_a_benchmark_named_with_a_slash_has_its_page(dashboard: Dashboard) -> None:
+    engine = db.make_engine(dashboard.url)
+    token = make_token(engine, PROJECT, "upload")
+    engine.dispose()
+    body = run_body("llm/70b", sha="c" * 40, branch="main",
+                    when=datetime(2026, 11, 20, tzinfo=UTC), rng=np.random.default_rng(3))
+    assert upload(dashboard.server, PROJECT, token, body).status_code == 201
+    page = _get(dashboard, f"/p/{PROJECT}/b/{quote('llm/70b', safe='')}")
+    assert "llm/70b" in page
+
+
 def _get(d: Dashboard, path: str) -> str:
     response = httpx.get(f"{d.server.url}{path}", timeout=60)
     assert response.status_code in (200, 404), response.text

@@ -124,7 +124,9 @@ def logout() -> Response:
     return response
 
 
-@router.get("/p/{project:path}/b/{benchmark}")
+# A benchmark name may hold "/" (llm/70b): the path converter keeps it whole; the project is
+# matched up to the last "/b/".
+@router.get("/p/{project:path}/b/{benchmark:path}")
 def benchmark_page(request: Request, project: str, benchmark: str, session: SessionDep,
                    settings: SettingsDep, token: CookieTokenDep,
                    branch: str | None = None) -> Response:
