@@ -66,6 +66,8 @@ class GitHubApi:
         Injected for tests: how to wait, and the current UNIX time.
     retries
         Attempts after the first for connection errors and 5xx answers.
+    timeout
+        (connect, read) seconds for every request.
     """
 
     def __init__(self, token: str | None, *, api_url: str = DEFAULT_API_URL,
