@@ -69,9 +69,10 @@ def no_cycle_collection() -> Iterator[None]:
     """Pause the cyclic garbage collector around a burst of allocations.
 
     Building tens of thousands of tuples and lists (a run's samples, a baseline's values)
-    triggers collections that each walk every live object: 15 ms instead of 3 to group a
-    baseline's 30,000 values. The hot paths create no reference cycles, so nothing is lost
-    by collecting later. Only the caller that found it enabled turns it back on.
+    triggers collections that each walk every live object, several times the work itself
+    (benchmarks/store_speed.py measures it). The hot paths create no reference cycles, so
+    nothing is lost by collecting later. Only the caller that found it enabled turns it back
+    on.
     """
     enabled = gc.isenabled()
     gc.disable()
@@ -87,7 +88,7 @@ def driver_cursor(session: Session, statement: str | None = None) -> Iterator[An
     """A DB-API cursor in the session's transaction, for the hot paths.
 
     SQLAlchemy's per-statement compile and per-row ``Row`` objects cost more than the queries
-    themselves there (30,000 baseline samples: 58 ms of ``Row`` building for 15 ms of fetch).
+    themselves there (a baseline's tens of thousands of samples; benchmarks/store_speed.py).
     Driver errors come out as SQLAlchemy's (``IntegrityError``, ``OperationalError``…), as
     they would through ``session.execute``, so callers handle one family of errors.
     """
@@ -125,8 +126,8 @@ _COPY_SAMPLES = (f"COPY {Sample.__tablename__} ({', '.join(SAMPLE_COLUMNS)}) "
 
 
 def _copy_samples(session: Session, rows: Iterable[SampleRow]) -> None:
-    # write_row formats in C (~0.3 µs a row); encoding the columns with numpy instead and
-    # writing one buffer measured 3x slower for a run's 1,000 rows.
+    # write_row formats in C; encoding the columns with numpy instead and writing one buffer
+    # measured slower for a run's rows (benchmarks/store_speed.py).
     with driver_cursor(session, _COPY_SAMPLES) as cursor, cursor.copy(_COPY_SAMPLES) as copy:
         copy.set_types(_PG_SAMPLE_TYPES)
         write = copy.write_row

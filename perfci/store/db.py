@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 # The newest migration in migrations/versions (a test checks it against Alembic's head). Kept
-# as a constant so that opening an up-to-date store never loads Alembic (~0.1 s a command).
+# as a constant so that opening an up-to-date store never loads Alembic (slow to import).
 HEAD_REVISION = "0004"
 
 # Seconds a SQLite writer waits for another one before giving up ("database is locked").
@@ -134,11 +134,11 @@ def _configure_sqlite(engine: Engine) -> None:
 def _ping_idle_connections(engine: Engine) -> None:
     """``pool_pre_ping``, except for connections used within the last ``PING_AFTER_IDLE_S``.
 
-    A ping is a round trip and a statement on every checkout (0.2 to 1 ms of CPU per ingest
-    when measured, of ~6). A connection that was working a second ago is not worth checking;
-    a failure in that window is a disconnect error like any other, after which SQLAlchemy
-    replaces the pool's connections. This is the checkout-event recipe of SQLAlchemy's
-    "Disconnect Handling - Pessimistic", which retries with a new connection.
+    A ping is a round trip and a statement on every checkout, a noticeable share of an
+    ingest's CPU (benchmarks/store_speed.py). A connection that was working a second ago is
+    not worth checking; a failure in that window is a disconnect error like any other, after
+    which SQLAlchemy replaces the pool's connections. This is the checkout-event recipe of
+    SQLAlchemy's "Disconnect Handling - Pessimistic", which retries with a new connection.
     """
 
     @event.listens_for(engine, "connect")

@@ -191,7 +191,7 @@ def drop_bad_points(points: Sequence[HistoryPoint]) -> tuple[list[HistoryPoint],
 
 
 # Primary key order: SQLite reads it straight off the key (ordering by series first costs a
-# sort of 20 ms there), PostgreSQL sorts nearly sorted rows.
+# sort there), PostgreSQL sorts nearly sorted rows.
 _SAMPLES = ("SELECT run_id, series_id, value FROM sample WHERE run_id {} "
             "AND value IS NOT NULL ORDER BY run_id, series_id, repeat")
 _PG_SAMPLES = _SAMPLES.format("= ANY(%s::int4[])")

@@ -222,9 +222,9 @@ class Sample(Base):
     """The numbers of one series in one repeat of one run. ``value`` is the per-step time.
 
     No foreign keys on purpose: this is the one large table, and PostgreSQL checks a foreign
-    key with a trigger per row, which made bulk ingest 3.4x slower when measured (COPY of 1M
-    rows: 268k rows/s with the primary key alone, 79k with both foreign keys). Rows are only
-    written by the ingest use case, with ids it has just resolved in the same transaction.
+    key with a trigger per row, which made bulk ingest several times slower when measured
+    (COPY with the primary key alone against both foreign keys). Rows are only written by
+    :func:`perfci.store.runs.write_run`, with ids it has just resolved in the same transaction.
     """
 
     __tablename__ = "sample"
