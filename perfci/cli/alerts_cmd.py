@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from perfci.cli import _options as opts
+
 if TYPE_CHECKING:  # the store and use cases load only when a command runs (CLI cold start)
-    from perfci.store.db import Store
     from perfci.usecases.alerts import AlertInfo
 
 #: perfci.usecases.alerts.STATUSES, spelled out for the help text so that building the CLI does
@@ -22,16 +23,6 @@ STATUSES = ("open", "acknowledged", "dismissed")
 
 alerts_app = typer.Typer(help="List, acknowledge and dismiss change-point alerts.",
                          no_args_is_help=True)
-
-_URL_HELP = "Database URL (default: settings, else the embedded SQLite store)."
-
-
-def _open(database_url: str | None, project: str | None = None) -> tuple[Store, str | None]:
-    from perfci.settings import get_settings
-    from perfci.store.db import open_store
-
-    settings = get_settings({"database_url": database_url, "project": project})
-    return open_store(settings), settings.project
 
 
 @alerts_app.command("list")
@@ -42,18 +33,15 @@ def list_command(
                                                                "else the repository name)."),
     benchmark: str | None = typer.Option(None, "--benchmark", "-b", help="Only this benchmark."),
     as_json: bool = typer.Option(False, "--json", help="Print the alerts as JSON."),
-    database_url: str | None = typer.Option(None, "--database-url", help=_URL_HELP),
+    database_url: opts.DatabaseUrl = None,
 ) -> None:
     """List alerts, newest first."""
     from perfci.usecases.alerts import list_alerts
+    from perfci.usecases.stores import project_or_default, session_for
 
-    store, name = _open(database_url, project)
-    try:
-        with store.sessions() as session:
-            found = list_alerts(session, project=name or _default_project(), status=status,
-                                benchmark=benchmark)
-    finally:
-        store.close()
+    with session_for(database_url) as session:
+        found = list_alerts(session, project=project_or_default(project), status=status,
+                            benchmark=benchmark)
     if as_json:
         typer.echo(json.dumps([_plain(a) for a in found], indent=1, ensure_ascii=False))
         return
@@ -68,17 +56,14 @@ def _status_command(status: str, verb: str) -> None:
     def command(
         alert_id: int = typer.Argument(..., help="The alert's id (see `perfci alerts list`)."),
         note: str | None = typer.Option(None, "--note", help="Why; shown with the alert."),
-        database_url: str | None = typer.Option(None, "--database-url", help=_URL_HELP),
+        database_url: opts.DatabaseUrl = None,
     ) -> None:
         from perfci.report import _format as fmt
         from perfci.usecases.alerts import set_alert_status
+        from perfci.usecases.stores import session_for
 
-        store, _ = _open(database_url)
-        try:
-            with store.sessions() as session:
-                alert = set_alert_status(session, alert_id, status, note)
-        finally:
-            store.close()
+        with session_for(database_url) as session:
+            alert = set_alert_status(session, alert_id, status, note)
         typer.echo(f"alert {alert.id} ({alert.benchmark}, {fmt.pct(alert.change)} at "
                    f"{fmt.short_sha(alert.commit)}) is {alert.status}")
 
@@ -107,12 +92,6 @@ def _plain(alert: AlertInfo) -> dict[str, object]:
     data["created_at"] = alert.created_at.isoformat()
     data["updated_at"] = alert.updated_at.isoformat()
     return data
-
-
-def _default_project() -> str:
-    from perfci.context import detect_run_context
-
-    return detect_run_context(None).project
 
 
 def register(app: typer.Typer) -> None:

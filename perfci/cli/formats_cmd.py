@@ -10,11 +10,11 @@ def formats_command() -> None:
     from rich.table import Table
 
     from perfci.cli._console import console
-    from perfci.formats.registry import formats
+    from perfci.usecases.formats import list_formats
 
     table = Table("format", "description", box=None, pad_edge=False)
-    for spec in formats().values():
-        table.add_row(spec.name, spec.description)
+    for name, description in list_formats():
+        table.add_row(name, description)
     console.print(table)
 
 

@@ -6,16 +6,9 @@ project is readable by anyone who can reach the server (uploads still need a tok
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING
-
 import typer
 
 from perfci.cli import _options as opts
-
-if TYPE_CHECKING:  # the store loads when a command runs, not when the CLI is built
-    from sqlalchemy.orm import Session
 
 project_app = typer.Typer(help="Create projects; make their dashboards public or private.",
                           no_args_is_help=True)
@@ -32,8 +25,9 @@ def create_command(
 ) -> None:
     """Create a project (private unless --public)."""
     from perfci.usecases.projects import create_project
+    from perfci.usecases.stores import session_for
 
-    with _session(database_url) as session:
+    with session_for(database_url) as session:
         project = create_project(session, name=name, public=public)
     typer.echo(_said(project.name, project.public, "created"))
 
@@ -47,24 +41,11 @@ def update_command(
 ) -> None:
     """Make an existing project public or private."""
     from perfci.usecases.projects import update_project
+    from perfci.usecases.stores import session_for
 
-    with _session(database_url) as session:
+    with session_for(database_url) as session:
         project = update_project(session, name=name, public=public)
     typer.echo(_said(project.name, project.public, "updated"))
-
-
-@contextmanager
-def _session(database_url: str | None) -> Iterator[Session]:
-    """A session on the configured store, closed (with the store) on exit."""
-    from perfci.settings import get_settings
-    from perfci.store.db import open_store
-
-    store = open_store(get_settings({"database_url": database_url}))
-    try:
-        with store.sessions() as session:
-            yield session
-    finally:
-        store.close()
 
 
 def _said(name: str, public: bool, verb: str) -> str:

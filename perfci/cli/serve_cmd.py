@@ -6,16 +6,15 @@ import os
 
 import typer
 
+from perfci.cli import _options as opts
+
 
 def serve_command(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (0.0.0.0 in "
                                                           "a container)."),
     port: int = typer.Option(8000, "--port", min=0, max=65535, help="TCP port."),
     workers: int = typer.Option(1, "--workers", min=1, help="Worker processes."),
-    database_url: str | None = typer.Option(None, "--database-url",
-                                            help="Database URL (default: PERFCI_DATABASE_URL, "
-                                                 "the config file, else the embedded SQLite "
-                                                 "store)."),
+    database_url: opts.DatabaseUrl = None,
     max_body_bytes: int | None = typer.Option(None, "--max-body-bytes", min=1,
                                               help="Largest request body accepted "
                                                    "(default 64 MiB)."),
@@ -40,14 +39,12 @@ def serve_command(
     _require_server_extra()
     import uvicorn
 
-    from perfci.server.protocol import TimedH11Protocol
     from perfci.settings import get_settings, redact_url
-    from perfci.store.db import open_store
+    from perfci.usecases.db import check_ready
 
     settings = get_settings({"database_url": database_url})
-    url = settings.resolved_database_url()
     # Fail now, with perfci's message, on a missing or old schema (SQLite is migrated here).
-    open_store(settings).close()
+    url = check_ready(settings)
     # Workers are separate processes: they build the app from the environment.
     os.environ["PERFCI_DATABASE_URL"] = url
     for name, value in (("PERFCI_MAX_BODY_BYTES", max_body_bytes),
@@ -63,7 +60,9 @@ def serve_command(
     typer.echo(f"perfci serving {redact_url(url)} on http://{host}:{port}", err=True)
     uvicorn.run("perfci.server.app:create_app_from_env", factory=True, host=host, port=port,
                 workers=workers, log_level=log_level, proxy_headers=True,
-                server_header=False, http=TimedH11Protocol,
+                server_header=False,
+                # By name, as the app: the CLI and the service stay independent shells.
+                http="perfci.server.protocol:TimedH11Protocol",
                 timeout_keep_alive=int(max(1, round(keep_alive_timeout
                                                     or settings.keep_alive_timeout))))
 

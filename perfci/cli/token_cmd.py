@@ -8,17 +8,14 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from perfci.cli import _options as opts
 from perfci.cli._console import err_console
 
 if TYPE_CHECKING:  # the store loads when a command runs, not when the CLI is built
-    from perfci.store.db import Store
     from perfci.usecases import tokens
 
 token_app = typer.Typer(help="Create, list and revoke project API tokens.",
                         no_args_is_help=True)
-
-_URL_HELP = "Database URL (default: PERFCI_DATABASE_URL, the config file, else SQLite)."
-
 
 @token_app.command("create")
 def create_command(
@@ -29,19 +26,16 @@ def create_command(
     expires: str | None = typer.Option(
         None, "--expires", help="When it stops working: a duration (12h, 90d, 8w, 1y) or an "
         "ISO date (2027-01-31). Default: never."),
-    database_url: str | None = typer.Option(None, "--database-url", help=_URL_HELP),
+    database_url: opts.DatabaseUrl = None,
 ) -> None:
     """Create a token and print it ONCE (only its hash is stored)."""
     from perfci.usecases import tokens
+    from perfci.usecases.stores import session_for
 
     expires_at = tokens.parse_expiry(expires) if expires else None
-    store = _open(database_url)
-    try:
-        with store.sessions() as session:
-            token, info = tokens.create_token(session, project=project, scopes=scopes,
-                                              name=name, expires_at=expires_at)
-    finally:
-        store.close()
+    with session_for(database_url) as session:
+        token, info = tokens.create_token(session, project=project, scopes=scopes,
+                                          name=name, expires_at=expires_at)
     until = f", expires {_when(info.expires_at)} UTC" if info.expires_at else ""
     err_console.print(f"token {info.id} ({info.prefix}…) for {info.project}, scopes "
                       f"{','.join(info.scopes)}{until}; store it now, it is not shown again:",
@@ -53,17 +47,14 @@ def create_command(
 def list_command(
     project: str = typer.Option(..., "--project", help="Project whose tokens to list."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-    database_url: str | None = typer.Option(None, "--database-url", help=_URL_HELP),
+    database_url: opts.DatabaseUrl = None,
 ) -> None:
     """List tokens: id, prefix, name, scopes, created, last used, expiry, revoked."""
     from perfci.usecases import tokens
+    from perfci.usecases.stores import session_for
 
-    store = _open(database_url)
-    try:
-        with store.sessions() as session:
-            found = tokens.list_tokens(session, project=project)
-    finally:
-        store.close()
+    with session_for(database_url) as session:
+        found = tokens.list_tokens(session, project=project)
     if as_json:
         typer.echo(json.dumps([_row(t) for t in found], indent=1))
         return
@@ -80,26 +71,16 @@ def list_command(
 @token_app.command("revoke")
 def revoke_command(
     token_id: int = typer.Argument(..., help="Token id (from `perfci token list`)."),
-    database_url: str | None = typer.Option(None, "--database-url", help=_URL_HELP),
+    database_url: opts.DatabaseUrl = None,
 ) -> None:
     """Revoke a token: requests with it get 401 from now on."""
     from perfci.usecases import tokens
+    from perfci.usecases.stores import session_for
 
-    store = _open(database_url)
-    try:
-        with store.sessions() as session:
-            info = tokens.revoke_token(session, token_id)
-    finally:
-        store.close()
+    with session_for(database_url) as session:
+        info = tokens.revoke_token(session, token_id)
     typer.echo(f"token {info.id} ({info.prefix}…) of {info.project} revoked at "
                f"{_when(info.revoked_at)}")
-
-
-def _open(database_url: str | None) -> Store:
-    from perfci.settings import get_settings
-    from perfci.store.db import open_store
-
-    return open_store(get_settings({"database_url": database_url}))
 
 
 def _row(info: tokens.TokenInfo) -> dict[str, object]:

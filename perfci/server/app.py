@@ -26,7 +26,7 @@ from perfci.server.metrics import CONTENT_TYPE, BodyLimitMiddleware, MetricsMidd
 from perfci.server.schemas import ErrorPublic, HealthPublic, RunCreate
 from perfci.server.security import SecurityHeadersMiddleware
 from perfci.settings import Settings, get_settings
-from perfci.store.db import make_engine, make_sessionmaker
+from perfci.usecases.db import service_engine
 
 STATIC = Path(__file__).parent / "static"
 
@@ -35,7 +35,7 @@ def create_app(settings: Settings, *, limits: Limits | None = None,
                database_url: str | None = None) -> FastAPI:
     """The perfci service for ``settings`` (database, thresholds) and upload ``limits``."""
     limits = limits or limits_from(settings)
-    engine = make_engine(database_url or settings.resolved_database_url())
+    engine, sessions = service_engine(database_url or settings.resolved_database_url())
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -53,7 +53,7 @@ def create_app(settings: Settings, *, limits: Limits | None = None,
     app.state.settings = settings
     app.state.limits = limits
     app.state.engine = engine
-    app.state.sessions = make_sessionmaker(engine)
+    app.state.sessions = sessions
     app.state.registry = Registry()
     app.state.templates = pages.make_templates()
     install_handlers(app, render_html=pages.render_error)
