@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -58,9 +59,8 @@ class Metric:
 
     @property
     def key(self) -> str:
-        """Stable identity of the metric within a benchmark: kind, device, scope and name."""
-        scope = f"{self.scope}/" if self.scope else ""
-        return f"{self.kind.value}:{self.device.value}:{scope}{self.name}"
+        """The metric's series key (:attr:`SeriesKey.key`) within its profile."""
+        return SeriesKey.of(self).key
 
     def steady_samples(self) -> list[float]:
         """Per-instance samples with warm-up iterations left out."""
@@ -100,12 +100,21 @@ class Profile:
         return None
 
 
+#: A series' identity as plain strings, in the order of :data:`SERIES_FIELDS`: what the store
+#: keys series by and digests into ``series.key_hash`` (cheaper to hash than a SeriesKey).
+SeriesParts = tuple[str, str, str, str, str]
+SERIES_FIELDS = ("kind", "device", "scope", "section", "name")
+
+
 @dataclass(frozen=True, slots=True)
 class SeriesKey:
-    """Identity of a metric across runs of one benchmark.
+    """Identity of a metric across runs of one benchmark: THE series key.
 
-    ``section`` is the profile label when one repeat yields several profiles (seed 003's
+    ``section`` is the profile label when one repeat yields several profiles (a trace's
     forward / backward / train), else ``""``; ``scope`` is the enclosing range of a breakdown.
+    Every other form of the identity is derived from these fields: :attr:`key` (the string
+    comparisons and reports use), :attr:`parts` (the store's, and its ``key_hash``) and
+    :attr:`Metric.key`.
     """
 
     kind: MetricKind
@@ -117,15 +126,25 @@ class SeriesKey:
     @property
     def key(self) -> str:
         """A readable, unique string: ``kernel:gpu:[train] Layer 0 ▸ volta_sgemm``."""
-        section = f"[{self.section}] " if self.section else ""
-        scope = f"{self.scope} ▸ " if self.scope else ""
-        return f"{self.kind.value}:{self.device.value}:{section}{scope}{self.name}"
+        return f"{self.kind.value}:{self.device.value}:{self.display_name}"
 
     @property
     def display_name(self) -> str:
         section = f"[{self.section}] " if self.section else ""
         scope = f"{self.scope} ▸ " if self.scope else ""
         return f"{section}{scope}{self.name}"
+
+    @property
+    def parts(self) -> SeriesParts:
+        """The fields as plain strings, in :data:`SERIES_FIELDS` order."""
+        return (self.kind.value, self.device.value, self.scope, self.section, self.name)
+
+    @classmethod
+    def from_parts(cls, parts: SeriesParts) -> SeriesKey:
+        """The inverse of :attr:`parts`."""
+        kind, device, scope, section, name = parts
+        return cls(kind=MetricKind(kind), name=name, device=Device(device), scope=scope,
+                   section=section)
 
     @classmethod
     def of(cls, metric: Metric, section: str = "") -> SeriesKey:
@@ -254,4 +273,27 @@ class RunContext:
     ci_run_attempt: int | None = None
     ci_url: str | None = None
     commit_time: str | None = None  # ISO 8601
+    environment: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """One stored run, as reports, comparisons and the API need it."""
+
+    id: int
+    project: str
+    benchmark: str
+    environment_id: int
+    created_at: datetime
+    repeats: int
+    commit: str | None = None
+    commit_time: datetime | None = None
+    branch: str | None = None
+    base_branch: str | None = None
+    merge_base: str | None = None
+    pr_number: int | None = None
+    ci_provider: str | None = None
+    ci_run_id: str | None = None
+    ci_run_attempt: int | None = None
+    ci_url: str | None = None
     environment: dict[str, str] = field(default_factory=dict)

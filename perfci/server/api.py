@@ -16,8 +16,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Path, Query, Request, Response
 
 from perfci.errors import ConfigError, NotFoundError
-from perfci.model import Device, MetricKind, Profile, RunContext, SeriesKey, Verdict
-from perfci.report.json_report import comparison_to_dict
+from perfci.model import Device, MetricKind, Profile, RunContext, RunInfo, SeriesKey, Verdict
 from perfci.server import auth, uploads
 from perfci.server.deps import (
     Limits,
@@ -50,7 +49,6 @@ from perfci.server.schemas import (
     SeriesHistoryPublic,
     SeriesPublic,
 )
-from perfci.store.queries import RunInfo
 from perfci.usecases import alerts, browse, runs, tokens
 from perfci.usecases.submit import SubmitResult, submit_run
 
@@ -153,7 +151,7 @@ def _submit(session: Any, project: str, context: RunContext, benchmark: str,
     answer = RunCreated(run_id=ingest.run_id, created=ingest.created, project=project,
                         benchmark=benchmark, series=ingest.series, samples=ingest.samples,
                         url=f"/runs/{ingest.run_id}",
-                        comparison=ComparisonPublic(**comparison_to_dict(result.comparison)))
+                        comparison=ComparisonPublic.of(result.comparison))
     return ingest.created, answer.model_dump_json().encode()
 
 
@@ -212,7 +210,8 @@ def get_comparison(run_id: RunId, session: SessionDep, token: TokenDep) -> Compa
     detail = browse.run_detail(session, run_id)
     if detail.comparison is None:
         raise NotFoundError(f"run {run_id} has not been compared")
-    return ComparisonPublic(**detail.comparison)
+    comparison: ComparisonPublic = ComparisonPublic.of(detail.comparison)
+    return comparison
 
 
 @router.get("/projects/{project:path}/benchmarks", response_model=BenchmarksPublic,
@@ -329,16 +328,13 @@ def _alert_public(alert: alerts.AlertInfo) -> AlertPublic:
 
 
 def _run_public(run: RunInfo, verdict: str | None) -> RunPublic:
-    values = dataclasses.asdict(run)
-    values.pop("environment_id", None)
-    return RunPublic(**values, verdict=Verdict(verdict) if verdict else None)
+    public: RunPublic = RunPublic.of(run)
+    public.verdict = Verdict(verdict) if verdict else None
+    return public
 
 
 def _series_public(key: SeriesKey | None) -> SeriesPublic | None:
-    if key is None:
-        return None
-    return SeriesPublic(kind=key.kind, name=key.name, device=key.device, scope=key.scope,
-                        section=key.section, display_name=key.display_name)
+    return None if key is None else SeriesPublic.of(key)
 
 
 def _period(since: datetime | None, until: datetime | None) -> tuple[datetime, datetime]:

@@ -12,7 +12,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from perfci.model import Device, MetricKind, Verdict
+from perfci.model import Device, MetricKind
+
+# The comparison and run bodies are derived from the model's dataclasses (perfci.transfer);
+# re-exported here, with the API's other bodies.
+from perfci.transfer import BaselinePublic as BaselinePublic
+from perfci.transfer import ComparisonPublic as ComparisonPublic
+from perfci.transfer import ContributionPublic as ContributionPublic
+from perfci.transfer import MetricComparisonPublic as MetricComparisonPublic
+from perfci.transfer import RunPublic as RunPublic
+from perfci.transfer import SeriesPublic as SeriesPublic
 
 #: Longest name (kernel, range, label) accepted; real kernel names stay well under it.
 MAX_NAME = 1000
@@ -135,71 +144,6 @@ class ErrorPublic(BaseModel):
     error: ErrorDetail
 
 
-class SeriesPublic(BaseModel):
-    kind: MetricKind
-    name: str
-    device: Device
-    scope: str = ""
-    section: str = ""
-    display_name: str | None = None
-
-
-class MetricComparisonPublic(BaseModel):
-    key: str
-    verdict: Verdict
-    baseline_median: float | None = None
-    candidate_median: float | None = None
-    change: float | None = None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    p_value: float | None = None
-    q_value: float | None = None
-    n_baseline: int = 0
-    n_candidate: int = 0
-    gated: bool = False
-    share_of_step: float | None = None
-    repeats_needed: int | None = None
-    series: SeriesPublic | None = None
-    adjusted_change: float | None = None
-    adjusted_ci_low: float | None = None
-    adjusted_ci_high: float | None = None
-
-
-class ContributionPublic(BaseModel):
-    key: str
-    delta_ns: float | None = None
-    share: float | None = None
-    series: SeriesPublic | None = None
-
-
-class BaselinePublic(BaseModel):
-    branch: str
-    runs: int
-    first_commit: str | None = None
-    last_commit: str | None = None
-    run_ids: list[int] = Field(default_factory=list)
-
-
-class ComparisonPublic(BaseModel):
-    """A comparison as reported (``perfci compare --json``)."""
-
-    schema_version: int
-    benchmark: str
-    verdict: Verdict
-    run_id: int | None = None
-    commit: str | None = None
-    branch: str | None = None
-    pr_number: int | None = None
-    ci_url: str | None = None
-    counts: dict[str, int] = Field(default_factory=dict)
-    metrics: list[MetricComparisonPublic] = Field(default_factory=list)
-    contributions: list[ContributionPublic] = Field(default_factory=list)
-    shared_factor: MetricComparisonPublic | None = None
-    baseline: BaselinePublic | None = None
-    environment: dict[str, str] = Field(default_factory=dict)
-    notes: list[str] = Field(default_factory=list)
-
-
 class RunCreated(BaseModel):
     """The answer to an upload: 201 for a new run, 200 (``created: false``) for a retry."""
 
@@ -211,26 +155,6 @@ class RunCreated(BaseModel):
     samples: int
     url: str
     comparison: ComparisonPublic
-
-
-class RunPublic(BaseModel):
-    id: int
-    project: str
-    benchmark: str
-    created_at: datetime
-    repeats: int
-    commit: str | None = None
-    commit_time: datetime | None = None
-    branch: str | None = None
-    base_branch: str | None = None
-    merge_base: str | None = None
-    pr_number: int | None = None
-    ci_provider: str | None = None
-    ci_run_id: str | None = None
-    ci_run_attempt: int | None = None
-    ci_url: str | None = None
-    environment: dict[str, str] = Field(default_factory=dict)
-    verdict: Verdict | None = None
 
 
 class RunDeleted(BaseModel):

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from perfci.errors import NotFoundError
 from perfci.model import Device, MetricKind, SeriesKey
+from perfci.model import RunInfo as RunInfo  # re-exported: older callers import it here
 from perfci.store import _bulk
 from perfci.store.schema import (
     Benchmark,
@@ -32,29 +33,6 @@ from perfci.store.schema import (
     UTCDateTime,
     series_key_hash,
 )
-
-
-@dataclass(frozen=True, slots=True)
-class RunInfo:
-    """One stored run, as reports and comparisons need it."""
-
-    id: int
-    project: str
-    benchmark: str
-    environment_id: int
-    created_at: datetime
-    repeats: int
-    commit: str | None = None
-    commit_time: datetime | None = None
-    branch: str | None = None
-    base_branch: str | None = None
-    merge_base: str | None = None
-    pr_number: int | None = None
-    ci_provider: str | None = None
-    ci_run_id: str | None = None
-    ci_run_attempt: int | None = None
-    ci_url: str | None = None
-    environment: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,178 @@
+"""Transfer types: the model's dataclasses as JSON documents and the HTTP API exchange them.
+
+Each pydantic model here takes its fields from a dataclass of :mod:`perfci.model` when it is
+imported (:func:`fields_of`), so a field added to the model reaches ``perfci compare --json``,
+the stored comparisons, the API and its OpenAPI schema without an edit here. Only what the
+dataclasses do not hold is written out: a document's ``schema_version`` and ``counts``, a
+series' ``display_name``, a run's verdict (and its ``environment_id`` left out).
+
+Both directions: :meth:`Transfer.of` reads a model object's attributes (properties included,
+numpy scalars accepted), :meth:`Transfer.to_model` builds the dataclasses back. JSON cannot
+hold NaN or ±inf, so they are written as ``null``: every float of a transfer type is nullable,
+and a ``null`` where the model needs a number reads back as 0.0.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections import Counter
+from typing import Any, ClassVar, Self
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field, create_model, field_serializer
+
+from perfci.model import (
+    BaselineInfo,
+    Contribution,
+    MetricComparison,
+    RunComparison,
+    RunInfo,
+    SeriesKey,
+    Verdict,
+)
+
+__all__ = [
+    "SCHEMA_VERSION", "BaselinePublic", "ComparisonPublic", "ContributionPublic",
+    "MetricComparisonPublic", "RunPublic", "SeriesPublic", "Transfer", "fields_of",
+]
+
+#: Version of the comparison document; keys may be added, none renamed or removed without a bump.
+SCHEMA_VERSION = 1
+
+
+class Transfer(BaseModel):
+    """A transfer type: built from a model object's attributes, and back to it."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    #: The dataclass the fields come from, and its fields that need a number (not ``None``).
+    source: ClassVar[type[Any]]
+    numbers: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def of(cls, value: Any) -> Self:
+        """``value`` (a model object, or a decoded document) as this transfer type."""
+        return cls.model_validate(value, from_attributes=True)
+
+    def to_model(self) -> Any:
+        """The model object again: the source dataclass with its own fields only."""
+        values = {}
+        for field in dataclasses.fields(self.source):
+            value = _model_value(getattr(self, field.name))
+            values[field.name] = 0.0 if value is None and field.name in self.numbers else value
+        return self.source(**values)
+
+
+def _model_value(value: Any) -> Any:
+    if isinstance(value, Transfer):
+        return value.to_model()
+    if isinstance(value, list):
+        return [_model_value(v) for v in value]
+    return value
+
+
+#: Dataclass → its transfer type, so that nested fields (a comparison's metrics) map too.
+_TRANSFER: dict[type[Any], type[Transfer]] = {}
+
+
+def fields_of(source: type[Any], *, exclude: frozenset[str] = frozenset(),
+              leading: dict[str, Any] | None = None, **extra: Any) -> type[Transfer]:
+    """A :class:`Transfer` base with ``leading``, ``source``'s dataclass fields, then ``extra``.
+
+    Subclass it to name the type (the subclass's name is the OpenAPI schema's) and to add
+    computed fields; ``leading`` and ``extra`` take ``create_model``'s ``(type, default)``.
+    """
+    hints = typing.get_type_hints(source)
+    fields: dict[str, Any] = dict(leading or {})
+    numbers = set()
+    for field in dataclasses.fields(source):
+        if field.name in exclude:
+            continue
+        kind = hints[field.name]
+        numbers.update([field.name] if kind is float else [])
+        fields[field.name] = (_transfer_type(kind), _default(field))
+    base = create_model(f"_{source.__name__}Fields", __base__=Transfer, **fields, **extra)
+    base.source = source
+    base.numbers = frozenset(numbers)
+    return base
+
+
+def _transfer_type(kind: Any) -> Any:
+    """``kind`` with model dataclasses replaced by their transfer types, floats made nullable."""
+    if kind is float:
+        return float | None
+    if isinstance(kind, type) and kind in _TRANSFER:
+        return _TRANSFER[kind]
+    args = typing.get_args(kind)
+    if not args:
+        return kind
+    mapped = tuple(_transfer_type(a) for a in args)
+    origin = typing.get_origin(kind)
+    if origin in (types.UnionType, typing.Union):
+        union = mapped[0]
+        for arg in mapped[1:]:
+            union = union | arg
+        return union
+    return origin[mapped]
+
+
+def _default(field: dataclasses.Field[Any]) -> Any:
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    if field.default_factory is not dataclasses.MISSING:
+        return Field(default_factory=field.default_factory)
+    return ...
+
+
+def _register(transfer: type[Transfer]) -> None:
+    _TRANSFER[transfer.source] = transfer
+
+
+class SeriesPublic(fields_of(SeriesKey, display_name=(str | None, None))):  # type: ignore[misc]
+    """A series' identity; ``display_name`` is how reports name it."""
+
+
+_register(SeriesPublic)
+
+
+class MetricComparisonPublic(fields_of(MetricComparison)):  # type: ignore[misc]
+    """One metric of a comparison: its change, interval, q-value and verdict."""
+
+
+_register(MetricComparisonPublic)
+
+
+class ContributionPublic(fields_of(Contribution)):  # type: ignore[misc]
+    """How much of the step-time change one metric explains (ns per step, and share)."""
+
+
+_register(ContributionPublic)
+
+
+class BaselinePublic(fields_of(BaselineInfo)):  # type: ignore[misc]
+    """The baseline runs a comparison used: branch, count, commits, run ids."""
+
+
+_register(BaselinePublic)
+
+
+class ComparisonPublic(fields_of(  # type: ignore[misc]
+        RunComparison, leading={"schema_version": (int, SCHEMA_VERSION)})):
+    """A comparison as reported (``perfci compare --json``, stored, and sent by the API)."""
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def counts(self) -> dict[str, int]:
+        """Metrics per verdict, every verdict listed."""
+        found = Counter(m.verdict for m in self.metrics)
+        return {verdict.value: found[verdict] for verdict in Verdict}
+
+    @field_serializer("environment")
+    def _sorted(self, environment: dict[str, str]) -> dict[str, str]:
+        return dict(sorted(environment.items()))
+
+
+class RunPublic(fields_of(RunInfo, exclude=frozenset({"environment_id"}),  # type: ignore[misc]
+                          verdict=(Verdict | None, None))):
+    """One stored run: commit, branch, CI, environment, and the verdict of its comparison."""
