@@ -3,17 +3,21 @@
 ::
 
     PerfciError
-    ├── ParseError          a profile could not be read (names file, line, what was expected)
-    │   └── InputTooLarge   a compressed input inflates beyond the configured cap
-    ├── InvalidValue        a value of an upload is not finite, negative, or overflows
-    ├── RunConflict         a retried run (same CI run and attempt) carries different data
-    ├── UnknownFormatError  no parser recognises the content, or --format names no parser
-    ├── ConfigError         settings or flags are invalid
-    ├── StorageError        the database refused or failed an operation
-    ├── BaselineNotFound    no comparable baseline runs exist
-    ├── NotFoundError       an id or name does not exist
-    ├── AuthError           a token is missing, wrong, revoked, or lacks a scope
-    └── GitHubError         the GitHub API refused or failed a request
+    ├── ParseError            a profile could not be read (names file, line, what was expected)
+    │   └── InputTooLarge     a compressed input inflates beyond the configured cap
+    ├── InvalidValue          a value of an upload is not finite, negative, or overflows
+    ├── SampleError           a sample cannot be compared (NaN, infinite, negative time)
+    ├── RunConflict           a retried run (same CI run and attempt) carries different data
+    ├── UnknownFormatError    no parser recognises the content, or --format names no parser
+    ├── ConfigError           settings or flags are invalid
+    ├── StorageError          the database refused or failed an operation
+    ├── NotFoundError         an id or name does not exist
+    ├── AuthError             a token is missing, wrong, revoked, or lacks a scope
+    ├── RequestTooLarge       a request body is over the service's limit (HTTP 413)
+    ├── UnsupportedMediaType  a request body's content type is not one the route reads (415)
+    ├── BenchmarkFailed       a repeat of the benchmark command exited non-zero
+    ├── GitHubError           the GitHub API refused or failed a request
+    └── SlackError            Slack refused or failed a message
 
 Each boundary (CLI, HTTP server) catches ``PerfciError`` once and shows ``str(error)``;
 third-party errors are translated where they enter, chained with ``from``.
@@ -51,6 +55,10 @@ class InputTooLarge(ParseError):
     """A (gzip) input inflates beyond the size or ratio cap; the server answers 413."""
 
 
+class SampleError(PerfciError, ValueError):
+    """A sample holds a value that cannot be compared (NaN, infinite or negative time)."""
+
+
 class InvalidValue(PerfciError, ValueError):
     """A value of an upload cannot be stored: not finite, negative where it can't be, or so
     large that it overflows. Raised before anything is written; names profile, metric, field."""
@@ -79,10 +87,6 @@ class StorageError(PerfciError):
     """The store failed or refused an operation."""
 
 
-class BaselineNotFound(PerfciError):
-    """No comparable baseline exists for a run."""
-
-
 class NotFoundError(PerfciError):
     """An id or name that does not exist."""
 
@@ -95,8 +99,35 @@ class AuthError(PerfciError):
         super().__init__(message)
 
 
+class RequestTooLarge(PerfciError):
+    """The request body is over the server's limit (413)."""
+
+
+class UnsupportedMediaType(PerfciError):
+    """The request body's content type is not one the endpoint reads (415)."""
+
+
+class BenchmarkFailed(PerfciError):
+    """A repeat of the benchmark command exited non-zero."""
+
+    def __init__(self, message: str, *, returncode: int, tail: str) -> None:
+        self.returncode = returncode
+        self.tail = tail
+        super().__init__(message)
+        # The CLI exits with the benchmark's own code so CI logs show the real failure.
+        self.exit_code = returncode if 0 < returncode < 256 else 2
+
+
 class GitHubError(PerfciError):
     """The GitHub API refused or failed a request."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        self.status = status
+        super().__init__(message)
+
+
+class SlackError(PerfciError):
+    """Slack refused or failed the message."""
 
     def __init__(self, message: str, *, status: int | None = None) -> None:
         self.status = status

@@ -39,10 +39,8 @@ class CompareOptions:
     better (throughput); times are lower-is-better. ``remove_shared_factor``: ``None`` (auto)
     means off in :func:`~perfci.analysis.compare.compare`, whose columns need not be aligned,
     and on in :func:`~perfci.analysis.compare.compare_run`, whose repeats are. ``rank_guard``
-    is the Mann–Whitney confirmation level of the default ``student-mw`` method. ``seed`` fixes
-    any resampling: the current
-    methods are closed-form, so output is deterministic regardless. ``gate_share`` and
-    ``top_contributors`` are used by :func:`perfci.analysis.compare.compare_run`.
+    is the Mann–Whitney confirmation level of the default ``student-mw`` method. ``gate_share``
+    and ``top_contributors`` are used by :func:`perfci.analysis.compare.compare_run`.
 
     Run comparisons (``compare_run``, ``compare_paired``) share the false-discovery budget
     ``alpha`` between classes of lines: ``step_budget`` for the primary step, ``factor_budget``
@@ -65,7 +63,6 @@ class CompareOptions:
     remove_shared_factor: bool | None = None
     gate_share: float = 0.02
     top_contributors: int = 10
-    seed: int = 0
     step_budget: float = 0.12
     factor_budget: float = 0.05
     gated_budget: float = 0.45

@@ -10,7 +10,6 @@ import sys
 import traceback
 
 import typer
-from typer._click.exceptions import ClickException
 
 from perfci import __version__
 from perfci.cli import (
@@ -31,6 +30,12 @@ from perfci.cli import (
 )
 from perfci.cli._console import err_console, use_log_width_for_help
 from perfci.errors import PerfciError
+
+#: The base of the usage errors typer raises. typer vendors its own copy of click (so
+#: ``click.ClickException`` does not catch them) and exports only part of it: the base is found
+#: from the public ``typer.BadParameter`` rather than imported from typer's private package.
+ClickException: type[Exception] = next(
+    base for base in typer.BadParameter.__mro__ if base.__name__ == "ClickException")
 
 app = typer.Typer(
     name="perfci",
@@ -76,8 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Abort:
         err_console.print("aborted")
         return 130
-    except ClickException as exc:  # typer vendors click: its usage errors are not click.*
-        exc.show()
+    except ClickException as exc:
+        exc.show()  # type: ignore[attr-defined]
         return 2
     except KeyboardInterrupt:
         err_console.print("interrupted", markup=False)

@@ -31,7 +31,6 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _PROLOGUE = re.compile(r"^.*?(?=<svg)", re.S)
 
 VALUE_COLOUR = "#4c72b0"
-PERIOD_VALUE_COLOUR = "#1f3f7a"
 LEVEL_COLOUR = "#dd8452"
 CHANGE_COLOUR = "#c44e52"
 PERIOD_SHADE = "#eeeeee"

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Path, Query, Request, Response
 
-from perfci.errors import ConfigError, NotFoundError
+from perfci.errors import ConfigError, NotFoundError, UnsupportedMediaType
 from perfci.model import Device, MetricKind, Profile, RunContext, RunInfo, SeriesKey, Verdict
 from perfci.server import auth, uploads
 from perfci.server.deps import (
@@ -27,7 +27,6 @@ from perfci.server.deps import (
     TokenDep,
     run_upload_work,
 )
-from perfci.server.errors import UnsupportedMediaType
 from perfci.server.schemas import (
     INT32,
     AlertPublic,

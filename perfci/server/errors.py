@@ -22,7 +22,6 @@ from starlette.requests import ClientDisconnect
 
 from perfci.errors import (
     AuthError,
-    BaselineNotFound,
     ConfigError,
     GitHubError,
     InputTooLarge,
@@ -30,9 +29,11 @@ from perfci.errors import (
     NotFoundError,
     ParseError,
     PerfciError,
+    RequestTooLarge,
     RunConflict,
     StorageError,
     UnknownFormatError,
+    UnsupportedMediaType,
 )
 
 log = logging.getLogger("perfci.server")
@@ -46,7 +47,6 @@ _STATUS: dict[type[PerfciError], tuple[int, str]] = {
     UnknownFormatError: (422, "unknown_format"),
     ConfigError: (422, "invalid_request"),
     NotFoundError: (404, "not_found"),
-    BaselineNotFound: (404, "no_baseline"),
     StorageError: (503, "database_unavailable"),
     GitHubError: (502, "github_error"),
 }
@@ -61,14 +61,6 @@ _OUTAGES: tuple[type[Exception], ...] = (sa_exc.OperationalError, sa_exc.Interfa
 
 #: Renders an error as an HTML page: (request, status, message) -> response.
 HtmlRenderer = Callable[[Request, int, str], Response]
-
-
-class RequestTooLarge(PerfciError):
-    """The request body is over the server's limit (413)."""
-
-
-class UnsupportedMediaType(PerfciError):
-    """The request body's content type is not one the endpoint reads (415)."""
 
 
 def error_body(code: str, message: str, **extra: Any) -> dict[str, Any]:
