@@ -12,37 +12,45 @@ functions; a document newer than this reader is rejected with a clear message.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import typing
 from collections.abc import Mapping
+from enum import Enum
 from typing import Any
 
 from perfci import __version__
 from perfci.errors import ParseError
-from perfci.model import Device, Metric, MetricKind, Profile
+from perfci.model import Device, Metric, MetricKind, Profile, SeriesKey
 
 SCHEMA_VERSION = 1
 
-_NUMBER_FIELDS = ("total_ns", "self_ns", "avg_ns", "min_ns", "max_ns", "std_ns", "median_ns",
-                  "bytes")
+# A metric's fields, derived from the model so that a new one is written without an edit here:
+# its identity first (the series key's fields it has), then the rest in declaration order.
+_METRIC_FIELDS = {f.name: f for f in dataclasses.fields(Metric)}
+_IDENTITY = tuple(f.name for f in dataclasses.fields(SeriesKey) if f.name in _METRIC_FIELDS)
+_DETAILS = tuple((name, field.default) for name, field in _METRIC_FIELDS.items()
+                 if name not in _IDENTITY)
+_NUMBER_FIELDS = tuple(name for name, kind in typing.get_type_hints(Metric).items()
+                       if kind == float | None)
 
 
 def metric_to_dict(metric: Metric) -> dict[str, Any]:
-    out: dict[str, Any] = {"kind": metric.kind.value, "name": metric.name,
-                           "device": metric.device.value}
-    if metric.scope is not None:
-        out["scope"] = metric.scope
-    if metric.calls is not None:
-        out["calls"] = metric.calls
-    for name in _NUMBER_FIELDS:
+    """Every field of ``metric`` that says something: identity always, the rest when set."""
+    out: dict[str, Any] = {}
+    for name in _IDENTITY:
         value = getattr(metric, name)
         if value is not None:
-            out[name] = value
-    if metric.samples_ns:
-        out["samples_ns"] = list(metric.samples_ns)
-    if metric.warmup:
-        out["warmup"] = metric.warmup
-    if metric.attrs:
-        out["attrs"] = dict(metric.attrs)
+            out[name] = value.value if isinstance(value, Enum) else value
+    for name, default in _DETAILS:
+        value = getattr(metric, name)
+        if value is None or value == default:
+            continue
+        if isinstance(value, list | dict):
+            if not value:
+                continue
+            value = value.copy()
+        out[name] = value
     return out
 
 

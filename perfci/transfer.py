@@ -18,9 +18,18 @@ import dataclasses
 import types
 import typing
 from collections import Counter
-from typing import Any, ClassVar, Self
+from typing import Annotated, Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, create_model, field_serializer
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    computed_field,
+    create_model,
+    field_serializer,
+)
 
 from perfci.model import (
     BaselineInfo,
@@ -46,9 +55,8 @@ class Transfer(BaseModel):
 
     model_config = ConfigDict(from_attributes=True)
 
-    #: The dataclass the fields come from, and its fields that need a number (not ``None``).
+    #: The dataclass the fields come from.
     source: ClassVar[type[Any]]
-    numbers: ClassVar[frozenset[str]] = frozenset()
 
     @classmethod
     def of(cls, value: Any) -> Self:
@@ -56,20 +64,31 @@ class Transfer(BaseModel):
         return cls.model_validate(value, from_attributes=True)
 
     def to_model(self) -> Any:
-        """The model object again: the source dataclass with its own fields only."""
-        values = {}
-        for field in dataclasses.fields(self.source):
-            value = _model_value(getattr(self, field.name))
-            values[field.name] = 0.0 if value is None and field.name in self.numbers else value
-        return self.source(**values)
+        """The model object again: the source dataclasses, built by pydantic from this one.
+
+        Fields the model lacks (``counts``, ``display_name``) are left behind; a type that
+        leaves a required field out (a run's ``environment_id``) cannot go back: that is a
+        :class:`pydantic.ValidationError`.
+        """
+        return _adapter(self.source).validate_python(self.model_dump(round_trip=True))
 
 
-def _model_value(value: Any) -> Any:
-    if isinstance(value, Transfer):
-        return value.to_model()
-    if isinstance(value, list):
-        return [_model_value(v) for v in value]
-    return value
+_ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}
+
+
+def _adapter(source: type[Any]) -> TypeAdapter[Any]:
+    # Built on first use: most processes convert one way only.
+    if source not in _ADAPTERS:
+        _ADAPTERS[source] = TypeAdapter(source)
+    return _ADAPTERS[source]
+
+
+def _null_as_zero(value: Any) -> Any:
+    return 0.0 if value is None else value
+
+
+#: A float the model requires: written as null when NaN or ±inf, so read back from null as 0.
+_NUMBER = Annotated[float | None, BeforeValidator(_null_as_zero)]
 
 
 #: Dataclass → its transfer type, so that nested fields (a comparison's metrics) map too.
@@ -85,23 +104,18 @@ def fields_of(source: type[Any], *, exclude: frozenset[str] = frozenset(),
     """
     hints = typing.get_type_hints(source)
     fields: dict[str, Any] = dict(leading or {})
-    numbers = set()
     for field in dataclasses.fields(source):
-        if field.name in exclude:
-            continue
-        kind = hints[field.name]
-        numbers.update([field.name] if kind is float else [])
-        fields[field.name] = (_transfer_type(kind), _default(field))
+        if field.name not in exclude:
+            fields[field.name] = (_transfer_type(hints[field.name]), _default(field))
     base = create_model(f"_{source.__name__}Fields", __base__=Transfer, **fields, **extra)
     base.source = source
-    base.numbers = frozenset(numbers)
     return base
 
 
 def _transfer_type(kind: Any) -> Any:
     """``kind`` with model dataclasses replaced by their transfer types, floats made nullable."""
     if kind is float:
-        return float | None
+        return _NUMBER
     if isinstance(kind, type) and kind in _TRANSFER:
         return _TRANSFER[kind]
     args = typing.get_args(kind)
