@@ -248,3 +248,21 @@ def test_the_parse_document_writes_identity_first_and_only_what_is_set() -> None
     profile = Profile(label="p", format="perfci_json", source="x.json", metrics=[metric, full])
     assert from_document(_through_json(to_document([profile])))[0] == dataclasses.replace(
         profile, metrics=[dataclasses.replace(metric, samples_ns=None), full])
+
+
+def test_the_openapi_schema_has_every_model_field_under_the_old_names() -> None:
+    from perfci.server.app import create_app
+    from perfci.settings import Settings
+
+    app = create_app(Settings(api_docs=True), database_url="sqlite://")
+    found = app.openapi()["components"]["schemas"]
+    for name, source, extra in [("ComparisonPublic", RunComparison, {"schema_version", "counts"}),
+                                ("MetricComparisonPublic", MetricComparison, set()),
+                                ("ContributionPublic", Contribution, set()),
+                                ("BaselinePublic", BaselineInfo, set()),
+                                ("SeriesPublic", SeriesKey, {"display_name"}),
+                                ("RunPublic", RunInfo, {"verdict"})]:
+        names = {f.name for f in dataclasses.fields(source)} - {"environment_id"}
+        assert set(found[name]["properties"]) == names | extra, name
+    metric = found["MetricComparisonPublic"]["properties"]
+    assert metric["series"]["anyOf"][0] == {"$ref": "#/components/schemas/SeriesPublic"}
