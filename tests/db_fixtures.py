@@ -7,6 +7,11 @@
   inside the code under test only release a SAVEPOINT (``join_transaction_mode``).
 - ``migrated_url``: a clean migrated database per test, for tests that need real commits
   (concurrency, subprocesses, the CLI).
+- ``postgres_admin``: an autocommit engine on the test server, for tests that manage their own
+  databases with :func:`create_postgres` / :func:`drop_postgres` (and :func:`create_sqlite`).
+
+Test modules import the public helpers (``from db_fixtures import create_sqlite``); the
+fixtures need no import.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ def _worker() -> str:
 
 
 @pytest.fixture(scope="session")
-def _postgres_admin() -> Iterator[Engine]:
+def postgres_admin() -> Iterator[Engine]:
     """An autocommit engine on the test server's own database, for CREATE/DROP DATABASE."""
     url = os.environ.get(POSTGRES_ENV)
     if not url:
@@ -51,7 +56,8 @@ def _postgres_admin() -> Iterator[Engine]:
     engine.dispose()
 
 
-def _create_postgres(admin: Engine) -> str:
+def create_postgres(admin: Engine) -> str:
+    """A fresh database on the test server, migrated to head; its URL."""
     name = f"perfci_t_{_worker()}_{os.getpid()}_{next(_counter)}".lower()
     with admin.connect() as connection:
         connection.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
@@ -61,13 +67,15 @@ def _create_postgres(admin: Engine) -> str:
     return url
 
 
-def _drop_postgres(admin: Engine, url: str) -> None:
+def drop_postgres(admin: Engine, url: str) -> None:
+    """Drop the database :func:`create_postgres` made, even with connections still open."""
     name = make_url(url).database
     with admin.connect() as connection:
         connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
-def _create_sqlite(folder: Path) -> str:
+def create_sqlite(folder: Path) -> str:
+    """A fresh SQLite file in ``folder``, migrated to head; its URL."""
     url = f"sqlite:///{folder / f'perfci-{next(_counter)}.db'}"
     db.upgrade(url)
     return url
@@ -78,12 +86,12 @@ def store_url(request: pytest.FixtureRequest,
               tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A migrated database shared by the whole test session (use ``session`` for isolation)."""
     if request.param == "sqlite":
-        yield _create_sqlite(tmp_path_factory.mktemp("store"))
+        yield create_sqlite(tmp_path_factory.mktemp("store"))
         return
-    admin = request.getfixturevalue("_postgres_admin")
-    url = _create_postgres(admin)
+    admin = request.getfixturevalue("postgres_admin")
+    url = create_postgres(admin)
     yield url
-    _drop_postgres(admin, url)
+    drop_postgres(admin, url)
 
 
 @pytest.fixture(scope="session")
@@ -119,12 +127,12 @@ def session(store_engine: Engine) -> Iterator[Session]:
 def migrated_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A clean, migrated database of its own for this test; commits are real."""
     if request.param == "sqlite":
-        yield _create_sqlite(tmp_path)
+        yield create_sqlite(tmp_path)
         return
-    admin = request.getfixturevalue("_postgres_admin")
-    url = _create_postgres(admin)
+    admin = request.getfixturevalue("postgres_admin")
+    url = create_postgres(admin)
     yield url
-    _drop_postgres(admin, url)
+    drop_postgres(admin, url)
 
 
 @pytest.fixture(params=DIALECTS)
@@ -133,14 +141,14 @@ def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'empty.db'}"
         return
-    admin = request.getfixturevalue("_postgres_admin")
+    admin = request.getfixturevalue("postgres_admin")
     name = f"perfci_t_{_worker()}_{os.getpid()}_{next(_counter)}_empty"
     with admin.connect() as connection:
         connection.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
         connection.execute(text(f'CREATE DATABASE "{name}"'))
     url = admin.url.set(database=name).render_as_string(hide_password=False)
     yield url
-    _drop_postgres(admin, url)
+    drop_postgres(admin, url)
 
 
 # --- helpers for store tests (import them: `from db_fixtures import make_context, ...`) ------

@@ -23,7 +23,7 @@ from urllib.parse import quote
 import httpx
 import numpy as np
 import pytest
-from db_fixtures import _create_sqlite
+from db_fixtures import create_sqlite
 from server_process import ServerProcess, start_server
 from test_server_api import make_token, run_body, seed_history, upload
 
@@ -52,7 +52,7 @@ class Dashboard:
 @pytest.fixture(scope="module")
 def dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
     folder = tmp_path_factory.mktemp("dashboard")
-    url = _create_sqlite(folder)
+    url = create_sqlite(folder)
     server = start_server(url, log_dir=folder, env={"PERFCI_MIN_BASELINE_RUNS": "3"})
     try:
         engine = db.make_engine(url)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from db_fixtures import _drop_postgres
+from db_fixtures import drop_postgres
 from server_process import free_port
 from sqlalchemy import text
 
@@ -96,7 +96,7 @@ def empty_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[s
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'data' / 'perfci.db'}"
         return
-    admin = request.getfixturevalue("_postgres_admin")
+    admin = request.getfixturevalue("postgres_admin")
     name = f"perfci_entrypoint_{os.getpid()}"
     with admin.connect() as connection:
         connection.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
@@ -104,7 +104,7 @@ def empty_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[s
     url = admin.url.set(database=name).render_as_string(hide_password=False)
     assert db.current(url) is None
     yield url
-    _drop_postgres(admin, url)
+    drop_postgres(admin, url)
 
 
 def test_entrypoint_migrates_then_serves(empty_database: str, tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 import pytest
-from db_fixtures import DIALECTS, _create_postgres, _create_sqlite, _drop_postgres
+from db_fixtures import DIALECTS, create_postgres, create_sqlite, drop_postgres
 from server_process import ServerProcess, start_server
 from sqlalchemy import Engine, func
 from sqlalchemy import select as sql_select
@@ -49,8 +49,8 @@ def server(request: pytest.FixtureRequest,
            tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     folder = tmp_path_factory.mktemp("abuse")
     postgres = request.param != "sqlite"
-    url = _create_postgres(request.getfixturevalue("_postgres_admin")) if postgres else (
-        _create_sqlite(folder))
+    url = create_postgres(request.getfixturevalue("postgres_admin")) if postgres else (
+        create_sqlite(folder))
     process = start_server(url, log_dir=folder, env={
         "PERFCI_METRICS_TOKEN": METRICS_TOKEN, "PERFCI_MAX_SAMPLES": str(MAX_SAMPLES),
         "PERFCI_MAX_INFLATED_BYTES": str(MAX_INFLATED),
@@ -62,7 +62,7 @@ def server(request: pytest.FixtureRequest,
     process.stop()
     assert "Traceback" not in process.output(), process.output()
     if postgres:
-        _drop_postgres(request.getfixturevalue("_postgres_admin"), url)
+        drop_postgres(request.getfixturevalue("postgres_admin"), url)
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
-from db_fixtures import DIALECTS, _create_postgres, _create_sqlite, _drop_postgres
+from db_fixtures import DIALECTS, create_postgres, create_sqlite, drop_postgres
 from server_process import ServerProcess, start_server
 from sqlalchemy import Engine, func, select
 
@@ -39,10 +39,10 @@ def server(request: pytest.FixtureRequest,
            tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     folder = tmp_path_factory.mktemp("server")
     if request.param == "sqlite":
-        url = _create_sqlite(folder)
+        url = create_sqlite(folder)
     else:
-        admin = request.getfixturevalue("_postgres_admin")
-        url = _create_postgres(admin)
+        admin = request.getfixturevalue("postgres_admin")
+        url = create_postgres(admin)
     process = start_server(url, log_dir=folder,
                            env={"PERFCI_MIN_BASELINE_RUNS": "3",
                                 "PERFCI_METRICS_TOKEN": METRICS_TOKEN},
@@ -52,7 +52,7 @@ def server(request: pytest.FixtureRequest,
     process.stop()
     assert "Traceback" not in process.output(), process.output()
     if request.param != "sqlite":
-        _drop_postgres(request.getfixturevalue("_postgres_admin"), url)
+        drop_postgres(request.getfixturevalue("postgres_admin"), url)
 
 
 @pytest.fixture(scope="module")
@@ -542,8 +542,8 @@ def test_three_replicas_racing_the_same_runs_store_each_once_and_survive_a_kill(
     replicas at once is stored once, and killing a replica mid-upload loses nothing."""
     from concurrent.futures import ThreadPoolExecutor
 
-    admin = request.getfixturevalue("_postgres_admin")
-    url = _create_postgres(admin)
+    admin = request.getfixturevalue("postgres_admin")
+    url = create_postgres(admin)
     replicas = [start_server(url, log_dir=tmp_path) for _ in range(3)]
     engine = db.make_engine(url)
     try:
@@ -580,4 +580,4 @@ def test_three_replicas_racing_the_same_runs_store_each_once_and_survive_a_kill(
             replica.stop()
         for replica in replicas[1:]:
             assert "Traceback" not in replica.output(), replica.output()
-        _drop_postgres(admin, url)
+        drop_postgres(admin, url)

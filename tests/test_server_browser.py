@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from db_fixtures import _create_sqlite
+from db_fixtures import create_sqlite
 from server_process import ServerProcess, start_server
 from test_server_api import make_token, seed_history
 
@@ -31,7 +31,7 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerPro
             pytest.fail(f"Chromium is required in CI but {CHROMIUM} is absent")
         pytest.skip(f"Chromium is absent ({CHROMIUM}); apt-get install chromium")
     folder = tmp_path_factory.mktemp("browser")
-    url = _create_sqlite(folder)
+    url = create_sqlite(folder)
     server = start_server(url, log_dir=folder, env={"PERFCI_MIN_BASELINE_RUNS": "3"})
     engine = db.make_engine(url)
     token = make_token(engine, PROJECT, "upload,read")

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 import schemathesis
-from db_fixtures import DIALECTS, _create_postgres, _create_sqlite, _drop_postgres
+from db_fixtures import DIALECTS, create_postgres, create_sqlite, drop_postgres
 from hypothesis import HealthCheck, given, settings
 from schemathesis import checks
 from server_process import ServerProcess, start_server
@@ -31,8 +31,8 @@ def fuzz_server(request: pytest.FixtureRequest,
                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, str]]:
     folder = tmp_path_factory.mktemp("fuzz")
     postgres = request.param != "sqlite"
-    url = _create_postgres(request.getfixturevalue("_postgres_admin")) if postgres else (
-        _create_sqlite(folder))
+    url = create_postgres(request.getfixturevalue("postgres_admin")) if postgres else (
+        create_sqlite(folder))
     engine = db.make_engine(url)
     with db.make_sessionmaker(engine)() as session:
         token, _ = create_token(session, project=PROJECT, scopes="admin")
@@ -48,7 +48,7 @@ def fuzz_server(request: pytest.FixtureRequest,
     server.stop()
     output = server.output()
     if postgres:
-        _drop_postgres(request.getfixturevalue("_postgres_admin"), url)
+        drop_postgres(request.getfixturevalue("postgres_admin"), url)
     assert "Traceback" not in output, output
 
 
