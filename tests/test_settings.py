@@ -153,3 +153,18 @@ def test_a_command_run_with_a_typo_in_the_file_exits_2_and_writes_nothing(
     error = capsys.readouterr().err
     assert "unknown setting 'baseline-run'" in error and "did you mean 'baseline-runs'?" in error
     assert not (tmp_path / ".perfci").exists()  # the embedded store was not created
+
+
+def test_the_service_limits_and_serve_help_read_the_settings_defaults(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("fastapi", reason="the server extra is not installed")
+    from perfci.cli.main import main
+    from perfci.server.deps import Limits
+
+    limits, settings = Limits(), Settings()
+    for name in ("max_body_bytes", "max_metrics", "max_samples", "max_inflated_bytes",
+                 "max_inflation_ratio"):
+        assert getattr(limits, name) == getattr(settings, name), name
+    assert main(["serve", "--help"]) == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "(default 64 MiB)" in help_text and "(default 200,000)" in help_text

@@ -7,6 +7,7 @@ import os
 import typer
 
 from perfci.cli import _options as opts
+from perfci.settings import MAX_BODY_BYTES, MAX_METRICS
 
 
 def serve_command(
@@ -17,10 +18,10 @@ def serve_command(
     database_url: opts.DatabaseUrl = None,
     max_body_bytes: int | None = typer.Option(None, "--max-body-bytes", min=1,
                                               help="Largest request body accepted "
-                                                   "(default 64 MiB)."),
+                                                   f"(default {MAX_BODY_BYTES >> 20} MiB)."),
     max_metrics: int | None = typer.Option(None, "--max-metrics", min=1,
                                            help="Most metrics per uploaded run "
-                                                "(default 200,000)."),
+                                                f"(default {MAX_METRICS:,})."),
     log_level: str = typer.Option("info", "--log-level", help="uvicorn log level."),
     header_timeout: float | None = typer.Option(
         None, "--header-timeout", min=0.1, help="Seconds a client may take to send a "

@@ -18,7 +18,14 @@ from sqlalchemy.orm import Session
 
 from perfci.errors import AuthError
 from perfci.server.metrics import Registry
-from perfci.settings import Settings
+from perfci.settings import (
+    MAX_BODY_BYTES,
+    MAX_INFLATED_BYTES,
+    MAX_INFLATION_RATIO,
+    MAX_METRICS,
+    MAX_SAMPLES,
+    Settings,
+)
 from perfci.usecases.tokens import TokenInfo, authenticate
 
 T = TypeVar("T")
@@ -30,14 +37,14 @@ _MAX_TOKEN_CHARS = 200
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """What one upload may hold; see ``perfci serve --help``."""
+    """What one upload may hold; see ``perfci serve --help``. The defaults are the settings'."""
 
-    max_body_bytes: int = 64 * 1024 * 1024
-    max_metrics: int = 200_000
+    max_body_bytes: int = MAX_BODY_BYTES
+    max_metrics: int = MAX_METRICS
     max_files: int = 1000
-    max_samples: int = 2_000_000
-    max_inflated_bytes: int = 64 * 1024 * 1024
-    max_inflation_ratio: int = 200
+    max_samples: int = MAX_SAMPLES
+    max_inflated_bytes: int = MAX_INFLATED_BYTES
+    max_inflation_ratio: int = MAX_INFLATION_RATIO
 
 
 def get_session(request: Request) -> Iterator[Session]:
