@@ -52,6 +52,7 @@ class Issue:
     url: str
     created: bool = False
 
+
 class GitHubClient(GitHubApi):
     """A small GitHub REST client for what perfci writes: the PR comment, statuses, issues.
 
