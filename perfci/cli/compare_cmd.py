@@ -12,14 +12,12 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from perfci.cli import _options as opts
 from perfci.cli._options import output_formats
 from perfci.errors import ConfigError
 
 if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
-
     from perfci.model import RunComparison
-    from perfci.settings import Settings
 
 
 def compare_command(
@@ -33,8 +31,7 @@ def compare_command(
     output: str | None = typer.Option(None, "--format", "-f",
                                       help="text, json or md (or markdown): the same as "
                                            "--json / --markdown.", show_default=False),
-    database_url: str | None = typer.Option(
-        None, "--database-url", help="Database URL (default: settings, else .perfci/perfci.db)."),
+    database_url: opts.DatabaseUrl = None,
     fresh: bool = typer.Option(False, "--fresh",
                                help="Compare against the history as it is now (and store it)."),
 ) -> int:
@@ -46,39 +43,11 @@ def compare_command(
         as_json, as_markdown = chosen == "json", chosen == "md"
     if as_json and as_markdown:
         raise ConfigError("choose one of --json and --markdown")
-    from perfci.settings import get_settings
-    from perfci.store.db import open_store
-    from perfci.usecases.check import exit_code
+    from perfci.usecases.stored import run_comparison
 
-    settings = get_settings({"database_url": database_url})
-    store = open_store(settings)
-    try:
-        with store.sessions() as session:
-            result = _comparison(session, run, settings=settings, baseline_branch=baseline_branch,
-                                 fresh=fresh)
-    finally:
-        store.close()
-    _show(result, as_json=as_json, as_markdown=as_markdown)
-    return exit_code(result, fail_on_regression=settings.fail_on_regression)
-
-
-def _comparison(session: Session, run_id: int, *, settings: Settings,
-                baseline_branch: str | None, fresh: bool) -> RunComparison:
-    """The stored comparison when it answers the question asked, else a new one."""
-    from perfci.store.queries import get_run
-    from perfci.usecases.submit import compare_run_now, latest_comparison
-
-    get_run(session, run_id)  # an unknown id is a NotFoundError, not an empty comparison
-    stored = None if fresh else latest_comparison(session, run_id)
-    if stored is not None and _same_baseline(stored, baseline_branch):
-        return stored
-    return compare_run_now(session, run_id, settings=settings, baseline_branch=baseline_branch)
-
-
-def _same_baseline(stored: RunComparison, baseline_branch: str | None) -> bool:
-    if baseline_branch is None:
-        return True
-    return stored.baseline is not None and stored.baseline.branch == baseline_branch
+    answer = run_comparison(database_url, run, baseline_branch=baseline_branch, fresh=fresh)
+    _show(answer.comparison, as_json=as_json, as_markdown=as_markdown)
+    return answer.exit_code
 
 
 def _show(result: RunComparison, *, as_json: bool, as_markdown: bool) -> None:

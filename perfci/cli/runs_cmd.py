@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import getpass
 import json
+from typing import TYPE_CHECKING
 
 import typer
 
+from perfci.cli import _options as opts
 from perfci.cli._console import err_console
+
+if TYPE_CHECKING:
+    from perfci.model import RunInfo
 
 runs_app = typer.Typer(help="List stored runs and delete one (a bad upload).",
                        no_args_is_help=True)
-
-_URL_HELP = "Database URL (default: PERFCI_DATABASE_URL, the config file, else SQLite)."
-
 
 @runs_app.command("list")
 def list_command(
@@ -22,23 +24,13 @@ def list_command(
                                                                "else the repository name)."),
     limit: int = typer.Option(20, "--limit", min=1, help="Newest runs shown."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-    database_url: str | None = typer.Option(None, "--database-url", help=_URL_HELP),
+    database_url: opts.DatabaseUrl = None,
 ) -> None:
     """The newest runs of a benchmark: id, time, branch, commit, CI run."""
-    from perfci.context import detect_run_context
     from perfci.report.escape import visible
-    from perfci.settings import get_settings
-    from perfci.store.db import open_store
-    from perfci.usecases import browse
+    from perfci.usecases.stored import newest_runs
 
-    settings = get_settings({"database_url": database_url, "project": project})
-    name = settings.project or detect_run_context(None).project
-    store = open_store(settings)
-    try:
-        with store.sessions() as session:
-            runs = browse.benchmark_runs(session, name, benchmark, limit=limit)
-    finally:
-        store.close()
+    runs = newest_runs(database_url, project, benchmark, limit=limit)
     if as_json:
         typer.echo(json.dumps([{"id": r.id, "created_at": r.created_at.isoformat(),
                                 "branch": r.branch, "commit": r.commit,
@@ -56,27 +48,26 @@ def list_command(
 def delete_command(
     run_id: int = typer.Argument(..., help="Run id (from `perfci runs list`)."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
-    database_url: str | None = typer.Option(None, "--database-url", help=_URL_HELP),
+    database_url: opts.DatabaseUrl = None,
 ) -> None:
     """Delete a run with its samples, profiles and comparisons; recorded in the audit log."""
     from perfci.errors import ConfigError
     from perfci.report.escape import visible
-    from perfci.settings import get_settings
-    from perfci.store.db import open_store
-    from perfci.store.queries import get_run
-    from perfci.usecases.runs import delete_run
+    from perfci.usecases.stored import delete_stored_run
 
-    store = open_store(get_settings({"database_url": database_url}))
-    try:
-        with store.sessions() as session:
-            run = get_run(session, run_id)  # NotFoundError before any question
-            what = (f"run {run.id} of {visible(run.project)}/{visible(run.benchmark)} "
-                    f"(commit {(run.commit or '—')[:12]}, branch {visible(run.branch or '—')})")
-            if not yes and not typer.confirm(f"delete {what}?", default=False, err=True):
-                raise ConfigError(f"{what} not deleted (pass --yes to skip the question)")
-            deleted = delete_run(session, run_id=run_id, actor=f"cli:{_user()}")
-    finally:
-        store.close()
+    def described(run: RunInfo) -> str:
+        return (f"run {run.id} of {visible(run.project)}/{visible(run.benchmark)} "
+                f"(commit {(run.commit or '—')[:12]}, branch {visible(run.branch or '—')})")
+
+    def confirm(run: RunInfo) -> bool:
+        # Asked once the run is found (an unknown id fails before any question).
+        if not yes and not typer.confirm(f"delete {described(run)}?", default=False, err=True):
+            raise ConfigError(f"{described(run)} not deleted (pass --yes to skip the question)")
+        return True
+
+    run, deleted = delete_stored_run(database_url, run_id, actor=f"cli:{_user()}",
+                                     confirm=confirm)
+    what = described(run)
     err_console.print(f"deleted {what}: {deleted.samples} samples, {deleted.profiles} "
                       f"profiles, {deleted.comparisons} comparisons, {deleted.alerts} alerts",
                       markup=False, highlight=False, soft_wrap=True)
