@@ -34,8 +34,11 @@ def print_comparison(result: RunComparison, console: Console, *, max_rows: int =
     console.print(_headline(result))
     step = fmt.primary_step(result)
     if step is not None and step.change is not None:
+        beyond = ("" if step.adjusted_change is None else
+                  f"; {fmt.pct(step.adjusted_change)} beyond the run factor, interval "
+                  f"{fmt.interval(step.adjusted_ci_low, step.adjusted_ci_high)}")
         console.print(f"Step time {fmt.pct(step.change)} "
-                      f"(95 % interval {fmt.interval(step.ci_low, step.ci_high)}): "
+                      f"(95 % interval {fmt.interval(step.ci_low, step.ci_high)}{beyond}): "
                       f"{fmt.duration(step.baseline_median)} → "
                       f"{fmt.duration(step.candidate_median)} per step "
                       f"({escape(_shown(fmt.name_of(step)))})")
