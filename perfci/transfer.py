@@ -59,6 +59,14 @@ class Transfer(BaseModel):
     source: ClassVar[type[Any]]
 
     @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        # A named subclass of fields_of(X) is X's transfer type, for X nested in others.
+        super().__pydantic_init_subclass__(**kwargs)
+        if "source" in vars(cls) or not hasattr(cls, "source"):
+            return
+        _TRANSFER[cls.source] = cls
+
+    @classmethod
     def of(cls, value: Any) -> Self:
         """``value`` (a model object, or a decoded document) as this transfer type."""
         return cls.model_validate(value, from_attributes=True)
@@ -73,6 +81,8 @@ class Transfer(BaseModel):
         return _adapter(self.source).validate_python(self.model_dump(round_trip=True))
 
 
+#: Dataclass → its transfer type, so that nested fields (a comparison's metrics) map too.
+_TRANSFER: dict[type[Any], type[Transfer]] = {}
 _ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}
 
 
@@ -89,10 +99,6 @@ def _null_as_zero(value: Any) -> Any:
 
 #: A float the model requires: written as null when NaN or ±inf, so read back from null as 0.
 _NUMBER = Annotated[float | None, BeforeValidator(_null_as_zero)]
-
-
-#: Dataclass → its transfer type, so that nested fields (a comparison's metrics) map too.
-_TRANSFER: dict[type[Any], type[Transfer]] = {}
 
 
 def fields_of(source: type[Any], *, exclude: frozenset[str] = frozenset(),
@@ -139,36 +145,24 @@ def _default(field: dataclasses.Field[Any]) -> Any:
     return ...
 
 
-def _register(transfer: type[Transfer]) -> None:
-    _TRANSFER[transfer.source] = transfer
-
-
 class SeriesPublic(fields_of(SeriesKey, display_name=(str | None, None))):  # type: ignore[misc]
     """A series' identity; ``display_name`` is how reports name it."""
 
-
-_register(SeriesPublic)
 
 
 class MetricComparisonPublic(fields_of(MetricComparison)):  # type: ignore[misc]
     """One metric of a comparison: its change, interval, q-value and verdict."""
 
 
-_register(MetricComparisonPublic)
-
 
 class ContributionPublic(fields_of(Contribution)):  # type: ignore[misc]
     """How much of the step-time change one metric explains (ns per step, and share)."""
 
 
-_register(ContributionPublic)
-
 
 class BaselinePublic(fields_of(BaselineInfo)):  # type: ignore[misc]
     """The baseline runs a comparison used: branch, count, commits, run ids."""
 
-
-_register(BaselinePublic)
 
 
 class ComparisonPublic(fields_of(  # type: ignore[misc]
