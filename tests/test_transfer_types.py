@@ -266,3 +266,17 @@ def test_the_openapi_schema_has_every_model_field_under_the_old_names() -> None:
         assert set(found[name]["properties"]) == names | extra, name
     metric = found["MetricComparisonPublic"]["properties"]
     assert metric["series"]["anyOf"][0] == {"$ref": "#/components/schemas/SeriesPublic"}
+
+
+def test_the_ingest_keys_series_by_the_series_key_parts() -> None:
+    from perfci.usecases.ingest import prepare_run
+
+    metrics = [Metric(kind=MetricKind.KERNEL, name="k", scope="Layer 0"),
+               Metric(kind=MetricKind.RANGE, name="fwd", device=Device.CPU)]
+    forward = Profile(label="forward", format="t", source="f", metrics=metrics)
+    backward = Profile(label="backward", format="t", source="b", metrics=metrics[:1])
+    prepared = prepare_run([[forward, backward]])
+    expected = [SeriesKey.of(m, p.label).parts for p in (forward, backward) for m in p.metrics]
+    assert list(prepared.cells) == expected
+    assert [series_parts_hash(*parts) for parts in prepared.cells] == [
+        series_key_hash(SeriesKey.from_parts(parts)) for parts in expected]
