@@ -239,6 +239,10 @@ def test_json_report_is_json_with_every_metric_field(regression: RunComparison) 
     assert data["contributions"][0]["series"]["name"] == GEMM.name
     assert data["baseline"]["runs"] == 20 and data["environment"]["cuda"] == "12.4"
     assert data["shared_factor"] is None or data["shared_factor"]["key"]
+    # every field of the model, under its own name, and the step the verdict was about
+    assert set(data) == {f.name for f in dataclasses.fields(RunComparison)} | {
+        "schema_version", "counts"}
+    assert result.primary_step is not None and data["primary_step"] == result.primary_step
 
 
 def test_an_inconclusive_step_suggests_how_many_repeats_would_settle_it(
