@@ -11,7 +11,7 @@ import typer
 from perfci.cli._console import err_console
 
 if TYPE_CHECKING:
-    from perfci.runner import RepeatResult
+    from perfci.usecases.benchmark import RepeatResult
 
 
 def run_with_progress(command: list[str], *, benchmark: str, repeats: int, profiler: str,
@@ -20,7 +20,7 @@ def run_with_progress(command: list[str], *, benchmark: str, repeats: int, profi
     """Run the benchmark with a progress bar on stderr; returns the files of each repeat."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from perfci.runner import run_benchmark
+    from perfci.usecases.benchmark import run_benchmark_repeats
 
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                   TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
@@ -32,10 +32,9 @@ def run_with_progress(command: list[str], *, benchmark: str, repeats: int, profi
             err_console.print(f"  repeat {index}: {repeat.seconds:.1f} s, "
                               f"{len(repeat.files)} file(s)")
 
-        result = run_benchmark(command, benchmark=benchmark, repeats=repeats,
-                               work_dir=work_dir, profiler=profiler, globs=globs,
-                               on_repeat=advance, pass_env=pass_env)
-    return result.files_per_repeat
+        return run_benchmark_repeats(command, benchmark=benchmark, repeats=repeats,
+                                     work_dir=work_dir, profiler=profiler, globs=globs,
+                                     on_repeat=advance, pass_env=pass_env)
 
 
 def default_work_dir(benchmark: str) -> Path:
