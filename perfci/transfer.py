@@ -53,7 +53,8 @@ SCHEMA_VERSION = 1
 class Transfer(BaseModel):
     """A transfer type: built from a model object's attributes, and back to it."""
 
-    model_config = ConfigDict(from_attributes=True)
+    # Validators are built on first use: most commands never convert a comparison.
+    model_config = ConfigDict(from_attributes=True, defer_build=True)
 
     #: The dataclass the fields come from.
     source: ClassVar[type[Any]]
