@@ -11,18 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from perfci.errors import AuthError, NotFoundError
-from perfci.store.schema import Project
-from perfci.usecases.tokens import TokenInfo
+from perfci.usecases.tokens import TokenInfo, is_project_public
 
 
 def is_public(session: Session, project: str) -> bool:
     """Whether ``project`` exists and is readable without a token."""
-    found = session.execute(select(Project.public).where(Project.name == project)).scalar()
-    return bool(found)
+    return is_project_public(session, project)
 
 
 def missing_project(project: str) -> str:

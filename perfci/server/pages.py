@@ -19,7 +19,6 @@ from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup, escape
 
-from perfci.analysis.changepoints import detect_change_points, segment_levels
 from perfci.errors import AuthError
 from perfci.model import Verdict
 from perfci.report import _format as fmt
@@ -175,9 +174,8 @@ def _chart(points: Sequence[StepPoint]) -> tuple[str | None, list[tuple[StepPoin
     if not points:
         return None, []
     values = [p.value_ns for p in points]
-    found = detect_change_points(values)
-    levels = segment_levels(values, found)
-    changes = [(points[c.index], c.change) for c in found]
+    found = browse.step_changes(list(points))
+    levels, changes = found.levels, found.changes
     times = [p.time for p in points]
     if len(set(times)) < len(times):
         # Runs of one commit share its time and would stack in one column: when they were

@@ -26,11 +26,11 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import TypeAdapter, ValidationError
 from starlette.datastructures import UploadFile
 
-from perfci import jsondoc
 from perfci.errors import ConfigError, InputTooLarge, ParseError, PerfciError
 from perfci.model import Profile
 from perfci.server.deps import Limits, run_upload_work
 from perfci.server.schemas import MAX_NAME, ContextIn, DocumentIn, MetricIn, RunCreate, RunMeta
+from perfci.usecases.formats import profiles_from_document
 from perfci.usecases.ingest import parse_repeats
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -176,7 +176,8 @@ def _validate_metrics(metrics: list[Any], where: tuple[Any, ...]) -> list[Metric
 
 
 def documents_to_repeats(documents: list[DocumentIn]) -> list[list[Profile]]:
-    """One repeat per perfci JSON document (read by :func:`perfci.jsondoc.from_document`)."""
+    """One repeat per perfci JSON document (read by
+    :func:`perfci.usecases.formats.profiles_from_document`)."""
     repeats = []
     for index, document in enumerate(documents):
         # Dumped profile by profile and metric by metric: short GIL holds (see decode_run).
@@ -186,7 +187,7 @@ def documents_to_repeats(documents: list[DocumentIn]) -> list[list[Profile]]:
              "metrics": [m.model_dump(mode="json", exclude_none=True)
                          for m in profile.metrics]}
             for profile in document.profiles]
-        repeats.append(jsondoc.from_document(raw, source=f"repeats[{index}]"))
+        repeats.append(profiles_from_document(raw, source=f"repeats[{index}]"))
     return repeats
 
 

@@ -289,3 +289,24 @@ def _step_points(session: Session, series_id: int, *, branch: str | None,
               for r in values if all(math.isfinite(v) and v >= 0 for v in values[r])]
     return sorted(points, key=lambda p: (p.time, p.run_id))
 
+
+
+@dataclass(frozen=True, slots=True)
+class StepChanges:
+    """The change points of a step-time history: each segment's level (one value per point)
+    and, for each change, the first point after it and its relative change."""
+
+    levels: list[float]
+    changes: list[tuple[StepPoint, float]]
+
+
+def step_changes(points: list[StepPoint]) -> StepChanges:
+    """Where the level of ``points`` (oldest first) changes, as the dashboard's chart marks it."""
+    from perfci.analysis.changepoints import detect_change_points, segment_levels
+
+    if not points:
+        return StepChanges(levels=[], changes=[])
+    values = [p.value_ns for p in points]
+    found = detect_change_points(values)
+    return StepChanges(levels=segment_levels(values, found),
+                       changes=[(points[c.index], c.change) for c in found])

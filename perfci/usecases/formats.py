@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from perfci.formats import registry
+from perfci.model import Profile
 
 
 def list_formats() -> list[tuple[str, str]]:
     """``(name, description)`` of every format, in detection order."""
     return [(spec.name, spec.description) for spec in registry.formats().values()]
+
+
+def profiles_from_document(document: Any, *, source: str = "") -> list[Profile]:
+    """The profiles of one perfci JSON document (``perfci parse --json``); ``source`` names it
+    in a ``ParseError``."""
+    from perfci.jsondoc import from_document
+
+    return from_document(document, source=source)

@@ -219,3 +219,11 @@ def _info(row: ApiToken, project: str) -> TokenInfo:
                      scopes=tuple(s for s in row.scopes.split(",") if s),
                      created_at=row.created_at, last_used_at=row.last_used_at,
                      revoked_at=row.revoked_at, expires_at=row.expires_at)
+
+
+def is_project_public(session: Session, project: str) -> bool:
+    """Whether ``project`` exists and is readable without a token (a private or missing one
+    is not)."""
+    from perfci.store.access import project_is_public
+
+    return project_is_public(session, project)
