@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from perfci.cli import _options as opts
 from perfci.cli._console import err_console
 from perfci.cli._options import output_formats
 from perfci.errors import ConfigError
 
 if TYPE_CHECKING:  # the report stack (scipy, matplotlib, jinja2, the store) loads when run
-    from perfci.settings import Settings
     from perfci.usecases.weekly import WeeklyReport
 
 FORMATS = ("html", "md", "json")
@@ -75,43 +75,34 @@ def report_command(
                                                   "the variable."),
     history_weeks: int = typer.Option(8, "--history-weeks", min=1,
                                       help="Weeks of history searched for change points."),
-    database_url: str | None = typer.Option(None, "--database-url",
-                                            help="Database URL (default: settings, else the "
-                                                 "embedded SQLite store)."),
+    database_url: opts.DatabaseUrl = None,
 ) -> None:
     """Write the weekly trend report: change points, the kernels behind them, noise, coverage."""
-    from perfci.report.weekly_markdown import render_slack
-    from perfci.settings import get_settings
-    from perfci.slack import post_slack
-    from perfci.store.db import open_store
-    from perfci.usecases.weekly import build_weekly_report
+    from perfci.usecases.stores import project_or_default
+    from perfci.usecases.weekly_outputs import build_report, post_issue, post_to_slack
 
     formats = output_formats(formats, allowed=FORMATS, option="--format")
     _check_choices(post, TARGETS, "--post")
     start, until = period(since, week)
-    settings = get_settings({"database_url": database_url, "project": project})
-    name = settings.project or _default_project()
+    name = project_or_default(project)
     repository = repo or os.environ.get("GITHUB_REPOSITORY")
     webhook = slack_webhook or os.environ.get("PERFCI_SLACK_WEBHOOK")
     _check_targets(post, repository, webhook)
-    store = open_store(settings)
-    try:
-        with err_console.status(f"Building the report of {name} on {branch}…"), \
-                store.sessions() as session:
-            report = build_weekly_report(session, project=name, since=start, until=until,
-                                         branch=branch, benchmarks=benchmark or None,
-                                         history_weeks=history_weeks)
-    finally:
-        store.close()
+    with err_console.status(f"Building the report of {name} on {branch}…"):
+        report = build_report(database_url, name, since=start, until=until, branch=branch,
+                              benchmarks=benchmark or None, history_weeks=history_weeks)
     err_console.print(f"{len(report.change_points())} change points in "
                       f"{len(report.benchmarks)} benchmark trends, week {report.week}")
     for path in write_report(report, out, formats, repo=repository):
         typer.echo(str(path))
     if "github-issue" in post:
-        _post_issue(report, repository or "", [x.strip() for x in labels.split(",") if x.strip()],
-                    settings)
+        issue = post_issue(report, repository or "",
+                           [x.strip() for x in labels.split(",") if x.strip()],
+                           database_url=database_url, project=project)
+        verb = "created" if issue.created else "updated"
+        err_console.print(f"{verb} issue #{issue.number}: {issue.url}")
     if "slack" in post:
-        post_slack(webhook or "", render_slack(report))
+        post_to_slack(report, webhook or "")
         err_console.print("posted to Slack")
 
 
@@ -143,19 +134,6 @@ def _render(report: WeeklyReport, kind: str, repo: str | None) -> str:
     return json.dumps(report_to_dict(report), indent=1, ensure_ascii=False) + "\n"
 
 
-def _post_issue(report: WeeklyReport, repo: str, labels: list[str],
-                settings: Settings) -> None:
-    from perfci.github import GitHubClient
-    from perfci.report.weekly_markdown import issue_title, render_markdown, weekly_marker
-
-    with GitHubClient.from_settings(settings) as client:
-        issue = client.create_or_update_issue(
-            repo, issue_title(report.project, report.week), render_markdown(report, repo=repo),
-            labels, weekly_marker(report.project, report.week))
-    verb = "created" if issue.created else "updated"
-    err_console.print(f"{verb} issue #{issue.number}: {issue.url}")
-
-
 def _check_choices(values: list[str], allowed: tuple[str, ...], flag: str) -> None:
     for value in values:
         if value not in allowed:
@@ -168,13 +146,6 @@ def _check_targets(post: list[str], repo: str | None, webhook: str | None) -> No
         raise ConfigError("--post github-issue needs --repo OWNER/NAME (or GITHUB_REPOSITORY)")
     if "slack" in post and not webhook:
         raise ConfigError("--post slack needs PERFCI_SLACK_WEBHOOK (or --slack-webhook)")
-
-
-def _default_project() -> str:
-    """The project name ``perfci ingest`` would have used: the repository, else the folder."""
-    from perfci.context import detect_run_context
-
-    return detect_run_context(None).project
 
 
 def _slug(text: str) -> str:
