@@ -22,6 +22,9 @@ from perfci.transfer import ContributionPublic as ContributionPublic
 from perfci.transfer import MetricComparisonPublic as MetricComparisonPublic
 from perfci.transfer import RunPublic as RunPublic
 from perfci.transfer import SeriesPublic as SeriesPublic
+from perfci.transfer import fields_of
+from perfci.usecases.browse import ProjectSummary
+from perfci.usecases.runs import DeletedRun
 
 #: Longest name (kernel, range, label) accepted; real kernel names stay well under it.
 MAX_NAME = 1000
@@ -157,18 +160,8 @@ class RunCreated(BaseModel):
     comparison: ComparisonPublic
 
 
-class RunDeleted(BaseModel):
+class RunDeleted(fields_of(DeletedRun)):  # type: ignore[misc]
     """What ``DELETE /api/v1/runs/{run_id}`` removed (an audit event records it too)."""
-
-    run_id: int
-    project: str
-    benchmark: str
-    commit: str | None = None
-    branch: str | None = None
-    samples: int
-    profiles: int
-    comparisons: int
-    alerts: int
 
 
 class RunsPublic(BaseModel):
@@ -190,12 +183,8 @@ class BenchmarksPublic(BaseModel):
     benchmarks: list[BenchmarkPublic]
 
 
-class ProjectPublic(BaseModel):
-    name: str
-    public: bool
-    benchmarks: int = 0
-    runs: int = 0
-    last_run_at: datetime | None = None
+class ProjectPublic(fields_of(ProjectSummary)):  # type: ignore[misc]
+    """A project, whether it is public, and how many benchmarks and runs it holds."""
 
 
 class ProjectsPublic(BaseModel):
