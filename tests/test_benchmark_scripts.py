@@ -14,8 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from tests.db_fixtures import POSTGRES_ENV
+from db_fixtures import POSTGRES_ENV
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -15,7 +15,6 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
-from sqlalchemy import text
 
 from perfci import __version__
 from perfci.errors import AuthError, NotFoundError
@@ -26,7 +25,7 @@ from perfci.server.metrics import CONTENT_TYPE, BodyLimitMiddleware, MetricsMidd
 from perfci.server.schemas import ErrorPublic, HealthPublic, RunCreate
 from perfci.server.security import SecurityHeadersMiddleware
 from perfci.settings import Settings, get_settings
-from perfci.usecases.db import service_engine
+from perfci.usecases.db import database_answers, service_engine
 
 STATIC = Path(__file__).parent / "static"
 
@@ -73,10 +72,7 @@ def _add_operational_routes(app: FastAPI) -> None:
              responses={503: {"model": ErrorPublic, "description": "Database unreachable"}})
     def healthz(request: Request) -> Response:
         """200 when the database answers ``SELECT 1``, else 503."""
-        try:
-            with request.app.state.engine.connect() as connection:
-                connection.execute(text("SELECT 1"))
-        except Exception:  # noqa: BLE001 - any failure means "not healthy"
+        if not database_answers(request.app.state.engine):
             return JSONResponse(error_body("database_unavailable",
                                            "the database does not answer"), status_code=503)
         return JSONResponse({"status": "ok", "database": request.app.state.engine.dialect.name})

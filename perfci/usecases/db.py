@@ -69,3 +69,14 @@ def service_engine(url: str) -> tuple[Engine, sessionmaker[Session]]:
     """The engine and session factory a service process works with, for ``url``."""
     engine = db.make_engine(url)
     return engine, db.make_sessionmaker(engine)
+
+
+def database_answers(engine: Engine) -> bool:
+    """Whether the database behind ``engine`` answers a trivial query now."""
+    from perfci.store.health import ping
+
+    try:
+        ping(engine)
+    except Exception:  # noqa: BLE001 - any failure means "not healthy"
+        return False
+    return True
