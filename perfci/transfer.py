@@ -128,8 +128,10 @@ def _transfer_type(kind: Any) -> Any:
     args = typing.get_args(kind)
     if not args:
         return kind
-    mapped = tuple(_transfer_type(a) for a in args)
     origin = typing.get_origin(kind)
+    optional = origin in (types.UnionType, typing.Union) and type(None) in args
+    # An optional float keeps its null: only a required one reads null back as 0.
+    mapped = tuple(float if optional and a is float else _transfer_type(a) for a in args)
     if origin in (types.UnionType, typing.Union):
         union = mapped[0]
         for arg in mapped[1:]:
