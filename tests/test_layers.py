@@ -65,3 +65,10 @@ def test_analysis_importing_a_use_case_breaks_the_layers(tmp_path: Path) -> None
     result = _lint_imports(root, "layers")
     assert result.returncode == 1, result.stdout + result.stderr
     assert "perfci.analysis is not allowed to import perfci.usecases" in result.stdout
+
+
+def test_a_parser_reaching_for_the_database_breaks_the_pure_core(tmp_path: Path) -> None:
+    root = _copy_with(tmp_path, "perfci.formats.sneaky", "import sqlalchemy  # noqa\n")
+    result = _lint_imports(root, "pure-core")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "perfci.formats is not allowed to import sqlalchemy" in result.stdout
