@@ -1,14 +1,71 @@
-"""Who may read a project: the one query the service's access checks need."""
+"""Projects and their API tokens: the queries of access control (who may read, upload, admin).
+
+Rows in, rows out; the use cases (:mod:`perfci.usecases.tokens`) decide and commit.
+"""
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from datetime import UTC, datetime
+
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from perfci.store.schema import Project
+from perfci.errors import NotFoundError
+from perfci.store.schema import ApiToken, Project
 
 
 def project_is_public(session: Session, project: str) -> bool:
     """Whether ``project`` exists and is readable without a token."""
     found = session.execute(select(Project.public).where(Project.name == project)).scalar()
     return bool(found)
+
+
+def project_id(session: Session, project: str, *, create: bool) -> int:
+    """The id of ``project``; a new (flushed, uncommitted) project when ``create``.
+
+    Raises
+    ------
+    NotFoundError
+        For an unknown project when not ``create``.
+    """
+    found = session.execute(select(Project.id).where(Project.name == project)).scalar()
+    if found is not None:
+        return int(found)
+    if not create:
+        raise NotFoundError(f"no project named {project!r}")
+    row = Project(name=project, created_at=datetime.now(UTC))
+    session.add(row)
+    session.flush()
+    return row.id
+
+
+def set_project_public(session: Session, project_id: int, public: bool) -> None:
+    """Mark project ``project_id`` public or private (uncommitted)."""
+    session.execute(update(Project).where(Project.id == project_id).values(public=public))
+
+
+def project_tokens(session: Session, project_id: int) -> list[ApiToken]:
+    """The tokens of project ``project_id``, oldest first, revoked ones included."""
+    return list(session.execute(select(ApiToken).where(ApiToken.project_id == project_id)
+                                .order_by(ApiToken.id)).scalars())
+
+
+def token_by_id(session: Session, token_id: int) -> tuple[ApiToken, str] | None:
+    """Token ``token_id`` with its project's name, or ``None``."""
+    found = session.execute(select(ApiToken, Project.name)
+                            .join(Project, Project.id == ApiToken.project_id)
+                            .where(ApiToken.id == token_id)).first()
+    return None if found is None else (found[0], found[1])
+
+
+def token_by_hash(session: Session, token_hash: str) -> tuple[ApiToken, str] | None:
+    """The token whose hash is ``token_hash`` (an index lookup) with its project's name."""
+    found = session.execute(select(ApiToken, Project.name)
+                            .join(Project, Project.id == ApiToken.project_id)
+                            .where(ApiToken.token_hash == token_hash)).first()
+    return None if found is None else (found[0], found[1])
+
+
+def mark_token_used(session: Session, token_id: int, when: datetime) -> None:
+    """Record that token ``token_id`` was used at ``when`` (uncommitted)."""
+    session.execute(update(ApiToken).where(ApiToken.id == token_id).values(last_used_at=when))

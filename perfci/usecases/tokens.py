@@ -19,11 +19,11 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from perfci.errors import AuthError, ConfigError, NotFoundError
-from perfci.store.schema import ApiToken, Project
+from perfci.store import access
+from perfci.store.schema import ApiToken
 
 __all__ = [
     "SCOPES",
@@ -130,7 +130,7 @@ def create_token(session: Session, *, project: str, scopes: str | list[str] | tu
     if not project.strip() or len(project) > 200:
         raise ConfigError("a project name must have 1 to 200 characters")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    project_id = _project_id(session, project, create=True)
+    project_id = access.project_id(session, project, create=True)
     row = ApiToken(project_id=project_id, name=(name or "token")[:200],
                    prefix=token[:_PREFIX_CHARS], token_hash=hash_token(token),
                    scopes=",".join(wanted), created_at=datetime.now(UTC),
@@ -142,17 +142,13 @@ def create_token(session: Session, *, project: str, scopes: str | list[str] | tu
 
 def list_tokens(session: Session, *, project: str) -> list[TokenInfo]:
     """The tokens of ``project``, oldest first, revoked ones included."""
-    project_id = _project_id(session, project, create=False)
-    rows = session.execute(select(ApiToken).where(ApiToken.project_id == project_id)
-                           .order_by(ApiToken.id)).scalars()
-    return [_info(row, project) for row in rows]
+    project_id = access.project_id(session, project, create=False)
+    return [_info(row, project) for row in access.project_tokens(session, project_id)]
 
 
 def revoke_token(session: Session, token_id: int) -> TokenInfo:
     """Revoke token ``token_id`` (idempotent: revoking twice keeps the first time)."""
-    found = session.execute(select(ApiToken, Project.name)
-                            .join(Project, Project.id == ApiToken.project_id)
-                            .where(ApiToken.id == token_id)).first()
+    found = access.token_by_id(session, token_id)
     if found is None:
         raise NotFoundError(f"no token with id {token_id}")
     row, project = found
@@ -168,9 +164,7 @@ def authenticate(session: Session, token: str) -> TokenInfo:
     Records when it was last used (at most once per :data:`LAST_USED_RESOLUTION`).
     """
     presented = hash_token(token)
-    found = session.execute(select(ApiToken, Project.name)
-                            .join(Project, Project.id == ApiToken.project_id)
-                            .where(ApiToken.token_hash == presented)).first()
+    found = access.token_by_hash(session, presented)
     # The index lookup finds the row; the constant-time compare is what decides.
     if found is None or not hmac.compare_digest(found[0].token_hash, presented):
         raise AuthError("invalid API token", status=401)
@@ -186,8 +180,8 @@ def authenticate(session: Session, token: str) -> TokenInfo:
 
 def set_project_public(session: Session, *, project: str, public: bool) -> bool:
     """Make ``project``'s runs and dashboard readable without a token (or not again)."""
-    project_id = _project_id(session, project, create=False)
-    session.execute(update(Project).where(Project.id == project_id).values(public=public))
+    project_id = access.project_id(session, project, create=False)
+    access.set_project_public(session, project_id, public)
     session.commit()
     return public
 
@@ -196,22 +190,9 @@ def _touch(session: Session, row: ApiToken) -> None:
     now = datetime.now(UTC)
     if row.last_used_at is not None and now - row.last_used_at < LAST_USED_RESOLUTION:
         return
-    session.execute(update(ApiToken).where(ApiToken.id == row.id).values(last_used_at=now))
+    access.mark_token_used(session, row.id, now)
     session.commit()
     row.last_used_at = now
-
-
-def _project_id(session: Session, project: str, *, create: bool) -> int:
-    query = select(Project.id).where(Project.name == project)
-    found = session.execute(query).scalar()
-    if found is not None:
-        return int(found)
-    if not create:
-        raise NotFoundError(f"no project named {project!r}")
-    row = Project(name=project, created_at=datetime.now(UTC))
-    session.add(row)
-    session.flush()
-    return row.id
 
 
 def _info(row: ApiToken, project: str) -> TokenInfo:
@@ -224,6 +205,4 @@ def _info(row: ApiToken, project: str) -> TokenInfo:
 def is_project_public(session: Session, project: str) -> bool:
     """Whether ``project`` exists and is readable without a token (a private or missing one
     is not)."""
-    from perfci.store.access import project_is_public
-
-    return project_is_public(session, project)
+    return access.project_is_public(session, project)
