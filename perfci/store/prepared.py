@@ -12,12 +12,8 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from perfci.analysis.values import per_step_ns
-from perfci.model import Metric, Profile
+from perfci.model import Metric, Profile, SeriesParts
 from perfci.store._bulk import SampleRow
-
-# kind, device, scope, section, name: a series' identity as plain strings (cheap to hash)
-SeriesParts = tuple[str, str, str, str, str]
-SERIES_FIELDS = ("kind", "device", "scope", "section", "name")
 
 
 class Values(NamedTuple):

@@ -19,10 +19,10 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from perfci.errors import RunConflict, StorageError
-from perfci.model import RunContext
+from perfci.model import SERIES_FIELDS, RunContext, SeriesParts
 from perfci.store import _bulk
 from perfci.store.db import error_reason
-from perfci.store.prepared import SERIES_FIELDS, PreparedRun, SeriesParts, Values, cell_values
+from perfci.store.prepared import PreparedRun, Values, cell_values
 from perfci.store.prepared import sample_rows as _sample_rows
 from perfci.store.run_resolve import resolve_generic, resolve_postgres
 from perfci.store.run_resolve import table_of as _table

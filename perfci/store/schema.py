@@ -250,7 +250,7 @@ SAMPLE_COLUMNS: tuple[str, ...] = tuple(c.name for c in Sample.__table__.columns
 
 def series_key_hash(key: SeriesKey) -> str:
     """``series.key_hash``: 32 hex digits naming a series within its benchmark."""
-    return series_parts_hash(key.kind.value, key.device.value, key.scope, key.section, key.name)
+    return series_parts_hash(*key.parts)
 
 
 def series_parts_hash(kind: str, device: str, scope: str, section: str, name: str) -> str:

@@ -23,8 +23,8 @@ from sqlalchemy.orm import Session
 from perfci.analysis.values import per_step_ns
 from perfci.errors import ConfigError, InvalidValue, ParseError, UnknownFormatError
 from perfci.formats.registry import parse_file
-from perfci.model import MetricKind, Profile, RunContext
-from perfci.store.prepared import Cell, PreparedRun, SeriesParts, Values, cell_values
+from perfci.model import MetricKind, Profile, RunContext, SeriesParts
+from perfci.store.prepared import Cell, PreparedRun, Values, cell_values
 from perfci.store.runs import IngestResult, storage_error, stored_run, write_run
 from perfci.usecases.repeats import check_repeats_match
 
