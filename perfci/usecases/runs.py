@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import delete, func, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from perfci.errors import NotFoundError, StorageError
 from perfci.store.db import error_reason
 from perfci.store.queries import get_run
-from perfci.store.schema import Alert, AuditEvent, Comparison, ProfileRow, Run, Sample
+from perfci.store.run_delete import add_audit_event, delete_run_rows
 
 __all__ = ["DELETE_ACTION", "DeletedRun", "delete_run"]
 
@@ -67,15 +66,11 @@ def delete_run(session: Session, *, run_id: int, actor: str,
         run = get_run(session, run_id)
         if project is not None and run.project != project:
             raise NotFoundError(f"no run with id {run_id}")
-        counts = {name: _delete(session, model, run_id) for name, model in (
-            ("samples", Sample), ("profiles", ProfileRow), ("comparisons", Comparison),
-            ("alerts", Alert))}
-        session.execute(delete(Run).where(Run.id == run_id))
+        counts = delete_run_rows(session, run_id)
         deleted = DeletedRun(run_id=run_id, project=run.project, benchmark=run.benchmark,
                              commit=run.commit, branch=run.branch, **counts)
-        session.add(AuditEvent(actor=actor[:200], action=DELETE_ACTION,
-                               project=run.project[:200],
-                               target=f"run {run_id}", detail=_detail(deleted)))
+        add_audit_event(session, actor=actor, action=DELETE_ACTION, project=run.project,
+                        target=f"run {run_id}", detail=_detail(deleted))
         session.commit()
     except DBAPIError as exc:
         session.rollback()
@@ -84,16 +79,6 @@ def delete_run(session: Session, *, run_id: int, actor: str,
         session.rollback()
         raise
     return deleted
-
-
-def _delete(session: Session, model: type[Sample | ProfileRow | Comparison | Alert],
-            run_id: int) -> int:
-    """Delete ``model``'s rows of the run; returns how many there were."""
-    column = model.__table__.c.run_id
-    count = session.execute(select(func.count()).where(column == run_id)).scalar_one()
-    if count:
-        session.execute(delete(model.__table__).where(column == run_id))  # type: ignore[arg-type]
-    return int(count)
 
 
 def _detail(deleted: DeletedRun) -> dict[str, object]:
