@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from perfci import gpu_state
-from perfci.errors import ConfigError, PerfciError
+from perfci.errors import BenchmarkFailed, ConfigError
 
 PROFILERS = ("torch", "nsys", "none")
 DEFAULT_GLOBS: dict[str, tuple[str, ...]] = {
@@ -43,17 +43,6 @@ WITHHELD_CI_VARIABLES = (
     "ACTIONS_ID_TOKEN_REQUEST_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_URL", "ACTIONS_CACHE_URL",
     "ACTIONS_RESULTS_URL",
 )
-
-
-class BenchmarkFailed(PerfciError):
-    """A repeat of the benchmark command exited non-zero."""
-
-    def __init__(self, message: str, *, returncode: int, tail: str) -> None:
-        self.returncode = returncode
-        self.tail = tail
-        super().__init__(message)
-        # The CLI exits with the benchmark's own code so CI logs show the real failure.
-        self.exit_code = returncode if 0 < returncode < 256 else 2
 
 
 @dataclass(slots=True)

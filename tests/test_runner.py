@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from perfci.cli.main import main
-from perfci.errors import ConfigError
-from perfci.runner import BenchmarkFailed, benchmark_environment, run_benchmark
+from perfci.errors import BenchmarkFailed, ConfigError
+from perfci.runner import benchmark_environment, run_benchmark
 
 WRITER = (
     "import os, pathlib, json\n"

@@ -54,7 +54,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
-from perfci.analysis.stats import SampleError
+from perfci.analysis.stats import validate_sample
 
 __all__ = ["ChangePoint", "ChangePointOptions", "detect_change_points", "segment_levels"]
 
@@ -198,19 +198,7 @@ def segment_levels(values: Sequence[float], change_points: Sequence[ChangePoint 
 
 
 def _validate(values: Sequence[float]) -> FloatArray:
-    try:
-        array = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise SampleError(f"change-point series values are not numbers: {exc}") from exc
-    if array.ndim != 1:
-        raise SampleError(f"change-point series must be a flat list of numbers, "
-                          f"got shape {array.shape}")
-    bad = ~np.isfinite(array)
-    if bad.any():
-        index = int(np.flatnonzero(bad)[0])
-        raise SampleError(f"change-point series value #{index} is {array[index]!r}: expected a "
-                          "finite number (drop missing runs before the analysis)")
-    return array
+    return validate_sample("values", values, role="change-point series", negative_ok=True)
 
 
 def _noise_scale(x: FloatArray) -> float:

@@ -19,7 +19,8 @@ from perfci.analysis.stats import FloatArray, SampleError, ShiftTest
 from perfci.errors import ConfigError
 from perfci.model import MetricComparison, Verdict
 
-__all__ = ["CompareOptions", "CoreResult", "SampleError", "compare_core", "decide", "shift_test"]
+__all__ = ["CompareOptions", "CoreResult", "SampleError", "compare_core", "decide", "decide_on",
+           "shift_test"]
 
 Method = Literal["student-mw", "student", "welch", "mannwhitney"]
 _TESTS: dict[str, Callable[..., ShiftTest]] = {
@@ -138,10 +139,24 @@ def decide(change: FloatArray, ci_low: FloatArray, ci_high: FloatArray, q_value:
     A change must be both significant (q ≤ alpha) and worse than δ to be a regression; an
     interval inside ±δ is unchanged even when significant (a real but negligible change).
     """
+    return decide_on(change, change, ci_low, ci_high, q_value, higher_is_better, options)
+
+
+def decide_on(change: FloatArray, tested: FloatArray, low: FloatArray, high: FloatArray,
+              q_value: FloatArray, higher_is_better: np.ndarray,
+              options: CompareOptions) -> np.ndarray:
+    """:func:`decide` when the verdict is tested on another basis than the printed change.
+
+    *regression*: q ≤ alpha, the ``tested`` change (with its interval ``low``…``high``) is
+    worse than δ, and the printed ``change`` points the same way, so a metric whose own
+    numbers went up is never an improvement; *improvement* likewise; *unchanged*: the
+    interval lies inside ±δ; anything else *inconclusive*.
+    """
     sign = np.where(higher_is_better, -1.0, 1.0)
-    worse, better = sign * change > options.delta, sign * change < -options.delta
     significant = q_value <= options.alpha
-    inside = (ci_low >= -options.delta) & (ci_high <= options.delta)
+    worse = (sign * tested > options.delta) & (sign * change > 0)
+    better = (sign * tested < -options.delta) & (sign * change < 0)
+    inside = (low >= -options.delta) & (high <= options.delta)
     verdict = np.full(np.shape(change), Verdict.INCONCLUSIVE.value, dtype=object)
     verdict[inside] = Verdict.UNCHANGED.value
     verdict[significant & better] = Verdict.IMPROVEMENT.value

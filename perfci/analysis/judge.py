@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from perfci.analysis import attribution, stats
-from perfci.analysis.engine import CompareOptions
+from perfci.analysis.engine import CompareOptions, decide_on
 from perfci.analysis.steps import primary_step
 from perfci.model import MetricComparison, MetricKind, RunComparison, SeriesKey, Verdict
 
@@ -246,7 +246,7 @@ def _judge(estimates: Sequence[MetricEstimate], classes: list[str],
                           np.array([e.dof for e in rows]), options.confidence)
     adj_low, adj_high = _interval(test_log, test_se, test_dof, options.confidence)
     higher = np.array([options.is_higher_better(e.series.key) for e in rows], dtype=bool)
-    verdicts = decide(np.expm1(plain), np.expm1(test_log), np.expm1(adj_low),
+    verdicts = decide_on(np.expm1(plain), np.expm1(test_log), np.expm1(adj_low),
                       np.expm1(adj_high), q, higher, options)
     lines = []
     for i, e in enumerate(rows):
@@ -282,27 +282,6 @@ def _interval(estimate: np.ndarray, se: np.ndarray, dof: np.ndarray,
     half = stats.t_ppf(0.5 + confidence / 2, np.maximum(dof, 1e-9)) * se
     half = np.where(se == 0, 0.0, half)
     return estimate - half, estimate + half
-
-
-def decide(change: np.ndarray, tested: np.ndarray, low: np.ndarray, high: np.ndarray,
-           q_value: np.ndarray, higher_is_better: np.ndarray,
-           options: CompareOptions) -> np.ndarray:
-    """Verdict strings (vectorised) from the tested change, its interval and q-value.
-
-    *regression*: q ≤ alpha, the tested change is worse than δ, and the plain change a reader
-    sees points the same way; *improvement* likewise; *unchanged*: the interval lies inside
-    ±δ; anything else *inconclusive*.
-    """
-    sign = np.where(higher_is_better, -1.0, 1.0)
-    significant = q_value <= options.alpha
-    worse = (sign * tested > options.delta) & (sign * change > 0)
-    better = (sign * tested < -options.delta) & (sign * change < 0)
-    inside = (low >= -options.delta) & (high <= options.delta)
-    verdict = np.full(np.shape(change), Verdict.INCONCLUSIVE.value, dtype=object)
-    verdict[inside] = Verdict.UNCHANGED.value
-    verdict[significant & better] = Verdict.IMPROVEMENT.value
-    verdict[significant & worse] = Verdict.REGRESSION.value
-    return verdict
 
 
 # --- shares, gating, attribution --------------------------------------------------------------

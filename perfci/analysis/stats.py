@@ -54,10 +54,12 @@ class ShiftTest:
     sd: FloatArray
 
 
-def validate_sample(key: str, values: Sequence[float], *, role: str) -> FloatArray:
+def validate_sample(key: str, values: Sequence[float], *, role: str,
+                    negative_ok: bool = False) -> FloatArray:
     """The values as a float array, or a :class:`SampleError` naming the metric and value.
 
-    Times must be finite and non-negative; a clear error beats a NaN verdict.
+    Times must be finite and non-negative (``negative_ok``: finite only, for series that are
+    not times); a clear error beats a NaN verdict.
     """
     try:
         array = np.asarray(values, dtype=np.float64)
@@ -66,11 +68,13 @@ def validate_sample(key: str, values: Sequence[float], *, role: str) -> FloatArr
     if array.ndim != 1:
         raise SampleError(f"{role} values of {key!r} must be a flat list of numbers, "
                           f"got shape {array.shape}")
-    bad = ~np.isfinite(array) | (array < 0)
+    bad = ~np.isfinite(array) if negative_ok else ~np.isfinite(array) | (array < 0)
     if bad.any():
         index = int(np.flatnonzero(bad)[0])
+        expected = ("finite number" if negative_ok
+                    else "finite, non-negative number (a time in ns or a count)")
         raise SampleError(f"{role} value #{index} of {key!r} is {array[index]!r}: expected a "
-                          "finite, non-negative number (a time in ns or a count)")
+                          f"{expected}")
     return array
 
 

@@ -56,7 +56,7 @@ names: well-known ids are named, others read ``cudaRuntimeApi#<cbid>``), NVTX ra
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -161,17 +161,30 @@ def _connect(path: Path) -> Iterator[sqlite3.Connection]:
 
 def _read_nsys(conn: sqlite3.Connection, schema: Schema) -> Profile:
     """An nsys export: every event source, numbered NVTX ranges as steps, the metadata."""
-    warnings: list[str] = []
-    metrics: list[Metric] = []
-    for source, finish in nsys_sources(conn, schema):
-        metrics += finish(aggregate_metrics(conn, source, warnings))
+    metrics, warnings = _gather(conn, nsys_sources(conn, schema))
     steps: list[Metric] = []
     if schema.has(NVTX):
         steps = collect_steps(nvtx_step_ranges(conn, schema), device=Device.CPU)
+    return _profile("nsys", steps, metrics, _nsys_metadata(conn, schema), warnings,
+                    ranges_are_steps=schema.has(NVTX))
+
+
+def _gather(conn: sqlite3.Connection, sources: Iterable[Any]) -> tuple[list[Metric], list[str]]:
+    """Every source's metrics, aggregated in SQL, and the warnings met on the way."""
+    warnings: list[str] = []
+    metrics: list[Metric] = []
+    for source, finish in sources:
+        metrics += finish(aggregate_metrics(conn, source, warnings))
+    return metrics, warnings
+
+
+def _profile(label: str, steps: list[Metric], metrics: list[Metric], metadata: dict[str, Any],
+             warnings: list[str], *, ranges_are_steps: bool) -> Profile:
+    """The profile; with ``ranges_are_steps``, numbered ranges are steps, not ranges too."""
+    if ranges_are_steps:
         metrics = [m for m in metrics if m.kind is not MetricKind.RANGE
                    or step_number(m.name) is None]
-    metadata = _nsys_metadata(conn, schema)
-    return Profile(label="nsys", format=NAME, source="", metrics=steps + metrics,
+    return Profile(label=label, format=NAME, source="", metrics=steps + metrics,
                    steps=max((m.calls or 0 for m in steps), default=None) or None,
                    metadata=metadata, warnings=warnings)
 
@@ -197,18 +210,12 @@ def _nsys_metadata(conn: sqlite3.Connection, schema: Schema) -> dict[str, Any]:
 
 def _read_nvprof(conn: sqlite3.Connection, schema: Schema) -> Profile:
     """An nvprof export: kernels, memory, API calls by callback id, marker ranges, steps."""
-    warnings: list[str] = []
-    metrics: list[Metric] = []
-    for source, finish in nvprof_sources(conn, schema):
-        metrics += finish(aggregate_metrics(conn, source, warnings))
+    metrics, warnings = _gather(conn, nvprof_sources(conn, schema))
     steps: list[Metric] = []
     if schema.has(MARKER):
         markers = marker_sql(schema)
         rows = conn.execute(f"SELECT key, d FROM ({markers}) WHERE key GLOB '*[0-9]'")
         steps = collect_steps(((str(k), number(d, "a marker duration")) for k, d in rows),
                               device=Device.CPU)
-        metrics = [m for m in metrics if m.kind is not MetricKind.RANGE
-                   or step_number(m.name) is None]
-    return Profile(label="nvprof", format=NAME, source="", metrics=steps + metrics,
-                   steps=max((m.calls or 0 for m in steps), default=None) or None,
-                   metadata={"producer": "nvprof"}, warnings=warnings)
+    return _profile("nvprof", steps, metrics, {"producer": "nvprof"}, warnings,
+                    ranges_are_steps=schema.has(MARKER))
