@@ -68,3 +68,14 @@ def test_the_perfci_console_script_runs_the_cli(capsys: pytest.CaptureFixture[st
     main = script.load()
     assert main(["--version"]) == 0
     assert capsys.readouterr().out.strip() == f"perfci {perfci.__version__}"
+
+
+def test_the_upload_limits_are_the_settings_defaults() -> None:
+    # perfci.limits is what `perfci serve --help` prints without loading the settings.
+    from perfci import limits
+    from perfci.settings import Settings
+
+    settings = Settings()
+    for name in ("max_body_bytes", "max_metrics", "max_samples", "max_inflated_bytes",
+                 "max_inflation_ratio"):
+        assert getattr(limits, name.upper()) == getattr(settings, name), name

@@ -7,7 +7,7 @@ import os
 import typer
 
 from perfci.cli import _options as opts
-from perfci.settings import MAX_BODY_BYTES, MAX_METRICS
+from perfci.limits import MAX_BODY_BYTES, MAX_METRICS
 
 
 def serve_command(

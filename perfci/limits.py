@@ -1,0 +1,17 @@
+"""What one upload to the service may hold: the defaults of the settings, of
+``perfci.server.deps.Limits`` and of ``perfci serve --help``.
+
+A module of its own, importing nothing, so that ``perfci --help`` can print them without
+loading the settings machinery (pydantic-settings) that the CLI's cold start leaves out.
+"""
+
+#: Largest request body, in bytes.
+MAX_BODY_BYTES = 64 * 1024 * 1024
+#: Most metrics in one uploaded run, all repeats together.
+MAX_METRICS = 200_000
+#: Most per-step samples in one uploaded run.
+MAX_SAMPLES = 2_000_000
+#: Largest size the ``.gz`` files of one upload may inflate to, in bytes.
+MAX_INFLATED_BYTES = 64 * 1024 * 1024
+#: Largest inflation ratio of a ``.gz`` file.
+MAX_INFLATION_RATIO = 200
