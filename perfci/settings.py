@@ -40,24 +40,21 @@ from pydantic_settings import (
 
 from perfci.errors import ConfigError
 
+# What one upload may hold is defined once, in perfci.limits (it imports nothing, for the
+# CLI's cold start); these are the defaults of the settings below.
+from perfci.limits import (
+    MAX_BODY_BYTES,
+    MAX_INFLATED_BYTES,
+    MAX_INFLATION_RATIO,
+    MAX_METRICS,
+    MAX_SAMPLES,
+)
+
 DEFAULT_DB_DIR = ".perfci"
 DEFAULT_DB_NAME = "perfci.db"
 #: Keys of ``[tool.perfci.benchmarks.NAME]`` that override the global threshold of that name.
 BENCHMARK_THRESHOLDS = ("delta", "alpha")
 _VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-# What one upload to the service may hold, defined here once: the defaults of the settings
-# below, of ``perfci.server.deps.Limits`` and of ``perfci serve --help`` all read these.
-#: Largest request body, in bytes.
-MAX_BODY_BYTES = 64 * 1024 * 1024
-#: Most metrics in one uploaded run, all repeats together.
-MAX_METRICS = 200_000
-#: Most per-step samples in one uploaded run.
-MAX_SAMPLES = 2_000_000
-#: Largest size the ``.gz`` files of one upload may inflate to, in bytes.
-MAX_INFLATED_BYTES = 64 * 1024 * 1024
-#: Largest inflation ratio of a ``.gz`` file.
-MAX_INFLATION_RATIO = 200
 
 #: The directory ``get_settings`` looks for the config file from, while it builds the settings;
 #: ``None`` (the default) means no config file, as for ``Settings(...)`` built directly.

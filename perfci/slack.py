@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import requests
 
 from perfci._http import TIMEOUT, mount_retrying, retry_after_wait, retrying_adapter
-from perfci.errors import ConfigError, PerfciError
+from perfci.errors import ConfigError, SlackError
 
 __all__ = ["SlackError", "post_slack"]
 
@@ -29,14 +29,6 @@ log = logging.getLogger(__name__)
 
 #: Slack's documented limit for one message's text.
 MAX_TEXT_CHARS = 40_000
-
-
-class SlackError(PerfciError):
-    """Slack refused or failed the message."""
-
-    def __init__(self, message: str, *, status: int | None = None) -> None:
-        self.status = status
-        super().__init__(message)
 
 
 def post_slack(webhook_url: str, text: str, *, session: requests.Session | None = None,

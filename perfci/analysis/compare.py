@@ -51,7 +51,7 @@ from perfci.analysis.runs import (
     run_factors,
     start_at_last_level,
 )
-from perfci.analysis.stats import SampleError
+from perfci.errors import SampleError
 from perfci.model import MetricComparison, RunComparison, SeriesKey, Verdict
 
 __all__ = ["GATE_KINDS", "SHARED_FACTOR_KEY", "CompareOptions", "MetricEstimate", "SampleError",

@@ -15,8 +15,8 @@ from typing import Literal
 import numpy as np
 
 from perfci.analysis import noise, stats
-from perfci.analysis.stats import FloatArray, SampleError, ShiftTest
-from perfci.errors import ConfigError
+from perfci.analysis.stats import FloatArray, ShiftTest
+from perfci.errors import ConfigError, SampleError
 from perfci.model import MetricComparison, Verdict
 
 __all__ = ["CompareOptions", "CoreResult", "SampleError", "compare_core", "decide", "decide_on",

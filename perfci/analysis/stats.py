@@ -27,16 +27,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 # scipy.special, not scipy.stats: the distributions below are its ufuncs behind scipy.stats'
-# wrappers, and importing scipy.stats costs ~0.6 s of CPU, most of `perfci check`'s budget.
+# wrappers, and importing scipy.stats dominates `perfci check`'s cold start.
 from scipy import special
 
-from perfci.errors import PerfciError
+from perfci.errors import SampleError
 
 FloatArray = NDArray[np.float64]
-
-
-class SampleError(PerfciError, ValueError):
-    """A sample holds a value that cannot be compared (NaN, infinite or negative time)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,7 +58,7 @@ def _status_command(status: str, verb: str) -> None:
         note: str | None = typer.Option(None, "--note", help="Why; shown with the alert."),
         database_url: opts.DatabaseUrl = None,
     ) -> None:
-        from perfci.report import _format as fmt
+        from perfci.report import formatting as fmt
         from perfci.usecases.alerts import set_alert_status
         from perfci.usecases.stores import session_for
 
@@ -78,7 +78,7 @@ _status_command("open", "Reopen")
 
 def _line(a: AlertInfo) -> str:
     """One alert per line (grep-friendly): id, status, benchmark, change, commits, series."""
-    from perfci.report import _format as fmt
+    from perfci.report import formatting as fmt
 
     p_value = "p<0.001" if a.p_value < 0.001 else f"p={a.p_value:.3f}"
     note = f"  ({a.note})" if a.note else ""

@@ -7,7 +7,7 @@ from typing import Any
 
 import jinja2
 
-from perfci.report import _format as fmt
+from perfci.report import formatting as fmt
 from perfci.report.escape import md_escape, visible
 
 

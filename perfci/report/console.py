@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from perfci.model import MetricComparison, RunComparison, Verdict
-from perfci.report import _format as fmt
+from perfci.report import formatting as fmt
 from perfci.report.escape import shorten, visible
 
 __all__ = ["print_comparison"]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import jinja2
 from markupsafe import Markup
 
-from perfci.report import _format as fmt
+from perfci.report import formatting as fmt
 from perfci.report.escape import visible
 from perfci.report.plots import step_trend_svg
 from perfci.report.weekly_markdown import environment_label, issue_title

@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 import jinja2
 
-from perfci.report import _format as fmt
+from perfci.report import formatting as fmt
 from perfci.report._markdown_env import markdown_template
 from perfci.report.escape import md_escape, md_link, safe_url, shorten, visible
 

@@ -17,15 +17,15 @@ from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
 from perfci.errors import AuthError
-from perfci.server.metrics import Registry
-from perfci.settings import (
+from perfci.limits import (
     MAX_BODY_BYTES,
     MAX_INFLATED_BYTES,
     MAX_INFLATION_RATIO,
     MAX_METRICS,
     MAX_SAMPLES,
-    Settings,
 )
+from perfci.server.metrics import Registry
+from perfci.settings import Settings
 from perfci.usecases.tokens import TokenInfo, authenticate
 
 T = TypeVar("T")

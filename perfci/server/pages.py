@@ -21,7 +21,7 @@ from markupsafe import Markup, escape
 
 from perfci.errors import AuthError
 from perfci.model import Verdict
-from perfci.report import _format as fmt
+from perfci.report import formatting as fmt
 from perfci.report.escape import safe_url, visible
 from perfci.report.json_report import comparison_from_dict
 from perfci.report.plots import step_trend_svg
