@@ -114,19 +114,25 @@ def _from_github(env: Mapping[str, str]) -> dict[str, Any]:
     return {k: v for k, v in found.items() if v not in (None, "")}
 
 
-def _from_event(path: str | None) -> dict[str, Any]:
-    """PR number, head commit and base branch from the event payload of a pull_request run.
-
-    For ``pull_request`` events ``GITHUB_SHA`` is a synthetic merge commit; the PR's head
-    commit is what the user pushed and what history should be keyed by.
-    """
+def read_event(path: str | None) -> dict[str, Any]:
+    """The GitHub Actions event payload at ``path`` (``$GITHUB_EVENT_PATH``); ``{}`` when
+    there is none or it cannot be read (a local run, a workflow without a payload)."""
     if not path:
         return {}
     try:
         event = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    pull = event.get("pull_request") if isinstance(event, dict) else None
+    return event if isinstance(event, dict) else {}
+
+
+def _from_event(path: str | None) -> dict[str, Any]:
+    """PR number, head commit and base branch from the event payload of a pull_request run.
+
+    For ``pull_request`` events ``GITHUB_SHA`` is a synthetic merge commit; the PR's head
+    commit is what the user pushed and what history should be keyed by.
+    """
+    pull = read_event(path).get("pull_request")
     if not isinstance(pull, dict):
         return {}
     head, base = pull.get("head") or {}, pull.get("base") or {}

@@ -196,16 +196,9 @@ def publish_artifact(report_json: Path, *, settings: Settings, markdown: Path | 
 
 
 def _event(event: Mapping[str, Any] | None, env: Mapping[str, str]) -> Mapping[str, Any]:
-    if event is not None:
-        return event
-    path = env.get("GITHUB_EVENT_PATH")
-    if not path:
-        return {}
-    try:
-        loaded = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return loaded if isinstance(loaded, dict) else {}
+    from perfci.context import read_event
+
+    return event if event is not None else read_event(env.get("GITHUB_EVENT_PATH"))
 
 
 def _skip_reason(context: RunContext, settings: Settings, *, comment: bool,
