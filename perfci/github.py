@@ -17,16 +17,12 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from perfci.errors import GitHubError
-
-# Re-exported while callers move to perfci.github_actions, where they now live.
-from perfci.github_actions import annotation, is_fork_pull_request, write_job_summary
 from perfci.github_api import DEFAULT_API_URL, GitHubApi, checked_repo
 
 if TYPE_CHECKING:
     from perfci.settings import Settings
 
-__all__ = ["DEFAULT_API_URL", "Comment", "GitHubClient", "Issue", "annotation",
-           "is_fork_pull_request", "write_job_summary"]
+__all__ = ["DEFAULT_API_URL", "Comment", "GitHubClient", "Issue"]
 
 MAX_BODY_CHARS = 65_536
 MAX_STATUS_DESCRIPTION = 140

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from perfci.errors import ConfigError, GitHubError
-from perfci.github import GitHubClient, annotation, is_fork_pull_request, write_job_summary
+from perfci.github import GitHubClient
+from perfci.github_actions import annotation, is_fork_pull_request, write_job_summary
 from perfci.model import MetricComparison, MetricKind, RunComparison, RunContext, Verdict
 from perfci.report.json_report import comparison_to_dict
 from perfci.report.markdown import comment_marker, render_comment, render_summary
