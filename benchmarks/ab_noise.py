@@ -118,8 +118,12 @@ while time.monotonic() < end:
     pass
 """
 
-_GIT_ENV = {"GIT_AUTHOR_NAME": "ab", "GIT_AUTHOR_EMAIL": "ab@example.com",
-            "GIT_COMMITTER_NAME": "ab", "GIT_COMMITTER_EMAIL": "ab@example.com"}
+_GIT_ENV = {
+    "GIT_AUTHOR_NAME": "ab",
+    "GIT_AUTHOR_EMAIL": "ab@example.com",
+    "GIT_COMMITTER_NAME": "ab",
+    "GIT_COMMITTER_EMAIL": "ab@example.com",
+}
 
 
 @dataclass
@@ -140,8 +144,9 @@ def git(repo: Path, *args: str, date: str | None = None) -> str:
     env = {**os.environ, **_GIT_ENV}
     if date:
         env.update(GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
-    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True,
-                          env=env).stdout.strip()
+    return subprocess.run(
+        ["git", *args], cwd=repo, check=True, capture_output=True, text=True, env=env
+    ).stdout.strip()
 
 
 def make_repo(root: Path, change: float) -> Path:
@@ -153,17 +158,18 @@ def make_repo(root: Path, change: float) -> Path:
     (repo / "factors.json").write_text("{}\n", encoding="utf-8")
     (repo / ".gitignore").write_text(".perfci/\n", encoding="utf-8")
     (repo / "pyproject.toml").write_text(
-        "[tool.perfci]\nproject = \"bench/ab-noise\"\n\n[tool.perfci.benchmarks.mlp]\n"
-        f"command = [{json.dumps(sys.executable)}, \"bench.py\"]\n"
-        "profiler = \"none\"\nglobs = [\"*.json\"]\n", encoding="utf-8")
+        '[tool.perfci]\nproject = "bench/ab-noise"\n\n[tool.perfci.benchmarks.mlp]\n'
+        f'command = [{json.dumps(sys.executable)}, "bench.py"]\n'
+        'profiler = "none"\nglobs = ["*.json"]\n',
+        encoding="utf-8",
+    )
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "benchmark", date="2026-01-01T12:00:00Z")
     git(repo, "commit", "-q", "--allow-empty", "-m", "docs", date="2026-01-02T12:00:00Z")
     git(repo, "checkout", "-q", "-b", "unchanged")
     git(repo, "commit", "-q", "--allow-empty", "-m", "docs only", date="2026-01-03T12:00:00Z")
     git(repo, "checkout", "-q", "-b", "slower", "main")
-    (repo / "factors.json").write_text(json.dumps({"gelu": 1 + change}) + "\n",
-                                       encoding="utf-8")
+    (repo / "factors.json").write_text(json.dumps({"gelu": 1 + change}) + "\n", encoding="utf-8")
     git(repo, "commit", "-q", "-am", "slower GELU", date="2026-01-03T12:00:00Z")
     return repo
 
@@ -207,16 +213,18 @@ def score(tally: Tally, result: dict[str, object], *, changed: bool, seconds: fl
         tally.gelu.append((gelu[0]["change"], gelu[0]["ci_low"], gelu[0]["ci_high"]))
     if changed:
         tally.found += bool(gelu and gelu[0]["verdict"] == "regression")
-        tally.false_metrics += sum(m["verdict"] in ("regression", "improvement")
-                                   and m["series"]["name"] not in ("gelu", "train_step")
-                                   for m in metrics)
+        tally.false_metrics += sum(
+            m["verdict"] in ("regression", "improvement")
+            and m["series"]["name"] not in ("gelu", "train_step")
+            for m in metrics
+        )
     else:
-        tally.false_metrics += sum(m["verdict"] in ("regression", "improvement")
-                                   for m in metrics)
+        tally.false_metrics += sum(m["verdict"] in ("regression", "improvement") for m in metrics)
 
 
-def history_mode(repo: Path, url: str, args: argparse.Namespace, work: Path,
-                 tallies: dict[str, Tally]) -> None:
+def history_mode(
+    repo: Path, url: str, args: argparse.Namespace, work: Path, tallies: dict[str, Tally]
+) -> None:
     fixed = ["--repeats", str(args.repeats)]
     if not args.adaptive:
         fixed += ["--max-repeats", str(args.repeats)]
@@ -224,8 +232,18 @@ def history_mode(repo: Path, url: str, args: argparse.Namespace, work: Path,
     sha = git(repo, "rev-parse", "HEAD")
     for run in range(args.history_runs):
         with load(run, args.run_seconds):
-            check(repo, url, work / "base.json", "--branch", "main", "--commit", sha,
-                  "--ci-run-id", f"main-{run}", *fixed)
+            check(
+                repo,
+                url,
+                work / "base.json",
+                "--branch",
+                "main",
+                "--commit",
+                sha,
+                "--ci-run-id",
+                f"main-{run}",
+                *fixed,
+            )
         print(f"  history baseline run {run + 1}/{args.history_runs}", file=sys.stderr)
     plan = [("unchanged", i) for i in range(args.candidates)]
     plan += [("slower", i) for i in range(args.changed)]
@@ -233,15 +251,30 @@ def history_mode(repo: Path, url: str, args: argparse.Namespace, work: Path,
         git(repo, "checkout", "-q", branch)
         started = time.monotonic()
         with load(number, args.run_seconds):
-            result = check(repo, url, work / "pr.json", "--base-branch", "main",
-                           "--pr", str(100 + number), "--ci-run-id", f"pr-{number}", *fixed)
-        score(tallies[f"history/{branch}"], result, changed=branch == "slower",
-              seconds=time.monotonic() - started)
+            result = check(
+                repo,
+                url,
+                work / "pr.json",
+                "--base-branch",
+                "main",
+                "--pr",
+                str(100 + number),
+                "--ci-run-id",
+                f"pr-{number}",
+                *fixed,
+            )
+        score(
+            tallies[f"history/{branch}"],
+            result,
+            changed=branch == "slower",
+            seconds=time.monotonic() - started,
+        )
         print(f"  history {branch} {i + 1}: {result['verdict']}", file=sys.stderr)
 
 
-def ab_mode(repo: Path, url: str, args: argparse.Namespace, work: Path,
-            tallies: dict[str, Tally]) -> None:
+def ab_mode(
+    repo: Path, url: str, args: argparse.Namespace, work: Path, tallies: dict[str, Tally]
+) -> None:
     fixed = ["--ab", "--ab-pairs", str(args.pairs), "--base-branch", "main"]
     if not args.adaptive:
         fixed += ["--max-repeats", str(args.pairs)]
@@ -251,30 +284,49 @@ def ab_mode(repo: Path, url: str, args: argparse.Namespace, work: Path,
         git(repo, "checkout", "-q", branch)
         started = time.monotonic()
         with load(number, args.run_seconds * args.pairs * 2 / args.repeats):
-            result = check(repo, url, work / "ab.json", "--pr", str(200 + number),
-                           "--ci-run-id", f"ab-{number}", *fixed)
-        score(tallies[f"A/B/{branch}"], result, changed=branch == "slower",
-              seconds=time.monotonic() - started)
+            result = check(
+                repo,
+                url,
+                work / "ab.json",
+                "--pr",
+                str(200 + number),
+                "--ci-run-id",
+                f"ab-{number}",
+                *fixed,
+            )
+        score(
+            tallies[f"A/B/{branch}"],
+            result,
+            changed=branch == "slower",
+            seconds=time.monotonic() - started,
+        )
         print(f"  A/B {branch} {i + 1}: {result['verdict']}", file=sys.stderr)
 
 
 def table(tallies: dict[str, Tally], change: float) -> str:
-    lines = ["| mode | code | comparisons | regression | improvement | unchanged | "
-             "inconclusive | false verdicts / comparison | false metrics / comparison | "
-             f"GELU +{change:.0%} found | GELU change, median (95 % interval) | "
-             "repeats or pairs / comparison | s / comparison |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| mode | code | comparisons | regression | improvement | unchanged | "
+        "inconclusive | false verdicts / comparison | false metrics / comparison | "
+        f"GELU +{change:.0%} found | GELU change, median (95 % interval) | "
+        "repeats or pairs / comparison | s / comparison |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for name, t in tallies.items():
         mode, _, code = name.rpartition("/")
         n = max(t.comparisons, 1)
-        false_runs = "—" if code == "slower" else (
-            f"{(t.verdicts['regression'] + t.verdicts['improvement']) / n:.2f}")
+        false_runs = (
+            "—"
+            if code == "slower"
+            else (f"{(t.verdicts['regression'] + t.verdicts['improvement']) / n:.2f}")
+        )
         found = f"{t.found}/{t.comparisons}" if code == "slower" else "—"
-        lines.append(f"| {mode} | {code} | {t.comparisons} | {t.verdicts['regression']} | "
-                     f"{t.verdicts['improvement']} | {t.verdicts['unchanged']} | "
-                     f"{t.verdicts['inconclusive']} | {false_runs} | {t.false_metrics / n:.2f} | "
-                     f"{found} | {_median_change(t)} | {t.processes / n:.1f} | "
-                     f"{t.seconds / n:.0f} |")
+        lines.append(
+            f"| {mode} | {code} | {t.comparisons} | {t.verdicts['regression']} | "
+            f"{t.verdicts['improvement']} | {t.verdicts['unchanged']} | "
+            f"{t.verdicts['inconclusive']} | {false_runs} | {t.false_metrics / n:.2f} | "
+            f"{found} | {_median_change(t)} | {t.processes / n:.1f} | "
+            f"{t.seconds / n:.0f} |"
+        )
     return "\n".join(lines)
 
 
@@ -295,11 +347,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--change", type=float, default=0.05)
-    parser.add_argument("--adaptive", action="store_true",
-                        help="adaptive repeats on (default off: a fixed number of processes)")
-    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
-                        help="time operators by wall clock (default) or by the thread's CPU "
-                             "time, which does not count time spent preempted by the load")
+    parser.add_argument(
+        "--adaptive",
+        action="store_true",
+        help="adaptive repeats on (default off: a fixed number of processes)",
+    )
+    parser.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="time operators by wall clock (default) or by the thread's CPU "
+        "time, which does not count time spent preempted by the load",
+    )
     args = parser.parse_args(argv)
     os.environ["AB_CLOCK"] = args.clock
     if args.quick:
@@ -311,8 +370,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def run(args: argparse.Namespace) -> dict[str, Tally]:
-    tallies = {name: Tally() for name in ("history/unchanged", "history/slower",
-                                          "A/B/unchanged", "A/B/slower")}
+    tallies = {
+        name: Tally()
+        for name in ("history/unchanged", "history/slower", "A/B/unchanged", "A/B/slower")
+    }
     with tempfile.TemporaryDirectory(prefix="perfci-ab-noise-") as scratch:
         work = Path(scratch)
         repo = make_repo(work, args.change)
@@ -331,10 +392,12 @@ def main_cli(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     tallies = run(args)
     print(table(tallies, args.change))
-    print(f"\n{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end; "
-          f"{time.monotonic() - started:.0f} s in all; adaptive repeats "
-          f"{'on' if args.adaptive else 'off'}; {args.clock} clock; command: "
-          f"benchmarks/ab_noise.py {' '.join(argv if argv is not None else sys.argv[1:])}")
+    print(
+        f"\n{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end; "
+        f"{time.monotonic() - started:.0f} s in all; adaptive repeats "
+        f"{'on' if args.adaptive else 'off'}; {args.clock} clock; command: "
+        f"benchmarks/ab_noise.py {' '.join(argv if argv is not None else sys.argv[1:])}"
+    )
     return 0
 
 

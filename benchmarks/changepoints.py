@@ -94,8 +94,8 @@ Detector = Callable[[Sequence[Labelled]], Detections]
 
 # --------------------------------------------------------------------------- detectors
 
-def run_perfci(series: Sequence[Labelled],
-               options: ChangePointOptions | None = None) -> Detections:
+
+def run_perfci(series: Sequence[Labelled], options: ChangePointOptions | None = None) -> Detections:
     cps, total = [], 0.0
     for item in series:
         start = time.perf_counter()
@@ -109,13 +109,19 @@ def run_otava(series: Sequence[Labelled]) -> Detections:
     if not OTAVA_PYTHON.exists():
         sys.exit(f"{OTAVA_PYTHON} is missing: create it as the module docstring says")
     payload = json.dumps({"series": [item.values for item in series]})
-    done = subprocess.run([str(OTAVA_PYTHON), "-c", _OTAVA_SCRIPT], input=payload, text=True,
-                          capture_output=True, check=True)
+    done = subprocess.run(
+        [str(OTAVA_PYTHON), "-c", _OTAVA_SCRIPT],
+        input=payload,
+        text=True,
+        capture_output=True,
+        check=True,
+    )
     result = json.loads(done.stdout)
     return Detections(result["cps"], float(sum(result["seconds"])))
 
 
 # --------------------------------------------------------------------------- scoring
+
 
 def true_positives(truth: set[int], found: set[int], margin: int = MARGIN) -> int:
     """One-to-one matches within ``margin``, each truth taking its nearest free detection.
@@ -132,8 +138,9 @@ def true_positives(truth: set[int], found: set[int], margin: int = MARGIN) -> in
     return hits
 
 
-def tcpd_f_measure(annotations: dict[str, list[int]], found: Sequence[int]
-                   ) -> tuple[float, float, float]:
+def tcpd_f_measure(
+    annotations: dict[str, list[int]], found: Sequence[int]
+) -> tuple[float, float, float]:
     """TCPD's F1 for one data set: (precision, recall, F1), 0 added to every set."""
     per_annotator = [set(cps) | {0} for cps in annotations.values()]
     union = set().union(*per_annotator)
@@ -144,11 +151,14 @@ def tcpd_f_measure(annotations: dict[str, list[int]], found: Sequence[int]
     return precision, recall, f1
 
 
-def micro_scores(series: Sequence[Labelled], found: Sequence[Sequence[int]]
-                 ) -> tuple[float, float, float]:
+def micro_scores(
+    series: Sequence[Labelled], found: Sequence[Sequence[int]]
+) -> tuple[float, float, float]:
     """Precision, recall and F1 summed over all series (single annotator "truth")."""
-    hits = sum(true_positives(set(s.annotations["truth"]), set(f))
-               for s, f in zip(series, found, strict=True))
+    hits = sum(
+        true_positives(set(s.annotations["truth"]), set(f))
+        for s, f in zip(series, found, strict=True)
+    )
     n_found = sum(len(f) for f in found)
     n_true = sum(len(s.annotations["truth"]) for s in series)
     precision = hits / n_found if n_found else 1.0
@@ -157,14 +167,17 @@ def micro_scores(series: Sequence[Labelled], found: Sequence[Sequence[int]]
     return precision, recall, f1
 
 
-def tcpd_scores(series: Sequence[Labelled], found: Sequence[Sequence[int]]
-                ) -> tuple[float, float, float]:
-    scores = np.array([tcpd_f_measure(s.annotations, f) for s, f in zip(series, found,
-                                                                         strict=True)])
+def tcpd_scores(
+    series: Sequence[Labelled], found: Sequence[Sequence[int]]
+) -> tuple[float, float, float]:
+    scores = np.array(
+        [tcpd_f_measure(s.annotations, f) for s, f in zip(series, found, strict=True)]
+    )
     return tuple(float(v) for v in scores.mean(axis=0))  # type: ignore[return-value]
 
 
 # --------------------------------------------------------------------------- data
+
 
 def load_tcpd(folder: Path = TCPD) -> list[Labelled]:
     """Univariate TCPD series without missing values, with all their annotations."""
@@ -205,11 +218,15 @@ def _change_positions(rng: np.random.Generator, n: int, k: int, gap: int = 8) ->
 
 # --------------------------------------------------------------------------- report
 
-def _row(detector: str, dataset: str, scores: tuple[float, float, float], seconds: float,
-         count: int) -> str:
+
+def _row(
+    detector: str, dataset: str, scores: tuple[float, float, float], seconds: float, count: int
+) -> str:
     p, r, f = scores
-    return (f"| {dataset} | {detector} | {p:.3f} | {r:.3f} | **{f:.3f}** | {seconds:.2f} | "
-            f"{1000 * seconds / max(count, 1):.1f} |")
+    return (
+        f"| {dataset} | {detector} | {p:.3f} | {r:.3f} | **{f:.3f}** | {seconds:.2f} | "
+        f"{1000 * seconds / max(count, 1):.1f} |"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -220,8 +237,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--penalty", type=float, default=None, help="override (tuning)")
     parser.add_argument("--significance", type=float, default=None, help="override (tuning)")
     args = parser.parse_args(argv)
-    overrides = {k: v for k, v in (("penalty", args.penalty),
-                                   ("significance", args.significance)) if v is not None}
+    overrides = {
+        k: v
+        for k, v in (("penalty", args.penalty), ("significance", args.significance))
+        if v is not None
+    }
     options = ChangePointOptions(**overrides)
 
     rng = np.random.default_rng(args.seed)
@@ -229,26 +249,36 @@ def main(argv: Sequence[str] | None = None) -> None:
     null = [synthetic_series(rng, changes=False) for _ in range(args.null)]
     tcpd = load_tcpd() if TCPD.exists() else []
 
-    print(f"Seed {args.seed}; {len(synthetic)} synthetic series, {len(null)} flat series, "
-          f"{len(tcpd)} TCPD series; tolerance ±{MARGIN} points; "
-          f"{platform.processor() or platform.machine()}, Python {platform.python_version()}."
-          "\n")
+    print(
+        f"Seed {args.seed}; {len(synthetic)} synthetic series, {len(null)} flat series, "
+        f"{len(tcpd)} TCPD series; tolerance ±{MARGIN} points; "
+        f"{platform.processor() or platform.machine()}, Python {platform.python_version()}."
+        "\n"
+    )
     print("| Set | Detector | Precision | Recall | F1 | Total s | ms / series |")
     print("|---|---|---|---|---|---|---|")
-    detectors: dict[str, Detector] = {"perfci": lambda s: run_perfci(s, options),
-                                      "Otava 0.8.0": run_otava}
+    detectors: dict[str, Detector] = {
+        "perfci": lambda s: run_perfci(s, options),
+        "Otava 0.8.0": run_otava,
+    }
     false_alarms = {}
     for name, detect in detectors.items():
         if tcpd:
             found = detect(tcpd)
-            print(_row(name, "TCPD (mean F1)", tcpd_scores(tcpd, found.cps), found.seconds,
-                       len(tcpd)))
+            print(
+                _row(name, "TCPD (mean F1)", tcpd_scores(tcpd, found.cps), found.seconds, len(tcpd))
+            )
         found = detect(synthetic)
-        print(_row(name, "synthetic", micro_scores(synthetic, found.cps), found.seconds,
-                   len(synthetic)))
+        print(
+            _row(
+                name, "synthetic", micro_scores(synthetic, found.cps), found.seconds, len(synthetic)
+            )
+        )
         flat = detect(null)
-        false_alarms[name] = (sum(len(c) for c in flat.cps) / max(len(null), 1),
-                              sum(bool(c) for c in flat.cps) / max(len(null), 1))
+        false_alarms[name] = (
+            sum(len(c) for c in flat.cps) / max(len(null), 1),
+            sum(bool(c) for c in flat.cps) / max(len(null), 1),
+        )
     print("\n| Detector | False alarms per flat series | Flat series with any alarm |")
     print("|---|---|---|")
     for name, (per_series, share) in false_alarms.items():

@@ -114,13 +114,24 @@ def build_store(folder: Path, runs: int) -> str:
     start = datetime.now(UTC) - timedelta(days=runs + 1)
     try:
         for index in range(runs):
-            context = detect_run_context(PROJECT, {
-                "branch": "main", "commit": f"{index + 1:040x}", "ci_run_id": f"main-{index}",
-                "environment": {"runner": "check-overhead"}}, cwd=folder)
+            context = detect_run_context(
+                PROJECT,
+                {
+                    "branch": "main",
+                    "commit": f"{index + 1:040x}",
+                    "ci_run_id": f"main-{index}",
+                    "environment": {"runner": "check-overhead"},
+                },
+                cwd=folder,
+            )
             with store.sessions() as session:
-                ingest_run(session, context=context, benchmark=BENCHMARK,
-                           repeats=sources[index % len(sources)],
-                           created_at=start + timedelta(days=index))
+                ingest_run(
+                    session,
+                    context=context,
+                    benchmark=BENCHMARK,
+                    repeats=sources[index % len(sources)],
+                    created_at=start + timedelta(days=index),
+                )
     finally:
         store.close()
     return url
@@ -150,8 +161,7 @@ def timed(argv: list[str], cwd: Path) -> tuple[float, float, int, str]:
     machine inflates least."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(argv, cwd=cwd, env=_env(), capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run(argv, cwd=cwd, env=_env(), capture_output=True, text=True, check=False)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -159,17 +169,38 @@ def timed(argv: list[str], cwd: Path) -> tuple[float, float, int, str]:
 
 
 def check_argv(url: str, files: list[Path], round_: int) -> list[str]:
-    return [str(BIN / "perfci"), "check", *(a for f in files for a in ("--profile", str(f))),
-            "--benchmark", BENCHMARK, "--project", PROJECT, "--database-url", url,
-            "--branch", "pr", "--base-branch", "main", "--ci-run-id", f"pr-{round_}",
-            "--no-comment", "--no-fail-on-regression", *ENV_FLAGS]
+    return [
+        str(BIN / "perfci"),
+        "check",
+        *(a for f in files for a in ("--profile", str(f))),
+        "--benchmark",
+        BENCHMARK,
+        "--project",
+        PROJECT,
+        "--database-url",
+        url,
+        "--branch",
+        "pr",
+        "--base-branch",
+        "main",
+        "--ci-run-id",
+        f"pr-{round_}",
+        "--no-comment",
+        "--no-fail-on-regression",
+        *ENV_FLAGS,
+    ]
 
 
 def import_summary(cwd: Path, argv: list[str]) -> dict[str, float]:
     """Self time of every import, summed per top-level package (ms), from ``-X importtime``."""
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "perfci.cli.main",
-                           *argv[1:]], cwd=cwd, env=_env(), capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "perfci.cli.main", *argv[1:]],
+        cwd=cwd,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     totals: dict[str, float] = defaultdict(float)
     pattern = re.compile(r"import time:\s+(\d+) \|\s+\d+ \|(\s*)(\S+)")
     for line in done.stderr.splitlines():
@@ -181,15 +212,25 @@ def import_summary(cwd: Path, argv: list[str]) -> dict[str, float]:
 
 def phases(cwd: Path, url: str, files: list[Path]) -> dict[str, float]:
     script = PHASES % {"project": PROJECT, "benchmark": BENCHMARK, "stamp": time.time_ns()}
-    done = subprocess.run([sys.executable, "-c", script, url, *map(str, files)], cwd=cwd,
-                          env=_env(), capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", script, url, *map(str, files)],
+        cwd=cwd,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     last = done.stdout.strip().splitlines()[-1]
     return {k: float(v) for k, v in (item.split("=") for item in last.split())}
 
 
 def compare_speed() -> str:
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "compare_speed.py"),
-                           "--rounds", "3"], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "compare_speed.py"), "--rounds", "3"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     return done.stdout.strip() or done.stderr.strip()
 
 
@@ -198,11 +239,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--baseline-runs", type=int, default=30)
     parser.add_argument("--no-compare-speed", action="store_true")
-    parser.add_argument("--fail-over", type=float, default=None, metavar="SECONDS",
-                        help="exit 1 when the median check takes SECONDS or more (e.g. "
-                             f"{CHECK_BUDGET_S:g}, the budget); by default the table says "
-                             "whether the budget was met and the exit status does not, so "
-                             "a busy machine fails no smoke run")
+    parser.add_argument(
+        "--fail-over",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="exit 1 when the median check takes SECONDS or more (e.g. "
+        f"{CHECK_BUDGET_S:g}, the budget); by default the table says "
+        "whether the budget was met and the exit status does not, so "
+        "a busy machine fails no smoke run",
+    )
     args = parser.parse_args(argv)
     if not _trace_files("slow-attention"):
         print(f"the example's profiles are missing from {PROFILES}", file=sys.stderr)
@@ -222,9 +268,13 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
             times.append(seconds)
             cpu.append(cpu_seconds)
-        lean = [timed([sys.executable, "-c", LEAN,
-                       *check_argv(url, files, args.rounds + round_)[1:]], folder)
-                for round_ in range(args.rounds)]
+        lean = [
+            timed(
+                [sys.executable, "-c", LEAN, *check_argv(url, files, args.rounds + round_)[1:]],
+                folder,
+            )
+            for round_ in range(args.rounds)
+        ]
         if any(code != 0 for _, _, code, _ in lean):
             print(next(out for _, _, code, out in lean if code), file=sys.stderr)
             return 2
@@ -232,21 +282,31 @@ def main(argv: list[str] | None = None) -> int:
         imports = import_summary(folder, check_argv(url, files, 2 * args.rounds))
     lean_median = statistics.median(wall for wall, _, _, _ in lean)
     _report(args, times, statistics.median(cpu), floor_python, floor_cli, split, imports)
-    print(f"\n`perfci check` through an app registering only check_cmd, "
-          f"median wall time: {lean_median:.2f} s")
+    print(
+        f"\n`perfci check` through an app registering only check_cmd, "
+        f"median wall time: {lean_median:.2f} s"
+    )
     if not args.no_compare_speed:
         print(f"\n{compare_speed()}")
     return 1 if args.fail_over is not None and statistics.median(times) >= args.fail_over else 0
 
 
-def _report(args: argparse.Namespace, times: list[float], cpu: float, floor_python: float,
-            floor_cli: tuple[float, float], split: dict[str, float],
-            imports: dict[str, float]) -> None:
+def _report(
+    args: argparse.Namespace,
+    times: list[float],
+    cpu: float,
+    floor_python: float,
+    floor_cli: tuple[float, float],
+    split: dict[str, float],
+    imports: dict[str, float],
+) -> None:
     median = statistics.median(times)
     verdict = "met" if median < CHECK_BUDGET_S else "NOT met"
-    print(f"`perfci check --profile` ×5 Chrome traces, {args.baseline_runs} baseline runs in "
-          f"embedded SQLite, {args.rounds} cold starts ({platform.machine()}, "
-          f"{os.cpu_count()} CPUs, Python {platform.python_version()})\n")
+    print(
+        f"`perfci check --profile` ×5 Chrome traces, {args.baseline_runs} baseline runs in "
+        f"embedded SQLite, {args.rounds} cold starts ({platform.machine()}, "
+        f"{os.cpu_count()} CPUs, Python {platform.python_version()})\n"
+    )
     print("| Measure | Seconds |\n|---|---:|")
     print(f"| `perfci check` wall time, median | {median:.2f} |")
     print(f"| `perfci check` wall time, best / worst | {min(times):.2f} / {max(times):.2f} |")

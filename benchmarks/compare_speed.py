@@ -27,8 +27,9 @@ from perfci.analysis.compare import CompareOptions, compare
 BUDGET_S = 1.0
 
 
-def make_inputs(metrics: int, n: int, m: int,
-                seed: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+def make_inputs(
+    metrics: int, n: int, m: int, seed: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """Log-normal values (CV 2 %) around per-metric levels from 1 µs to 10 ms."""
     rng = np.random.default_rng(seed)
     levels = np.exp(rng.uniform(np.log(1e3), np.log(1e7), metrics))
@@ -44,8 +45,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", type=int, default=30)
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--shared-factor", action="store_true",
-                        help="also estimate and remove the shared run factor")
+    parser.add_argument(
+        "--shared-factor",
+        action="store_true",
+        help="also estimate and remove the shared run factor",
+    )
     args = parser.parse_args(argv)
     base, cand = make_inputs(args.metrics, args.baseline, args.repeats, seed=1)
     options = CompareOptions(remove_shared_factor=args.shared_factor)
@@ -55,11 +59,13 @@ def main(argv: list[str] | None = None) -> int:
         compare(base, cand, options=options)
         times.append(time.perf_counter() - start)
     best, median = min(times), statistics.median(times)
-    print(f"compare(): {args.metrics} metrics × ({args.baseline}, {args.repeats}), "
-          f"method={options.method}, shared factor={'on' if args.shared_factor else 'off'}: "
-          f"best {best:.3f} s, median {median:.3f} s over {args.rounds} rounds "
-          f"({platform.machine()}, Python {platform.python_version()}, numpy {np.__version__}) "
-          f"→ budget < {BUDGET_S:.0f} s {'met' if median < BUDGET_S else 'NOT met'}")
+    print(
+        f"compare(): {args.metrics} metrics × ({args.baseline}, {args.repeats}), "
+        f"method={options.method}, shared factor={'on' if args.shared_factor else 'off'}: "
+        f"best {best:.3f} s, median {median:.3f} s over {args.rounds} rounds "
+        f"({platform.machine()}, Python {platform.python_version()}, numpy {np.__version__}) "
+        f"→ budget < {BUDGET_S:.0f} s {'met' if median < BUDGET_S else 'NOT met'}"
+    )
     return 0 if median < BUDGET_S else 1
 
 

@@ -50,6 +50,7 @@ TCPD = REPO.parent / "shared" / "changepoint-data" / "tcpd"
 
 # --------------------------------------------------------------------------- noise scenarios
 
+
 @dataclass(frozen=True)
 class Scenario:
     """A noise model: per-metric multiplicative noise plus an optional per-column shared factor."""
@@ -63,6 +64,7 @@ class Scenario:
 def lognormal(cv: float) -> Sampler:
     def sample(rng: np.random.Generator, c: int, k: int, n: int, m: int) -> tuple[Array, Array]:
         return (np.exp(rng.normal(0, cv, (c, k, n))), np.exp(rng.normal(0, cv, (c, k, m))))
+
     return sample
 
 
@@ -76,6 +78,7 @@ def with_outliers(cv: float, rate: float = 0.05) -> Sampler:
             hit = rng.random(values.shape) < rate
             out.append(values * np.where(hit, 1 + rng.uniform(0.1, 0.5, values.shape), 1.0))
         return out[0], out[1]
+
     return sample
 
 
@@ -88,6 +91,7 @@ def bimodal(cv: float, p: float = 0.2, jump: float = 0.08) -> Sampler:
         for values in base_sampler(rng, c, k, n, m):
             out.append(values * np.where(rng.random(values.shape) < p, 1 + jump, 1.0))
         return out[0], out[1]
+
     return sample
 
 
@@ -115,7 +119,7 @@ def _stretch_windows(series: Array, labels: dict[str, list[int]], width: int) ->
     cuts = sorted({0, len(series), *(c for v in labels.values() for c in v)})
     out = []
     for start, stop in itertools.pairwise(cuts):
-        out.extend(series[i:i + width] for i in range(start, stop - width + 1))
+        out.extend(series[i : i + width] for i in range(start, stop - width + 1))
     return out
 
 
@@ -124,7 +128,8 @@ def real_sampler(n: int, m: int) -> Sampler:
 
     def sample(rng: np.random.Generator, c: int, k: int, n_: int, m_: int) -> tuple[Array, Array]:
         picked = pool[rng.choice(len(pool), size=(c, k), p=weights)]
-        return picked[..., :n_], picked[..., n_:n_ + m_]
+        return picked[..., :n_], picked[..., n_ : n_ + m_]
+
     return sample
 
 
@@ -135,18 +140,26 @@ def scenarios(n: int, m: int) -> list[Scenario]:
         Scenario("lognormal-5%", lognormal(0.05)),
         Scenario("outliers-2%", with_outliers(0.02), note="5 % of values 10–50 % slower"),
         Scenario("bimodal-2%", bimodal(0.02), note="20 % of values in a mode 8 % slower"),
-        Scenario("shared-factor", lognormal(0.015), shared_cv=0.015,
-                 note="1.5 % per metric + 1.5 % shared by all metrics of a repeat"),
+        Scenario(
+            "shared-factor",
+            lognormal(0.015),
+            shared_cv=0.015,
+            note="1.5 % per metric + 1.5 % shared by all metrics of a repeat",
+        ),
     ]
     if TCPD.is_dir():
-        found.append(Scenario("real-tcpd", real_sampler(n, m),
-                              note="TCPD windows between labelled change points"))
+        found.append(
+            Scenario(
+                "real-tcpd", real_sampler(n, m), note="TCPD windows between labelled change points"
+            )
+        )
     return found
 
 
 # --------------------------------------------------------------------------- peer detectors
 # Each takes baseline (…, n) and candidate (…, m) raw values, most recent baseline run last,
 # and returns True where it would raise a *regression* (slower) alarm.
+
 
 def conbench_z(base: Array, cand: Array) -> NDArray[np.bool_]:
     """Conbench lookback z-score: (contender − history mean) / history sd > 5, ≤ 100 commits."""
@@ -213,6 +226,7 @@ PEERS: dict[str, Callable[[Array, Array], NDArray[np.bool_]]] = {
 
 # --------------------------------------------------------------------------- perfci variants
 
+
 @dataclass(frozen=True)
 class Variant:
     name: str
@@ -220,19 +234,25 @@ class Variant:
 
 
 VARIANTS = (
-    Variant("perfci compare_run() default (Student t + MWU guard, shared factor removed)",
-            CompareOptions(remove_shared_factor=True)),
-    Variant("perfci compare() default (no factor removal)",
-            CompareOptions(remove_shared_factor=False)),
-    Variant("perfci, FDR alpha 0.01 (fewer alarms)",
-            CompareOptions(remove_shared_factor=True, alpha=0.01)),
+    Variant(
+        "perfci compare_run() default (Student t + MWU guard, shared factor removed)",
+        CompareOptions(remove_shared_factor=True),
+    ),
+    Variant(
+        "perfci compare() default (no factor removal)", CompareOptions(remove_shared_factor=False)
+    ),
+    Variant(
+        "perfci, FDR alpha 0.01 (fewer alarms)",
+        CompareOptions(remove_shared_factor=True, alpha=0.01),
+    ),
     # Lower FDR levels, to compare with the quieter peers at an equal false-alarm rate.
-    Variant("perfci, FDR alpha 0.02",
-            CompareOptions(remove_shared_factor=True, alpha=0.02)),
-    Variant("perfci, FDR alpha 0.001 (quiet)",
-            CompareOptions(remove_shared_factor=True, alpha=0.001)),
-    Variant("perfci, FDR alpha 0.0001 (silent)",
-            CompareOptions(remove_shared_factor=True, alpha=0.0001)),
+    Variant("perfci, FDR alpha 0.02", CompareOptions(remove_shared_factor=True, alpha=0.02)),
+    Variant(
+        "perfci, FDR alpha 0.001 (quiet)", CompareOptions(remove_shared_factor=True, alpha=0.001)
+    ),
+    Variant(
+        "perfci, FDR alpha 0.0001 (silent)", CompareOptions(remove_shared_factor=True, alpha=0.0001)
+    ),
     Variant("perfci, MWU guard 0.01", CompareOptions(rank_guard=0.01)),
     Variant("perfci, Student t on logs (no guard)", CompareOptions(method="student")),
     Variant("perfci, Welch t on logs", CompareOptions(method="welch")),
@@ -266,8 +286,9 @@ def perfci_null(base: Array, cand: Array, options: CompareOptions) -> tuple[Arra
     return alarms.reshape(c, k), NullState(p, base_shift, cand_shift)
 
 
-def perfci_changed(base: Array, cand: Array, state: NullState,
-                   options: CompareOptions) -> NDArray[np.bool_]:
+def perfci_changed(
+    base: Array, cand: Array, state: NullState, options: CompareOptions
+) -> NDArray[np.bool_]:
     """Alarms on one changed metric per comparison, BH-adjusted with that comparison's nulls."""
     bl = pstats.safe_log(base) - state.base_shift
     cl = pstats.safe_log(cand) - state.cand_shift
@@ -284,6 +305,7 @@ def _regressions(result: pstats.ShiftTest, q: Array, options: CompareOptions) ->
 
 
 # --------------------------------------------------------------------------- the experiment
+
 
 @dataclass
 class Tally:
@@ -303,8 +325,9 @@ class Tally:
         return self.hits / max(self.trials, 1)
 
 
-def run_scenario(scenario: Scenario, args: argparse.Namespace,
-                 rng: np.random.Generator) -> tuple[dict[str, Tally], float]:
+def run_scenario(
+    scenario: Scenario, args: argparse.Namespace, rng: np.random.Generator
+) -> tuple[dict[str, Tally], float]:
     """Simulate the scenario in chunks; returns tallies per detector and the noise CV (log sd)."""
     names = [v.name for v in VARIANTS] + list(PEERS)
     tallies = {name: Tally() for name in names}
@@ -321,8 +344,9 @@ def run_scenario(scenario: Scenario, args: argparse.Namespace,
     return tallies, float(np.mean(sds))
 
 
-def _column_factors(rng: np.random.Generator, cv: float, c: int, n: int,
-                    m: int) -> tuple[Array, Array]:
+def _column_factors(
+    rng: np.random.Generator, cv: float, c: int, n: int, m: int
+) -> tuple[Array, Array]:
     return np.exp(rng.normal(0, cv, (c, n))), np.exp(rng.normal(0, cv, (c, m)))
 
 
@@ -341,9 +365,14 @@ def _add_nulls(tally: Tally, alarms: NDArray[np.bool_]) -> None:
     tally.comparisons += alarms.shape[0]
 
 
-def _tally_power(tallies: dict[str, Tally], states: dict[str, NullState], scenario: Scenario,
-                 rng: np.random.Generator, shape: tuple[int, int, int],
-                 columns: tuple[Array, Array]) -> None:
+def _tally_power(
+    tallies: dict[str, Tally],
+    states: dict[str, NullState],
+    scenario: Scenario,
+    rng: np.random.Generator,
+    shape: tuple[int, int, int],
+    columns: tuple[Array, Array],
+) -> None:
     c, n, m = shape
     for index, effect in enumerate(EFFECTS):
         base, cand = scenario.sample(rng, c, 1, n, m)
@@ -386,26 +415,34 @@ def theory(cv: float, args: argparse.Namespace, alpha: float) -> tuple[float, Ar
 
 # --------------------------------------------------------------------------- reporting
 
+
 def _pct(value: float) -> str:
     return "> 20 %" if math.isinf(value) else f"{100 * value:.1f} %"
 
 
-def scenario_table(scenario: Scenario, tallies: dict[str, Tally], cv: float,
-                   args: argparse.Namespace) -> list[str]:
+def scenario_table(
+    scenario: Scenario, tallies: dict[str, Tally], cv: float, args: argparse.Namespace
+) -> list[str]:
     limit, power, fa = theory(cv, args, CompareOptions().alpha)
     level = CompareOptions().alpha / (2 * args.metrics)
     idx = [int(np.argmin(np.abs(EFFECTS - e))) for e in REPORTED]
-    lines = [f"#### {scenario.name} — {scenario.note or 'log-normal noise'} "
-             f"(measured log-sd {100 * cv:.2f} %)", "",
-             "| Detector | False alarms / comparison | Power +2 % | Power +5 % | Power +10 % "
-             "| MDE @90 % |", "|---|---:|---:|---:|---:|---:|",
-             f"| Theoretical limit (z, known CV, α₁={level:.0e})"
-             f" | {fa:.3f} | " + " | ".join(f"{power[i]:.2f}" for i in idx)
-             + f" | {_pct(limit)} |"]
+    lines = [
+        f"#### {scenario.name} — {scenario.note or 'log-normal noise'} "
+        f"(measured log-sd {100 * cv:.2f} %)",
+        "",
+        "| Detector | False alarms / comparison | Power +2 % | Power +5 % | Power +10 % "
+        "| MDE @90 % |",
+        "|---|---:|---:|---:|---:|---:|",
+        f"| Theoretical limit (z, known CV, α₁={level:.0e})"
+        f" | {fa:.3f} | " + " | ".join(f"{power[i]:.2f}" for i in idx) + f" | {_pct(limit)} |",
+    ]
     for name, tally in tallies.items():
         p = tally.power
-        lines.append(f"| {name} | {tally.false_alarm_rate:.3f} | "
-                     + " | ".join(f"{p[i]:.2f}" for i in idx) + f" | {_pct(mde(p))} |")
+        lines.append(
+            f"| {name} | {tally.false_alarm_rate:.3f} | "
+            + " | ".join(f"{p[i]:.2f}" for i in idx)
+            + f" | {_pct(mde(p))} |"
+        )
     return [*lines, ""]
 
 
@@ -414,27 +451,36 @@ def target_check(tallies: dict[str, Tally], cv: float, args: argparse.Namespace)
     limit = theory(cv, args, CompareOptions().alpha)[0]
     ours = tallies[VARIANTS[0].name]
     our_mde, our_fa = mde(ours.power), ours.false_alarm_rate
-    lines = ["Targets (lognormal-2 %, 5 candidate repeats, 30 baseline runs):", "",
-             f"- false alarms ≤ 0.05 per 500-metric comparison: {our_fa:.3f} → "
-             f"{'met' if our_fa <= 0.05 else 'NOT met'}",
-             f"- MDE within 1.3× the theoretical limit ({_pct(limit)}; 1.3× = {_pct(1.3 * limit)})"
-             f": {_pct(our_mde)} = {our_mde / limit:.2f}× → "
-             f"{'met' if our_mde <= 1.3 * limit else 'NOT met'}"]
+    lines = [
+        "Targets (lognormal-2 %, 5 candidate repeats, 30 baseline runs):",
+        "",
+        f"- false alarms ≤ 0.05 per 500-metric comparison: {our_fa:.3f} → "
+        f"{'met' if our_fa <= 0.05 else 'NOT met'}",
+        f"- MDE within 1.3× the theoretical limit ({_pct(limit)}; 1.3× = {_pct(1.3 * limit)})"
+        f": {_pct(our_mde)} = {our_mde / limit:.2f}× → "
+        f"{'met' if our_mde <= 1.3 * limit else 'NOT met'}",
+    ]
     for name in PEERS:
         peer = tallies[name]
         peer_mde = mde(peer.power)
         smaller = our_mde < peer_mde
         fa_ok = our_fa <= peer.false_alarm_rate
-        lines.append(f"- vs {name}: MDE {_pct(our_mde)} vs {_pct(peer_mde)} "
-                     f"({'smaller' if smaller else 'NOT smaller'}), false alarms {our_fa:.3f} vs "
-                     f"{peer.false_alarm_rate:.3f} ({'equal or lower' if fa_ok else 'higher'})")
+        lines.append(
+            f"- vs {name}: MDE {_pct(our_mde)} vs {_pct(peer_mde)} "
+            f"({'smaller' if smaller else 'NOT smaller'}), false alarms {our_fa:.3f} vs "
+            f"{peer.false_alarm_rate:.3f} ({'equal or lower' if fa_ok else 'higher'})"
+        )
     return [*lines, ""]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--comparisons", type=int, default=1000,
-                        help="null comparisons per scenario (also power trials per effect)")
+    parser.add_argument(
+        "--comparisons",
+        type=int,
+        default=1000,
+        help="null comparisons per scenario (also power trials per effect)",
+    )
     parser.add_argument("--metrics", type=int, default=500, help="metrics per comparison")
     parser.add_argument("--baseline", type=int, default=30, help="baseline runs")
     parser.add_argument("--repeats", type=int, default=5, help="candidate repeats")
@@ -448,11 +494,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
-    out = [f"Command: `.venv/bin/python benchmarks/detection.py {' '.join(argv or sys.argv[1:])}`"
-           f" — {args.comparisons} comparisons × {args.metrics} metrics per scenario, "
-           f"{args.baseline} baseline runs, {args.repeats} candidate repeats, seed {args.seed}; "
-           f"machine: {platform.machine()} {platform.processor() or ''} "
-           f"Python {platform.python_version()}, numpy {np.__version__}.", ""]
+    out = [
+        f"Command: `.venv/bin/python benchmarks/detection.py {' '.join(argv or sys.argv[1:])}`"
+        f" — {args.comparisons} comparisons × {args.metrics} metrics per scenario, "
+        f"{args.baseline} baseline runs, {args.repeats} candidate repeats, seed {args.seed}; "
+        f"machine: {platform.machine()} {platform.processor() or ''} "
+        f"Python {platform.python_version()}, numpy {np.__version__}.",
+        "",
+    ]
     for scenario in scenarios(args.baseline, args.repeats):
         if args.scenarios and scenario.name not in args.scenarios:
             continue

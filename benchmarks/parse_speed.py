@@ -71,15 +71,21 @@ class Result:
     def row(self) -> str:
         speed = f"{self.data_mb / self.seconds:.0f}" if self.seconds else "–"
         peak = f"{self.peak_mb:.0f}" if self.peak_mb is not None else "–"
-        ratio = (f"{self.peak_mb / self.data_mb:.2f}" if self.peak_mb is not None
-                 and self.data_mb else "–")
+        ratio = (
+            f"{self.peak_mb / self.data_mb:.2f}"
+            if self.peak_mb is not None and self.data_mb
+            else "–"
+        )
         secs = f"{self.seconds:.2f}" if self.seconds is not None else "–"
         metrics = str(self.metrics) if self.metrics is not None else "–"
-        return (f"| {self.name} | {self.input} | {self.disk_mb:.1f} | {self.data_mb:.1f} | "
-                f"{secs} | {speed} | {peak} | {ratio} | {metrics} | {self.note} |")
+        return (
+            f"| {self.name} | {self.input} | {self.disk_mb:.1f} | {self.data_mb:.1f} | "
+            f"{secs} | {speed} | {peak} | {ratio} | {metrics} | {self.note} |"
+        )
 
 
 # --- building the inputs -------------------------------------------------------------------
+
 
 def largest_trace() -> Path:
     folder = SHARED / "corpus" / "kineto_chrome_trace"
@@ -148,6 +154,7 @@ def build_text(out_dir: Path, name: str, size_mb: int) -> Path:
 
 # --- measuring ---------------------------------------------------------------------------
 
+
 def worker(mode: str, path: str, timeout_s: int) -> None:
     """Runs in the child: import like the parser does, time one parse, print JSON."""
     signal.alarm(timeout_s)  # a parser that hangs ends as "timeout", not a stuck benchmark
@@ -176,8 +183,12 @@ def build_worker(names: list[str], size_mb: int, out_dir: Path) -> None:
     built: dict[str, str] = {}
     if any(name in CHROME for name in names):
         plain, gz = build_chrome(out_dir, size_mb)
-        built |= {"chrome_trace": str(plain), "chrome_trace_gz": str(gz),
-                  "json.load": str(plain), "json.load_gz": str(gz)}
+        built |= {
+            "chrome_trace": str(plain),
+            "chrome_trace_gz": str(gz),
+            "json.load": str(plain),
+            "json.load_gz": str(gz),
+        }
     for name in (n for n in TEXT_SEEDS if n in names):
         try:
             built[name] = str(build_text(out_dir, name, size_mb))
@@ -222,11 +233,13 @@ def data_size(path: Path) -> int:
     return size
 
 
-def measure(name: str, fmt: str, path: Path, baseline_mb: float, *, timeout_s: int,
-            repeat: int) -> Result:
+def measure(
+    name: str, fmt: str, path: Path, baseline_mb: float, *, timeout_s: int, repeat: int
+) -> Result:
     """Best time and highest peak of ``repeat`` fresh children (the machine may be shared)."""
-    result = Result(name=name, input=path.name, disk_mb=path.stat().st_size / MB,
-                    data_mb=data_size(path) / MB)
+    result = Result(
+        name=name, input=path.name, disk_mb=path.stat().st_size / MB, data_mb=data_size(path) / MB
+    )
     for _ in range(repeat):
         answer, peak = run_child(fmt, path, timeout_s=timeout_s)
         if "error" in answer:
@@ -238,35 +251,55 @@ def measure(name: str, fmt: str, path: Path, baseline_mb: float, *, timeout_s: i
     return result
 
 
-def run(names: list[str], size_mb: int, out_dir: Path, *, timeout_s: int,
-        repeat: int) -> list[Result]:
+def run(
+    names: list[str], size_mb: int, out_dir: Path, *, timeout_s: int, repeat: int
+) -> list[Result]:
     answer, baseline_mb = run_child("baseline", "-")
     known = set(answer.get("registered", []))
     built, _ = run_child("build", ",".join(names), str(size_mb), out_dir)
     if "error" in built:
         raise SystemExit(f"building the inputs failed: {built['error']}")
-    results = [Result("baseline (imports only)", "–", peak_mb=baseline_mb,
-                      note="peak RSS in MiB, subtracted from the rows below")]
+    results = [
+        Result(
+            "baseline (imports only)",
+            "–",
+            peak_mb=baseline_mb,
+            note="peak RSS in MiB, subtracted from the rows below",
+        )
+    ]
     for name in (n for n in ALL if n in names):
-        fmt = "json.load" if name.startswith("json.load") else \
-            TEXT_SEEDS.get(name, ("chrome_trace", ""))[0]
+        fmt = (
+            "json.load"
+            if name.startswith("json.load")
+            else TEXT_SEEDS.get(name, ("chrome_trace", ""))[0]
+        )
         if name == "nsys_sqlite":
-            results.append(Result(name, "–", note="not measured: a binary SQLite export "
-                                  "cannot be grown by concatenation"))
+            results.append(
+                Result(
+                    name,
+                    "–",
+                    note="not measured: a binary SQLite export cannot be grown by concatenation",
+                )
+            )
         elif fmt != "json.load" and fmt not in known:
             results.append(Result(name, "–", note="not registered"))
         elif built.get(name, "").startswith("error: "):
             results.append(Result(name, "–", note=built[name]))
         else:
-            results.append(measure(name, fmt, Path(built[name]), baseline_mb,
-                                   timeout_s=timeout_s, repeat=repeat))
+            results.append(
+                measure(
+                    name, fmt, Path(built[name]), baseline_mb, timeout_s=timeout_s, repeat=repeat
+                )
+            )
     return results
 
 
 def table(results: list[Result]) -> str:
-    lines = ["| benchmark | input | on disk MiB | data MiB | seconds | MiB/s | peak MiB over "
-             "baseline | peak / data | metrics (events for json.load) | note |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| benchmark | input | on disk MiB | data MiB | seconds | MiB/s | peak MiB over "
+        "baseline | peak / data | metrics (events for json.load) | note |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     return "\n".join(lines + [result.row() for result in results])
 
 
@@ -280,25 +313,32 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size-mb", type=int, default=100)
-    parser.add_argument("--formats", default=",".join(ALL),
-                        help=f"comma-separated, from: {', '.join(ALL)}")
+    parser.add_argument(
+        "--formats", default=",".join(ALL), help=f"comma-separated, from: {', '.join(ALL)}"
+    )
     parser.add_argument("--out-dir", type=Path, default=REPO / "benchmarks" / "out")
-    parser.add_argument("--timeout", type=int, default=600,
-                        help="seconds one parse may take before it is reported as a timeout")
-    parser.add_argument("--repeat", type=int, default=1,
-                        help="children per measurement: best time, highest peak")
+    parser.add_argument(
+        "--timeout",
+        type=int,
+        default=600,
+        help="seconds one parse may take before it is reported as a timeout",
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="children per measurement: best time, highest peak"
+    )
     args = parser.parse_args(argv)
     names = [name.strip() for name in args.formats.split(",") if name.strip()]
     unknown = [name for name in names if name not in ALL]
     if unknown:
         parser.error(f"unknown benchmark(s) {', '.join(unknown)}; valid: {', '.join(ALL)}")
     started = time.perf_counter()
-    results = run(names, args.size_mb, args.out_dir, timeout_s=args.timeout,
-                  repeat=args.repeat)
-    print(f"parse_speed: --size-mb {args.size_mb} --repeat {args.repeat}, "
-          f"Python {platform.python_version()}, "
-          f"{os.cpu_count()} CPUs, {platform.machine()} "
-          f"({time.perf_counter() - started:.0f} s including input building)\n")
+    results = run(names, args.size_mb, args.out_dir, timeout_s=args.timeout, repeat=args.repeat)
+    print(
+        f"parse_speed: --size-mb {args.size_mb} --repeat {args.repeat}, "
+        f"Python {platform.python_version()}, "
+        f"{os.cpu_count()} CPUs, {platform.machine()} "
+        f"({time.perf_counter() - started:.0f} s including input building)\n"
+    )
     print(table(results))
     return 0
 

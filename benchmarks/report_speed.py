@@ -44,17 +44,21 @@ STEPS = 10
 CV = 0.01
 
 
-def _profile(rng: np.random.Generator, base: np.ndarray, factors: np.ndarray,
-             names: list[str]) -> Profile:
+def _profile(
+    rng: np.random.Generator, base: np.ndarray, factors: np.ndarray, names: list[str]
+) -> Profile:
     kernels = base * factors * rng.lognormal(0.0, CV, len(base))
     step = float(kernels.sum()) * 1.05 * rng.lognormal(0.0, CV)
-    metrics = [Metric(kind=MetricKind.STEP, name="train_step", calls=STEPS,
-                      samples_ns=[step] * STEPS)]
-    metrics += [Metric(kind=MetricKind.KERNEL, name=name, calls=STEPS * 4,
-                       total_ns=float(value) * STEPS)
-                for name, value in zip(names, kernels, strict=True)]
-    return Profile(label="p", format="synthetic", source="synthetic.json", metrics=metrics,
-                   steps=STEPS)
+    metrics = [
+        Metric(kind=MetricKind.STEP, name="train_step", calls=STEPS, samples_ns=[step] * STEPS)
+    ]
+    metrics += [
+        Metric(kind=MetricKind.KERNEL, name=name, calls=STEPS * 4, total_ns=float(value) * STEPS)
+        for name, value in zip(names, kernels, strict=True)
+    ]
+    return Profile(
+        label="p", format="synthetic", source="synthetic.json", metrics=metrics, steps=STEPS
+    )
 
 
 def ingest_year(url: str, *, days: int, series: int, benchmarks: int, repeats: int) -> int:
@@ -73,14 +77,22 @@ def ingest_year(url: str, *, days: int, series: int, benchmarks: int, repeats: i
                 factors = np.ones(per_benchmark)
                 factors[0] *= 1.3 if d >= 200 else 1.0
                 factors[1] *= 0.8 if d >= 330 else 1.0
-                context = RunContext(project=PROJECT, commit=f"{b:02d}{d:04d}", branch="main",
-                                     commit_time=(T0 + timedelta(days=d)).isoformat(),
-                                     environment=dict(ENVIRONMENT))
+                context = RunContext(
+                    project=PROJECT,
+                    commit=f"{b:02d}{d:04d}",
+                    branch="main",
+                    commit_time=(T0 + timedelta(days=d)).isoformat(),
+                    environment=dict(ENVIRONMENT),
+                )
                 repeat = [[_profile(rng, base, factors, names)] for _ in range(repeats)]
                 with sessions() as session:
-                    result = ingest_run(session, context=context, benchmark=f"bench_{b}",
-                                        repeats=repeat,
-                                        created_at=T0 + timedelta(days=d, hours=2))
+                    result = ingest_run(
+                        session,
+                        context=context,
+                        benchmark=f"bench_{b}",
+                        repeats=repeat,
+                        created_at=T0 + timedelta(days=d, hours=2),
+                    )
                 samples += result.samples
     finally:
         engine.dispose()
@@ -105,9 +117,15 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as folder:
         url = f"sqlite:///{Path(folder) / 'report.db'}"
         db.upgrade(url)
-        ingest_s, samples = _timed(lambda: ingest_year(
-            url, days=args.days, series=args.series, benchmarks=args.benchmarks,
-            repeats=args.repeats))
+        ingest_s, samples = _timed(
+            lambda: ingest_year(
+                url,
+                days=args.days,
+                series=args.series,
+                benchmarks=args.benchmarks,
+                repeats=args.repeats,
+            )
+        )
         until = T0 + timedelta(days=args.days)
         until = datetime(until.year, until.month, until.day, tzinfo=UTC)
         since = until - timedelta(days=7)
@@ -117,32 +135,41 @@ def main(argv: list[str] | None = None) -> int:
         try:
             with sessions() as session:
                 # The whole year first, from a cold store: the figure the budget is about.
-                t52, report = _timed(lambda: build_weekly_report(
-                    session, project=PROJECT, since=since, until=until, history_weeks=53))
-                t8, _ = _timed(lambda: build_weekly_report(
-                    session, project=PROJECT, since=since, until=until))
+                t52, report = _timed(
+                    lambda: build_weekly_report(
+                        session, project=PROJECT, since=since, until=until, history_weeks=53
+                    )
+                )
+                t8, _ = _timed(
+                    lambda: build_weekly_report(session, project=PROJECT, since=since, until=until)
+                )
             html_s, html = _timed(lambda: render_html(report))
             md_s, _ = _timed(lambda: render_markdown(report))
         finally:
             engine.dispose()
         changes = sum(len(t.change_points) for t in report.benchmarks)
-        rows += [("build_weekly_report, whole year of history", t52,
-                  f"{changes} change points found"),
-                 ("build_weekly_report, 8 weeks of history (default)", t8, ""),
-                 ("render HTML (plots inlined)", html_s, f"{len(html) / 1e3:.0f} kB"),
-                 ("render Markdown", md_s, "")]
+        rows += [
+            ("build_weekly_report, whole year of history", t52, f"{changes} change points found"),
+            ("build_weekly_report, 8 weeks of history (default)", t8, ""),
+            ("render HTML (plots inlined)", html_s, f"{len(html) / 1e3:.0f} kB"),
+            ("render Markdown", md_s, ""),
+        ]
         total = t52 + html_s
         verdict = "within" if total < args.budget else "OVER"
-        print(f"Weekly report speed: {args.days} daily runs × {args.series} series "
-              f"({args.benchmarks} benchmarks, {args.repeats} repeats, {samples:,} samples), "
-              f"SQLite, Python {platform.python_version()}, {platform.machine()}; ingest "
-              f"(setup, not in the budget) {ingest_s:.1f} s\n")
+        print(
+            f"Weekly report speed: {args.days} daily runs × {args.series} series "
+            f"({args.benchmarks} benchmarks, {args.repeats} repeats, {samples:,} samples), "
+            f"SQLite, Python {platform.python_version()}, {platform.machine()}; ingest "
+            f"(setup, not in the budget) {ingest_s:.1f} s\n"
+        )
         print("| Step | Time (s) | Notes |")
         print("|:--|--:|:--|")
         for name, seconds, note in rows:
             print(f"| {name} | {seconds:.2f} | {note} |")
-        print(f"| **whole-year report + HTML** | **{total:.2f}** | {verdict} the "
-              f"{args.budget:.0f} s budget |")
+        print(
+            f"| **whole-year report + HTML** | **{total:.2f}** | {verdict} the "
+            f"{args.budget:.0f} s budget |"
+        )
     return 0 if total < args.budget else 1
 
 

@@ -38,12 +38,14 @@ from perfci.model import MetricKind, RunComparison, SeriesKey, Verdict
 from perfci.usecases import adaptive
 
 KEYS = [SeriesKey(kind=MetricKind.STEP, name="step")] + [
-    SeriesKey(kind=MetricKind.KERNEL, name=f"kernel_{i}") for i in range(12)]
+    SeriesKey(kind=MetricKind.KERNEL, name=f"kernel_{i}") for i in range(12)
+]
 TARGET = KEYS[1]
 
 
-def draw(rng: np.random.Generator, pairs: int, *, noise: float, change: float
-         ) -> tuple[dict[SeriesKey, list[float]], dict[SeriesKey, list[float]]]:
+def draw(
+    rng: np.random.Generator, pairs: int, *, noise: float, change: float
+) -> tuple[dict[SeriesKey, list[float]], dict[SeriesKey, list[float]]]:
     machine = np.exp(rng.normal(0, 0.05, pairs))
     base, pr = {}, {}
     for key in KEYS:
@@ -54,38 +56,50 @@ def draw(rng: np.random.Generator, pairs: int, *, noise: float, change: float
     return base, pr
 
 
-def one_check(base: dict[SeriesKey, list[float]], pr: dict[SeriesKey, list[float]],
-              plan: adaptive.LookPlan, alpha: float) -> tuple[RunComparison, int]:
+def one_check(
+    base: dict[SeriesKey, list[float]],
+    pr: dict[SeriesKey, list[float]],
+    plan: adaptive.LookPlan,
+    alpha: float,
+) -> tuple[RunComparison, int]:
     """The adaptive loop on pre-drawn pairs: the final result and the pairs it used."""
     options = CompareOptions(alpha=alpha)
     for size in plan.sizes:
-        result = compare_paired({k: v[:size] for k, v in base.items()},
-                                {k: v[:size] for k, v in pr.items()}, benchmark="sim",
-                                options=options)
-        if adaptive.next_reason(result, done=size, plan=plan, seconds_per_repeat=1.0,
-                                spent=float(size), budget=None) is not None:
+        result = compare_paired(
+            {k: v[:size] for k, v in base.items()},
+            {k: v[:size] for k, v in pr.items()},
+            benchmark="sim",
+            options=options,
+        )
+        if (
+            adaptive.next_reason(
+                result, done=size, plan=plan, seconds_per_repeat=1.0, spent=float(size), budget=None
+            )
+            is not None
+        ):
             return result, size
     return result, plan.maximum
 
 
-def policy(name: str, plan: adaptive.LookPlan, alpha: float, args: argparse.Namespace
-           ) -> list[str]:
+def policy(name: str, plan: adaptive.LookPlan, alpha: float, args: argparse.Namespace) -> list[str]:
     rng = np.random.default_rng(args.seed)
     false = found = 0
     pairs: list[int] = []
     for _ in range(args.checks):
-        result, used = one_check(*draw(rng, plan.maximum, noise=args.noise, change=1.0),
-                                 plan, alpha)
+        result, used = one_check(
+            *draw(rng, plan.maximum, noise=args.noise, change=1.0), plan, alpha
+        )
         false += result.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT)
         pairs.append(used)
-        result, used = one_check(*draw(rng, plan.maximum, noise=args.noise,
-                                       change=1 + args.change), plan, alpha)
-        found += any(m.key == TARGET.key and m.verdict is Verdict.REGRESSION
-                     for m in result.metrics)
+        result, used = one_check(
+            *draw(rng, plan.maximum, noise=args.noise, change=1 + args.change), plan, alpha
+        )
+        found += any(
+            m.key == TARGET.key and m.verdict is Verdict.REGRESSION for m in result.metrics
+        )
         pairs.append(used)
     n = args.checks
-    return [name, f"{alpha:.4f}", f"{false / n:.3f}", f"{found / n:.3f}",
-            f"{np.mean(pairs):.1f}"]
+    return [name, f"{alpha:.4f}", f"{false / n:.3f}", f"{found / n:.3f}", f"{np.mean(pairs):.1f}"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -98,18 +112,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     plan = adaptive.plan_looks(args.first, args.max)
-    rows = [policy(f"one look ({args.first} pairs)", adaptive.single_look(args.first), 0.05,
-                   args),
-            policy(f"looks {list(plan.sizes)}, no spending", plan, 0.05, args),
-            policy(f"looks {list(plan.sizes)}, alpha / {plan.looks}", plan,
-                   plan.alpha(0.05), args)]
-    print(f"| policy | alpha per look | false run verdicts (unchanged) | +{args.change:.0%} "
-          "kernel found | mean pairs |")
+    rows = [
+        policy(f"one look ({args.first} pairs)", adaptive.single_look(args.first), 0.05, args),
+        policy(f"looks {list(plan.sizes)}, no spending", plan, 0.05, args),
+        policy(f"looks {list(plan.sizes)}, alpha / {plan.looks}", plan, plan.alpha(0.05), args),
+    ]
+    print(
+        f"| policy | alpha per look | false run verdicts (unchanged) | +{args.change:.0%} "
+        "kernel found | mean pairs |"
+    )
     print("|---|---:|---:|---:|---:|")
     for row in rows:
         print("| " + " | ".join(row) + " |")
-    print(f"\n{args.checks} unchanged and {args.checks} changed checks per policy; "
-          f"{args.noise:.0%} process noise, 5 % machine factor per pair, 12 kernels + step.")
+    print(
+        f"\n{args.checks} unchanged and {args.checks} changed checks per policy; "
+        f"{args.noise:.0%} process noise, 5 % machine factor per pair, 12 kernels + step."
+    )
     return 0
 
 

@@ -107,19 +107,47 @@ def body(index: int, metrics: int, rng: np.random.Generator) -> dict[str, Any]:
     repeats = []
     for _ in range(3):
         values = rng.lognormal(13, 1, size=len(names)) * float(np.exp(rng.normal(0, 0.01)))
-        kernels = [{"kind": "kernel", "name": n, "calls": 10, "total_ns": float(v) * 3}
-                   for n, v in zip(names, values, strict=True)]
-        step = {"kind": "step", "name": "train_step", "calls": 3,
-                "total_ns": float(values.sum()) * 3 * 1.2}
-        repeats.append({"schema_version": 1, "profiles": [
-            {"label": "p", "format": "load", "steps": 3, "metrics": [step, *kernels]}]})
-    return {"benchmark": "gpt", "repeats": repeats, "context": {
-        "commit": f"{index:040x}", "branch": "main", "ci_provider": "load",
-        "ci_run_id": str(index), "ci_run_attempt": 1, "environment": {"gpu": "load-gpu"}}}
+        kernels = [
+            {"kind": "kernel", "name": n, "calls": 10, "total_ns": float(v) * 3}
+            for n, v in zip(names, values, strict=True)
+        ]
+        step = {
+            "kind": "step",
+            "name": "train_step",
+            "calls": 3,
+            "total_ns": float(values.sum()) * 3 * 1.2,
+        }
+        repeats.append(
+            {
+                "schema_version": 1,
+                "profiles": [
+                    {"label": "p", "format": "load", "steps": 3, "metrics": [step, *kernels]}
+                ],
+            }
+        )
+    return {
+        "benchmark": "gpt",
+        "repeats": repeats,
+        "context": {
+            "commit": f"{index:040x}",
+            "branch": "main",
+            "ci_provider": "load",
+            "ci_run_id": str(index),
+            "ci_run_attempt": 1,
+            "environment": {"gpu": "load-gpu"},
+        },
+    }
 
 
-def upload(session: requests.Session, urls: list[str], first: int, token: str,
-           payload: dict[str, Any], key: str | None, deadline_s: float) -> Outcome:
+def upload(
+    session: requests.Session,
+    urls: list[str],
+    first: int,
+    token: str,
+    payload: dict[str, Any],
+    key: str | None,
+    deadline_s: float,
+) -> Outcome:
     """POST until acknowledged: connection errors and 5xx are retried, with the same key, on
     the next replica (what a load balancer does with a dead backend)."""
     outcome = Outcome(key=key or str(payload["context"]["ci_run_id"]))
@@ -149,9 +177,18 @@ def upload(session: requests.Session, urls: list[str], first: int, token: str,
     return outcome
 
 
-def run_scenario(name: str, *, urls: list[str], token: str, clients: int, uploads: int,
-                 metrics: int, database_url: str, racing: bool = False,
-                 midway: Callable[[Scenario], None] | None = None) -> Scenario:
+def run_scenario(
+    name: str,
+    *,
+    urls: list[str],
+    token: str,
+    clients: int,
+    uploads: int,
+    metrics: int,
+    database_url: str,
+    racing: bool = False,
+    midway: Callable[[Scenario], None] | None = None,
+) -> Scenario:
     """``uploads`` runs by ``clients`` threads; with ``racing`` every run is sent twice at
     once to two replicas (odd runs with a shared Idempotency-Key, even ones without: the CI
     run id decides); ``midway`` runs a third of the way through (a kill, a restart)."""
@@ -166,8 +203,7 @@ def run_scenario(name: str, *, urls: list[str], token: str, clients: int, upload
     done = threading.Semaphore(0)
     helper = None
     if midway is not None:
-        helper = threading.Thread(target=_midway, args=(midway, done, len(jobs) // 3,
-                                                        scenario))
+        helper = threading.Thread(target=_midway, args=(midway, done, len(jobs) // 3, scenario))
         helper.start()
     local = threading.local()
 
@@ -194,8 +230,9 @@ def run_scenario(name: str, *, urls: list[str], token: str, clients: int, upload
     return scenario
 
 
-def _midway(action: Callable[[Scenario], None], done: threading.Semaphore, after: int,
-            scenario: Scenario) -> None:
+def _midway(
+    action: Callable[[Scenario], None], done: threading.Semaphore, after: int, scenario: Scenario
+) -> None:
     for _ in range(after):
         done.acquire()
     started = time.perf_counter()
@@ -227,16 +264,30 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_replica(database_url: str, workers: int, log: Path,
-                  env: dict[str, str] | None = None) -> Replica:
+def start_replica(
+    database_url: str, workers: int, log: Path, env: dict[str, str] | None = None
+) -> Replica:
     """``perfci serve`` on a free loopback port, once ``/healthz`` answers."""
     port = _free_port()
     environment = {**os.environ, "PERFCI_DATABASE_URL": database_url, **(env or {})}
     with log.open("wb") as sink:
         process = subprocess.Popen(
-            [PERFCI, "serve", "--host", "127.0.0.1", "--port", str(port), "--workers",
-             str(workers), "--log-level", "warning"],
-            env=environment, stdout=sink, stderr=subprocess.STDOUT)
+            [
+                PERFCI,
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--workers",
+                str(workers),
+                "--log-level",
+                "warning",
+            ],
+            env=environment,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
     replica = Replica(process=process, url=f"http://127.0.0.1:{port}", log=log)
     for _ in range(300):
         try:
@@ -255,18 +306,23 @@ def _row(scenario: Scenario, clients: int, metrics: int, replicas: int) -> str:
     ok = [o for o in scenario.outcomes if o.run_id is not None]
     errors = len(scenario.outcomes) - len(ok)
     latencies = sorted(o.latency_s * 1000 for o in ok)
-    p99 = latencies[min(len(latencies) - 1, round(0.99 * (len(latencies) - 1)))] if (
-        latencies) else float("nan")
+    p99 = (
+        latencies[min(len(latencies) - 1, round(0.99 * (len(latencies) - 1)))]
+        if (latencies)
+        else float("nan")
+    )
     runs = len({o.run_id for o in ok})
     expected = scenario.expected_runs or len(scenario.outcomes)
     duplicated = scenario.stored_runs - runs + scenario.split
     lost = scenario.missing + max(0, expected - runs - errors)
     retries = sum(o.attempts - 1 for o in scenario.outcomes)
     took = f"{scenario.restart_s:.1f} s" if scenario.restart_s is not None else "—"
-    return (f"| {scenario.name} | {replicas} | {clients} | {len(scenario.outcomes)} "
-            f"| {runs} | {metrics} | {errors} | {lost} | {duplicated} | {retries} | {took} "
-            f"| {len(ok) / scenario.wall_s:.1f} | {statistics.median(latencies):.0f} "
-            f"| {p99:.0f} |")
+    return (
+        f"| {scenario.name} | {replicas} | {clients} | {len(scenario.outcomes)} "
+        f"| {runs} | {metrics} | {errors} | {lost} | {duplicated} | {retries} | {took} "
+        f"| {len(ok) / scenario.wall_s:.1f} | {statistics.median(latencies):.0f} "
+        f"| {p99:.0f} |"
+    )
 
 
 # --- hostile uploads: time and memory ---------------------------------------------------------
@@ -288,8 +344,10 @@ class AbuseResult:
 def _many_metrics_body(count: int) -> bytes:
     """A JSON run of ``count`` tiny metrics (about 36 bytes each: 1.7 M make 61 MB)."""
     out = io.BytesIO()
-    out.write(b'{"benchmark": "abuse", "repeats": [{"schema_version": 1, "profiles": '
-              b'[{"steps": 1, "metrics": [')
+    out.write(
+        b'{"benchmark": "abuse", "repeats": [{"schema_version": 1, "profiles": '
+        b'[{"steps": 1, "metrics": ['
+    )
     out.write(b",".join(b'{"kind":"op","name":"kern_%07d"}' % i for i in range(count)))
     out.write(b"]}]}]}")
     return out.getvalue()
@@ -298,8 +356,11 @@ def _many_metrics_body(count: int) -> bytes:
 def _gzip_bomb(inflated: int) -> bytes:
     """A perfci JSON document padded with ``inflated`` bytes of spaces, gzipped."""
     compressor = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
-    parts = [compressor.compress(b'{"schema_version": 1, "perfci_version": "0", '
-                                 b'"profiles": [{"metrics": []}]')]
+    parts = [
+        compressor.compress(
+            b'{"schema_version": 1, "perfci_version": "0", "profiles": [{"metrics": []}]'
+        )
+    ]
     chunk = b" " * (1 << 20)
     for _ in range(inflated >> 20):
         parts.append(compressor.compress(chunk))
@@ -307,8 +368,9 @@ def _gzip_bomb(inflated: int) -> bytes:
     return b"".join(parts)
 
 
-def measure(name: str, replica: Replica, send: Callable[[], requests.Response],
-            sent_bytes: int) -> AbuseResult:
+def measure(
+    name: str, replica: Replica, send: Callable[[], requests.Response], sent_bytes: int
+) -> AbuseResult:
     """Run ``send()`` while sampling the server's RSS every 5 ms and probing /healthz."""
     time.sleep(0.5)
     before = replica.rss_bytes()
@@ -345,9 +407,17 @@ def measure(name: str, replica: Replica, send: Callable[[], requests.Response],
         message = response.json().get("error", {}).get("message", "") or "stored"
     except ValueError:
         message = response.text[:100]
-    return AbuseResult(name=name, sent_bytes=sent_bytes, status=response.status_code,
-                       message=message[:90], seconds=seconds, rss_before=before,
-                       rss_peak=peak, rss_after=replica.rss_bytes(), slowest_probe_s=slowest)
+    return AbuseResult(
+        name=name,
+        sent_bytes=sent_bytes,
+        status=response.status_code,
+        message=message[:90],
+        seconds=seconds,
+        rss_before=before,
+        rss_peak=peak,
+        rss_after=replica.rss_bytes(),
+        slowest_probe_s=slowest,
+    )
 
 
 def run_abuse(database_url: str, token: str, log_dir: Path) -> list[AbuseResult]:
@@ -359,25 +429,65 @@ def run_abuse(database_url: str, token: str, log_dir: Path) -> list[AbuseResult]
     results = []
     try:
         metrics_body = _many_metrics_body(1_700_000)
-        results.append(measure("1.7 M metrics, JSON", replica, lambda: requests.post(
-            url, data=metrics_body, timeout=300,
-            headers={**auth, "Content-Type": "application/json"}), len(metrics_body)))
+        results.append(
+            measure(
+                "1.7 M metrics, JSON",
+                replica,
+                lambda: requests.post(
+                    url,
+                    data=metrics_body,
+                    timeout=300,
+                    headers={**auth, "Content-Type": "application/json"},
+                ),
+                len(metrics_body),
+            )
+        )
         bomb = _gzip_bomb(1 << 30)
         meta = json.dumps({"benchmark": "abuse", "context": {"branch": "abuse"}})
-        results.append(measure("gzip bomb 1 MB → 1 GB", replica, lambda: requests.post(
-            url, data={"meta": meta}, files=[("files", ("bomb.json.gz", bomb))],
-            headers=auth, timeout=300), len(bomb)))
+        results.append(
+            measure(
+                "gzip bomb 1 MB → 1 GB",
+                replica,
+                lambda: requests.post(
+                    url,
+                    data={"meta": meta},
+                    files=[("files", ("bomb.json.gz", bomb))],
+                    headers=auth,
+                    timeout=300,
+                ),
+                len(bomb),
+            )
+        )
         nested = gzip.compress(bomb)
-        results.append(measure("gzip bomb in gzip", replica, lambda: requests.post(
-            url, data={"meta": meta}, files=[("files", ("bomb.json.gz", nested))],
-            headers=auth, timeout=300), len(nested)))
+        results.append(
+            measure(
+                "gzip bomb in gzip",
+                replica,
+                lambda: requests.post(
+                    url,
+                    data={"meta": meta},
+                    files=[("files", ("bomb.json.gz", nested))],
+                    headers=auth,
+                    timeout=300,
+                ),
+                len(nested),
+            )
+        )
         worst = body(int(time.time()), 66_000, np.random.default_rng(0))
         worst_bytes = json.dumps(worst).encode()
-        results.append(measure("largest accepted: 3 × 66 k metrics", replica,
-                               lambda: requests.post(url, data=worst_bytes, timeout=600,
-                                                     headers={**auth, "Content-Type":
-                                                              "application/json"}),
-                               len(worst_bytes)))
+        results.append(
+            measure(
+                "largest accepted: 3 × 66 k metrics",
+                replica,
+                lambda: requests.post(
+                    url,
+                    data=worst_bytes,
+                    timeout=600,
+                    headers={**auth, "Content-Type": "application/json"},
+                ),
+                len(worst_bytes),
+            )
+        )
     finally:
         replica.process.send_signal(signal.SIGINT)
         replica.process.wait(timeout=60)
@@ -386,14 +496,19 @@ def run_abuse(database_url: str, token: str, log_dir: Path) -> list[AbuseResult]
 
 def _abuse_table(results: list[AbuseResult]) -> None:
     mb = 1024 * 1024
-    print("\n| upload | sent | answer | time | server RSS before | peak extra | after "
-          "| slowest /healthz meanwhile |")
+    print(
+        "\n| upload | sent | answer | time | server RSS before | peak extra | after "
+        "| slowest /healthz meanwhile |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for r in results:
-        print(f"| {r.name} | {r.sent_bytes / mb:.1f} MB | {r.status} {r.message} "
-              f"| {r.seconds:.2f} s | {r.rss_before / mb:.0f} MB "
-              f"| +{(r.rss_peak - r.rss_before) / mb:.0f} MB | {r.rss_after / mb:.0f} MB "
-              f"| {r.slowest_probe_s * 1000:.0f} ms |", flush=True)
+        print(
+            f"| {r.name} | {r.sent_bytes / mb:.1f} MB | {r.status} {r.message} "
+            f"| {r.seconds:.2f} s | {r.rss_before / mb:.0f} MB "
+            f"| +{(r.rss_peak - r.rss_before) / mb:.0f} MB | {r.rss_after / mb:.0f} MB "
+            f"| {r.slowest_probe_s * 1000:.0f} ms |",
+            flush=True,
+        )
 
 
 def main() -> int:
@@ -401,15 +516,24 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--uploads", type=int, default=500)
     parser.add_argument("--metrics", type=int, default=300)
-    parser.add_argument("--replicas", type=int, default=1,
-                        help="perfci serve processes on the one database (default 1)")
+    parser.add_argument(
+        "--replicas",
+        type=int,
+        default=1,
+        help="perfci serve processes on the one database (default 1)",
+    )
     parser.add_argument("--workers", type=int, default=2, help="uvicorn workers per replica")
-    parser.add_argument("--restart", action="store_true",
-                        help="also run the scenario with a PostgreSQL restart midway")
-    parser.add_argument("--restart-command", default=None,
-                        help="default: pg_ctlcluster <version> main restart")
-    parser.add_argument("--abuse", action="store_true",
-                        help="also measure hostile uploads (time, peak server RSS)")
+    parser.add_argument(
+        "--restart",
+        action="store_true",
+        help="also run the scenario with a PostgreSQL restart midway",
+    )
+    parser.add_argument(
+        "--restart-command", default=None, help="default: pg_ctlcluster <version> main restart"
+    )
+    parser.add_argument(
+        "--abuse", action="store_true", help="also measure hostile uploads (time, peak server RSS)"
+    )
     parser.add_argument("--abuse-only", action="store_true", help="only the hostile uploads")
     parser.add_argument("--postgres", default=os.environ.get("PERFCI_TEST_POSTGRES_URL"))
     args = parser.parse_args()
@@ -433,8 +557,10 @@ def main() -> int:
     replicas: list[Replica] = []
     try:
         if not args.abuse_only:
-            replicas = [start_replica(url, args.workers, log_dir / f"replica{i}.log")
-                        for i in range(args.replicas)]
+            replicas = [
+                start_replica(url, args.workers, log_dir / f"replica{i}.log")
+                for i in range(args.replicas)
+            ]
             rows = _load(args, replicas, token, url)
         if args.abuse or args.abuse_only:
             for replica in replicas:
@@ -454,11 +580,15 @@ def main() -> int:
     return 0
 
 
-def _load(args: argparse.Namespace, replicas: list[Replica], token: str,
-          url: str) -> list[str]:
+def _load(args: argparse.Namespace, replicas: list[Replica], token: str, url: str) -> list[str]:
     urls = [r.url for r in replicas]
-    common = {"token": token, "clients": args.clients, "uploads": args.uploads,
-              "metrics": args.metrics, "database_url": url}
+    common = {
+        "token": token,
+        "clients": args.clients,
+        "uploads": args.uploads,
+        "metrics": args.metrics,
+        "database_url": url,
+    }
     rows = []
 
     def add(scenario: Scenario, serving: int) -> None:
@@ -466,15 +596,21 @@ def _load(args: argparse.Namespace, replicas: list[Replica], token: str,
 
     add(run_scenario("steady", urls=urls, **common), len(urls))
     if len(replicas) > 1:
-        add(run_scenario("racing: each run sent to 2 replicas at once", urls=urls,
-                         racing=True, **common), len(urls))
+        add(
+            run_scenario(
+                "racing: each run sent to 2 replicas at once", urls=urls, racing=True, **common
+            ),
+            len(urls),
+        )
 
         def kill(_: Scenario) -> None:
             replicas[0].process.kill()
             replicas[0].process.wait()
 
-        add(run_scenario("one replica SIGKILLed midway", urls=urls, midway=kill, **common),
-            len(urls))
+        add(
+            run_scenario("one replica SIGKILLed midway", urls=urls, midway=kill, **common),
+            len(urls),
+        )
     if args.restart:
         command = args.restart_command or _restart_command()
         live = [r.url for r in replicas if r.process.poll() is None]
@@ -482,8 +618,10 @@ def _load(args: argparse.Namespace, replicas: list[Replica], token: str,
         def restart(_: Scenario) -> None:
             subprocess.run(command.split(), check=True, capture_output=True)
 
-        add(run_scenario("PostgreSQL restart midway", urls=live, midway=restart, **common),
-            len(live))
+        add(
+            run_scenario("PostgreSQL restart midway", urls=live, midway=restart, **common),
+            len(live),
+        )
     return rows
 
 
@@ -496,11 +634,15 @@ def _stop(replica: Replica) -> None:
 def _report(rows: list[str], args: argparse.Namespace) -> None:
     if not rows:
         return
-    print(f"servers: {args.replicas} × perfci serve --workers {args.workers}, one PostgreSQL; "
-          f"each run 3 repeats × {args.metrics} metrics; {os.cpu_count()} CPUs shared with "
-          "the clients\n")
-    print("| scenario | replicas | clients | uploads | runs | metrics/run | errors | lost "
-          "| duplicated | retries | kill/restart took | uploads/s | p50 ms | p99 ms |")
+    print(
+        f"servers: {args.replicas} × perfci serve --workers {args.workers}, one PostgreSQL; "
+        f"each run 3 repeats × {args.metrics} metrics; {os.cpu_count()} CPUs shared with "
+        "the clients\n"
+    )
+    print(
+        "| scenario | replicas | clients | uploads | runs | metrics/run | errors | lost "
+        "| duplicated | retries | kill/restart took | uploads/s | p50 ms | p99 ms |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows), flush=True)
 

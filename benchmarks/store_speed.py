@@ -107,26 +107,55 @@ def make_profile(run: int, series: int, repeat: int) -> Profile:
     metrics = []
     for j in range(series):
         avg = _per_call(run, j, repeat)
-        metrics.append(Metric(kind=MetricKind.KERNEL, name=f"void kernel_{j}<float, 128>(...)",
-                              calls=CALLS, total_ns=avg * CALLS, avg_ns=avg, min_ns=avg * 0.9,
-                              max_ns=avg * 1.1, std_ns=avg * 0.05))
-    return Profile(label="bench", format="synthetic", source=f"run{run}.txt", metrics=metrics,
-                   steps=STEPS)
+        metrics.append(
+            Metric(
+                kind=MetricKind.KERNEL,
+                name=f"void kernel_{j}<float, 128>(...)",
+                calls=CALLS,
+                total_ns=avg * CALLS,
+                avg_ns=avg,
+                min_ns=avg * 0.9,
+                max_ns=avg * 1.1,
+                std_ns=avg * 0.05,
+            )
+        )
+    return Profile(
+        label="bench", format="synthetic", source=f"run{run}.txt", metrics=metrics, steps=STEPS
+    )
 
 
 def sample_row(run_id: int, series_id: int, run: int, j: int, repeat: int) -> tuple[object, ...]:
     """The row ingest stores for series ``j`` of ``run`` (same numbers, same column order)."""
     avg = _per_call(run, j, repeat)
     total = avg * CALLS
-    return (run_id, series_id, repeat, total / STEPS, CALLS, total, None, avg, avg * 0.9,
-            avg * 1.1, avg * 0.05, None, None)
+    return (
+        run_id,
+        series_id,
+        repeat,
+        total / STEPS,
+        CALLS,
+        total,
+        None,
+        avg,
+        avg * 0.9,
+        avg * 1.1,
+        avg * 0.05,
+        None,
+        None,
+    )
 
 
 def context(run: int) -> RunContext:
-    return RunContext(project="bench", commit=f"{run:040x}", branch="main",
-                      commit_time=(T0 + timedelta(minutes=run)).isoformat(),
-                      ci_provider="bench", ci_run_id=str(run), ci_run_attempt=1,
-                      environment=dict(ENVIRONMENT))
+    return RunContext(
+        project="bench",
+        commit=f"{run:040x}",
+        branch="main",
+        commit_time=(T0 + timedelta(minutes=run)).isoformat(),
+        ci_provider="bench",
+        ci_run_id=str(run),
+        ci_run_attempt=1,
+        environment=dict(ENVIRONMENT),
+    )
 
 
 @dataclass
@@ -137,8 +166,9 @@ class Timed:
     cpu: Cpu = field(default_factory=Cpu)
 
 
-def ingest_and_copy(url: str, runs: int, series: int, repeats: int,
-                    raw_copy: bool) -> tuple[int, Timed, dict[str, Timed]]:
+def ingest_and_copy(
+    url: str, runs: int, series: int, repeats: int, raw_copy: bool
+) -> tuple[int, Timed, dict[str, Timed]]:
     """Ingest ``runs`` runs and (``raw_copy``, PostgreSQL) raw-COPY the same rows, interleaved.
 
     The raw COPYs go, on connections of their own, into a copy of ``sample`` ("raw") and into
@@ -154,10 +184,13 @@ def ingest_and_copy(url: str, runs: int, series: int, repeats: int,
     copies = {table: Timed() for table in (RAW_TABLES if raw_copy else ())}
     try:
         with ExitStack() as stack:
-            connections = {table: stack.enter_context(_raw_copy_connection(url, table))
-                           for table in copies}
-            backends = {"ingest": _backend_pid(engine),
-                        **{table: c.info.backend_pid for table, c in connections.items()}}
+            connections = {
+                table: stack.enter_context(_raw_copy_connection(url, table)) for table in copies
+            }
+            backends = {
+                "ingest": _backend_pid(engine),
+                **{table: c.info.backend_pid for table, c in connections.items()},
+            }
             server_before = {name: server_cpu_s(pid) for name, pid in backends.items()}
             writers = ["ingest", *copies]
             for run in range(runs):
@@ -169,9 +202,13 @@ def ingest_and_copy(url: str, runs: int, series: int, repeats: int,
                     started, cpu_started = time.perf_counter(), time.process_time()
                     if writer == "ingest":
                         with sessions() as session:
-                            result = ingest_run(session, context=context(run),
-                                                benchmark="train", repeats=profiles,
-                                                created_at=T0 + timedelta(minutes=run, seconds=30))
+                            result = ingest_run(
+                                session,
+                                context=context(run),
+                                benchmark="train",
+                                repeats=profiles,
+                                created_at=T0 + timedelta(minutes=run, seconds=30),
+                            )
                         samples += result.samples
                     else:
                         _copy_rows(connections[writer], writer, raw_rows)
@@ -179,8 +216,10 @@ def ingest_and_copy(url: str, runs: int, series: int, repeats: int,
                     timed.seconds += time.perf_counter() - started
                     timed.cpu.client += time.process_time() - cpu_started
                 if (run + 1) % max(1, runs // 10) == 0:
-                    rates = ", ".join(f"{name} {samples / timed.seconds:,.0f}" for name, timed
-                                      in (("ingest", ingests), *copies.items()))
+                    rates = ", ".join(
+                        f"{name} {samples / timed.seconds:,.0f}"
+                        for name, timed in (("ingest", ingests), *copies.items())
+                    )
                     print(f"  {run + 1}/{runs} runs, rows/s: {rates}", file=sys.stderr)
             # Each server process is idle between its own operations: all its CPU is theirs.
             for name, pid in backends.items():
@@ -208,8 +247,14 @@ def baseline_query_ms(url: str, rounds: int) -> tuple[float, int]:
             started = time.perf_counter()
             with sessions() as session:
                 env = environment_id(session, fingerprint_hash(ENVIRONMENT))
-                ids = baseline_run_ids(session, project="bench", benchmark="train",
-                                       environment_id=env, branch="main", limit=30)
+                ids = baseline_run_ids(
+                    session,
+                    project="bench",
+                    benchmark="train",
+                    environment_id=env,
+                    branch="main",
+                    limit=30,
+                )
                 found = run_samples(session, ids)
             times.append(time.perf_counter() - started)
             values = sum(len(v) for per_run in found.values() for v in per_run.values())
@@ -234,7 +279,8 @@ def _raw_copy_connection(url: str, table: str) -> Iterator[Any]:
         connection.execute(f"DROP TABLE IF EXISTS sample_{table}")
         connection.execute(f"CREATE TABLE sample_{table} ({RAW_TABLES[table]})")
         if table == "raw" and _index_columns(connection, "sample_raw") != _index_columns(
-                connection, "sample"):
+            connection, "sample"
+        ):
             raise RuntimeError("sample_raw's indexes differ from sample's: not the reference")
         connection.commit()
         yield connection
@@ -244,9 +290,13 @@ def _index_columns(connection: Any, table: str) -> list[str]:
     """The columns of each index of ``table`` (its names left out: LIKE renames them)."""
     rows = connection.execute(
         "SELECT indisunique, indisprimary, pg_get_indexdef(indexrelid) FROM pg_index "
-        "WHERE indrelid = %s::regclass", (table,)).fetchall()
-    return sorted(f"{unique} {primary} {definition.split(' USING ', 1)[1]}"
-                  for unique, primary, definition in rows)
+        "WHERE indrelid = %s::regclass",
+        (table,),
+    ).fetchall()
+    return sorted(
+        f"{unique} {primary} {definition.split(' USING ', 1)[1]}"
+        for unique, primary, definition in rows
+    )
 
 
 def _copy_statement(table: str) -> str:
@@ -305,59 +355,78 @@ def scratch_database(store: str, server_url: str) -> Iterator[str]:
 
 
 def measure(store: str, args: argparse.Namespace) -> Result:
-    print(f"{store}: ingesting {args.runs} runs × {args.series} series × {args.repeats} "
-          "repeats", file=sys.stderr)
+    print(
+        f"{store}: ingesting {args.runs} runs × {args.series} series × {args.repeats} repeats",
+        file=sys.stderr,
+    )
     with scratch_database(store, args.postgres_url) as url:
         db.upgrade(url)
         postgres = store == "postgres"
-        samples, ingest, copies = ingest_and_copy(url, args.runs, args.series, args.repeats,
-                                                  raw_copy=postgres)
+        samples, ingest, copies = ingest_and_copy(
+            url, args.runs, args.series, args.repeats, raw_copy=postgres
+        )
         query_ms, values = baseline_query_ms(url, args.queries)
-        stream = (one_stream_copy_rows_s(url, args.runs, args.series, args.repeats)
-                  if postgres else None)
+        stream = (
+            one_stream_copy_rows_s(url, args.runs, args.series, args.repeats) if postgres else None
+        )
     return Result(store, samples, ingest, copies, stream, query_ms, values)
 
 
 def table(results: list[Result], args: argparse.Namespace) -> str:
-    lines = [f"{args.runs} runs × {args.series} series × {args.repeats} repeat(s); "
-             f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-             f"Python {platform.python_version()}, load average {_load()}",
-             "",
-             "| store | samples | ingest s | ingest rows/s "
-             "| raw COPY rows/s per run, copy of `sample` | **ingest / raw COPY** "
-             "| raw COPY rows/s per run, bare table | ingest / bare COPY "
-             "| raw COPY rows/s, one stream | ingest / one stream "
-             "| CPU ms per run: ingest / raw COPY / bare COPY (client + server) "
-             "| CPU ratio, raw / bare "
-             "| baseline query ms (30 runs) |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-             "| ---: |"]
+    lines = [
+        f"{args.runs} runs × {args.series} series × {args.repeats} repeat(s); "
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}, load average {_load()}",
+        "",
+        "| store | samples | ingest s | ingest rows/s "
+        "| raw COPY rows/s per run, copy of `sample` | **ingest / raw COPY** "
+        "| raw COPY rows/s per run, bare table | ingest / bare COPY "
+        "| raw COPY rows/s, one stream | ingest / one stream "
+        "| CPU ms per run: ingest / raw COPY / bare COPY (client + server) "
+        "| CPU ratio, raw / bare "
+        "| baseline query ms (30 runs) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+        "| ---: |",
+    ]
     for r in results:
         rate = r.samples / r.ingest.seconds
         cells = ["–"] * 8
         if r.copies:
             raw, bare = (r.samples / r.copies[t].seconds for t in ("raw", "bare"))
             stream = r.stream_rows_s or float("nan")
-            cells = [f"{raw:,.0f}", f"**{rate / raw:.2f}**", f"{bare:,.0f}",
-                     f"{rate / bare:.2f}", f"{stream:,.0f}", f"{rate / stream:.2f}",
-                     " / ".join(_cpu_ms(timed.cpu, args.runs)
-                                for timed in (r.ingest, r.copies["raw"], r.copies["bare"])),
-                     "–"]
+            cells = [
+                f"{raw:,.0f}",
+                f"**{rate / raw:.2f}**",
+                f"{bare:,.0f}",
+                f"{rate / bare:.2f}",
+                f"{stream:,.0f}",
+                f"{rate / stream:.2f}",
+                " / ".join(
+                    _cpu_ms(timed.cpu, args.runs)
+                    for timed in (r.ingest, r.copies["raw"], r.copies["bare"])
+                ),
+                "–",
+            ]
             if all(t.cpu.server is not None for t in (r.ingest, *r.copies.values())):
-                cells[7] = " / ".join(f"{r.copies[t].cpu.total / r.ingest.cpu.total:.2f}"
-                                      for t in ("raw", "bare"))
+                cells[7] = " / ".join(
+                    f"{r.copies[t].cpu.total / r.ingest.cpu.total:.2f}" for t in ("raw", "bare")
+                )
         else:
             cells[6] = _cpu_ms(r.ingest.cpu, args.runs)
-        lines.append(f"| {r.store} | {r.samples:,} | {r.ingest.seconds:.1f} | {rate:,.0f} | "
-                     f"{' | '.join(cells)} | {r.query_ms:.1f} ({r.query_values:,} values) |")
+        lines.append(
+            f"| {r.store} | {r.samples:,} | {r.ingest.seconds:.1f} | {rate:,.0f} | "
+            f"{' | '.join(cells)} | {r.query_ms:.1f} ({r.query_values:,} values) |"
+        )
     return "\n".join(lines)
 
 
 def _cpu_ms(cpu: Cpu, runs: int) -> str:
     if cpu.server is None:
         return f"{cpu.client / runs * 1000:.2f}"
-    return (f"{cpu.total / runs * 1000:.2f} ({cpu.client / runs * 1000:.2f} + "
-            f"{cpu.server / runs * 1000:.2f})")
+    return (
+        f"{cpu.total / runs * 1000:.2f} ({cpu.client / runs * 1000:.2f} + "
+        f"{cpu.server / runs * 1000:.2f})"
+    )
 
 
 def _load() -> str:
@@ -374,8 +443,9 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--queries", type=int, default=20, help="baseline query rounds")
     parser.add_argument("--stores", default="postgres,sqlite")
-    parser.add_argument("--postgres-url",
-                        default=os.environ.get("PERFCI_TEST_POSTGRES_URL", DEFAULT_PG))
+    parser.add_argument(
+        "--postgres-url", default=os.environ.get("PERFCI_TEST_POSTGRES_URL", DEFAULT_PG)
+    )
     args = parser.parse_args()
     results = [measure(store.strip(), args) for store in args.stores.split(",")]
     print(table(results, args))

@@ -51,9 +51,13 @@ from perfci.model import MetricKind, SeriesKey, Verdict  # noqa: E402
 
 Array = NDArray[np.float64]
 #: (kind, count, total share of the step) of the simulated benchmark at 500 metrics.
-MIX = ((MetricKind.KERNEL, 0.40, 0.90), (MetricKind.OP, 0.30, 0.85),
-       (MetricKind.RANGE, 0.08, 1.60), (MetricKind.MEMORY, 0.02, 0.05),
-       (MetricKind.API, 0.198, 0.30))
+MIX = (
+    (MetricKind.KERNEL, 0.40, 0.90),
+    (MetricKind.OP, 0.30, 0.85),
+    (MetricKind.RANGE, 0.08, 1.60),
+    (MetricKind.MEMORY, 0.02, 0.05),
+    (MetricKind.API, 0.198, 0.30),
+)
 
 
 @dataclass(frozen=True)
@@ -91,8 +95,15 @@ class Noise:
     heavy_tails: bool = False
 
 
-def sample_run(rng: np.random.Generator, world: World, effect: Array, repeats: int,
-               noise: Noise, step_model: str, wreck: float = 0.0) -> Array:
+def sample_run(
+    rng: np.random.Generator,
+    world: World,
+    effect: Array,
+    repeats: int,
+    noise: Noise,
+    step_model: str,
+    wreck: float = 0.0,
+) -> Array:
     """metrics × repeats values of one run; ``effect`` is each metric's log change."""
     n = len(world.keys)
     shape = (n, repeats)
@@ -131,8 +142,9 @@ def null_effect(rng: np.random.Generator, world: World) -> tuple[Array, NDArray[
     return np.zeros(len(world.keys)), np.zeros(len(world.keys), dtype=bool)
 
 
-def one_kernel(change: float) -> Callable[[np.random.Generator, World],
-                                          tuple[Array, NDArray[np.bool_]]]:
+def one_kernel(
+    change: float,
+) -> Callable[[np.random.Generator, World], tuple[Array, NDArray[np.bool_]]]:
     def effect(rng: np.random.Generator, world: World) -> tuple[Array, NDArray[np.bool_]]:
         big = world.kernels[world.share[world.kernels] >= 0.02]
         target = int(rng.choice(big))
@@ -141,6 +153,7 @@ def one_kernel(change: float) -> Callable[[np.random.Generator, World],
         changed = np.zeros(len(world.keys), dtype=bool)
         changed[target] = True
         return with_step(world, out), changed
+
     return effect
 
 
@@ -175,6 +188,9 @@ class Tally:
     unchanged_called_improvement: int = 0
     unchanged_metrics: int = 0
     step_regression: int = 0
+    #: Comparisons whose true step change was at least +5 %, and of those, step regressions.
+    big_steps: int = 0
+    big_steps_found: int = 0
     seconds: float = 0.0
 
 
@@ -193,8 +209,9 @@ def simulate(scenario: Scenario, args: argparse.Namespace, seed: int) -> dict[st
             if accepted is not None and scenario.step_at is not None and j >= scenario.step_at:
                 base_effect = accepted
             wreck = float(np.log(1 + rng.uniform(0.3, 0.6))) if j in wrecked else 0.0
-            runs.append(sample_run(rng, world, base_effect, args.repeats, scenario.noise,
-                                   args.step, wreck))
+            runs.append(
+                sample_run(rng, world, base_effect, args.repeats, scenario.noise, args.step, wreck)
+            )
         cand_effect = effect + (accepted if accepted is not None else 0.0)
         cand = sample_run(rng, world, cand_effect, args.repeats, scenario.noise, args.step)
         baseline = {k: [run[i].tolist() for run in runs] for i, k in enumerate(world.keys)}
@@ -203,9 +220,17 @@ def simulate(scenario: Scenario, args: argparse.Namespace, seed: int) -> dict[st
         result = compare_run(baseline, candidate, benchmark="sim", options=options)
         tallies["perfci"].seconds += time.perf_counter() - start
         verdicts = np.array([_verdict_of(result, k) for k in world.keys], dtype=object)
-        _count(tallies["perfci"], verdicts == Verdict.REGRESSION.value,
-               verdicts == Verdict.IMPROVEMENT.value, result.verdict is Verdict.REGRESSION,
-               changed, world)
+        if np.expm1(effect[0]) >= 0.05:
+            tallies["perfci"].big_steps += 1
+            tallies["perfci"].big_steps_found += int(verdicts[0] == Verdict.REGRESSION.value)
+        _count(
+            tallies["perfci"],
+            verdicts == Verdict.REGRESSION.value,
+            verdicts == Verdict.IMPROVEMENT.value,
+            result.verdict is Verdict.REGRESSION,
+            changed,
+            world,
+        )
         medians = np.stack([np.median(run, axis=1) for run in runs], axis=1)
         for name, peer in PEERS.items():
             flagged = np.asarray(peer(medians, cand))
@@ -220,8 +245,14 @@ def _verdict_of(result: object, key: SeriesKey) -> str:
     return line.verdict.value if line is not None else "missing"
 
 
-def _count(tally: Tally, regressed: NDArray[np.bool_], improved: NDArray[np.bool_],
-           failed: bool, changed: NDArray[np.bool_], world: World) -> None:
+def _count(
+    tally: Tally,
+    regressed: NDArray[np.bool_],
+    improved: NDArray[np.bool_],
+    failed: bool,
+    changed: NDArray[np.bool_],
+    world: World,
+) -> None:
     tally.comparisons += 1
     tally.false_regressions += int((regressed & ~changed).sum())
     tally.false_improvements += int((improved & ~changed).sum())
@@ -255,18 +286,23 @@ def _rate(part: int, whole: int) -> str:
 
 
 def table(scenario: Scenario, tallies: dict[str, Tally]) -> list[str]:
-    rows = [f"#### {scenario.name}", "",
-            "| detector | false regressions / comparison | false improvements / comparison "
-            "| runs failed | changed metrics found | unchanged kernels called improvements "
-            "| step regression |",
-            "|:--|--:|--:|--:|--:|--:|--:|"]
+    rows = [
+        f"#### {scenario.name}",
+        "",
+        "| detector | false regressions / comparison | false improvements / comparison "
+        "| runs failed | changed metrics found | unchanged kernels called improvements "
+        "| step regression |",
+        "|:--|--:|--:|--:|--:|--:|--:|",
+    ]
     for name, t in tallies.items():
         n = max(t.comparisons, 1)
-        rows.append(f"| {name} | {t.false_regressions / n:.3f} | {t.false_improvements / n:.3f} "
-                    f"| {_rate(t.runs_failed, t.comparisons)} "
-                    f"| {_rate(t.found, t.changed_metrics)} "
-                    f"| {_rate(t.unchanged_called_improvement, t.unchanged_metrics)} "
-                    f"| {_rate(t.step_regression, t.comparisons)} |")
+        rows.append(
+            f"| {name} | {t.false_regressions / n:.3f} | {t.false_improvements / n:.3f} "
+            f"| {_rate(t.runs_failed, t.comparisons)} "
+            f"| {_rate(t.found, t.changed_metrics)} "
+            f"| {_rate(t.unchanged_called_improvement, t.unchanged_metrics)} "
+            f"| {_rate(t.step_regression, t.comparisons)} |"
+        )
     return [*rows, ""]
 
 
@@ -277,8 +313,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--baseline", type=int, default=30)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--step", choices=("independent", "sum"), default="independent")
-    parser.add_argument("--scenario", action="append", default=None,
-                        help="run only scenarios whose name contains this text")
+    parser.add_argument(
+        "--scenario",
+        action="append",
+        default=None,
+        help="run only scenarios whose name contains this text",
+    )
     parser.add_argument("--seed", type=int, default=20261123)
     parser.add_argument("--quick", action="store_true", help="10 comparisons, 100 metrics")
     args = parser.parse_args(argv)
@@ -290,13 +330,23 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     print(f"# Verdicts under two-level noise ({platform.node()}, {platform.python_version()})")
-    print(f"{args.comparisons} comparisons a scenario, {args.metrics} metrics, "
-          f"{args.baseline} baseline runs x {args.repeats} repeats, step model: {args.step}\n")
+    print(
+        f"{args.comparisons} comparisons a scenario, {args.metrics} metrics, "
+        f"{args.baseline} baseline runs x {args.repeats} repeats, step model: {args.step}\n"
+    )
     for index, scenario in enumerate(scenarios()):
         if args.scenario and not any(s in scenario.name for s in args.scenario):
             continue
         tallies = simulate(scenario, args, args.seed + index)
         print("\n".join(table(scenario, tallies)), flush=True)
+        mine = tallies["perfci"]
+        if mine.big_steps:
+            print(
+                f"perfci: step a regression in {_rate(mine.big_steps_found, mine.big_steps)} "
+                f"of the {mine.big_steps} comparisons whose true step change was +5 % or "
+                "more\n",
+                flush=True,
+            )
         per = tallies["perfci"].seconds / max(tallies["perfci"].comparisons, 1)
         print(f"perfci compare_run: {per * 1000:.0f} ms a comparison\n", flush=True)
     return 0

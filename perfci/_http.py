@@ -41,9 +41,19 @@ from urllib3.exceptions import InvalidHeader, MaxRetryError, ResponseError
 from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import RequestHistory, Retry
 
-__all__ = ["IDEMPOTENT", "RETRY_STATUSES", "TIMEOUT", "BoundedRetry", "RateLimitPolicy",
-           "make_session", "mount_retrying", "post_with_recovery", "retry_after_seconds",
-           "retry_after_wait", "retrying_adapter"]
+__all__ = [
+    "IDEMPOTENT",
+    "RETRY_STATUSES",
+    "TIMEOUT",
+    "BoundedRetry",
+    "RateLimitPolicy",
+    "make_session",
+    "mount_retrying",
+    "post_with_recovery",
+    "retry_after_seconds",
+    "retry_after_wait",
+    "retrying_adapter",
+]
 
 log = logging.getLogger(__name__)
 
@@ -85,8 +95,9 @@ def retry_after_seconds(value: str | None, now: float) -> float | None:
     return max(0.0, when.timestamp() - now)
 
 
-def retry_after_wait(status: int, headers: Mapping[str, str], now: float, *,
-                     default_wait: float = 1.0) -> float | None:
+def retry_after_wait(
+    status: int, headers: Mapping[str, str], now: float, *, default_wait: float = 1.0
+) -> float | None:
     """The default rate-limit policy: a 429, or a 503 that says when to come back."""
     retry_after = retry_after_seconds(headers.get("Retry-After"), now)
     if status == 429:
@@ -105,10 +116,19 @@ class BoundedRetry(Retry):
     carries from attempt to attempt (urllib3 makes a new ``Retry`` for each).
     """
 
-    def __init__(self, *args: Any, rate_limit: RateLimitPolicy = retry_after_wait,
-                 max_wait_s: float = 60.0, sleep: Sleep = time.sleep, clock: Clock = time.time,
-                 label: str = "HTTP", waited: float = 0.0, next_wait: float = 0.0,
-                 waits_left: int = _MAX_RATE_LIMIT_WAITS, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        rate_limit: RateLimitPolicy = retry_after_wait,
+        max_wait_s: float = 60.0,
+        sleep: Sleep = time.sleep,
+        clock: Clock = time.time,
+        label: str = "HTTP",
+        waited: float = 0.0,
+        next_wait: float = 0.0,
+        waits_left: int = _MAX_RATE_LIMIT_WAITS,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.rate_limit = rate_limit
         self.max_wait_s = max_wait_s
@@ -120,10 +140,16 @@ class BoundedRetry(Retry):
         self.waits_left = waits_left
 
     def new(self, **kw: Any) -> Self:
-        carried = {"rate_limit": self.rate_limit, "max_wait_s": self.max_wait_s,
-                   "sleep": self.sleeper, "clock": self.clock, "label": self.label,
-                   "waited": self.waited, "next_wait": self.next_wait,
-                   "waits_left": self.waits_left}
+        carried = {
+            "rate_limit": self.rate_limit,
+            "max_wait_s": self.max_wait_s,
+            "sleep": self.sleeper,
+            "clock": self.clock,
+            "label": self.label,
+            "waited": self.waited,
+            "next_wait": self.next_wait,
+            "waits_left": self.waits_left,
+        }
         return super().new(**{**carried, **kw})
 
     def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
@@ -131,40 +157,70 @@ class BoundedRetry(Retry):
             return True  # increment decides: it sees the headers, this does not
         return self._is_method_retryable(method) and status_code in (self.status_forcelist or ())
 
-    def increment(self, method: str | None = None, url: str | None = None,
-                  response: BaseHTTPResponse | None = None, error: Exception | None = None,
-                  _pool: ConnectionPool | None = None, _stacktrace: Any = None) -> Self:
+    def increment(
+        self,
+        method: str | None = None,
+        url: str | None = None,
+        response: BaseHTTPResponse | None = None,
+        error: Exception | None = None,
+        _pool: ConnectionPool | None = None,
+        _stacktrace: Any = None,
+    ) -> Self:
         if response is not None and error is None and response.status in _RATE_LIMIT_STATUSES:
             wait = self.rate_limit(response.status, response.headers, self.clock())
             if wait is not None:
                 return self._wait_out(wait, method, url, response, _pool)
-            if not (method and self._is_method_retryable(method)
-                    and response.status in (self.status_forcelist or ())):
+            if not (
+                method
+                and self._is_method_retryable(method)
+                and response.status in (self.status_forcelist or ())
+            ):
                 # Not a rate limit, and not retried for this method: the answer goes back.
-                raise MaxRetryError(_pool, url, ResponseError(  # type: ignore[arg-type]
-                    f"{response.status} is not retried for {method}"))
+                raise MaxRetryError(
+                    _pool,  # type: ignore[arg-type]
+                    url,
+                    ResponseError(f"{response.status} is not retried for {method}"),
+                )
         retry = super().increment(method, url, response, error, _pool, _stacktrace)
         wait = retry.get_backoff_time()
-        cause = type(error).__name__ if error is not None else str(getattr(response, "status",
-                                                                           "no answer"))
+        cause = (
+            type(error).__name__
+            if error is not None
+            else str(getattr(response, "status", "no answer"))
+        )
         log.warning("%s %s failed (%s); retrying in %.1f s", self.label, method, cause, wait)
         return retry.new(next_wait=wait)
 
-    def _wait_out(self, wait: float, method: str | None, url: str | None,
-                  response: BaseHTTPResponse, pool: ConnectionPool | None) -> Self:
+    def _wait_out(
+        self,
+        wait: float,
+        method: str | None,
+        url: str | None,
+        response: BaseHTTPResponse,
+        pool: ConnectionPool | None,
+    ) -> Self:
         if self.waits_left <= 0 or self.waited + wait > self.max_wait_s:
-            raise MaxRetryError(pool, url, ResponseError(  # type: ignore[arg-type]
-                f"rate limited for {wait:.0f} s, beyond the {self.max_wait_s:.0f} s bound"))
-        log.warning("%s %s rate limited (%d): waiting %.0f s", self.label, method,
-                    response.status, wait)
+            raise MaxRetryError(
+                pool,  # type: ignore[arg-type]
+                url,
+                ResponseError(
+                    f"rate limited for {wait:.0f} s, beyond the {self.max_wait_s:.0f} s bound"
+                ),
+            )
+        log.warning(
+            "%s %s rate limited (%d): waiting %.0f s", self.label, method, response.status, wait
+        )
         history = (*self.history, RequestHistory(method, url, None, response.status, None))
-        return self.new(history=history, waited=self.waited + wait, next_wait=wait,
-                        waits_left=self.waits_left - 1)
+        return self.new(
+            history=history,
+            waited=self.waited + wait,
+            next_wait=wait,
+            waits_left=self.waits_left - 1,
+        )
 
     def get_backoff_time(self) -> float:
         # urllib3 waits nothing before the first retry; a server that just failed gets a moment.
-        errors = len(list(takewhile(lambda h: h.redirect_location is None,
-                                    reversed(self.history))))
+        errors = len(list(takewhile(lambda h: h.redirect_location is None, reversed(self.history))))
         if errors == 0:
             return 0.0
         return min(self.backoff_max, self.backoff_factor * 2.0 ** (errors - 1))
@@ -194,34 +250,62 @@ class _TimeoutAdapter(HTTPAdapter):
         super().__init__(max_retries=retry)
         self.default_timeout = timeout
 
-    def send(self, request: PreparedRequest, stream: bool = False,
-             timeout: float | tuple[float | None, float | None] | None = None,
-             verify: bool | str = True, cert: str | tuple[str, str] | None = None,
-             proxies: dict[str, str] | None = None) -> requests.Response:
-        return super().send(request, stream=stream,
-                            timeout=self.default_timeout if timeout is None else timeout,
-                            verify=verify, cert=cert, proxies=proxies)
+    def send(
+        self,
+        request: PreparedRequest,
+        stream: bool = False,
+        timeout: float | tuple[float | None, float | None] | None = None,
+        verify: bool | str = True,
+        cert: str | tuple[str, str] | None = None,
+        proxies: dict[str, str] | None = None,
+    ) -> requests.Response:
+        return super().send(
+            request,
+            stream=stream,
+            timeout=self.default_timeout if timeout is None else timeout,
+            verify=verify,
+            cert=cert,
+            proxies=proxies,
+        )
 
 
-def retrying_adapter(*, retries: int = 3, retry_methods: Collection[str] | None = IDEMPOTENT,
-                     backoff: float = 0.5, rate_limit: RateLimitPolicy = retry_after_wait,
-                     max_wait_s: float = 60.0, sleep: Sleep = time.sleep,
-                     clock: Clock = time.time, timeout: tuple[float, float] = TIMEOUT,
-                     label: str = "HTTP") -> HTTPAdapter:
+def retrying_adapter(
+    *,
+    retries: int = 3,
+    retry_methods: Collection[str] | None = IDEMPOTENT,
+    backoff: float = 0.5,
+    rate_limit: RateLimitPolicy = retry_after_wait,
+    max_wait_s: float = 60.0,
+    sleep: Sleep = time.sleep,
+    clock: Clock = time.time,
+    timeout: tuple[float, float] = TIMEOUT,
+    label: str = "HTTP",
+) -> HTTPAdapter:
     """The adapter described in this module's docstring.
 
     ``retries`` counts attempts after the first for errors and 5xx answers (rate-limit waits
     are bounded by ``max_wait_s`` instead); ``retry_methods=None`` retries every method, for a
     client whose POST is idempotent (an ``Idempotency-Key``) or may be repeated.
     """
-    retry = BoundedRetry(total=retries, connect=retries, read=retries, status=retries,
-                         backoff_factor=backoff, backoff_max=_BACKOFF_MAX,
-                         status_forcelist=RETRY_STATUSES,
-                         allowed_methods=None if retry_methods is None else frozenset(
-                             m.upper() for m in retry_methods),
-                         raise_on_status=False, respect_retry_after_header=True,
-                         rate_limit=rate_limit, max_wait_s=max_wait_s, sleep=sleep,
-                         clock=clock, label=label)
+    retry = BoundedRetry(
+        total=retries,
+        connect=retries,
+        read=retries,
+        status=retries,
+        backoff_factor=backoff,
+        backoff_max=_BACKOFF_MAX,
+        status_forcelist=RETRY_STATUSES,
+        allowed_methods=None
+        if retry_methods is None
+        else frozenset(m.upper() for m in retry_methods),
+        raise_on_status=False,
+        respect_retry_after_header=True,
+        rate_limit=rate_limit,
+        max_wait_s=max_wait_s,
+        sleep=sleep,
+        clock=clock,
+        label=label,
+    )
     return _TimeoutAdapter(retry, timeout)
 
 
@@ -230,8 +314,11 @@ def mount_retrying(session: requests.Session, prefix: str, adapter: HTTPAdapter)
 
     A caller's own transport for that address (a test double, a proxy) wins.
     """
-    custom = [known for known in session.adapters if known not in {"http://", "https://"}
-              and prefix.lower().startswith(known.lower())]
+    custom = [
+        known
+        for known in session.adapters
+        if known not in {"http://", "https://"} and prefix.lower().startswith(known.lower())
+    ]
     if not custom:
         session.mount(prefix, adapter)
 
@@ -245,9 +332,16 @@ def make_session(**options: Any) -> requests.Session:
     return session
 
 
-def post_with_recovery(post: Callable[[], T], *, error: type[E], unsure: Callable[[E], bool],
-                       recover: Callable[[], T | None] | None, retries: int, sleep: Sleep,
-                       label: str = "HTTP") -> T:
+def post_with_recovery(
+    post: Callable[[], T],
+    *,
+    error: type[E],
+    unsure: Callable[[E], bool],
+    recover: Callable[[], T | None] | None,
+    retries: int,
+    sleep: Sleep,
+    label: str = "HTTP",
+) -> T:
     """``post()``, retried after an unsure outcome only once nothing was carried out.
 
     A POST that ends in ``error`` for which ``unsure(exc)`` holds (a 5xx, a lost connection)

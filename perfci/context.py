@@ -37,9 +37,12 @@ _NVIDIA_SMI_TIMEOUT_S = 10
 _REMOTE = re.compile(r"(?:[:/])(?P<repo>[^/:]+/[^/]+?)(?:\.git)?/?$")
 
 
-def detect_run_context(project: str | None, overrides: Mapping[str, object] | None = None,
-                       env: Mapping[str, str] | None = None,
-                       cwd: Path | None = None) -> RunContext:
+def detect_run_context(
+    project: str | None,
+    overrides: Mapping[str, object] | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> RunContext:
     """The run context of the current checkout and CI job, with ``overrides`` applied.
 
     Parameters
@@ -67,10 +70,11 @@ def detect_run_context(project: str | None, overrides: Mapping[str, object] | No
         # The local HEAD's time says nothing about another commit; ask git about that one.
         found["commit_time"] = _git(cwd, "log", "-1", "--format=%cI", str(overrides["commit"]))
     found.update(overrides)
-    found["environment"] = {**environment_fingerprint(env=env),
-                            **{str(k): str(v) for k, v in extra_env.items()}}
-    found["project"] = (project or found.get("repository")
-                        or (cwd or Path.cwd()).resolve().name)
+    found["environment"] = {
+        **environment_fingerprint(env=env),
+        **{str(k): str(v) for k, v in extra_env.items()},
+    }
+    found["project"] = project or found.get("repository") or (cwd or Path.cwd()).resolve().name
     return _build(found)
 
 
@@ -107,8 +111,7 @@ def _from_github(env: Mapping[str, str]) -> dict[str, Any]:
         "ci_provider": "github-actions",
         "ci_run_id": run_id,
         "ci_run_attempt": env.get("GITHUB_RUN_ATTEMPT"),
-        "ci_url": f"{server}/{repository}/actions/runs/{run_id}"
-        if repository and run_id else None,
+        "ci_url": f"{server}/{repository}/actions/runs/{run_id}" if repository and run_id else None,
     }
     found.update(_from_event(env.get("GITHUB_EVENT_PATH")))
     return {k: v for k, v in found.items() if v not in (None, "")}
@@ -136,21 +139,31 @@ def _from_event(path: str | None) -> dict[str, Any]:
     if not isinstance(pull, dict):
         return {}
     head, base = pull.get("head") or {}, pull.get("base") or {}
-    return {k: v for k, v in {
-        "pr_number": pull.get("number"),
-        "commit": head.get("sha"),
-        "branch": head.get("ref"),
-        "base_branch": base.get("ref"),
-        "merge_base": base.get("sha"),
-    }.items() if v}
+    return {
+        k: v
+        for k, v in {
+            "pr_number": pull.get("number"),
+            "commit": head.get("sha"),
+            "branch": head.get("ref"),
+            "base_branch": base.get("ref"),
+            "merge_base": base.get("sha"),
+        }.items()
+        if v
+    }
 
 
 def _git(cwd: Path | None, *args: str) -> str | None:
     if shutil.which("git") is None:
         return None
     try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
-                              timeout=_GIT_TIMEOUT_S, check=False)
+        done = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=_GIT_TIMEOUT_S,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     out = done.stdout.strip()
@@ -189,8 +202,11 @@ def environment_fingerprint(env: Mapping[str, str] | None = None) -> dict[str, s
 
     Only what changes performance goes in: a new driver or torch version is a new environment.
     """
-    fingerprint = {"os": f"{platform.system()} {platform.release()}",
-                   "cpu": cpu_model(), "cpu_count": str(os.cpu_count() or 0)}
+    fingerprint = {
+        "os": f"{platform.system()} {platform.release()}",
+        "cpu": cpu_model(),
+        "cpu_count": str(os.cpu_count() or 0),
+    }
     fingerprint.update(gpu_info(env))
     for name in FRAMEWORKS:
         try:
@@ -232,19 +248,26 @@ def gpu_info(env: Mapping[str, str] | None = None) -> dict[str, str]:
     try:
         query = subprocess.run(
             [smi, "--query-gpu=name,driver_version,uuid", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=_NVIDIA_SMI_TIMEOUT_S, check=False)
-        header = subprocess.run([smi], capture_output=True, text=True,
-                                timeout=_NVIDIA_SMI_TIMEOUT_S, check=False)
+            capture_output=True,
+            text=True,
+            timeout=_NVIDIA_SMI_TIMEOUT_S,
+            check=False,
+        )
+        header = subprocess.run(
+            [smi], capture_output=True, text=True, timeout=_NVIDIA_SMI_TIMEOUT_S, check=False
+        )
     except (OSError, subprocess.TimeoutExpired):
         return {}
-    rows = [[c.strip() for c in line.split(",")] for line in query.stdout.splitlines()
-            if line.strip()]
+    rows = [
+        [c.strip() for c in line.split(",")] for line in query.stdout.splitlines() if line.strip()
+    ]
     if query.returncode != 0 or not rows:
         return {}
     visible = env.get("CUDA_VISIBLE_DEVICES")
     if visible:
-        rows = [row for part in visible.split(",") if (row := _visible_row(rows, part.strip()))
-                ] or rows
+        rows = [
+            row for part in visible.split(",") if (row := _visible_row(rows, part.strip()))
+        ] or rows
     info = {"gpu": rows[0][0], "gpu_count": str(len(rows))}
     if len(rows[0]) > 1:
         info["driver"] = rows[0][1]

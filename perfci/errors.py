@@ -35,8 +35,9 @@ class PerfciError(Exception):
 class ParseError(PerfciError):
     """A profile could not be parsed. ``str()`` reads ``FILE:LINE: message``."""
 
-    def __init__(self, message: str, *, source: str = "", line: int | None = None,
-                 format: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, source: str = "", line: int | None = None, format: str | None = None
+    ) -> None:
         self.message = message
         self.source = source
         self.line = line

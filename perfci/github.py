@@ -80,24 +80,32 @@ class GitHubClient(GitHubApi):
         """
         body = _with_marker(body, marker)
         if len(body) > MAX_BODY_CHARS:
-            raise GitHubError(f"the comment is {len(body):,} characters; GitHub accepts at most "
-                              f"{MAX_BODY_CHARS:,}")
+            raise GitHubError(
+                f"the comment is {len(body):,} characters; GitHub accepts at most "
+                f"{MAX_BODY_CHARS:,}"
+            )
         existing = self._find_comment_data(repo, issue_number, marker)
         if existing is not None:
             if existing.get("body") == body:
                 return _comment(existing, created=False)
             comment_id = int(existing["id"])
             url = self._url(f"/repos/{checked_repo(repo)}/issues/comments/{comment_id}")
-            data = self._request("PATCH", url, json={"body": body},
-                                 permission=_COMMENT_PERMISSION).json()
+            data = self._request(
+                "PATCH", url, json={"body": body}, permission=_COMMENT_PERMISSION
+            ).json()
             return _comment(data, created=False)
         url = self._url(f"/repos/{checked_repo(repo)}/issues/{int(issue_number)}/comments")
-        data = self._post(url, {"body": body}, permission=_COMMENT_PERMISSION,
-                          recover=lambda: self._find_comment_data(repo, issue_number, marker))
+        data = self._post(
+            url,
+            {"body": body},
+            permission=_COMMENT_PERMISSION,
+            recover=lambda: self._find_comment_data(repo, issue_number, marker),
+        )
         return _comment(data, created=True)
 
-    def _find_comment_data(self, repo: str, issue_number: int,
-                           marker: str) -> dict[str, Any] | None:
+    def _find_comment_data(
+        self, repo: str, issue_number: int, marker: str
+    ) -> dict[str, Any] | None:
         url = self._url(f"/repos/{checked_repo(repo)}/issues/{int(issue_number)}/comments")
         for item in self._paginate(url, {}, permission="pull-requests: read"):
             if marker in (item.get("body") or ""):
@@ -106,8 +114,16 @@ class GitHubClient(GitHubApi):
 
     # --- commit statuses ---------------------------------------------------------------------
 
-    def set_status(self, repo: str, sha: str, *, state: str, context: str, description: str,
-                   target_url: str | None = None) -> dict[str, Any]:
+    def set_status(
+        self,
+        repo: str,
+        sha: str,
+        *,
+        state: str,
+        context: str,
+        description: str,
+        target_url: str | None = None,
+    ) -> dict[str, Any]:
         """Set commit status ``context`` on ``sha``; ``description`` is cut to 140 characters."""
         if state not in STATUS_STATES:
             raise ValueError(f"status state must be one of {sorted(STATUS_STATES)}, got {state!r}")
@@ -122,8 +138,16 @@ class GitHubClient(GitHubApi):
 
     # --- issues (weekly reports) -------------------------------------------------------------
 
-    def create_or_update_issue(self, repo: str, title: str, body: str, labels: Sequence[str],
-                               marker: str, *, state: str = "all") -> Issue:
+    def create_or_update_issue(
+        self,
+        repo: str,
+        title: str,
+        body: str,
+        labels: Sequence[str],
+        marker: str,
+        *,
+        state: str = "all",
+    ) -> Issue:
         """Update the issue whose body carries ``marker``, or create it with ``labels``.
 
         Looks through every page of the repository's issues with those labels (``state`` "all"
@@ -133,17 +157,22 @@ class GitHubClient(GitHubApi):
         existing = self._find_issue_data(repo, labels, marker, state)
         if existing is not None:
             url = self._url(f"/repos/{checked_repo(repo)}/issues/{int(existing['number'])}")
-            data = self._request("PATCH", url, json={"title": title, "body": body},
-                                 permission="issues: write").json()
+            data = self._request(
+                "PATCH", url, json={"title": title, "body": body}, permission="issues: write"
+            ).json()
             return _issue(data, created=False)
         url = self._url(f"/repos/{checked_repo(repo)}/issues")
-        data = self._post(url, {"title": title, "body": body, "labels": list(labels)},
-                          permission="issues: write",
-                          recover=lambda: self._find_issue_data(repo, labels, marker, state))
+        data = self._post(
+            url,
+            {"title": title, "body": body, "labels": list(labels)},
+            permission="issues: write",
+            recover=lambda: self._find_issue_data(repo, labels, marker, state),
+        )
         return _issue(data, created=True)
 
-    def _find_issue_data(self, repo: str, labels: Sequence[str], marker: str,
-                         state: str) -> dict[str, Any] | None:
+    def _find_issue_data(
+        self, repo: str, labels: Sequence[str], marker: str, state: str
+    ) -> dict[str, Any] | None:
         params: dict[str, Any] = {"state": state}
         if labels:
             params["labels"] = ",".join(labels)
@@ -163,10 +192,17 @@ def _with_marker(body: str, marker: str) -> str:
 
 
 def _comment(data: Mapping[str, Any], *, created: bool) -> Comment:
-    return Comment(id=int(data["id"]), url=str(data.get("html_url") or data.get("url") or ""),
-                   created=created, body=str(data.get("body") or ""))
+    return Comment(
+        id=int(data["id"]),
+        url=str(data.get("html_url") or data.get("url") or ""),
+        created=created,
+        body=str(data.get("body") or ""),
+    )
 
 
 def _issue(data: Mapping[str, Any], *, created: bool) -> Issue:
-    return Issue(number=int(data["number"]),
-                 url=str(data.get("html_url") or data.get("url") or ""), created=created)
+    return Issue(
+        number=int(data["number"]),
+        url=str(data.get("html_url") or data.get("url") or ""),
+        created=created,
+    )

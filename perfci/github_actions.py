@@ -27,8 +27,14 @@ def write_job_summary(markdown: str, path: str | os.PathLike[str] | None = None)
 _LEVELS = frozenset({"debug", "notice", "warning", "error"})
 
 
-def annotation(level: str, message: str, *, title: str | None = None,
-               file: str | None = None, line: int | None = None) -> str:
+def annotation(
+    level: str,
+    message: str,
+    *,
+    title: str | None = None,
+    file: str | None = None,
+    line: int | None = None,
+) -> str:
     """A workflow command such as ``::error file=a.py,title=Slower::step time +5 %``.
 
     Escaped as the Actions runner expects: ``%``, CR and LF in the message; also ``:`` and
@@ -36,8 +42,11 @@ def annotation(level: str, message: str, *, title: str | None = None,
     """
     if level not in _LEVELS:
         raise ValueError(f"annotation level must be one of {sorted(_LEVELS)}, got {level!r}")
-    props = [(key, str(value)) for key, value in (("file", file), ("line", line),
-                                                  ("title", title)) if value is not None]
+    props = [
+        (key, str(value))
+        for key, value in (("file", file), ("line", line), ("title", title))
+        if value is not None
+    ]
     rendered = ",".join(f"{key}={_escape_property(value)}" for key, value in props)
     return f"::{level}{' ' + rendered if rendered else ''}::{_escape_data(message)}"
 

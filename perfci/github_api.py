@@ -43,8 +43,10 @@ _UNSURE = frozenset({None, 500, 502, 503, 504})
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 #: GitHub's advice when a rate-limit answer carries no header saying how long to wait.
 _DEFAULT_RATE_LIMIT_WAIT = 60.0
-_FORK_HINT = ("Pull requests from forks get a read-only GITHUB_TOKEN, so perfci cannot comment "
-              "on them or set statuses; the job summary still carries the report.")
+_FORK_HINT = (
+    "Pull requests from forks get a read-only GITHUB_TOKEN, so perfci cannot comment "
+    "on them or set statuses; the job summary still carries the report."
+)
 
 
 class GitHubApi:
@@ -70,11 +72,18 @@ class GitHubApi:
         (connect, read) seconds for every request.
     """
 
-    def __init__(self, token: str | None, *, api_url: str = DEFAULT_API_URL,
-                 session: requests.Session | None = None, max_wait_s: float = 60,
-                 sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.time, retries: int = 3,
-                 timeout: tuple[float, float] = TIMEOUT) -> None:
+    def __init__(
+        self,
+        token: str | None,
+        *,
+        api_url: str = DEFAULT_API_URL,
+        session: requests.Session | None = None,
+        max_wait_s: float = 60,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.time,
+        retries: int = 3,
+        timeout: tuple[float, float] = TIMEOUT,
+    ) -> None:
         parts = urlsplit(api_url.strip())
         if parts.scheme not in {"http", "https"} or not parts.netloc:
             raise ConfigError(f"GitHub API URL must be http(s)://HOST[/PATH], got {api_url!r}")
@@ -105,25 +114,34 @@ class GitHubApi:
         self.close()
 
     def _mount_retrying_adapter(self) -> None:
-        adapter = retrying_adapter(retries=self._retries, retry_methods=IDEMPOTENT,
-                                   rate_limit=_rate_limit_wait, max_wait_s=self._max_wait_s,
-                                   sleep=self._sleep, clock=self._clock, timeout=self._timeout,
-                                   label="GitHub")
+        adapter = retrying_adapter(
+            retries=self._retries,
+            retry_methods=IDEMPOTENT,
+            rate_limit=_rate_limit_wait,
+            max_wait_s=self._max_wait_s,
+            sleep=self._sleep,
+            clock=self._clock,
+            timeout=self._timeout,
+            label="GitHub",
+        )
         mount_retrying(self._session, self._origin + "/", adapter)
 
     def _url(self, path: str) -> str:
         return self.api_url + path
 
     def _headers(self) -> dict[str, str]:
-        headers = {"Accept": "application/vnd.github+json",
-                   "X-GitHub-Api-Version": "2022-11-28",
-                   "User-Agent": f"perfci/{__version__}"}
+        headers = {
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": "2022-11-28",
+            "User-Agent": f"perfci/{__version__}",
+        }
         if self._token:
             headers["Authorization"] = f"Bearer {self._token}"
         return headers
 
-    def _paginate(self, url: str, params: Mapping[str, Any], *,
-                  permission: str) -> Iterator[dict[str, Any]]:
+    def _paginate(
+        self, url: str, params: Mapping[str, Any], *, permission: str
+    ) -> Iterator[dict[str, Any]]:
         query: dict[str, Any] | None = {**params, "per_page": PER_PAGE}
         next_url: str | None = url
         for _ in range(MAX_PAGES):
@@ -132,8 +150,10 @@ class GitHubApi:
             response = self._request("GET", next_url, params=query, permission=permission)
             items = response.json()
             if not isinstance(items, list):
-                raise GitHubError(f"GitHub answered GET {next_url} with something other than a "
-                                  "list", status=response.status_code)
+                raise GitHubError(
+                    f"GitHub answered GET {next_url} with something other than a list",
+                    status=response.status_code,
+                )
             yield from items
             next_url = response.links.get("next", {}).get("url")
             query = None  # the next link carries the query
@@ -142,16 +162,34 @@ class GitHubApi:
                 raise GitHubError(f"GitHub's pagination link points to another host: {next_url}")
         raise GitHubError(f"stopped after {MAX_PAGES} pages of {url}")
 
-    def _post(self, url: str, payload: Mapping[str, Any], *, permission: str,
-              recover: Callable[[], dict[str, Any] | None] | None) -> dict[str, Any]:
+    def _post(
+        self,
+        url: str,
+        payload: Mapping[str, Any],
+        *,
+        permission: str,
+        recover: Callable[[], dict[str, Any] | None] | None,
+    ) -> dict[str, Any]:
         """POST, retrying an unsure outcome only once ``recover`` finds nothing was created."""
         return post_with_recovery(
             lambda: dict(self._request("POST", url, json=payload, permission=permission).json()),
-            error=GitHubError, unsure=lambda exc: exc.status in _UNSURE, recover=recover,
-            retries=self._retries, sleep=self._sleep, label="GitHub")
+            error=GitHubError,
+            unsure=lambda exc: exc.status in _UNSURE,
+            recover=recover,
+            retries=self._retries,
+            sleep=self._sleep,
+            label="GitHub",
+        )
 
-    def _request(self, method: str, url: str, *, permission: str | None = None,
-                 json: Any = None, params: Mapping[str, Any] | None = None) -> requests.Response:
+    def _request(
+        self,
+        method: str,
+        url: str,
+        *,
+        permission: str | None = None,
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> requests.Response:
         """One API call, failures turned into GitHubError.
 
         The adapter waits out the rate limits its headers announce; what comes back rate
@@ -166,26 +204,37 @@ class GitHubApi:
             wait = self._rate_limit_wait(response)
             if wait is None:
                 raise self._error(method, url, response, permission)
-            if (attempt or wait > self._max_wait_s
-                    or _rate_limit_wait(response.status_code, response.headers,
-                                        self._clock()) is not None):
-                log.warning("GitHub %s %s -> %d: rate limited", method, url,
-                            response.status_code)
-                raise GitHubError(self._rate_limit_message(response, wait),
-                                  status=response.status_code)
+            if (
+                attempt
+                or wait > self._max_wait_s
+                or _rate_limit_wait(response.status_code, response.headers, self._clock())
+                is not None
+            ):
+                log.warning("GitHub %s %s -> %d: rate limited", method, url, response.status_code)
+                raise GitHubError(
+                    self._rate_limit_message(response, wait), status=response.status_code
+                )
             log.warning("GitHub rate limit on %s %s: waiting %.0f s", method, url, wait)
             self._sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
-    def _send(self, method: str, url: str, *, json: Any,
-              params: Mapping[str, Any] | None) -> requests.Response:
+    def _send(
+        self, method: str, url: str, *, json: Any, params: Mapping[str, Any] | None
+    ) -> requests.Response:
         try:
-            response = self._session.request(method, url, json=json, params=params,
-                                             headers=self._headers(), timeout=self._timeout)
+            response = self._session.request(
+                method,
+                url,
+                json=json,
+                params=params,
+                headers=self._headers(),
+                timeout=self._timeout,
+            )
         except requests.RequestException as exc:
             log.warning("GitHub %s %s failed: %s", method, url, type(exc).__name__)
-            raise GitHubError(f"could not reach GitHub ({method} {url}): "
-                              f"{type(exc).__name__}: {exc}") from exc
+            raise GitHubError(
+                f"could not reach GitHub ({method} {url}): {type(exc).__name__}: {exc}"
+            ) from exc
         log.debug("GitHub %s %s -> %d", method, url, response.status_code)
         return response
 
@@ -196,34 +245,45 @@ class GitHubApi:
         """
         now = self._clock()
         wait = _rate_limit_wait(response.status_code, response.headers, now)
-        if wait is None and response.status_code == 403 and (
-                "rate limit" in _api_message(response).lower()):
+        if (
+            wait is None
+            and response.status_code == 403
+            and ("rate limit" in _api_message(response).lower())
+        ):
             return _DEFAULT_RATE_LIMIT_WAIT
         return wait
 
     def _rate_limit_message(self, response: requests.Response, wait: float) -> str:
         resets = datetime.fromtimestamp(self._clock() + wait, tz=UTC).strftime("%H:%M:%S UTC")
-        return (f"GitHub's API rate limit is exhausted ({response.status_code}: "
-                f"{_api_message(response)}); it resets at {resets} (in {wait:.0f} s), beyond "
-                f"the {self._max_wait_s:.0f} s perfci waits. Re-run the job after that.")
+        return (
+            f"GitHub's API rate limit is exhausted ({response.status_code}: "
+            f"{_api_message(response)}); it resets at {resets} (in {wait:.0f} s), beyond "
+            f"the {self._max_wait_s:.0f} s perfci waits. Re-run the job after that."
+        )
 
-    def _error(self, method: str, url: str, response: requests.Response,
-               permission: str | None) -> GitHubError:
+    def _error(
+        self, method: str, url: str, response: requests.Response, permission: str | None
+    ) -> GitHubError:
         status = response.status_code
         message = _api_message(response)
         log.warning("GitHub %s %s -> %d: %s", method, url, status, message)
         where = f"{method} {url}"
         if status == 401:
             if not self._token:
-                text = (f"GitHub answered 401 to {where}: no token was given; set GITHUB_TOKEN "
-                        "or PERFCI_GITHUB_TOKEN")
+                text = (
+                    f"GitHub answered 401 to {where}: no token was given; set GITHUB_TOKEN "
+                    "or PERFCI_GITHUB_TOKEN"
+                )
             else:
-                text = (f"GitHub rejected the token (401 on {where}): the token is invalid or "
-                        "expired")
+                text = (
+                    f"GitHub rejected the token (401 on {where}): the token is invalid or expired"
+                )
         elif status in {403, 404} and permission:
-            text = (f"GitHub refused {where} ({status}: {message}): the token lacks the "
-                    f"`{permission}` permission, or cannot see this repository. Grant it in the "
-                    f"workflow's `permissions:` block. {_FORK_HINT}")
+            text = (
+                f"GitHub refused {where} ({status}: {message}): the token lacks the "
+                f"`{permission}` permission, or cannot see this repository. Grant it in the "
+                f"workflow's `permissions:` block. {_FORK_HINT}"
+            )
         else:
             text = f"GitHub {where} failed with {status}: {message}"
         return GitHubError(text, status=status)
@@ -260,8 +320,9 @@ def _rate_limit_wait(status: int, headers: Mapping[str, str], now: float) -> flo
     A 429, or a 403 carrying ``X-RateLimit-Remaining: 0`` or ``Retry-After``, is a rate limit:
     wait per ``Retry-After``, else until ``X-RateLimit-Reset``, else GitHub's advised minute.
     """
-    limited = status == 429 or (status == 403 and (
-        headers.get("X-RateLimit-Remaining") == "0" or "Retry-After" in headers))
+    limited = status == 429 or (
+        status == 403 and (headers.get("X-RateLimit-Remaining") == "0" or "Retry-After" in headers)
+    )
     if not limited:
         return None
     retry_after = retry_after_seconds(headers.get("Retry-After"), now)

@@ -22,6 +22,7 @@ from perfci.gpu_readings import (
 
 __all__ = ["RepeatJudgement", "StateJudge", "repeat_clock"]
 
+
 @dataclass(frozen=True, slots=True)
 class RepeatJudgement:
     """Why one repeat's GPU state makes its numbers suspect (``suspect`` False: it does not)."""
@@ -34,8 +35,11 @@ class RepeatJudgement:
     def describe(self) -> str:
         """``"1410 MHz against 1980 MHz (hw_slowdown)"``, or the reasons alone."""
         reasons = f"({', '.join(self.reasons)})" if self.reasons else ""
-        if self.sm_clock_mhz is not None and self.usual_clock_mhz is not None and (
-                self.sm_clock_mhz < (1 - CLOCK_DROP) * self.usual_clock_mhz):
+        if (
+            self.sm_clock_mhz is not None
+            and self.usual_clock_mhz is not None
+            and (self.sm_clock_mhz < (1 - CLOCK_DROP) * self.usual_clock_mhz)
+        ):
             clock = f"{self.sm_clock_mhz:.0f} MHz against {self.usual_clock_mhz:.0f} MHz"
             return f"{clock} {reasons}".strip()
         return reasons or "a low SM clock"
@@ -55,17 +59,25 @@ class StateJudge:
     usual_reasons: frozenset[str] = field(default_factory=frozenset)
 
     @classmethod
-    def from_history(cls, baseline_runs: Sequence[Sequence[Mapping[str, Any] | None]],
-                     candidate: Sequence[Mapping[str, Any] | None] = ()) -> StateJudge:
+    def from_history(
+        cls,
+        baseline_runs: Sequence[Sequence[Mapping[str, Any] | None]],
+        candidate: Sequence[Mapping[str, Any] | None] = (),
+    ) -> StateJudge:
         """The usual state, from the baseline runs' per-repeat states (and the candidate's)."""
         clocks = [c for run in baseline_runs for s in run if s and (c := repeat_clock(s))]
         if not clocks:
             clocks = [c for s in candidate if s and (c := repeat_clock(s))]
-        per_run = [set().union(*(_slowdowns(s) for s in run if s)) if any(run) else None
-                   for run in baseline_runs]
+        per_run = [
+            set().union(*(_slowdowns(s) for s in run if s)) if any(run) else None
+            for run in baseline_runs
+        ]
         known = [reasons for reasons in per_run if reasons is not None]
-        usual = frozenset(r for r in SLOWDOWN_REASONS
-                          if known and sum(r in reasons for reasons in known) > len(known) / 2)
+        usual = frozenset(
+            r
+            for r in SLOWDOWN_REASONS
+            if known and sum(r in reasons for reasons in known) > len(known) / 2
+        )
         return cls(usual_clock_mhz=median(clocks), usual_reasons=usual)
 
     def judge(self, state: Mapping[str, Any] | None) -> RepeatJudgement:
@@ -76,8 +88,12 @@ class StateJudge:
         clock = repeat_clock(state)
         usual = self.usual_clock_mhz or _limit(state)
         slow = clock is not None and usual is not None and clock < (1 - CLOCK_DROP) * usual
-        return RepeatJudgement(suspect=bool(reasons) or slow, reasons=reasons,
-                               sm_clock_mhz=clock, usual_clock_mhz=usual)
+        return RepeatJudgement(
+            suspect=bool(reasons) or slow,
+            reasons=reasons,
+            sm_clock_mhz=clock,
+            usual_clock_mhz=usual,
+        )
 
 
 def _slowdowns(state: Mapping[str, Any]) -> list[str]:
@@ -87,26 +103,34 @@ def _slowdowns(state: Mapping[str, Any]) -> list[str]:
         fractions = gpu.get("throttle_fractions") or {}
         for name in THROTTLE_REASONS.values():
             share = fractions.get(name, 0) if isinstance(fractions, Mapping) else 0
-            if name in SLOWDOWN_REASONS and isinstance(share, int | float) and (
-                    share > THROTTLED_SHARE):
+            if (
+                name in SLOWDOWN_REASONS
+                and isinstance(share, int | float)
+                and (share > THROTTLED_SHARE)
+            ):
                 found[name] = None
     return list(found)
 
 
 def repeat_clock(state: Mapping[str, Any]) -> float | None:
     """The repeat's median SM clock: the slowest GPU's, since a step waits for every GPU."""
-    clocks = [float(c) for gpu in _gpus(state)
-              if isinstance(c := gpu.get("sm_clock_median_mhz"), int | float)]
+    clocks = [
+        float(c)
+        for gpu in _gpus(state)
+        if isinstance(c := gpu.get("sm_clock_median_mhz"), int | float)
+    ]
     return min(clocks) if clocks else None
 
 
 def _limit(state: Mapping[str, Any]) -> float | None:
-    limits = [float(c) for gpu in _gpus(state)
-              if isinstance(c := gpu.get("sm_clock_limit_mhz"), int | float)]
+    limits = [
+        float(c)
+        for gpu in _gpus(state)
+        if isinstance(c := gpu.get("sm_clock_limit_mhz"), int | float)
+    ]
     return min(limits) if limits else None
 
 
 def _gpus(state: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     gpus = state.get("gpus")
     return [g for g in gpus if isinstance(g, Mapping)] if isinstance(gpus, list) else []
-

@@ -12,9 +12,19 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CLOCK_DROP", "INTERVAL_MS", "SLOWDOWN_REASONS", "SMI_FIELDS", "THROTTLED_SHARE",
-           "THROTTLE_REASONS", "GpuSample", "median", "parse_smi_csv", "reason_names",
-           "summarise"]
+__all__ = [
+    "CLOCK_DROP",
+    "INTERVAL_MS",
+    "SLOWDOWN_REASONS",
+    "SMI_FIELDS",
+    "THROTTLED_SHARE",
+    "THROTTLE_REASONS",
+    "GpuSample",
+    "median",
+    "parse_smi_csv",
+    "reason_names",
+    "summarise",
+]
 
 #: NVML's throttle-reason bits, by the names perfci reports.
 THROTTLE_REASONS: dict[int, str] = {
@@ -30,10 +40,25 @@ THROTTLE_REASONS: dict[int, str] = {
 }
 #: The reasons that slow a busy GPU down (thermal, power, hardware); idle, the application
 #: clock setting, sync boost and the display clock say nothing about a wrecked measurement.
-SLOWDOWN_REASONS = frozenset({"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown",
-                              "hw_thermal_slowdown", "hw_power_brake_slowdown"})
-SMI_FIELDS = ("index", "uuid", "clocks.sm", "clocks.mem", "clocks.max.sm", "temperature.gpu",
-              "power.draw", "clocks_throttle_reasons.active")
+SLOWDOWN_REASONS = frozenset(
+    {
+        "sw_power_cap",
+        "hw_slowdown",
+        "sw_thermal_slowdown",
+        "hw_thermal_slowdown",
+        "hw_power_brake_slowdown",
+    }
+)
+SMI_FIELDS = (
+    "index",
+    "uuid",
+    "clocks.sm",
+    "clocks.mem",
+    "clocks.max.sm",
+    "temperature.gpu",
+    "power.draw",
+    "clocks_throttle_reasons.active",
+)
 INTERVAL_MS = 100
 _IDLE = 0x1
 #: A repeat is throttled when a slowdown reason held in more than this share of its samples...
@@ -73,10 +98,18 @@ def parse_smi_csv(text: str) -> list[GpuSample]:
         reasons = _bitmask(cells[7])
         if reasons is None:
             continue
-        samples.append(GpuSample(index=int(cells[0]), uuid=cells[1], sm_mhz=_number(cells[2]),
-                                 mem_mhz=_number(cells[3]), max_sm_mhz=_number(cells[4]),
-                                 temperature_c=_number(cells[5]), power_w=_number(cells[6]),
-                                 reasons=reasons))
+        samples.append(
+            GpuSample(
+                index=int(cells[0]),
+                uuid=cells[1],
+                sm_mhz=_number(cells[2]),
+                mem_mhz=_number(cells[3]),
+                max_sm_mhz=_number(cells[4]),
+                temperature_c=_number(cells[5]),
+                power_w=_number(cells[6]),
+                reasons=reasons,
+            )
+        )
     return samples
 
 
@@ -145,8 +178,9 @@ def _summarise_gpu(samples: Sequence[GpuSample]) -> dict[str, Any]:
         "temperature_max_c": _max(s.temperature_c for s in samples),
         "power_median_w": median([s.power_w for s in samples if s.power_w is not None]),
         "throttle_reasons": [n for n in THROTTLE_REASONS.values() if n in counts],
-        "throttle_fractions": {n: round(counts[n] / total, 4)
-                               for n in THROTTLE_REASONS.values() if n in counts},
+        "throttle_fractions": {
+            n: round(counts[n] / total, 4) for n in THROTTLE_REASONS.values() if n in counts
+        },
         "throttled_fraction": round(slowed / total, 4),
     }
 

@@ -51,9 +51,18 @@ class GpuSampler:
         self._output = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
         try:
             self._process = subprocess.Popen(
-                [smi, f"--query-gpu={','.join(SMI_FIELDS)}", "--format=csv,noheader,nounits",
-                 "-lms", str(INTERVAL_MS)], stdout=self._output, stderr=subprocess.DEVNULL,
-                stdin=subprocess.DEVNULL, env=dict(self._env))
+                [
+                    smi,
+                    f"--query-gpu={','.join(SMI_FIELDS)}",
+                    "--format=csv,noheader,nounits",
+                    "-lms",
+                    str(INTERVAL_MS),
+                ],
+                stdout=self._output,
+                stderr=subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL,
+                env=dict(self._env),
+            )
         except OSError:
             self._output.close()
             self._output = None
@@ -87,8 +96,11 @@ class GpuSampler:
         return parse_smi_csv(text)
 
     def _wanted(self, sample: GpuSample) -> bool:
-        return self._visible is None or str(sample.index) in self._visible or (
-            sample.uuid in self._visible)
+        return (
+            self._visible is None
+            or str(sample.index) in self._visible
+            or (sample.uuid in self._visible)
+        )
 
     def _start_nvml(self) -> bool:
         try:
@@ -97,15 +109,15 @@ class GpuSampler:
         except Exception:  # noqa: BLE001 - no library, no driver, no GPU: no NVML sampling
             return False
         self.source = "nvml"
-        self._thread = threading.Thread(target=self._poll_nvml, args=(nvml,), daemon=True,
-                                        name="perfci-gpu-state")
+        self._thread = threading.Thread(
+            target=self._poll_nvml, args=(nvml,), daemon=True, name="perfci-gpu-state"
+        )
         self._thread.start()
         return True
 
     def _poll_nvml(self, nvml: Any) -> None:
         try:
-            handles = [nvml.nvmlDeviceGetHandleByIndex(i)
-                       for i in range(nvml.nvmlDeviceGetCount())]
+            handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(nvml.nvmlDeviceGetCount())]
             while True:
                 for index, handle in enumerate(handles):
                     self._nvml_samples.append(_nvml_sample(nvml, index, handle))
@@ -121,15 +133,18 @@ class GpuSampler:
 def _nvml_sample(nvml: Any, index: int, handle: Any) -> GpuSample:
     uuid = nvml.nvmlDeviceGetUUID(handle)
     reasons_of = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or (
-        nvml.nvmlDeviceGetCurrentClocksThrottleReasons)
+        nvml.nvmlDeviceGetCurrentClocksThrottleReasons
+    )
     return GpuSample(
-        index=index, uuid=uuid.decode() if isinstance(uuid, bytes) else str(uuid),
+        index=index,
+        uuid=uuid.decode() if isinstance(uuid, bytes) else str(uuid),
         sm_mhz=float(nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM)),
         mem_mhz=float(nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_MEM)),
         max_sm_mhz=float(nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_SM)),
         temperature_c=float(nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU)),
         power_w=nvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,  # milliwatts
-        reasons=int(reasons_of(handle)))
+        reasons=int(reasons_of(handle)),
+    )
 
 
 def _visible(value: str | None) -> set[str] | None:

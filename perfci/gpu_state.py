@@ -78,7 +78,24 @@ def attach(repeats: Sequence[Sequence[Any]], files: Sequence[Collection[Path]]) 
             profile.metadata["gpu_state"] = state
 
 
-__all__ = ["CLOCK_DROP", "INTERVAL_MS", "SIDECAR", "SLOWDOWN_REASONS", "SMI_FIELDS",
-           "THROTTLED_SHARE", "THROTTLE_REASONS", "GpuSample", "GpuSampler",
-           "RepeatJudgement", "StateJudge", "attach", "parse_smi_csv", "read_sidecar",
-           "reason_names", "repeat_clock", "sample_while", "summarise", "write_sidecar"]
+__all__ = [
+    "CLOCK_DROP",
+    "INTERVAL_MS",
+    "SIDECAR",
+    "SLOWDOWN_REASONS",
+    "SMI_FIELDS",
+    "THROTTLED_SHARE",
+    "THROTTLE_REASONS",
+    "GpuSample",
+    "GpuSampler",
+    "RepeatJudgement",
+    "StateJudge",
+    "attach",
+    "parse_smi_csv",
+    "read_sidecar",
+    "reason_names",
+    "repeat_clock",
+    "sample_while",
+    "summarise",
+    "write_sidecar",
+]

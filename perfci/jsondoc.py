@@ -29,10 +29,12 @@ SCHEMA_VERSION = 1
 # its identity first (the series key's fields it has), then the rest in declaration order.
 _METRIC_FIELDS = {f.name: f for f in dataclasses.fields(Metric)}
 _IDENTITY = tuple(f.name for f in dataclasses.fields(SeriesKey) if f.name in _METRIC_FIELDS)
-_DETAILS = tuple((name, field.default) for name, field in _METRIC_FIELDS.items()
-                 if name not in _IDENTITY)
-_NUMBER_FIELDS = tuple(name for name, kind in typing.get_type_hints(Metric).items()
-                       if kind == float | None)
+_DETAILS = tuple(
+    (name, field.default) for name, field in _METRIC_FIELDS.items() if name not in _IDENTITY
+)
+_NUMBER_FIELDS = tuple(
+    name for name, kind in typing.get_type_hints(Metric).items() if kind == float | None
+)
 
 
 def metric_to_dict(metric: Metric) -> dict[str, Any]:
@@ -55,8 +57,11 @@ def metric_to_dict(metric: Metric) -> dict[str, Any]:
 
 
 def profile_to_dict(profile: Profile) -> dict[str, Any]:
-    out: dict[str, Any] = {"label": profile.label, "format": profile.format,
-                           "source": profile.source}
+    out: dict[str, Any] = {
+        "label": profile.label,
+        "format": profile.format,
+        "source": profile.source,
+    }
     if profile.steps is not None:
         out["steps"] = profile.steps
     if profile.metadata:
@@ -69,8 +74,11 @@ def profile_to_dict(profile: Profile) -> dict[str, Any]:
 
 def to_document(profiles: list[Profile]) -> dict[str, Any]:
     """The JSON-ready document for ``profiles``."""
-    return {"perfci_version": __version__, "schema_version": SCHEMA_VERSION,
-            "profiles": [profile_to_dict(p) for p in profiles]}
+    return {
+        "perfci_version": __version__,
+        "schema_version": SCHEMA_VERSION,
+        "profiles": [profile_to_dict(p) for p in profiles],
+    }
 
 
 def _number(raw: Any, field: str, where: str) -> float | None:
@@ -116,9 +124,17 @@ def metric_from_dict(raw: Any, where: str) -> Metric:
     if not isinstance(attrs, Mapping):
         raise ParseError(f"{where}: 'attrs' must be an object")
     values = {f: _number(raw.get(f), f, where) for f in _NUMBER_FIELDS}
-    return Metric(kind=kind, name=name, device=device, calls=calls, samples_ns=samples,
-                  warmup=warmup, scope=scope if isinstance(scope, str) else None,
-                  attrs=dict(attrs), **values)
+    return Metric(
+        kind=kind,
+        name=name,
+        device=device,
+        calls=calls,
+        samples_ns=samples,
+        warmup=warmup,
+        scope=scope if isinstance(scope, str) else None,
+        attrs=dict(attrs),
+        **values,
+    )
 
 
 def upgrade_document(doc: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -127,8 +143,10 @@ def upgrade_document(doc: Mapping[str, Any]) -> Mapping[str, Any]:
     if not isinstance(version, int) or version < 1:
         raise ParseError(f"schema_version must be a positive integer, got {version!r}")
     if version > SCHEMA_VERSION:
-        raise ParseError(f"schema_version {version} is newer than this perfci understands "
-                         f"({SCHEMA_VERSION}); upgrade perfci")
+        raise ParseError(
+            f"schema_version {version} is newer than this perfci understands "
+            f"({SCHEMA_VERSION}); upgrade perfci"
+        )
     return doc
 
 
@@ -149,20 +167,24 @@ def from_document(doc: Any, *, source: str = "") -> list[Profile]:
         if not isinstance(metrics_raw, list):
             raise ParseError(f"{where}.metrics must be a list", source=source)
         try:
-            metrics = [metric_from_dict(m, f"{where}.metrics[{i}]")
-                       for i, m in enumerate(metrics_raw)]
+            metrics = [
+                metric_from_dict(m, f"{where}.metrics[{i}]") for i, m in enumerate(metrics_raw)
+            ]
         except ParseError as exc:
             raise ParseError(exc.message, source=source) from exc
         steps = raw.get("steps")
         if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int)):
             raise ParseError(f"{where}.steps must be an integer", source=source)
         metadata = raw.get("metadata", {})
-        profiles.append(Profile(
-            label=str(raw.get("label", f"profile{index}")),
-            format=str(raw.get("format", "perfci_json")),
-            source=str(raw.get("source", source)),
-            metrics=metrics, steps=steps,
-            metadata=dict(metadata) if isinstance(metadata, Mapping) else {},
-            warnings=[str(w) for w in raw.get("warnings", []) if isinstance(w, str)],
-        ))
+        profiles.append(
+            Profile(
+                label=str(raw.get("label", f"profile{index}")),
+                format=str(raw.get("format", "perfci_json")),
+                source=str(raw.get("source", source)),
+                metrics=metrics,
+                steps=steps,
+                metadata=dict(metadata) if isinstance(metadata, Mapping) else {},
+                warnings=[str(w) for w in raw.get("warnings", []) if isinstance(w, str)],
+            )
+        )
     return profiles

@@ -89,8 +89,9 @@ class Profile:
     def by_kind(self, kind: MetricKind) -> list[Metric]:
         return [m for m in self.metrics if m.kind is kind]
 
-    def find(self, kind: MetricKind, name: str, *, device: Device | None = None,
-             scope: str | None = None) -> Metric | None:
+    def find(
+        self, kind: MetricKind, name: str, *, device: Device | None = None, scope: str | None = None
+    ) -> Metric | None:
         """The first metric with this kind and name (and device/scope when given)."""
         for metric in self.metrics:
             if metric.kind is not kind or metric.name != name or metric.scope != scope:
@@ -143,13 +144,19 @@ class SeriesKey:
     def from_parts(cls, parts: SeriesParts) -> SeriesKey:
         """The inverse of :attr:`parts`."""
         kind, device, scope, section, name = parts
-        return cls(kind=MetricKind(kind), name=name, device=Device(device), scope=scope,
-                   section=section)
+        return cls(
+            kind=MetricKind(kind), name=name, device=Device(device), scope=scope, section=section
+        )
 
     @classmethod
     def of(cls, metric: Metric, section: str = "") -> SeriesKey:
-        return cls(kind=metric.kind, name=metric.name, device=metric.device,
-                   scope=metric.scope or "", section=section)
+        return cls(
+            kind=metric.kind,
+            name=metric.name,
+            device=metric.device,
+            scope=metric.scope or "",
+            section=section,
+        )
 
 
 class Verdict(StrEnum):

@@ -17,9 +17,21 @@ if TYPE_CHECKING:
     # Only a type: the alerts a report recorded, as the alerts use case returns them.
     from perfci.usecases.alerts import AlertInfo
 
-__all__ = ["COLLAPSE_EMPTY_DAYS", "BenchmarkTrend", "ChangePointReport", "Coverage",
-           "DayCount", "DayStretch", "EnvironmentSeen", "KernelContribution", "Noise",
-           "SeriesNoise", "ShareMove", "TrendPoint", "WeeklyReport"]
+__all__ = [
+    "COLLAPSE_EMPTY_DAYS",
+    "BenchmarkTrend",
+    "ChangePointReport",
+    "Coverage",
+    "DayCount",
+    "DayStretch",
+    "EnvironmentSeen",
+    "KernelContribution",
+    "Noise",
+    "SeriesNoise",
+    "ShareMove",
+    "TrendPoint",
+    "WeeklyReport",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,8 +187,12 @@ class Coverage:
         merged: list[DayStretch] = []
         for day in self.days:
             previous = merged[-1] if merged else None
-            if (day.runs == 0 and previous is not None and previous.runs == 0
-                    and previous.last + timedelta(days=1) == day.day):
+            if (
+                day.runs == 0
+                and previous is not None
+                and previous.runs == 0
+                and previous.last + timedelta(days=1) == day.day
+            ):
                 merged[-1] = DayStretch(previous.first, day.day, 0)
             else:
                 merged.append(DayStretch(day.day, day.day, day.runs))
@@ -185,8 +201,10 @@ class Coverage:
             if stretch.runs or stretch.days >= COLLAPSE_EMPTY_DAYS:
                 out.append(stretch)
             else:  # a weekend is clearer as its two days than as a range
-                out.extend(DayStretch(d, d, 0) for d in
-                           (stretch.first + timedelta(days=i) for i in range(stretch.days)))
+                out.extend(
+                    DayStretch(d, d, 0)
+                    for d in (stretch.first + timedelta(days=i) for i in range(stretch.days))
+                )
         return out
 
     def empty_stretches(self) -> list[DayStretch]:
@@ -212,8 +230,9 @@ class WeeklyReport:
     def change_points(self) -> list[tuple[BenchmarkTrend, ChangePointReport]]:
         """The period's change points, largest |change| first."""
         found = [(t, cp) for t in self.benchmarks for cp in t.period_change_points]
-        return sorted(found, key=lambda item: (-abs(item[1].change), item[0].benchmark,
-                                               item[1].index))
+        return sorted(
+            found, key=lambda item: (-abs(item[1].change), item[0].benchmark, item[1].index)
+        )
 
 
 # --- weeks ------------------------------------------------------------------------------------

@@ -41,27 +41,53 @@ __all__ = ["comparison_of", "make_session", "upload_run"]
 
 #: (connect, read) seconds. The server parses and compares before it answers: allow minutes.
 TIMEOUT = (10.0, 300.0)
-_CONTEXT_FIELDS = ("commit", "branch", "base_branch", "merge_base", "pr_number", "ci_provider",
-                   "ci_run_id", "ci_run_attempt", "ci_url", "commit_time", "repository",
-                   "environment")
+_CONTEXT_FIELDS = (
+    "commit",
+    "branch",
+    "base_branch",
+    "merge_base",
+    "pr_number",
+    "ci_provider",
+    "ci_run_id",
+    "ci_run_attempt",
+    "ci_url",
+    "commit_time",
+    "repository",
+    "environment",
+)
 
 
-def make_session(*, retries: int = 5, backoff: float = 0.5,
-                 max_wait_s: float = 300.0) -> requests.Session:
+def make_session(
+    *, retries: int = 5, backoff: float = 0.5, max_wait_s: float = 300.0
+) -> requests.Session:
     """A session that retries connection errors, 5xx and rate limits (POST included).
 
     Every method is retried because every upload carries an ``Idempotency-Key``. A server
     asking to wait longer than ``max_wait_s`` in all gets its answer reported instead.
     """
-    return _http.make_session(retries=retries, retry_methods=None, backoff=backoff,
-                              max_wait_s=max_wait_s, timeout=TIMEOUT, label="perfci server")
+    return _http.make_session(
+        retries=retries,
+        retry_methods=None,
+        backoff=backoff,
+        max_wait_s=max_wait_s,
+        timeout=TIMEOUT,
+        label="perfci server",
+    )
 
 
-def upload_run(server_url: str, token: str, *, project: str, benchmark: str,
-               context: RunContext, repeats: Sequence[Sequence[Profile]] | Sequence[Path],
-               idempotency_key: str | None = None, format: str | None = None,
-               session: requests.Session | None = None,
-               timeout: tuple[float, float] = TIMEOUT) -> dict[str, Any]:
+def upload_run(
+    server_url: str,
+    token: str,
+    *,
+    project: str,
+    benchmark: str,
+    context: RunContext,
+    repeats: Sequence[Sequence[Profile]] | Sequence[Path],
+    idempotency_key: str | None = None,
+    format: str | None = None,
+    session: requests.Session | None = None,
+    timeout: tuple[float, float] = TIMEOUT,
+) -> dict[str, Any]:
     """Upload one run; returns the server's answer (``run_id``, ``created``, ``comparison``).
 
     ``repeats`` is either the parsed profiles of each repeat (sent as perfci JSON documents)
@@ -78,14 +104,19 @@ def upload_run(server_url: str, token: str, *, project: str, benchmark: str,
         body = json.dumps({**meta, "repeats": documents})
         request = {"data": body.encode(), "headers": {"Content-Type": "application/json"}}
     key = idempotency_key or _digest(request)
-    headers = {**request.pop("headers", {}), "Authorization": f"Bearer {token}",
-               "Idempotency-Key": key, "Accept": "application/json"}
+    headers = {
+        **request.pop("headers", {}),
+        "Authorization": f"Bearer {token}",
+        "Idempotency-Key": key,
+        "Accept": "application/json",
+    }
     http = session or make_session()
     try:
         response = http.post(url, headers=headers, timeout=timeout, **request)
     except requests.RequestException as exc:
-        raise StorageError(f"could not reach the perfci server at {server_url}: "
-                           f"{type(exc).__name__}") from exc
+        raise StorageError(
+            f"could not reach the perfci server at {server_url}: {type(exc).__name__}"
+        ) from exc
     finally:
         for handle in request.get("files", []):
             handle[1][1].close()
@@ -108,8 +139,9 @@ def _context(context: RunContext) -> dict[str, Any]:
     return {k: values[k] for k in _CONTEXT_FIELDS if values.get(k) not in (None, "", {})}
 
 
-def _multipart_request(meta: dict[str, Any], paths: list[Path],
-                       format: str | None) -> dict[str, Any]:
+def _multipart_request(
+    meta: dict[str, Any], paths: list[Path], format: str | None
+) -> dict[str, Any]:
     if format:
         meta = {**meta, "format": format}
     try:

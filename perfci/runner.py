@@ -39,8 +39,13 @@ BENCHMARK_VARIABLES = ("PERFCI_OUTPUT_DIR", "PERFCI_REPEAT")
 #: The CI's credentials, withheld from the benchmark: GitHub's API tokens, and the Actions
 #: runtime's tokens with the service URLs they unlock (cache, artifacts, OIDC id tokens).
 WITHHELD_CI_VARIABLES = (
-    "GITHUB_TOKEN", "GH_TOKEN", "ACTIONS_RUNTIME_TOKEN", "ACTIONS_RUNTIME_URL",
-    "ACTIONS_ID_TOKEN_REQUEST_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_URL", "ACTIONS_CACHE_URL",
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "ACTIONS_RUNTIME_TOKEN",
+    "ACTIONS_RUNTIME_URL",
+    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+    "ACTIONS_ID_TOKEN_REQUEST_URL",
+    "ACTIONS_CACHE_URL",
     "ACTIONS_RESULTS_URL",
 )
 
@@ -75,13 +80,22 @@ def wrap_command(command: Sequence[str], profiler: str, output_dir: Path) -> lis
         nsys = shutil.which("nsys")
         if nsys is None:
             raise ConfigError("--profiler nsys needs Nsight Systems' `nsys` on PATH")
-        return [nsys, "profile", "--force-overwrite=true", "--export=sqlite",
-                "--trace=cuda,nvtx,osrt", "-o", str(output_dir / "report"), *command]
+        return [
+            nsys,
+            "profile",
+            "--force-overwrite=true",
+            "--export=sqlite",
+            "--trace=cuda,nvtx,osrt",
+            "-o",
+            str(output_dir / "report"),
+            *command,
+        ]
     return list(command)
 
 
-def benchmark_environment(base: Mapping[str, str], *,
-                          pass_env: Collection[str] = ()) -> tuple[dict[str, str], list[str]]:
+def benchmark_environment(
+    base: Mapping[str, str], *, pass_env: Collection[str] = ()
+) -> tuple[dict[str, str], list[str]]:
     """The environment a benchmark starts with: ``base`` without perfci's and the CI's secrets.
 
     Parameters
@@ -160,16 +174,23 @@ def run_benchmark(
         raise ConfigError("--repeats must be at least 1")
     patterns = tuple(globs) if globs else DEFAULT_GLOBS[profiler]
     allowed = _configured_pass_env(cwd) if pass_env is None else pass_env
-    base_env, withheld = benchmark_environment(os.environ if env is None else env,
-                                               pass_env=allowed)
+    base_env, withheld = benchmark_environment(os.environ if env is None else env, pass_env=allowed)
     result = RunResult(benchmark=benchmark)
     for index in range(repeats):
         out_dir = work_dir / f"repeat-{index}"
         if out_dir.exists():
             shutil.rmtree(out_dir)
         out_dir.mkdir(parents=True)
-        repeat = _run_once(command, index=index, out_dir=out_dir, profiler=profiler,
-                           patterns=patterns, env=base_env, cwd=cwd, timeout_s=timeout_s)
+        repeat = _run_once(
+            command,
+            index=index,
+            out_dir=out_dir,
+            profiler=profiler,
+            patterns=patterns,
+            env=base_env,
+            cwd=cwd,
+            timeout_s=timeout_s,
+        )
         repeat.withheld = withheld
         result.repeats.append(repeat)
         if on_repeat is not None:
@@ -177,9 +198,17 @@ def run_benchmark(
     return result
 
 
-def _run_once(command: Sequence[str], *, index: int, out_dir: Path, profiler: str,
-              patterns: Sequence[str], env: Mapping[str, str], cwd: Path | None,
-              timeout_s: float | None) -> RepeatResult:
+def _run_once(
+    command: Sequence[str],
+    *,
+    index: int,
+    out_dir: Path,
+    profiler: str,
+    patterns: Sequence[str],
+    env: Mapping[str, str],
+    cwd: Path | None,
+    timeout_s: float | None,
+) -> RepeatResult:
     child_env = dict(env)
     child_env["PERFCI_OUTPUT_DIR"] = str(out_dir)
     child_env["PERFCI_REPEAT"] = str(index)
@@ -189,32 +218,52 @@ def _run_once(command: Sequence[str], *, index: int, out_dir: Path, profiler: st
     sampler = gpu_state.sample_while(child_env)
     started = time.perf_counter()
     try:
-        returncode = _wait(argv, cwd=cwd, env=child_env, tail=tail, index=index,
-                           timeout_s=timeout_s)
+        returncode = _wait(
+            argv, cwd=cwd, env=child_env, tail=tail, index=index, timeout_s=timeout_s
+        )
     finally:
         seconds = time.perf_counter() - started
         state = sampler.stop()
     if returncode != 0:
         raise BenchmarkFailed(
             f"repeat {index} of the benchmark exited with code {returncode}; last output:\n"
-            + "\n".join(tail), returncode=returncode, tail="\n".join(tail))
+            + "\n".join(tail),
+            returncode=returncode,
+            tail="\n".join(tail),
+        )
     files = collect_files(out_dir, patterns)
     if not files:
         raise ConfigError(
             f"repeat {index} wrote no profile file matching {', '.join(patterns)} in {out_dir}; "
-            "does the benchmark write into $PERFCI_OUTPUT_DIR (see perfci.torch)?")
+            "does the benchmark write into $PERFCI_OUTPUT_DIR (see perfci.torch)?"
+        )
     if state is not None:
         gpu_state.write_sidecar(out_dir, state)
-    return RepeatResult(index=index, files=files, seconds=seconds, output_dir=out_dir,
-                        gpu_state=state)
+    return RepeatResult(
+        index=index, files=files, seconds=seconds, output_dir=out_dir, gpu_state=state
+    )
 
 
-def _wait(argv: Sequence[str], *, cwd: Path | None, env: Mapping[str, str],
-          tail: deque[str], index: int, timeout_s: float | None) -> int:
+def _wait(
+    argv: Sequence[str],
+    *,
+    cwd: Path | None,
+    env: Mapping[str, str],
+    tail: deque[str],
+    index: int,
+    timeout_s: float | None,
+) -> int:
     """Run one repeat's process to its end, keeping the last lines of its output."""
     try:
-        process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, text=True, errors="replace")
+        process = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+        )
     except OSError as exc:
         raise ConfigError(f"cannot start benchmark command {argv[0]!r}: {exc.strerror}") from exc
     assert process.stdout is not None
@@ -225,5 +274,8 @@ def _wait(argv: Sequence[str], *, cwd: Path | None, env: Mapping[str, str],
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
-        raise BenchmarkFailed(f"repeat {index} timed out after {timeout_s:.0f} s",
-                              returncode=124, tail="\n".join(tail)) from None
+        raise BenchmarkFailed(
+            f"repeat {index} timed out after {timeout_s:.0f} s",
+            returncode=124,
+            tail="\n".join(tail),
+        ) from None

@@ -64,8 +64,7 @@ _config_start: ContextVar[Path | None] = ContextVar("perfci_config_start", defau
 class Settings(BaseSettings):
     """Everything configurable in perfci. Field comments say meaning, default and advice."""
 
-    model_config = SettingsConfigDict(env_prefix="PERFCI_", extra="forbid",
-                                      populate_by_name=True)
+    model_config = SettingsConfigDict(env_prefix="PERFCI_", extra="forbid", populate_by_name=True)
 
     # Database URL. Default: SQLite at .perfci/perfci.db in the repository root (embedded store).
     # Production: postgresql+psycopg://user@host/db. The password is never printed.
@@ -153,8 +152,11 @@ class Settings(BaseSettings):
 
     @classmethod
     def settings_customise_sources(
-        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         """Flags > ``PERFCI_*`` > config file > ``GITHUB_*`` > defaults; no .env, no secrets dir.
@@ -179,7 +181,7 @@ class Settings(BaseSettings):
         # Accept the bare scheme users copy from psql/Heroku and pick the driver we ship.
         for prefix in ("postgres://", "postgresql://"):
             if value.startswith(prefix):
-                return "postgresql+psycopg://" + value[len(prefix):]
+                return "postgresql+psycopg://" + value[len(prefix) :]
         return value
 
     @model_validator(mode="after")
@@ -224,12 +226,17 @@ class Settings(BaseSettings):
         table = self.benchmarks.get(name)
         if not isinstance(table, Mapping):
             return self
-        update = {key: table[key] for key in BENCHMARK_THRESHOLDS
-                  if key in table and (flags or {}).get(key) is None}
+        update = {
+            key: table[key]
+            for key in BENCHMARK_THRESHOLDS
+            if key in table and (flags or {}).get(key) is None
+        }
         for key, value in update.items():
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
-                raise ConfigError(f"[tool.perfci.benchmarks.{name}] {key} must be a number "
-                                  f"between 0 and 1 (exclusive), got {value!r}")
+                raise ConfigError(
+                    f"[tool.perfci.benchmarks.{name}] {key} must be a number "
+                    f"between 0 and 1 (exclusive), got {value!r}"
+                )
         return self.model_copy(update={k: float(v) for k, v in update.items()}) if update else self
 
 
@@ -237,8 +244,9 @@ def find_project_root(start: Path | None = None) -> Path:
     """The nearest directory upwards holding ``.git``, ``perfci.toml`` or ``pyproject.toml``."""
     here = (start or Path.cwd()).resolve()
     for candidate in (here, *here.parents):
-        if any((candidate / marker).exists() for marker in (".git", "perfci.toml",
-                                                             "pyproject.toml")):
+        if any(
+            (candidate / marker).exists() for marker in (".git", "perfci.toml", "pyproject.toml")
+        ):
             return candidate
     return here
 
@@ -270,12 +278,14 @@ class ConfigFileSource(TomlConfigSettingsSource):
     benchmark names, kept as written.
     """
 
-    def __init__(self, settings_cls: type[BaseSettings], path: Path,
-                 table: tuple[str, ...]) -> None:
+    def __init__(
+        self, settings_cls: type[BaseSettings], path: Path, table: tuple[str, ...]
+    ) -> None:
         self.where = f"{path} [{'.'.join(table)}]" if table else str(path)
         super().__init__(settings_cls, toml_file=path, toml_table_header=table)
-        unknown = [key for key in self.toml_data if key.replace("-", "_")
-                   not in settings_cls.model_fields]
+        unknown = [
+            key for key in self.toml_data if key.replace("-", "_") not in settings_cls.model_fields
+        ]
         if unknown:
             raise ConfigError(unknown_setting_message(unknown[0], f"in {self.where}"))
         self.init_kwargs = {key.replace("-", "_"): value for key, value in self.toml_data.items()}
@@ -313,8 +323,9 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
 
 
-def get_settings(overrides: Mapping[str, Any] | None = None, *,
-                 start: Path | None = None) -> Settings:
+def get_settings(
+    overrides: Mapping[str, Any] | None = None, *, start: Path | None = None
+) -> Settings:
     """Settings with flags (``overrides``, ``None`` values ignored) > env > file > defaults.
 
     ``start`` is where the config file is looked for (default: the working directory).

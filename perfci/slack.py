@@ -31,10 +31,16 @@ log = logging.getLogger(__name__)
 MAX_TEXT_CHARS = 40_000
 
 
-def post_slack(webhook_url: str, text: str, *, session: requests.Session | None = None,
-               retries: int = 3, max_wait_s: float = 60.0,
-               sleep: Callable[[float], None] = time.sleep,
-               timeout: tuple[float, float] = TIMEOUT) -> None:
+def post_slack(
+    webhook_url: str,
+    text: str,
+    *,
+    session: requests.Session | None = None,
+    retries: int = 3,
+    max_wait_s: float = 60.0,
+    sleep: Callable[[float], None] = time.sleep,
+    timeout: tuple[float, float] = TIMEOUT,
+) -> None:
     """Post ``text`` (Slack ``mrkdwn``) to the incoming webhook ``webhook_url``.
 
     Raises
@@ -47,22 +53,31 @@ def post_slack(webhook_url: str, text: str, *, session: requests.Session | None 
     """
     parts = urlsplit(webhook_url.strip())
     if parts.scheme not in {"http", "https"} or not parts.netloc:
-        raise ConfigError("the Slack webhook URL must be an http(s) URL "
-                          "(https://hooks.slack.com/services/...)")
+        raise ConfigError(
+            "the Slack webhook URL must be an http(s) URL (https://hooks.slack.com/services/...)"
+        )
     if len(text) > MAX_TEXT_CHARS:
         text = text[: MAX_TEXT_CHARS - 1] + "…"
     where = f"Slack webhook on {parts.hostname}"  # the path is the secret
     http = session or requests.Session()
     # POST is retried after a 5xx too: see the module's docstring.
-    adapter = retrying_adapter(retries=retries, retry_methods={"POST"}, max_wait_s=max_wait_s,
-                               sleep=sleep, timeout=timeout, label=where)
+    adapter = retrying_adapter(
+        retries=retries,
+        retry_methods={"POST"},
+        max_wait_s=max_wait_s,
+        sleep=sleep,
+        timeout=timeout,
+        label=where,
+    )
     mount_retrying(http, f"{parts.scheme}://{parts.netloc}/", adapter)
     try:
         response = http.post(webhook_url.strip(), json={"text": text}, timeout=timeout)
     except requests.RequestException as exc:
         # str(exc) names the URL, i.e. the secret: keep the exception's class only.
-        raise SlackError(f"{where} kept failing after {retries} retries (could not connect: "
-                         f"{type(exc).__name__})") from None
+        raise SlackError(
+            f"{where} kept failing after {retries} retries (could not connect: "
+            f"{type(exc).__name__})"
+        ) from None
     finally:
         if session is None:
             http.close()
@@ -77,9 +92,13 @@ def _check(response: requests.Response, *, where: str, retries: int, max_wait_s:
     reason = response.text.strip()[:200] or response.reason or ""
     wait = retry_after_wait(status, response.headers, time.time())
     if wait is not None:
-        raise SlackError(f"{where} is rate limiting ({status}) and asks to wait {wait:.0f} s, "
-                         f"beyond the {max_wait_s:.0f} s perfci waits", status=status)
+        raise SlackError(
+            f"{where} is rate limiting ({status}) and asks to wait {wait:.0f} s, "
+            f"beyond the {max_wait_s:.0f} s perfci waits",
+            status=status,
+        )
     if status < 500:
         raise SlackError(f"{where} refused the message ({status}: {reason})", status=status)
-    raise SlackError(f"{where} kept failing after {retries} retries ({status}: {reason})",
-                     status=status)
+    raise SlackError(
+        f"{where} kept failing after {retries} retries ({status}: {reason})", status=status
+    )

@@ -73,8 +73,15 @@ class _StepTimer:
 class profile_steps:  # noqa: N801 - used as a context manager, reads like a function
     """Profile ``active`` steps after ``warmup`` unprofiled ones; see the module docstring."""
 
-    def __init__(self, *, warmup: int = 1, active: int = 5, label: str = "train",
-                 record_shapes: bool = False, out_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        warmup: int = 1,
+        active: int = 5,
+        label: str = "train",
+        record_shapes: bool = False,
+        out_dir: Path | None = None,
+    ) -> None:
         if warmup < 0 or active < 1:
             raise ValueError("warmup must be >= 0 and active >= 1")
         import torch
@@ -111,8 +118,12 @@ class profile_steps:  # noqa: N801 - used as a context manager, reads like a fun
                 return ProfilerAction.RECORD
             return ProfilerAction.RECORD_AND_SAVE if step == last else ProfilerAction.NONE
 
-        self._profiler = profile(activities=activities, record_shapes=self.record_shapes,
-                                 schedule=schedule, on_trace_ready=self._save_trace)
+        self._profiler = profile(
+            activities=activities,
+            record_shapes=self.record_shapes,
+            schedule=schedule,
+            on_trace_ready=self._save_trace,
+        )
         self._profiler.__enter__()
         try:
             for index in range(self.warmup, self.warmup + self.active):
@@ -134,8 +145,12 @@ class profile_steps:  # noqa: N801 - used as a context manager, reads like a fun
         if self.use_cuda:
             self._torch.cuda.synchronize()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         if exc_type is not None or self.trace_path is None:
             return
         self._add_step_times(self.trace_path)

@@ -42,8 +42,15 @@ from perfci.model import (
 )
 
 __all__ = [
-    "SCHEMA_VERSION", "BaselinePublic", "ComparisonPublic", "ContributionPublic",
-    "MetricComparisonPublic", "RunPublic", "SeriesPublic", "Transfer", "fields_of",
+    "SCHEMA_VERSION",
+    "BaselinePublic",
+    "ComparisonPublic",
+    "ContributionPublic",
+    "MetricComparisonPublic",
+    "RunPublic",
+    "SeriesPublic",
+    "Transfer",
+    "fields_of",
 ]
 
 #: Version of the comparison document; keys may be added, none renamed or removed without a bump.
@@ -102,8 +109,13 @@ def _null_as_zero(value: Any) -> Any:
 _NUMBER = Annotated[float | None, BeforeValidator(_null_as_zero)]
 
 
-def fields_of(source: type[Any], *, exclude: frozenset[str] = frozenset(),
-              leading: dict[str, Any] | None = None, **extra: Any) -> type[Transfer]:
+def fields_of(
+    source: type[Any],
+    *,
+    exclude: frozenset[str] = frozenset(),
+    leading: dict[str, Any] | None = None,
+    **extra: Any,
+) -> type[Transfer]:
     """A :class:`Transfer` base with ``leading``, ``source``'s dataclass fields, then ``extra``.
 
     Subclass it to name the type (the subclass's name is the OpenAPI schema's) and to add
@@ -152,24 +164,23 @@ class SeriesPublic(fields_of(SeriesKey, display_name=(str | None, None))):  # ty
     """A series' identity; ``display_name`` is how reports name it."""
 
 
-
 class MetricComparisonPublic(fields_of(MetricComparison)):  # type: ignore[misc]
     """One metric of a comparison: its change, interval, q-value and verdict."""
-
 
 
 class ContributionPublic(fields_of(Contribution)):  # type: ignore[misc]
     """How much of the step-time change one metric explains (ns per step, and share)."""
 
 
-
 class BaselinePublic(fields_of(BaselineInfo)):  # type: ignore[misc]
     """The baseline runs a comparison used: branch, count, commits, run ids."""
 
 
-
-class ComparisonPublic(fields_of(  # type: ignore[misc]
-        RunComparison, leading={"schema_version": (int, SCHEMA_VERSION)})):
+class ComparisonPublic(
+    fields_of(  # type: ignore[misc]
+        RunComparison, leading={"schema_version": (int, SCHEMA_VERSION)}
+    )
+):
     """A comparison as reported (``perfci compare --json``, stored, and sent by the API)."""
 
     @computed_field  # type: ignore[prop-decorator]
@@ -184,6 +195,11 @@ class ComparisonPublic(fields_of(  # type: ignore[misc]
         return dict(sorted(environment.items()))
 
 
-class RunPublic(fields_of(RunInfo, exclude=frozenset({"environment_id"}),  # type: ignore[misc]
-                          verdict=(Verdict | None, None))):
+class RunPublic(
+    fields_of(  # type: ignore[misc]
+        RunInfo,
+        exclude=frozenset({"environment_id"}),
+        verdict=(Verdict | None, None),
+    )
+):
     """One stored run: commit, branch, CI, environment, and the verdict of its comparison."""

@@ -73,19 +73,30 @@ doc = {"perfci_version": "0", "schema_version": 1,
 (out / "profile.json").write_text(json.dumps(doc))
 """
 
-_GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+_GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+}
 
 
 def git(repo: Path, *args: str, date: str | None = None) -> str:
     dates = {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date} if date else {}
-    done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True,
-                          env={**os.environ, **_GIT_ENV, **dates})
+    done = subprocess.run(
+        ["git", *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **_GIT_ENV, **dates},
+    )
     return done.stdout.strip()
 
 
-def make_repo(root: Path, pr_factors: dict[str, object],
-              files: dict[str, object] | None = None) -> Path:
+def make_repo(
+    root: Path, pr_factors: dict[str, object], files: dict[str, object] | None = None
+) -> Path:
     """``main`` with the benchmark, and ``feature`` (checked out) with ``pr_factors``.
 
     ``files`` (name → JSON value) are committed on ``main`` too (``noise.json`` …). ``main``
@@ -100,27 +111,48 @@ def make_repo(root: Path, pr_factors: dict[str, object],
     for name, content in (files or {}).items():
         (repo / name).write_text(json.dumps(content) + "\n", encoding="utf-8")
     (repo / "pyproject.toml").write_text(
-        "[tool.perfci]\nproject = \"acme/tiny\"\n\n"
+        '[tool.perfci]\nproject = "acme/tiny"\n\n'
         "[tool.perfci.benchmarks.tiny]\n"
-        f"command = [{json.dumps(sys.executable)}, \"bench.py\"]\n"
-        "profiler = \"none\"\nglobs = [\"*.json\"]\nrepeats = 3\n", encoding="utf-8")
+        f'command = [{json.dumps(sys.executable)}, "bench.py"]\n'
+        'profiler = "none"\nglobs = ["*.json"]\nrepeats = 3\n',
+        encoding="utf-8",
+    )
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "benchmark", date="2026-01-01T12:00:00Z")
     git(repo, "commit", "-q", "--allow-empty", "-m", "docs", date="2026-01-02T12:00:00Z")
     git(repo, "checkout", "-q", "-b", "feature")
     (repo / "factors.json").write_text(json.dumps(pr_factors) + "\n", encoding="utf-8")
-    git(repo, "commit", "-q", "--allow-empty", "-am", "the pull request",
-        date="2026-01-03T12:00:00Z")
+    git(
+        repo,
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-am",
+        "the pull request",
+        date="2026-01-03T12:00:00Z",
+    )
     return repo
 
 
 @pytest.fixture
 def clean_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """No CI variables; temporary directories (the worktree's) under ``tmp_path/tmp``."""
-    for name in ("GITHUB_ACTIONS", "GITHUB_TOKEN", "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY",
-                 "GITHUB_EVENT_PATH", "GITHUB_REPOSITORY", "PERFCI_DATABASE_URL",
-                 "PERFCI_GITHUB_TOKEN", "PERFCI_PROJECT", "PERFCI_FAIL_ON_REGRESSION",
-                 "PERFCI_HISTORY", "PERFCI_MAX_REPEATS", "PERFCI_AB_PAIRS", "PERFCI_BUDGET"):
+    for name in (
+        "GITHUB_ACTIONS",
+        "GITHUB_TOKEN",
+        "GITHUB_OUTPUT",
+        "GITHUB_STEP_SUMMARY",
+        "GITHUB_EVENT_PATH",
+        "GITHUB_REPOSITORY",
+        "PERFCI_DATABASE_URL",
+        "PERFCI_GITHUB_TOKEN",
+        "PERFCI_PROJECT",
+        "PERFCI_FAIL_ON_REGRESSION",
+        "PERFCI_HISTORY",
+        "PERFCI_MAX_REPEATS",
+        "PERFCI_AB_PAIRS",
+        "PERFCI_BUDGET",
+    ):
         monkeypatch.delenv(name, raising=False)
     temp = tmp_path / "tmp"
     temp.mkdir()
@@ -131,15 +163,33 @@ def clean_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def check_ab(repo: Path, url: str, *args: str) -> int:
     os.chdir(repo)
-    return main(["check", "--ab", "--ab-pairs", "3", "--max-repeats", "3", "--database-url",
-                 url, "--base-branch", "main", "--pr", "7", "--ci-run-id", "job-1", *args])
+    return main(
+        [
+            "check",
+            "--ab",
+            "--ab-pairs",
+            "3",
+            "--max-repeats",
+            "3",
+            "--database-url",
+            url,
+            "--base-branch",
+            "main",
+            "--pr",
+            "7",
+            "--ci-run-id",
+            "job-1",
+            *args,
+        ]
+    )
 
 
 def assert_cleaned(repo: Path, temp: Path) -> None:
     """Only the checkout itself is a worktree, and the temporary directory is empty."""
     listed = git(repo, "worktree", "list", "--porcelain")
     assert [line for line in listed.splitlines() if line.startswith("worktree ")] == [
-        f"worktree {repo.resolve()}"]
+        f"worktree {repo.resolve()}"
+    ]
     assert list(temp.iterdir()) == []
 
 
@@ -150,5 +200,3 @@ def stored_runs(url: str) -> list[int]:
             return list(connection.execute(select(Run.id).order_by(Run.id)).scalars().all())
     finally:
         engine.dispose()
-
-

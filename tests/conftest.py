@@ -14,8 +14,9 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("PERFCI_SHARED_DIR", REPO.parent / "shared"))
 
 #: The one skip reason of every test that needs ../shared (``pytest -rs`` groups them under it).
-SHARED_ABSENT = (f"needs ../shared (real profiles: seeds, corpus, changepoint-data), "
-                 f"absent at {SHARED}")
+SHARED_ABSENT = (
+    f"needs ../shared (real profiles: seeds, corpus, changepoint-data), absent at {SHARED}"
+)
 
 #: For a test (or module, as ``pytestmark``) that reads ../shared at collection time.
 requires_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=SHARED_ABSENT)

@@ -82,8 +82,9 @@ def create_sqlite(folder: Path) -> str:
 
 
 @pytest.fixture(scope="session", params=DIALECTS)
-def store_url(request: pytest.FixtureRequest,
-              tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def store_url(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
     """A migrated database shared by the whole test session (use ``session`` for isolation)."""
     if request.param == "sqlite":
         yield create_sqlite(tmp_path_factory.mktemp("store"))
@@ -114,8 +115,9 @@ def session(store_engine: Engine) -> Iterator[Session]:
     """A Session inside an outer transaction that is rolled back after the test."""
     with store_engine.connect() as connection:
         transaction = connection.begin()
-        session = Session(bind=connection, join_transaction_mode="create_savepoint",
-                          expire_on_commit=False)
+        session = Session(
+            bind=connection, join_transaction_mode="create_savepoint", expire_on_commit=False
+        )
         try:
             yield session
         finally:
@@ -156,16 +158,27 @@ def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 
 def make_context(project: str = "acme/model", **overrides: object) -> RunContext:
     """A run context with fixed defaults; no git, no CI, a fixed environment."""
-    values: dict[str, object] = {"commit": "c0ffee", "branch": "main",
-                                 "environment": {"gpu": "H100", "torch": "2.4.0"}}
+    values: dict[str, object] = {
+        "commit": "c0ffee",
+        "branch": "main",
+        "environment": {"gpu": "H100", "torch": "2.4.0"},
+    }
     values.update(overrides)
     return RunContext(project=project, **values)  # type: ignore[arg-type]
 
 
-def make_profile(values_ns: dict[str, float], *, label: str = "p", steps: int | None = None,
-                 kind: MetricKind = MetricKind.KERNEL) -> Profile:
+def make_profile(
+    values_ns: dict[str, float],
+    *,
+    label: str = "p",
+    steps: int | None = None,
+    kind: MetricKind = MetricKind.KERNEL,
+) -> Profile:
     """A profile whose metrics are ``name → total ns`` (one call each)."""
-    metrics = [Metric(kind=kind, name=name, calls=1, total_ns=value, avg_ns=value)
-               for name, value in values_ns.items()]
-    return Profile(label=label, format="synthetic", source=f"{label}.txt", metrics=metrics,
-                   steps=steps)
+    metrics = [
+        Metric(kind=kind, name=name, calls=1, total_ns=value, avg_ns=value)
+        for name, value in values_ns.items()
+    ]
+    return Profile(
+        label=label, format="synthetic", source=f"{label}.txt", metrics=metrics, steps=steps
+    )

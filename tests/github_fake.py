@@ -78,23 +78,45 @@ class FakeGitHub:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}{self.prefix}"
 
-    def fail_next(self, method: str, path_regex: str, status: int, *,
-                  headers: dict[str, str] | None = None, body: Json = None, times: int = 1,
-                  process: bool = False) -> None:
+    def fail_next(
+        self,
+        method: str,
+        path_regex: str,
+        status: int,
+        *,
+        headers: dict[str, str] | None = None,
+        body: Json = None,
+        times: int = 1,
+        process: bool = False,
+    ) -> None:
         """Answer the next ``times`` requests matching ``method`` and ``path_regex`` (searched
         in the path without prefix) with ``status``; ``process=True`` carries them out first
         (a gateway error after GitHub did the work)."""
-        self.failures.append(Failure(method.upper(), re.compile(path_regex), status,
-                                     headers or {},
-                                     {"message": f"scripted {status}"} if body is None else body,
-                                     times, process))
+        self.failures.append(
+            Failure(
+                method.upper(),
+                re.compile(path_regex),
+                status,
+                headers or {},
+                {"message": f"scripted {status}"} if body is None else body,
+                times,
+                process,
+            )
+        )
 
     def add_comment(self, repo: str, issue: int, body: str, user: str = "someone") -> int:
         with self.lock:
             return self._new_comment(repo, issue, body, user)["id"]
 
-    def add_issue(self, repo: str, title: str, body: str, labels: list[str],
-                  state: str = "open", pull_request: bool = False) -> int:
+    def add_issue(
+        self,
+        repo: str,
+        title: str,
+        body: str,
+        labels: list[str],
+        state: str = "open",
+        pull_request: bool = False,
+    ) -> int:
         with self.lock:
             return self._new_issue(repo, title, body, labels, state, pull_request)["number"]
 
@@ -108,19 +130,31 @@ class FakeGitHub:
 
     def _new_comment(self, repo: str, issue: int, body: str, user: str) -> dict[str, Any]:
         cid = next(self._ids)
-        comment = {"id": cid, "body": body, "user": {"login": user},
-                   "url": f"{self.url}/repos/{repo}/issues/comments/{cid}",
-                   "html_url": f"https://github.test/{repo}/pull/{issue}#issuecomment-{cid}",
-                   "_repo": repo, "_issue": issue}
+        comment = {
+            "id": cid,
+            "body": body,
+            "user": {"login": user},
+            "url": f"{self.url}/repos/{repo}/issues/comments/{cid}",
+            "html_url": f"https://github.test/{repo}/pull/{issue}#issuecomment-{cid}",
+            "_repo": repo,
+            "_issue": issue,
+        }
         self.comments[cid] = comment
         return comment
 
-    def _new_issue(self, repo: str, title: str, body: str, labels: list[str], state: str,
-                   pull_request: bool) -> dict[str, Any]:
+    def _new_issue(
+        self, repo: str, title: str, body: str, labels: list[str], state: str, pull_request: bool
+    ) -> dict[str, Any]:
         number = len(self.issues) + 1
-        issue = {"number": number, "title": title, "body": body, "state": state,
-                 "labels": [{"name": name} for name in labels],
-                 "html_url": f"https://github.test/{repo}/issues/{number}", "_repo": repo}
+        issue = {
+            "number": number,
+            "title": title,
+            "body": body,
+            "state": state,
+            "labels": [{"name": name} for name in labels],
+            "html_url": f"https://github.test/{repo}/issues/{number}",
+            "_repo": repo,
+        }
         if pull_request:
             issue["pull_request"] = {"url": "x"}
         self.issues[number] = issue
@@ -136,13 +170,15 @@ class FakeGitHub:
     def _page(self, request: Recorded, items: list[dict[str, Any]]) -> tuple[list[Any], dict]:
         per_page = min(int(request.query.get("per_page", ["30"])[0]), 100)
         page = int(request.query.get("page", ["1"])[0])
-        chunk = items[(page - 1) * per_page: page * per_page]
+        chunk = items[(page - 1) * per_page : page * per_page]
         headers = {}
         if page * per_page < len(items):
             query = {k: v[0] for k, v in request.query.items()}
             query.update(page=str(page + 1), per_page=str(per_page))
-            headers["Link"] = (f'<{self.url}{request.path}?{urlencode(query)}>; rel="next", '
-                               f'<{self.url}{request.path}?page=999>; rel="last"')
+            headers["Link"] = (
+                f'<{self.url}{request.path}?{urlencode(query)}>; rel="next", '
+                f'<{self.url}{request.path}?page=999>; rel="last"'
+            )
         return [_public(item) for item in chunk], headers
 
 
@@ -188,17 +224,22 @@ def _create_status(gh: FakeGitHub, req: Recorded, m: re.Match[str]):
 def _list_issues(gh: FakeGitHub, req: Recorded, m: re.Match[str]):
     state = req.query.get("state", ["open"])[0]
     wanted = set(req.query["labels"][0].split(",")) if "labels" in req.query else set()
-    items = [i for i in sorted(gh.issues.values(), key=lambda i: -i["number"])
-             if i["_repo"] == m["repo"] and state in {"all", i["state"]}
-             and wanted <= {label["name"] for label in i["labels"]}]
+    items = [
+        i
+        for i in sorted(gh.issues.values(), key=lambda i: -i["number"])
+        if i["_repo"] == m["repo"]
+        and state in {"all", i["state"]}
+        and wanted <= {label["name"] for label in i["labels"]}
+    ]
     body, headers = gh._page(req, items)
     return 200, body, headers
 
 
 def _create_issue(gh: FakeGitHub, req: Recorded, m: re.Match[str]):
     data = req.json
-    issue = gh._new_issue(m["repo"], data["title"], data.get("body", ""),
-                          data.get("labels", []), "open", False)
+    issue = gh._new_issue(
+        m["repo"], data["title"], data.get("body", ""), data.get("labels", []), "open", False
+    )
     return 201, _public(issue), {}
 
 
@@ -250,8 +291,9 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         payload = json.loads(raw) if raw else None
         path = parts.path
-        request = Recorded(self.command, path, parse_qs(parts.query), dict(self.headers.items()),
-                           payload)
+        request = Recorded(
+            self.command, path, parse_qs(parts.query), dict(self.headers.items()), payload
+        )
         with gh.lock:
             gh.requests.append(request)
             status, body, headers = self._answer(gh, request)
@@ -262,9 +304,11 @@ class _Handler(BaseHTTPRequestHandler):
         if not request.path.startswith(gh.prefix + "/"):
             gh.unknown.append(request)
             return 404, {"message": f"fake GitHub: no route {request.method} {request.path}"}, {}
-        request.path = request.path[len(gh.prefix):]
+        request.path = request.path[len(gh.prefix) :]
         if gh.token is not None and self.headers.get("Authorization") not in {
-                f"Bearer {gh.token}", f"token {gh.token}"}:
+            f"Bearer {gh.token}",
+            f"token {gh.token}",
+        }:
             return 401, {"message": "Bad credentials"}, {}
         failure = gh._take_failure(request.method, request.path)
         if failure is not None and not failure.process:
@@ -301,8 +345,9 @@ def start(fake: FakeGitHub | None = None) -> tuple[FakeGitHub, Callable[[], None
     server = _Server((fake.host, 0), _Handler)
     server.fake = fake
     fake.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              name="fake-github", daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-github", daemon=True
+    )
     thread.start()
 
     def stop() -> None:

@@ -20,12 +20,14 @@ from pathlib import Path
 import httpx
 
 REPO = Path(__file__).resolve().parents[1]
-_SERVE = ("import sys, typer\n"
-          "from perfci.cli import serve_cmd\n"
-          "app = typer.Typer()\n"
-          "serve_cmd.register(app)\n"
-          "app.command('version')(lambda: None)\n"
-          "app(['serve', *sys.argv[1:]])\n")
+_SERVE = (
+    "import sys, typer\n"
+    "from perfci.cli import serve_cmd\n"
+    "app = typer.Typer()\n"
+    "serve_cmd.register(app)\n"
+    "app.command('version')(lambda: None)\n"
+    "app(['serve', *sys.argv[1:]])\n"
+)
 
 
 def free_port() -> int:
@@ -54,26 +56,55 @@ class ServerProcess:
                 self.process.wait(timeout=5)
 
 
-def start_server(database_url: str, *, log_dir: Path, env: Mapping[str, str] | None = None,
-                 args: tuple[str, ...] = (), raw: bool = False, wait_healthy: bool = True,
-                 timeout_s: float = 60.0) -> ServerProcess:
+def start_server(
+    database_url: str,
+    *,
+    log_dir: Path,
+    env: Mapping[str, str] | None = None,
+    args: tuple[str, ...] = (),
+    raw: bool = False,
+    wait_healthy: bool = True,
+    timeout_s: float = 60.0,
+) -> ServerProcess:
     """Start the server and wait until it answers (healthy, unless ``wait_healthy=False``)."""
     port = free_port()
     environment = {**os.environ, "PERFCI_DATABASE_URL": database_url, **(env or {})}
     environment.pop("PERFCI_SERVER_URL", None)
     if raw:
-        command = [sys.executable, "-m", "uvicorn", "--factory",
-                   "perfci.server.app:create_app_from_env", "--host", "127.0.0.1",
-                   "--port", str(port), "--log-level", "warning"]
+        command = [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "--factory",
+            "perfci.server.app:create_app_from_env",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ]
     else:
-        command = [sys.executable, "-c", _SERVE, "--host", "127.0.0.1", "--port", str(port),
-                   "--log-level", "warning", *args]
+        command = [
+            sys.executable,
+            "-c",
+            _SERVE,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            *args,
+        ]
     log = log_dir / f"server-{port}.log"
     with log.open("wb") as sink:
-        process = subprocess.Popen(command, cwd=REPO, env=environment, stdout=sink,
-                                   stderr=subprocess.STDOUT)
-    server = ServerProcess(url=f"http://127.0.0.1:{port}", database_url=database_url,
-                           process=process, log=log)
+        process = subprocess.Popen(
+            command, cwd=REPO, env=environment, stdout=sink, stderr=subprocess.STDOUT
+        )
+    server = ServerProcess(
+        url=f"http://127.0.0.1:{port}", database_url=database_url, process=process, log=log
+    )
     try:
         _wait(server, timeout_s, wait_healthy)
     except BaseException:
@@ -86,8 +117,9 @@ def _wait(server: ServerProcess, timeout_s: float, healthy: bool) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
-            raise RuntimeError(f"the server exited with {server.process.returncode}:\n"
-                               f"{server.output()}")
+            raise RuntimeError(
+                f"the server exited with {server.process.returncode}:\n{server.output()}"
+            )
         try:
             response = httpx.get(f"{server.url}/healthz", timeout=2)
             if response.status_code == 200 or not healthy:

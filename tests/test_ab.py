@@ -30,9 +30,14 @@ STEP = SeriesKey(kind=MetricKind.STEP, name="step")
 KERNELS = [SeriesKey(kind=MetricKind.KERNEL, name=f"kernel_{i}") for i in range(12)]
 
 
-def paired_run(changes: dict[int, float], *, pairs: int = 5, machine_sd: float = 0.10,
-               noise_sd: float = 0.01, seed: int = 0) -> tuple[dict[SeriesKey, list[float]],
-                                                              dict[SeriesKey, list[float]]]:
+def paired_run(
+    changes: dict[int, float],
+    *,
+    pairs: int = 5,
+    machine_sd: float = 0.10,
+    noise_sd: float = 0.01,
+    seed: int = 0,
+) -> tuple[dict[SeriesKey, list[float]], dict[SeriesKey, list[float]]]:
     """Base and PR values per pair: a machine factor shared by both sides of a pair (and by
     every metric), independent per-process noise; kernel ``i`` of the PR × ``changes[i]``."""
     rng = np.random.default_rng(seed)
@@ -41,8 +46,9 @@ def paired_run(changes: dict[int, float], *, pairs: int = 5, machine_sd: float =
     levels = [1e6 * (i + 1) for i in range(len(KERNELS))]
     for i, (key, level) in enumerate(zip(KERNELS, levels, strict=True)):
         base[key] = list(level * machine * np.exp(rng.normal(0, noise_sd, pairs)))
-        pr[key] = list(level * changes.get(i, 1.0) * machine
-                       * np.exp(rng.normal(0, noise_sd, pairs)))
+        pr[key] = list(
+            level * changes.get(i, 1.0) * machine * np.exp(rng.normal(0, noise_sd, pairs))
+        )
     base[STEP] = [sum(base[k][j] for k in KERNELS) for j in range(pairs)]
     pr[STEP] = [sum(pr[k][j] for k in KERNELS) for j in range(pairs)]
     return base, pr
@@ -65,8 +71,7 @@ def test_machine_noise_cancels_in_the_pairs() -> None:
     base, pr = paired_run({}, machine_sd=0.10)
     result = compare_paired(base, pr, benchmark="b")
     assert result.verdict is Verdict.UNCHANGED
-    assert not [m for m in result.metrics
-                if m.verdict in {Verdict.REGRESSION, Verdict.IMPROVEMENT}]
+    assert not [m for m in result.metrics if m.verdict in {Verdict.REGRESSION, Verdict.IMPROVEMENT}]
     # Unpaired, the same values are 10 % apart run to run: the pairing is what decides.
     step = next(m for m in result.metrics if m.key == STEP.key)
     assert step.ci_high is not None and step.ci_high - (step.ci_low or 0.0) < 0.04
@@ -91,8 +96,10 @@ def test_a_changed_kernel_is_found_and_the_printed_values_agree() -> None:
 
 def test_new_missing_and_too_few_pairs_are_decided_without_a_test() -> None:
     base, pr = paired_run({}, pairs=3)
-    only_base, only_pr = SeriesKey(kind=MetricKind.KERNEL, name="gone"), SeriesKey(
-        kind=MetricKind.KERNEL, name="added")
+    only_base, only_pr = (
+        SeriesKey(kind=MetricKind.KERNEL, name="gone"),
+        SeriesKey(kind=MetricKind.KERNEL, name="added"),
+    )
     sparse = SeriesKey(kind=MetricKind.KERNEL, name="sparse")
     base[only_base], pr[only_pr] = [5e5] * 3, [5e5] * 3
     base[sparse], pr[sparse] = [5e5, None, 5e5], [None, 5e5, 5e5]
@@ -112,9 +119,14 @@ def test_an_inconclusive_metric_says_how_many_pairs_would_settle_it() -> None:
     assert open_lines
     assert all(m.repeats_needed is not None and m.repeats_needed > 3 for m in open_lines)
 
+
 def test_unchanged_pr_passes_and_both_sides_are_stored(
-        tmp_path: Path, clean_env: Path, migrated_url: str, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path,
+    clean_env: Path,
+    migrated_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     repo = make_repo(tmp_path, {})
     monkeypatch.chdir(repo)
     base_sha, head_sha = git(repo, "rev-parse", "main"), git(repo, "rev-parse", "HEAD")
@@ -135,13 +147,14 @@ def test_unchanged_pr_passes_and_both_sides_are_stored(
         with engine.connect() as connection:
             rows = connection.execute(
                 select(Run.id, Run.branch, Run.pr_number, Run.ci_run_id, Commit.sha)
-                .join(Commit, Commit.id == Run.commit_id).order_by(Run.id)).all()
+                .join(Commit, Commit.id == Run.commit_id)
+                .order_by(Run.id)
+            ).all()
             compared = connection.execute(select(Comparison.run_id)).scalars().all()
     finally:
         engine.dispose()
     (base_id, base_branch, base_pr, base_ci, base_commit), pr_row = rows
-    assert (base_branch, base_pr, base_ci, base_commit) == ("main", None, "job-1-ab-base",
-                                                            base_sha)
+    assert (base_branch, base_pr, base_ci, base_commit) == ("main", None, "job-1-ab-base", base_sha)
     assert tuple(pr_row[1:]) == ("feature", 7, "job-1", head_sha)
     assert compared == [pr_row[0]] and report["run_id"] == pr_row[0]
     assert report["baseline"]["run_ids"] == [base_id]
@@ -156,8 +169,8 @@ def test_unchanged_pr_passes_and_both_sides_are_stored(
 
 
 def test_a_three_times_slower_kernel_is_a_regression(
-        tmp_path: Path, clean_env: Path, migrated_url: str,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, clean_env: Path, migrated_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     repo = make_repo(tmp_path, {"gemm": 3.0})
     monkeypatch.chdir(repo)
 
@@ -178,8 +191,14 @@ def test_a_three_times_slower_kernel_is_a_regression(
 
 @pytest.mark.parametrize(("factors", "expected"), [({"fail": True}, 3), ({"garbage": True}, 2)])
 def test_a_failing_or_unparsable_side_stores_nothing_and_removes_the_worktree(
-        tmp_path: Path, clean_env: Path, migrated_url: str, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str], factors: dict[str, object], expected: int) -> None:
+    tmp_path: Path,
+    clean_env: Path,
+    migrated_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    factors: dict[str, object],
+    expected: int,
+) -> None:
     repo = make_repo(tmp_path, factors)
     monkeypatch.chdir(repo)
 
@@ -196,10 +215,26 @@ def test_ctrl_c_removes_the_worktree(tmp_path: Path, clean_env: Path, migrated_u
     marker = tmp_path / "started"
     env = {**os.environ, "HANG_MARKER": str(marker), "TMPDIR": str(clean_env)}
     process = subprocess.Popen(
-        [sys.executable, "-m", "perfci.cli.main", "check", "--ab", "--ab-pairs", "3",
-         "--database-url", migrated_url, "--base-branch", "main"],
-        cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "perfci.cli.main",
+            "check",
+            "--ab",
+            "--ab-pairs",
+            "3",
+            "--database-url",
+            migrated_url,
+            "--base-branch",
+            "main",
+        ],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while not marker.exists():
@@ -219,8 +254,12 @@ def test_ctrl_c_removes_the_worktree(tmp_path: Path, clean_env: Path, migrated_u
 
 
 def test_a_dirty_working_tree_is_a_usage_error(
-        tmp_path: Path, clean_env: Path, migrated_url: str, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path,
+    clean_env: Path,
+    migrated_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     repo = make_repo(tmp_path, {})
     monkeypatch.chdir(repo)
     (repo / "factors.json").write_text('{"gemm": 2}\n', encoding="utf-8")
@@ -236,8 +275,12 @@ def test_a_dirty_working_tree_is_a_usage_error(
 
 
 def test_a_missing_base_branch_is_a_usage_error(
-        tmp_path: Path, clean_env: Path, migrated_url: str, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path,
+    clean_env: Path,
+    migrated_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     repo = make_repo(tmp_path, {})
     monkeypatch.chdir(repo)
 
@@ -249,8 +292,12 @@ def test_a_missing_base_branch_is_a_usage_error(
 
 
 def test_profiles_cannot_be_read_in_ab_mode(
-        tmp_path: Path, clean_env: Path, migrated_url: str, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path,
+    clean_env: Path,
+    migrated_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     repo = make_repo(tmp_path, {})
     monkeypatch.chdir(repo)
     assert check_ab(repo, migrated_url, "--profile", "bench.py") == 2
@@ -262,8 +309,9 @@ def test_three_pairs_keep_their_own_variance_four_are_moderated() -> None:
 
     for pairs, moderated in ((3, False), (4, True)):
         base, pr = paired_run({}, pairs=pairs, machine_sd=0.0, noise_sd=0.02, seed=pairs)
-        line = next(m for m in compare_paired(base, pr, benchmark="b").metrics
-                    if m.key == KERNELS[0].key)
+        line = next(
+            m for m in compare_paired(base, pr, benchmark="b").metrics if m.key == KERNELS[0].key
+        )
         diffs = np.log(pr[KERNELS[0]]) - np.log(base[KERNELS[0]])
         half = scipy_stats.t.ppf(0.975, pairs - 1) * diffs.std(ddof=1) / math.sqrt(pairs)
         plain = (math.expm1(diffs.mean() - half), math.expm1(diffs.mean() + half))

@@ -64,11 +64,13 @@ def _count(session: Session, model: type) -> int:
     return int(session.execute(select(func.count()).select_from(model)).scalar_one())
 
 
-def _run(name_ns: dict[str, float], *, steps: list[float] | None = None,
-         label: str = "p") -> list[Profile]:
+def _run(
+    name_ns: dict[str, float], *, steps: list[float] | None = None, label: str = "p"
+) -> list[Profile]:
     """One repeat: kernels ``name → total ns`` and a step metric with ``steps`` samples."""
-    metrics = [Metric(MetricKind.KERNEL, name, calls=1, total_ns=value)
-               for name, value in name_ns.items()]
+    metrics = [
+        Metric(MetricKind.KERNEL, name, calls=1, total_ns=value) for name, value in name_ns.items()
+    ]
     if steps is not None:
         metrics.append(Metric(MetricKind.STEP, "step", samples_ns=steps))
     return [Profile(label=label, format="test", source=f"{label}.json", metrics=metrics)]
@@ -84,9 +86,10 @@ def _table_counts(url: str) -> dict[str, int]:
     engine = db.make_engine(url)
     try:
         with engine.connect() as connection:
-            return {table: int(connection.execute(
-                text(f'SELECT count(*) FROM "{table}"')).scalar_one())
-                for table in ("run", "sample", "profile", "comparison")}
+            return {
+                table: int(connection.execute(text(f'SELECT count(*) FROM "{table}"')).scalar_one())
+                for table in ("run", "sample", "profile", "comparison")
+            }
     finally:
         engine.dispose()
 
@@ -98,20 +101,30 @@ BAD_REPEATS = {
     "negative samples": (_run({"k": 5.0}, steps=[-5.0, -5.0, -5.0]), "samples_ns #0", "-5.0"),
     "absurdly large": (_run({"k": 5.0}, steps=[1.7e308]), "samples_ns #0", "1.7e+308"),
     # The mean of these would overflow; the bound refuses the first sample before that.
-    "overflowing mean": (_run({"k": 5.0}, steps=[1.7e308, 1.7e308]), "samples_ns #0",
-                         "1.7e+308"),
+    "overflowing mean": (_run({"k": 5.0}, steps=[1.7e308, 1.7e308]), "samples_ns #0", "1.7e+308"),
     "beyond any duration": (_run({"k": 2e18}), "total_ns", "2e+18"),
     "negative total": (_run({"k": -5.0}), "total_ns", "-5.0"),
     "infinite total": (_run({"k": float("inf")}), "total_ns", "inf"),
     "NaN total": (_run({"k": float("nan")}), "total_ns", "nan"),
-    "huge calls": ([Profile(label="p", format="test", source="p.json", metrics=[
-        Metric(MetricKind.KERNEL, "k", calls=10**400, total_ns=1.0)])], "calls", "1000"),
+    "huge calls": (
+        [
+            Profile(
+                label="p",
+                format="test",
+                source="p.json",
+                metrics=[Metric(MetricKind.KERNEL, "k", calls=10**400, total_ns=1.0)],
+            )
+        ],
+        "calls",
+        "1000",
+    ),
 }
 
 
 @pytest.mark.parametrize("case", list(BAD_REPEATS))
-def test_a_bad_value_is_refused_naming_it_and_nothing_is_written(session: Session,
-                                                                 case: str) -> None:
+def test_a_bad_value_is_refused_naming_it_and_nothing_is_written(
+    session: Session, case: str
+) -> None:
     repeat, field, shown = BAD_REPEATS[case]
     good = _run({"k": 5.0}, steps=[10.0, 10.0, 10.0])
     with pytest.raises(InvalidValue) as caught:
@@ -126,9 +139,17 @@ def test_a_bad_value_is_refused_naming_it_and_nothing_is_written(session: Sessio
 def test_sums_of_a_series_listed_twice_are_checked_too(session: Session) -> None:
     # Two entries of one kernel in one repeat are summed at ingest: each is in range, their
     # sum is beyond the largest number perfci stores.
-    repeat = [Profile(label="p", format="test", source="p.json", metrics=[
-        Metric(MetricKind.KERNEL, "k", calls=1, total_ns=6e17),
-        Metric(MetricKind.KERNEL, "k", calls=1, total_ns=6e17)])]
+    repeat = [
+        Profile(
+            label="p",
+            format="test",
+            source="p.json",
+            metrics=[
+                Metric(MetricKind.KERNEL, "k", calls=1, total_ns=6e17),
+                Metric(MetricKind.KERNEL, "k", calls=1, total_ns=6e17),
+            ],
+        )
+    ]
     with pytest.raises(InvalidValue, match="sum of its entries"):
         ingest_run(session, context=make_context(), benchmark="b", repeats=[repeat])
     assert _count(session, Run) == 0
@@ -136,18 +157,38 @@ def test_sums_of_a_series_listed_twice_are_checked_too(session: Session) -> None
 
 def test_submit_refuses_a_bad_value_before_storing(session: Session) -> None:
     with pytest.raises(InvalidValue):
-        submit_run(session, context=make_context(), benchmark="b",
-                   repeats=[_run({"k": -1.0})], settings=Settings())
+        submit_run(
+            session,
+            context=make_context(),
+            benchmark="b",
+            repeats=[_run({"k": -1.0})],
+            settings=Settings(),
+        )
     assert (_count(session, Run), _count(session, Comparison)) == (0, 0)
 
 
 def test_cli_ingest_of_a_bad_value_exits_2_and_stores_nothing(
-        migrated_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    migrated_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     good, bad = tmp_path / "r0.json", tmp_path / "r1.json"
     good.write_text(json.dumps(to_document(_run({"gemm": 5.0}, steps=[10.0, 11.0]))))
     bad.write_text(json.dumps(to_document(_run({"gemm": 5.0}, steps=[1.7e308, 1.7e308]))))
-    code, _, err = _cli(capsys, "ingest", str(good), str(bad), "-b", "b", "--project", "p",
-                        "--commit", "abc", "--branch", "main", "--database-url", migrated_url)
+    code, _, err = _cli(
+        capsys,
+        "ingest",
+        str(good),
+        str(bad),
+        "-b",
+        "b",
+        "--project",
+        "p",
+        "--commit",
+        "abc",
+        "--branch",
+        "main",
+        "--database-url",
+        migrated_url,
+    )
     assert code == 2
     assert "'step:gpu:step'" in err and "1.7e+308" in err and "nothing was stored" in err
     assert "Traceback" not in err
@@ -161,13 +202,15 @@ def _history(session: Session, runs: int = 6, *, benchmark: str = "b") -> list[i
     rng = np.random.default_rng(3)
     ids = []
     for i in range(runs):
-        context = make_context(commit=f"c{i:03d}", commit_time=(T0 + timedelta(days=i))
-                               .isoformat())
+        context = make_context(commit=f"c{i:03d}", commit_time=(T0 + timedelta(days=i)).isoformat())
         step = [float(v) for v in 1e7 * np.exp(rng.normal(0, 0.01, 3))]
-        result = ingest_run(session, context=context, benchmark=benchmark,
-                            repeats=[_run({"gemm": 5e6 * (1 + 0.01 * i)}, steps=step)
-                                     for _ in range(2)],
-                            created_at=T0 + timedelta(days=i, hours=1))
+        result = ingest_run(
+            session,
+            context=context,
+            benchmark=benchmark,
+            repeats=[_run({"gemm": 5e6 * (1 + 0.01 * i)}, steps=step) for _ in range(2)],
+            created_at=T0 + timedelta(days=i, hours=1),
+        )
         ids.append(result.run_id)
     return ids
 
@@ -179,8 +222,9 @@ def _spoil(session: Session, run_id: int, value: float) -> None:
 
 
 @pytest.mark.parametrize("value", [-5.0, float("inf")])
-def test_a_stored_bad_run_is_left_out_of_the_baseline_with_its_id(session: Session,
-                                                                  value: float) -> None:
+def test_a_stored_bad_run_is_left_out_of_the_baseline_with_its_id(
+    session: Session, value: float
+) -> None:
     ids = _history(session)
     _spoil(session, ids[2], value)
     checked = queries.run_samples_checked(session, ids)
@@ -189,18 +233,29 @@ def test_a_stored_bad_run_is_left_out_of_the_baseline_with_its_id(session: Sessi
     assert all(len(by_run) == len(ids) - 1 for by_run in checked.samples.values())
     assert ids[2] not in next(iter(queries.run_samples(session, ids).values()))
     # The next upload of the benchmark is compared, not refused (it was 400 before).
-    pr = make_context(commit="f" * 40, branch="pr", base_branch="main", ci_run_id="pr1",
-                      commit_time=(T0 + timedelta(days=9)).isoformat())
-    result = submit_run(session, context=pr, benchmark="b", settings=Settings(),
-                        repeats=[_run({"gemm": 5e6}, steps=[1e7, 1e7, 1e7])] * 2)
+    pr = make_context(
+        commit="f" * 40,
+        branch="pr",
+        base_branch="main",
+        ci_run_id="pr1",
+        commit_time=(T0 + timedelta(days=9)).isoformat(),
+    )
+    result = submit_run(
+        session,
+        context=pr,
+        benchmark="b",
+        settings=Settings(),
+        repeats=[_run({"gemm": 5e6}, steps=[1e7, 1e7, 1e7])] * 2,
+    )
     assert result.ingest.created and result.comparison.metrics
 
 
 def test_the_weekly_report_leaves_a_stored_bad_run_out_with_a_note(session: Session) -> None:
     ids = _history(session, runs=8)
     _spoil(session, ids[3], -5.0)
-    report = build_weekly_report(session, project="acme/model", since=T0,
-                                 until=T0 + timedelta(days=8), branch="main")
+    report = build_weekly_report(
+        session, project="acme/model", since=T0, until=T0 + timedelta(days=8), branch="main"
+    )
     (trend,) = report.benchmarks
     assert any(f"run {ids[3]}" in note and "perfci runs delete" in note for note in trend.notes)
     assert len(trend.points) == len(ids) - 1
@@ -208,15 +263,15 @@ def test_the_weekly_report_leaves_a_stored_bad_run_out_with_a_note(session: Sess
 
 def test_a_chart_leaves_points_with_bad_values_out() -> None:
     now = T0
-    points = [HistoryPoint(run_id=i, commit=None, commit_time=None, created_at=now,
-                           values=values)
-              for i, values in enumerate([[1.0, 2.0], [-5.0], [float("inf")], [3.0]])]
+    points = [
+        HistoryPoint(run_id=i, commit=None, commit_time=None, created_at=now, values=values)
+        for i, values in enumerate([[1.0, 2.0], [-5.0], [float("inf")], [3.0]])
+    ]
     kept, skipped = queries.drop_bad_points(points)
     assert [p.run_id for p in kept] == [0, 3] and skipped == [1, 2]
 
 
-def test_the_dashboard_chart_and_series_api_leave_a_stored_bad_run_out(
-        session: Session) -> None:
+def test_the_dashboard_chart_and_series_api_leave_a_stored_bad_run_out(session: Session) -> None:
     from perfci.usecases import browse
 
     ids = _history(session)
@@ -231,7 +286,8 @@ def test_the_dashboard_chart_and_series_api_leave_a_stored_bad_run_out(
 
 
 def test_a_failure_between_compare_and_save_leaves_nothing(
-        migrated_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    migrated_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store = db.open_store(Settings(database_url=migrated_url))
 
     def crash(*_args: object, **_kwargs: object) -> int:
@@ -240,17 +296,25 @@ def test_a_failure_between_compare_and_save_leaves_nothing(
     try:
         monkeypatch.setattr(submit_module, "save_comparison", crash)
         with store.sessions() as session, pytest.raises(RuntimeError, match="injected"):
-            submit_run(session, context=make_context(ci_run_id="9"), benchmark="b",
-                       repeats=[_run({"k": 5.0})], settings=Settings())
-        assert _table_counts(migrated_url) == {"run": 0, "sample": 0, "profile": 0,
-                                               "comparison": 0}
+            submit_run(
+                session,
+                context=make_context(ci_run_id="9"),
+                benchmark="b",
+                repeats=[_run({"k": 5.0})],
+                settings=Settings(),
+            )
+        assert _table_counts(migrated_url) == {"run": 0, "sample": 0, "profile": 0, "comparison": 0}
         monkeypatch.undo()
         with store.sessions() as session:
-            result = submit_run(session, context=make_context(ci_run_id="9"), benchmark="b",
-                                repeats=[_run({"k": 5.0})], settings=Settings())
+            result = submit_run(
+                session,
+                context=make_context(ci_run_id="9"),
+                benchmark="b",
+                repeats=[_run({"k": 5.0})],
+                settings=Settings(),
+            )
         assert result.ingest.created
-        assert _table_counts(migrated_url) == {"run": 1, "sample": 1, "profile": 1,
-                                               "comparison": 1}
+        assert _table_counts(migrated_url) == {"run": 1, "sample": 1, "profile": 1, "comparison": 1}
     finally:
         store.close()
 
@@ -259,63 +323,98 @@ def test_a_failure_between_compare_and_save_leaves_nothing(
 
 
 def test_delete_run_removes_everything_of_the_run_and_audits_it(session: Session) -> None:
-    first = submit_run(session, context=make_context(ci_run_id="1"), benchmark="b",
-                       repeats=[_run({"k": 5.0, "j": 1.0})] * 2, settings=Settings())
-    other = ingest_run(session, context=make_context(project="other/b", ci_run_id="1"),
-                       benchmark="b", repeats=[_run({"k": 5.0})])
+    first = submit_run(
+        session,
+        context=make_context(ci_run_id="1"),
+        benchmark="b",
+        repeats=[_run({"k": 5.0, "j": 1.0})] * 2,
+        settings=Settings(),
+    )
+    other = ingest_run(
+        session,
+        context=make_context(project="other/b", ci_run_id="1"),
+        benchmark="b",
+        repeats=[_run({"k": 5.0})],
+    )
     run_id = first.ingest.run_id
     with pytest.raises(NotFoundError) as hidden:
         delete_run(session, run_id=run_id, actor="token:ci", project="other/b")
     with pytest.raises(NotFoundError) as missing:
         delete_run(session, run_id=999_999, actor="token:ci", project="other/b")
-    assert str(hidden.value).replace(str(run_id), "N") == str(missing.value).replace(
-        "999999", "N")
+    assert str(hidden.value).replace(str(run_id), "N") == str(missing.value).replace("999999", "N")
     deleted = delete_run(session, run_id=run_id, actor="cli:ops", project="acme/model")
     assert (deleted.samples, deleted.profiles, deleted.comparisons) == (4, 2, 1)
     assert session.execute(select(Run.id)).scalars().all() == [other.run_id]
     for model in (Sample, ProfileRow):
-        assert session.execute(select(func.count()).select_from(model).where(
-            model.run_id == run_id)).scalar_one() == 0
+        assert (
+            session.execute(
+                select(func.count()).select_from(model).where(model.run_id == run_id)
+            ).scalar_one()
+            == 0
+        )
     assert _count(session, Comparison) == 0
     (event,) = session.execute(select(AuditEvent)).scalars().all()
     assert (event.actor, event.action, event.project, event.target) == (
-        "cli:ops", DELETE_ACTION, "acme/model", f"run {run_id}")
+        "cli:ops",
+        DELETE_ACTION,
+        "acme/model",
+        f"run {run_id}",
+    )
     assert event.detail["samples"] == 4 and event.detail["benchmark"] == "b"
     with pytest.raises(NotFoundError):
         delete_run(session, run_id=run_id, actor="cli:ops")
 
 
-def test_cli_runs_delete_asks_then_deletes(migrated_url: str,
-                                           capsys: pytest.CaptureFixture[str],
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_runs_delete_asks_then_deletes(
+    migrated_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     store = db.open_store(Settings(database_url=migrated_url))
     try:
         with store.sessions() as session:
-            run_id = ingest_run(session, context=make_context(), benchmark="b",
-                                repeats=[_run({"k": 5.0})]).run_id
+            run_id = ingest_run(
+                session, context=make_context(), benchmark="b", repeats=[_run({"k": 5.0})]
+            ).run_id
     finally:
         store.close()
-    code, out, _ = _cli(capsys, "runs", "list", "-b", "b", "--project", "acme/model",
-                        "--database-url", migrated_url, "--json")
+    code, out, _ = _cli(
+        capsys,
+        "runs",
+        "list",
+        "-b",
+        "b",
+        "--project",
+        "acme/model",
+        "--database-url",
+        migrated_url,
+        "--json",
+    )
     assert code == 0 and [r["id"] for r in json.loads(out)] == [run_id]
     monkeypatch.setattr(sys, "stdin", io.StringIO("n\n"))
     code, _, err = _cli(capsys, "runs", "delete", str(run_id), "--database-url", migrated_url)
     assert code == 2 and "not deleted" in err
     assert _table_counts(migrated_url)["run"] == 1
-    code, _, err = _cli(capsys, "runs", "delete", str(run_id), "--yes",
-                        "--database-url", migrated_url)
+    code, _, err = _cli(
+        capsys, "runs", "delete", str(run_id), "--yes", "--database-url", migrated_url
+    )
     assert code == 0 and f"deleted run {run_id}" in err
     assert _table_counts(migrated_url)["run"] == 0
-    code, _, err = _cli(capsys, "runs", "delete", str(run_id), "--yes",
-                        "--database-url", migrated_url)
+    code, _, err = _cli(
+        capsys, "runs", "delete", str(run_id), "--yes", "--database-url", migrated_url
+    )
     assert code == 2 and f"no run with id {run_id}" in err
 
 
 # --- 2. gzip bombs ----------------------------------------------------------------------------
 
 
-def _bomb(path: Path, inflated_mib: int, *, head: bytes = b'{"traceEvents": [',
-          tail: bytes = b"]}", filler: bytes = b" ") -> Path:
+def _bomb(
+    path: Path,
+    inflated_mib: int,
+    *,
+    head: bytes = b'{"traceEvents": [',
+    tail: bytes = b"]}",
+    filler: bytes = b" ",
+) -> Path:
     """``head`` + ``inflated_mib`` MiB of ``filler`` + ``tail``, gzip-compressed as it goes
     (the test never holds the inflated bytes either)."""
     packer = zlib.compressobj(9, zlib.DEFLATED, 31)  # wbits 31: a gzip container
@@ -334,12 +433,17 @@ def bomb(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _bomb(tmp_path_factory.mktemp("bomb") / "trace.json.gz", 128)
 
 
-@pytest.mark.parametrize("command", [
-    ["parse"], ["ingest", "-b", "b", "--project", "p", "--commit", "c", "--branch", "main"],
-    ["check", "-b", "b", "--project", "p", "--commit", "c", "--branch", "main"]])
-def test_cli_refuses_a_gzip_bomb_while_streaming(bomb: Path, migrated_url: str,
-                                                 command: list[str],
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["parse"],
+        ["ingest", "-b", "b", "--project", "p", "--commit", "c", "--branch", "main"],
+        ["check", "-b", "b", "--project", "p", "--commit", "c", "--branch", "main"],
+    ],
+)
+def test_cli_refuses_a_gzip_bomb_while_streaming(
+    bomb: Path, migrated_url: str, command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
     assert bomb.stat().st_size < 1 << 20
     files = ["--profile", str(bomb)] if command[0] == "check" else [str(bomb)]
     database = [] if command[0] == "parse" else ["--database-url", migrated_url]
@@ -369,8 +473,9 @@ def test_line_streams_of_a_bomb_stop_at_the_cap(tmp_path: Path) -> None:
 def test_a_text_reader_over_open_capped_stops_and_closes_its_file(tmp_path: Path) -> None:
     path = _bomb(tmp_path / "log.txt.gz", 64, head=b"", tail=b"", filler=b"x" * 99 + b"\n")
     raw = path.open("rb")
-    reader = io.TextIOWrapper(open_capped(raw, source=str(path), close_raw=True),
-                              encoding="utf-8", errors="replace")
+    reader = io.TextIOWrapper(
+        open_capped(raw, source=str(path), close_raw=True), encoding="utf-8", errors="replace"
+    )
     with reader, pytest.raises(InputTooLarge, match=re.escape(str(path))):
         for _ in reader:
             pass
@@ -378,12 +483,21 @@ def test_a_text_reader_over_open_capped_stops_and_closes_its_file(tmp_path: Path
 
 
 def test_an_ordinary_gzip_profile_still_parses(tmp_path: Path) -> None:
-    events = [{"ph": "X", "cat": "kernel", "name": f"k{i % 7}", "ts": i * 10, "dur": 5,
-               "pid": 0, "tid": 7} for i in range(20_000)]
+    events = [
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": f"k{i % 7}",
+            "ts": i * 10,
+            "dur": 5,
+            "pid": 0,
+            "tid": 7,
+        }
+        for i in range(20_000)
+    ]
     path = tmp_path / "trace.json.gz"
     packer = zlib.compressobj(6, zlib.DEFLATED, 31)
-    path.write_bytes(packer.compress(json.dumps({"traceEvents": events}).encode())
-                     + packer.flush())
+    path.write_bytes(packer.compress(json.dumps({"traceEvents": events}).encode()) + packer.flush())
     assert parse_file(path)
 
 
@@ -391,20 +505,30 @@ def test_an_ordinary_gzip_profile_still_parses(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("week", ["9999-W52", "0001-W01", "1970-W01"])
-def test_edge_weeks_are_a_clear_error(week: str, capsys: pytest.CaptureFixture[str],
-                                      migrated_url: str) -> None:
+def test_edge_weeks_are_a_clear_error(
+    week: str, capsys: pytest.CaptureFixture[str], migrated_url: str
+) -> None:
     with pytest.raises(ConfigError, match="out of range"):
         week_bounds(week)
-    code, _, err = _cli(capsys, "report", "--week", week, "--project", "p",
-                        "--database-url", migrated_url)
+    code, _, err = _cli(
+        capsys, "report", "--week", week, "--project", "p", "--database-url", migrated_url
+    )
     assert code == 2 and week in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("url", ["foo://bar", "mysql://admin:hunter2@db/perfci",
-                                 "admin:hunter2@db/perfci", "postgresql://u:hunter2@[::1/db",
-                                 "postgresql://u:hunter2@db:notaport/x"])
-def test_malformed_database_urls_are_a_clear_error(url: str,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "url",
+    [
+        "foo://bar",
+        "mysql://admin:hunter2@db/perfci",
+        "admin:hunter2@db/perfci",
+        "postgresql://u:hunter2@[::1/db",
+        "postgresql://u:hunter2@db:notaport/x",
+    ],
+)
+def test_malformed_database_urls_are_a_clear_error(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(ConfigError, match="sqlite:///PATH"):
         db.make_engine(url)
     code, out, err = _cli(capsys, "db", "current", "--database-url", url)
@@ -421,10 +545,16 @@ def test_serve_without_the_server_extra_says_what_to_install(tmp_path: Path) -> 
         "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
         "sys.meta_path.insert(0, Missing())\n"
         "from perfci.cli.main import main\n"
-        "sys.exit(main(['serve', '--database-url', 'sqlite:///' + sys.argv[1]]))\n")
-    done = subprocess.run([sys.executable, "-c", blocker, str(tmp_path / "x.db")],
-                          capture_output=True, text=True, cwd=tmp_path, timeout=120,
-                          check=False)
+        "sys.exit(main(['serve', '--database-url', 'sqlite:///' + sys.argv[1]]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", blocker, str(tmp_path / "x.db")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 2, done.stderr
     assert "install perfci[server]" in done.stderr and "fastapi" in done.stderr
     assert "Traceback" not in done.stderr
@@ -434,34 +564,48 @@ def test_serve_without_the_server_extra_says_what_to_install(tmp_path: Path) -> 
 # --- 7. a retry with other numbers ------------------------------------------------------------
 
 
-def test_same_key_same_numbers_is_the_stored_run_other_numbers_a_conflict(
-        session: Session) -> None:
+def test_same_key_same_numbers_is_the_stored_run_other_numbers_a_conflict(session: Session) -> None:
     context = make_context(ci_provider="github-actions", ci_run_id="77", ci_run_attempt=1)
     repeats = [_run({"k": 5.0, "j": 1.0}, steps=[9.0, 10.0])]
-    first = submit_run(session, context=context, benchmark="b", repeats=repeats,
-                       settings=Settings())
-    again = submit_run(session, context=context, benchmark="b", repeats=repeats,
-                       settings=Settings())
+    first = submit_run(
+        session, context=context, benchmark="b", repeats=repeats, settings=Settings()
+    )
+    again = submit_run(
+        session, context=context, benchmark="b", repeats=repeats, settings=Settings()
+    )
     assert first.ingest.created and not again.ingest.created
     assert again.ingest.run_id == first.ingest.run_id
-    for other in ([_run({"k": 5.5, "j": 1.0}, steps=[9.0, 10.0])], [_run({"k": 5.0})],
-                  repeats * 2):
+    for other in ([_run({"k": 5.5, "j": 1.0}, steps=[9.0, 10.0])], [_run({"k": 5.0})], repeats * 2):
         with pytest.raises(RunConflict) as caught:
-            submit_run(session, context=context, benchmark="b", repeats=other,
-                       settings=Settings())
+            submit_run(session, context=context, benchmark="b", repeats=other, settings=Settings())
         assert caught.value.run_id == first.ingest.run_id
         assert f"run {first.ingest.run_id} " in str(caught.value)
     assert (_count(session, Run), _count(session, Comparison)) == (1, 1)
 
 
 def test_cli_ingest_retry_with_other_numbers_exits_2_naming_the_run(
-        migrated_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    migrated_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     same, other = tmp_path / "a.json", tmp_path / "b.json"
     same.write_text(json.dumps(to_document(_run({"gemm": 5.0}))))
     other.write_text(json.dumps(to_document(_run({"gemm": 6.0}))))
-    args = ["-b", "b", "--project", "p", "--commit", "abc", "--branch", "main",
-            "--ci-run-id", "5", "--ci-run-attempt", "1", "--database-url", migrated_url,
-            "--json"]
+    args = [
+        "-b",
+        "b",
+        "--project",
+        "p",
+        "--commit",
+        "abc",
+        "--branch",
+        "main",
+        "--ci-run-id",
+        "5",
+        "--ci-run-attempt",
+        "1",
+        "--database-url",
+        migrated_url,
+        "--json",
+    ]
     code, out, _ = _cli(capsys, "ingest", str(same), *args)
     run_id = json.loads(out)["run_id"]
     code, out, _ = _cli(capsys, "ingest", str(same), *args)
@@ -472,12 +616,27 @@ def test_cli_ingest_retry_with_other_numbers_exits_2_naming_the_run(
 
 
 def test_cli_check_retry_with_other_numbers_exits_2_naming_the_run(
-        migrated_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    migrated_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     same, other = tmp_path / "a.json", tmp_path / "b.json"
     same.write_text(json.dumps(to_document(_run({"gemm": 5.0}, steps=[9.0, 10.0]))))
     other.write_text(json.dumps(to_document(_run({"gemm": 6.0}, steps=[9.0, 10.0]))))
-    args = ["-b", "b", "--project", "p", "--commit", "abc", "--branch", "main",
-            "--ci-run-id", "8", "--ci-run-attempt", "1", "--database-url", migrated_url]
+    args = [
+        "-b",
+        "b",
+        "--project",
+        "p",
+        "--commit",
+        "abc",
+        "--branch",
+        "main",
+        "--ci-run-id",
+        "8",
+        "--ci-run-attempt",
+        "1",
+        "--database-url",
+        migrated_url,
+    ]
     first, _, err = _cli(capsys, "check", "--profile", str(same), *args)
     again, _, _ = _cli(capsys, "check", "--profile", str(same), *args)
     assert (first, again) == (0, 0), err
@@ -492,8 +651,9 @@ class _Conflict(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers["Content-Length"]))
-        body = json.dumps({"error": {"message": "run 41 is already stored with different "
-                                                "data", "run_id": 41}}).encode()
+        body = json.dumps(
+            {"error": {"message": "run 41 is already stored with different data", "run_id": 41}}
+        ).encode()
         self.send_response(409)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -518,8 +678,14 @@ def conflict_server() -> Iterator[str]:
 
 def test_remote_mode_turns_a_409_into_a_conflict_naming_the_run(conflict_server: str) -> None:
     with pytest.raises(RunConflict) as caught:
-        upload_run(conflict_server, "secret-token", project="p", benchmark="b",
-                   context=RunContext(project="p"), repeats=[_run({"k": 1.0})])
+        upload_run(
+            conflict_server,
+            "secret-token",
+            project="p",
+            benchmark="b",
+            context=RunContext(project="p"),
+            repeats=[_run({"k": 1.0})],
+        )
     assert caught.value.run_id == 41 and "run 41" in str(caught.value)
     assert "secret-token" not in str(caught.value)
 
@@ -532,8 +698,7 @@ def reversed_name() -> str:
     return f"gemm{RLO}lenrek_evil"
 
 
-def test_a_reversing_name_is_shown_not_obeyed_in_comment_and_console(
-        reversed_name: str) -> None:
+def test_a_reversing_name_is_shown_not_obeyed_in_comment_and_console(reversed_name: str) -> None:
     rng = np.random.default_rng(1)
     key = SeriesKey(MetricKind.KERNEL, reversed_name)
     step = SeriesKey(MetricKind.STEP, f"step{RLO}")
@@ -552,20 +717,31 @@ def test_a_reversing_name_is_shown_not_obeyed_in_comment_and_console(
 
 
 def test_a_reversing_name_is_shown_not_obeyed_in_the_weekly_reports(
-        session: Session, reversed_name: str) -> None:
+    session: Session, reversed_name: str
+) -> None:
     rng = np.random.default_rng(5)
     for i in range(10):
         slower = 1.4 if i >= 6 else 1.0
-        context = make_context(commit=f"c{i:03d}", commit_time=(T0 + timedelta(days=i))
-                               .isoformat())
-        ingest_run(session, context=context, benchmark=f"bench{RLO}",
-                   repeats=[_run({reversed_name: 5e6 * slower * float(np.exp(rng.normal(0, 0.005))),
-                                  "other": 1e6},
-                                 steps=[1e7 * slower * float(np.exp(rng.normal(0, 0.005)))] * 3)
-                            for _ in range(2)],
-                   created_at=T0 + timedelta(days=i, hours=1))
-    report = build_weekly_report(session, project="acme/model", since=T0,
-                                 until=T0 + timedelta(days=10), branch="main")
+        context = make_context(commit=f"c{i:03d}", commit_time=(T0 + timedelta(days=i)).isoformat())
+        ingest_run(
+            session,
+            context=context,
+            benchmark=f"bench{RLO}",
+            repeats=[
+                _run(
+                    {
+                        reversed_name: 5e6 * slower * float(np.exp(rng.normal(0, 0.005))),
+                        "other": 1e6,
+                    },
+                    steps=[1e7 * slower * float(np.exp(rng.normal(0, 0.005)))] * 3,
+                )
+                for _ in range(2)
+            ],
+            created_at=T0 + timedelta(days=i, hours=1),
+        )
+    report = build_weekly_report(
+        session, project="acme/model", since=T0, until=T0 + timedelta(days=10), branch="main"
+    )
     markdown, html, slack = render_markdown(report), render_html(report), render_slack(report)
     for shown in (markdown, html, slack):
         assert RLO not in shown and "U+202E" in shown
@@ -576,6 +752,11 @@ def test_a_reversing_name_is_shown_not_obeyed_in_the_weekly_reports(
 
 def test_this_suite_cannot_be_skipped() -> None:
     source = Path(__file__).read_text(encoding="utf-8")
-    for word in ("pytest." + "skip", "skip" + "if", "importor" + "skip", "x" + "fail",
-                 "pytest" + "mark = "):
+    for word in (
+        "pytest." + "skip",
+        "skip" + "if",
+        "importor" + "skip",
+        "x" + "fail",
+        "pytest" + "mark = ",
+    ):
         assert word not in source, f"{word} would let this abuse suite be skipped silently"

@@ -36,14 +36,25 @@ VENV_BIN = Path(sys.executable).parent
 REPO = "octo/gpt"
 BENCHMARK = "gpt-tiny"
 HEAD_SHA = "c0ffee" + "1" * 34
-GIT_IDENTITY = {"GIT_AUTHOR_NAME": "dev", "GIT_AUTHOR_EMAIL": "dev@example.com",
-                "GIT_COMMITTER_NAME": "dev", "GIT_COMMITTER_EMAIL": "dev@example.com",
-                "GIT_CONFIG_NOSYSTEM": "1"}
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "dev",
+    "GIT_AUTHOR_EMAIL": "dev@example.com",
+    "GIT_COMMITTER_NAME": "dev",
+    "GIT_COMMITTER_EMAIL": "dev@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
 EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 PATH_EXPR = re.compile(r"^[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*$")
 # `perfci check --github-output` sets the first three, the check step itself the others.
-CHECK_OUTPUTS = {"verdict", "regressions", "report", "json-report", "step-time-change",
-                 "comment-url", "run-url"}
+CHECK_OUTPUTS = {
+    "verdict",
+    "regressions",
+    "report",
+    "json-report",
+    "step-time-change",
+    "comment-url",
+    "run-url",
+}
 SHA_PIN = re.compile(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}")
 
 
@@ -75,13 +86,43 @@ def test_every_referenced_input_exists(action: dict[str, Any]) -> None:
 
 def test_the_documented_inputs_and_outputs_are_there(action: dict[str, Any]) -> None:
     assert set(action["inputs"]) == {
-        "benchmark", "command", "profiles", "repeats", "profiler", "glob", "env", "delta",
-        "alpha", "baseline-runs", "ab", "ab-pairs", "pass-env", "args", "database-url",
-        "server-url", "token", "history", "github-token", "fail-on-regression", "comment",
-        "comment-on", "cc", "baseline-branch", "working-directory", "perfci-spec", "python"}
-    assert set(action["outputs"]) == {"verdict", "regression-count", "report-path",
-                                      "json-report", "step-time-change", "comment-url",
-                                      "run-url"}
+        "benchmark",
+        "command",
+        "profiles",
+        "repeats",
+        "profiler",
+        "glob",
+        "env",
+        "delta",
+        "alpha",
+        "baseline-runs",
+        "ab",
+        "ab-pairs",
+        "pass-env",
+        "args",
+        "database-url",
+        "server-url",
+        "token",
+        "history",
+        "github-token",
+        "fail-on-regression",
+        "comment",
+        "comment-on",
+        "cc",
+        "baseline-branch",
+        "working-directory",
+        "perfci-spec",
+        "python",
+    }
+    assert set(action["outputs"]) == {
+        "verdict",
+        "regression-count",
+        "report-path",
+        "json-report",
+        "step-time-change",
+        "comment-url",
+        "run-url",
+    }
     assert action["inputs"]["history"]["default"] == "git:perfci-data"
     assert action["runs"]["using"] == "composite"
 
@@ -89,8 +130,7 @@ def test_the_documented_inputs_and_outputs_are_there(action: dict[str, Any]) -> 
 def test_every_output_reads_an_existing_step(action: dict[str, Any]) -> None:
     ids = {step.get("id") for step in action["runs"]["steps"]}
     for name, output in action["outputs"].items():
-        match = re.fullmatch(r"\$\{\{\s*steps\.([\w-]+)\.outputs\.([\w-]+)\s*\}\}",
-                             output["value"])
+        match = re.fullmatch(r"\$\{\{\s*steps\.([\w-]+)\.outputs\.([\w-]+)\s*\}\}", output["value"])
         assert match, f"output {name} should be one step output"
         assert match[1] in ids, f"output {name} reads unknown step {match[1]!r}"
         if match[1] == "check":
@@ -98,7 +138,8 @@ def test_every_output_reads_an_existing_step(action: dict[str, Any]) -> None:
 
 
 def test_every_step_is_bash_and_every_expression_is_one_the_simulator_knows(
-        action: dict[str, Any]) -> None:
+    action: dict[str, Any],
+) -> None:
     for step in action["runs"]["steps"]:
         if "uses" in step:  # another action: pinned by commit SHA, never a movable tag
             assert SHA_PIN.fullmatch(step["uses"]), step["uses"]
@@ -112,9 +153,13 @@ def test_every_step_is_bash_and_every_expression_is_one_the_simulator_knows(
 def test_check_flags_exist_in_perfci_check(action: dict[str, Any]) -> None:
     script = _step(action, "check")["run"]
     flags = set(re.findall(r"(?<![\w-])--[a-z][a-z-]+", script))
-    help_text = subprocess.run([str(VENV_BIN / "perfci"), "check", "--help"], text=True,
-                               capture_output=True, env={**os.environ, "COLUMNS": "200"},
-                               check=True).stdout
+    help_text = subprocess.run(
+        [str(VENV_BIN / "perfci"), "check", "--help"],
+        text=True,
+        capture_output=True,
+        env={**os.environ, "COLUMNS": "200"},
+        check=True,
+    ).stdout
     missing = {flag for flag in flags if flag not in help_text}
     assert not missing, f"perfci check has no {sorted(missing)}"
 
@@ -149,7 +194,7 @@ def read_outputs(path: Path) -> dict[str, str]:
         if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
             name, delimiter = line.split("<<", 1)
             end = lines.index(delimiter, index + 1)
-            outputs[name] = "\n".join(lines[index + 1:end])
+            outputs[name] = "\n".join(lines[index + 1 : end])
             index = end + 1
             continue
         if line:
@@ -182,26 +227,46 @@ class Runner:
     extra_env: dict[str, str] = field(default_factory=dict)
 
     def base_env(self, run_attempt: int) -> dict[str, str]:
-        keep = {k: v for k, v in os.environ.items()
-                if not k.startswith(("GITHUB_", "PERFCI_", "RUNNER_", "INPUT_", "GIT_"))}
+        keep = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("GITHUB_", "PERFCI_", "RUNNER_", "INPUT_", "GIT_"))
+        }
         event = self.root / "event.json"
         if self.event == "push":
             payload: dict[str, Any] = {"ref": "refs/heads/main", "after": self.sha}
             refs = {"GITHUB_REF": "refs/heads/main", "GITHUB_REF_NAME": "main"}
         else:
             payload = _pull_request_event()
-            refs = {"GITHUB_REF": "refs/pull/7/merge", "GITHUB_REF_NAME": "7/merge",
-                    "GITHUB_HEAD_REF": "feature/slow-attention", "GITHUB_BASE_REF": "main"}
+            refs = {
+                "GITHUB_REF": "refs/pull/7/merge",
+                "GITHUB_REF_NAME": "7/merge",
+                "GITHUB_HEAD_REF": "feature/slow-attention",
+                "GITHUB_BASE_REF": "main",
+            }
         event.write_text(json.dumps(payload), encoding="utf-8")
-        return {**keep, **refs, **GIT_IDENTITY, **self.extra_env, "HOME": str(self.root),
-                "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-                "CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": REPO,
-                "GITHUB_EVENT_NAME": self.event, "GITHUB_EVENT_PATH": str(event),
-                "GITHUB_SHA": self.sha, "GITHUB_RUN_ID": self.run_id,
-                "GITHUB_RUN_ATTEMPT": str(run_attempt), "GITHUB_SERVER_URL": "https://github.test",
-                "GITHUB_API_URL": self.server.url, "GITHUB_WORKSPACE": str(self.workspace),
-                "GITHUB_ACTION_PATH": str(ACTION.parent), "RUNNER_TEMP": str(self.temp),
-                "GITHUB_STEP_SUMMARY": str(self.summary)}
+        return {
+            **keep,
+            **refs,
+            **GIT_IDENTITY,
+            **self.extra_env,
+            "HOME": str(self.root),
+            "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+            "CI": "true",
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_REPOSITORY": REPO,
+            "GITHUB_EVENT_NAME": self.event,
+            "GITHUB_EVENT_PATH": str(event),
+            "GITHUB_SHA": self.sha,
+            "GITHUB_RUN_ID": self.run_id,
+            "GITHUB_RUN_ATTEMPT": str(run_attempt),
+            "GITHUB_SERVER_URL": "https://github.test",
+            "GITHUB_API_URL": self.server.url,
+            "GITHUB_WORKSPACE": str(self.workspace),
+            "GITHUB_ACTION_PATH": str(ACTION.parent),
+            "RUNNER_TEMP": str(self.temp),
+            "GITHUB_STEP_SUMMARY": str(self.summary),
+        }
 
     @property
     def workspace(self) -> Path:
@@ -215,13 +280,19 @@ class Runner:
     def summary(self) -> Path:
         return self.root / "step-summary.md"
 
-    def run(self, action: dict[str, Any], inputs: Mapping[str, str], *,
-            run_attempt: int = 1) -> ActionRun:
+    def run(
+        self, action: dict[str, Any], inputs: Mapping[str, str], *, run_attempt: int = 1
+    ) -> ActionRun:
         self.workspace.mkdir(exist_ok=True)
         self.temp.mkdir(exist_ok=True)
         env = self.base_env(run_attempt)
-        github = {"token": TOKEN, "action_path": str(ACTION.parent), "repository": REPO,
-                  "workspace": str(self.workspace), "event_name": self.event}
+        github = {
+            "token": TOKEN,
+            "action_path": str(ACTION.parent),
+            "repository": REPO,
+            "workspace": str(self.workspace),
+            "event_name": self.event,
+        }
         context: dict[str, Any] = {"github": github, "steps": {}}
         context["inputs"] = _inputs(action, inputs, context)
         log, returncode = [], 0
@@ -233,29 +304,45 @@ class Runner:
             log.append(text)
             if returncode != 0:
                 break  # the runner stops at a failing step
-        outputs = {name: evaluate(spec["value"], context)
-                   for name, spec in action["outputs"].items()}
-        return ActionRun(returncode, outputs,
-                         {k: v["outputs"] for k, v in context["steps"].items()}, "\n".join(log))
+        outputs = {
+            name: evaluate(spec["value"], context) for name, spec in action["outputs"].items()
+        }
+        return ActionRun(
+            returncode,
+            outputs,
+            {k: v["outputs"] for k, v in context["steps"].items()},
+            "\n".join(log),
+        )
 
-    def _step(self, step: dict[str, Any], number: int, env: dict[str, str],
-              context: dict[str, Any]) -> tuple[int, dict[str, str], str]:
+    def _step(
+        self, step: dict[str, Any], number: int, env: dict[str, str], context: dict[str, Any]
+    ) -> tuple[int, dict[str, str], str]:
         output_file = self.temp / f"output-{number}"
         output_file.write_text("", encoding="utf-8")
         script = self.temp / f"step-{number}.sh"
         script.write_text(evaluate(step["run"], context), encoding="utf-8")
-        step_env = {**env, "GITHUB_OUTPUT": str(output_file),
-                    **{k: evaluate(str(v), context) for k, v in step.get("env", {}).items()}}
+        step_env = {
+            **env,
+            "GITHUB_OUTPUT": str(output_file),
+            **{k: evaluate(str(v), context) for k, v in step.get("env", {}).items()},
+        }
         cwd = self.workspace / evaluate(step.get("working-directory", "."), context)
         # The runner's own command line for `shell: bash`.
-        done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
-                              cwd=cwd, env=step_env, capture_output=True, text=True,
-                              timeout=180, check=False)
+        done = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+            cwd=cwd,
+            env=step_env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
         return done.returncode, read_outputs(output_file), done.stdout + done.stderr
 
 
-def _inputs(action: dict[str, Any], given: Mapping[str, str],
-            context: dict[str, Any]) -> dict[str, str]:
+def _inputs(
+    action: dict[str, Any], given: Mapping[str, str], context: dict[str, Any]
+) -> dict[str, str]:
     values = {}
     for name, spec in action["inputs"].items():
         if name in given:
@@ -268,11 +355,15 @@ def _inputs(action: dict[str, Any], given: Mapping[str, str],
 
 
 def _pull_request_event() -> dict[str, Any]:
-    return {"action": "synchronize", "number": 7, "pull_request": {
+    return {
+        "action": "synchronize",
         "number": 7,
-        "head": {"sha": HEAD_SHA, "ref": "feature/slow-attention",
-                 "repo": {"full_name": REPO}},
-        "base": {"sha": "b" * 40, "ref": "main", "repo": {"full_name": REPO}}}}
+        "pull_request": {
+            "number": 7,
+            "head": {"sha": HEAD_SHA, "ref": "feature/slow-attention", "repo": {"full_name": REPO}},
+            "base": {"sha": "b" * 40, "ref": "main", "repo": {"full_name": REPO}},
+        },
+    }
 
 
 def _step(action: dict[str, Any], step_id: str) -> dict[str, Any]:
@@ -286,24 +377,46 @@ def _ingest_baselines(database: Path, cwd: Path) -> None:
     for run in range(1, 5):
         files = sorted(str(p) for p in (PROFILES / f"main-{run}").glob("*.pt.trace.json.gz"))
         done = subprocess.run(
-            [str(VENV_BIN / "perfci"), "ingest", *files, "--benchmark", BENCHMARK,
-             "--project", REPO, "--branch", "main", "--commit", f"{run:040x}",
-             "--ci-run-id", f"main-{run}"],
-            cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False)
+            [
+                str(VENV_BIN / "perfci"),
+                "ingest",
+                *files,
+                "--benchmark",
+                BENCHMARK,
+                "--project",
+                REPO,
+                "--branch",
+                "main",
+                "--commit",
+                f"{run:040x}",
+                "--ci-run-id",
+                f"main-{run}",
+            ],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         assert done.returncode == 0, done.stdout + done.stderr
 
 
 @pytest.mark.slow
 def test_the_action_posts_one_comment_and_a_status_on_a_pull_request(
-        action: dict[str, Any], github_server: FakeGitHub, tmp_path: Path) -> None:
+    action: dict[str, Any], github_server: FakeGitHub, tmp_path: Path
+) -> None:
     if not any(PROFILES.glob("*/*.pt.trace.json.gz")):
         pytest.fail(f"the shipped profiles are missing from {PROFILES}")
     runner = Runner(tmp_path, github_server, tmp_path / "perfci.db")
     runner.workspace.mkdir()
     _ingest_baselines(runner.database, runner.workspace)
-    inputs = {"benchmark": BENCHMARK, "repeats": "3",
-              "profiles": str(PROFILES / "slow-attention" / "*.pt.trace.json.gz"),
-              "database-url": f"sqlite:///{runner.database}"}
+    inputs = {
+        "benchmark": BENCHMARK,
+        "repeats": "3",
+        "profiles": str(PROFILES / "slow-attention" / "*.pt.trace.json.gz"),
+        "database-url": f"sqlite:///{runner.database}",
+    }
 
     first = runner.run(action, inputs)
     assert first.returncode == 1, first.log  # a gated regression fails the step
@@ -332,14 +445,22 @@ def test_the_action_posts_one_comment_and_a_status_on_a_pull_request(
     assert len(github_server.comments_on(REPO, 7)) == 1
     assert github_server.requests_to("PATCH", r"/issues/comments/\d+$") or (
         # an identical body is not sent again
-        github_server.comments_on(REPO, 7)[0]["body"] == comments[0]["body"])
+        github_server.comments_on(REPO, 7)[0]["body"] == comments[0]["body"]
+    )
     assert len(github_server.statuses) == 2
     assert all(s["state"] != "pending" for s in github_server.statuses)
 
     # `cc` on a regression: the mentions go into the (edited) comment; a bad name is left out.
-    third = runner.run(action, {**inputs, "fail-on-regression": "false",
-                                "comment-on": "regression", "cc": "@alice @octo/perf b@d"},
-                       run_attempt=3)
+    third = runner.run(
+        action,
+        {
+            **inputs,
+            "fail-on-regression": "false",
+            "comment-on": "regression",
+            "cc": "@alice @octo/perf b@d",
+        },
+        run_attempt=3,
+    )
     assert third.returncode == 0, third.log
     body = github_server.comments_on(REPO, 7)[0]["body"]
     assert body.rstrip().endswith("cc @alice @octo/perf"), body[-200:]
@@ -349,9 +470,15 @@ def test_the_action_posts_one_comment_and_a_status_on_a_pull_request(
 
     # Nothing to say for `comment-on: regression`: no comment, no status, no API call at all.
     calls = len(github_server.requests)
-    quiet = runner.run(action, {**inputs, "comment-on": "regression",
-                                "profiles": str(PROFILES / "main-2" / "*.pt.trace.json.gz")},
-                       run_attempt=4)
+    quiet = runner.run(
+        action,
+        {
+            **inputs,
+            "comment-on": "regression",
+            "profiles": str(PROFILES / "main-2" / "*.pt.trace.json.gz"),
+        },
+        run_attempt=4,
+    )
     assert quiet.returncode == 0, quiet.log
     assert quiet.outputs["verdict"] != "regression"
     assert quiet.outputs["comment-url"] == ""
@@ -365,38 +492,51 @@ def _git(cwd: Path, *args: str, when: int | None = None) -> str:
     env.update(GIT_IDENTITY, HOME=str(cwd))
     if when is not None:  # distinct commit times: baselines are ordered by them
         env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = f"2026-11-0{when} 10:00:00 +0000"
-    done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=60, check=False)
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
     assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
     return done.stdout.strip()
 
 
-def _fresh_runner(root: Path, origin: Path, server: FakeGitHub, *, when: int,
-                  **options: Any) -> Runner:
+def _fresh_runner(
+    root: Path, origin: Path, server: FakeGitHub, *, when: int, **options: Any
+) -> Runner:
     """A new runner whose workspace is a fresh clone of ``origin`` with one new commit."""
     root.mkdir()
     _git(root, "clone", "--quiet", str(origin), "workspace")
     runner = Runner(root, server, **options)
-    _git(runner.workspace, "commit", "--quiet", "--allow-empty", "-m", f"change {when}",
-         when=when)
+    _git(runner.workspace, "commit", "--quiet", "--allow-empty", "-m", f"change {when}", when=when)
     runner.sha = _git(runner.workspace, "rev-parse", "HEAD")
     return runner
 
 
 @pytest.mark.slow
 def test_by_default_the_history_lives_on_a_branch_and_the_pr_gets_a_real_baseline(
-        action: dict[str, Any], github_server: FakeGitHub, tmp_path: Path) -> None:
+    action: dict[str, Any], github_server: FakeGitHub, tmp_path: Path
+) -> None:
     origin = tmp_path / "origin.git"
     _git(tmp_path, "init", "--quiet", "--bare", "--initial-branch=main", str(origin))
     seed = _fresh_runner(tmp_path / "seed", origin, github_server, when=1)
     _git(seed.workspace, "push", "--quiet", "origin", "HEAD:main")
     for job in range(1, 5):  # pushes to main: each on a new, empty runner
-        runner = _fresh_runner(tmp_path / f"main-{job}", origin, github_server, when=1 + job,
-                               event="push", run_id=str(100 + job))
+        runner = _fresh_runner(
+            tmp_path / f"main-{job}",
+            origin,
+            github_server,
+            when=1 + job,
+            event="push",
+            run_id=str(100 + job),
+        )
         _git(runner.workspace, "push", "--quiet", "origin", "HEAD:main")
-        done = runner.run(action, {
-            "benchmark": BENCHMARK, "repeats": "3",
-            "profiles": str(PROFILES / f"main-{job}" / "*.pt.trace.json.gz")})
+        done = runner.run(
+            action,
+            {
+                "benchmark": BENCHMARK,
+                "repeats": "3",
+                "profiles": str(PROFILES / f"main-{job}" / "*.pt.trace.json.gz"),
+            },
+        )
         assert done.returncode == 0, done.log
         assert "warning: history" not in done.log, done.log
         report = json.loads(Path(done.outputs["json-report"]).read_text(encoding="utf-8"))
@@ -407,8 +547,14 @@ def test_by_default_the_history_lives_on_a_branch_and_the_pr_gets_a_real_baselin
     tip = _git(origin, "rev-parse", "perfci-data")
 
     pr = _fresh_runner(tmp_path / "pr", origin, github_server, when=8)
-    done = pr.run(action, {"benchmark": BENCHMARK, "repeats": "3",
-                           "profiles": str(PROFILES / "slow-attention" / "*.pt.trace.json.gz")})
+    done = pr.run(
+        action,
+        {
+            "benchmark": BENCHMARK,
+            "repeats": "3",
+            "profiles": str(PROFILES / "slow-attention" / "*.pt.trace.json.gz"),
+        },
+    )
     assert done.returncode == 1, done.log
     assert done.outputs["verdict"] == "regression"
     report = json.loads(Path(done.outputs["json-report"]).read_text(encoding="utf-8"))
@@ -423,17 +569,26 @@ def test_by_default_the_history_lives_on_a_branch_and_the_pr_gets_a_real_baselin
 
 @pytest.mark.slow
 def test_the_default_torch_profiler_works_with_the_runners_own_python(
-        action: dict[str, Any], github_server: FakeGitHub, tmp_path: Path) -> None:
+    action: dict[str, Any], github_server: FakeGitHub, tmp_path: Path
+) -> None:
     plain = Path("/usr/bin/python3")
     if not plain.is_file():
         pytest.skip("needs a system /usr/bin/python3 beside the test virtualenv")
-    bare = subprocess.run([str(plain), "-c", "import perfci"], cwd=tmp_path, check=False,
-                          capture_output=True, env={"PATH": "/usr/bin:/bin"})
+    bare = subprocess.run(
+        [str(plain), "-c", "import perfci"],
+        cwd=tmp_path,
+        check=False,
+        capture_output=True,
+        env={"PATH": "/usr/bin:/bin"},
+    )
     if bare.returncode == 0:
         pytest.skip("/usr/bin/python3 already has perfci: it would prove nothing")
-    runner = Runner(tmp_path, github_server, tmp_path / "perfci.db",
-                    extra_env={"HF_TOKEN": "hf-secret", "WANDB_API_KEY": "wandb-secret",
-                               "GITHUB_TOKEN": TOKEN})
+    runner = Runner(
+        tmp_path,
+        github_server,
+        tmp_path / "perfci.db",
+        extra_env={"HF_TOKEN": "hf-secret", "WANDB_API_KEY": "wandb-secret", "GITHUB_TOKEN": TOKEN},
+    )
     runner.workspace.mkdir()
     trace = sorted((PROFILES / "main-1").glob("*.pt.trace.json.gz"))[0]
     # A benchmark in the style of examples/gpt/bench.py: it imports perfci.torch (torch itself
@@ -444,11 +599,20 @@ def test_the_default_torch_profiler_works_with_the_runners_own_python(
         "shutil.copy(sys.argv[1], os.path.join(os.environ['PERFCI_OUTPUT_DIR'],\n"
         "            'r.pt.trace.json.gz'))\n"
         "open('imported-from.txt', 'w').write(perfci.torch.__file__)\n"
-        "open('environment.txt', 'w').write(' '.join(sorted(os.environ)))\n", encoding="utf-8")
-    done = runner.run(action, {"benchmark": BENCHMARK, "repeats": "2", "comment": "false",
-                               "pass-env": "HF_TOKEN",
-                               "command": f"{plain} bench.py {trace}",
-                               "database-url": f"sqlite:///{runner.database}"})
+        "open('environment.txt', 'w').write(' '.join(sorted(os.environ)))\n",
+        encoding="utf-8",
+    )
+    done = runner.run(
+        action,
+        {
+            "benchmark": BENCHMARK,
+            "repeats": "2",
+            "comment": "false",
+            "pass-env": "HF_TOKEN",
+            "command": f"{plain} bench.py {trace}",
+            "database-url": f"sqlite:///{runner.database}",
+        },
+    )
     assert done.returncode == 0, done.log
     assert done.outputs["verdict"] == "no-baseline", done.log
     imported = (runner.workspace / "imported-from.txt").read_text(encoding="utf-8")
@@ -456,23 +620,32 @@ def test_the_default_torch_profiler_works_with_the_runners_own_python(
     # The secrets of the job stay out of the benchmark, but for the ones it lets through.
     seen = set((runner.workspace / "environment.txt").read_text(encoding="utf-8").split())
     assert "HF_TOKEN" in seen
-    assert not seen & {"GITHUB_TOKEN", "PERFCI_GITHUB_TOKEN", "PERFCI_DATABASE_URL",
-                       "PERFCI_PASS_ENV"}, seen
+    assert not seen & {
+        "GITHUB_TOKEN",
+        "PERFCI_GITHUB_TOKEN",
+        "PERFCI_DATABASE_URL",
+        "PERFCI_PASS_ENV",
+    }, seen
     assert "WANDB_API_KEY" in seen  # what the workflow itself sets is the workflow's business
     assert {"PERFCI_OUTPUT_DIR", "PERFCI_REPEAT"} <= seen
 
 
 def test_the_simulator_evaluates_expressions_and_outputs(tmp_path: Path) -> None:
     context = {"inputs": {"a-b": "x"}, "github": {"token": "t"}, "steps": {}}
-    assert evaluate("${{ inputs.a-b }}/${{github.token}}/${{ steps.s.outputs.o }}",
-                    context) == "x/t/"
+    assert (
+        evaluate("${{ inputs.a-b }}/${{github.token}}/${{ steps.s.outputs.o }}", context) == "x/t/"
+    )
     with pytest.raises(AssertionError):
         evaluate("${{ inputs.a == 'b' }}", context)
     out = tmp_path / "out"
-    out.write_text("verdict=regression\nbody<<EOF\nline 1\nline=2\nEOF\nregressions=3\n",
-                   encoding="utf-8")
-    assert read_outputs(out) == {"verdict": "regression", "body": "line 1\nline=2",
-                                 "regressions": "3"}
+    out.write_text(
+        "verdict=regression\nbody<<EOF\nline 1\nline=2\nEOF\nregressions=3\n", encoding="utf-8"
+    )
+    assert read_outputs(out) == {
+        "verdict": "regression",
+        "body": "line 1\nline=2",
+        "regressions": "3",
+    }
 
 
 def test_bash_is_available_for_the_simulation() -> None:
@@ -500,21 +673,31 @@ def test_readme_workflows_parse_pin_actions_by_sha_and_declare_permissions() -> 
 
 
 def test_every_step_script_is_valid_bash(action: dict[str, Any], tmp_path: Path) -> None:
-    context = {"inputs": {name: "x" for name in action["inputs"]},
-               "github": {"token": "t", "action_path": "/a"}, "steps": {}}
+    context = {
+        "inputs": {name: "x" for name in action["inputs"]},
+        "github": {"token": "t", "action_path": "/a"},
+        "steps": {},
+    }
     for number, step in enumerate(action["runs"]["steps"]):
         if "run" not in step:
             continue  # a `uses:` step
         script = tmp_path / f"step-{number}.sh"
         script.write_text(evaluate(step["run"], context), encoding="utf-8")
-        done = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True,
-                              check=False)
+        done = subprocess.run(
+            ["bash", "-n", str(script)], capture_output=True, text=True, check=False
+        )
         assert done.returncode == 0, f"{step.get('name')}: {done.stderr}"
 
 
 def test_the_outputs_script_decides_from_the_report(tmp_path: Path) -> None:
-    report = {"schema_version": 1, "verdict": "improvement", "run_id": 12, "pr_number": 7,
-              "metrics": [], "benchmark": BENCHMARK}
+    report = {
+        "schema_version": 1,
+        "verdict": "improvement",
+        "run_id": 12,
+        "pr_number": 7,
+        "metrics": [],
+        "benchmark": BENCHMARK,
+    }
     path = tmp_path / "report.json"
     path.write_text(json.dumps(report), encoding="utf-8")
     fork = tmp_path / "fork.json"
@@ -523,13 +706,24 @@ def test_the_outputs_script_decides_from_the_report(tmp_path: Path) -> None:
     fork.write_text(json.dumps(event), encoding="utf-8")
     script = ACTION.parent / "outputs.py"
 
-    def decide(comment_on: str, event_path: Path | None = None,
-               server: str = "") -> tuple[str, dict[str, str]]:
+    def decide(
+        comment_on: str, event_path: Path | None = None, server: str = ""
+    ) -> tuple[str, dict[str, str]]:
         output = tmp_path / f"out-{comment_on}-{server != ''}"
-        env = {**os.environ, "GITHUB_OUTPUT": str(output), "COMMENT_ON": comment_on,
-               "GITHUB_EVENT_PATH": str(event_path or ""), "PERFCI_SERVER_URL": server}
-        done = subprocess.run([sys.executable, str(script), str(path)], env=env, text=True,
-                              capture_output=True, check=True)
+        env = {
+            **os.environ,
+            "GITHUB_OUTPUT": str(output),
+            "COMMENT_ON": comment_on,
+            "GITHUB_EVENT_PATH": str(event_path or ""),
+            "PERFCI_SERVER_URL": server,
+        }
+        done = subprocess.run(
+            [sys.executable, str(script), str(path)],
+            env=env,
+            text=True,
+            capture_output=True,
+            check=True,
+        )
         return done.stdout.strip(), read_outputs(output)
 
     assert decide("always")[0] == "yes no"

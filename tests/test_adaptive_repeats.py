@@ -46,42 +46,78 @@ def _line(verdict: Verdict, needed: int | None = None, *, gated: bool = True) ->
     return MetricComparison(key="k", verdict=verdict, gated=gated, repeats_needed=needed)
 
 
-@pytest.mark.parametrize(("result", "reason"), [
-    (_result(Verdict.REGRESSION, _line(Verdict.REGRESSION), _line(Verdict.INCONCLUSIVE, 6)),
-     adaptive.REGRESSION_FOUND),
-    (_result(Verdict.UNCHANGED, _line(Verdict.UNCHANGED),
-             _line(Verdict.INCONCLUSIVE, 8, gated=False)), adaptive.DECIDED),
-    (_result(Verdict.NO_BASELINE, _line(Verdict.NO_BASELINE)), adaptive.NO_BASELINE),
-    # An unchanged step does not hide a gated kernel that more repeats would settle.
-    (_result(Verdict.UNCHANGED, _line(Verdict.UNCHANGED), _line(Verdict.INCONCLUSIVE, 9)), None),
-    (_result(Verdict.IMPROVEMENT, _line(Verdict.IMPROVEMENT), _line(Verdict.INCONCLUSIVE, 9)),
-     None),
-    (_result(Verdict.INCONCLUSIVE, _line(Verdict.INCONCLUSIVE, None)), adaptive.NOT_BY_REPEATS),
-    (_result(Verdict.INCONCLUSIVE, _line(Verdict.INCONCLUSIVE, 40)), adaptive.NOT_BY_REPEATS),
-])
+@pytest.mark.parametrize(
+    ("result", "reason"),
+    [
+        (
+            _result(Verdict.REGRESSION, _line(Verdict.REGRESSION), _line(Verdict.INCONCLUSIVE, 6)),
+            adaptive.REGRESSION_FOUND,
+        ),
+        (
+            _result(
+                Verdict.UNCHANGED,
+                _line(Verdict.UNCHANGED),
+                _line(Verdict.INCONCLUSIVE, 8, gated=False),
+            ),
+            adaptive.DECIDED,
+        ),
+        (_result(Verdict.NO_BASELINE, _line(Verdict.NO_BASELINE)), adaptive.NO_BASELINE),
+        # An unchanged step does not hide a gated kernel that more repeats would settle.
+        (
+            _result(Verdict.UNCHANGED, _line(Verdict.UNCHANGED), _line(Verdict.INCONCLUSIVE, 9)),
+            None,
+        ),
+        (
+            _result(
+                Verdict.IMPROVEMENT, _line(Verdict.IMPROVEMENT), _line(Verdict.INCONCLUSIVE, 9)
+            ),
+            None,
+        ),
+        (_result(Verdict.INCONCLUSIVE, _line(Verdict.INCONCLUSIVE, None)), adaptive.NOT_BY_REPEATS),
+        (_result(Verdict.INCONCLUSIVE, _line(Verdict.INCONCLUSIVE, 40)), adaptive.NOT_BY_REPEATS),
+    ],
+)
 def test_when_to_stop(result: RunComparison, reason: str | None) -> None:
     plan = adaptive.plan_looks(5, None)
-    assert adaptive.next_reason(result, done=5, plan=plan, seconds_per_repeat=1.0, spent=5.0,
-                                budget=None) == reason
+    assert (
+        adaptive.next_reason(
+            result, done=5, plan=plan, seconds_per_repeat=1.0, spent=5.0, budget=None
+        )
+        == reason
+    )
 
 
 def test_the_budget_and_the_maximum_stop_the_loop() -> None:
     plan = adaptive.plan_looks(5, None)
     open_run = _result(Verdict.INCONCLUSIVE, _line(Verdict.INCONCLUSIVE, 12))
-    assert adaptive.next_reason(open_run, done=5, plan=plan, seconds_per_repeat=2.0, spent=10.0,
-                                budget=20.0) is None  # 5 more repeats: 10 s, fits exactly
-    assert adaptive.next_reason(open_run, done=5, plan=plan, seconds_per_repeat=2.0, spent=10.0,
-                                budget=19.0) == adaptive.OVER_BUDGET
-    assert adaptive.next_reason(open_run, done=15, plan=plan, seconds_per_repeat=2.0,
-                                spent=30.0, budget=None) == adaptive.AT_MAXIMUM
+    assert (
+        adaptive.next_reason(
+            open_run, done=5, plan=plan, seconds_per_repeat=2.0, spent=10.0, budget=20.0
+        )
+        is None
+    )  # 5 more repeats: 10 s, fits exactly
+    assert (
+        adaptive.next_reason(
+            open_run, done=5, plan=plan, seconds_per_repeat=2.0, spent=10.0, budget=19.0
+        )
+        == adaptive.OVER_BUDGET
+    )
+    assert (
+        adaptive.next_reason(
+            open_run, done=15, plan=plan, seconds_per_repeat=2.0, spent=30.0, budget=None
+        )
+        == adaptive.AT_MAXIMUM
+    )
 
 
 def test_the_note_says_what_ran_and_why_it_stopped() -> None:
     plan = adaptive.plan_looks(5, None)
     note = adaptive.note(done=10, plan=plan, looks=2, alpha=0.05, reason=adaptive.DECIDED)
-    assert note == ("Adaptive repeats: 10 of at most 15 run, 2 looks of 3 planned (after 5, "
-                    "10, 15); each look tested at alpha 0.05/3 = 0.017; stopped: every gated "
-                    "metric is decided.")
+    assert note == (
+        "Adaptive repeats: 10 of at most 15 run, 2 looks of 3 planned (after 5, "
+        "10, 15); each look tested at alpha 0.05/3 = 0.017; stopped: every gated "
+        "metric is decided."
+    )
 
 
 # --- history mode -----------------------------------------------------------------------------
@@ -101,8 +137,26 @@ def _history(repo: Path, url: str, monkeypatch: pytest.MonkeyPatch, *, noise: fl
     sha = git(repo, "rev-parse", "HEAD")
     for run in range(BASELINE_RUNS):
         monkeypatch.setenv("RUN_SEED", str(run))
-        assert main(["check", "--database-url", url, "--branch", "main", "--commit", sha,
-                     "--ci-run-id", f"main-{run}", "--repeats", "2", "--max-repeats", "2"]) == 0
+        assert (
+            main(
+                [
+                    "check",
+                    "--database-url",
+                    url,
+                    "--branch",
+                    "main",
+                    "--commit",
+                    sha,
+                    "--ci-run-id",
+                    f"main-{run}",
+                    "--repeats",
+                    "2",
+                    "--max-repeats",
+                    "2",
+                ]
+            )
+            == 0
+        )
     git(repo, "checkout", "-q", "feature")
     monkeypatch.setenv("RUN_SEED", "pr")
 
@@ -117,13 +171,29 @@ def _count(url: str, model: type[Run] | type[Comparison]) -> int:
 
 
 def _check(url: str, report: Path, *args: str) -> int:
-    return main(["check", "--database-url", url, "--base-branch", "main", "--pr", "7",
-                 "--ci-run-id", "job-1", "--repeats", "2", "--json-out", str(report), *args])
+    return main(
+        [
+            "check",
+            "--database-url",
+            url,
+            "--base-branch",
+            "main",
+            "--pr",
+            "7",
+            "--ci-run-id",
+            "job-1",
+            "--repeats",
+            "2",
+            "--json-out",
+            str(report),
+            *args,
+        ]
+    )
 
 
 def test_an_inconclusive_first_look_runs_more_repeats_until_decided(
-        tmp_path: Path, clean_env: Path, migrated_url: str,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, clean_env: Path, migrated_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     repo = make_repo(tmp_path, {})
     monkeypatch.chdir(repo)
     _history(repo, migrated_url, monkeypatch, noise=0.01)
@@ -143,8 +213,8 @@ def test_an_inconclusive_first_look_runs_more_repeats_until_decided(
 
 
 def test_a_decided_first_look_runs_no_more_repeats(
-        tmp_path: Path, clean_env: Path, migrated_url: str,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, clean_env: Path, migrated_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     repo = make_repo(tmp_path, {"gemm": 3.0})
     monkeypatch.chdir(repo)
     _history(repo, migrated_url, monkeypatch, noise=0.01)
@@ -164,8 +234,8 @@ def test_a_decided_first_look_runs_no_more_repeats(
 
 
 def test_ab_runs_more_pairs_until_decided_and_stores_them_once(
-        tmp_path: Path, clean_env: Path, migrated_url: str,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, clean_env: Path, migrated_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # The first three pull-request processes are ±2 % noisy in their GEMM: too wide to decide.
     repo = make_repo(tmp_path, {}, {"noise.json": {"pr": [1.02, 0.98, 1.02]}})
     monkeypatch.chdir(repo)
@@ -184,8 +254,8 @@ def test_ab_runs_more_pairs_until_decided_and_stores_them_once(
 
 
 def test_ab_with_a_decided_first_look_runs_no_more_pairs(
-        tmp_path: Path, clean_env: Path, migrated_url: str,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, clean_env: Path, migrated_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     repo = make_repo(tmp_path, {"gemm": 3.0})
     monkeypatch.chdir(repo)
     report = tmp_path / "report.json"
@@ -196,17 +266,25 @@ def test_ab_with_a_decided_first_look_runs_no_more_pairs(
     assert {m["n_candidate"] for m in result["metrics"]} == {3}
     assert "3 of at most 12 run, 1 look of 4 planned" in result["notes"][-1]
     assert sorted(p.name for p in (repo / ".perfci" / "runs" / "tiny" / "ab").iterdir()) == [
-        "base-0", "base-1", "base-2", "pr-0", "pr-1", "pr-2"]
+        "base-0",
+        "base-1",
+        "base-2",
+        "pr-0",
+        "pr-1",
+        "pr-2",
+    ]
 
 
-def test_budget_is_a_setting_like_the_others(monkeypatch: pytest.MonkeyPatch,
-                                            tmp_path: Path) -> None:
+def test_budget_is_a_setting_like_the_others(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     from perfci.settings import get_settings
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PERFCI_BUDGET", "30")
-    (tmp_path / "pyproject.toml").write_text("[tool.perfci]\nmax-repeats = 12\nab-pairs = 4\n",
-                                             encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.perfci]\nmax-repeats = 12\nab-pairs = 4\n", encoding="utf-8"
+    )
     settings = get_settings({"ab_pairs": 6})  # a flag wins over the file
     assert (settings.budget, settings.max_repeats, settings.ab_pairs) == (30.0, 12, 6)
 
@@ -219,8 +297,12 @@ def test_a_tentative_look_is_kept_only_when_asked(migrated_url: str) -> None:
     from perfci.usecases.ingest import ingest_run
 
     def ingest(session: Session, sha: str) -> None:
-        ingest_run(session, context=make_context(commit=sha), benchmark="b",
-                   repeats=[[make_profile({"gemm": 1e6})]])
+        ingest_run(
+            session,
+            context=make_context(commit=sha),
+            benchmark="b",
+            repeats=[[make_profile({"gemm": 1e6})]],
+        )
 
     store = open_store(Settings(database_url=migrated_url))
     try:

@@ -27,7 +27,10 @@ def test_shares_divide_each_delta_by_the_step_delta() -> None:
     found = attribute(step, metrics)
     assert found is not None and found.step_delta_ns == 600.0
     assert [c.key for c in found.primary] == [
-        "kernel:gpu:ampere_sgemm_128x64_tn", "memory:gpu:memcpy HtoD", "comm:gpu:ncclAllReduce"]
+        "kernel:gpu:ampere_sgemm_128x64_tn",
+        "memory:gpu:memcpy HtoD",
+        "comm:gpu:ncclAllReduce",
+    ]
     assert [c.share for c in found.primary] == pytest.approx([450 / 600, 120 / 600, 30 / 600])
     assert found.explained == pytest.approx(1.0)
     # Ranges and API calls overlap the kernels: listed after them, never summed with them.
@@ -38,11 +41,18 @@ def test_shares_divide_each_delta_by_the_step_delta() -> None:
 
 def test_new_and_removed_kernels_count_their_whole_time() -> None:
     step = MetricDelta(STEP, 1_000.0, 1_100.0)
-    found = attribute(step, [_delta(MetricKind.KERNEL, "new_kernel", None, 150.0),
-                             _delta(MetricKind.KERNEL, "gone_kernel", 50.0, None)])
+    found = attribute(
+        step,
+        [
+            _delta(MetricKind.KERNEL, "new_kernel", None, 150.0),
+            _delta(MetricKind.KERNEL, "gone_kernel", 50.0, None),
+        ],
+    )
     assert found is not None
     assert {c.key: c.delta_ns for c in found.primary} == {
-        "kernel:gpu:new_kernel": 150.0, "kernel:gpu:gone_kernel": -50.0}
+        "kernel:gpu:new_kernel": 150.0,
+        "kernel:gpu:gone_kernel": -50.0,
+    }
 
 
 def test_top_limits_each_group_and_unchanged_step_gives_none() -> None:

@@ -30,34 +30,49 @@ ENV = {"gpu": "NVIDIA H100 80GB HBM3", "torch": "2.13.0"}
 def runs() -> dict[str, list[list[Profile]]]:
     """The parsed repeats of each shipped run (parsed once: they are real, gzipped traces)."""
     names = ["main-1", "main-2", "main-3", "main-4", "slow-attention"]
-    return {name: parse_repeats(sorted((PROFILES / name).glob("*.pt.trace.json.gz")))
-            for name in names}
+    return {
+        name: parse_repeats(sorted((PROFILES / name).glob("*.pt.trace.json.gz"))) for name in names
+    }
 
 
-def _context(sha: str, branch: str, ci: str, when: datetime, *,
-             merge_base: str | None = None) -> RunContext:
-    return RunContext(project="acme/gpt", commit=sha, branch=branch, ci_provider="test",
-                      ci_run_id=ci, ci_run_attempt=1, commit_time=when.isoformat(),
-                      base_branch="main" if merge_base else None, merge_base=merge_base,
-                      environment=dict(ENV))
+def _context(
+    sha: str, branch: str, ci: str, when: datetime, *, merge_base: str | None = None
+) -> RunContext:
+    return RunContext(
+        project="acme/gpt",
+        commit=sha,
+        branch=branch,
+        ci_provider="test",
+        ci_run_id=ci,
+        ci_run_attempt=1,
+        commit_time=when.isoformat(),
+        base_branch="main" if merge_base else None,
+        merge_base=merge_base,
+        environment=dict(ENV),
+    )
 
 
-def _submit(session: Session, context: RunContext,
-            repeats: list[list[Profile]]) -> SubmitResult:
-    return submit_run(session, context=context, benchmark="gpt-tiny", repeats=repeats,
-                      settings=Settings())
+def _submit(session: Session, context: RunContext, repeats: list[list[Profile]]) -> SubmitResult:
+    return submit_run(
+        session, context=context, benchmark="gpt-tiny", repeats=repeats, settings=Settings()
+    )
 
 
 def test_four_runs_of_one_main_commit_are_the_baseline_of_a_pr(
-        session: Session, runs: dict[str, list[list[Profile]]]) -> None:
+    session: Session, runs: dict[str, list[list[Profile]]]
+) -> None:
     """The reported case: four nightly runs of one commit, then the +35 % slow attention."""
     main_ids = []
     for index in range(1, 5):
-        done = _submit(session, _context(MAIN_SHA, "main", f"nightly-{index}", COMMITTED),
-                       runs[f"main-{index}"])
+        done = _submit(
+            session,
+            _context(MAIN_SHA, "main", f"nightly-{index}", COMMITTED),
+            runs[f"main-{index}"],
+        )
         main_ids.append(done.ingest.run_id)
-    pr = _context(PR_SHA, "slow-attention", "pr-1", COMMITTED + timedelta(hours=2),
-                  merge_base=MAIN_SHA)
+    pr = _context(
+        PR_SHA, "slow-attention", "pr-1", COMMITTED + timedelta(hours=2), merge_base=MAIN_SHA
+    )
     result = _submit(session, pr, runs["slow-attention"]).comparison
     assert result.baseline is not None
     assert result.baseline.runs == 4
@@ -69,7 +84,8 @@ def test_four_runs_of_one_main_commit_are_the_baseline_of_a_pr(
 
 
 def test_a_push_to_main_uses_earlier_runs_of_its_own_commit(
-        session: Session, runs: dict[str, list[list[Profile]]]) -> None:
+    session: Session, runs: dict[str, list[list[Profile]]]
+) -> None:
     first = _submit(session, _context(MAIN_SHA, "main", "push-1", COMMITTED), runs["main-1"])
     assert first.comparison.baseline is not None and first.comparison.baseline.runs == 0
     second = _submit(session, _context(MAIN_SHA, "main", "retry-2", COMMITTED), runs["main-2"])
@@ -81,14 +97,21 @@ def test_a_push_to_main_uses_earlier_runs_of_its_own_commit(
 
 
 def test_runs_after_the_merge_base_are_not_the_pr_baseline(
-        session: Session, runs: dict[str, list[list[Profile]]]) -> None:
-    at_base = [_submit(session, _context(MAIN_SHA, "main", f"n{i}", COMMITTED),
-                       runs[f"main-{i}"]).ingest.run_id for i in (1, 2, 3)]
+    session: Session, runs: dict[str, list[list[Profile]]]
+) -> None:
+    at_base = [
+        _submit(
+            session, _context(MAIN_SHA, "main", f"n{i}", COMMITTED), runs[f"main-{i}"]
+        ).ingest.run_id
+        for i in (1, 2, 3)
+    ]
     # main moved on after the PR branched off: its newer commit is not this PR's baseline.
-    _submit(session, _context(LATER_SHA, "main", "n4", COMMITTED + timedelta(hours=1)),
-            runs["main-4"])
-    pr = _context(PR_SHA, "slow-attention", "pr-2", COMMITTED + timedelta(hours=2),
-                  merge_base=MAIN_SHA)
+    _submit(
+        session, _context(LATER_SHA, "main", "n4", COMMITTED + timedelta(hours=1)), runs["main-4"]
+    )
+    pr = _context(
+        PR_SHA, "slow-attention", "pr-2", COMMITTED + timedelta(hours=2), merge_base=MAIN_SHA
+    )
     result = _submit(session, pr, runs["slow-attention"]).comparison
     assert result.baseline is not None
     assert sorted(result.baseline.run_ids) == sorted(at_base)

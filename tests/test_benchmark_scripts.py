@@ -20,8 +20,13 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _script(script: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(REPO / "benchmarks" / script), *args],
-                          capture_output=True, text=True, timeout=300, cwd=REPO)
+    return subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
 
 
 def _run(script: str, *args: str) -> str:
@@ -64,9 +69,20 @@ def _number(cell: str) -> float:
 def test_store_speed_compares_the_ingest_with_raw_copies_of_the_same_rows() -> None:
     postgres = os.environ.get(POSTGRES_ENV)
     stores = "postgres,sqlite" if postgres else "sqlite"
-    out = _run("store_speed.py", "--runs", "6", "--series", "40", "--repeats", "2",
-               "--queries", "2", "--stores", stores,
-               *(("--postgres-url", postgres) if postgres else ()))
+    out = _run(
+        "store_speed.py",
+        "--runs",
+        "6",
+        "--series",
+        "40",
+        "--repeats",
+        "2",
+        "--queries",
+        "2",
+        "--stores",
+        stores,
+        *(("--postgres-url", postgres) if postgres else ()),
+    )
     rows = _table(out, "store")
     sqlite = _row(rows, "sqlite")
     assert _number(sqlite["samples"]) == 6 * 40 * 2
@@ -81,14 +97,24 @@ def test_store_speed_compares_the_ingest_with_raw_copies_of_the_same_rows() -> N
 
 
 def test_compare_speed_reports_its_budget() -> None:
-    out = _run("compare_speed.py", "--metrics", "200", "--baseline", "5", "--repeats", "3",
-               "--rounds", "1")
+    out = _run(
+        "compare_speed.py", "--metrics", "200", "--baseline", "5", "--repeats", "3", "--rounds", "1"
+    )
     assert re.search(r"compare\(\): 200 metrics × \(5, 3\).* → budget < 1 s (met|missed)", out)
 
 
 def test_detection_scores_every_detector() -> None:
-    out = _run("detection.py", "--comparisons", "10", "--metrics", "30", "--chunk", "10",
-               "--scenarios", "lognormal-2%")
+    out = _run(
+        "detection.py",
+        "--comparisons",
+        "10",
+        "--metrics",
+        "30",
+        "--chunk",
+        "10",
+        "--scenarios",
+        "lognormal-2%",
+    )
     detectors = [row["Detector"] for row in _table(out, "Detector")]
     assert any(d.startswith("perfci compare_run() default") for d in detectors), out
     assert any(d.startswith("asv") for d in detectors), out
@@ -96,8 +122,15 @@ def test_detection_scores_every_detector() -> None:
 
 def test_parse_speed_measures_each_format(shared_dir: Path, tmp_path: Path) -> None:
     # Its inputs are grown from ../shared's largest Chrome trace and its nsys stats seed.
-    out = _run("parse_speed.py", "--size-mb", "1", "--out-dir", str(tmp_path), "--formats",
-               "chrome_trace,nsys_stats")
+    out = _run(
+        "parse_speed.py",
+        "--size-mb",
+        "1",
+        "--out-dir",
+        str(tmp_path),
+        "--formats",
+        "chrome_trace,nsys_stats",
+    )
     rows = _table(out, "benchmark")
     for name in ("chrome_trace", "nsys_stats"):
         row = _row(rows, name)
@@ -105,8 +138,9 @@ def test_parse_speed_measures_each_format(shared_dir: Path, tmp_path: Path) -> N
 
 
 def test_report_speed_times_the_weekly_report() -> None:
-    out = _run("report_speed.py", "--days", "21", "--series", "10", "--benchmarks", "1",
-               "--repeats", "2")
+    out = _run(
+        "report_speed.py", "--days", "21", "--series", "10", "--benchmarks", "1", "--repeats", "2"
+    )
     rows = _table(out, "Step")
     for step in ("build_weekly_report, whole year of history", "render HTML (plots inlined)"):
         assert _number(_row(rows, step)["Time (s)"]) >= 0
@@ -118,13 +152,16 @@ def test_service_load_loses_and_duplicates_nothing() -> None:
     assert rows, out
     for row in rows:
         assert (row["uploads"], row["errors"], row["lost"], row["duplicated"]) == (
-            "6", "0", "0", "0"), row
+            "6",
+            "0",
+            "0",
+            "0",
+        ), row
 
 
 def test_check_overhead_times_a_whole_check() -> None:
     # No --fail-over: the exit status must not depend on how busy the machine is.
-    out = _run("check_overhead.py", "--rounds", "1", "--baseline-runs", "3",
-               "--no-compare-speed")
+    out = _run("check_overhead.py", "--rounds", "1", "--baseline-runs", "3", "--no-compare-speed")
     budget = re.compile(r"\*\*overhead\*\* \(budget < 2 s: (met|NOT met)\)")
     (overhead,) = (row for row in _table(out, "Measure") if budget.fullmatch(row["Measure"]))
     assert _number(overhead["Seconds"]) > 0
@@ -137,8 +174,9 @@ def test_changepoints_scores_perfci_on_real_and_synthetic_series(shared_dir: Pat
     # The Otava comparison needs its own virtualenv (the script's docstring); without it the
     # script stops after perfci's rows, with a message saying so.
     done = _script("changepoints.py", "--synthetic", "10", "--null", "5")
-    assert done.returncode == 0 or (done.returncode == 1 and ".otava-venv" in done.stderr
-                                    and "is missing" in done.stderr), done.stderr[-3000:]
+    assert done.returncode == 0 or (
+        done.returncode == 1 and ".otava-venv" in done.stderr and "is missing" in done.stderr
+    ), done.stderr[-3000:]
     out = done.stdout
     rows = [row for row in _table(out, "Set") if row["Detector"] == "perfci"]
     assert {row["Set"] for row in rows} == {"TCPD (mean F1)", "synthetic"}, out
@@ -146,8 +184,9 @@ def test_changepoints_scores_perfci_on_real_and_synthetic_series(shared_dir: Pat
 
 
 def test_verdicts_scores_perfci_and_the_peers_per_scenario() -> None:
-    out = _run("verdicts.py", "--quick", "--scenario", "heavy tails",
-               "--scenario", "+10 % on one kernel")
+    out = _run(
+        "verdicts.py", "--quick", "--scenario", "heavy tails", "--scenario", "+10 % on one kernel"
+    )
     assert out.count("#### ") == 2, out
     rows = _table(out, "detector")
     assert [row["detector"] for row in rows][:2] == ["perfci", "Conbench z-score (>5, 100 commits)"]

@@ -95,7 +95,7 @@ def test_noiseless_step_is_found() -> None:
 
 
 def test_non_positive_values_use_the_raw_scale() -> None:
-    values = np.r_[np.zeros(40), np.ones(40) * 3.0] + np.random.default_rng(0).normal(0, .2, 80)
+    values = np.r_[np.zeros(40), np.ones(40) * 3.0] + np.random.default_rng(0).normal(0, 0.2, 80)
     assert [cp.index for cp in detect_change_points(values)] == pytest.approx([40], abs=1)
 
 
@@ -113,9 +113,17 @@ def test_nested_input_is_a_clear_error() -> None:
         detect_change_points([[1.0, 2.0], [3.0, 4.0]])  # type: ignore[list-item]
 
 
-@pytest.mark.parametrize("field, value", [("significance", 0.0), ("significance", 1.0),
-                                          ("min_magnitude", -0.1), ("min_segment", 1),
-                                          ("max_change_points", -1), ("penalty", 0.0)])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("significance", 0.0),
+        ("significance", 1.0),
+        ("min_magnitude", -0.1),
+        ("min_segment", 1),
+        ("max_change_points", -1),
+        ("penalty", 0.0),
+    ],
+)
 def test_invalid_options_are_rejected(field: str, value: float) -> None:
     with pytest.raises(ValueError, match=field):
         dataclasses.replace(ChangePointOptions(), **{field: value})

@@ -50,16 +50,27 @@ with open(os.path.join(out, "log.txt"), "w") as handle:
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A checkout without git that declares the benchmark ``tiny``; no CI variables."""
-    for name in ("GITHUB_ACTIONS", "GITHUB_TOKEN", "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY",
-                 "GITHUB_EVENT_PATH", "GITHUB_REPOSITORY", "PERFCI_DATABASE_URL",
-                 "PERFCI_GITHUB_TOKEN", "PERFCI_PROJECT", "PERFCI_FAIL_ON_REGRESSION"):
+    for name in (
+        "GITHUB_ACTIONS",
+        "GITHUB_TOKEN",
+        "GITHUB_OUTPUT",
+        "GITHUB_STEP_SUMMARY",
+        "GITHUB_EVENT_PATH",
+        "GITHUB_REPOSITORY",
+        "PERFCI_DATABASE_URL",
+        "PERFCI_GITHUB_TOKEN",
+        "PERFCI_PROJECT",
+        "PERFCI_FAIL_ON_REGRESSION",
+    ):
         monkeypatch.delenv(name, raising=False)
     (tmp_path / "bench.py").write_text(SCRIPT, encoding="utf-8")
     (tmp_path / "pyproject.toml").write_text(
-        "[tool.perfci]\nproject = \"acme/tiny\"\n\n"
+        '[tool.perfci]\nproject = "acme/tiny"\n\n'
         "[tool.perfci.benchmarks.tiny]\n"
-        f"command = [{json.dumps(sys.executable)}, \"bench.py\"]\n"
-        "repeats = 3\n", encoding="utf-8")
+        f'command = [{json.dumps(sys.executable)}, "bench.py"]\n'
+        "repeats = 3\n",
+        encoding="utf-8",
+    )
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -74,21 +85,27 @@ def _runs(url: str) -> int:
 
 
 def _check(url: str, *args: str) -> int:
-    return main(["check", "--database-url", url, "--profiler", "none", "--glob", "*.json",
-                 *args])
+    return main(["check", "--database-url", url, "--profiler", "none", "--glob", "*.json", *args])
 
 
 def _baseline(url: str, monkeypatch: pytest.MonkeyPatch, runs: int = 4) -> None:
     for run in range(runs):
         monkeypatch.setenv("RUN_SEED", str(run))
-        assert _check(url, "--branch", "main", "--commit", f"{run + 1:040x}",
-                      "--ci-run-id", f"main-{run}") == 0
+        assert (
+            _check(
+                url, "--branch", "main", "--commit", f"{run + 1:040x}", "--ci-run-id", f"main-{run}"
+            )
+            == 0
+        )
     monkeypatch.delenv("RUN_SEED")
 
 
 def test_declared_benchmark_is_run_stored_compared_and_reported(
-        project: Path, migrated_url: str, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    project: Path,
+    migrated_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     _baseline(migrated_url, monkeypatch)
     assert _runs(migrated_url) == 4
     output = project / "github-output.txt"
@@ -96,10 +113,24 @@ def test_declared_benchmark_is_run_stored_compared_and_reported(
     monkeypatch.setenv("SLOWDOWN", "1.2")
     capsys.readouterr()
 
-    code = _check(migrated_url, "--branch", "feature", "--base-branch", "main",
-                  "--commit", "f" * 40, "--ci-run-id", "pr-1", "--pr", "7",
-                  "--markdown-out", "out/report.md", "--json-out", "out/report.json",
-                  "--github-output")
+    code = _check(
+        migrated_url,
+        "--branch",
+        "feature",
+        "--base-branch",
+        "main",
+        "--commit",
+        "f" * 40,
+        "--ci-run-id",
+        "pr-1",
+        "--pr",
+        "7",
+        "--markdown-out",
+        "out/report.md",
+        "--json-out",
+        "out/report.json",
+        "--github-output",
+    )
 
     captured = capsys.readouterr()
     assert code == 1, captured.err
@@ -122,22 +153,49 @@ def test_declared_benchmark_is_run_stored_compared_and_reported(
     assert _runs(migrated_url) == 5
 
     # The same CI run again (a retried job) reports the verdict it got the first time.
-    assert _check(migrated_url, "--branch", "feature", "--base-branch", "main",
-                  "--commit", "f" * 40, "--ci-run-id", "pr-1", "--pr", "7") == 1
+    assert (
+        _check(
+            migrated_url,
+            "--branch",
+            "feature",
+            "--base-branch",
+            "main",
+            "--commit",
+            "f" * 40,
+            "--ci-run-id",
+            "pr-1",
+            "--pr",
+            "7",
+        )
+        == 1
+    )
     assert _runs(migrated_url) == 5
     assert "already stored" in capsys.readouterr().err
     # --no-fail-on-regression reports the regression and passes.
-    assert _check(migrated_url, "--branch", "feature", "--commit", "e" * 40,
-                  "--ci-run-id", "pr-2", "--no-fail-on-regression") == 0
+    assert (
+        _check(
+            migrated_url,
+            "--branch",
+            "feature",
+            "--commit",
+            "e" * 40,
+            "--ci-run-id",
+            "pr-2",
+            "--no-fail-on-regression",
+        )
+        == 0
+    )
 
 
 def test_compare_shows_a_stored_run_as_json_markdown_and_fresh(
-        project: Path, migrated_url: str, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    project: Path,
+    migrated_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     _baseline(migrated_url, monkeypatch, runs=3)
     monkeypatch.setenv("SLOWDOWN", "1.3")
-    assert _check(migrated_url, "--branch", "pr", "--base-branch", "main",
-                  "--ci-run-id", "pr") == 1
+    assert _check(migrated_url, "--branch", "pr", "--base-branch", "main", "--ci-run-id", "pr") == 1
     found = re.findall(r"stored run (\d+) of", capsys.readouterr().err)
     assert found
     run = found[-1]  # not counted: rolled-back adaptive looks use PostgreSQL ids
@@ -158,29 +216,46 @@ def test_compare_shows_a_stored_run_as_json_markdown_and_fresh(
         return int(count or 0)
 
     stored = comparisons()
-    assert main(["compare", "--run", run, "--fresh", "--json",
-                 "--database-url", migrated_url]) == 1
+    assert main(["compare", "--run", run, "--fresh", "--json", "--database-url", migrated_url]) == 1
     assert json.loads(capsys.readouterr().out)["verdict"] == "regression"
     assert comparisons() == stored + 1
     # A baseline branch with no history is a new comparison, and no gated regression.
-    assert main(["compare", "--run", run, "--baseline-branch", "nowhere", "--json",
-                 "--database-url", migrated_url]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--run",
+                run,
+                "--baseline-branch",
+                "nowhere",
+                "--json",
+                "--database-url",
+                migrated_url,
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["verdict"] == "no-baseline"
     # The first run on main had no baseline: nothing to fail on.
     assert main(["compare", "--run", "1", "--database-url", migrated_url]) == 0
 
 
 def test_compare_of_an_unknown_run_is_a_usage_error(
-        project: Path, migrated_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    project: Path, migrated_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["compare", "--run", "999", "--database-url", migrated_url]) == 2
     assert "no run with id 999" in capsys.readouterr().err
-    assert main(["compare", "--run", "1", "--json", "--markdown",
-                 "--database-url", migrated_url]) == 2
+    assert (
+        main(["compare", "--run", "1", "--json", "--markdown", "--database-url", migrated_url]) == 2
+    )
 
 
 def test_failing_repeat_exits_with_its_code_and_stores_nothing(
-        project: Path, migrated_url: str, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    project: Path,
+    migrated_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     monkeypatch.setenv("FAIL_REPEAT", "1")  # repeat 0 writes its profile, repeat 1 fails
     assert _check(migrated_url) == 3
     err = capsys.readouterr().err
@@ -189,15 +264,42 @@ def test_failing_repeat_exits_with_its_code_and_stores_nothing(
 
 
 def test_a_bad_profile_is_an_input_error_naming_the_file(
-        project: Path, migrated_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    project: Path, migrated_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     good = project / "good.json"
-    good.write_text(json.dumps({"perfci_version": "0", "profiles": [
-        {"label": "p", "format": "perfci", "source": "p", "metrics": [
-            {"kind": "kernel", "name": "k", "total_ns": 1.0}]}]}), encoding="utf-8")
+    good.write_text(
+        json.dumps(
+            {
+                "perfci_version": "0",
+                "profiles": [
+                    {
+                        "label": "p",
+                        "format": "perfci",
+                        "source": "p",
+                        "metrics": [{"kind": "kernel", "name": "k", "total_ns": 1.0}],
+                    }
+                ],
+            }
+        ),
+        encoding="utf-8",
+    )
     bad = project / "bad.json"
-    bad.write_text(json.dumps({"perfci_version": "0", "profiles": [
-        {"label": "p", "format": "perfci", "source": "p", "metrics": [
-            {"kind": "warp-drive", "name": "k"}]}]}), encoding="utf-8")
+    bad.write_text(
+        json.dumps(
+            {
+                "perfci_version": "0",
+                "profiles": [
+                    {
+                        "label": "p",
+                        "format": "perfci",
+                        "source": "p",
+                        "metrics": [{"kind": "warp-drive", "name": "k"}],
+                    }
+                ],
+            }
+        ),
+        encoding="utf-8",
+    )
     assert _check(migrated_url, "--profile", str(good), "--profile", str(bad)) == 2
     err = capsys.readouterr().err
     assert "bad.json" in err and "warp-drive" in err
@@ -209,11 +311,14 @@ def test_a_bad_profile_is_an_input_error_naming_the_file(
 
 
 def test_benchmark_must_be_named_when_several_are_declared(
-        project: Path, migrated_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    project: Path, migrated_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     pyproject = project / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text(encoding="utf-8")
-                         + "\n[tool.perfci.benchmarks.other]\ncommand = \"true\"\n",
-                         encoding="utf-8")
+    pyproject.write_text(
+        pyproject.read_text(encoding="utf-8")
+        + '\n[tool.perfci.benchmarks.other]\ncommand = "true"\n',
+        encoding="utf-8",
+    )
     assert _check(migrated_url) == 2
     assert "several benchmarks are declared (other, tiny)" in capsys.readouterr().err
     assert main(["check", "--database-url", migrated_url, "--benchmark", "adhoc"]) == 2
@@ -222,15 +327,19 @@ def test_benchmark_must_be_named_when_several_are_declared(
 
 
 def test_github_output_without_github_actions_is_refused_before_running(
-        project: Path, migrated_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    project: Path, migrated_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert _check(migrated_url, "--github-output") == 2
     assert "GITHUB_OUTPUT" in capsys.readouterr().err
     assert _runs(migrated_url) == 0
 
 
 def test_in_github_actions_the_job_summary_is_written_without_a_token(
-        project: Path, migrated_url: str, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    project: Path,
+    migrated_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     summary = project / "summary.md"
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))

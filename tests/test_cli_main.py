@@ -10,7 +10,8 @@ from perfci.cli.main import main
 
 
 def test_error_text_with_rich_markup_is_printed_literally(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     missing = tmp_path / "[/x] [rank0] missing.txt"
     assert main(["parse", str(missing)]) == 2
     err = capsys.readouterr().err
@@ -23,8 +24,9 @@ def test_usage_errors_exit_2_without_a_traceback(capsys: pytest.CaptureFixture[s
     assert "Traceback" not in capsys.readouterr().err
 
 
-def test_a_bug_exits_2_never_1(monkeypatch: pytest.MonkeyPatch,
-                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_bug_exits_2_never_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     # Exit 1 means "regression" to CI: an unexpected exception must not be read as one.
     import perfci.cli.formats_cmd as formats_cmd
 
@@ -39,7 +41,19 @@ def test_a_bug_exits_2_never_1(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_every_documented_command_is_registered(capsys: pytest.CaptureFixture[str]) -> None:
-    for command in ("parse", "formats", "run", "ingest", "db", "check", "compare", "report",
-                    "alerts", "publish", "serve", "token"):
+    for command in (
+        "parse",
+        "formats",
+        "run",
+        "ingest",
+        "db",
+        "check",
+        "compare",
+        "report",
+        "alerts",
+        "publish",
+        "serve",
+        "token",
+    ):
         assert main([command, "--help"]) == 0, command
     capsys.readouterr()

@@ -20,19 +20,44 @@ from scipy import stats as sst
 from perfci.analysis import stats
 
 #: Needed by no part of building the CLI, `--version` or `--help`; each costs 0.1–1 s of CPU.
-HEAVY_FOR_CLI = ("scipy", "numpy", "matplotlib", "alembic", "sqlalchemy", "jinja2", "torch",
-                 "pydantic_settings", "requests", "perfci.store", "perfci.usecases.weekly")
+HEAVY_FOR_CLI = (
+    "scipy",
+    "numpy",
+    "matplotlib",
+    "alembic",
+    "sqlalchemy",
+    "jinja2",
+    "torch",
+    "pydantic_settings",
+    "requests",
+    "perfci.store",
+    "perfci.usecases.weekly",
+)
 #: Needed by no part of `perfci check` (without --markdown-out or posting).
-HEAVY_FOR_CHECK = ("scipy.stats", "matplotlib", "jinja2", "torch", "perfci.usecases.weekly",
-                   "perfci.report.plots")
+HEAVY_FOR_CHECK = (
+    "scipy.stats",
+    "matplotlib",
+    "jinja2",
+    "torch",
+    "perfci.usecases.weekly",
+    "perfci.report.plots",
+)
 
 
 def _loaded(code: str, names: tuple[str, ...], cwd: Path | None = None) -> list[str]:
     """The ``names`` present in ``sys.modules`` after running ``code`` in a fresh interpreter."""
-    probe = (f"{code}\nimport json, sys\n"
-             f"print(json.dumps([n for n in {list(names)!r} if n in sys.modules]))")
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          check=False, cwd=cwd, timeout=300)
+    probe = (
+        f"{code}\nimport json, sys\n"
+        f"print(json.dumps([n for n in {list(names)!r} if n in sys.modules]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=cwd,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -41,21 +66,35 @@ def test_importing_the_cli_loads_no_heavy_dependency() -> None:
     assert _loaded("import perfci.cli.main", HEAVY_FOR_CLI) == []
 
 
-@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["check", "--help"],
-                                  ["report", "--help"], ["db", "--help"]])
+@pytest.mark.parametrize(
+    "argv", [["--version"], ["--help"], ["check", "--help"], ["report", "--help"], ["db", "--help"]]
+)
 def test_version_and_help_load_no_heavy_dependency(argv: list[str]) -> None:
-    code = ("import contextlib, io\nfrom perfci.cli.main import main\n"
-            f"with contextlib.redirect_stdout(io.StringIO()):\n    main({argv!r})")
+    code = (
+        "import contextlib, io\nfrom perfci.cli.main import main\n"
+        f"with contextlib.redirect_stdout(io.StringIO()):\n    main({argv!r})"
+    )
     assert _loaded(code, HEAVY_FOR_CLI) == []
 
 
 def _profile(path: Path, gemm_ns: float, seed: int) -> Path:
     rng = np.random.default_rng(seed)
-    metrics = [{"kind": "kernel", "name": f"kernel_{i}", "calls": 10,
-                "total_ns": float(gemm_ns * (1 + i) * rng.lognormal(0, 0.01))} for i in range(25)]
-    doc = {"perfci_version": "0", "schema_version": 1,
-           "profiles": [{"label": "tiny", "format": "perfci", "source": "tiny", "steps": 1,
-                         "metrics": metrics}]}
+    metrics = [
+        {
+            "kind": "kernel",
+            "name": f"kernel_{i}",
+            "calls": 10,
+            "total_ns": float(gemm_ns * (1 + i) * rng.lognormal(0, 0.01)),
+        }
+        for i in range(25)
+    ]
+    doc = {
+        "perfci_version": "0",
+        "schema_version": 1,
+        "profiles": [
+            {"label": "tiny", "format": "perfci", "source": "tiny", "steps": 1, "metrics": metrics}
+        ],
+    }
     path.write_text(json.dumps(doc), encoding="utf-8")
     return path
 
@@ -66,18 +105,49 @@ def test_check_runs_without_scipy_stats(tmp_path: Path) -> None:
     common = ["--benchmark", "tiny", "--project", "acme/tiny", "--database-url", url]
     calls = []
     for run in range(4):
-        files = [str(_profile(tmp_path / f"main-{run}-{r}.json", 1e6, 10 * run + r))
-                 for r in range(3)]
-        calls.append(["ingest", *files, *common, "--branch", "main", "--commit",
-                      f"{run + 1:040x}", "--ci-run-id", f"main-{run}"])
-    candidate = [a for r in range(3)
-                 for a in ("--profile", str(_profile(tmp_path / f"pr-{r}.json", 1.3e6, 99 + r)))]
-    calls.append(["check", *candidate, *common, "--branch", "pr", "--base-branch", "main",
-                  "--ci-run-id", "pr-1", "--no-comment", "--no-fail-on-regression",
-                  "--json-out", str(tmp_path / "report.json")])
-    code = ("import contextlib, io\nfrom perfci.cli.main import main\n"
-            "with contextlib.redirect_stdout(io.StringIO()):\n"
-            f"    assert [main(argv) for argv in {calls!r}] == [0] * {len(calls)}")
+        files = [
+            str(_profile(tmp_path / f"main-{run}-{r}.json", 1e6, 10 * run + r)) for r in range(3)
+        ]
+        calls.append(
+            [
+                "ingest",
+                *files,
+                *common,
+                "--branch",
+                "main",
+                "--commit",
+                f"{run + 1:040x}",
+                "--ci-run-id",
+                f"main-{run}",
+            ]
+        )
+    candidate = [
+        a
+        for r in range(3)
+        for a in ("--profile", str(_profile(tmp_path / f"pr-{r}.json", 1.3e6, 99 + r)))
+    ]
+    calls.append(
+        [
+            "check",
+            *candidate,
+            *common,
+            "--branch",
+            "pr",
+            "--base-branch",
+            "main",
+            "--ci-run-id",
+            "pr-1",
+            "--no-comment",
+            "--no-fail-on-regression",
+            "--json-out",
+            str(tmp_path / "report.json"),
+        ]
+    )
+    code = (
+        "import contextlib, io\nfrom perfci.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert [main(argv) for argv in {calls!r}] == [0] * {len(calls)}"
+    )
     assert _loaded(code, HEAVY_FOR_CHECK, cwd=tmp_path) == []
     report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
     assert "regression" in json.dumps(report)  # the comparison really ran: +30 % everywhere
@@ -118,8 +188,21 @@ def _scipy_mwu(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def test_mann_whitney_matches_scipy_exactly_over_random_shapes(ties: bool) -> None:
     """Exact (min group ≤ 20) and asymptotic (> 20) branches, with and without ties."""
     rng = np.random.default_rng(2024 + ties)
-    shapes = [(1, 1), (1, 2), (2, 1), (3, 3), (5, 30), (30, 5), (10, 10), (20, 20), (20, 45),
-              (21, 21), (25, 40), (7, 1), (1, 60)]
+    shapes = [
+        (1, 1),
+        (1, 2),
+        (2, 1),
+        (3, 3),
+        (5, 30),
+        (30, 5),
+        (10, 10),
+        (20, 20),
+        (20, 45),
+        (21, 21),
+        (25, 40),
+        (7, 1),
+        (1, 60),
+    ]
     shapes += [(int(rng.integers(1, 24)), int(rng.integers(1, 50))) for _ in range(60)]
     for n1, n2 in shapes:
         rows = int(rng.integers(1, 8))
@@ -139,8 +222,7 @@ def test_mann_whitney_matches_scipy_exactly_over_random_shapes(ties: bool) -> No
 
 def test_mann_whitney_extremes_and_one_dimensional_input() -> None:
     base = np.arange(30.0)[None, :]
-    assert np.array_equal(stats.mann_whitney_u_p(base + 100, base),
-                          _scipy_mwu(base + 100, base))
+    assert np.array_equal(stats.mann_whitney_u_p(base + 100, base), _scipy_mwu(base + 100, base))
     x, y = np.array([3.0, 1, 2, 2]), np.array([2.0, 5, 7])
     assert stats.mann_whitney_u_p(x, y) == _scipy_mwu(x, y)
     with pytest.raises(ValueError, match="NaN"):
@@ -177,6 +259,8 @@ def test_an_up_to_date_store_opens_without_alembic(tmp_path: Path) -> None:
 
     url = f"sqlite:///{tmp_path / 'perfci.db'}"
     db.upgrade(url)
-    code = ("from perfci.settings import Settings\nfrom perfci.store.db import open_store\n"
-            f"open_store(Settings(database_url={url!r})).close()")
+    code = (
+        "from perfci.settings import Settings\nfrom perfci.store.db import open_store\n"
+        f"open_store(Settings(database_url={url!r})).close()"
+    )
     assert _loaded(code, ("alembic",)) == []

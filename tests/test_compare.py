@@ -76,8 +76,12 @@ def test_default_verdicts_regression_improvement_unchanged_inconclusive() -> Non
         "d": [1000.0, 1060.0],  # two noisy repeats: cannot tell
     }
     verdicts = {m.key: m.verdict for m in compare(base, cand)}
-    assert verdicts == {"a": Verdict.REGRESSION, "b": Verdict.IMPROVEMENT,
-                        "c": Verdict.UNCHANGED, "d": Verdict.INCONCLUSIVE}
+    assert verdicts == {
+        "a": Verdict.REGRESSION,
+        "b": Verdict.IMPROVEMENT,
+        "c": Verdict.UNCHANGED,
+        "d": Verdict.INCONCLUSIVE,
+    }
 
 
 def test_higher_is_better_flips_the_direction() -> None:
@@ -91,8 +95,12 @@ def test_higher_is_better_flips_the_direction() -> None:
 
 
 def test_new_missing_and_no_baseline() -> None:
-    lines = {m.key: m for m in compare({"old": [1.0, 2, 3], "short": [5.0, 5]},
-                                       {"fresh": [4.0, 4], "short": [5.0, 6]})}
+    lines = {
+        m.key: m
+        for m in compare(
+            {"old": [1.0, 2, 3], "short": [5.0, 5]}, {"fresh": [4.0, 4], "short": [5.0, 6]}
+        )
+    }
     assert lines["fresh"].verdict is Verdict.NEW and lines["fresh"].candidate_median == 4.0
     assert lines["old"].verdict is Verdict.MISSING and lines["old"].baseline_median == 2.0
     assert lines["short"].verdict is Verdict.NO_BASELINE and lines["short"].n_baseline == 2

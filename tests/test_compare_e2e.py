@@ -55,9 +55,16 @@ class Source:
 def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No git, no config file, no CI: the flags alone say where each run comes from."""
     monkeypatch.chdir(tmp_path)
-    for name in ("GITHUB_ACTIONS", "GITHUB_TOKEN", "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY",
-                 "GITHUB_EVENT_PATH", "PERFCI_DATABASE_URL", "PERFCI_GITHUB_TOKEN",
-                 "PERFCI_PROJECT"):
+    for name in (
+        "GITHUB_ACTIONS",
+        "GITHUB_TOKEN",
+        "GITHUB_OUTPUT",
+        "GITHUB_STEP_SUMMARY",
+        "GITHUB_EVENT_PATH",
+        "PERFCI_DATABASE_URL",
+        "PERFCI_GITHUB_TOKEN",
+        "PERFCI_PROJECT",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -73,8 +80,9 @@ def torch_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(),
-                                torch.nn.Linear(512, 256))
+    model = torch.nn.Sequential(
+        torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 256)
+    )
     batch = torch.randn(64, 256)
     path = tmp_path_factory.mktemp("torch") / "mlp.pt.trace.json"
 
@@ -86,9 +94,11 @@ def torch_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     for _ in range(3):  # allocator growth and first-call costs stay out of the trace
         step()
-    with profile(activities=[ProfilerActivity.CPU],
-                 schedule=schedule(wait=1, warmup=1, active=4, repeat=1),
-                 on_trace_ready=lambda prof: prof.export_chrome_trace(str(path))) as prof:
+    with profile(
+        activities=[ProfilerActivity.CPU],
+        schedule=schedule(wait=1, warmup=1, active=4, repeat=1),
+        on_trace_ready=lambda prof: prof.export_chrome_trace(str(path)),
+    ) as prof:
         for _ in range(6):
             step()
             prof.step()
@@ -112,8 +122,11 @@ def source(request: pytest.FixtureRequest) -> Source:
 
 
 def _slowed(source: Source) -> Metric:
-    return next(m for m in source.profile.metrics if m.kind is source.kind
-                and m.name == source.kernel and m.scope is None)
+    return next(
+        m
+        for m in source.profile.metrics
+        if m.kind is source.kind and m.name == source.kernel and m.scope is None
+    )
 
 
 def _added_per_step(source: Source) -> float:
@@ -126,8 +139,7 @@ def _added_per_step(source: Source) -> float:
 def _slowdown(source: Source) -> float:
     """``SLOWDOWN``, or more when the kernel is too small a share of the step to show."""
     kernel = _slowed(source)
-    step = next(m for m in source.profile.metrics
-                if m.kind is MetricKind.STEP and m.scope is None)
+    step = next(m for m in source.profile.metrics if m.kind is MetricKind.STEP and m.scope is None)
     step_ns = step.steady_mean_ns()
     assert kernel.total_ns and source.profile.steps and step_ns
     share = kernel.total_ns / source.profile.steps / step_ns
@@ -135,8 +147,11 @@ def _slowdown(source: Source) -> float:
 
 
 def _scaled(metric: Metric, factor: float, add_ns: float = 0.0) -> Metric:
-    values = {name: getattr(metric, name) * factor for name in _SCALED
-              if getattr(metric, name) is not None}
+    values = {
+        name: getattr(metric, name) * factor
+        for name in _SCALED
+        if getattr(metric, name) is not None
+    }
     if metric.samples_ns:
         values["samples_ns"] = [s * factor + add_ns for s in metric.samples_ns]
     return dataclasses.replace(metric, **values)
@@ -156,14 +171,16 @@ def _repeat(source: Source, rng: np.random.Generator, *, slow: bool) -> Profile:
     return dataclasses.replace(source.profile, metrics=metrics, warnings=[])
 
 
-def _write_repeats(folder: Path, source: Source, rng: np.random.Generator, count: int, *,
-                   slow: bool = False) -> list[str]:
+def _write_repeats(
+    folder: Path, source: Source, rng: np.random.Generator, count: int, *, slow: bool = False
+) -> list[str]:
     folder.mkdir(parents=True)
     files = []
     for index in range(count):
         path = folder / f"r{index}.perfci.json"
-        path.write_text(json.dumps(to_document([_repeat(source, rng, slow=slow)])),
-                        encoding="utf-8")
+        path.write_text(
+            json.dumps(to_document([_repeat(source, rng, slow=slow)])), encoding="utf-8"
+        )
         files.append(str(path))
     return files
 
@@ -172,29 +189,63 @@ def _write_repeats(folder: Path, source: Source, rng: np.random.Generator, count
 
 
 def _common(url: str, project: str) -> list[str]:
-    return ["--benchmark", "train", "--project", project, "--database-url", url,
-            "--env", "gpu=Tesla V100-SXM2-16GB"]
+    return [
+        "--benchmark",
+        "train",
+        "--project",
+        project,
+        "--database-url",
+        url,
+        "--env",
+        "gpu=Tesla V100-SXM2-16GB",
+    ]
 
 
-def _ingest_baseline(tmp: Path, source: Source, url: str, project: str,
-                     rng: np.random.Generator) -> None:
+def _ingest_baseline(
+    tmp: Path, source: Source, url: str, project: str, rng: np.random.Generator
+) -> None:
     for run in range(BASELINE_RUNS):
         files = _write_repeats(tmp / f"main-{run}", source, rng, BASELINE_REPEATS)
-        code = main(["ingest", *files, *_common(url, project), "--branch", "main",
-                     "--commit", f"{run + 1:040x}", "--ci-run-id", f"main-{run}"])
+        code = main(
+            [
+                "ingest",
+                *files,
+                *_common(url, project),
+                "--branch",
+                "main",
+                "--commit",
+                f"{run + 1:040x}",
+                "--ci-run-id",
+                f"main-{run}",
+            ]
+        )
         assert code == 0
 
 
 def _check_args(tmp: Path, name: str, files: list[str], url: str, project: str) -> list[str]:
-    args = ["check", *(a for f in files for a in ("--profile", f)), *_common(url, project),
-            "--branch", name, "--base-branch", "main", "--commit", "f" * 39 + name[-1],
-            "--ci-run-id", name, "--markdown-out", str(tmp / f"{name}.md"),
-            "--json-out", str(tmp / f"{name}.json")]
+    args = [
+        "check",
+        *(a for f in files for a in ("--profile", f)),
+        *_common(url, project),
+        "--branch",
+        name,
+        "--base-branch",
+        "main",
+        "--commit",
+        "f" * 39 + name[-1],
+        "--ci-run-id",
+        name,
+        "--markdown-out",
+        str(tmp / f"{name}.md"),
+        "--json-out",
+        str(tmp / f"{name}.json"),
+    ]
     return args
 
 
-def test_known_slowdown_is_found_and_attributed(source: Source, migrated_url: str, tmp_path: Path,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_known_slowdown_is_found_and_attributed(
+    source: Source, migrated_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     rng = np.random.default_rng(20260101)
     project = f"e2e-{source.name}-{uuid.uuid4().hex[:8]}"
     _ingest_baseline(tmp_path, source, migrated_url, project, rng)
@@ -208,8 +259,11 @@ def test_known_slowdown_is_found_and_attributed(source: Source, migrated_url: st
     result = comparison_from_dict(json.loads((tmp_path / "pr-1.json").read_text()))
     assert result.verdict is Verdict.REGRESSION
     assert result.baseline is not None and result.baseline.runs == BASELINE_RUNS
-    by_name = {(m.series.kind, m.series.scope, m.series.name): m for m in result.metrics
-               if m.series is not None}
+    by_name = {
+        (m.series.kind, m.series.scope, m.series.name): m
+        for m in result.metrics
+        if m.series is not None
+    }
     kernel = by_name[(source.kind, "", source.kernel)]
     assert kernel.verdict is Verdict.REGRESSION and kernel.gated
     assert kernel.change == pytest.approx(_slowdown(source) - 1, abs=0.02)

@@ -20,20 +20,32 @@ FORWARD = SeriesKey(MetricKind.RANGE, "forward")
 LAUNCH = SeriesKey(MetricKind.API, "cudaLaunchKernel")
 
 # Per-step ns of a plausible step: gemm 60 %, softmax 20 %, memcpy 5 %, a 0.1 % fill kernel.
-LEVELS = {STEP: 10e6, FWD_STEP: 4e6, GEMM: 6e6, SOFTMAX: 2e6, TINY: 1e4, MEMCPY: 5e5,
-          FORWARD: 8e6, LAUNCH: 3e5}
+LEVELS = {
+    STEP: 10e6,
+    FWD_STEP: 4e6,
+    GEMM: 6e6,
+    SOFTMAX: 2e6,
+    TINY: 1e4,
+    MEMCPY: 5e5,
+    FORWARD: 8e6,
+    LAUNCH: 3e5,
+}
 
 
 Runs = tuple[dict[SeriesKey, list[list[float]]], dict[SeriesKey, list[float]]]
 
 
-def _runs(rng: np.random.Generator, slow: dict[SeriesKey, float], runs: int = 30,
-          repeats: int = 5) -> Runs:
-    baseline = {key: (level * np.exp(rng.normal(0, 0.01, (runs, 3)))).tolist()
-                for key, level in LEVELS.items()}
-    candidate = {key: (level * (1 + slow.get(key, 0.0))
-                       * np.exp(rng.normal(0, 0.01, repeats))).tolist()
-                 for key, level in LEVELS.items()}
+def _runs(
+    rng: np.random.Generator, slow: dict[SeriesKey, float], runs: int = 30, repeats: int = 5
+) -> Runs:
+    baseline = {
+        key: (level * np.exp(rng.normal(0, 0.01, (runs, 3)))).tolist()
+        for key, level in LEVELS.items()
+    }
+    candidate = {
+        key: (level * (1 + slow.get(key, 0.0)) * np.exp(rng.normal(0, 0.01, repeats))).tolist()
+        for key, level in LEVELS.items()
+    }
     return baseline, candidate
 
 
@@ -46,7 +58,8 @@ def test_a_slower_gemm_fails_the_run_and_explains_the_step_change() -> None:
     assert lines[GEMM].verdict is Verdict.REGRESSION and lines[GEMM].gated
     assert lines[STEP].verdict is Verdict.REGRESSION and lines[STEP].share_of_step == 1.0
     assert lines[GEMM].share_of_step == pytest.approx(
-        lines[GEMM].baseline_median / lines[STEP].baseline_median)
+        lines[GEMM].baseline_median / lines[STEP].baseline_median
+    )
     assert not lines[TINY].gated and not lines[LAUNCH].gated
     assert lines[SOFTMAX].verdict is Verdict.UNCHANGED
     top = result.contributions[0]
@@ -88,7 +101,8 @@ def test_primary_step_is_the_longest_step_series() -> None:
     lines = {m.series: m for m in result.metrics}
     assert lines[FWD_STEP].verdict is Verdict.REGRESSION and lines[FWD_STEP].gated
     assert lines[FWD_STEP].share_of_step == pytest.approx(
-        lines[FWD_STEP].baseline_median / lines[STEP].baseline_median)
+        lines[FWD_STEP].baseline_median / lines[STEP].baseline_median
+    )
     assert result.verdict is Verdict.REGRESSION
 
 
@@ -96,11 +110,16 @@ def test_shared_factor_becomes_its_own_gated_line() -> None:
     rng = np.random.default_rng(9)
     keys = [SeriesKey(MetricKind.KERNEL, f"k{i}") for i in range(40)]
     run_factor = np.exp(rng.normal(0, 0.01, (30, 1)))
-    baseline = {k: (1e5 * run_factor * np.exp(rng.normal(0, 0.005, (30, 3)))).tolist()
-                for k in keys}
+    baseline = {
+        k: (1e5 * run_factor * np.exp(rng.normal(0, 0.005, (30, 3)))).tolist() for k in keys
+    }
     candidate = {k: (1.08e5 * np.exp(rng.normal(0, 0.005, 5))).tolist() for k in keys}
-    result = compare_run(baseline, candidate, benchmark="b",
-                         options=CompareOptions(remove_shared_factor=True, gate_share=0.0))
+    result = compare_run(
+        baseline,
+        candidate,
+        benchmark="b",
+        options=CompareOptions(remove_shared_factor=True, gate_share=0.0),
+    )
     assert result.shared_factor is not None and result.shared_factor.gated
     assert result.shared_factor.verdict is Verdict.REGRESSION
     assert result.shared_factor.change == pytest.approx(0.08, abs=0.02)
@@ -114,8 +133,9 @@ def test_cpu_only_profiles_say_their_contributors_overlap() -> None:
     levels = {STEP: 10e6, op: 4e6, rng_range: 6e6}
     baseline = {k: (v * np.exp(rng.normal(0, 0.01, (20, 3)))).tolist() for k, v in levels.items()}
     slow = {STEP: 1.2, op: 1.5, rng_range: 1.33}
-    candidate = {k: (v * slow[k] * np.exp(rng.normal(0, 0.01, 5))).tolist()
-                 for k, v in levels.items()}
+    candidate = {
+        k: (v * slow[k] * np.exp(rng.normal(0, 0.01, 5))).tolist() for k, v in levels.items()
+    }
     result = compare_run(baseline, candidate, benchmark="cpu")
     assert result.contributions and result.contributions[0].series in (op, rng_range)
     assert any("no GPU kernels" in note for note in result.notes)

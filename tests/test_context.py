@@ -14,10 +14,19 @@ from perfci.errors import ConfigError
 
 
 def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                          text=True, env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x",
-                                          "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x",
-                                          "PATH": "/usr/bin:/bin"})
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@x",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@x",
+            "PATH": "/usr/bin:/bin",
+        },
+    )
     return done.stdout.strip()
 
 
@@ -43,14 +52,30 @@ def test_plain_git_gives_commit_branch_and_repository(repo: Path) -> None:
 
 def test_github_pull_request_uses_the_head_commit_and_base(repo: Path, tmp_path: Path) -> None:
     event = tmp_path / "event.json"
-    event.write_text(json.dumps({"pull_request": {
-        "number": 42, "head": {"sha": "a" * 40, "ref": "fix-attn"},
-        "base": {"sha": "b" * 40, "ref": "main"}}}))
-    env = {"GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": "acme/trainer",
-           "GITHUB_SHA": "c" * 40, "GITHUB_REF_NAME": "42/merge", "GITHUB_HEAD_REF": "fix-attn",
-           "GITHUB_BASE_REF": "main", "GITHUB_RUN_ID": "991", "GITHUB_RUN_ATTEMPT": "2",
-           "GITHUB_SERVER_URL": "https://github.com", "GITHUB_EVENT_PATH": str(event),
-           "PATH": "/usr/bin:/bin"}
+    event.write_text(
+        json.dumps(
+            {
+                "pull_request": {
+                    "number": 42,
+                    "head": {"sha": "a" * 40, "ref": "fix-attn"},
+                    "base": {"sha": "b" * 40, "ref": "main"},
+                }
+            }
+        )
+    )
+    env = {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_REPOSITORY": "acme/trainer",
+        "GITHUB_SHA": "c" * 40,
+        "GITHUB_REF_NAME": "42/merge",
+        "GITHUB_HEAD_REF": "fix-attn",
+        "GITHUB_BASE_REF": "main",
+        "GITHUB_RUN_ID": "991",
+        "GITHUB_RUN_ATTEMPT": "2",
+        "GITHUB_SERVER_URL": "https://github.com",
+        "GITHUB_EVENT_PATH": str(event),
+        "PATH": "/usr/bin:/bin",
+    }
     context = detect_run_context("trainer", env=env, cwd=repo)
     assert context.project == "trainer"
     assert context.commit == "a" * 40  # not the synthetic merge commit
@@ -62,9 +87,16 @@ def test_github_pull_request_uses_the_head_commit_and_base(repo: Path, tmp_path:
 
 def test_flags_override_detection_and_env_pairs_extend_the_fingerprint(repo: Path) -> None:
     context = detect_run_context(
-        None, {"commit": "d" * 40, "branch": None, "pr_number": "7",
-               "environment": {"gpu": "H100", "note": "x"}},
-        env={"PATH": "/usr/bin:/bin"}, cwd=repo)
+        None,
+        {
+            "commit": "d" * 40,
+            "branch": None,
+            "pr_number": "7",
+            "environment": {"gpu": "H100", "note": "x"},
+        },
+        env={"PATH": "/usr/bin:/bin"},
+        cwd=repo,
+    )
     assert context.commit == "d" * 40
     assert context.commit_time is None  # HEAD's time must not be stamped on another commit
     assert context.branch == "feature/x"  # None means "not given"
@@ -82,24 +114,34 @@ def _fake_smi(folder: Path, rows: list[str]) -> dict[str, str]:
     """A stand-in ``nvidia-smi`` first on PATH: it prints what the real one prints on the host
     described by ``rows`` (no GPU on this machine; this mocks only the GPU)."""
     smi = folder / "nvidia-smi"
-    smi.write_text("#!/bin/sh\n"
-                   'if [ "$1" = "--query-gpu=name,driver_version,uuid" ]; then\n'
-                   + "".join(f'  echo "{row}"\n' for row in rows)
-                   + "else\n"
-                   '  echo "| NVIDIA-SMI 550.54.15    Driver Version: 550.54.15    '
-                   'CUDA Version: 12.4     |"\n'
-                   "fi\n")
+    smi.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = "--query-gpu=name,driver_version,uuid" ]; then\n'
+        + "".join(f'  echo "{row}"\n' for row in rows)
+        + "else\n"
+        '  echo "| NVIDIA-SMI 550.54.15    Driver Version: 550.54.15    '
+        'CUDA Version: 12.4     |"\n'
+        "fi\n"
+    )
     smi.chmod(smi.stat().st_mode | stat.S_IEXEC)
     return {"PATH": f"{folder}:/usr/bin:/bin"}
 
 
 def test_gpu_fingerprint_from_nvidia_smi(tmp_path: Path) -> None:
-    env = _fake_smi(tmp_path, [f"NVIDIA H100 80GB HBM3, 550.54.15, {UUID_0}",
-                               f"NVIDIA H100 80GB HBM3, 550.54.15, {UUID_1}"])
+    env = _fake_smi(
+        tmp_path,
+        [
+            f"NVIDIA H100 80GB HBM3, 550.54.15, {UUID_0}",
+            f"NVIDIA H100 80GB HBM3, 550.54.15, {UUID_1}",
+        ],
+    )
     fingerprint = environment_fingerprint(env=env)
     assert fingerprint["gpu"] == "NVIDIA H100 80GB HBM3"
     assert (fingerprint["gpu_count"], fingerprint["driver"], fingerprint["cuda"]) == (
-        "2", "550.54.15", "12.4")
+        "2",
+        "550.54.15",
+        "12.4",
+    )
     assert fingerprint["gpu_uuid"] == f"{UUID_0},{UUID_1}"
     one = environment_fingerprint(env={**env, "CUDA_VISIBLE_DEVICES": "1"})
     assert one["gpu_count"] == "1" and one["gpu_uuid"] == UUID_1
@@ -111,12 +153,14 @@ def test_gpu_fingerprint_from_nvidia_smi(tmp_path: Path) -> None:
 def test_cards_of_one_model_are_told_apart_but_match_one_environment(tmp_path: Path) -> None:
     """A runner pool: two hosts with one H100 each. Each run carries its card's UUID, yet
     both runs land in one environment and so are compared with each other."""
-    first = environment_fingerprint(env=_fake_smi(
-        tmp_path, [f"NVIDIA H100 80GB HBM3, 550.54.15, {UUID_0}"]))
+    first = environment_fingerprint(
+        env=_fake_smi(tmp_path, [f"NVIDIA H100 80GB HBM3, 550.54.15, {UUID_0}"])
+    )
     other = tmp_path / "other"
     other.mkdir()
-    second = environment_fingerprint(env=_fake_smi(
-        other, [f"NVIDIA H100 80GB HBM3, 550.54.15, {UUID_1}"]))
+    second = environment_fingerprint(
+        env=_fake_smi(other, [f"NVIDIA H100 80GB HBM3, 550.54.15, {UUID_1}"])
+    )
     assert (first["gpu_uuid"], second["gpu_uuid"]) == (UUID_0, UUID_1)
     assert fingerprint_hash(first) == fingerprint_hash(second)
     # Everything else in the fingerprint still separates environments.

@@ -38,15 +38,15 @@ EXPECTED: dict[str, Expected] = {
     "nsys_stats": Expected("nsys_stats", any_of=frozenset({K.KERNEL, K.API})),
     "nsys_stats_csv": Expected("nsys_stats_csv", any_of=frozenset({K.KERNEL, K.API})),
     # Two of the SQLite exports have no kernel table (nothing ran on the GPU while tracing).
-    "nsys_sqlite": Expected("nsys_sqlite",
-                            any_of=frozenset({K.KERNEL, K.API, K.RANGE, K.OS, K.MEMORY})),
+    "nsys_sqlite": Expected(
+        "nsys_sqlite", any_of=frozenset({K.KERNEL, K.API, K.RANGE, K.OS, K.MEMORY})
+    ),
     # hta cpu_only has no GPU events at all, hence op *or* kernel.
     "kineto_chrome_trace": Expected("chrome_trace", any_of=frozenset({K.OP, K.KERNEL})),
     "astrasim_workload": Expected("workload_table", all_of=frozenset({K.LAYER})),
     # AICB communication CSVs hold only collectives, AIOB files only compute.
     "aicb_simai": Expected("workload_table", any_of=frozenset({K.LAYER, K.COMM})),
-    "echo_megatron_trace": Expected("megatron_trace",
-                                    all_of=frozenset({K.RANGE, K.COMM, K.STEP})),
+    "echo_megatron_trace": Expected("megatron_trace", all_of=frozenset({K.RANGE, K.COMM, K.STEP})),
 }
 
 # Files that are documentation, not profiler output, named with the reason.

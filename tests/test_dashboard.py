@@ -64,8 +64,9 @@ def dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
         _seed_hostile(server, hostile)
         for name in (PROJECT, HOSTILE_PROJECT):
             assert main(["project", "update", name, "--public", "--database-url", url]) == 0
-        yield Dashboard(server=server, url=url, pr_run=pr_run, last_main_run=pr_run - 1,
-                        burst_runs=burst)
+        yield Dashboard(
+            server=server, url=url, pr_run=pr_run, last_main_run=pr_run - 1, burst_runs=burst
+        )
     finally:
         server.stop()
 
@@ -76,8 +77,12 @@ def _seed_burst(server: ServerProcess, token: str) -> list[int]:
     when = datetime(2026, 11, 23, 9, 30, tzinfo=UTC)
     ids = []
     for i in range(4):
-        response = upload(server, PROJECT, token, run_body(
-            "burst", sha="b" * 40, branch="main", when=when, rng=rng, ci=f"burst-{i}"))
+        response = upload(
+            server,
+            PROJECT,
+            token,
+            run_body("burst", sha="b" * 40, branch="main", when=when, rng=rng, ci=f"burst-{i}"),
+        )
         assert response.status_code == 201, response.text
         ids.append(int(response.json()["run_id"]))
     return ids
@@ -87,8 +92,13 @@ def _seed_hostile(server: ServerProcess, token: str) -> None:
     rng = np.random.default_rng(9)
     start = datetime(2026, 2, 1, tzinfo=UTC)
     for i in range(4):
-        body = run_body(HOSTILE_BENCHMARK, sha=f"{i + 1:040x}", branch="main\u202e",
-                        when=start + timedelta(hours=i), rng=rng)
+        body = run_body(
+            HOSTILE_BENCHMARK,
+            sha=f"{i + 1:040x}",
+            branch="main\u202e",
+            when=start + timedelta(hours=i),
+            rng=rng,
+        )
         response = upload(server, quote(HOSTILE_PROJECT, safe="/"), token, body)
         assert response.status_code == 201, response.text
 
@@ -96,10 +106,15 @@ def _seed_hostile(server: ServerProcess, token: str) -> None:
 def _pages(d: Dashboard) -> dict[str, str]:
     hostile = quote(HOSTILE_PROJECT, safe="/")
     return {
-        "index": "/", "login": "/login", "project": f"/p/{PROJECT}",
-        "benchmark": f"/p/{PROJECT}/b/gpt", "burst": f"/p/{PROJECT}/b/burst",
-        "run-regression": f"/runs/{d.pr_run}", "run-main": f"/runs/{d.last_main_run}",
-        "run-uncompared": f"/runs/{d.burst_runs[0]}", "not-found": "/runs/999999",
+        "index": "/",
+        "login": "/login",
+        "project": f"/p/{PROJECT}",
+        "benchmark": f"/p/{PROJECT}/b/gpt",
+        "burst": f"/p/{PROJECT}/b/burst",
+        "run-regression": f"/runs/{d.pr_run}",
+        "run-main": f"/runs/{d.last_main_run}",
+        "run-uncompared": f"/runs/{d.burst_runs[0]}",
+        "not-found": "/runs/999999",
         "hostile-project": f"/p/{hostile}",
         "hostile-benchmark": f"/p/{hostile}/b/{quote(HOSTILE_BENCHMARK, safe='')}",
     }
@@ -112,8 +127,13 @@ def test_a_benchmark_named_with_a_slash_has_its_page(dashboard: Dashboard) -> No
     engine = db.make_engine(dashboard.url)
     token = make_token(engine, PROJECT, "upload")
     engine.dispose()
-    body = run_body("llm/70b", sha="c" * 40, branch="main",
-                    when=datetime(2026, 11, 20, tzinfo=UTC), rng=np.random.default_rng(3))
+    body = run_body(
+        "llm/70b",
+        sha="c" * 40,
+        branch="main",
+        when=datetime(2026, 11, 20, tzinfo=UTC),
+        rng=np.random.default_rng(3),
+    )
     assert upload(dashboard.server, PROJECT, token, body).status_code == 201
     page = _get(dashboard, f"/p/{PROJECT}/b/{quote('llm/70b', safe='')}")
     assert "llm/70b" in page
@@ -130,8 +150,11 @@ def test_project_page_shows_the_base_branch_latest_and_pr_runs_apart(d: Dashboar
     row = re.search(r'<tr><td><a href="/p/acme/dash/b/gpt">gpt</a></td>(.*?)</tr>', html, re.S)
     assert row is not None, html
     latest = re.search(r'class="num latest"><a href="/runs/(\d+)">([^<]+)</a>', row.group(1))
-    elsewhere = re.search(r'class="elsewhere"><a href="/runs/(\d+)">([^<]+)</a>\s*'
-                          r'<span class="muted">([^<]+)</span>', row.group(1))
+    elsewhere = re.search(
+        r'class="elsewhere"><a href="/runs/(\d+)">([^<]+)</a>\s*'
+        r'<span class="muted">([^<]+)</span>',
+        row.group(1),
+    )
     assert latest is not None and elsewhere is not None, row.group(1)
     # main's newest run (10 ms per step), not the slower pull request's (11.2 ms) ...
     assert int(latest.group(1)) == d.last_main_run
@@ -161,8 +184,7 @@ def test_verdicts_are_text_badges_not_emoji(d: Dashboard) -> None:
 
 
 def test_names_show_their_invisible_characters_in_pages_and_titles(d: Dashboard) -> None:
-    for path in (_pages(d)["index"], _pages(d)["hostile-project"],
-                 _pages(d)["hostile-benchmark"]):
+    for path in (_pages(d)["index"], _pages(d)["hostile-project"], _pages(d)["hostile-benchmark"]):
         page = _get(d, path)
         assert "\u202e" not in page, path
         assert "&lt;U+202E&gt;" in page, path
@@ -175,7 +197,7 @@ def test_names_show_their_invisible_characters_in_pages_and_titles(d: Dashboard)
 
 def test_a_chart_of_one_day_has_an_axis_of_hours(d: Dashboard) -> None:
     page = _get(d, f"/p/{PROJECT}/b/burst")
-    svg = page[page.index("<svg"):page.index("</svg>")]
+    svg = page[page.index("<svg") : page.index("</svg>")]
     ticks = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
     assert not [t for t in ticks if re.fullmatch(r"20\d\d|Jan|Jul", t)], ticks
     assert any(re.fullmatch(r"\d\d:\d\d", t) for t in ticks), ticks
@@ -195,13 +217,16 @@ def _ticks(times: list[datetime]) -> list[str]:
     return texts[:offset]
 
 
-@pytest.mark.parametrize(("offsets", "expected"), [
-    ([timedelta(0)] * 4, r"\d\d:\d\d"),  # one commit's 4 runs: a column, minutes around it
-    ([timedelta(0)], r"\d\d:\d\d"),
-    ([timedelta(seconds=15 * i) for i in range(4)], r"\d\d:\d\d"),
-    ([timedelta(hours=3 * i) for i in range(4)], r"\d\d:\d\d"),
-    ([timedelta(days=4 * i) for i in range(4)], r"\d\d?|Dec"),
-])
+@pytest.mark.parametrize(
+    ("offsets", "expected"),
+    [
+        ([timedelta(0)] * 4, r"\d\d:\d\d"),  # one commit's 4 runs: a column, minutes around it
+        ([timedelta(0)], r"\d\d:\d\d"),
+        ([timedelta(seconds=15 * i) for i in range(4)], r"\d\d:\d\d"),
+        ([timedelta(hours=3 * i) for i in range(4)], r"\d\d:\d\d"),
+        ([timedelta(days=4 * i) for i in range(4)], r"\d\d?|Dec"),
+    ],
+)
 def test_the_time_axis_is_scaled_to_the_data(offsets: list[timedelta], expected: str) -> None:
     start = datetime(2026, 11, 23, 9, 30, tzinfo=UTC)
     ticks = _ticks([start + o for o in offsets])
@@ -211,8 +236,9 @@ def test_the_time_axis_is_scaled_to_the_data(offsets: list[timedelta], expected:
 # --- perfci project ------------------------------------------------------------------------------
 
 
-def test_project_create_and_update_set_who_may_read(tmp_path: Path,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_project_create_and_update_set_who_may_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from perfci.settings import Settings
     from perfci.usecases import browse
 
@@ -247,8 +273,9 @@ def chromium() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM,
-                                             args=["--no-sandbox", "--disable-gpu"])
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"]
+        )
         try:
             yield browser
         finally:
@@ -264,25 +291,37 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("screenshots")
 
 
-PAGE_NAMES = ("index", "login", "project", "benchmark", "burst", "run-regression", "run-main",
-              "run-uncompared", "not-found", "hostile-project", "hostile-benchmark")
+PAGE_NAMES = (
+    "index",
+    "login",
+    "project",
+    "benchmark",
+    "burst",
+    "run-regression",
+    "run-main",
+    "run-uncompared",
+    "not-found",
+    "hostile-project",
+    "hostile-benchmark",
+)
 
 
 @pytest.mark.browser
 @pytest.mark.parametrize("width", list(WIDTHS))
 @pytest.mark.parametrize("name", PAGE_NAMES)
-def test_every_page_fits_the_screen(d: Dashboard, chromium: Any, shots: Path, name: str,
-                                    width: str) -> None:
-    page = chromium.new_page(viewport={"width": WIDTHS[width], "height": 900},
-                             java_script_enabled=True)
+def test_every_page_fits_the_screen(
+    d: Dashboard, chromium: Any, shots: Path, name: str, width: str
+) -> None:
+    page = chromium.new_page(
+        viewport={"width": WIDTHS[width], "height": 900}, java_script_enabled=True
+    )
     try:
         response = page.goto(f"{d.server.url}{_pages(d)[name]}")
         assert response is not None and response.status in (200, 404)
         path = shots / f"{name}-{width}.png"
         page.screenshot(path=str(path), full_page=True)
         assert path.stat().st_size > 0
-        scroll, inner = page.evaluate(
-            "[document.documentElement.scrollWidth, window.innerWidth]")
+        scroll, inner = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
         assert scroll <= inner, f"{name} at {WIDTHS[width]} px is {scroll} px wide: {path}"
         assert page.locator("h1").count() == 1
     finally:

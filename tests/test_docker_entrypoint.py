@@ -46,7 +46,8 @@ def test_dockerfile_runs_as_non_root_with_a_healthcheck_and_cached_dependencies(
     keywords = [k for k, _ in steps]
     arg, base = steps[0], steps[1]
     assert arg[0] == "ARG" and re.fullmatch(
-        r"PYTHON_IMAGE=python:3\.11-slim@sha256:[0-9a-f]{64}", arg[1]), arg
+        r"PYTHON_IMAGE=python:3\.11-slim@sha256:[0-9a-f]{64}", arg[1]
+    ), arg
     assert base == ("FROM", "${PYTHON_IMAGE} AS base")
     users = [rest for k, rest in steps if k == "USER"]
     assert users and users[-1] not in {"root", "0", "0:0"}
@@ -57,10 +58,14 @@ def test_dockerfile_runs_as_non_root_with_a_healthcheck_and_cached_dependencies(
     copies = [(i, rest) for i, (k, rest) in enumerate(steps) if k == "COPY"]
     lock = next(i for i, rest in copies if "requirements/server-hashes.txt" in rest)
     source = next(i for i, rest in copies if rest.startswith("perfci "))
-    install_deps = next(i for i, (k, rest) in enumerate(steps) if k == "RUN" and (
-        "pip install --require-hashes -r requirements/server-hashes.txt" in rest))
-    install_pkg = next(i for i, (k, rest) in enumerate(steps)
-                       if k == "RUN" and "pip install --no-deps ." in rest)
+    install_deps = next(
+        i
+        for i, (k, rest) in enumerate(steps)
+        if k == "RUN" and ("pip install --require-hashes -r requirements/server-hashes.txt" in rest)
+    )
+    install_pkg = next(
+        i for i, (k, rest) in enumerate(steps) if k == "RUN" and "pip install --no-deps ." in rest
+    )
     assert lock < install_deps < source < install_pkg
     assert keywords.index("USER") > install_pkg
 
@@ -82,10 +87,12 @@ def test_compose_binds_loopback_and_requires_a_password() -> None:
 
 def test_the_image_installs_hashed_pins_equal_to_the_server_lock() -> None:
     hashed = (REPO / "requirements" / "server-hashes.txt").read_text()
-    plain = [line for line in (REPO / "requirements" / "server.txt").read_text().splitlines()
-             if line and not line.startswith("#")]
-    entries = [e for e in hashed.replace("\\\n", " ").splitlines()
-               if e and not e.startswith("#")]
+    plain = [
+        line
+        for line in (REPO / "requirements" / "server.txt").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
+    entries = [e for e in hashed.replace("\\\n", " ").splitlines() if e and not e.startswith("#")]
     assert [e.split()[0] for e in entries] == plain
     assert all(re.search(r"--hash=sha256:[0-9a-f]{64}", e) for e in entries)
 
@@ -112,13 +119,24 @@ def test_entrypoint_migrates_then_serves(empty_database: str, tmp_path: Path) ->
     path = os.environ.get("PATH", "")
     if shutil.which("perfci") is None:  # the virtualenv's console script, as in the image
         path = f"{Path(sys.executable).parent}{os.pathsep}{path}"
-    env = {**os.environ, "PERFCI_DATABASE_URL": empty_database, "PERFCI_HOST": "127.0.0.1",
-           "PERFCI_PORT": str(port), "PERFCI_WORKERS": "1", "PATH": path}
+    env = {
+        **os.environ,
+        "PERFCI_DATABASE_URL": empty_database,
+        "PERFCI_HOST": "127.0.0.1",
+        "PERFCI_PORT": str(port),
+        "PERFCI_WORKERS": "1",
+        "PATH": path,
+    }
     log = tmp_path / "entrypoint.log"
     with log.open("wb") as sink:
-        process = subprocess.Popen(["sh", str(ENTRYPOINT)], cwd=tmp_path, env=env,
-                                   stdout=sink, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            ["sh", str(ENTRYPOINT)],
+            cwd=tmp_path,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         health = _wait_healthy(f"http://127.0.0.1:{port}/healthz", process, log)
         assert health.json()["status"] == "ok"

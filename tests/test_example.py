@@ -19,8 +19,20 @@ EXAMPLE = ROOT / "examples" / "gpt"
 PROFILES = EXAMPLE / "profiles"
 RUNS = ("main-1", "main-2", "main-3", "main-4", "slow-attention")
 # Tiny: one repeat is a few seconds on a CPU, attention still a large share of the step.
-BENCH_ARGS = ("--steps", "3", "--warmup", "1", "--layers", "2", "--seq", "384", "--dim", "64",
-              "--batch", "4")
+BENCH_ARGS = (
+    "--steps",
+    "3",
+    "--warmup",
+    "1",
+    "--layers",
+    "2",
+    "--seq",
+    "384",
+    "--dim",
+    "64",
+    "--batch",
+    "4",
+)
 
 
 def _files(run: str) -> list[Path]:
@@ -64,9 +76,14 @@ def _run_round_robin(work: Path, runs: dict[str, bool], repeats: int) -> dict[st
             command = [sys.executable, str(EXAMPLE / "bench.py"), *BENCH_ARGS]
             if slow:
                 command.append("--slow-attention")
-            result = run_benchmark(command, benchmark="gpt-tiny", repeats=1,
-                                   work_dir=work / name / f"r{repeat}", profiler="torch",
-                                   env={**os.environ, "PERFCI_EXAMPLE_SLOW_ATTENTION": "0"})
+            result = run_benchmark(
+                command,
+                benchmark="gpt-tiny",
+                repeats=1,
+                work_dir=work / name / f"r{repeat}",
+                profiler="torch",
+                env={**os.environ, "PERFCI_EXAMPLE_SLOW_ATTENTION": "0"},
+            )
             files[name].extend(result.repeats[0].files)
     return files
 
@@ -74,8 +91,15 @@ def _run_round_robin(work: Path, runs: dict[str, bool], repeats: int) -> dict[st
 def _check(files: list[Path], *flags: str) -> int:
     from perfci.cli.main import main
 
-    args = ["check", "--benchmark", "gpt-tiny", "--repeats", str(len(files)), "--no-comment",
-            *flags]
+    args = [
+        "check",
+        "--benchmark",
+        "gpt-tiny",
+        "--repeats",
+        str(len(files)),
+        "--no-comment",
+        *flags,
+    ]
     for path in files:
         args += ["--profile", str(path)]
     return main(args)
@@ -84,7 +108,8 @@ def _check(files: list[Path], *flags: str) -> int:
 @pytest.mark.torch
 @pytest.mark.slow
 def test_check_catches_slow_attention_and_passes_an_unchanged_candidate(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytest.importorskip("torch")
     for name in [k for k in os.environ if k.startswith(("GITHUB_", "PERFCI_"))]:
         monkeypatch.delenv(name)
@@ -95,13 +120,33 @@ def test_check_catches_slow_attention_and_passes_an_unchanged_candidate(
     files = _run_round_robin(tmp_path / "runs", runs, repeats=2)
 
     for number, name in enumerate(("main-1", "main-2", "main-3"), start=1):
-        code = _check(files[name], "--branch", "main", "--commit", f"{number:040x}",
-                      "--ci-run-id", name, "--no-fail-on-regression")
+        code = _check(
+            files[name],
+            "--branch",
+            "main",
+            "--commit",
+            f"{number:040x}",
+            "--ci-run-id",
+            name,
+            "--no-fail-on-regression",
+        )
         assert code == 0
     report = tmp_path / "slow.json"
-    code = _check(files["slow"], "--branch", "feature/slow", "--baseline-branch", "main",
-                  "--commit", f"{10:040x}", "--ci-run-id", "slow",
-                  "--markdown-out", str(tmp_path / "slow.md"), "--json-out", str(report))
+    code = _check(
+        files["slow"],
+        "--branch",
+        "feature/slow",
+        "--baseline-branch",
+        "main",
+        "--commit",
+        f"{10:040x}",
+        "--ci-run-id",
+        "slow",
+        "--markdown-out",
+        str(tmp_path / "slow.md"),
+        "--json-out",
+        str(report),
+    )
     result = json.loads(report.read_text(encoding="utf-8"))
     assert (code, result["verdict"]) == (1, "regression")
     top = [c["key"] for c in result["contributions"][:5]]
@@ -113,9 +158,21 @@ def test_check_catches_slow_attention_and_passes_an_unchanged_candidate(
     # dedicated GPU runners, rightly flags that. A noisy CPU runner sets a wider margin, as
     # here; the +35 % attention change above is far beyond either.
     same = tmp_path / "same.json"
-    code = _check(files["same"], "--branch", "feature/same", "--baseline-branch", "main",
-                  "--commit", f"{11:040x}", "--ci-run-id", "same", "--json-out", str(same),
-                  "--delta", "0.05")
+    code = _check(
+        files["same"],
+        "--branch",
+        "feature/same",
+        "--baseline-branch",
+        "main",
+        "--commit",
+        f"{11:040x}",
+        "--ci-run-id",
+        "same",
+        "--json-out",
+        str(same),
+        "--delta",
+        "0.05",
+    )
     result = json.loads(same.read_text(encoding="utf-8"))
     gated = [m["key"] for m in result["metrics"] if m["verdict"] == "regression" and m["gated"]]
     assert code == 0 and not gated, gated

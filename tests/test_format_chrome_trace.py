@@ -42,12 +42,17 @@ def parse(path: Path) -> Profile:
 # --- an independent reference: json.load and a plain loop ----------------------------------
 
 _REF_KINDS = {
-    "cpu_op": (K.OP, Device.CPU), "operator": (K.OP, Device.CPU),
-    "user_annotation": (K.RANGE, Device.CPU), "gpu_user_annotation": (K.RANGE, Device.GPU),
+    "cpu_op": (K.OP, Device.CPU),
+    "operator": (K.OP, Device.CPU),
+    "user_annotation": (K.RANGE, Device.CPU),
+    "gpu_user_annotation": (K.RANGE, Device.GPU),
     "kernel": (K.KERNEL, Device.GPU),
-    "gpu_memcpy": (K.MEMORY, Device.GPU), "memcpy": (K.MEMORY, Device.GPU),
-    "gpu_memset": (K.MEMORY, Device.GPU), "memset": (K.MEMORY, Device.GPU),
-    "cuda_runtime": (K.API, Device.CPU), "runtime": (K.API, Device.CPU),
+    "gpu_memcpy": (K.MEMORY, Device.GPU),
+    "memcpy": (K.MEMORY, Device.GPU),
+    "gpu_memset": (K.MEMORY, Device.GPU),
+    "memset": (K.MEMORY, Device.GPU),
+    "cuda_runtime": (K.API, Device.CPU),
+    "runtime": (K.API, Device.CPU),
     "cuda_driver": (K.API, Device.CPU),
 }
 
@@ -113,6 +118,7 @@ def assert_matches_reference(profile: Profile, ref: Reference) -> None:
 
 # --- the real corpus ------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", _corpus_names())
 def test_corpus_trace_equals_json_load_reference(name: str) -> None:
     path = _corpus(name)
@@ -121,8 +127,9 @@ def test_corpus_trace_equals_json_load_reference(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", _corpus_names())
-def test_corpus_trace_with_tiny_chunks_equals_reference(name: str,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_corpus_trace_with_tiny_chunks_equals_reference(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Chunk edges everywhere: inside names, numbers, nested args and the metadata keys."""
     path = _corpus(name)
     monkeypatch.setattr(_chrome_stream, "CHUNK_BYTES", 1009)
@@ -136,13 +143,16 @@ def test_torch_baseline_trace_values() -> None:
     assert profile.steps == 6
     step = profile.find(K.STEP, "ProfilerStep", device=Device.CPU)
     assert step is not None
-    assert step.samples_ns == [3328704.0, 4269108.0, 3789993.0, 3292374.0, 3639483.0,
-                               3425547.0]
+    assert step.samples_ns == [3328704.0, 4269108.0, 3789993.0, 3292374.0, 3639483.0, 3425547.0]
     assert profile.metadata["profiler_steps"] == [2, 3, 4, 5, 6, 7]
     launch = profile.find(K.API, "cudaLaunchKernel", device=Device.CPU)
     assert launch is not None
-    assert (launch.calls, launch.total_ns, launch.min_ns, launch.max_ns) == \
-        (144, 2228226.0, 3498.0, 52526.0)
+    assert (launch.calls, launch.total_ns, launch.min_ns, launch.max_ns) == (
+        144,
+        2228226.0,
+        3498.0,
+        52526.0,
+    )
     memcpy = profile.find(K.MEMORY, "Memcpy HtoD (Pinned -> Device)")
     assert memcpy is not None
     assert (memcpy.calls, memcpy.total_ns, memcpy.bytes) == (12, 253244.0, 6303744.0)
@@ -151,8 +161,7 @@ def test_torch_baseline_trace_values() -> None:
     assert profile.metadata["cuda_runtime_version"] == "12.8"
     assert profile.metadata["cuda_driver_version"] == "13.2"
     assert profile.metadata["ignored_events"] == {"Trace": 1}
-    assert profile.metadata["events_by_phase"] == {"M": 60, "X": 1960, "f": 392, "i": 362,
-                                                   "s": 307}
+    assert profile.metadata["events_by_phase"] == {"M": 60, "X": 1960, "f": 392, "i": 362, "s": 307}
 
 
 def test_hta_rank0_trace_values() -> None:
@@ -162,8 +171,11 @@ def test_hta_rank0_trace_values() -> None:
     assert profile.steps == 2
     step = profile.find(K.STEP, "ProfilerStep")
     assert step is not None and step.samples_ns == [607312000.0, 622928000.0]
-    nccl = profile.find(K.COMM, "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, "
-                                "unsigned long, ncclWork*)", device=Device.GPU)
+    nccl = profile.find(
+        K.COMM,
+        "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)",
+        device=Device.GPU,
+    )
     assert nccl is not None
     assert (nccl.calls, nccl.total_ns, nccl.median_ns) == (10, 396199000.0, 39327000.0)
     assert profile.find(K.KERNEL, nccl.name) is None
@@ -198,6 +210,7 @@ def test_kineto_docs_trace_and_ignored_categories() -> None:
 
 # --- synthetic traces: layouts and edge cases -----------------------------------------------
 
+
 def _event(name: str, cat: str | None, dur: float, **extra: Any) -> dict[str, Any]:
     event: dict[str, Any] = {"ph": "X", "name": name, "pid": 1, "tid": 1, "ts": 1.5, "dur": dur}
     if cat is not None:
@@ -206,14 +219,25 @@ def _event(name: str, cat: str | None, dur: float, **extra: Any) -> dict[str, An
 
 
 TRICKY = [
-    _event("void k<{lambda(float)#1}>(), {x}", "kernel", 63.813,
-           args={"grid": [1, 2, 3], "note": "}, {\"ph\": \"X\"}, {"}),
-    {"args": {"nested": [{"a": 1}, {"b": {"c": [{}, {}]}}]}, "dur": 2.0006, "name": "op,1",
-     "cat": "cpu_op", "ph": "X", "ts": 3},
+    _event(
+        "void k<{lambda(float)#1}>(), {x}",
+        "kernel",
+        63.813,
+        args={"grid": [1, 2, 3], "note": '}, {"ph": "X"}, {'},
+    ),
+    {
+        "args": {"nested": [{"a": 1}, {"b": {"c": [{}, {}]}}]},
+        "dur": 2.0006,
+        "name": "op,1",
+        "cat": "cpu_op",
+        "ph": "X",
+        "ts": 3,
+    },
     _event("Memcpy HtoD", "gpu_memcpy", 1.25, args={"bytes": 4096}),
     _event("Memcpy HtoD", "Memcpy", 0.75, args={"bytes": 1024}),  # legacy alias, same metric
-    _event("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
-           "kernel", 10),
+    _event(
+        "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "kernel", 10
+    ),
     _event("ProfilerStep#10", "user_annotation", 1000),
     _event("ProfilerStep#9", "user_annotation", 900),
     _event("ProfilerStep#9", "user_annotation", 900),  # written twice (AMD sample): once
@@ -240,16 +264,20 @@ def _write(path: Path, doc: Any, *, indent: int | None = None) -> Path:
 
 @pytest.mark.parametrize("chunk", [3, 17, 64, 4096])
 @pytest.mark.parametrize("indent", [None, 2])
-def test_tricky_events_at_every_chunk_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                           chunk: int, indent: int | None) -> None:
+def test_tricky_events_at_every_chunk_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int, indent: int | None
+) -> None:
     """Metadata after the events (Kineto writes traceName etc. last), nested args lists of
     objects and '}, {' inside strings: every chunk size gives the reference aggregation."""
     monkeypatch.setattr(_chrome_stream, "CHUNK_BYTES", chunk)
     monkeypatch.setattr(_chrome_stream, "_WINDOWS", (max(chunk // 2, 1),))
-    doc = {"schemaVersion": 1, "traceEvents": TRICKY * 3,
-           "distributedInfo": {"rank": 3, "pg_config": [{"ranks": [0, 1]}, {"ranks": [2]}]},
-           "deviceProperties": [{"id": 0, "name": "NVIDIA H100"}, {"id": 1, "name": "X"}],
-           "traceName": "t.json"}
+    doc = {
+        "schemaVersion": 1,
+        "traceEvents": TRICKY * 3,
+        "distributedInfo": {"rank": 3, "pg_config": [{"ranks": [0, 1]}, {"ranks": [2]}]},
+        "deviceProperties": [{"id": 0, "name": "NVIDIA H100"}, {"id": 1, "name": "X"}],
+        "traceName": "t.json",
+    }
     path = _write(tmp_path / "t.pt.trace.json", doc, indent=indent)
     profile = parse(path)
     assert_matches_reference(profile, reference(path))
@@ -275,14 +303,43 @@ def test_tricky_events_at_every_chunk_size(tmp_path: Path, monkeypatch: pytest.M
 def test_legacy_bare_array(tmp_path: Path) -> None:
     """torch ≤ 1.7 export_chrome_trace: a bare array, no cat, pid "CPU functions"."""
     events = [
-        {"name": "aten::mm", "ph": "X", "ts": 1.0, "dur": 12.5, "tid": 0,
-         "pid": "CPU functions", "args": {}},
-        {"name": "aten::mm", "ph": "X", "ts": 20.0, "dur": 7.5, "tid": 0,
-         "pid": "CPU functions", "args": {}},
-        {"name": "sgemm", "ph": "X", "ts": 2.0, "dur": 4, "tid": 0, "pid": "CUDA functions",
-         "args": {}},
-        {"name": "aten::mm", "ph": "s", "id": 0, "pid": "CPU functions", "tid": 0, "ts": 1,
-         "cat": "cpu_to_cuda", "args": {}},
+        {
+            "name": "aten::mm",
+            "ph": "X",
+            "ts": 1.0,
+            "dur": 12.5,
+            "tid": 0,
+            "pid": "CPU functions",
+            "args": {},
+        },
+        {
+            "name": "aten::mm",
+            "ph": "X",
+            "ts": 20.0,
+            "dur": 7.5,
+            "tid": 0,
+            "pid": "CPU functions",
+            "args": {},
+        },
+        {
+            "name": "sgemm",
+            "ph": "X",
+            "ts": 2.0,
+            "dur": 4,
+            "tid": 0,
+            "pid": "CUDA functions",
+            "args": {},
+        },
+        {
+            "name": "aten::mm",
+            "ph": "s",
+            "id": 0,
+            "pid": "CPU functions",
+            "tid": 0,
+            "ts": 1,
+            "cat": "cpu_to_cuda",
+            "args": {},
+        },
     ]
     path = _write(tmp_path / "legacy.json", events)
     assert registry.detect(path).name == "chrome_trace"
@@ -295,9 +352,12 @@ def test_legacy_bare_array(tmp_path: Path) -> None:
 
 
 def test_legacy_categories_are_aliases(tmp_path: Path) -> None:
-    events = [_event("aten::add", "Operator", 2), _event("aten::add", "cpu_op", 3),
-              _event("add_kernel", "Kernel", 1), _event("Memset", "Memset", 1,
-                                                       args={"bytes": 8})]
+    events = [
+        _event("aten::add", "Operator", 2),
+        _event("aten::add", "cpu_op", 3),
+        _event("add_kernel", "Kernel", 1),
+        _event("Memset", "Memset", 1, args={"bytes": 8}),
+    ]
     profile = parse(_write(tmp_path / "old.json", {"traceEvents": events}))
     add = profile.find(K.OP, "aten::add")
     assert add is not None and (add.calls, add.total_ns) == (2, 5000.0)
@@ -311,6 +371,7 @@ def test_empty_trace_gives_a_warning(tmp_path: Path) -> None:
 
 
 # --- bad input --------------------------------------------------------------------------------
+
 
 def _error(path: Path) -> ParseError:
     with pytest.raises(ParseError) as info:
@@ -345,8 +406,9 @@ def test_truncated_after_the_events_array(tmp_path: Path) -> None:
 
 
 def test_syntax_error_names_the_line(tmp_path: Path) -> None:
-    lines = ['{"traceEvents": ['] + [json.dumps(_event(f"op{i}", "cpu_op", 1)) + ","
-                                      for i in range(50)]
+    lines = ['{"traceEvents": ['] + [
+        json.dumps(_event(f"op{i}", "cpu_op", 1)) + "," for i in range(50)
+    ]
     lines[30] = '{"ph": "X", "name": "broken" "dur": 1},'
     lines.append(json.dumps(_event("last", "cpu_op", 1)) + "]}")
     path = tmp_path / "bad.json"
@@ -378,7 +440,8 @@ def test_non_numeric_memcpy_bytes_is_a_parse_error(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("chunk", [61, 4096])
 def test_damaged_trace_is_an_error_or_exactly_what_json_load_reads(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
     """A piece cut out anywhere: a ParseError exactly when json.load rejects the rest too,
     and otherwise (e.g. a cut through whitespace or between two events) exactly the events
     json.load sees; never a guess."""
@@ -388,7 +451,7 @@ def test_damaged_trace_is_an_error_or_exactly_what_json_load_reads(
     outcomes = {"error": 0, "bad event": 0, "parsed": 0}
     for start in range(0, len(data), 97):
         for length in (1, 13, 400):
-            damaged = data[:start] + data[start + length:]
+            damaged = data[:start] + data[start + length :]
             path.write_bytes(damaged)
             try:
                 json.loads(damaged)
@@ -409,22 +472,32 @@ def test_damaged_trace_is_an_error_or_exactly_what_json_load_reads(
     assert outcomes == {"error": 288, "bad event": 4, "parsed": 197}
 
 
-@pytest.mark.parametrize("text", ['{"traceEvents": {}}', "[1, 2]", '"trace"', "",
-                                  '{"schemaVersion": 1}'])
+@pytest.mark.parametrize(
+    "text", ['{"traceEvents": {}}', "[1, 2]", '"trace"', "", '{"schemaVersion": 1}']
+)
 def test_not_a_trace_is_a_parse_error(tmp_path: Path, text: str) -> None:
     path = tmp_path / "x.json"
     path.write_text(text)
     _error(path)
 
 
-@pytest.mark.parametrize("doc", [{"a": [1, 2]}, [1, 2, 3], {"perfci_version": 1, "profiles": []},
-                                 [{"name": "x", "value": 1}], {"events": [{"ph": "X"}]}])
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"a": [1, 2]},
+        [1, 2, 3],
+        {"perfci_version": 1, "profiles": []},
+        [{"name": "x", "value": 1}],
+        {"events": [{"ph": "X"}]},
+    ],
+)
 def test_other_json_is_not_sniffed(tmp_path: Path, doc: Any) -> None:
     path = _write(tmp_path / "other.json", doc)
     assert not chrome_trace.sniff(registry.read_head(path))
 
 
 # --- traces made here with torch.profiler ------------------------------------------------------
+
 
 @pytest.mark.torch
 def test_torch_profiler_trace(tmp_path: Path) -> None:
@@ -433,9 +506,11 @@ def test_torch_profiler_trace(tmp_path: Path) -> None:
 
     model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
     path = tmp_path / "cpu.pt.trace.json"
-    with profile(activities=[ProfilerActivity.CPU],
-                 schedule=schedule(wait=1, warmup=1, active=3, repeat=1),
-                 on_trace_ready=lambda prof: prof.export_chrome_trace(str(path))) as prof:
+    with profile(
+        activities=[ProfilerActivity.CPU],
+        schedule=schedule(wait=1, warmup=1, active=3, repeat=1),
+        on_trace_ready=lambda prof: prof.export_chrome_trace(str(path)),
+    ) as prof:
         for _ in range(6):
             with record_function("forward_pass"):
                 loss = model(torch.randn(8, 16)).sum()
@@ -480,9 +555,13 @@ def test_perfci_step_timer_is_preferred(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 def test_perfci_block_without_samples_falls_back(tmp_path: Path) -> None:
-    doc = {"traceEvents": [_event("ProfilerStep#0", "user_annotation", 3)],
-           "perfci": {"samples_ns": "oops"}}
+    doc = {
+        "traceEvents": [_event("ProfilerStep#0", "user_annotation", 3)],
+        "perfci": {"samples_ns": "oops"},
+    }
     profile = parse(_write(tmp_path / "p.json", doc))
     assert profile.find(K.STEP, "ProfilerStep").samples_ns == [3000.0]  # type: ignore[union-attr]
-    assert profile.warnings == ['the "perfci" block has no list of step times (samples_ns); '
-                                "ProfilerStep ranges are used instead"]
+    assert profile.warnings == [
+        'the "perfci" block has no list of step times (samples_ns); '
+        "ProfilerStep ranges are used instead"
+    ]

@@ -51,16 +51,18 @@ def rank0(corpus_dir: Path) -> Path:
 
 
 def test_split_respects_brackets_parens_and_quotes() -> None:
-    text = "a=[1, 2],b='x,y',c=f(1, (2, 3)),d=\"q,\\\"r\""
-    assert split_top_level(text) == ["a=[1, 2]", "b='x,y'", "c=f(1, (2, 3))",
-                                     "d=\"q,\\\"r\""]
+    text = 'a=[1, 2],b=\'x,y\',c=f(1, (2, 3)),d="q,\\"r"'
+    assert split_top_level(text) == ["a=[1, 2]", "b='x,y'", "c=f(1, (2, 3))", 'd="q,\\"r"']
 
 
 def test_unquoted_free_text_with_commas_stays_one_value() -> None:
-    fields = parse_kv("description=model_chunk.finish_grad_sync(), All-reduce / reduce-"
-                      "scatter across DP replicas,group_kind=dp")
-    assert fields["description"] == ("model_chunk.finish_grad_sync(), All-reduce / "
-                                     "reduce-scatter across DP replicas")
+    fields = parse_kv(
+        "description=model_chunk.finish_grad_sync(), All-reduce / reduce-"
+        "scatter across DP replicas,group_kind=dp"
+    )
+    assert fields["description"] == (
+        "model_chunk.finish_grad_sync(), All-reduce / reduce-scatter across DP replicas"
+    )
     assert fields["group_kind"] == "dp"
 
 
@@ -105,8 +107,12 @@ def test_seed004_phases(seed004: Path) -> None:
     assert profile.metadata["rank"] == 2
     assert profile.steps == 1  # one optimizer_step
     ranges = {m.name: m.total_ns for m in profile.by_kind(MetricKind.RANGE)}
-    assert ranges == {"get_batch": 1_320_000.0, "forward_step": 28_930_000.0,
-                      "backward_step": 36_530_000.0, "optimizer_step": 18_410_000.0}
+    assert ranges == {
+        "get_batch": 1_320_000.0,
+        "forward_step": 28_930_000.0,
+        "backward_step": 36_530_000.0,
+        "optimizer_step": 18_410_000.0,
+    }
     dp = profile.find(MetricKind.COMM, "dp_allreduce")
     assert dp is not None and dp.total_ns == 20_000.0
     assert dp.bytes == 373_981_184 * 4  # input__shape=[373981184], torch.float32
@@ -121,8 +127,11 @@ def test_seed004_sub_operations(seed004: Path) -> None:
     assert a2a.calls == 8
     assert a2a.attrs["comm_func"] == "all_to_all"
     assert a2a.min_ns == 0.0 and a2a.max_ns == 40_000.0
-    gather = profile.find(MetricKind.COMM, "allgather[exp] gather_along_first_dim_expert_parallel",
-                          scope="forward_step")
+    gather = profile.find(
+        MetricKind.COMM,
+        "allgather[exp] gather_along_first_dim_expert_parallel",
+        scope="forward_step",
+    )
     assert gather is not None and gather.calls == 4
     assert profile.find(MetricKind.COMM, "all_to_all[exp]", scope="backward_step") is not None
 
@@ -144,8 +153,9 @@ def test_realistic_rank0(rank0: Path) -> None:
     assert profile.label == "rank0"
     dp = profile.find(MetricKind.COMM, "dp_allreduce")
     assert dp is not None
-    assert dp.attrs["description"] == ("model_chunk.finish_grad_sync(), All-reduce / "
-                                       "reduce-scatter across DP replicas")
+    assert dp.attrs["description"] == (
+        "model_chunk.finish_grad_sync(), All-reduce / reduce-scatter across DP replicas"
+    )
     assert dp.bytes == 1_712_942_080 * 4
     linear = profile.find(MetricKind.COMM, "allreduce[tp] linear_fwd", scope="forward_step")
     assert linear is not None and linear.calls == 20
@@ -166,8 +176,9 @@ def test_scheduling_plan_has_extra_phases(corpus_dir: Path) -> None:
 
 
 def test_several_ranks_in_one_file(corpus_dir: Path, tmp_path: Path) -> None:
-    files = [corpus_dir / ECHO / f"fwyc0573_Megatron-LM__realistic_trace_rank{r}.txt"
-             for r in (2, 0)]
+    files = [
+        corpus_dir / ECHO / f"fwyc0573_Megatron-LM__realistic_trace_rank{r}.txt" for r in (2, 0)
+    ]
     combined = tmp_path / "ranks.txt"
     combined.write_text("".join(f.read_text() for f in files))
     profiles = _parse(combined)
@@ -182,17 +193,25 @@ def test_several_ranks_in_one_file(corpus_dir: Path, tmp_path: Path) -> None:
 def _iteration(rank: int, start: float, forward: float, state: str) -> list[str]:
     """One made-up iteration: forward_step, backward_step, optimizer_step (ms)."""
     lines, clock = [], start
-    for op, duration in (("forward_step", forward), ("backward_step", 2.0),
-                         ("optimizer_step", 1.0)):
+    for op, duration in (
+        ("forward_step", forward),
+        ("backward_step", 2.0),
+        ("optimizer_step", 1.0),
+    ):
         clock += duration
-        lines.append(f"rank:{rank}:{op}(stage_id=0,batch_id=0,mg_state={state},"
-                     f"duration={duration},timestamp={clock:.2f},sub_operations=[])")
+        lines.append(
+            f"rank:{rank}:{op}(stage_id=0,batch_id=0,mg_state={state},"
+            f"duration={duration},timestamp={clock:.2f},sub_operations=[])"
+        )
     return lines
 
 
 def test_slow_first_iteration_is_warmup(tmp_path: Path) -> None:
-    lines = (_iteration(0, 0.0, 40.0, "steady") + _iteration(0, 100.0, 10.0, "steady")
-             + _iteration(0, 200.0, 10.5, "steady"))
+    lines = (
+        _iteration(0, 0.0, 40.0, "steady")
+        + _iteration(0, 100.0, 10.0, "steady")
+        + _iteration(0, 200.0, 10.5, "steady")
+    )
     path = tmp_path / "trace.txt"
     path.write_text("\n".join(lines) + "\n")
     profile = _one(path)
@@ -255,13 +274,42 @@ def test_no_records_is_an_error(tmp_path: Path) -> None:
 # --- fast paths and streaming ---------------------------------------------------------------
 
 _KEYS = st.sampled_from(["a", "k.v", "_x", " s", "1a", "é", "", "sub_operations"])
-_VALUES = st.sampled_from([
-    "1.5", "None", "x y", " sp ", "[1, 2]", "[]", "[ ]", "['a=1,b=2', 'c=3']", "['x']",
-    "[ 'a' , 'b' ]", "(a, b)", "f(1)", "a (b, c) d", "don't", '"q"', "a=b", "", "é",
-    "[1, [2]]", "(", ")", "x)", "['a\\'b']", '["a"]', "{a}", "a\\b", "'a'", "a, b", "[2048,4096]",
-])
-_RECORDS = st.lists(st.one_of(st.tuples(_KEYS, _VALUES).map("=".join), _VALUES),
-                    min_size=1, max_size=5).map(",".join)
+_VALUES = st.sampled_from(
+    [
+        "1.5",
+        "None",
+        "x y",
+        " sp ",
+        "[1, 2]",
+        "[]",
+        "[ ]",
+        "['a=1,b=2', 'c=3']",
+        "['x']",
+        "[ 'a' , 'b' ]",
+        "(a, b)",
+        "f(1)",
+        "a (b, c) d",
+        "don't",
+        '"q"',
+        "a=b",
+        "",
+        "é",
+        "[1, [2]]",
+        "(",
+        ")",
+        "x)",
+        "['a\\'b']",
+        '["a"]',
+        "{a}",
+        "a\\b",
+        "'a'",
+        "a, b",
+        "[2048,4096]",
+    ]
+)
+_RECORDS = st.lists(
+    st.one_of(st.tuples(_KEYS, _VALUES).map("=".join), _VALUES), min_size=1, max_size=5
+).map(",".join)
 
 
 def _outcome(function: Callable[[str], object], text: str) -> object:
@@ -272,25 +320,34 @@ def _outcome(function: Callable[[str], object], text: str) -> object:
 
 
 @settings(max_examples=400, deadline=None, derandomize=True, database=None)
-@given(text=st.one_of(_RECORDS, st.lists(_RECORDS.map(repr), max_size=3).map(
-    lambda items: "[" + ", ".join(items) + "]"), st.lists(_RECORDS.map(repr), max_size=3).map(
-    lambda items: " [" + ",".join(items) + "] ")))
+@given(
+    text=st.one_of(
+        _RECORDS,
+        st.lists(_RECORDS.map(repr), max_size=3).map(lambda items: "[" + ", ".join(items) + "]"),
+        st.lists(_RECORDS.map(repr), max_size=3).map(lambda items: " [" + ",".join(items) + "] "),
+    )
+)
 def test_fast_paths_equal_the_scanner(text: str) -> None:
     assert _outcome(parse_kv, text) == _outcome(scan_kv, text)
     assert _outcome(parse_string_list, text) == _outcome(scan_string_list, text)
     assert _outcome(parse_kv_list, text) == _outcome(
-        lambda t: [scan_kv(item) for item in scan_string_list(t)], text)
+        lambda t: [scan_kv(item) for item in scan_string_list(t)], text
+    )
 
 
 def test_free_text_with_a_parenthesised_aside() -> None:
     text = "description=Expert DP sync (expert params, fp32),group_kind=ep_dp"
-    assert parse_kv(text) == scan_kv(text) == {
-        "description": "Expert DP sync (expert params, fp32)", "group_kind": "ep_dp"}
+    assert (
+        parse_kv(text)
+        == scan_kv(text)
+        == {"description": "Expert DP sync (expert params, fp32)", "group_kind": "ep_dp"}
+    )
 
 
 def test_interleaved_ranks_equal_one_file_per_rank(corpus_dir: Path, tmp_path: Path) -> None:
-    files = [corpus_dir / ECHO / f"fwyc0573_Megatron-LM__realistic_trace_rank{r}.txt"
-             for r in (0, 1)]
+    files = [
+        corpus_dir / ECHO / f"fwyc0573_Megatron-LM__realistic_trace_rank{r}.txt" for r in (0, 1)
+    ]
     texts = [f.read_text().splitlines() for f in files]
     mixed = [line for pair in zip_longest(*texts, fillvalue="") for line in pair]
     path = tmp_path / "mixed.txt"
@@ -308,10 +365,12 @@ def test_a_missing_timestamp_drops_only_the_iteration(tmp_path: Path) -> None:
 
 
 def test_sub_operations_named_alike_are_one_metric(tmp_path: Path) -> None:
-    subs = ["group=tp,comm_func=allreduce,duration=1.0,input__shape=[4],input__dtype=torch.int8",
-            "group= tp ,comm_func=allreduce ,duration=2.0,input__shape=[2, 2],"
-            "input__dtype=torch.float16",
-            "group=tp,comm_func=allreduce,duration=None,input__shape=None,input__dtype=int8"]
+    subs = [
+        "group=tp,comm_func=allreduce,duration=1.0,input__shape=[4],input__dtype=torch.int8",
+        "group= tp ,comm_func=allreduce ,duration=2.0,input__shape=[2, 2],"
+        "input__dtype=torch.float16",
+        "group=tp,comm_func=allreduce,duration=None,input__shape=None,input__dtype=int8",
+    ]
     line = f"rank:0:forward_step(duration=5.0,sub_operations={subs!r})"
     path = tmp_path / "trace.txt"
     path.write_text(line + "\n" + line.replace("input__shape=None", "input__shape=[1]") + "\n")
@@ -323,8 +382,10 @@ def test_sub_operations_named_alike_are_one_metric(tmp_path: Path) -> None:
 
 def test_durations_with_units_or_grouping_still_parse(tmp_path: Path) -> None:
     path = tmp_path / "trace.txt"
-    path.write_text("rank:0:get_batch(duration=1,234.5,sub_operations=[])\n"
-                    "rank:0:get_batch(duration=250us,sub_operations=[])\n"
-                    "rank:0:get_batch(duration= 2.5 ,sub_operations=[])\n")
+    path.write_text(
+        "rank:0:get_batch(duration=1,234.5,sub_operations=[])\n"
+        "rank:0:get_batch(duration=250us,sub_operations=[])\n"
+        "rank:0:get_batch(duration= 2.5 ,sub_operations=[])\n"
+    )
     [metric] = _one(path).by_kind(MetricKind.RANGE)
     assert metric.samples_ns == [1_234_500_000.0, 250_000.0, 2_500_000.0]

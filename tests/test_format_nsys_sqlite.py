@@ -66,9 +66,12 @@ def test_every_export_is_detected_as_nsys_sqlite(corpus_dir: Path, name: str) ->
 @pytest.mark.parametrize("name", [JIANG, JORGE, RAJA, NIKITIN])
 def test_kernels_match_direct_sql(corpus_dir: Path, name: str) -> None:
     path = _corpus(corpus_dir, name)
-    expected = _query(path, "SELECT s.value, COUNT(*), SUM(k.end - k.start) "
-                            "FROM CUPTI_ACTIVITY_KIND_KERNEL k "
-                            "JOIN StringIds s ON s.id = k.demangledName GROUP BY s.value")
+    expected = _query(
+        path,
+        "SELECT s.value, COUNT(*), SUM(k.end - k.start) "
+        "FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+        "JOIN StringIds s ON s.id = k.demangledName GROUP BY s.value",
+    )
     profile = _parse(path)
     got = {(m.name, m.calls, m.total_ns) for m in profile.by_kind(K.KERNEL)}
     assert got == {(kernel, calls, float(total)) for kernel, calls, total in expected}
@@ -77,9 +80,12 @@ def test_kernels_match_direct_sql(corpus_dir: Path, name: str) -> None:
 @pytest.mark.parametrize("name", ALL)
 def test_runtime_calls_match_direct_sql(corpus_dir: Path, name: str) -> None:
     path = _corpus(corpus_dir, name)
-    rows = _query(path, "SELECT s.value, COUNT(*), SUM(r.end - r.start) "
-                        "FROM CUPTI_ACTIVITY_KIND_RUNTIME r "
-                        "JOIN StringIds s ON s.id = r.nameId GROUP BY s.value")
+    rows = _query(
+        path,
+        "SELECT s.value, COUNT(*), SUM(r.end - r.start) "
+        "FROM CUPTI_ACTIVITY_KIND_RUNTIME r "
+        "JOIN StringIds s ON s.id = r.nameId GROUP BY s.value",
+    )
     expected: dict[str, tuple[int, float]] = {}
     for raw, calls, total in rows:
         # nsys stats drops a "_v" + 4-character version suffix (_v3020) and keeps longer ones.
@@ -99,7 +105,11 @@ def test_jiang_2023_3_export(corpus_dir: Path) -> None:
     assert (htod.calls, htod.total_ns, htod.bytes) == (1, 8_614_971.0, 102_400_000.0)
     malloc = _get(profile, K.API, "cudaMalloc")  # cudaMalloc_v3020 in StringIds
     assert (malloc.calls, malloc.total_ns, malloc.min_ns, malloc.max_ns) == (
-        2, 66_778_542.0, 39_391.0, 66_739_151.0)
+        2,
+        66_778_542.0,
+        39_391.0,
+        66_739_151.0,
+    )
     assert malloc.median_ns == 33_389_271.0
     ioctl = _get(profile, K.OS, "ioctl")
     assert (ioctl.calls, ioctl.total_ns, ioctl.device) == (486, 72_748_115.0, Device.CPU)
@@ -116,7 +126,12 @@ def test_jorgedavyd_2024_6_export(corpus_dir: Path) -> None:
     profile = _parse(_corpus(corpus_dir, JORGE))
     kernel = _get(profile, K.KERNEL, "wave_residual_shared(float *, float *, float, float, int)")
     assert (kernel.calls, kernel.total_ns, kernel.min_ns, kernel.max_ns, kernel.median_ns) == (
-        2, 2656.0, 1280.0, 1376.0, 1328.0)
+        2,
+        2656.0,
+        1280.0,
+        1376.0,
+        1328.0,
+    )
     assert kernel.std_ns == pytest.approx(67.882251, abs=1e-5)  # sample std of 1280, 1376
     dtoh = _get(profile, K.MEMORY, "[CUDA memcpy Device-to-Host]")
     assert (dtoh.calls, dtoh.total_ns, dtoh.bytes) == (2, 3040.0, 4096.0)
@@ -129,7 +144,11 @@ def test_raja_openmp_offload_export(corpus_dir: Path) -> None:
     profile = _parse(_corpus(corpus_dir, RAJA))
     kernel = _get(profile, K.KERNEL, "nvkernel_solve_F1L204_2")
     assert (kernel.calls, kernel.total_ns, kernel.min_ns, kernel.max_ns) == (
-        50, 1_071_243_791.0, 20_698_883.0, 36_062_345.0)
+        50,
+        1_071_243_791.0,
+        20_698_883.0,
+        36_062_345.0,
+    )
     htod = _get(profile, K.MEMORY, "[CUDA memcpy Host-to-Device]")
     assert (htod.calls, htod.total_ns, htod.bytes) == (100, 13_380_195_901.0, 51_200_000_000.0)
     # Driver API names keep their short "_v2" (nsys prints cuMemcpyDtoHAsync_v2 too).
@@ -138,8 +157,9 @@ def test_raja_openmp_offload_export(corpus_dir: Path) -> None:
 
 def test_haroon_export_without_kernel_table(corpus_dir: Path) -> None:
     path = _corpus(corpus_dir, HAROON)
-    assert _query(path, "SELECT COUNT(*) FROM sqlite_master "
-                        "WHERE name = 'CUPTI_ACTIVITY_KIND_KERNEL'") == [(0,)]
+    assert _query(
+        path, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'CUPTI_ACTIVITY_KIND_KERNEL'"
+    ) == [(0,)]
     profile = _parse(path)
     assert profile.by_kind(K.KERNEL) == [] and profile.by_kind(K.MEMORY) == []
     assert sum(m.calls or 0 for m in profile.by_kind(K.API)) == 2307
@@ -175,11 +195,12 @@ def test_parsing_never_writes(corpus_dir: Path, tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- built databases
 
 
-def _db(path: Path, tables: dict[str, Sequence[str]],
-        rows: dict[str, Iterable[Sequence[Any]]]) -> Path:
+def _db(
+    path: Path, tables: dict[str, Sequence[str]], rows: dict[str, Iterable[Sequence[Any]]]
+) -> Path:
     with closing(sqlite3.connect(path)) as conn:
         for table, columns in tables.items():
-            conn.execute(f'CREATE TABLE {table} ({", ".join(f"{c!r}" for c in columns)})')
+            conn.execute(f"CREATE TABLE {table} ({', '.join(f'{c!r}' for c in columns)})")
         for table, values in rows.items():
             values = list(values)
             if values:
@@ -190,27 +211,63 @@ def _db(path: Path, tables: dict[str, Sequence[str]],
 
 
 STRINGS = ("id", "value")
-RUNTIME_COLUMNS = ("start", "end", "eventClass", "globalTid", "correlationId", "nameId",
-                   "returnValue", "callchainId")
-NVTX_COLUMNS = ("start", "end", "eventType", "rangeId", "category", "color", "text",
-                "globalTid", "endGlobalTid", "textId", "domainId")
-KERNEL_COLUMNS = ("start", "end", "deviceId", "streamId", "correlationId", "demangledName",
-                  "shortName")
+RUNTIME_COLUMNS = (
+    "start",
+    "end",
+    "eventClass",
+    "globalTid",
+    "correlationId",
+    "nameId",
+    "returnValue",
+    "callchainId",
+)
+NVTX_COLUMNS = (
+    "start",
+    "end",
+    "eventType",
+    "rangeId",
+    "category",
+    "color",
+    "text",
+    "globalTid",
+    "endGlobalTid",
+    "textId",
+    "domainId",
+)
+KERNEL_COLUMNS = (
+    "start",
+    "end",
+    "deviceId",
+    "streamId",
+    "correlationId",
+    "demangledName",
+    "shortName",
+)
 MEMCPY_COLUMNS = ("start", "end", "deviceId", "streamId", "bytes", "copyKind")
 
 
 def test_runtime_only_database(tmp_path: Path) -> None:
     """Only StringIds and a runtime table: every other table is optional."""
-    path = _db(tmp_path / "runtime.sqlite",
-               {"StringIds": STRINGS, "CUPTI_ACTIVITY_KIND_RUNTIME": ("start", "end", "nameId")},
-               {"StringIds": [(1, "cudaMalloc_v3020"), (2, "cudaLaunchKernel_v7000")],
-                "CUPTI_ACTIVITY_KIND_RUNTIME": [(0, 100, 1), (200, 500, 1), (600, 610, 2)]})
+    path = _db(
+        tmp_path / "runtime.sqlite",
+        {"StringIds": STRINGS, "CUPTI_ACTIVITY_KIND_RUNTIME": ("start", "end", "nameId")},
+        {
+            "StringIds": [(1, "cudaMalloc_v3020"), (2, "cudaLaunchKernel_v7000")],
+            "CUPTI_ACTIVITY_KIND_RUNTIME": [(0, 100, 1), (200, 500, 1), (600, 610, 2)],
+        },
+    )
     profile = _parse(path)
     assert [(m.kind, m.name, m.calls, m.total_ns) for m in profile.metrics] == [
-        (K.API, "cudaLaunchKernel", 1, 10.0), (K.API, "cudaMalloc", 2, 400.0)]
+        (K.API, "cudaLaunchKernel", 1, 10.0),
+        (K.API, "cudaMalloc", 2, 400.0),
+    ]
     malloc = _get(profile, K.API, "cudaMalloc")
     assert (malloc.avg_ns, malloc.median_ns, malloc.min_ns, malloc.max_ns) == (
-        200.0, 200.0, 100.0, 300.0)
+        200.0,
+        200.0,
+        100.0,
+        300.0,
+    )
     assert malloc.std_ns == pytest.approx(141.421356, abs=1e-5)
     assert profile.steps is None and profile.metadata["tables"] == ["CUPTI_ACTIVITY_KIND_RUNTIME"]
 
@@ -225,16 +282,38 @@ def _nvtx_db(path: Path) -> Path:
     step_ns = [3000, 1000, 1010, 990, 1000]  # the first step is warm-up (3x the rest)
     start = 10_000
     for number, duration in enumerate(step_ns):
-        events.append((start, start + duration, 60, None, None, None, f"train_step {number}",
-                       pid_tid, pid_tid, None, 0))
+        events.append(
+            (
+                start,
+                start + duration,
+                60,
+                None,
+                None,
+                None,
+                f"train_step {number}",
+                pid_tid,
+                pid_tid,
+                None,
+                0,
+            )
+        )
         # registered string (textId) pushed inside each step
         events.append((start + 10, start + 110, 59, None, None, None, None, pid_tid, None, 1, 0))
         start += 5000
     events.append((50_000, 50_700, 59, None, None, None, "ncclAllReduce", pid_tid, None, None, 7))
-    return _db(path, {"StringIds": STRINGS, "NVTX_EVENTS": NVTX_COLUMNS,
-                      "CUPTI_ACTIVITY_KIND_RUNTIME": RUNTIME_COLUMNS},
-               {"StringIds": strings, "NVTX_EVENTS": events,
-                "CUPTI_ACTIVITY_KIND_RUNTIME": [(1, 4, 0, pid_tid, 1, 2, 0, None)]})
+    return _db(
+        path,
+        {
+            "StringIds": STRINGS,
+            "NVTX_EVENTS": NVTX_COLUMNS,
+            "CUPTI_ACTIVITY_KIND_RUNTIME": RUNTIME_COLUMNS,
+        },
+        {
+            "StringIds": strings,
+            "NVTX_EVENTS": events,
+            "CUPTI_ACTIVITY_KIND_RUNTIME": [(1, 4, 0, pid_tid, 1, 2, 0, None)],
+        },
+    )
 
 
 def test_nvtx_ranges_and_steps(tmp_path: Path) -> None:
@@ -255,16 +334,27 @@ def test_nvtx_ranges_and_steps(tmp_path: Path) -> None:
 
 
 def test_nccl_kernels_are_comm_and_memcpy_labels_without_enum(tmp_path: Path) -> None:
-    strings = [(1, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm *, unsigned long, "
-                   "ncclWork *)"), (2, "ncclDevKernel_AllReduce_Sum_f32_RING_LL"),
-               (3, "void gemm<float>(int)"), (4, "gemm")]
+    strings = [
+        (1, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm *, unsigned long, ncclWork *)"),
+        (2, "ncclDevKernel_AllReduce_Sum_f32_RING_LL"),
+        (3, "void gemm<float>(int)"),
+        (4, "gemm"),
+    ]
     kernels = [(0, 500, 0, 7, 1, 1, 2), (1000, 1300, 0, 7, 2, 1, 2), (0, 40, 0, 8, 3, 3, 4)]
     memcpy = [(0, 10, 0, 7, 64, 8), (20, 50, 0, 7, 128, 8), (60, 70, 0, 7, 4, 10)]
-    path = _db(tmp_path / "nccl.sqlite",
-               {"StringIds": STRINGS, "CUPTI_ACTIVITY_KIND_KERNEL": KERNEL_COLUMNS,
-                "CUPTI_ACTIVITY_KIND_MEMCPY": MEMCPY_COLUMNS},
-               {"StringIds": strings, "CUPTI_ACTIVITY_KIND_KERNEL": kernels,
-                "CUPTI_ACTIVITY_KIND_MEMCPY": memcpy})
+    path = _db(
+        tmp_path / "nccl.sqlite",
+        {
+            "StringIds": STRINGS,
+            "CUPTI_ACTIVITY_KIND_KERNEL": KERNEL_COLUMNS,
+            "CUPTI_ACTIVITY_KIND_MEMCPY": MEMCPY_COLUMNS,
+        },
+        {
+            "StringIds": strings,
+            "CUPTI_ACTIVITY_KIND_KERNEL": kernels,
+            "CUPTI_ACTIVITY_KIND_MEMCPY": memcpy,
+        },
+    )
     profile = _parse(path)
     comm = _get(profile, K.COMM, strings[0][1])
     assert (comm.calls, comm.total_ns, comm.device) == (2, 800.0, Device.GPU)
@@ -277,27 +367,60 @@ def test_nccl_kernels_are_comm_and_memcpy_labels_without_enum(tmp_path: Path) ->
 
 def test_nvprof_export_database(tmp_path: Path) -> None:
     """nvprof --export-profile: StringTable, CONCURRENT_KERNEL, cbid-only API, MARKER pairs."""
-    path = _db(tmp_path / "prof.nvvp",
-               {"StringTable": ("_id_", "value"),
-                "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL": ("_id_", "start", "end", "name"),
-                "CUPTI_ACTIVITY_KIND_RUNTIME": ("_id_", "cbid", "start", "end", "processId",
-                                                "threadId", "correlationId", "returnValue"),
-                "CUPTI_ACTIVITY_KIND_MEMCPY": ("_id_", "copyKind", "srcKind", "dstKind",
-                                               "flags", "bytes", "start", "end"),
-                "CUPTI_ACTIVITY_KIND_MARKER": ("_id_", "flags", "timestamp", "id",
-                                               "objectKind", "objectId", "domain", "name")},
-               {"StringTable": [(1, "_Z6vecAddPfS_S_i"), (2, "iteration 0"),
-                                (3, "iteration 1")],
-                "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL": [(1, 100, 160, 1), (2, 200, 270, 1)],
-                "CUPTI_ACTIVITY_KIND_RUNTIME": [(1, 211, 0, 9, 1, 1, 1, 0),
-                                                (2, 211, 10, 15, 1, 1, 2, 0),
-                                                (3, 9999, 20, 21, 1, 1, 3, 0)],
-                "CUPTI_ACTIVITY_KIND_MEMCPY": [(1, 1, 0, 0, 0, 256, 300, 340)],
-                # flags 2 = start (named), 4 = end; a pair shares its id
-                "CUPTI_ACTIVITY_KIND_MARKER": [(1, 2, 0, 1, 0, b"", 0, 2),
-                                               (2, 4, 1000, 1, 0, b"", 0, 0),
-                                               (3, 2, 1000, 2, 0, b"", 0, 3),
-                                               (4, 4, 1800, 2, 0, b"", 0, 0)]})
+    path = _db(
+        tmp_path / "prof.nvvp",
+        {
+            "StringTable": ("_id_", "value"),
+            "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL": ("_id_", "start", "end", "name"),
+            "CUPTI_ACTIVITY_KIND_RUNTIME": (
+                "_id_",
+                "cbid",
+                "start",
+                "end",
+                "processId",
+                "threadId",
+                "correlationId",
+                "returnValue",
+            ),
+            "CUPTI_ACTIVITY_KIND_MEMCPY": (
+                "_id_",
+                "copyKind",
+                "srcKind",
+                "dstKind",
+                "flags",
+                "bytes",
+                "start",
+                "end",
+            ),
+            "CUPTI_ACTIVITY_KIND_MARKER": (
+                "_id_",
+                "flags",
+                "timestamp",
+                "id",
+                "objectKind",
+                "objectId",
+                "domain",
+                "name",
+            ),
+        },
+        {
+            "StringTable": [(1, "_Z6vecAddPfS_S_i"), (2, "iteration 0"), (3, "iteration 1")],
+            "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL": [(1, 100, 160, 1), (2, 200, 270, 1)],
+            "CUPTI_ACTIVITY_KIND_RUNTIME": [
+                (1, 211, 0, 9, 1, 1, 1, 0),
+                (2, 211, 10, 15, 1, 1, 2, 0),
+                (3, 9999, 20, 21, 1, 1, 3, 0),
+            ],
+            "CUPTI_ACTIVITY_KIND_MEMCPY": [(1, 1, 0, 0, 0, 256, 300, 340)],
+            # flags 2 = start (named), 4 = end; a pair shares its id
+            "CUPTI_ACTIVITY_KIND_MARKER": [
+                (1, 2, 0, 1, 0, b"", 0, 2),
+                (2, 4, 1000, 1, 0, b"", 0, 0),
+                (3, 2, 1000, 2, 0, b"", 0, 3),
+                (4, 4, 1800, 2, 0, b"", 0, 0),
+            ],
+        },
+    )
     assert registry.detect(path).name == "nsys_sqlite"
     profile = _parse(path)
     assert profile.label == "nvprof"
@@ -313,24 +436,36 @@ def test_nvprof_export_database(tmp_path: Path) -> None:
     assert profile.by_kind(K.RANGE) == []
 
 
-def test_median_and_std_left_out_above_the_detail_limit(tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_median_and_std_left_out_above_the_detail_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(_sqlite_schema, "DETAIL_ROW_LIMIT", 2)
-    path = _db(tmp_path / "big.sqlite",
-               {"StringIds": STRINGS, "CUPTI_ACTIVITY_KIND_RUNTIME": ("start", "end", "nameId")},
-               {"StringIds": [(1, "cudaFree")],
-                "CUPTI_ACTIVITY_KIND_RUNTIME": [(0, 10, 1), (0, 20, 1), (0, 60, 1)]})
+    path = _db(
+        tmp_path / "big.sqlite",
+        {"StringIds": STRINGS, "CUPTI_ACTIVITY_KIND_RUNTIME": ("start", "end", "nameId")},
+        {
+            "StringIds": [(1, "cudaFree")],
+            "CUPTI_ACTIVITY_KIND_RUNTIME": [(0, 10, 1), (0, 20, 1), (0, 60, 1)],
+        },
+    )
     profile = _parse(path)
     free = _get(profile, K.API, "cudaFree")
     assert (free.calls, free.total_ns, free.avg_ns, free.median_ns, free.std_ns) == (
-        3, 90.0, 30.0, None, None)
+        3,
+        90.0,
+        30.0,
+        None,
+        None,
+    )
     assert profile.warnings == ["3 api events: median and std left out (more than 2)"]
 
 
 def test_export_with_only_metadata_gives_an_empty_profile(tmp_path: Path) -> None:
-    path = _db(tmp_path / "empty.sqlite",
-               {"StringIds": STRINGS, "META_DATA_EXPORT": ("name", "value")},
-               {"META_DATA_EXPORT": [("EXPORT_PRODUCT_VERSION", "2025.5.2.1")]})
+    path = _db(
+        tmp_path / "empty.sqlite",
+        {"StringIds": STRINGS, "META_DATA_EXPORT": ("name", "value")},
+        {"META_DATA_EXPORT": [("EXPORT_PRODUCT_VERSION", "2025.5.2.1")]},
+    )
     profile = _parse(path)
     assert profile.metrics == [] and profile.metadata["nsys_version"] == "2025.5.2.1"
     assert profile.warnings == ["the export holds no CUDA, NVTX or OS runtime events"]
@@ -382,11 +517,15 @@ def test_gzipped_export_is_not_sniffed_and_refused(corpus_dir: Path, tmp_path: P
 
 
 def test_table_without_expected_columns(tmp_path: Path) -> None:
-    path = _db(tmp_path / "odd.sqlite",
-               {"StringIds": STRINGS, "CUPTI_ACTIVITY_KIND_KERNEL": ("begin", "finish")},
-               {})
+    path = _db(
+        tmp_path / "odd.sqlite",
+        {"StringIds": STRINGS, "CUPTI_ACTIVITY_KIND_KERNEL": ("begin", "finish")},
+        {},
+    )
     with pytest.raises(ParseError) as err:
         registry.parse_file(path)
-    assert str(err.value) == (f"{path}: unexpected export layout: table "
-                              "CUPTI_ACTIVITY_KIND_KERNEL lacks column(s) start, end "
-                              "(nsys_sqlite)")
+    assert str(err.value) == (
+        f"{path}: unexpected export layout: table "
+        "CUPTI_ACTIVITY_KIND_KERNEL lacks column(s) start, end "
+        "(nsys_sqlite)"
+    )

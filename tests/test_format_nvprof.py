@@ -90,9 +90,13 @@ def test_seed001_memory_comm_and_api_rows(seed001: Profile) -> None:
     last = _get(seed001, K.API, "cuDriverGetVersion")  # the summary's last row, 683ns
     assert (last.calls, last.total_ns, last.avg_ns) == (3, 683, 227)
     # A continuation row keeps its group: the demangled template kernel stays a kernel.
-    fused = _get(seed001, K.KERNEL, "void fused_classifier_kernel5<bool=1, bool=0>(float*, "
-                 "float*, float*, float, int const *, int, int, int, int, "
-                 "std::integral_constant<bool, bool=1>)")
+    fused = _get(
+        seed001,
+        K.KERNEL,
+        "void fused_classifier_kernel5<bool=1, bool=0>(float*, "
+        "float*, float*, float, int const *, int, int, int, int, "
+        "std::integral_constant<bool, bool=1>)",
+    )
     assert (fused.calls, fused.total_ns) == (24, 215_340_000)
 
 
@@ -122,13 +126,26 @@ def test_seed001_encoder_backward_breakdown(seed001: Profile) -> None:
     scope = "encoder_backward"
     block = _get(seed001, K.RANGE, scope)
     assert (block.calls, block.total_ns, block.avg_ns, block.max_ns) == (
-        4, 15_253_000, 3_813_300, 5_181_000)
+        4,
+        15_253_000,
+        3_813_300,
+        5_181_000,
+    )
     inside = [(m.kind, m.name, m.calls, m.total_ns) for m in seed001.metrics if m.scope == scope]
     assert inside == [
-        (K.KERNEL, "void wte_backward_kernel<int=256>(float*, int4 const *, int const *, "
-                   "float const *, int const *, unsigned int, int, int, int)", 4, 430_710),
-        (K.KERNEL, "wpe_backward_kernel(float*, float const *, int const *, int, int, int, "
-                   "unsigned int)", 4, 288_790),
+        (
+            K.KERNEL,
+            "void wte_backward_kernel<int=256>(float*, int4 const *, int const *, "
+            "float const *, int const *, unsigned int, int, int, int)",
+            4,
+            430_710,
+        ),
+        (
+            K.KERNEL,
+            "wpe_backward_kernel(float*, float const *, int const *, int, int, int, unsigned int)",
+            4,
+            288_790,
+        ),
         (K.MEMORY, "[CUDA memcpy HtoD]", 8, 100_770),
         (K.API, "cudaMemcpyAsync", 8, 393_390),
         (K.API, "cudaLaunchKernel", 8, 121_360),
@@ -165,7 +182,12 @@ def test_corpus_cs566_summary(corpus_dir: Path) -> None:
     assert len(profile.by_kind(K.API)) == 14
     fill = _get(profile, K.KERNEL, "fill(void)")
     assert (fill.calls, fill.total_ns, fill.avg_ns, fill.min_ns, fill.max_ns) == (
-        400, 2_202_700, 5_506, 5_439, 6_111)
+        400,
+        2_202_700,
+        5_506,
+        5_439,
+        6_111,
+    )
     create = _get(profile, K.API, "cudaEventCreate")
     assert (create.calls, create.total_ns, create.min_ns) == (2, 98_832_000, 564)
     # The file ends without a line break after its last row: read, and said so.
@@ -179,8 +201,9 @@ def test_corpus_darknet_metrics_mode(corpus_dir: Path) -> None:
     kernels = profile.by_kind(K.KERNEL)
     assert len(kernels) == 16
     assert profile.metadata["mode"] == "metrics/events"
-    normalize = _get(profile, K.KERNEL, "normalize_kernel(int, float*, float*, float*, int, "
-                     "int, int)")
+    normalize = _get(
+        profile, K.KERNEL, "normalize_kernel(int, float*, float*, float*, int, int, int)"
+    )
     assert normalize.calls == 18
     assert normalize.total_ns is None
     assert normalize.attrs["device"] == "Tesla V100-PCIE-32GB (0)"
@@ -188,7 +211,10 @@ def test_corpus_darknet_metrics_mode(corpus_dir: Path) -> None:
     assert len(values) == 158
     assert values["warp_nonpred_execution_efficiency"] == {
         "description": "Warp Non-Predicated Execution Efficiency",
-        "min": "93.69%", "max": "93.70%", "avg": "93.69%"}
+        "min": "93.69%",
+        "max": "93.70%",
+        "avg": "93.69%",
+    }
     assert any(w.startswith("metrics/events mode: 16 kernels") for w in profile.warnings)
 
 
@@ -202,9 +228,12 @@ def test_corpus_game_of_life_metrics_mode(corpus_dir: Path) -> None:
     assert len(values) == 105
     assert values["ipc"]["avg"] == "2.507215"
     assert values["gld_requested_throughput"]["max"] == "1.9626GB/s"
-    assert values["alu_fu_utilization"] == {"description": "Arithmetic Function Unit Utilization",
-                                            "min": "Mid (5)", "max": "Mid (5)",
-                                            "avg": "Mid (5)"}
+    assert values["alu_fu_utilization"] == {
+        "description": "Arithmetic Function Unit Utilization",
+        "min": "Mid (5)",
+        "max": "Mid (5)",
+        "avg": "Mid (5)",
+    }
     # The file ends with a stray line after the table: not read, and said so.
     assert any(w.startswith("line 112: text after a table") for w in profile.warnings)
 
@@ -233,12 +262,20 @@ def test_csv_summary_with_units_row(tmp_path: Path) -> None:
     assert profile.label == "python train.py"
     sgemm = _get(profile, K.KERNEL, "volta_sgemm_128x64_nn")
     assert (sgemm.calls, sgemm.total_ns, sgemm.avg_ns, sgemm.min_ns, sgemm.max_ns) == (
-        510, 6_659_683, 13_058, 10_944, 22_048)
+        510,
+        6_659_683,
+        13_058,
+        10_944,
+        22_048,
+    )
     assert sgemm.attrs["time_pct"] == 29.820746
     htod = _get(profile, K.MEMORY, "[CUDA memcpy HtoD]")
     assert (htod.calls, htod.total_ns) == (2, 335_000)
-    nccl = _get(profile, K.COMM, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, "
-                "unsigned long, ncclWork*)")
+    nccl = _get(
+        profile,
+        K.COMM,
+        "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
+    )
     assert nccl.total_ns == 55_800
     malloc = _get(profile, K.API, "cudaMalloc")
     assert (malloc.calls, malloc.total_ns, malloc.min_ns) == (3, 12_000_500, 950)
@@ -246,20 +283,22 @@ def test_csv_summary_with_units_row(tmp_path: Path) -> None:
 
 
 def test_csv_nvtx_unified_memory_and_metrics_tables(tmp_path: Path) -> None:
-    text = (CSV_LOG
-            + "==4242== NVTX result:\n"
-            + '========      Range "Train step 0"\n'
-            + '"Type","Time(%)","Time","Calls","Avg","Min","Max","Name"\n'
-            + ",%,ms,,ms,ms,ms,\n"
-            + '"Range",100.000000,12.500000,1,12.500000,12.500000,12.500000,"Train step 0"\n'
-            + '"GPU activities",80.000000,10.000000,5,2.000000,1.000000,3.000000,'
-            + '"volta_sgemm_128x64_nn"\n'
-            + "==4242== Unified Memory profiling result:\n"
-            + '"Device","Count","Avg Size","Min Size","Max Size","Total Size","Total Time",'
-            + '"Name"\n'
-            + ",,KB,KB,KB,MB,ms,\n"
-            + '"Tesla V100-SXM2-16GB (0)",11,32.000000,4.000000,156.000000,0.343750,0.043990,'
-            + '"Host To Device"\n')
+    text = (
+        CSV_LOG
+        + "==4242== NVTX result:\n"
+        + '========      Range "Train step 0"\n'
+        + '"Type","Time(%)","Time","Calls","Avg","Min","Max","Name"\n'
+        + ",%,ms,,ms,ms,ms,\n"
+        + '"Range",100.000000,12.500000,1,12.500000,12.500000,12.500000,"Train step 0"\n'
+        + '"GPU activities",80.000000,10.000000,5,2.000000,1.000000,3.000000,'
+        + '"volta_sgemm_128x64_nn"\n'
+        + "==4242== Unified Memory profiling result:\n"
+        + '"Device","Count","Avg Size","Min Size","Max Size","Total Size","Total Time",'
+        + '"Name"\n'
+        + ",,KB,KB,KB,MB,ms,\n"
+        + '"Tesla V100-SXM2-16GB (0)",11,32.000000,4.000000,156.000000,0.343750,0.043990,'
+        + '"Host To Device"\n'
+    )
     profile = _one(_write(tmp_path, text, "nvprof.csv"))
     step = _get(profile, K.RANGE, "Train step 0")
     assert (step.calls, step.total_ns) == (1, 12_500_000)
@@ -272,17 +311,23 @@ def test_csv_nvtx_unified_memory_and_metrics_tables(tmp_path: Path) -> None:
 
 
 def test_csv_metrics_mode(tmp_path: Path) -> None:
-    text = ("==7== Profiling result:\n==7== Metric result:\n"
-            '"Device","Kernel","Invocations","Metric Name","Metric Description","Min","Max",'
-            '"Avg"\n'
-            '"Tesla V100 (0)","saxpy(int, float*)",4,"ipc","Executed IPC",1.200000,1.400000,'
-            '1.300000\n'
-            '"Tesla V100 (0)","saxpy(int, float*)",4,"dram_utilization","Device Memory '
-            'Utilization","Low (1)","Low (2)","Low (1)"\n')
+    text = (
+        "==7== Profiling result:\n==7== Metric result:\n"
+        '"Device","Kernel","Invocations","Metric Name","Metric Description","Min","Max",'
+        '"Avg"\n'
+        '"Tesla V100 (0)","saxpy(int, float*)",4,"ipc","Executed IPC",1.200000,1.400000,'
+        "1.300000\n"
+        '"Tesla V100 (0)","saxpy(int, float*)",4,"dram_utilization","Device Memory '
+        'Utilization","Low (1)","Low (2)","Low (1)"\n'
+    )
     [kernel] = _one(_write(tmp_path, text, "metrics.csv")).metrics
     assert (kernel.name, kernel.calls) == ("saxpy(int, float*)", 4)
     assert kernel.attrs["nvprof_metrics"]["ipc"] == {
-        "description": "Executed IPC", "min": "1.200000", "max": "1.400000", "avg": "1.300000"}
+        "description": "Executed IPC",
+        "min": "1.200000",
+        "max": "1.400000",
+        "avg": "1.300000",
+    }
     assert kernel.attrs["nvprof_metrics"]["dram_utilization"]["max"] == "Low (2)"
 
 
@@ -305,7 +350,10 @@ def test_file_cut_mid_row_keeps_complete_rows_and_warns(tmp_path: Path) -> None:
     cut = text.index("  651.26ms ") + 5  # inside the 4th GPU row (volta_sgemm_64x64_nn)
     profile = _one(_write(tmp_path, text[:cut]))
     assert [m.name for m in profile.metrics] == [
-        SGEMM, "volta_sgemm_128x128_tn", "volta_sgemm_128x64_nn"]
+        SGEMM,
+        "volta_sgemm_128x128_tn",
+        "volta_sgemm_128x64_nn",
+    ]
     assert any("line 8" in w and "not read" in w for w in profile.warnings)
 
 
@@ -327,8 +375,11 @@ def test_broken_row_inside_the_file_is_a_parse_error(tmp_path: Path) -> None:
 
 def test_bad_time_unit_names_line_and_column(tmp_path: Path) -> None:
     text = _seed_text().replace("4.91060s", "4.91060x", 1)
-    with pytest.raises(ParseError, match=r":5: expected a duration .* column Time, got "
-                                         r"'4\.91060x'"):
+    with pytest.raises(
+        ParseError,
+        match=r":5: expected a duration .* column Time, got "
+        r"'4\.91060x'",
+    ):
         registry.parse_file(_write(tmp_path, text))
 
 
@@ -350,17 +401,20 @@ def test_gzip_input(tmp_path: Path) -> None:
 
 def test_several_runs_are_separate_profiles(tmp_path: Path) -> None:
     def run(pid: int, flag: str, time: str) -> str:
-        return (f"=={pid}== NVPROF is profiling process {pid}, command: ./bench {flag}\n"
-                "step done\n"
-                f"=={pid}== Profiling application: ./bench {flag}\n"
-                f"=={pid}== Profiling result:\n{HEADER}\n"
-                f" GPU activities:  100.00%  {time}         2  1.0000ms  1.0000ms  1.0000ms  "
-                "k(int)\n"
-                "      API calls:  100.00%  3.0000ms         2  1.5000ms  1.0000ms  2.0000ms  "
-                "cudaLaunchKernel\n\n")
+        return (
+            f"=={pid}== NVPROF is profiling process {pid}, command: ./bench {flag}\n"
+            "step done\n"
+            f"=={pid}== Profiling application: ./bench {flag}\n"
+            f"=={pid}== Profiling result:\n{HEADER}\n"
+            f" GPU activities:  100.00%  {time}         2  1.0000ms  1.0000ms  1.0000ms  "
+            "k(int)\n"
+            "      API calls:  100.00%  3.0000ms         2  1.5000ms  1.0000ms  2.0000ms  "
+            "cudaLaunchKernel\n\n"
+        )
 
-    text = (run(11, "--a", "2.0000ms") + "======== separator: commit abc\n"
-            + run(12, "--b", "2.5000ms"))
+    text = (
+        run(11, "--a", "2.0000ms") + "======== separator: commit abc\n" + run(12, "--b", "2.5000ms")
+    )
     profiles = registry.parse_file(_write(tmp_path, text))
     assert [p.label for p in profiles] == ["./bench --a #1", "./bench --b #2"]
     assert [p.metadata["pid"] for p in profiles] == [11, 12]
@@ -368,61 +422,77 @@ def test_several_runs_are_separate_profiles(tmp_path: Path) -> None:
 
 
 def test_imported_log_with_equals_prefix_and_no_kernels(tmp_path: Path) -> None:
-    text = ("======== Profiling result:\n"
-            "No kernels were profiled.\n" + HEADER + "\n"
-            "      API calls:   99.00%  624.30ms         1  624.30ms  624.30ms  624.30ms  "
-            "cudaMallocHost\n"
-            "                    1.00%  6.3060ms         2  3.1530ms  588ns  6.3054ms  cudaFree\n")
+    text = (
+        "======== Profiling result:\n"
+        "No kernels were profiled.\n" + HEADER + "\n"
+        "      API calls:   99.00%  624.30ms         1  624.30ms  624.30ms  624.30ms  "
+        "cudaMallocHost\n"
+        "                    1.00%  6.3060ms         2  3.1530ms  588ns  6.3054ms  cudaFree\n"
+    )
     profile = _one(_write(tmp_path, text))
     assert profile.label == "nvprof"
     assert profile.metadata["no_kernels_profiled"] is True
     assert [(m.kind, m.name, m.min_ns) for m in profile.metrics] == [
-        (K.API, "cudaMallocHost", 624_300_000), (K.API, "cudaFree", 588)]
+        (K.API, "cudaMallocHost", 624_300_000),
+        (K.API, "cudaFree", 588),
+    ]
 
 
 def test_old_layout_without_type_column(tmp_path: Path) -> None:
-    text = ("==7== Profiling application: ./old\n"
-            "==7== Profiling result:\n"
-            "Time(%)      Time     Calls       Avg       Min       Max  Name\n"
-            " 90.00%  9.0000us         3  3.0000us  2.0000us  4.0000us  add(float*, float*)\n"
-            " 10.00%  1.0000us         1  1.0000us  1.0000us  1.0000us  [CUDA memcpy DtoH]\n"
-            "\n"
-            "==7== API calls:\n"
-            "Time(%)      Time     Calls       Avg       Min       Max  Name\n"
-            "100.00%  5.0000ms         1  5.0000ms  5.0000ms  5.0000ms  cudaMalloc\n")
+    text = (
+        "==7== Profiling application: ./old\n"
+        "==7== Profiling result:\n"
+        "Time(%)      Time     Calls       Avg       Min       Max  Name\n"
+        " 90.00%  9.0000us         3  3.0000us  2.0000us  4.0000us  add(float*, float*)\n"
+        " 10.00%  1.0000us         1  1.0000us  1.0000us  1.0000us  [CUDA memcpy DtoH]\n"
+        "\n"
+        "==7== API calls:\n"
+        "Time(%)      Time     Calls       Avg       Min       Max  Name\n"
+        "100.00%  5.0000ms         1  5.0000ms  5.0000ms  5.0000ms  cudaMalloc\n"
+    )
     assert nvprof.sniff(registry.Head(raw=b"", text=text, gzipped=False))
     profile = _one(_write(tmp_path, text))
     assert [(m.kind, m.name, m.total_ns) for m in profile.metrics] == [
-        (K.KERNEL, "add(float*, float*)", 9_000), (K.MEMORY, "[CUDA memcpy DtoH]", 1_000),
-        (K.API, "cudaMalloc", 5_000_000)]
+        (K.KERNEL, "add(float*, float*)", 9_000),
+        (K.MEMORY, "[CUDA memcpy DtoH]", 1_000),
+        (K.API, "cudaMalloc", 5_000_000),
+    ]
 
 
 def test_normalized_time_unit_row(tmp_path: Path) -> None:
-    text = ("==10== Profiling result:\n" + HEADER + "\n"
-            "                        %        ms                    ms        ms        ms\n"
-            " GPU activities:  100.00%  34.910         2  17.455  15.000  19.910  kernel(float*)\n"
-            "      API calls:  100.00%  0.0270         1  0.0270  0.0270  0.0270  cudaMalloc\n")
+    text = (
+        "==10== Profiling result:\n" + HEADER + "\n"
+        "                        %        ms                    ms        ms        ms\n"
+        " GPU activities:  100.00%  34.910         2  17.455  15.000  19.910  kernel(float*)\n"
+        "      API calls:  100.00%  0.0270         1  0.0270  0.0270  0.0270  cudaMalloc\n"
+    )
     profile = _one(_write(tmp_path, text))
     kernel = _get(profile, K.KERNEL, "kernel(float*)")
     assert (kernel.total_ns, kernel.avg_ns, kernel.min_ns, kernel.max_ns) == (
-        34_910_000, 17_455_000, 15_000_000, 19_910_000)
+        34_910_000,
+        17_455_000,
+        15_000_000,
+        19_910_000,
+    )
     assert _get(profile, K.API, "cudaMalloc").total_ns == 27_000
 
 
 def test_nvtx_cut_names_take_the_summary_name(tmp_path: Path) -> None:
     full = "fused_residual_forward_kernel5(float*, float*, float const *, int, int)"
-    text = ("==10== Profiling result:\n" + HEADER + "\n"
-            f" GPU activities:  100.00%  34.910ms         1  34.910ms  34.910ms  34.910ms  {full}\n"
-            "\n==10== NVTX result:\n"
-            '==10==   Thread "<unnamed>" (id = 2564218880)\n'
-            '==10==     Domain "my_domain"\n'
-            '==10==       Range "function_my_domain"\n' + HEADER + "\n"
-            "          Range:  100.00%  1.22693s         1  1.22693s  1.22693s  1.22693s  "
-            "function_my_domain\n"
-            " GPU activities:  100.00%  34.910ms         1  34.910ms  34.910ms  34.910ms  "
-            "fused_residual_forward_kernel5(float*, flo\n"
-            "      API calls:  100.00%  27.030us         1  27.030us  27.030us  27.030us  "
-            "cudaLaunchKernel\n")
+    text = (
+        "==10== Profiling result:\n" + HEADER + "\n"
+        f" GPU activities:  100.00%  34.910ms         1  34.910ms  34.910ms  34.910ms  {full}\n"
+        "\n==10== NVTX result:\n"
+        '==10==   Thread "<unnamed>" (id = 2564218880)\n'
+        '==10==     Domain "my_domain"\n'
+        '==10==       Range "function_my_domain"\n' + HEADER + "\n"
+        "          Range:  100.00%  1.22693s         1  1.22693s  1.22693s  1.22693s  "
+        "function_my_domain\n"
+        " GPU activities:  100.00%  34.910ms         1  34.910ms  34.910ms  34.910ms  "
+        "fused_residual_forward_kernel5(float*, flo\n"
+        "      API calls:  100.00%  27.030us         1  27.030us  27.030us  27.030us  "
+        "cudaLaunchKernel\n"
+    )
     profile = _one(_write(tmp_path, text))
     inner = _get(profile, K.KERNEL, full, scope="function_my_domain")
     assert inner.attrs["nvtx_name"] == "fused_residual_forward_kernel5(float*, flo"
@@ -432,61 +502,76 @@ def test_nvtx_cut_names_take_the_summary_name(tmp_path: Path) -> None:
 
 
 def test_unified_memory_section(tmp_path: Path) -> None:
-    text = ("==5== Profiling result:\n" + HEADER + "\n"
-            " GPU activities:  100.00%  1.0000ms         1  1.0000ms  1.0000ms  1.0000ms  k\n"
-            "\n==5== Unified Memory profiling result:\n"
-            'Device "Tesla V100-SXM2-16GB (0)"\n'
-            "   Count  Avg Size  Min Size  Max Size  Total Size  Total Time  Name\n"
-            "      11  32.889KB  4.0000KB  156.00KB  361.78KB  43.99us  Host To Device\n"
-            "       3         -         -         -           -  1.014752ms  "
-            "Gpu page fault groups\n"
-            "Total CPU Page faults: 17\n"
-            "Total CPU thrashes: 48\n")
+    text = (
+        "==5== Profiling result:\n" + HEADER + "\n"
+        " GPU activities:  100.00%  1.0000ms         1  1.0000ms  1.0000ms  1.0000ms  k\n"
+        "\n==5== Unified Memory profiling result:\n"
+        'Device "Tesla V100-SXM2-16GB (0)"\n'
+        "   Count  Avg Size  Min Size  Max Size  Total Size  Total Time  Name\n"
+        "      11  32.889KB  4.0000KB  156.00KB  361.78KB  43.99us  Host To Device\n"
+        "       3         -         -         -           -  1.014752ms  "
+        "Gpu page fault groups\n"
+        "Total CPU Page faults: 17\n"
+        "Total CPU thrashes: 48\n"
+    )
     profile = _one(_write(tmp_path, text))
     htod = _get(profile, K.MEMORY, "[Unified Memory] Host To Device")
     assert (htod.calls, htod.total_ns, htod.bytes) == (11, 43_990, 361.78 * 1024)
     assert htod.attrs["device"] == "Tesla V100-SXM2-16GB (0)"
     faults = _get(profile, K.MEMORY, "[Unified Memory] Gpu page fault groups")
     assert (faults.calls, faults.total_ns, faults.bytes) == (3, 1_014_752, None)
-    assert profile.metadata["unified_memory"] == {"Total CPU Page faults": 17,
-                                                  "Total CPU thrashes": 48}
+    assert profile.metadata["unified_memory"] == {
+        "Total CPU Page faults": 17,
+        "Total CPU thrashes": 48,
+    }
 
 
 def test_events_mode_and_skipped_tables(tmp_path: Path) -> None:
-    text = ("==9== Profiling result:\n"
-            "==9== Event result:\n"
-            "Invocations                                Event Name         Min         Max"
-            "         Avg       Total\n"
-            'Device "Tesla K80 (0)"\n'
-            "\tKernel: saxpy(int, float, float*, float*)\n"
-            "          2                             inst_executed       1000        1200"
-            "        1100        2200\n"
-            "\n"
-            "   Start  Duration            Grid Size      Block Size  Name\n"
-            "  1.0s  2.0us  (1 1 1)  (32 1 1)  saxpy(int, float, float*, float*) [93]\n"
-            "  1.1s  2.0us  (1 1 1)  (32 1 1)  saxpy(int, float, float*, float*) [95]\n")
+    text = (
+        "==9== Profiling result:\n"
+        "==9== Event result:\n"
+        "Invocations                                Event Name         Min         Max"
+        "         Avg       Total\n"
+        'Device "Tesla K80 (0)"\n'
+        "\tKernel: saxpy(int, float, float*, float*)\n"
+        "          2                             inst_executed       1000        1200"
+        "        1100        2200\n"
+        "\n"
+        "   Start  Duration            Grid Size      Block Size  Name\n"
+        "  1.0s  2.0us  (1 1 1)  (32 1 1)  saxpy(int, float, float*, float*) [93]\n"
+        "  1.1s  2.0us  (1 1 1)  (32 1 1)  saxpy(int, float, float*, float*) [95]\n"
+    )
     profile = _one(_write(tmp_path, text))
     [kernel] = profile.metrics
     assert kernel.calls == 2
     assert kernel.attrs["nvprof_events"]["inst_executed"] == {
-        "min": "1000", "max": "1200", "avg": "1100", "total": "2200"}
+        "min": "1000",
+        "max": "1200",
+        "avg": "1100",
+        "total": "2200",
+    }
     assert any(w.startswith("2 rows of the trace table at line 8") for w in profile.warnings)
 
 
 def test_rows_of_an_unknown_type_are_counted_in_a_warning(tmp_path: Path) -> None:
-    text = ("==3== Profiling result:\n" + HEADER + "\n"
-            " GPU activities:  100.00%  1.0000ms         1  1.0000ms  1.0000ms  1.0000ms  k\n"
-            " OpenACC (excl):   60.00%  2.0000ms         1  2.0000ms  2.0000ms  2.0000ms  w\n"
-            "                   40.00%  1.0000ms         1  1.0000ms  1.0000ms  1.0000ms  x\n")
+    text = (
+        "==3== Profiling result:\n" + HEADER + "\n"
+        " GPU activities:  100.00%  1.0000ms         1  1.0000ms  1.0000ms  1.0000ms  k\n"
+        " OpenACC (excl):   60.00%  2.0000ms         1  2.0000ms  2.0000ms  2.0000ms  w\n"
+        "                   40.00%  1.0000ms         1  1.0000ms  1.0000ms  1.0000ms  x\n"
+    )
     profile = _one(_write(tmp_path, text))
     assert [m.name for m in profile.metrics] == ["k"]
     assert "2 rows of type 'OpenACC (excl)' (no matching metric kind) were not read" in (
-        profile.warnings)
+        profile.warnings
+    )
 
 
 def test_sniff_rejects_other_tables() -> None:
-    nsys = (" Time(%)  Total Time (ns)  Num Calls  Average  Minimum  Maximum  Name\n"
-            " -------  ---------------  ---------  -------  -------  -------  ----\n")
+    nsys = (
+        " Time(%)  Total Time (ns)  Num Calls  Average  Minimum  Maximum  Name\n"
+        " -------  ---------------  ---------  -------  -------  -------  ----\n"
+    )
     lookalike = "Time(%),Time,Calls,Avg,Min,Max,Name\n29.8,6659.68,510,13.05,10.9,22.0,k\n"
     for text in (nsys, lookalike, "==PROF== Connected to process 1\n"):
         assert not nvprof.sniff(registry.Head(raw=b"", text=text, gzipped=False))
@@ -495,8 +580,9 @@ def test_sniff_rejects_other_tables() -> None:
 def test_only_newlines_end_lines(tmp_path: Path) -> None:
     # Text-mode lines, not str.splitlines(): \f, \x1c and U+2028 stay inside a name.
     path = tmp_path / "odd.log"
-    path.write_text(_seed_text().replace(SGEMM, "volta\x0csgemm\x1c128x64\u2028tn"),
-                    encoding="utf-8")
+    path.write_text(
+        _seed_text().replace(SGEMM, "volta\x0csgemm\x1c128x64\u2028tn"), encoding="utf-8"
+    )
     profile = _one(path)
     assert _get(profile, K.KERNEL, "volta\x0csgemm\x1c128x64\u2028tn").total_ns == 4_910_600_000
     assert profile.find(K.KERNEL, SGEMM) is None
@@ -505,6 +591,6 @@ def test_only_newlines_end_lines(tmp_path: Path) -> None:
 def test_cut_gzip_is_an_error_naming_the_file(tmp_path: Path) -> None:
     packed = gzip.compress(seed("001").read_bytes())
     path = tmp_path / "cut.log.gz"
-    path.write_bytes(packed[:len(packed) // 2])
+    path.write_bytes(packed[: len(packed) // 2])
     with pytest.raises(ParseError, match=r"cut\.log\.gz: cannot read file: .*\(nvprof\)"):
         registry.parse_file(path, format="nvprof")

@@ -54,9 +54,17 @@ def test_seed000_shape(seed000: Profile) -> None:
     assert seed000.steps == 1
     assert seed000.warnings == []
     kinds = Counter((m.kind, m.device) for m in seed000.metrics)
-    assert kinds == {(K.RANGE, CPU): 33, (K.OP, CPU): 30, (K.RANGE, GPU): 26, (K.OP, GPU): 22,
-                     (K.API, CPU): 15, (K.COMM, CPU): 5, (K.COMM, GPU): 1,
-                     (K.STEP, CPU): 1, (K.STEP, GPU): 1}
+    assert kinds == {
+        (K.RANGE, CPU): 33,
+        (K.OP, CPU): 30,
+        (K.RANGE, GPU): 26,
+        (K.OP, GPU): 22,
+        (K.API, CPU): 15,
+        (K.COMM, CPU): 5,
+        (K.COMM, GPU): 1,
+        (K.STEP, CPU): 1,
+        (K.STEP, GPU): 1,
+    }
     # every one of the 83 non-step rows gives a metric, none twice on one device
     rows = {(m.attrs["row"], m.device) for m in seed000.metrics if m.kind is not K.STEP}
     assert len({row for row, _ in rows}) == 83
@@ -128,8 +136,11 @@ def test_legacy_bottleneck_report(corpus_dir: Path) -> None:
     assert to.attrs["input_shapes"] == "[]"
     assert _get(first, K.OP, "to", GPU).total_ns == 544_000.0
     # the 13 separate "to" rows stay 13 metrics per device, numbered in table order
-    names = [m.name for m in first.metrics if m.device is CPU and m.attrs.get("table_name",
-                                                                           m.name) == "to"]
+    names = [
+        m.name
+        for m in first.metrics
+        if m.device is CPU and m.attrs.get("table_name", m.name) == "to"
+    ]
     assert names == ["to", *(f"to ({n})" for n in range(2, 14))]
     assert _get(first, K.OP, "to (2)").self_ns == 2_958_000.0
     assert _get(second, K.OP, "empty").self_ns == 81_553_000.0
@@ -161,8 +172,12 @@ def test_cuda_table_with_header_and_footers(corpus_dir: Path) -> None:
     [profile] = _corpus(corpus_dir, "debashishc_kernelheim__profile_in_cuda_README_table.txt")
     assert profile.label == "Profiling torch.square"
     assert profile.metadata["self_cuda_time_total_ns"] == 1_763_000.0
-    assert _times(_get(profile, K.OP, "aten::pow", GPU)) == (1, 1_737_000.0, 1_748_000.0,
-                                                             1_748_000.0)
+    assert _times(_get(profile, K.OP, "aten::pow", GPU)) == (
+        1,
+        1_737_000.0,
+        1_748_000.0,
+        1_748_000.0,
+    )
     assert _get(profile, K.OP, "aten::to").self_ns == 950.0
     assert _get(profile, K.API, "cudaDeviceSynchronize").self_ns == 1_579_000.0
 
@@ -224,7 +239,7 @@ def test_cut_legacy_table(corpus_dir: Path, tmp_path: Path) -> None:
     text = (corpus_dir / FOLDER / "YHRen_NGFP__reports_nfp_perf.md").read_text()
     end = text.index("to              6.21%")
     path = tmp_path / "cut.md"
-    path.write_text(text[:end + 30])
+    path.write_text(text[: end + 30])
     [profile] = registry.parse_file(path, format="pytorch_table")
     assert profile.metadata["rows"] == 10
     assert any("cut short" in warning for warning in profile.warnings)
@@ -232,8 +247,10 @@ def test_cut_legacy_table(corpus_dir: Path, tmp_path: Path) -> None:
 
 def test_interleaved_log_lines_and_comment_prefix(tmp_path: Path) -> None:
     lines = _seed_lines()
-    stage = ("STAGE:2023-12-21 21:59:44 792942:792942 ActivityProfilerController.cpp:312] "
-             "Completed Stage: Warm Up\n")
+    stage = (
+        "STAGE:2023-12-21 21:59:44 792942:792942 ActivityProfilerController.cpp:312] "
+        "Completed Stage: Warm Up\n"
+    )
     path = tmp_path / "log.txt"
     path.write_text("step=000 loss=7.01\n" + "".join(lines[:20]) + stage + "".join(lines[20:]))
     [profile] = registry.parse_file(path)
@@ -288,15 +305,26 @@ def test_no_table(tmp_path: Path) -> None:
 
 def test_kinds_from_names() -> None:
     cases = {
-        "aten::mm": K.OP, "MulBackward0": K.OP, "autograd::engine::evaluate_function: X": K.OP,
-        "cudaLaunchKernel": K.API, "cuLaunchKernel": K.API, "cudaMemcpyAsync": K.API,
-        "Memcpy HtoD (Pageable -> Device)": K.MEMORY, "Memset (Device)": K.MEMORY,
-        "nccl:all_reduce": K.COMM, "c10d::allreduce_": K.COMM,
+        "aten::mm": K.OP,
+        "MulBackward0": K.OP,
+        "autograd::engine::evaluate_function: X": K.OP,
+        "cudaLaunchKernel": K.API,
+        "cuLaunchKernel": K.API,
+        "cudaMemcpyAsync": K.API,
+        "Memcpy HtoD (Pageable -> Device)": K.MEMORY,
+        "Memset (Device)": K.MEMORY,
+        "nccl:all_reduce": K.COMM,
+        "c10d::allreduce_": K.COMM,
         "ncclDevKernel_AllReduce_Sum_f32_RING_LL(x)": K.COMM,
         "void at::native::vectorized_elementwise_kernel<4, at...": K.KERNEL,
-        "ampere_sgemm_128x64_tn": K.KERNEL, "triton_poi_fused_add_0": K.KERNEL,
-        "ProfilerStep#3": K.STEP, "ProfilerStep*": K.STEP, "train_step-0": K.STEP,
-        "forward": K.RANGE, "LAYER_0": K.RANGE, "Optimizer.step#Adam.step": K.RANGE,
+        "ampere_sgemm_128x64_tn": K.KERNEL,
+        "triton_poi_fused_add_0": K.KERNEL,
+        "ProfilerStep#3": K.STEP,
+        "ProfilerStep*": K.STEP,
+        "train_step-0": K.STEP,
+        "forward": K.RANGE,
+        "LAYER_0": K.RANGE,
+        "Optimizer.step#Adam.step": K.RANGE,
     }
     assert {name: kind_of(name, legacy=False) for name in cases} == cases
     assert kind_of("matmul", legacy=True) is K.OP
@@ -331,12 +359,12 @@ def torch_table(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[An
     from torch.profiler import ProfilerActivity, profile, record_function
 
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
-                                torch.nn.Linear(128, 10))
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     inputs, labels = torch.randn(32, 64), torch.randint(0, 10, (32,))
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True, record_shapes=True,
-                 with_flops=True) as prof:
+    with profile(
+        activities=[ProfilerActivity.CPU], profile_memory=True, record_shapes=True, with_flops=True
+    ) as prof:
         for step in range(3):
             with record_function(f"train_step-{step}"):
                 with record_function("forward"):
@@ -381,8 +409,9 @@ def test_torch_cpu_table_matches_function_events(torch_table: tuple[Path, list[A
     [step] = profile.by_kind(K.STEP)
     assert step.name == "train_step" and profile.steps == 3
     expected = [time for _, time in sorted(steps)]
-    assert all(_close_time(got, want) for got, want in zip(step.samples_ns or [], expected,
-                                                           strict=True))
+    assert all(
+        _close_time(got, want) for got, want in zip(step.samples_ns or [], expected, strict=True)
+    )
 
 
 @pytest.mark.torch
@@ -392,11 +421,20 @@ def test_torch_stack_rows_and_flops_column(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     from torch.autograd.profiler_util import EventList, FunctionEvent
 
-    events = [FunctionEvent(id=i, name=name, thread=0, start_us=i * 100,
-                            end_us=i * 100 + 40 + i, flops=flops,
-                            stack=[f"model.py({10 + i}): forward", "train.py(3): <module>"])
-              for i, (name, flops) in enumerate([("aten::mm", 2_000_000), ("aten::add", 0),
-                                                 ("aten::mm", 4_000_000)])]
+    events = [
+        FunctionEvent(
+            id=i,
+            name=name,
+            thread=0,
+            start_us=i * 100,
+            end_us=i * 100 + 40 + i,
+            flops=flops,
+            stack=[f"model.py({10 + i}): forward", "train.py(3): <module>"],
+        )
+        for i, (name, flops) in enumerate(
+            [("aten::mm", 2_000_000), ("aten::add", 0), ("aten::mm", 4_000_000)]
+        )
+    ]
     event_list = EventList(events, use_device=None, with_flops=True)
     event_list._build_tree()
     path = tmp_path / "stack.txt"
@@ -431,9 +469,11 @@ def test_table_without_closing_separator_then_another(tmp_path: Path) -> None:
 def test_only_newlines_end_lines(tmp_path: Path) -> None:
     # Text-mode lines, not str.splitlines(): \v, \f, \x85 and U+2028 stay inside a name.
     text = "".join(_seed_lines())
-    for old, new in (("Optimizer.zero_grad#Adam", "Optimizer.zero_grad\x0bAdam"),
-                     ("ForwardEmbedding_DropOut", "ForwardEmbedding\x85DropOut"),
-                     ("FORWARD_EMBEDDING", "FORWARD\u2028EMBEDDING")):
+    for old, new in (
+        ("Optimizer.zero_grad#Adam", "Optimizer.zero_grad\x0bAdam"),
+        ("ForwardEmbedding_DropOut", "ForwardEmbedding\x85DropOut"),
+        ("FORWARD_EMBEDDING", "FORWARD\u2028EMBEDDING"),
+    ):
         text = text.replace(old, new, 1)
     path = tmp_path / "odd.txt"
     path.write_text(text, encoding="utf-8")
@@ -447,6 +487,6 @@ def test_only_newlines_end_lines(tmp_path: Path) -> None:
 def test_cut_gzip_is_an_error_naming_the_file(tmp_path: Path) -> None:
     packed = gzip.compress(seed("000").read_bytes())
     path = tmp_path / "cut.txt.gz"
-    path.write_bytes(packed[:len(packed) // 2])
+    path.write_bytes(packed[: len(packed) // 2])
     with pytest.raises(ParseError, match=r"cut\.txt\.gz: cannot read file: .*\(pytorch_table\)"):
         registry.parse_file(path, format="pytorch_table")

@@ -17,8 +17,17 @@ from perfci.formats import registry
 from perfci.formats.protocol import FormatParser
 
 #: The detection order ``perfci formats`` has always printed: most specific sniff first.
-DETECTION_ORDER = ("nsys_sqlite", "perfci_json", "chrome_trace", "nsys_stats", "nsys_stats_csv",
-                   "nvprof", "pytorch_table", "megatron_trace", "workload_table")
+DETECTION_ORDER = (
+    "nsys_sqlite",
+    "perfci_json",
+    "chrome_trace",
+    "nsys_stats",
+    "nsys_stats_csv",
+    "nvprof",
+    "pytorch_table",
+    "megatron_trace",
+    "workload_table",
+)
 
 #: Top-level modules of ``perfci/formats/`` that are machinery, not formats.
 NOT_FORMATS = frozenset({"perfci.formats.registry", "perfci.formats.protocol"})
@@ -42,8 +51,11 @@ def test_every_public_format_module_is_registered() -> None:
 
 def test_no_private_module_is_a_parser_by_shape() -> None:
     # A module with the protocol's shape but a private name would never be detected.
-    shaped = {m.__name__ for m in _all_modules()
-              if all(hasattr(m, name) for name in ("NAME", "DESCRIPTION", "sniff", "parse"))}
+    shaped = {
+        m.__name__
+        for m in _all_modules()
+        if all(hasattr(m, name) for name in ("NAME", "DESCRIPTION", "sniff", "parse"))
+    }
     assert shaped == {parser.__name__ for parser in registry.PARSERS}  # type: ignore[attr-defined]
 
 
@@ -65,8 +77,7 @@ def test_registry_order_names_and_descriptions() -> None:
         assert spec.sniff == parser.sniff and spec.parse == parser.parse
 
 
-def test_perfci_formats_lists_them_in_detection_order(
-        capsys: pytest.CaptureFixture[str]) -> None:
+def test_perfci_formats_lists_them_in_detection_order(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["formats"]) == 0
     # Names start their row; a description too long for the terminal wraps onto indented lines.
     lines = capsys.readouterr().out.splitlines()[1:]
@@ -80,8 +91,9 @@ def test_every_format_family_is_shipped_in_the_wheel() -> None:
     pyproject = Path(perfci.formats.__file__).parents[2] / "pyproject.toml"
     if not pyproject.is_file():
         pytest.skip("perfci is imported from an installed copy, not from a source checkout")
-    declared = set(tomllib.loads(pyproject.read_text(encoding="utf-8"))
-                   ["tool"]["setuptools"]["packages"])
+    declared = set(
+        tomllib.loads(pyproject.read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"]
+    )
     found = pkgutil.walk_packages(perfci.formats.__path__, prefix="perfci.formats.")
     packages = {"perfci.formats"} | {info.name for info in found if info.ispkg}
     assert packages <= declared

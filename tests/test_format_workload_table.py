@@ -89,8 +89,9 @@ def test_bad_options_are_config_errors(seed002: Path) -> None:
 
 
 def test_astrasim_transformer(corpus_dir: Path) -> None:
-    profile = _one(_corpus(corpus_dir, ASTRA,
-                           "astra-sim__ASTRA-sim-1.0__Transformer_HybridParallel.txt"))
+    profile = _one(
+        _corpus(corpus_dir, ASTRA, "astra-sim__ASTRA-sim-1.0__Transformer_HybridParallel.txt")
+    )
     assert profile.metadata["parallelism"] == "HYBRID_TRANSFORMER"
     assert profile.metadata["header"] == {"model_parallel_NPU_group": 4}
     assert profile.metadata["layers"] == 57
@@ -102,8 +103,9 @@ def test_astrasim_transformer(corpus_dir: Path) -> None:
 
 
 def test_astrasim_double_tabs_and_no_final_newline(corpus_dir: Path) -> None:
-    path = _corpus(corpus_dir, ASTRA,
-                   "astra-sim__ASTRA-sim-1.0__Transformer_HybridParallel_Fwd_In_Bckwd.txt")
+    path = _corpus(
+        corpus_dir, ASTRA, "astra-sim__ASTRA-sim-1.0__Transformer_HybridParallel_Fwd_In_Bckwd.txt"
+    )
     assert not path.read_bytes().endswith(b"\n")
     profile = _one(path)
     assert profile.metadata["header"]["checkpoints"] == [2, 2, 11]
@@ -115,13 +117,18 @@ def test_astrasim_double_tabs_and_no_final_newline(corpus_dir: Path) -> None:
 
 
 def test_astrasim_per_layer_parallelism(corpus_dir: Path) -> None:
-    profile = _one(_corpus(corpus_dir, ASTRA,
-                           "astra-sim__ASTRA-sim-1.0__sample_per_layer_parallel_"
-                           "HybridCustomized.txt"))
-    assert _get(profile, MetricKind.LAYER, "layer_64_2_mlp0/forward").attrs["parallelism"] \
+    profile = _one(
+        _corpus(
+            corpus_dir,
+            ASTRA,
+            "astra-sim__ASTRA-sim-1.0__sample_per_layer_parallel_HybridCustomized.txt",
+        )
+    )
+    assert (
+        _get(profile, MetricKind.LAYER, "layer_64_2_mlp0/forward").attrs["parallelism"]
         == "HYBRID_DATA_MODEL"
-    assert _get(profile, MetricKind.LAYER, "layer_64_2_mlp2/forward").attrs["parallelism"] \
-        == "DATA"
+    )
+    assert _get(profile, MetricKind.LAYER, "layer_64_2_mlp2/forward").attrs["parallelism"] == "DATA"
     # "REDUCESCATTER\t\t147456": the empty field from the double tab is not a column.
     assert _get(profile, MetricKind.COMM, "layer_64_2_mlp3/input_grad").bytes == 147_456
 
@@ -136,14 +143,21 @@ def test_astrasim_cycles_can_be_given_a_unit(corpus_dir: Path) -> None:
 
 
 def test_simai_repeated_layers_are_indexed(corpus_dir: Path) -> None:
-    path = _corpus(corpus_dir, AICB, "aliyun_aicb__workload__simAI__model_workload__"
-                                     "L7B-M1-C04_Llama7B_megatron_tp2_pp1_mbs1_A100.txt")
+    path = _corpus(
+        corpus_dir,
+        AICB,
+        "aliyun_aicb__workload__simAI__model_workload__"
+        "L7B-M1-C04_Llama7B_megatron_tp2_pp1_mbs1_A100.txt",
+    )
     rows = [line for line in path.read_text().splitlines() if line.startswith("attention_layer\t")]
     profile = _one(path)
     assert profile.metadata["dialect"] == "simai"  # BROADCAST is a SimAI-only comm type
     assert profile.metadata["time_unit"] == "ns"
-    names = [m.name for m in profile.by_kind(MetricKind.LAYER)
-             if m.name.startswith("attention_layer#") and m.name.endswith("/forward")]
+    names = [
+        m.name
+        for m in profile.by_kind(MetricKind.LAYER)
+        if m.name.startswith("attention_layer#") and m.name.endswith("/forward")
+    ]
     assert len(names) == len(rows) == 32
     assert names[0] == "attention_layer#1/forward" and names[-1] == "attention_layer#32/forward"
     assert _get(profile, MetricKind.LAYER, "attention_layer#1/forward").total_ns == 539_986
@@ -151,8 +165,14 @@ def test_simai_repeated_layers_are_indexed(corpus_dir: Path) -> None:
 
 
 def test_simai_mixed_whitespace(corpus_dir: Path) -> None:
-    profile = _one(_corpus(corpus_dir, AICB, "aliyun_aicb__workload__simAI__model_workload__"
-                                             "L7B-D1-C02_Llama7B_deepspeed_zero3_A100.txt"))
+    profile = _one(
+        _corpus(
+            corpus_dir,
+            AICB,
+            "aliyun_aicb__workload__simAI__model_workload__"
+            "L7B-D1-C02_Llama7B_deepspeed_zero3_A100.txt",
+        )
+    )
     assert profile.metadata["dialect"] == "simai"  # process_time is AICB's constant 100
     # "NONE\t0   4756000\tALLGATHER": spaces instead of a tab between two fields.
     assert _get(profile, MetricKind.LAYER, "Llama_layer1/input_grad").total_ns == 4_756_000
@@ -191,8 +211,14 @@ def test_aicb_post_run_csv(corpus_dir: Path) -> None:
 
 
 def test_aicb_physical_workload_without_times(corpus_dir: Path) -> None:
-    profile = _one(_corpus(corpus_dir, AICB, "aliyun_aicb__workload__physical__model_workload__"
-                                             "L7B-M1-C04_Llama7B_megatron_tp2_pp1_mbs1.csv"))
+    profile = _one(
+        _corpus(
+            corpus_dir,
+            AICB,
+            "aliyun_aicb__workload__physical__model_workload__"
+            "L7B-M1-C04_Llama7B_megatron_tp2_pp1_mbs1.csv",
+        )
+    )
     assert profile.metadata["ranks"] == "0-127"
     comms = profile.by_kind(MetricKind.COMM)
     assert comms and all(m.total_ns is None and m.bytes is not None for m in comms)
@@ -219,8 +245,9 @@ def _write(tmp_path: Path, text: str) -> Path:
 
 
 def test_cut_astrasim_file_says_so(corpus_dir: Path, tmp_path: Path) -> None:
-    text = _corpus(corpus_dir, ASTRA,
-                   "astra-sim__ASTRA-sim-1.0__Transformer_HybridParallel.txt").read_text()
+    text = _corpus(
+        corpus_dir, ASTRA, "astra-sim__ASTRA-sim-1.0__Transformer_HybridParallel.txt"
+    ).read_text()
     path = _write(tmp_path, "\n".join(text.splitlines()[:10]) + "\n")
     with pytest.raises(ParseError, match="declares 57 layers but only 8 rows follow"):
         registry.parse_file(path)
@@ -267,10 +294,12 @@ def test_not_a_workload_when_forced(tmp_path: Path) -> None:
 
 # --- streaming (large tables are read line by line, numbers on a fast path) --------------------
 
-TSV_HEADER = ("name\tforward_compute_time\tforward_comm_type\tforward_comm_size\t"
-              "backward_compute_time\tbackward_comm_type\tbackward_comm_size\t"
-              "weight_grad_compute_time\tweight_grad_comm_type\tweight_grad_comm_size\t"
-              "process_time")
+TSV_HEADER = (
+    "name\tforward_compute_time\tforward_comm_type\tforward_comm_size\t"
+    "backward_compute_time\tbackward_comm_type\tbackward_comm_size\t"
+    "weight_grad_compute_time\tweight_grad_comm_type\tweight_grad_comm_size\t"
+    "process_time"
+)
 
 
 def _tsv(tmp_path: Path, *rows: str) -> Path:
@@ -283,18 +312,42 @@ def _row(name: str, forward: str = "0.0", comm: str = "None", size: str = "0") -
 
 def test_repeated_names_are_indexed_while_streaming(tmp_path: Path) -> None:
     # "a" repeats only after other rows; "z" first has no metric at all, then one.
-    path = _tsv(tmp_path, _row("a", "1.5"), _row("z"), _row("b", "2", "ALLREDUCE", "64"),
-                _row("a", "3", "ALLREDUCE", "8"), _row("z", "4"), _row("a", "5"))
+    path = _tsv(
+        tmp_path,
+        _row("a", "1.5"),
+        _row("z"),
+        _row("b", "2", "ALLREDUCE", "64"),
+        _row("a", "3", "ALLREDUCE", "8"),
+        _row("z", "4"),
+        _row("a", "5"),
+    )
     names = [(m.kind.value, m.name) for m in _one(path).metrics]
-    assert names == [("layer", "a#1/forward"), ("layer", "b/forward"),
-                     ("comm", "b/input_grad"), ("layer", "a#2/forward"),
-                     ("comm", "a#2/input_grad"), ("layer", "z#2/forward"),
-                     ("layer", "a#3/forward")]
+    assert names == [
+        ("layer", "a#1/forward"),
+        ("layer", "b/forward"),
+        ("comm", "b/input_grad"),
+        ("layer", "a#2/forward"),
+        ("comm", "a#2/input_grad"),
+        ("layer", "z#2/forward"),
+        ("layer", "a#3/forward"),
+    ]
 
 
 def test_fast_numbers_equal_decimal_conversion(tmp_path: Path) -> None:
-    cells = ["4.791370158793459e-09", "9.9808843806386", "1E+2", "7.", "0.000123",
-             "123456789.123456789", "3", "1e-330", "-0.0", " 2.5", "1_000", "2.5e3"]
+    cells = [
+        "4.791370158793459e-09",
+        "9.9808843806386",
+        "1E+2",
+        "7.",
+        "0.000123",
+        "123456789.123456789",
+        "3",
+        "1e-330",
+        "-0.0",
+        " 2.5",
+        "1_000",
+        "2.5e3",
+    ]
     path = _tsv(tmp_path, *(_row(f"r{i}", cell) for i, cell in enumerate(cells)))
     for unit, factor in (("ms", 10**6), ("s", 10**9), ("ns", 1)):
         profile = _one(path, time_unit=unit)
@@ -334,15 +387,20 @@ def _outcome(path: Path, *, memos: bool) -> object:
     return profile.metrics, profile.metadata, profile.warnings
 
 
-@given(cells=st.lists(st.fixed_dictionaries({key: st.sampled_from(values)
-                                             for key, values in _CELLS.items()}),
-                      min_size=1, max_size=3),
-       rows=st.lists(st.tuples(st.sampled_from(_NAMES), st.integers(0, 2)), min_size=1,
-                     max_size=12))
+@given(
+    cells=st.lists(
+        st.fixed_dictionaries({key: st.sampled_from(values) for key, values in _CELLS.items()}),
+        min_size=1,
+        max_size=3,
+    ),
+    rows=st.lists(st.tuples(st.sampled_from(_NAMES), st.integers(0, 2)), min_size=1, max_size=12),
+)
 @settings(max_examples=300, deadline=None, derandomize=True, database=None)
 def test_reused_rows_and_numbers_equal_fresh_conversion(
-        tmp_path_factory: pytest.TempPathFactory, cells: list[dict[str, str]],
-        rows: list[tuple[str, int]]) -> None:
+    tmp_path_factory: pytest.TempPathFactory,
+    cells: list[dict[str, str]],
+    rows: list[tuple[str, int]],
+) -> None:
     # Rows share their cells but the name (as layers do in real tables), so that row plans
     # and number memos are reused, also for names that need strip() or are not ASCII.
     lines = []
@@ -367,9 +425,11 @@ def test_errors_come_in_the_order_of_a_whole_file_read(tmp_path: Path) -> None:
 def test_gzip_crlf_and_bom_read_like_plain(seed002: Path, tmp_path: Path) -> None:
     plain = _one(seed002)
     data = seed002.read_bytes()
-    for name, variant in (("crlf.txt", data.replace(b"\n", b"\r\n")),
-                          ("gz.txt", gzip.compress(data)),
-                          ("bom.txt", b"\xef\xbb\xbf" + data)):
+    for name, variant in (
+        ("crlf.txt", data.replace(b"\n", b"\r\n")),
+        ("gz.txt", gzip.compress(data)),
+        ("bom.txt", b"\xef\xbb\xbf" + data),
+    ):
         path = tmp_path / name
         path.write_bytes(variant)
         profile = _one(path)
@@ -413,12 +473,17 @@ def test_iter_lines_read_errors_are_parse_errors(tmp_path: Path) -> None:
         list(iter_lines(tmp_path / "absent.txt", format="workload_table"))
 
 
-@given(mantissa=st.integers(0, 10**17), point=st.integers(0, 18),
-       exponent=st.one_of(st.none(), st.integers(-340, 24)), sign=st.sampled_from(["", "-", "+"]),
-       power=st.sampled_from([0, 3, 6, 9]))
+@given(
+    mantissa=st.integers(0, 10**17),
+    point=st.integers(0, 18),
+    exponent=st.one_of(st.none(), st.integers(-340, 24)),
+    sign=st.sampled_from(["", "-", "+"]),
+    power=st.sampled_from([0, 3, 6, 9]),
+)
 @settings(max_examples=300, deadline=None, derandomize=True, database=None)
-def test_scaled_decimal_is_the_decimal_value(mantissa: int, point: int, exponent: int | None,
-                                             sign: str, power: int) -> None:
+def test_scaled_decimal_is_the_decimal_value(
+    mantissa: int, point: int, exponent: int | None, sign: str, power: int
+) -> None:
     digits = str(mantissa)
     text = sign + (digits[:point] + "." + digits[point:] if 0 < point < len(digits) else digits)
     if exponent is not None:
@@ -428,7 +493,26 @@ def test_scaled_decimal_is_the_decimal_value(mantissa: int, point: int, exponent
         assert repr(value) == repr(float(Decimal(text) * 10**power))
 
 
-@pytest.mark.parametrize("text", ["", " 1", "1 ", ".5", "1_0", "nan", "inf", "-inf", "1e",
-                                  "١", "0x10", "1,5", "+", "5ms", "1" * 25, "1e30"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        " 1",
+        "1 ",
+        ".5",
+        "1_0",
+        "nan",
+        "inf",
+        "-inf",
+        "1e",
+        "١",
+        "0x10",
+        "1,5",
+        "+",
+        "5ms",
+        "1" * 25,
+        "1e30",
+    ],
+)
 def test_scaled_decimal_leaves_other_texts_to_decimal(text: str) -> None:
     assert scaled_decimal(text, 6) is None

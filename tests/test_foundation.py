@@ -15,14 +15,17 @@ from perfci.model import Device, Metric, MetricKind, Profile
 from perfci.units import parse_duration, parse_int, parse_number, parse_size
 
 
-@pytest.mark.parametrize(("text", "ns"), [
-    ("4.91060s", 4_910_600_000.0),
-    ("588ns", 588.0),
-    ("4.0922ms", 4_092_200.0),
-    ("13.695us", 13_695.0),
-    ("  12.979us ", 12_979.0),
-    ("3,509,732,403", 3_509_732_403.0),
-])
+@pytest.mark.parametrize(
+    ("text", "ns"),
+    [
+        ("4.91060s", 4_910_600_000.0),
+        ("588ns", 588.0),
+        ("4.0922ms", 4_092_200.0),
+        ("13.695us", 13_695.0),
+        ("  12.979us ", 12_979.0),
+        ("3,509,732,403", 3_509_732_403.0),
+    ],
+)
 def test_parse_duration_exact(text: str, ns: float) -> None:
     assert parse_duration(text, unit="ns") == ns
 
@@ -51,13 +54,24 @@ def test_numbers_and_sizes() -> None:
 
 
 def _profile() -> Profile:
-    return Profile(label="p", format="nvprof", source="x.txt", steps=3, metadata={"a": 1},
-                   metrics=[
-                       Metric(MetricKind.KERNEL, "k<1>|*_", calls=4, total_ns=10.5),
-                       Metric(MetricKind.STEP, "Train step", device=Device.GPU,
-                              samples_ns=[8.0, 1.0, 1.0], warmup=1),
-                       Metric(MetricKind.KERNEL, "sgemm", scope="Layer 0", calls=1),
-                   ])
+    return Profile(
+        label="p",
+        format="nvprof",
+        source="x.txt",
+        steps=3,
+        metadata={"a": 1},
+        metrics=[
+            Metric(MetricKind.KERNEL, "k<1>|*_", calls=4, total_ns=10.5),
+            Metric(
+                MetricKind.STEP,
+                "Train step",
+                device=Device.GPU,
+                samples_ns=[8.0, 1.0, 1.0],
+                warmup=1,
+            ),
+            Metric(MetricKind.KERNEL, "sgemm", scope="Layer 0", calls=1),
+        ],
+    )
 
 
 def test_document_round_trip(tmp_path: Path) -> None:
@@ -70,14 +84,19 @@ def test_document_round_trip(tmp_path: Path) -> None:
     assert "self_ns" not in doc["profiles"][0]["metrics"][0]  # absent fields omitted
 
 
-@pytest.mark.parametrize(("doc", "message"), [
-    ({"profiles": [{"metrics": [{"kind": "bogus", "name": "x"}]}]}, "unknown metric kind"),
-    ({"profiles": [{"metrics": [{"kind": "kernel"}]}]}, "without a 'name'"),
-    ({"profiles": [{"metrics": [{"kind": "kernel", "name": "x", "total_ns": "1"}]}]},
-     "must be a number"),
-    ({"profiles": [], "schema_version": 99}, "newer than this perfci"),
-    ([1, 2], "expected an object"),
-])
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ({"profiles": [{"metrics": [{"kind": "bogus", "name": "x"}]}]}, "unknown metric kind"),
+        ({"profiles": [{"metrics": [{"kind": "kernel"}]}]}, "without a 'name'"),
+        (
+            {"profiles": [{"metrics": [{"kind": "kernel", "name": "x", "total_ns": "1"}]}]},
+            "must be a number",
+        ),
+        ({"profiles": [], "schema_version": 99}, "newer than this perfci"),
+        ([1, 2], "expected an object"),
+    ],
+)
 def test_document_rejects_bad_input(doc: object, message: str) -> None:
     with pytest.raises(ParseError, match=message):
         from_document(doc, source="upload.json")

@@ -88,10 +88,18 @@ def test_two_cards_are_summarised_apart_and_unreported_power_is_skipped() -> Non
 
 def test_the_median_clock_is_the_busy_clock() -> None:
     """A benchmark that leaves the GPU idle most of the time (data loading, a CPU phase)."""
+
     def sample(sm: float, reasons: int) -> gpu_state.GpuSample:
-        return gpu_state.GpuSample(index=0, uuid=UUID_0, sm_mhz=sm, mem_mhz=2619,
-                                   max_sm_mhz=1980, temperature_c=40, power_w=90,
-                                   reasons=reasons)
+        return gpu_state.GpuSample(
+            index=0,
+            uuid=UUID_0,
+            sm_mhz=sm,
+            mem_mhz=2619,
+            max_sm_mhz=1980,
+            temperature_c=40,
+            power_w=90,
+            reasons=reasons,
+        )
 
     samples = [sample(345, 0x1)] * 7 + [sample(1980, 0x0)] * 3
     state = summarise(samples, source="nvidia-smi")
@@ -103,8 +111,12 @@ def test_the_median_clock_is_the_busy_clock() -> None:
 
 def test_reason_bits_and_unreadable_lines() -> None:
     assert reason_names(0x28) == ["hw_slowdown", "sw_thermal_slowdown"]
-    assert reason_names(0x1C4) == ["sw_power_cap", "hw_thermal_slowdown",
-                                   "hw_power_brake_slowdown", "display_clock_setting"]
+    assert reason_names(0x1C4) == [
+        "sw_power_cap",
+        "hw_thermal_slowdown",
+        "hw_power_brake_slowdown",
+        "display_clock_setting",
+    ]
     assert parse_smi_csv("index, uuid\nNo devices were found\n\n") == []
     assert summarise([], source="nvidia-smi") is None
 
@@ -157,8 +169,9 @@ def _fake_smi(folder: Path, recordings: list[Path]) -> dict[str, str]:
         "#!/bin/sh\n"
         f'if [ "$1" != "{QUERY}" ]; then echo "NVIDIA-SMI has failed" >&2; exit 9; fi\n'
         f"n=$(cat '{counter}'); echo $((n + 1)) > '{counter}'\n"
-        f'case "$n" in\n{cases}  *) cat \'{recordings[-1]}\' ;;\nesac\n'
-        "exec sleep 30\n")
+        f"case \"$n\" in\n{cases}  *) cat '{recordings[-1]}' ;;\nesac\n"
+        "exec sleep 30\n"
+    )
     smi = bin_dir / "nvidia-smi"
     smi.write_text(script)
     smi.chmod(smi.stat().st_mode | stat.S_IEXEC)
@@ -166,10 +179,18 @@ def _fake_smi(folder: Path, recordings: list[Path]) -> dict[str, str]:
 
 
 def test_runner_samples_each_repeat_and_leaves_the_state_beside_its_profiles(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     env = _fake_smi(tmp_path, [DATA / "h100-steady.csv", DATA / "h100-thermal.csv"])
-    result = run_benchmark([sys.executable, "-c", WRITER], benchmark="b", repeats=2,
-                           work_dir=tmp_path / "work", profiler="none", env=env, pass_env=())
+    result = run_benchmark(
+        [sys.executable, "-c", WRITER],
+        benchmark="b",
+        repeats=2,
+        work_dir=tmp_path / "work",
+        profiler="none",
+        env=env,
+        pass_env=(),
+    )
     steady, thermal = (r.gpu_state for r in result.repeats)
     assert steady == _state("h100-steady.csv")
     assert thermal == _state("h100-thermal.csv")
@@ -182,14 +203,26 @@ def test_runner_samples_each_repeat_and_leaves_the_state_beside_its_profiles(
 
 def test_only_the_cards_the_benchmark_can_use_are_reported(tmp_path: Path) -> None:
     env = _fake_smi(tmp_path, [DATA / "h100x2-steady.csv"])
-    result = run_benchmark([sys.executable, "-c", WRITER], benchmark="b", repeats=1,
-                           work_dir=tmp_path / "work", profiler="none", pass_env=(),
-                           env={**env, "CUDA_VISIBLE_DEVICES": "1"})
+    result = run_benchmark(
+        [sys.executable, "-c", WRITER],
+        benchmark="b",
+        repeats=1,
+        work_dir=tmp_path / "work",
+        profiler="none",
+        pass_env=(),
+        env={**env, "CUDA_VISIBLE_DEVICES": "1"},
+    )
     state = result.repeats[0].gpu_state
     assert state is not None and [g["uuid"] for g in state["gpus"]] == [UUID_1]
-    by_uuid = run_benchmark([sys.executable, "-c", WRITER], benchmark="b", repeats=1,
-                            work_dir=tmp_path / "work2", profiler="none", pass_env=(),
-                            env={**env, "CUDA_VISIBLE_DEVICES": UUID_0})
+    by_uuid = run_benchmark(
+        [sys.executable, "-c", WRITER],
+        benchmark="b",
+        repeats=1,
+        work_dir=tmp_path / "work2",
+        profiler="none",
+        pass_env=(),
+        env={**env, "CUDA_VISIBLE_DEVICES": UUID_0},
+    )
     state = by_uuid.repeats[0].gpu_state
     assert state is not None and [g["uuid"] for g in state["gpus"]] == [UUID_0]
 
@@ -258,44 +291,78 @@ def test_a_broken_nvml_falls_back_without_error(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_no_gpu_means_no_state_and_no_error(tmp_path: Path) -> None:
-    result = run_benchmark([sys.executable, "-c", WRITER], benchmark="b", repeats=1,
-                           work_dir=tmp_path / "work", profiler="none", pass_env=(),
-                           env={"PATH": "/usr/bin:/bin"})
+    result = run_benchmark(
+        [sys.executable, "-c", WRITER],
+        benchmark="b",
+        repeats=1,
+        work_dir=tmp_path / "work",
+        profiler="none",
+        pass_env=(),
+        env={"PATH": "/usr/bin:/bin"},
+    )
     assert result.repeats[0].gpu_state is None
     assert not (result.repeats[0].output_dir / gpu_state.SIDECAR).exists()
 
 
 def test_state_reaches_profile_metadata_the_store_and_perfci_json(
-        tmp_path: Path, session: Session) -> None:
+    tmp_path: Path, session: Session
+) -> None:
     """Runner → profiles → store, and the perfci JSON document a remote upload sends."""
     env = _fake_smi(tmp_path, [DATA / "h100-steady.csv", DATA / "h100-thermal.csv"])
-    result = run_benchmark([sys.executable, "-c", WRITER], benchmark="b", repeats=2,
-                           work_dir=tmp_path / "work", profiler="none", env=env, pass_env=())
+    result = run_benchmark(
+        [sys.executable, "-c", WRITER],
+        benchmark="b",
+        repeats=2,
+        work_dir=tmp_path / "work",
+        profiler="none",
+        env=env,
+        pass_env=(),
+    )
     repeats = [parse_repeats(files, repeat=1)[0] for files in result.files_per_repeat]
     gpu_state.attach(repeats, result.files_per_repeat)
     assert repeats[1][0].metadata["gpu_state"] == _state("h100-thermal.csv")
     sent = json.loads(json.dumps(to_document(repeats[1])))  # what upload_run sends
     assert from_document(sent)[0].metadata["gpu_state"] == _state("h100-thermal.csv")
-    done = submit_run(session, context=_context("a" * 40, "main", "r1", T0), benchmark="b",
-                      repeats=repeats, settings=Settings())
+    done = submit_run(
+        session,
+        context=_context("a" * 40, "main", "r1", T0),
+        benchmark="b",
+        repeats=repeats,
+        settings=Settings(),
+    )
     stored = queries.repeat_gpu_states(session, [done.ingest.run_id])
-    assert stored == {done.ingest.run_id: {0: _state("h100-steady.csv"),
-                                           1: _state("h100-thermal.csv")}}
+    assert stored == {
+        done.ingest.run_id: {0: _state("h100-steady.csv"), 1: _state("h100-thermal.csv")}
+    }
 
 
 # --- the comparison ------------------------------------------------------------------------------
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
-ENV = {"gpu": "NVIDIA H100 80GB HBM3", "gpu_count": "1", "driver": "550.54.15",
-       "gpu_uuid": UUID_0}
+ENV = {"gpu": "NVIDIA H100 80GB HBM3", "gpu_count": "1", "driver": "550.54.15", "gpu_uuid": UUID_0}
 
 
-def _context(sha: str, branch: str, ci: str, when: datetime, *,
-             merge_base: str | None = None, uuid: str = UUID_0) -> RunContext:
-    return RunContext(project="acme/gpt", commit=sha, branch=branch, ci_provider="test",
-                      ci_run_id=ci, ci_run_attempt=1, commit_time=when.isoformat(),
-                      base_branch="main" if merge_base else None, merge_base=merge_base,
-                      environment={**ENV, "gpu_uuid": uuid})
+def _context(
+    sha: str,
+    branch: str,
+    ci: str,
+    when: datetime,
+    *,
+    merge_base: str | None = None,
+    uuid: str = UUID_0,
+) -> RunContext:
+    return RunContext(
+        project="acme/gpt",
+        commit=sha,
+        branch=branch,
+        ci_provider="test",
+        ci_run_id=ci,
+        ci_run_attempt=1,
+        commit_time=when.isoformat(),
+        base_branch="main" if merge_base else None,
+        merge_base=merge_base,
+        environment={**ENV, "gpu_uuid": uuid},
+    )
 
 
 def _repeat(rng: np.random.Generator, state: dict[str, Any], slow: float = 1.0) -> list[Profile]:
@@ -308,12 +375,21 @@ def _repeat(rng: np.random.Generator, state: dict[str, Any], slow: float = 1.0) 
         Metric(MetricKind.KERNEL, "softmax_warp_forward", calls=30, total_ns=3 * softmax),
         Metric(MetricKind.API, "cudaLaunchKernel", device=Device.CPU, calls=90, total_ns=3e5),
     ]
-    return [Profile(label="p", format="test", source="mem", metrics=metrics, steps=3,
-                    metadata={"gpu_state": state})]
+    return [
+        Profile(
+            label="p",
+            format="test",
+            source="mem",
+            metrics=metrics,
+            steps=3,
+            metadata={"gpu_state": state},
+        )
+    ]
 
 
 def test_throttled_baseline_run_and_candidate_repeat_are_left_out_and_named(
-        session: Session) -> None:
+    session: Session,
+) -> None:
     rng = np.random.default_rng(5)
     steady, hot = _state("h100-steady.csv"), _state("h100-thermal.csv")
     main_ids = []
@@ -321,22 +397,34 @@ def test_throttled_baseline_run_and_candidate_repeat_are_left_out_and_named(
         wrecked = i == 2  # a hot card: 3 of its 5 repeats throttled, and 40 % slower
         states = [hot, steady, hot, hot, steady] if wrecked else [steady] * 5
         repeats = [_repeat(rng, s, 1.4 if s is hot else 1.0) for s in states]
-        done = submit_run(session, context=_context(f"{i:040x}", "main", f"m{i}",
-                                                    T0 + timedelta(hours=i)),
-                          benchmark="gpt", repeats=repeats, settings=Settings())
+        done = submit_run(
+            session,
+            context=_context(f"{i:040x}", "main", f"m{i}", T0 + timedelta(hours=i)),
+            benchmark="gpt",
+            repeats=repeats,
+            settings=Settings(),
+        )
         main_ids.append(done.ingest.run_id)
     pr_states = [steady, hot, steady, steady, steady]
-    pr = _context("f" * 40, "feature", "pr", T0 + timedelta(hours=6),
-                  merge_base=f"{4:040x}", uuid=UUID_1)
-    result = submit_run(session, context=pr, benchmark="gpt", settings=Settings(),
-                        repeats=[_repeat(rng, s, 1.4 if s is hot else 1.0)
-                                 for s in pr_states]).comparison
+    pr = _context(
+        "f" * 40, "feature", "pr", T0 + timedelta(hours=6), merge_base=f"{4:040x}", uuid=UUID_1
+    )
+    result = submit_run(
+        session,
+        context=pr,
+        benchmark="gpt",
+        settings=Settings(),
+        repeats=[_repeat(rng, s, 1.4 if s is hot else 1.0) for s in pr_states],
+    ).comparison
     assert result.baseline is not None
     assert sorted(result.baseline.run_ids) == sorted(main_ids[:2] + main_ids[3:])
-    assert (f"1 of 5 baseline runs left out: GPU throttled (sw_thermal_slowdown) in 3 of 5 "
-            f"repeats (run {main_ids[2]})") in result.notes
-    assert ("repeat 2 of this run ran at 1410 MHz against 1980 MHz (sw_thermal_slowdown); "
-            "left out") in result.notes
+    assert (
+        f"1 of 5 baseline runs left out: GPU throttled (sw_thermal_slowdown) in 3 of 5 "
+        f"repeats (run {main_ids[2]})"
+    ) in result.notes
+    assert (
+        "repeat 2 of this run ran at 1410 MHz against 1980 MHz (sw_thermal_slowdown); left out"
+    ) in result.notes
     assert result.verdict is not Verdict.REGRESSION
     step = next(m for m in result.metrics if m.series is not None and m.series.kind == "step")
     assert step.verdict is not Verdict.REGRESSION
@@ -344,25 +432,33 @@ def test_throttled_baseline_run_and_candidate_repeat_are_left_out_and_named(
     assert result.environment["gpu_uuid"] == UUID_0
 
 
-def test_a_run_throttled_in_every_repeat_keeps_its_repeats_and_says_so(
-        session: Session) -> None:
+def test_a_run_throttled_in_every_repeat_keeps_its_repeats_and_says_so(session: Session) -> None:
     rng = np.random.default_rng(9)
     steady, hot = _state("h100-steady.csv"), _state("h100-thermal.csv")
     for i in range(3):
-        submit_run(session, context=_context(f"{i:040x}", "main", f"m{i}",
-                                             T0 + timedelta(hours=i)),
-                   benchmark="gpt", repeats=[_repeat(rng, steady) for _ in range(3)],
-                   settings=Settings())
+        submit_run(
+            session,
+            context=_context(f"{i:040x}", "main", f"m{i}", T0 + timedelta(hours=i)),
+            benchmark="gpt",
+            repeats=[_repeat(rng, steady) for _ in range(3)],
+            settings=Settings(),
+        )
     pr = _context("e" * 40, "feature", "pr", T0 + timedelta(hours=4), merge_base=f"{2:040x}")
-    result = submit_run(session, context=pr, benchmark="gpt", settings=Settings(),
-                        repeats=[_repeat(rng, hot, 1.4) for _ in range(3)]).comparison
+    result = submit_run(
+        session,
+        context=pr,
+        benchmark="gpt",
+        settings=Settings(),
+        repeats=[_repeat(rng, hot, 1.4) for _ in range(3)],
+    ).comparison
     kept = [n for n in result.notes if n.endswith("kept: no repeat ran unthrottled")]
     assert len(kept) == 3 and kept[0].startswith("repeat 1 of this run ran at 1410 MHz")
     assert result.baseline is not None and result.baseline.runs == 3
 
 
 def test_perfci_check_stores_each_repeats_gpu_state_with_its_profile(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The check path attaches the sampled state to each repeat's profile metadata."""
     from perfci.settings import Settings
     from perfci.store import db
@@ -372,10 +468,16 @@ def test_perfci_check_stores_each_repeats_gpu_state_with_its_profile(
     env = _fake_smi(tmp_path, [DATA / "h100-steady.csv", DATA / "h100-thermal.csv"])
     monkeypatch.setenv("PATH", env["PATH"])
     url = f"sqlite:///{tmp_path / 'perfci.db'}"
-    request = CheckRequest(benchmark="b", command=[sys.executable, "-c", WRITER], repeats=2,
-                           profiler="none", context={"branch": "main", "commit": "a" * 40})
-    run_check(request, settings=Settings(database_url=url, project="p", max_repeats=2),
-              cwd=tmp_path)
+    request = CheckRequest(
+        benchmark="b",
+        command=[sys.executable, "-c", WRITER],
+        repeats=2,
+        profiler="none",
+        context={"branch": "main", "commit": "a" * 40},
+    )
+    run_check(
+        request, settings=Settings(database_url=url, project="p", max_repeats=2), cwd=tmp_path
+    )
     store = db.open_store(Settings(database_url=url))
     try:
         with store.sessions() as session:

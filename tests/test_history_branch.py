@@ -34,16 +34,26 @@ BENCHMARK = "gpt-tiny"
 
 def _env(home: Path) -> dict[str, str]:
     """A CI-like environment: no GitHub or perfci variables, no user git config."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("GITHUB_", "PERFCI_", "GIT_", "RUNNER_"))}
-    return {**env, "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_AUTHOR_NAME": "dev", "GIT_AUTHOR_EMAIL": "dev@example.com",
-            "GIT_COMMITTER_NAME": "dev", "GIT_COMMITTER_EMAIL": "dev@example.com"}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("GITHUB_", "PERFCI_", "GIT_", "RUNNER_"))
+    }
+    return {
+        **env,
+        "HOME": str(home),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "dev",
+        "GIT_AUTHOR_EMAIL": "dev@example.com",
+        "GIT_COMMITTER_NAME": "dev",
+        "GIT_COMMITTER_EMAIL": "dev@example.com",
+    }
 
 
 def git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=60, check=False)
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
     assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
     return done.stdout.strip()
 
@@ -57,8 +67,9 @@ class Origin:
         (root / "home").mkdir()
         self.bare = root / "origin.git"
         self._clones = 0
-        git(root, "init", "--quiet", "--bare", "--initial-branch=main", str(self.bare),
-            env=self.env)
+        git(
+            root, "init", "--quiet", "--bare", "--initial-branch=main", str(self.bare), env=self.env
+        )
         seed = self.clone("seed")
         (seed / "README.md").write_text("model\n", encoding="utf-8")
         self.commit(seed, "initial", when=1)
@@ -78,9 +89,14 @@ class Origin:
         return git(clone, "rev-parse", "HEAD", env=self.env)
 
     def tip(self) -> str | None:
-        done = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"refs/heads/{BRANCH}"],
-                              cwd=self.bare, env=self.env, capture_output=True, text=True,
-                              check=False)
+        done = subprocess.run(
+            ["git", "rev-parse", "--verify", "--quiet", f"refs/heads/{BRANCH}"],
+            cwd=self.bare,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         return done.stdout.strip() or None
 
     def run_files(self) -> list[str]:
@@ -96,17 +112,37 @@ def origin(tmp_path: Path) -> Origin:
     return Origin(tmp_path)
 
 
-def check(origin: Origin, clone: Path, profiles: Path, *extra: str,
-          env: dict[str, str] | None = None) -> tuple[int, dict[str, Any], str]:
+def check(
+    origin: Origin, clone: Path, profiles: Path, *extra: str, env: dict[str, str] | None = None
+) -> tuple[int, dict[str, Any], str]:
     """``perfci check`` in ``clone`` on the three repeats in ``profiles``, JSON report back."""
     report = clone.parent / f"{clone.name}-report.json"
-    files = [arg for path in sorted(profiles.glob("*.pt.trace.json.gz"))
-             for arg in ("--profile", str(path))]
+    files = [
+        arg
+        for path in sorted(profiles.glob("*.pt.trace.json.gz"))
+        for arg in ("--profile", str(path))
+    ]
     done = subprocess.run(
-        [str(PERFCI), "check", "--benchmark", BENCHMARK, "--history", f"git:{BRANCH}",
-         "--json-out", str(report), "--no-comment", *files, *extra],
-        cwd=clone, env=env or origin.env, capture_output=True, text=True, timeout=300,
-        check=False)
+        [
+            str(PERFCI),
+            "check",
+            "--benchmark",
+            BENCHMARK,
+            "--history",
+            f"git:{BRANCH}",
+            "--json-out",
+            str(report),
+            "--no-comment",
+            *files,
+            *extra,
+        ],
+        cwd=clone,
+        env=env or origin.env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     output = done.stdout + done.stderr
     data = json.loads(report.read_text(encoding="utf-8")) if report.exists() else {}
     return done.returncode, data, output
@@ -114,26 +150,28 @@ def check(origin: Origin, clone: Path, profiles: Path, *extra: str,
 
 def _checkout_state(clone: Path, env: dict[str, str]) -> tuple[str, str, str]:
     """Refs, HEAD and status of the user's checkout (``.perfci/`` is perfci's own folder)."""
-    status = "\n".join(line for line in git(clone, "status", "--porcelain", env=env).splitlines()
-                       if ".perfci/" not in line)
-    return (git(clone, "for-each-ref", env=env), git(clone, "rev-parse", "HEAD", env=env),
-            status)
+    status = "\n".join(
+        line
+        for line in git(clone, "status", "--porcelain", env=env).splitlines()
+        if ".perfci/" not in line
+    )
+    return (git(clone, "for-each-ref", env=env), git(clone, "rev-parse", "HEAD", env=env), status)
 
 
 # --- the scenario of issue 16 ----------------------------------------------------------------
 
 
 @pytest.mark.slow
-def test_five_main_jobs_in_fresh_clones_give_a_pull_request_its_baseline(
-        origin: Origin) -> None:
+def test_five_main_jobs_in_fresh_clones_give_a_pull_request_its_baseline(origin: Origin) -> None:
     sources = ["main-1", "main-2", "main-3", "main-4", "main-1"]  # the fifth repeats the first
     for job, source in enumerate(sources, start=1):
         runner = origin.clone()
         origin.commit(runner, f"merge #{job}", when=job)
         git(runner, "push", "--quiet", "origin", "HEAD:main", env=origin.env)
         before = _checkout_state(runner, origin.env)
-        code, report, output = check(origin, runner, PROFILES / source,
-                                     "--ci-run-id", f"main-{job}", "--fail-on-regression")
+        code, report, output = check(
+            origin, runner, PROFILES / source, "--ci-run-id", f"main-{job}", "--fail-on-regression"
+        )
         assert code == 0, output
         assert "warning: history" not in output, output
         # Each job saw every earlier job's run: nothing but the branch carried them over.
@@ -151,9 +189,19 @@ def test_five_main_jobs_in_fresh_clones_give_a_pull_request_its_baseline(
     pr = origin.clone()
     git(pr, "checkout", "--quiet", "-b", "feature/slow-attention", env=origin.env)
     origin.commit(pr, "unfused attention", when=9)
-    code, report, output = check(origin, pr, PROFILES / "slow-attention", "--pr", "7",
-                                 "--base-branch", "main", "--branch", "feature/slow-attention",
-                                 "--ci-run-id", "pr-7")
+    code, report, output = check(
+        origin,
+        pr,
+        PROFILES / "slow-attention",
+        "--pr",
+        "7",
+        "--base-branch",
+        "main",
+        "--branch",
+        "feature/slow-attention",
+        "--ci-run-id",
+        "pr-7",
+    )
     assert code == 1, output
     assert report["verdict"] == "regression"
     assert report["baseline"]["branch"] == "main"
@@ -187,9 +235,16 @@ def test_concurrent_pushers_all_land(origin: Origin) -> None:
         try:
             start.wait()
             for n in range(4):
-                history.append({f"runs/b/2026110{index}T00000{n}Z-{index}{n}.json.gz":
-                                f"run {index}.{n}".encode()},
-                               max_bytes=1 << 20, prefix="runs/", message=f"run {index}.{n}")
+                history.append(
+                    {
+                        f"runs/b/2026110{index}T00000{n}Z-{index}{n}.json.gz": (
+                            f"run {index}.{n}".encode()
+                        )
+                    },
+                    max_bytes=1 << 20,
+                    prefix="runs/",
+                    message=f"run {index}.{n}",
+                )
         except BaseException as exc:  # noqa: BLE001 - re-raised in the main thread
             errors.append(exc)
 
@@ -208,13 +263,34 @@ def test_two_check_jobs_pushing_at_once_both_land(origin: Origin) -> None:
         origin.commit(runner, f"merge #{number}", when=number)
     processes = []
     for number, runner in enumerate(runners, start=1):
-        files = [arg for p in sorted((PROFILES / f"main-{number}").glob("*.gz"))[:1]
-                 for arg in ("--profile", str(p))]
-        processes.append(subprocess.Popen(
-            [str(PERFCI), "check", "-b", BENCHMARK, "--history", f"git:{BRANCH}",
-             "--no-comment", "--branch", "main", "--ci-run-id", f"job-{number}", *files],
-            cwd=runner, env=origin.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True))
+        files = [
+            arg
+            for p in sorted((PROFILES / f"main-{number}").glob("*.gz"))[:1]
+            for arg in ("--profile", str(p))
+        ]
+        processes.append(
+            subprocess.Popen(
+                [
+                    str(PERFCI),
+                    "check",
+                    "-b",
+                    BENCHMARK,
+                    "--history",
+                    f"git:{BRANCH}",
+                    "--no-comment",
+                    "--branch",
+                    "main",
+                    "--ci-run-id",
+                    f"job-{number}",
+                    *files,
+                ],
+                cwd=runner,
+                env=origin.env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        )
     outputs = [p.communicate(timeout=300)[0] for p in processes]
     assert [p.returncode for p in processes] == [0, 0], outputs
     assert all("warning: history" not in out for out in outputs), outputs
@@ -241,8 +317,12 @@ def test_retention_drops_the_oldest_runs_and_squashes_the_branch(origin: Origin)
     payload = os.urandom(600)  # incompressible: the stored size is the size
     dropped: list[str] = []
     for n in range(8):
-        done = history.append({f"runs/b/2026110{n}T000000Z-{n}.json.gz": payload + bytes([n])},
-                              max_bytes=2500, prefix="runs/", message=f"run {n}")
+        done = history.append(
+            {f"runs/b/2026110{n}T000000Z-{n}.json.gz": payload + bytes([n])},
+            max_bytes=2500,
+            prefix="runs/",
+            message=f"run {n}",
+        )
         dropped += done.dropped
     files = origin.run_files()
     # Never more than the cap, the newest always kept, the oldest gone.
@@ -262,12 +342,12 @@ def test_retention_drops_the_oldest_runs_and_squashes_the_branch(origin: Origin)
 
 
 def _append_run(history: GitBranch, *, commit: str, run_id: str, step_ns: float) -> str:
-    context = make_context(commit=commit, ci_run_id=run_id, ci_provider="test",
-                           commit_time="2026-11-01T10:00:00+00:00")
+    context = make_context(
+        commit=commit, ci_run_id=run_id, ci_provider="test", commit_time="2026-11-01T10:00:00+00:00"
+    )
     repeats = [[make_profile({"step": step_ns * (1 + r / 100)}, label="p")] for r in range(3)]
     created = datetime(2026, 11, 2, tzinfo=UTC)
-    document = encode_run(context=context, benchmark=BENCHMARK, repeats=repeats,
-                          created_at=created)
+    document = encode_run(context=context, benchmark=BENCHMARK, repeats=repeats, created_at=created)
     path = run_path(context=context, benchmark=BENCHMARK, created_at=created, document=document)
     history.append({path: document}, max_bytes=1 << 20, prefix="runs/", message=run_id)
     return path
@@ -294,15 +374,16 @@ def test_sync_is_incremental_and_idempotent(origin: Origin, migrated_url: str) -
     assert (full.files, full.stored) == (4, 0)
 
 
-def test_a_bad_file_on_the_branch_is_skipped_with_a_warning(origin: Origin,
-                                                           tmp_path: Path) -> None:
+def test_a_bad_file_on_the_branch_is_skipped_with_a_warning(origin: Origin, tmp_path: Path) -> None:
     writer = _branch(origin, origin.clone())
     good = _append_run(writer, commit="a" * 40, run_id="good", step_ns=1e6)
-    writer.append({"runs/gpt-tiny/20261101T000000Z-bad.json.gz": b"not gzip"},
-                  max_bytes=1 << 20, message="bad")
+    writer.append(
+        {"runs/gpt-tiny/20261101T000000Z-bad.json.gz": b"not gzip"},
+        max_bytes=1 << 20,
+        message="bad",
+    )
     reader = origin.clone()
-    settings = Settings(database_url=f"sqlite:///{tmp_path / 'store.db'}",
-                        history=f"git:{BRANCH}")
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'store.db'}", history=f"git:{BRANCH}")
     result = sync_branch(settings, BRANCH, cwd=reader)
     assert result.stored == 1, good
     assert len(result.warnings) == 1 and "bad.json.gz: " in result.warnings[0]
@@ -310,13 +391,15 @@ def test_a_bad_file_on_the_branch_is_skipped_with_a_warning(origin: Origin,
 
 
 def test_a_run_document_round_trips() -> None:
-    context = make_context(commit="b" * 40, pr_number=None, ci_run_id="9",
-                           environment={"gpu": "H100"})
+    context = make_context(
+        commit="b" * 40, pr_number=None, ci_run_id="9", environment={"gpu": "H100"}
+    )
     repeats = [[make_profile({"k": 5.0}, label="x", steps=2)]]
     created = datetime(2026, 11, 23, 12, tzinfo=UTC)
     data = encode_run(context=context, benchmark="b/../x", repeats=repeats, created_at=created)
-    assert data == encode_run(context=context, benchmark="b/../x", repeats=repeats,
-                              created_at=created)  # deterministic bytes: one blob per run
+    assert data == encode_run(
+        context=context, benchmark="b/../x", repeats=repeats, created_at=created
+    )  # deterministic bytes: one blob per run
     run = decode_run(data, source="t")
     assert run.context == context and run.benchmark == "b/../x" and run.created_at == created
     assert run.repeats[0][0].metrics[0].total_ns == 5.0
@@ -344,23 +427,41 @@ def test_no_origin_is_a_warning_unless_the_history_is_required(tmp_path: Path) -
     git(tmp_path, "init", "--quiet", "--initial-branch=main", str(checkout), env=env)
     git(checkout, "commit", "--quiet", "--allow-empty", "-m", "x", env=env)
     profile = sorted((PROFILES / "main-1").glob("*.gz"))[0]
-    command = [str(PERFCI), "check", "-b", BENCHMARK, "--history", "git:perfci-data",
-               "--no-comment", "--profile", str(profile)]
-    done = subprocess.run(command, cwd=checkout, env=env, capture_output=True, text=True,
-                          timeout=120, check=False)
+    command = [
+        str(PERFCI),
+        "check",
+        "-b",
+        BENCHMARK,
+        "--history",
+        "git:perfci-data",
+        "--no-comment",
+        "--profile",
+        str(profile),
+    ]
+    done = subprocess.run(
+        command, cwd=checkout, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
     assert done.returncode == 0, done.stderr
     assert "history branch not used" in done.stderr and "no `origin` remote" in done.stderr
     assert "stored run 1" in done.stderr  # the check itself went on
-    required = subprocess.run(command, cwd=checkout, env={**env, "PERFCI_HISTORY_REQUIRED": "1"},
-                              capture_output=True, text=True, timeout=120, check=False)
+    required = subprocess.run(
+        command,
+        cwd=checkout,
+        env={**env, "PERFCI_HISTORY_REQUIRED": "1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert required.returncode == 2
     assert "no `origin` remote" in required.stderr
 
 
 def test_a_refused_push_says_what_permission_is_missing(origin: Origin) -> None:
     hook = origin.bare / "hooks" / "pre-receive"
-    hook.write_text("#!/bin/sh\necho 'Permission to octo/gpt.git denied' >&2\nexit 1\n",
-                    encoding="utf-8")
+    hook.write_text(
+        "#!/bin/sh\necho 'Permission to octo/gpt.git denied' >&2\nexit 1\n", encoding="utf-8"
+    )
     hook.chmod(0o755)
     history = _branch(origin, origin.clone())
     with pytest.raises(StorageError, match="contents: write"):
@@ -374,8 +475,9 @@ def test_the_token_goes_to_git_as_a_header_and_never_into_a_message(tmp_path: Pa
     git(tmp_path, "init", "--quiet", str(checkout), env=env)
     # Nothing listens on port 9 of loopback: git fails at once, as with a wrong host.
     git(checkout, "remote", "add", "origin", "https://user:pw@127.0.0.1:9/octo/gpt.git", env=env)
-    history = GitBranch(checkout=checkout, branch=BRANCH, cache=tmp_path / "cache",
-                        token="ghs_secret-token")
+    history = GitBranch(
+        checkout=checkout, branch=BRANCH, cache=tmp_path / "cache", token="ghs_secret-token"
+    )
     with pytest.raises(StorageError) as caught:
         history.fetch()
     message = str(caught.value)
@@ -385,10 +487,16 @@ def test_the_token_goes_to_git_as_a_header_and_never_into_a_message(tmp_path: Pa
     keys = {v for k, v in history._env.items() if k.startswith("GIT_CONFIG_KEY_")}
     assert keys == {"http.https://127.0.0.1:9/.extraheader"}
     # A header the checkout already persisted (actions/checkout) wins over the token.
-    git(checkout, "config", "http.https://127.0.0.1/.extraheader", "AUTHORIZATION: basic eA==",
-        env=env)
-    persisted = GitBranch(checkout=checkout, branch=BRANCH, cache=tmp_path / "cache",
-                          token="ghs_secret-token")
+    git(
+        checkout,
+        "config",
+        "http.https://127.0.0.1/.extraheader",
+        "AUTHORIZATION: basic eA==",
+        env=env,
+    )
+    persisted = GitBranch(
+        checkout=checkout, branch=BRANCH, cache=tmp_path / "cache", token="ghs_secret-token"
+    )
     values = [v for k, v in persisted._env.items() if k.startswith("GIT_CONFIG_VALUE_")]
     assert values == ["AUTHORIZATION: basic eA=="]
 

@@ -78,8 +78,9 @@ class _Server(ThreadingHTTPServer):
 def server() -> Iterator[tuple[str, Script]]:
     httpd = _Server(("127.0.0.1", 0), _Handler)
     httpd.script = Script()
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)
+    thread = threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}", httpd.script
@@ -129,8 +130,7 @@ def test_retry_after_is_parsed_in_one_place_for_both_forms() -> None:
     assert retry.parse_retry_after(email.utils.formatdate(NOW + 9, usegmt=True)) == 9.0
 
 
-def test_waits_are_bounded_per_call_and_the_answer_comes_back(
-        server: tuple[str, Script]) -> None:
+def test_waits_are_bounded_per_call_and_the_answer_comes_back(server: tuple[str, Script]) -> None:
     url, script = server
     script.answers[:] = [(429, {"Retry-After": "40"}), (429, {"Retry-After": "40"})]
     sleeps = Sleeps()
@@ -144,8 +144,7 @@ def test_waits_are_bounded_per_call_and_the_answer_comes_back(
     assert sleeps == [40.0]
 
 
-def test_server_errors_are_retried_for_idempotent_methods_only(
-        server: tuple[str, Script]) -> None:
+def test_server_errors_are_retried_for_idempotent_methods_only(server: tuple[str, Script]) -> None:
     url, script = server
     script.answers[:] = [(500, {}), (502, {})]
     sleeps = Sleeps()
@@ -168,7 +167,8 @@ def test_refusals_are_not_retried(server: tuple[str, Script]) -> None:
 
 
 def test_every_call_gets_a_timeout_and_a_post_that_timed_out_is_not_sent_again(
-        server: tuple[str, Script]) -> None:
+    server: tuple[str, Script],
+) -> None:
     url, script = server
     script.answers[:] = ["hang", "hang"]
     sleeps = Sleeps()
@@ -203,12 +203,24 @@ def test_an_unsure_post_is_looked_up_before_it_is_sent_again() -> None:
             raise GitHubError("502 after the work was done", status=502)
         return "posted"
 
-    found = post_with_recovery(post, error=GitHubError, unsure=lambda e: e.status == 502,
-                               recover=lambda: "found", retries=3, sleep=sleeps)
+    found = post_with_recovery(
+        post,
+        error=GitHubError,
+        unsure=lambda e: e.status == 502,
+        recover=lambda: "found",
+        retries=3,
+        sleep=sleeps,
+    )
     assert found == "found" and len(posts) == 1 and sleeps == [1.0]
     posts.clear()
-    again = post_with_recovery(post, error=GitHubError, unsure=lambda e: e.status == 502,
-                               recover=lambda: None, retries=3, sleep=sleeps)
+    again = post_with_recovery(
+        post,
+        error=GitHubError,
+        unsure=lambda e: e.status == 502,
+        recover=lambda: None,
+        retries=3,
+        sleep=sleeps,
+    )
     assert again == "posted" and len(posts) == 2
 
 
@@ -220,19 +232,37 @@ def test_a_sure_failure_is_raised_at_once() -> None:
         raise GitHubError("forbidden", status=403)
 
     with pytest.raises(GitHubError, match="forbidden"):
-        post_with_recovery(post, error=GitHubError, unsure=lambda e: e.status == 502,
-                           recover=lambda: "x", retries=3, sleep=Sleeps())
+        post_with_recovery(
+            post,
+            error=GitHubError,
+            unsure=lambda e: e.status == 502,
+            recover=lambda: "x",
+            retries=3,
+            sleep=Sleeps(),
+        )
     assert calls == [1]
 
 
 def test_the_remote_client_retries_a_refused_upload_with_the_same_idempotency_key(
-        server: tuple[str, Script]) -> None:
+    server: tuple[str, Script],
+) -> None:
     url, script = server
     script.answers[:] = [(503, {"Retry-After": "0"}), (429, {"Retry-After": "0"})]
-    profile = Profile(label="p", format="test", source="mem", steps=1,
-                      metrics=[Metric(MetricKind.STEP, "step", calls=1, total_ns=1e6)])
-    answer = upload_run(url, "secret-token", project="acme/x", benchmark="b",
-                        context=RunContext(project="acme/x"), repeats=[[profile]])
+    profile = Profile(
+        label="p",
+        format="test",
+        source="mem",
+        steps=1,
+        metrics=[Metric(MetricKind.STEP, "step", calls=1, total_ns=1e6)],
+    )
+    answer = upload_run(
+        url,
+        "secret-token",
+        project="acme/x",
+        benchmark="b",
+        context=RunContext(project="acme/x"),
+        repeats=[[profile]],
+    )
     assert answer == {"ok": True}
     assert script.seen == ["POST /api/v1/projects/acme/x/runs"] * 3
     assert len(set(script.keys)) == 1 and script.keys[0] is not None

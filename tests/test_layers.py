@@ -21,22 +21,31 @@ LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 pytestmark = pytest.mark.skipif(
     not (ROOT / "pyproject.toml").is_file() or not LINT_IMPORTS.is_file(),
-    reason="needs a source checkout with lint-imports beside the interpreter")
+    reason="needs a source checkout with lint-imports beside the interpreter",
+)
 
 
 def _lint_imports(root: Path, *contracts: str) -> subprocess.CompletedProcess[str]:
     """``lint-imports`` in ``root``, importing ``perfci`` from there (not from the checkout)."""
     env = {**os.environ, "PYTHONPATH": str(root), "NO_COLOR": "1"}
     selected = [arg for contract in contracts for arg in ("--contract", contract)]
-    return subprocess.run([str(LINT_IMPORTS), "--no-cache", *selected], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache", *selected],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def _copy_with(tmp_path: Path, module: str, source: str) -> Path:
     """A copy of the package and its contracts, plus ``module`` (a dotted name) holding
     ``source``."""
-    shutil.copytree(ROOT / "perfci", tmp_path / "perfci",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "perfci", tmp_path / "perfci", ignore=shutil.ignore_patterns("__pycache__")
+    )
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     path = tmp_path.joinpath(*module.split(".")).with_suffix(".py")
     path.write_text(source, encoding="utf-8")
@@ -60,8 +69,9 @@ def test_a_command_importing_the_store_breaks_the_thin_shell_contract(tmp_path: 
 def test_analysis_importing_a_use_case_breaks_the_layers(tmp_path: Path) -> None:
     # Upward through an unlisted module counts too: analysis -> a helper -> usecases.
     root = _copy_with(tmp_path, "perfci.analysis.sneaky", "import perfci.sneaky_helper  # noqa\n")
-    (root / "perfci" / "sneaky_helper.py").write_text("import perfci.usecases.compare  # noqa\n",
-                                                       encoding="utf-8")
+    (root / "perfci" / "sneaky_helper.py").write_text(
+        "import perfci.usecases.compare  # noqa\n", encoding="utf-8"
+    )
     result = _lint_imports(root, "layers")
     assert result.returncode == 1, result.stdout + result.stderr
     assert "perfci.analysis is not allowed to import perfci.usecases" in result.stdout

@@ -14,8 +14,9 @@ from perfci.analysis.engine import SHARED_FACTOR_KEY, compare_core
 from perfci.model import Verdict
 
 
-def _aligned(rng: np.random.Generator, metrics: int, base_factor: np.ndarray,
-             cand_factor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _aligned(
+    rng: np.random.Generator, metrics: int, base_factor: np.ndarray, cand_factor: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     levels = np.log(rng.uniform(1e3, 1e6, (metrics, 1)))
     base = levels + base_factor + rng.normal(0, 0.005, (metrics, len(base_factor)))
     cand = levels + cand_factor + rng.normal(0, 0.005, (metrics, len(cand_factor)))
@@ -54,9 +55,11 @@ def test_shared_factor_line_reports_a_common_slowdown() -> None:
     rng = np.random.default_rng(8)
     base, cand = _aligned(rng, 100, rng.normal(0, 0.01, 30), rng.normal(0.06, 0.01, 5))
     keys = [f"kernel:gpu:k{i}" for i in range(100)]
-    core = compare_core(dict(zip(keys, np.exp(base).tolist(), strict=True)),
-                        dict(zip(keys, np.exp(cand).tolist(), strict=True)),
-                        options=CompareOptions(remove_shared_factor=True))
+    core = compare_core(
+        dict(zip(keys, np.exp(base).tolist(), strict=True)),
+        dict(zip(keys, np.exp(cand).tolist(), strict=True)),
+        options=CompareOptions(remove_shared_factor=True),
+    )
     shared = core.shared_factor
     assert shared is not None and shared.key == SHARED_FACTOR_KEY
     assert shared.verdict is Verdict.REGRESSION
@@ -76,8 +79,8 @@ def test_repeats_needed_solves_the_interval_width() -> None:
 
 def test_repeats_needed_says_when_more_repeats_cannot_help() -> None:
     # Baseline noise alone (z·sd/√n) already exceeds the margin: -1.
-    needed = noise.repeats_needed(np.array([0.2]), 5, np.array([0.0]), delta=0.02,
-                                  confidence=0.95)
+    needed = noise.repeats_needed(np.array([0.2]), 5, np.array([0.0]), delta=0.02, confidence=0.95)
     assert needed.tolist() == [-1]
-    assert noise.repeats_needed(np.array([0.0]), 5, np.array([0.0]), delta=0.02,
-                                confidence=0.95).tolist() == [1]
+    assert noise.repeats_needed(
+        np.array([0.0]), 5, np.array([0.0]), delta=0.02, confidence=0.95
+    ).tolist() == [1]

@@ -24,9 +24,12 @@ from perfci.model import Profile
 
 # derandomize: the same examples on every run, so CI is reproducible; raise max_examples
 # locally (or drop derandomize) to explore further.
-FUZZ = settings(deadline=None, database=None, derandomize=True,
-                suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                       HealthCheck.too_slow])
+FUZZ = settings(
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 # A few real files per family, chosen for the ways they can break when cut: gzip (chrome),
 # SQLite pages (nsys export), long single-line records (Megatron), counted rows (ASTRA-sim).
@@ -47,8 +50,11 @@ CORPUS_SAMPLES = (
 def _real_files() -> list[str]:
     """Seeds and corpus samples, relative to ../shared ("" when it is absent)."""
     seeds = sorted(p.name for p in (SHARED / "seeds").glob("0*")) if SHARED.is_dir() else []
-    return [f"seeds/{name}" for name in seeds] + [f"corpus/{name}" for name in CORPUS_SAMPLES] \
-        if SHARED.is_dir() else [""]
+    return (
+        [f"seeds/{name}" for name in seeds] + [f"corpus/{name}" for name in CORPUS_SAMPLES]
+        if SHARED.is_dir()
+        else [""]
+    )
 
 
 def _check(path: Path, data: bytes, format: str | None = None) -> None:
@@ -97,7 +103,8 @@ def test_real_file_cut_short(work: Path, real_bytes: bytes, cut: float) -> None:
 @pytest.mark.parametrize("real_bytes", _real_files(), indirect=True)
 @settings(FUZZ, max_examples=20)
 @given(start=st.floats(min_value=0.0, max_value=1.0), length=st.integers(1, 4096))
-def test_real_file_with_a_chunk_removed(work: Path, real_bytes: bytes, start: float,
-                                        length: int) -> None:
+def test_real_file_with_a_chunk_removed(
+    work: Path, real_bytes: bytes, start: float, length: int
+) -> None:
     begin = int(len(real_bytes) * start)
-    _check(work, real_bytes[:begin] + real_bytes[begin + length:])
+    _check(work, real_bytes[:begin] + real_bytes[begin + length :])

@@ -76,6 +76,11 @@ def test_the_upload_limits_are_the_settings_defaults() -> None:
     from perfci.settings import Settings
 
     settings = Settings()
-    for name in ("max_body_bytes", "max_metrics", "max_samples", "max_inflated_bytes",
-                 "max_inflation_ratio"):
+    for name in (
+        "max_body_bytes",
+        "max_metrics",
+        "max_samples",
+        "max_inflated_bytes",
+        "max_inflation_ratio",
+    ):
         assert getattr(limits, name.upper()) == getattr(settings, name), name

@@ -49,20 +49,38 @@ LONG_KEY = SeriesKey(MetricKind.KERNEL, LONG)
 HOSTILE = [SCRIPT, PIPE, TICKS, STARS, LINK, NEWLINE, LONG_KEY]
 FILLER = [SeriesKey(MetricKind.KERNEL, f"elementwise_kernel_{i}") for i in range(16)]
 # ns per step: the gemm is half of the step, the hostile kernels a few percent each.
-LEVELS = {STEP: 10e6, GEMM: 5e6, SCRIPT: 4e5, PIPE: 3e5, TICKS: 2e5, STARS: 2e5, LINK: 1e5,
-          NEWLINE: 6e6, LONG_KEY: 8e5, **{key: 5e4 for key in FILLER}}
+LEVELS = {
+    STEP: 10e6,
+    GEMM: 5e6,
+    SCRIPT: 4e5,
+    PIPE: 3e5,
+    TICKS: 2e5,
+    STARS: 2e5,
+    LINK: 1e5,
+    NEWLINE: 6e6,
+    LONG_KEY: 8e5,
+    **{key: 5e4 for key in FILLER},
+}
 
 
 def _comparison(slow: dict[SeriesKey, float], *, seed: int) -> RunComparison:
     rng = np.random.default_rng(seed)
-    baseline = {key: (level * np.exp(rng.normal(0, 0.01, (20, 3)))).tolist()
-                for key, level in LEVELS.items()}
-    candidate = {key: (level * (1 + slow.get(key, 0.0)) * np.exp(rng.normal(0, 0.01, 6))).tolist()
-                 for key, level in LEVELS.items()}
+    baseline = {
+        key: (level * np.exp(rng.normal(0, 0.01, (20, 3)))).tolist()
+        for key, level in LEVELS.items()
+    }
+    candidate = {
+        key: (level * (1 + slow.get(key, 0.0)) * np.exp(rng.normal(0, 0.01, 6))).tolist()
+        for key, level in LEVELS.items()
+    }
     result = compare_run(baseline, candidate, benchmark="gpt-small|<b>")
     result.baseline = BaselineInfo("main", 20, "1111111aaaaaaa", "2222222bbbbbbb", [1, 2])
-    result.environment = {"gpu": "NVIDIA A100-SXM4-80GB", "driver": "550.54.15",
-                          "cuda": "12.4", "torch": "2.3.0 | <i>cu124</i>"}
+    result.environment = {
+        "gpu": "NVIDIA A100-SXM4-80GB",
+        "driver": "550.54.15",
+        "cuda": "12.4",
+        "torch": "2.3.0 | <i>cu124</i>",
+    }
     result.commit = "3333333cccccccccc"
     result.branch = "feature/faster-gemm"
     result.ci_url = "https://github.com/octo/gpt/actions/runs/42"
@@ -72,8 +90,7 @@ def _comparison(slow: dict[SeriesKey, float], *, seed: int) -> RunComparison:
 @pytest.fixture(scope="module")
 def regression() -> RunComparison:
     # The gemm (+10 %) and the hostile kernels move; the step follows the gemm.
-    return _comparison({GEMM: 0.10, STEP: 0.06, SCRIPT: 0.15, LONG_KEY: 0.20, PIPE: -0.12},
-                       seed=7)
+    return _comparison({GEMM: 0.10, STEP: 0.06, SCRIPT: 0.15, LONG_KEY: 0.20, PIPE: -0.12}, seed=7)
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +106,8 @@ def _golden(name: str, text: str) -> None:
     assert path.exists(), f"{path} is missing: run with PERFCI_UPDATE_GOLDEN=1 and review it"
     assert text == path.read_text(encoding="utf-8"), (
         f"{name} differs from its golden file; if the change is intended, regenerate with "
-        "PERFCI_UPDATE_GOLDEN=1 and review the diff")
+        "PERFCI_UPDATE_GOLDEN=1 and review the diff"
+    )
 
 
 def _tables(markdown: str) -> list[list[str]]:
@@ -132,12 +150,19 @@ def test_comment_puts_marker_then_verdict_first(regression: RunComparison) -> No
     assert custom.startswith("<!-- custom -->\n") and "[CI run](https://ci.example/9)" in custom
 
 
-@pytest.mark.parametrize("verdict, words", [
-    (Verdict.REGRESSION, "❌ Regression"), (Verdict.UNCHANGED, "✅ No regression"),
-    (Verdict.IMPROVEMENT, "🟢 Improvement"), (Verdict.INCONCLUSIVE, "⚠️ Inconclusive"),
-    (Verdict.NO_BASELINE, "ℹ️ No baseline yet")])
-def test_each_run_verdict_has_its_headline(regression: RunComparison, verdict: Verdict,
-                                           words: str) -> None:
+@pytest.mark.parametrize(
+    "verdict, words",
+    [
+        (Verdict.REGRESSION, "❌ Regression"),
+        (Verdict.UNCHANGED, "✅ No regression"),
+        (Verdict.IMPROVEMENT, "🟢 Improvement"),
+        (Verdict.INCONCLUSIVE, "⚠️ Inconclusive"),
+        (Verdict.NO_BASELINE, "ℹ️ No baseline yet"),
+    ],
+)
+def test_each_run_verdict_has_its_headline(
+    regression: RunComparison, verdict: Verdict, words: str
+) -> None:
     result = dataclasses.replace(regression, verdict=verdict)
     assert render_comment(result).split("\n")[1].startswith(f"## {words}: ")
 
@@ -152,14 +177,16 @@ def test_hostile_names_break_no_table_and_inject_no_html(regression: RunComparis
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in comment
     assert "\\[link\\](http\\://evil.example)" in comment  # text, not a link
     assert "@\u2060octocat" in comment  # no mention
-    assert "line1 line2" in comment and not any(line.startswith("line2")
-                                                for line in comment.split("\n"))
+    assert "line1 line2" in comment and not any(
+        line.startswith("line2") for line in comment.split("\n")
+    )
     assert "\\`tick\\` \\`\\`double\\`\\` kernel" in comment
     assert "\\*\\_bold\\_\\* \\_\\_init\\_\\_" in comment
 
 
 def test_long_names_are_shortened_in_tables_and_whole_in_the_details(
-        regression: RunComparison) -> None:
+    regression: RunComparison,
+) -> None:
     comment = render_comment(regression)
     head, details = comment.split("<details><summary>All", 1)
     assert LONG not in head and md_escape(LONG, max_len=120) in head
@@ -168,13 +195,25 @@ def test_long_names_are_shortened_in_tables_and_whole_in_the_details(
 
 
 def test_a_comment_with_10000_metrics_stays_under_the_limit_and_keeps_its_verdict() -> None:
-    metrics = [MetricComparison(
-        key=f"kernel:gpu:k{i}", verdict=Verdict.UNCHANGED if i % 50 else Verdict.REGRESSION,
-        baseline_median=1e5 + i, candidate_median=1.1e5 + i, change=0.1, ci_low=0.05,
-        ci_high=0.15, p_value=0.01, q_value=0.02, n_baseline=20, n_candidate=5,
-        gated=i % 50 == 0, share_of_step=0.01,
-        series=SeriesKey(MetricKind.KERNEL, f"kernel_<{i}>|" + "x" * 60, Device.GPU))
-        for i in range(10_000)]
+    metrics = [
+        MetricComparison(
+            key=f"kernel:gpu:k{i}",
+            verdict=Verdict.UNCHANGED if i % 50 else Verdict.REGRESSION,
+            baseline_median=1e5 + i,
+            candidate_median=1.1e5 + i,
+            change=0.1,
+            ci_low=0.05,
+            ci_high=0.15,
+            p_value=0.01,
+            q_value=0.02,
+            n_baseline=20,
+            n_candidate=5,
+            gated=i % 50 == 0,
+            share_of_step=0.01,
+            series=SeriesKey(MetricKind.KERNEL, f"kernel_<{i}>|" + "x" * 60, Device.GPU),
+        )
+        for i in range(10_000)
+    ]
     result = RunComparison(benchmark="huge", verdict=Verdict.REGRESSION, metrics=metrics)
     comment = render_comment(result)
     assert len(comment.encode("utf-16-le")) // 2 < MAX_COMMENT_CHARS
@@ -203,7 +242,8 @@ def test_no_baseline_says_what_happens_next() -> None:
 
 def test_escape_helpers() -> None:
     assert md_escape("<script>alert('x')</script>") == (
-        "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;")
+        "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;"
+    )
     assert md_escape("a|b\nc") == "a\\|b c"
     assert md_escape("# title") == "\\# title" and md_escape("1. item") == "1\\. item"
     assert md_escape("x" * 50, max_len=10) == "xxxxxx…xxx"
@@ -241,15 +281,21 @@ def test_json_report_is_json_with_every_metric_field(regression: RunComparison) 
     assert data["shared_factor"] is None or data["shared_factor"]["key"]
     # every field of the model, under its own name, and the step the verdict was about
     assert set(data) == {f.name for f in dataclasses.fields(RunComparison)} | {
-        "schema_version", "counts"}
+        "schema_version",
+        "counts",
+    }
     assert result.primary_step is not None and data["primary_step"] == result.primary_step
 
 
 def test_an_inconclusive_step_suggests_how_many_repeats_would_settle_it(
-        regression: RunComparison) -> None:
+    regression: RunComparison,
+) -> None:
     step = next(m for m in regression.metrics if m.series == STEP)
     vague = dataclasses.replace(step, verdict=Verdict.INCONCLUSIVE, repeats_needed=12)
-    result = dataclasses.replace(regression, verdict=Verdict.INCONCLUSIVE, metrics=[
-        vague if m is step else m for m in regression.metrics])
+    result = dataclasses.replace(
+        regression,
+        verdict=Verdict.INCONCLUSIVE,
+        metrics=[vague if m is step else m for m in regression.metrics],
+    )
     comment = render_comment(result)
     assert "## ⚠️ Inconclusive" in comment and "Re-run with about 12 repeats" in comment

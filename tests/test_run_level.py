@@ -17,18 +17,25 @@ from perfci.model import MetricKind, SeriesKey, Verdict
 
 STEP = SeriesKey(MetricKind.STEP, "train_step")
 KERNELS = [SeriesKey(MetricKind.KERNEL, f"kernel_{i}") for i in range(60)]
-LEVELS = {STEP: 20e6, **{k: 2e6 * 0.9 ** i for i, k in enumerate(KERNELS)}}
+LEVELS = {STEP: 20e6, **{k: 2e6 * 0.9**i for i, k in enumerate(KERNELS)}}
 
 Baseline = dict[SeriesKey, list[list[float]]]
 Candidate = dict[SeriesKey, list[float]]
 
 
-def _world(rng: np.random.Generator, *, runs_n: int = 30, repeats: int = 5,
-           slower: dict[SeriesKey, float] | None = None, run_cv: float = 0.01,
-           repeat_cv: float = 0.02, shared_cv: float = 0.015,
-           wrecked: dict[int, float] | None = None,
-           level_from: tuple[int, dict[SeriesKey, float]] | None = None,
-           cand_factor: float | None = None) -> tuple[Baseline, Candidate]:
+def _world(
+    rng: np.random.Generator,
+    *,
+    runs_n: int = 30,
+    repeats: int = 5,
+    slower: dict[SeriesKey, float] | None = None,
+    run_cv: float = 0.01,
+    repeat_cv: float = 0.02,
+    shared_cv: float = 0.015,
+    wrecked: dict[int, float] | None = None,
+    level_from: tuple[int, dict[SeriesKey, float]] | None = None,
+    cand_factor: float | None = None,
+) -> tuple[Baseline, Candidate]:
     """Two-level noise: per repeat, per run and metric, and one factor per run."""
     keys = list(LEVELS)
     level = np.log([LEVELS[k] for k in keys])
@@ -72,8 +79,7 @@ def test_repeats_sharing_a_run_level_do_not_make_false_alarms() -> None:
     """The candidate's five repeats share one run level (+2.5 % here, 2.5 σ of run noise):
     a per-repeat test calls that significant; a run-level test must not."""
     rng = np.random.default_rng(7)
-    baseline, candidate = _world(rng, run_cv=0.01, repeat_cv=0.002, shared_cv=0.0,
-                                 cand_factor=0.0)
+    baseline, candidate = _world(rng, run_cv=0.01, repeat_cv=0.002, shared_cv=0.0, cand_factor=0.0)
     kernel = KERNELS[3]
     candidate[kernel] = (LEVELS[kernel] * 1.025 * np.exp(rng.normal(0, 0.002, 5))).tolist()
     line = _lines(compare_run(baseline, candidate, benchmark="b"))[kernel]
@@ -85,11 +91,14 @@ def test_repeats_sharing_a_run_level_do_not_make_false_alarms() -> None:
 
 def test_wrecked_baseline_runs_are_left_out_and_named() -> None:
     rng = np.random.default_rng(3)
-    baseline, candidate = _world(rng, wrecked={10: 0.35, 20: 0.55},
-                                 slower={KERNELS[0]: 0.11, STEP: 0.11 * 0.1})
+    baseline, candidate = _world(
+        rng, wrecked={10: 0.35, 20: 0.55}, slower={KERNELS[0]: 0.11, STEP: 0.11 * 0.1}
+    )
     result = compare_run(baseline, candidate, benchmark="b")
-    assert any(n.startswith("2 of 30 baseline runs left out: 3") and "% slower across all"
-               in n for n in result.notes)
+    assert any(
+        n.startswith("2 of 30 baseline runs left out: 3") and "% slower across all" in n
+        for n in result.notes
+    )
     assert 10 not in result.baseline_runs_used and 20 not in result.baseline_runs_used
     assert len(result.baseline_runs_used) == 28
     line = _lines(result)[KERNELS[0]]
@@ -102,8 +111,10 @@ def test_an_outlier_repeat_of_the_candidate_is_left_out() -> None:
     for key in candidate:
         candidate[key][2] *= 1.6  # one repeat during a load spike
     result = compare_run(baseline, candidate, benchmark="b")
-    assert any(n.startswith("1 of 5 repeats of this run left out: 5") and "% slower" in n
-               for n in result.notes)
+    assert any(
+        n.startswith("1 of 5 repeats of this run left out: 5") and "% slower" in n
+        for n in result.notes
+    )
     assert result.verdict is not Verdict.REGRESSION
     assert all(m.n_candidate == 4 for m in result.metrics)
 
@@ -119,8 +130,9 @@ def test_the_baseline_starts_at_the_last_accepted_change() -> None:
     assert result.baseline_runs_used == list(range(18, 30))
     assert any("train_step changed level +" in n and "12 runs ago" in n for n in result.notes)
     assert _lines(result)[STEP].verdict is not Verdict.REGRESSION
-    off = compare_run(baseline, candidate, benchmark="b",
-                      options=CompareOptions(trim_change_points=False))
+    off = compare_run(
+        baseline, candidate, benchmark="b", options=CompareOptions(trim_change_points=False)
+    )
     assert off.baseline_level_start is None and len(off.baseline_runs_used) == 30
 
 
@@ -159,8 +171,10 @@ def test_few_metrics_are_judged_on_plain_values_without_a_factor() -> None:
     rng = np.random.default_rng(9)
     keys = [STEP, KERNELS[0]]
     baseline = {k: (LEVELS[k] * np.exp(rng.normal(0, 0.01, (10, 3)))).tolist() for k in keys}
-    candidate = {STEP: (LEVELS[STEP] * 1.2 * np.exp(rng.normal(0, 0.01, 3))).tolist(),
-                 KERNELS[0]: (LEVELS[KERNELS[0]] * np.exp(rng.normal(0, 0.01, 3))).tolist()}
+    candidate = {
+        STEP: (LEVELS[STEP] * 1.2 * np.exp(rng.normal(0, 0.01, 3))).tolist(),
+        KERNELS[0]: (LEVELS[KERNELS[0]] * np.exp(rng.normal(0, 0.01, 3))).tolist(),
+    }
     result = compare_run(baseline, candidate, benchmark="b")
     assert result.shared_factor is None
     line = _lines(result)[STEP]

@@ -24,20 +24,27 @@ WRITER = (
 
 def test_each_repeat_is_a_fresh_process_with_its_own_dir(tmp_path: Path) -> None:
     seen = []
-    result = run_benchmark([sys.executable, "-c", WRITER], benchmark="b", repeats=3,
-                           work_dir=tmp_path, on_repeat=lambda i, r: seen.append(i))
+    result = run_benchmark(
+        [sys.executable, "-c", WRITER],
+        benchmark="b",
+        repeats=3,
+        work_dir=tmp_path,
+        on_repeat=lambda i, r: seen.append(i),
+    )
     assert seen == [0, 1, 2]
     files = result.files_per_repeat
-    assert [[p.name for p in f] for f in files] == [["r0.pt.trace.json"], ["r1.pt.trace.json"],
-                                                     ["r2.pt.trace.json"]]
+    assert [[p.name for p in f] for f in files] == [
+        ["r0.pt.trace.json"],
+        ["r1.pt.trace.json"],
+        ["r2.pt.trace.json"],
+    ]
     assert json.loads(files[2][0].read_text()) == {"repeat": "2"}
 
 
 def test_failing_repeat_stops_with_exit_code_and_tail(tmp_path: Path) -> None:
     script = "import os, sys\nprint('step failed: CUDA out of memory')\nsys.exit(7)"
     with pytest.raises(BenchmarkFailed) as info:
-        run_benchmark([sys.executable, "-c", script], benchmark="b", repeats=3,
-                      work_dir=tmp_path)
+        run_benchmark([sys.executable, "-c", script], benchmark="b", repeats=3, work_dir=tmp_path)
     assert info.value.returncode == 7
     assert info.value.exit_code == 7
     assert "CUDA out of memory" in info.value.tail
@@ -46,8 +53,7 @@ def test_failing_repeat_stops_with_exit_code_and_tail(tmp_path: Path) -> None:
 
 def test_repeat_without_profiles_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="wrote no profile file"):
-        run_benchmark([sys.executable, "-c", "pass"], benchmark="b", repeats=1,
-                      work_dir=tmp_path)
+        run_benchmark([sys.executable, "-c", "pass"], benchmark="b", repeats=1, work_dir=tmp_path)
 
 
 def test_unknown_profiler_and_missing_command(tmp_path: Path) -> None:
@@ -59,14 +65,41 @@ def test_unknown_profiler_and_missing_command(tmp_path: Path) -> None:
         run_benchmark(["/nonexistent/bench"], benchmark="b", repeats=1, work_dir=tmp_path)
 
 
-def test_cli_run_exits_with_the_benchmark_code(tmp_path: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["run", "--benchmark", "b", "-n", "1", "--work-dir", str(tmp_path), "--",
-                 sys.executable, "-c", "import sys; print('boom'); sys.exit(3)"])
+def test_cli_run_exits_with_the_benchmark_code(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        [
+            "run",
+            "--benchmark",
+            "b",
+            "-n",
+            "1",
+            "--work-dir",
+            str(tmp_path),
+            "--",
+            sys.executable,
+            "-c",
+            "import sys; print('boom'); sys.exit(3)",
+        ]
+    )
     assert code == 3
     assert "boom" in capsys.readouterr().err
-    code = main(["run", "--benchmark", "b", "-n", "2", "--work-dir", str(tmp_path), "--",
-                 sys.executable, "-c", WRITER])
+    code = main(
+        [
+            "run",
+            "--benchmark",
+            "b",
+            "-n",
+            "2",
+            "--work-dir",
+            str(tmp_path),
+            "--",
+            sys.executable,
+            "-c",
+            WRITER,
+        ]
+    )
     assert code == 0
     assert "r1.pt.trace.json" in capsys.readouterr().out
 
@@ -74,15 +107,23 @@ def test_cli_run_exits_with_the_benchmark_code(tmp_path: Path,
 def test_cwd_sets_the_benchmark_working_directory(tmp_path: Path) -> None:
     where = tmp_path / "checkout"
     where.mkdir()
-    script = ("import os, pathlib\n"
-              "out = pathlib.Path(os.environ['PERFCI_OUTPUT_DIR'])\n"
-              "(out / 'cwd.pt.trace.json').write_text(os.getcwd())\n")
-    result = run_benchmark([sys.executable, "-c", script], benchmark="b", repeats=1,
-                           work_dir=tmp_path / "work", cwd=where)
+    script = (
+        "import os, pathlib\n"
+        "out = pathlib.Path(os.environ['PERFCI_OUTPUT_DIR'])\n"
+        "(out / 'cwd.pt.trace.json').write_text(os.getcwd())\n"
+    )
+    result = run_benchmark(
+        [sys.executable, "-c", script],
+        benchmark="b",
+        repeats=1,
+        work_dir=tmp_path / "work",
+        cwd=where,
+    )
     assert Path(result.files_per_repeat[0][0].read_text()).resolve() == where.resolve()
     # Without cwd the benchmark runs where perfci runs (the default behaviour).
-    result = run_benchmark([sys.executable, "-c", script], benchmark="b", repeats=1,
-                           work_dir=tmp_path / "work2")
+    result = run_benchmark(
+        [sys.executable, "-c", script], benchmark="b", repeats=1, work_dir=tmp_path / "work2"
+    )
     assert Path(result.files_per_repeat[0][0].read_text()).resolve() == Path.cwd().resolve()
 
 
@@ -124,24 +165,44 @@ def _secret_env(monkeypatch: pytest.MonkeyPatch, database: Path) -> dict[str, st
 
 
 def test_benchmark_environment_withholds_secrets_and_passes_named_ones() -> None:
-    base = {"PATH": "/bin", "HOME": "/home/ci", "CUDA_VISIBLE_DEVICES": "0",
-            "PERFCI_TOKEN": "t", "PERFCI_REPEAT": "old", "GITHUB_TOKEN": "g",
-            "GITHUB_SHA": "abc", "PERFCI_EXAMPLE_KNOB": "1", "GH_TOKEN": "h"}
+    base = {
+        "PATH": "/bin",
+        "HOME": "/home/ci",
+        "CUDA_VISIBLE_DEVICES": "0",
+        "PERFCI_TOKEN": "t",
+        "PERFCI_REPEAT": "old",
+        "GITHUB_TOKEN": "g",
+        "GITHUB_SHA": "abc",
+        "PERFCI_EXAMPLE_KNOB": "1",
+        "GH_TOKEN": "h",
+    }
     env, withheld = benchmark_environment(base, pass_env=["PERFCI_EXAMPLE_KNOB", "GH_TOKEN"])
     assert withheld == ["GITHUB_TOKEN", "PERFCI_TOKEN"]
-    assert env == {"PATH": "/bin", "HOME": "/home/ci", "CUDA_VISIBLE_DEVICES": "0",
-                   "PERFCI_REPEAT": "old", "GITHUB_SHA": "abc", "PERFCI_EXAMPLE_KNOB": "1",
-                   "GH_TOKEN": "h"}
+    assert env == {
+        "PATH": "/bin",
+        "HOME": "/home/ci",
+        "CUDA_VISIBLE_DEVICES": "0",
+        "PERFCI_REPEAT": "old",
+        "GITHUB_SHA": "abc",
+        "PERFCI_EXAMPLE_KNOB": "1",
+        "GH_TOKEN": "h",
+    }
 
 
 def test_run_benchmark_starts_the_benchmark_without_secrets(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     secrets = _secret_env(monkeypatch, tmp_path / "perfci.db")
     monkeypatch.setenv("PERFCI_EXAMPLE_KNOB", "1")
     dump = tmp_path / "env.json"
-    result = run_benchmark([sys.executable, "-c", ENV_DUMPER, str(dump)], benchmark="b",
-                           repeats=1, work_dir=tmp_path / "w", profiler="none",
-                           pass_env=["PERFCI_EXAMPLE_KNOB", "GH_TOKEN"])
+    result = run_benchmark(
+        [sys.executable, "-c", ENV_DUMPER, str(dump)],
+        benchmark="b",
+        repeats=1,
+        work_dir=tmp_path / "w",
+        profiler="none",
+        pass_env=["PERFCI_EXAMPLE_KNOB", "GH_TOKEN"],
+    )
     seen = json.loads(dump.read_text())
     assert not (set(secrets) - {"GH_TOKEN"}) & set(seen)
     assert seen["GH_TOKEN"] == secrets["GH_TOKEN"]  # allow-listed
@@ -153,17 +214,35 @@ def test_run_benchmark_starts_the_benchmark_without_secrets(
 
 
 def test_perfci_check_withholds_secrets_and_honours_the_pass_env_setting(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The whole `perfci check` path: the benchmark sees no secret, perfci prints none."""
     secrets = _secret_env(monkeypatch, tmp_path / "perfci.db")
     monkeypatch.setenv("PERFCI_EXAMPLE_KNOB", "slow")
     monkeypatch.setenv("PERFCI_PASS_ENV", "PERFCI_EXAMPLE_KNOB")
     monkeypatch.chdir(tmp_path)
     dump = tmp_path / "env.json"
-    code = main(["check", "--benchmark", "b", "--repeats", "2", "--profiler", "none",
-                 "--glob", "*.json", "--no-comment", "--branch", "main", "--",
-                 sys.executable, "-c", ENV_DUMPER, str(dump)])
+    code = main(
+        [
+            "check",
+            "--benchmark",
+            "b",
+            "--repeats",
+            "2",
+            "--profiler",
+            "none",
+            "--glob",
+            "*.json",
+            "--no-comment",
+            "--branch",
+            "main",
+            "--",
+            sys.executable,
+            "-c",
+            ENV_DUMPER,
+            str(dump),
+        ]
+    )
     assert code == 0
     seen = json.loads(dump.read_text())
     assert not set(secrets) & set(seen), sorted(set(secrets) & set(seen))
@@ -176,15 +255,35 @@ def test_perfci_check_withholds_secrets_and_honours_the_pass_env_setting(
 
 
 def test_perfci_check_pass_env_flag_lets_one_variable_through(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     secrets = _secret_env(monkeypatch, tmp_path / "perfci.db")
     monkeypatch.setenv("PERFCI_EXAMPLE_KNOB", "slow")
     monkeypatch.chdir(tmp_path)
     dump = tmp_path / "env.json"
-    code = main(["check", "--benchmark", "b", "--repeats", "2", "--profiler", "none",
-                 "--glob", "*.json", "--no-comment", "--branch", "main",
-                 "--pass-env", "PERFCI_EXAMPLE_KNOB", "--",
-                 sys.executable, "-c", ENV_DUMPER, str(dump)])
+    code = main(
+        [
+            "check",
+            "--benchmark",
+            "b",
+            "--repeats",
+            "2",
+            "--profiler",
+            "none",
+            "--glob",
+            "*.json",
+            "--no-comment",
+            "--branch",
+            "main",
+            "--pass-env",
+            "PERFCI_EXAMPLE_KNOB",
+            "--",
+            sys.executable,
+            "-c",
+            ENV_DUMPER,
+            str(dump),
+        ]
+    )
     assert code == 0
     seen = json.loads(dump.read_text())
     assert seen["PERFCI_EXAMPLE_KNOB"] == "slow"

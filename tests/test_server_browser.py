@@ -24,8 +24,7 @@ PROJECT = "acme/browser"
 
 
 @pytest.fixture(scope="module")
-def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, str,
-                                                                         int]]:
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, str, int]]:
     if not Path(CHROMIUM).exists():
         if os.environ.get("CI") == "true":
             pytest.fail(f"Chromium is required in CI but {CHROMIUM} is absent")
@@ -41,14 +40,14 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerPro
     server.stop()
 
 
-def test_dashboard_from_login_to_the_regressed_run(
-        seeded: tuple[ServerProcess, str, int]) -> None:
+def test_dashboard_from_login_to_the_regressed_run(seeded: tuple[ServerProcess, str, int]) -> None:
     from playwright.sync_api import sync_playwright
 
     server, token, pr_run = seeded
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM,
-                                             args=["--no-sandbox", "--disable-gpu"])
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"]
+        )
         try:
             page = browser.new_page(java_script_enabled=False)  # usable without JS
             page.goto(f"{server.url}/")
@@ -72,8 +71,9 @@ def test_dashboard_from_login_to_the_regressed_run(
             assert "Regression" in page.locator("h2.verdict-regression").inner_text()
             regressed = page.locator("tr.verdict-regression td.name").all_inner_texts()
             assert "train_step" in regressed
-            assert "void at::<lambda(int)>|<script>" in page.content().replace(
-                "&lt;", "<").replace("&gt;", ">")
+            assert "void at::<lambda(int)>|<script>" in page.content().replace("&lt;", "<").replace(
+                "&gt;", ">"
+            )
             assert page.locator("script").count() == 0  # the kernel name stayed text
             assert "ampere_sgemm_128x64_tn" in page.locator("table").first.inner_text()
         finally:

@@ -22,27 +22,47 @@ from perfci.usecases.tokens import create_token
 
 pytestmark = pytest.mark.slow
 PROJECT = "fuzz/project"
-CHECKS = [checks.not_a_server_error, checks.status_code_conformance,
-          checks.content_type_conformance, checks.response_schema_conformance]
+CHECKS = [
+    checks.not_a_server_error,
+    checks.status_code_conformance,
+    checks.content_type_conformance,
+    checks.response_schema_conformance,
+]
 
 
 @pytest.fixture(scope="module", params=DIALECTS)
-def fuzz_server(request: pytest.FixtureRequest,
-                tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, str]]:
+def fuzz_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[ServerProcess, str]]:
     folder = tmp_path_factory.mktemp("fuzz")
     postgres = request.param != "sqlite"
-    url = create_postgres(request.getfixturevalue("postgres_admin")) if postgres else (
-        create_sqlite(folder))
+    url = (
+        create_postgres(request.getfixturevalue("postgres_admin"))
+        if postgres
+        else (create_sqlite(folder))
+    )
     engine = db.make_engine(url)
     with db.make_sessionmaker(engine)() as session:
         token, _ = create_token(session, project=PROJECT, scopes="admin")
     engine.dispose()
-    server = start_server(url, log_dir=folder, args=("--max-body-bytes", "1000000",
-                                                     "--api-docs"))
-    body = {"benchmark": "b", "context": {"branch": "main"}, "repeats": [{"profiles": [
-        {"steps": 1, "metrics": [{"kind": "step", "name": "s", "total_ns": 1e6}]}]}]}
-    stored = httpx.post(f"{server.url}/api/v1/projects/{PROJECT}/runs", json=body,
-                        headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    server = start_server(url, log_dir=folder, args=("--max-body-bytes", "1000000", "--api-docs"))
+    body = {
+        "benchmark": "b",
+        "context": {"branch": "main"},
+        "repeats": [
+            {
+                "profiles": [
+                    {"steps": 1, "metrics": [{"kind": "step", "name": "s", "total_ns": 1e6}]}
+                ]
+            }
+        ],
+    }
+    stored = httpx.post(
+        f"{server.url}/api/v1/projects/{PROJECT}/runs",
+        json=body,
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=30,
+    )
     assert stored.status_code == 201, stored.text
     yield server, token
     server.stop()
@@ -53,7 +73,8 @@ def fuzz_server(request: pytest.FixtureRequest,
 
 
 def test_no_server_errors_and_responses_match_the_schema(
-        fuzz_server: tuple[ServerProcess, str]) -> None:
+    fuzz_server: tuple[ServerProcess, str],
+) -> None:
     server, token = fuzz_server
     api = schemathesis.openapi.from_url(f"{server.url}/openapi.json")
     operations = [result.ok() for result in api.get_all_operations()]
@@ -64,12 +85,17 @@ def test_no_server_errors_and_responses_match_the_schema(
 
 def _fuzz(operation: schemathesis.APIOperation, base_url: str, token: str) -> None:
     @given(case=operation.as_strategy())
-    @settings(max_examples=25, deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=25, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+    )
     def run(case: schemathesis.Case) -> None:
         if (case.path_parameters or {}).get("project") == "0":
             case.path_parameters["project"] = PROJECT  # reach the real project now and then
-        case.call_and_validate(base_url=base_url, checks=CHECKS, timeout=30,
-                               headers={"Authorization": f"Bearer {token}"})
+        case.call_and_validate(
+            base_url=base_url,
+            checks=CHECKS,
+            timeout=30,
+            headers={"Authorization": f"Bearer {token}"},
+        )
 
     run()

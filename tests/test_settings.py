@@ -28,7 +28,8 @@ def _pyproject(folder: Path, table: str) -> Path:
 
 
 def test_flags_beat_environment_beat_file_beat_defaults(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _pyproject(tmp_path, "repeats = 7\nab-pairs = 4\nmax_repeats = 20\nbaseline-runs = 12\n")
     monkeypatch.setenv("PERFCI_AB_PAIRS", "6")
     monkeypatch.setenv("PERFCI_MAX_REPEATS", "30")
@@ -41,7 +42,8 @@ def test_flags_beat_environment_beat_file_beat_defaults(
 
 
 def test_github_actions_variables_sit_under_the_file_and_perfci_variables(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("GITHUB_TOKEN", "ghs_from_actions")
     monkeypatch.setenv("GITHUB_API_URL", "https://ghe.example/api/v3")
     token = get_settings(start=tmp_path).github_token
@@ -55,7 +57,8 @@ def test_github_actions_variables_sit_under_the_file_and_perfci_variables(
 
 
 def test_settings_built_directly_read_no_file_and_no_github_variables(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _pyproject(tmp_path, "repeats = 7\n")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("GITHUB_TOKEN", "ghs_from_actions")
@@ -66,7 +69,8 @@ def test_settings_built_directly_read_no_file_and_no_github_variables(
 
 
 def test_the_nearest_file_wins_and_a_pyproject_without_the_table_is_passed_over(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     _pyproject(tmp_path, "repeats = 7\n")
     package = tmp_path / "packages" / "model"
     package.mkdir(parents=True)
@@ -77,12 +81,13 @@ def test_the_nearest_file_wins_and_a_pyproject_without_the_table_is_passed_over(
     assert get_settings(start=tmp_path).repeats == 7
 
 
-def test_dashes_and_underscores_both_work_and_benchmark_names_are_kept(
-        tmp_path: Path) -> None:
+def test_dashes_and_underscores_both_work_and_benchmark_names_are_kept(tmp_path: Path) -> None:
     (tmp_path / "perfci.toml").write_text(
         'max-repeats = 11\nmin_baseline_runs = 4\npass-env = ["HF_HOME"]\n\n'
         '[benchmarks.gpt-tiny]\ncommand = ["python", "bench.py"]\ndelta = 0.1\n\n'
-        '[benchmarks.gpt_small]\ncommand = "true"\n', encoding="utf-8")
+        '[benchmarks.gpt_small]\ncommand = "true"\n',
+        encoding="utf-8",
+    )
     settings = get_settings(start=tmp_path)
     assert settings.max_repeats == 11 and settings.min_baseline_runs == 4
     assert settings.pass_env == ["HF_HOME"]
@@ -90,15 +95,25 @@ def test_dashes_and_underscores_both_work_and_benchmark_names_are_kept(
     assert settings.for_benchmark("gpt-tiny").delta == 0.1
 
 
-@pytest.mark.parametrize(("line", "message"), [
-    ("baseline-run = 10", r"unknown setting 'baseline-run' in .*pyproject\.toml \[tool\.perfci\]:"
-                          r" did you mean 'baseline-runs'\?"),
-    ("databse_url = 'sqlite://'", r"unknown setting 'databse_url' in .*: did you mean "
-                                  r"'database_url'\?"),
-    ("colour = 'red'", r"unknown setting 'colour' in .*: perfci has no setting of that name"),
-])
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (
+            "baseline-run = 10",
+            r"unknown setting 'baseline-run' in .*pyproject\.toml \[tool\.perfci\]:"
+            r" did you mean 'baseline-runs'\?",
+        ),
+        (
+            "databse_url = 'sqlite://'",
+            r"unknown setting 'databse_url' in .*: did you mean "
+            r"'database_url'\?",
+        ),
+        ("colour = 'red'", r"unknown setting 'colour' in .*: perfci has no setting of that name"),
+    ],
+)
 def test_an_unknown_key_in_pyproject_names_it_and_the_nearest_valid_key(
-        tmp_path: Path, line: str, message: str) -> None:
+    tmp_path: Path, line: str, message: str
+) -> None:
     _pyproject(tmp_path, f"repeats = 3\n{line}\n")
     with pytest.raises(ConfigError, match=message) as caught:
         get_settings(start=tmp_path)
@@ -107,19 +122,26 @@ def test_an_unknown_key_in_pyproject_names_it_and_the_nearest_valid_key(
 
 def test_an_unknown_key_in_perfci_toml_names_the_file(tmp_path: Path) -> None:
     (tmp_path / "perfci.toml").write_text("gate-shares = 0.1\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"'gate-shares' in .*perfci\.toml: did you mean "
-                                          r"'gate-share'\?"):
+    with pytest.raises(
+        ConfigError,
+        match=r"'gate-shares' in .*perfci\.toml: did you mean "
+        r"'gate-share'\?",
+    ):
         get_settings(start=tmp_path)
 
 
 def test_an_unknown_flag_names_the_nearest_valid_key(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"unknown setting 'databse_url' given as an override: "
-                                          r"did you mean 'database_url'\?"):
+    with pytest.raises(
+        ConfigError,
+        match=r"unknown setting 'databse_url' given as an override: "
+        r"did you mean 'database_url'\?",
+    ):
         get_settings({"databse_url": "sqlite://"}, start=tmp_path)
 
 
 def test_unknown_perfci_environment_variables_are_ignored(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # The PERFCI_ namespace holds variables that are not settings (the Slack webhook, the test
     # suite's database URL): they must not make every command fail.
     monkeypatch.setenv("PERFCI_SLACK_WEBHOOK", "https://hooks.example/x")
@@ -143,8 +165,8 @@ def test_the_upload_limits_are_defined_once() -> None:
 
 
 def test_a_command_run_with_a_typo_in_the_file_exits_2_and_writes_nothing(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from perfci.cli.main import main
 
     _pyproject(tmp_path, "baseline-run = 10\n")
@@ -156,14 +178,20 @@ def test_a_command_run_with_a_typo_in_the_file_exits_2_and_writes_nothing(
 
 
 def test_the_service_limits_and_serve_help_read_the_settings_defaults(
-        capsys: pytest.CaptureFixture[str]) -> None:
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     pytest.importorskip("fastapi", reason="the server extra is not installed")
     from perfci.cli.main import main
     from perfci.server.deps import Limits
 
     limits, settings = Limits(), Settings()
-    for name in ("max_body_bytes", "max_metrics", "max_samples", "max_inflated_bytes",
-                 "max_inflation_ratio"):
+    for name in (
+        "max_body_bytes",
+        "max_metrics",
+        "max_samples",
+        "max_inflated_bytes",
+        "max_inflation_ratio",
+    ):
         assert getattr(limits, name) == getattr(settings, name), name
     assert main(["serve", "--help"]) == 0
     help_text = " ".join(capsys.readouterr().out.split())

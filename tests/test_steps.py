@@ -18,8 +18,14 @@ def test_warmup_detection() -> None:
 
 
 def test_collect_sorts_numerically() -> None:
-    [step] = collect_steps([("ProfilerStep#10", 3.0), ("ProfilerStep#9", 2.0),
-                            ("ProfilerStep#8", 9.0), ("forward", 1.0)])
+    [step] = collect_steps(
+        [
+            ("ProfilerStep#10", 3.0),
+            ("ProfilerStep#9", 2.0),
+            ("ProfilerStep#8", 9.0),
+            ("forward", 1.0),
+        ]
+    )
     assert step.name == "ProfilerStep"
     assert step.samples_ns == [9.0, 2.0, 3.0]
     assert step.warmup == 1

@@ -49,8 +49,10 @@ def _counts(url: str, tables: tuple[str, ...] = _TABLES) -> dict[str, int]:
     engine = db.make_engine(url)
     try:
         with engine.connect() as connection:
-            return {table: int(connection.execute(
-                text(f'SELECT count(*) FROM "{table}"')).scalar_one()) for table in tables}
+            return {
+                table: int(connection.execute(text(f'SELECT count(*) FROM "{table}"')).scalar_one())
+                for table in tables
+            }
     finally:
         engine.dispose()
 
@@ -61,12 +63,16 @@ def _counts(url: str, tables: tuple[str, ...] = _TABLES) -> dict[str, int]:
 def test_megatron_seed_two_repeats(session: Session) -> None:
     path = seed("004")
     profile = parse_file(path)[0]
-    result = parse_and_ingest(session, [path, path], benchmark="moe",
-                              context=make_context(ci_run_id="11"))
+    result = parse_and_ingest(
+        session, [path, path], benchmark="moe", context=make_context(ci_run_id="11")
+    )
     assert result.created
     assert (result.series, result.samples) == (13, 26)
     assert (_count(session, Series), _count(session, Sample), _count(session, ProfileRow)) == (
-        13, 26, 2)
+        13,
+        26,
+        2,
+    )
 
     stored = run_samples(session, [result.run_id])
     iteration = SeriesKey(MetricKind.STEP, "iteration")
@@ -75,10 +81,19 @@ def test_megatron_seed_two_repeats(session: Session) -> None:
         expected = per_step_ns(metric, profile.steps)
         assert stored[SeriesKey.of(metric)][result.run_id] == [expected, expected]
 
-    a2a = session.execute(select(Sample).join(Series, Series.id == Sample.series_id).where(
-        Series.name == "all_to_all[exp]", Series.scope == "forward_step")).scalars().all()
+    a2a = (
+        session.execute(
+            select(Sample)
+            .join(Series, Series.id == Sample.series_id)
+            .where(Series.name == "all_to_all[exp]", Series.scope == "forward_step")
+        )
+        .scalars()
+        .all()
+    )
     assert [(s.repeat, s.calls, s.total_ns, s.avg_ns, s.bytes) for s in a2a] == [
-        (0, 8, 130_000.0, 16_250.0, 281_247_744.0), (1, 8, 130_000.0, 16_250.0, 281_247_744.0)]
+        (0, 8, 130_000.0, 16_250.0, 281_247_744.0),
+        (1, 8, 130_000.0, 16_250.0, 281_247_744.0),
+    ]
     run = get_run(session, result.run_id)
     assert (run.repeats, run.commit, run.branch, run.ci_run_id) == (2, "c0ffee", "main", "11")
 
@@ -88,9 +103,11 @@ def test_workload_seed_keeps_bytes_only_metrics(session: Session) -> None:
     profile = parse_file(path)[0]
     result = parse_and_ingest(session, [path], benchmark="gpt2", context=make_context())
     assert (result.series, result.samples) == (51, 51) == (len(profile.metrics),) * 2
-    comm = session.execute(select(Sample.value, Sample.bytes).join(
-        Series, Series.id == Sample.series_id).where(
-        Series.name == "lm_head_grad/input_grad")).one()
+    comm = session.execute(
+        select(Sample.value, Sample.bytes)
+        .join(Series, Series.id == Sample.series_id)
+        .where(Series.name == "lm_head_grad/input_grad")
+    ).one()
     assert comm == (None, 64_379_217.0)
     values = run_samples(session, [result.run_id])
     # Samples with no time (communication sizes only) are not comparison values.
@@ -107,8 +124,7 @@ def test_multi_profile_seed_uses_sections(session: Session) -> None:
     result = parse_and_ingest(session, [path], benchmark="gpt", context=make_context())
     sections = set(session.execute(select(Series.section)).scalars())
     assert sections == {p.label for p in profiles}
-    assert result.series == len({(SeriesKey.of(m, p.label)) for p in profiles
-                                 for m in p.metrics})
+    assert result.series == len({(SeriesKey.of(m, p.label)) for p in profiles for m in p.metrics})
 
 
 def test_sections_and_merged_duplicates(session: Session) -> None:
@@ -116,22 +132,31 @@ def test_sections_and_merged_duplicates(session: Session) -> None:
     bwd = make_profile({"gemm": 30.0}, label="bwd", steps=2)
     twice = make_profile({"gemm": 5.0}, label="fwd", steps=2)
     twice.metrics += make_profile({"gemm": 7.0}).metrics  # the same name on two rows
-    result = ingest_run(session, context=make_context(), benchmark="b",
-                        repeats=[[fwd, bwd], [twice, make_profile({"gemm": 1.0}, label="bwd")]])
+    result = ingest_run(
+        session,
+        context=make_context(),
+        benchmark="b",
+        repeats=[[fwd, bwd], [twice, make_profile({"gemm": 1.0}, label="bwd")]],
+    )
     values = run_samples(session, [result.run_id])
     assert values == {
         SeriesKey(MetricKind.KERNEL, "gemm", section="fwd"): {result.run_id: [5.0, 6.0]},
         SeriesKey(MetricKind.KERNEL, "gemm", section="bwd"): {result.run_id: [15.0, 1.0]},
     }
-    merged = session.execute(select(Sample.calls, Sample.total_ns).where(
-        Sample.repeat == 1).order_by(Sample.total_ns)).all()
+    merged = session.execute(
+        select(Sample.calls, Sample.total_ns).where(Sample.repeat == 1).order_by(Sample.total_ns)
+    ).all()
     assert merged == [(1, 1.0), (2, 12.0)]
 
 
 def test_bad_repeats_are_refused(session: Session) -> None:
     with pytest.raises(ConfigError, match="labelled alike"):
-        ingest_run(session, context=make_context(), benchmark="b",
-                   repeats=[[make_profile({"k": 1.0}), make_profile({"k": 2.0})]])
+        ingest_run(
+            session,
+            context=make_context(),
+            benchmark="b",
+            repeats=[[make_profile({"k": 1.0}), make_profile({"k": 2.0})]],
+        )
     with pytest.raises(ConfigError, match="no profiles"):
         ingest_run(session, context=make_context(), benchmark="b", repeats=[[]])
     assert _count(session, Run) == 0
@@ -142,29 +167,35 @@ def test_bad_repeats_are_refused(session: Session) -> None:
 
 def test_reingest_with_ci_ids_stores_once(session: Session) -> None:
     context = make_context(ci_provider="github-actions", ci_run_id="42", ci_run_attempt=1)
-    first = ingest_run(session, context=context, benchmark="b",
-                       repeats=[[make_profile({"a": 1.0, "b": 2.0})]])
+    first = ingest_run(
+        session, context=context, benchmark="b", repeats=[[make_profile({"a": 1.0, "b": 2.0})]]
+    )
     # Same CI invocation, same numbers: the first copy stands (other numbers: RunConflict,
     # tests/test_abuse.py).
-    again = ingest_run(session, context=context, benchmark="b",
-                       repeats=[[make_profile({"a": 1.0, "b": 2.0})]])
+    again = ingest_run(
+        session, context=context, benchmark="b", repeats=[[make_profile({"a": 1.0, "b": 2.0})]]
+    )
     assert (first.created, again.created) == (True, False)
     assert (again.run_id, again.series, again.samples) == (first.run_id, 2, 2)
     assert (_count(session, Run), _count(session, Sample)) == (1, 2)
-    retry = ingest_run(session, context=make_context(ci_provider="github-actions",
-                                                     ci_run_id="42", ci_run_attempt=2),
-                       benchmark="b", repeats=[[make_profile({"a": 1.0})]])
+    retry = ingest_run(
+        session,
+        context=make_context(ci_provider="github-actions", ci_run_id="42", ci_run_attempt=2),
+        benchmark="b",
+        repeats=[[make_profile({"a": 1.0})]],
+    )
     assert retry.created and retry.run_id != first.run_id
 
 
 def test_reingest_without_ci_ids_dedupes_on_content(session: Session) -> None:
     context = make_context()
-    first = ingest_run(session, context=context, benchmark="b",
-                       repeats=[[make_profile({"a": 1.0})]])
-    same = ingest_run(session, context=context, benchmark="b",
-                      repeats=[[make_profile({"a": 1.0})]])
-    rerun = ingest_run(session, context=context, benchmark="b",
-                       repeats=[[make_profile({"a": 1.1})]])
+    first = ingest_run(
+        session, context=context, benchmark="b", repeats=[[make_profile({"a": 1.0})]]
+    )
+    same = ingest_run(session, context=context, benchmark="b", repeats=[[make_profile({"a": 1.0})]])
+    rerun = ingest_run(
+        session, context=context, benchmark="b", repeats=[[make_profile({"a": 1.1})]]
+    )
     assert (first.created, same.created, rerun.created) == (True, False, True)
     assert same.run_id == first.run_id != rerun.run_id
     assert (_count(session, Run), _count(session, Series)) == (2, 1)
@@ -172,8 +203,12 @@ def test_reingest_without_ci_ids_dedupes_on_content(session: Session) -> None:
 
 def test_runs_listing_the_same_series_share_one_series_set(session: Session) -> None:
     def ingest(run: int, values: dict[str, float]) -> int:
-        return ingest_run(session, context=make_context(ci_run_id=str(run)), benchmark="b",
-                          repeats=[[make_profile(values)]]).run_id
+        return ingest_run(
+            session,
+            context=make_context(ci_run_id=str(run)),
+            benchmark="b",
+            repeats=[[make_profile(values)]],
+        ).run_id
 
     first = ingest(1, {"a": 1.0, "b": 2.0, "c": 3.0})
     same = ingest(2, {"a": 4.0, "b": 5.0, "c": 6.0})
@@ -182,13 +217,24 @@ def test_runs_listing_the_same_series_share_one_series_set(session: Session) -> 
     assert len(lists) == 2
     ids = {name: id_ for id_, name in session.execute(select(Series.id, Series.name))}
     assert sorted(unpack_series_ids(s.series_ids) for s in lists) == sorted(
-        [[ids["a"], ids["b"], ids["c"]], [ids["c"], ids["a"], ids["d"]]])
-    stored = {(key.name, run): values for key, per_run in
-              run_samples(session, [first, same, other]).items()
-              for run, values in per_run.items()}
-    assert stored == {("a", first): [1.0], ("b", first): [2.0], ("c", first): [3.0],
-                      ("a", same): [4.0], ("b", same): [5.0], ("c", same): [6.0],
-                      ("c", other): [7.0], ("a", other): [8.0], ("d", other): [9.0]}
+        [[ids["a"], ids["b"], ids["c"]], [ids["c"], ids["a"], ids["d"]]]
+    )
+    stored = {
+        (key.name, run): values
+        for key, per_run in run_samples(session, [first, same, other]).items()
+        for run, values in per_run.items()
+    }
+    assert stored == {
+        ("a", first): [1.0],
+        ("b", first): [2.0],
+        ("c", first): [3.0],
+        ("a", same): [4.0],
+        ("b", same): [5.0],
+        ("c", same): [6.0],
+        ("c", other): [7.0],
+        ("a", other): [8.0],
+        ("d", other): [9.0],
+    }
 
 
 def test_series_ids_pack_as_little_endian_int32() -> None:
@@ -209,8 +255,9 @@ def test_malformed_file_writes_nothing(session: Session, tmp_path: Path) -> None
     with pytest.raises(UnknownFormatError, match=r"garbage\.txt.*unknown format 'nope'"):
         parse_and_ingest(session, [bad], benchmark="b", context=make_context(), format="nope")
     with pytest.raises(ParseError, match=r"garbage\.txt"):
-        parse_and_ingest(session, [good, bad], benchmark="b", context=make_context(),
-                         format="megatron_trace")
+        parse_and_ingest(
+            session, [good, bad], benchmark="b", context=make_context(), format="megatron_trace"
+        )
     assert _count(session, Run) == 0
 
 
@@ -219,13 +266,25 @@ def test_database_error_mid_ingest_rolls_back(migrated_url: str) -> None:
     try:
         with engine.begin() as connection:
             connection.execute(text("DROP TABLE sample"))  # fails after run and series rows
-        with db.make_sessionmaker(engine)() as session, pytest.raises(
-                StorageError, match=r"could not store the run of 'b' \(p\.txt\): .*sample"):
-            ingest_run(session, context=make_context(), benchmark="b",
-                       repeats=[[make_profile({"a": 1.0})]])
+        with (
+            db.make_sessionmaker(engine)() as session,
+            pytest.raises(
+                StorageError, match=r"could not store the run of 'b' \(p\.txt\): .*sample"
+            ),
+        ):
+            ingest_run(
+                session, context=make_context(), benchmark="b", repeats=[[make_profile({"a": 1.0})]]
+            )
         with engine.connect() as connection:
-            for table in ("project", "benchmark", "environment", "run", "series", "series_set",
-                          "profile"):
+            for table in (
+                "project",
+                "benchmark",
+                "environment",
+                "run",
+                "series",
+                "series_set",
+                "profile",
+            ):
                 assert connection.execute(text(f"SELECT count(*) FROM {table}")).scalar() == 0
     finally:
         engine.dispose()
@@ -245,8 +304,14 @@ def test_concurrent_ingests_of_one_run_store_one_copy(migrated_url: str) -> None
         try:
             with sessions() as session:
                 barrier.wait()
-                results.append(ingest_run(session, context=context, benchmark="b",
-                                          repeats=[[make_profile(values)]] * 2))
+                results.append(
+                    ingest_run(
+                        session,
+                        context=context,
+                        benchmark="b",
+                        repeats=[[make_profile(values)]] * 2,
+                    )
+                )
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
@@ -280,9 +345,16 @@ def test_concurrent_first_ingests_of_a_new_project_all_store(migrated_url: str) 
         try:
             with sessions() as session:
                 barrier.wait()
-                results.append(ingest_run(
-                    session, context=make_context(ci_run_id=str(worker)), benchmark="b",
-                    repeats=[[make_profile({name: float(names.index(name)) for name in order})]]))
+                results.append(
+                    ingest_run(
+                        session,
+                        context=make_context(ci_run_id=str(worker)),
+                        benchmark="b",
+                        repeats=[
+                            [make_profile({name: float(names.index(name)) for name in order})]
+                        ],
+                    )
+                )
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
@@ -295,37 +367,57 @@ def test_concurrent_first_ingests_of_a_new_project_all_store(migrated_url: str) 
     assert sorted(r.created for r in results) == [True] * workers
     assert len({r.run_id for r in results}) == workers
     counts = _counts(migrated_url)
-    assert (counts["project"], counts["run"], counts["series"], counts["series_set"],
-            counts["sample"]) == (1, workers, 2000, 4, workers * 2000)
+    assert (
+        counts["project"],
+        counts["run"],
+        counts["series"],
+        counts["series_set"],
+        counts["sample"],
+    ) == (1, workers, 2000, 4, workers * 2000)
     # Every sample is on its own series, whichever ingest created the series or the list.
     with sessions() as session:
         stored = run_samples(session, [r.run_id for r in results])
     engine.dispose()
-    assert {key.name: {run: values for run, values in per_run.items()}
-            for key, per_run in stored.items()} == {
-        name: {r.run_id: [float(i)] for r in results} for i, name in enumerate(names)}
+    assert {
+        key.name: {run: values for run, values in per_run.items()}
+        for key, per_run in stored.items()
+    } == {name: {r.run_id: [float(i)] for r in results} for i, name in enumerate(names)}
 
 
 def test_run_metadata_and_commit_time_are_stored(session: Session) -> None:
     profile = make_profile({"a": 1.0}, steps=4)
     profile.metadata = {"gpu": "H100", "ranks": [0, 1], "note": "ü"}
-    first = ingest_run(session, context=make_context(commit="abc", ci_run_id="1"),
-                       benchmark="b", repeats=[[profile]])
+    first = ingest_run(
+        session,
+        context=make_context(commit="abc", ci_run_id="1"),
+        benchmark="b",
+        repeats=[[profile]],
+    )
     assert get_run(session, first.run_id).commit_time is None  # a bare --commit
     stored = session.execute(select(ProfileRow)).scalar_one()
-    assert (stored.run_id, stored.repeat, stored.label, stored.format, stored.source,
-            stored.steps, stored.meta) == (first.run_id, 0, "p", "synthetic", "p.txt", 4,
-                                           profile.metadata)
-    later = ingest_run(session, context=make_context(
-        commit="abc", ci_run_id="2", commit_time="2025-03-01T10:00:00Z"), benchmark="b",
-        repeats=[[make_profile({"a": 2.0})]])
+    assert (
+        stored.run_id,
+        stored.repeat,
+        stored.label,
+        stored.format,
+        stored.source,
+        stored.steps,
+        stored.meta,
+    ) == (first.run_id, 0, "p", "synthetic", "p.txt", 4, profile.metadata)
+    later = ingest_run(
+        session,
+        context=make_context(commit="abc", ci_run_id="2", commit_time="2025-03-01T10:00:00Z"),
+        benchmark="b",
+        repeats=[[make_profile({"a": 2.0})]],
+    )
     # The commit learns its time from the later run, and both runs share it.
     expected = datetime(2025, 3, 1, 10, tzinfo=UTC)
     assert get_run(session, later.run_id).commit_time == expected
     assert get_run(session, first.run_id).commit_time == expected
     values = run_samples(session, [first.run_id, later.run_id])
-    assert values == {SeriesKey(MetricKind.KERNEL, "a"): {first.run_id: [0.25],
-                                                         later.run_id: [2.0]}}
+    assert values == {
+        SeriesKey(MetricKind.KERNEL, "a"): {first.run_id: [0.25], later.run_id: [2.0]}
+    }
 
 
 KILLED_INGEST = textwrap.dedent("""
@@ -354,8 +446,9 @@ KILLED_INGEST = textwrap.dedent("""
 def test_killed_ingest_leaves_no_partial_run(migrated_url: str, tmp_path: Path) -> None:
     marker = tmp_path / "written"
     process = subprocess.Popen(
-        [sys.executable, "-c", KILLED_INGEST, migrated_url, str(marker),
-         str(REPO / "tests")], env={**os.environ, "PYTHONPATH": str(REPO)})
+        [sys.executable, "-c", KILLED_INGEST, migrated_url, str(marker), str(REPO / "tests")],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     try:
         deadline = time.monotonic() + 60
         while not marker.exists():
@@ -365,14 +458,19 @@ def test_killed_ingest_leaves_no_partial_run(migrated_url: str, tmp_path: Path) 
     finally:
         os.kill(process.pid, signal.SIGKILL)
         process.wait(10)
-    assert _counts(migrated_url) == dict.fromkeys(("project", "run", "profile", "series",
-                                                   "series_set", "sample"), 0)
+    assert _counts(migrated_url) == dict.fromkeys(
+        ("project", "run", "profile", "series", "series_set", "sample"), 0
+    )
     # Nothing is left locked either: the same run goes in now.
     engine = db.make_engine(migrated_url)
     try:
         with db.make_sessionmaker(engine)() as session:
-            result = ingest_run(session, context=make_context(ci_run_id="9"), benchmark="b",
-                                repeats=[[make_profile({"k0": 0.0})]])
+            result = ingest_run(
+                session,
+                context=make_context(ci_run_id="9"),
+                benchmark="b",
+                repeats=[[make_profile({"k0": 0.0})]],
+            )
         assert result.created
     finally:
         engine.dispose()
@@ -388,10 +486,28 @@ def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]
 
 
 def test_cli_ingest_and_reingest(migrated_url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["ingest", str(seed("004")), str(seed("004")), "--benchmark", "moe",
-            "--project", "acme", "--commit", "abc123", "--branch", "main",
-            "--ci-run-id", "5", "--ci-run-attempt", "1", "--env", "gpu=H100",
-            "--database-url", migrated_url, "--json"]
+    args = [
+        "ingest",
+        str(seed("004")),
+        str(seed("004")),
+        "--benchmark",
+        "moe",
+        "--project",
+        "acme",
+        "--commit",
+        "abc123",
+        "--branch",
+        "main",
+        "--ci-run-id",
+        "5",
+        "--ci-run-attempt",
+        "1",
+        "--env",
+        "gpu=H100",
+        "--database-url",
+        migrated_url,
+        "--json",
+    ]
     code, out, _ = _cli(capsys, *args)
     assert code == 0
     first = json.loads(out)
@@ -406,25 +522,52 @@ def test_cli_ingest_and_reingest(migrated_url: str, capsys: pytest.CaptureFixtur
     finally:
         engine.dispose()
     assert (run.project, run.commit, run.branch, run.ci_run_attempt) == (
-        "acme", "abc123", "main", 1)
+        "acme",
+        "abc123",
+        "main",
+        1,
+    )
     assert run.environment["gpu"] == "H100"
 
 
-def test_cli_bad_file_exits_2_and_writes_nothing(migrated_url: str, tmp_path: Path,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_bad_file_exits_2_and_writes_nothing(
+    migrated_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = tmp_path / "broken.log"
     bad.write_text("no profile here\n", encoding="utf-8")
-    code, _, err = _cli(capsys, "ingest", str(seed("004")), str(bad), "--benchmark", "b",
-                        "--project", "p", "--database-url", migrated_url)
+    code, _, err = _cli(
+        capsys,
+        "ingest",
+        str(seed("004")),
+        str(bad),
+        "--benchmark",
+        "b",
+        "--project",
+        "p",
+        "--database-url",
+        migrated_url,
+    )
     assert code == 2 and "broken.log" in err
-    code, _, err = _cli(capsys, "ingest", str(bad), "--benchmark", "b", "--format", "nope",
-                        "--project", "p", "--database-url", migrated_url)
+    code, _, err = _cli(
+        capsys,
+        "ingest",
+        str(bad),
+        "--benchmark",
+        "b",
+        "--format",
+        "nope",
+        "--project",
+        "p",
+        "--database-url",
+        migrated_url,
+    )
     assert code == 2 and "broken.log" in err and "nope" in err
     assert _counts(migrated_url)["run"] == 0
 
 
 def test_cli_database_error_exits_2_naming_the_files(
-        migrated_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    migrated_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     engine = db.make_engine(migrated_url)
     try:
         with engine.begin() as connection:
@@ -434,8 +577,18 @@ def test_cli_database_error_exits_2_naming_the_files(
     # Two repeats of one workload (unrelated formats are refused before the store is opened).
     again = tmp_path / "rank-copy.txt"
     again.write_bytes(seed("004").read_bytes())
-    code, _, err = _cli(capsys, "ingest", str(seed("004")), str(again), "--benchmark",
-                        "b", "--project", "p", "--database-url", migrated_url)
+    code, _, err = _cli(
+        capsys,
+        "ingest",
+        str(seed("004")),
+        str(again),
+        "--benchmark",
+        "b",
+        "--project",
+        "p",
+        "--database-url",
+        migrated_url,
+    )
     assert code == 2
     assert "could not store the run of 'b'" in err and "sample" in err
     assert seed("004").name in err and again.name in err
@@ -443,8 +596,9 @@ def test_cli_database_error_exits_2_naming_the_files(
     assert counts == dict.fromkeys(counts, 0)
 
 
-def test_cli_db_commands_redact_password(empty_url: str,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_db_commands_redact_password(
+    empty_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     url = empty_url
     if url.startswith("postgresql"):
         # A password the trust-auth test server ignores, to check it is never printed.
@@ -458,8 +612,13 @@ def test_cli_db_commands_redact_password(empty_url: str,
     code, out, _ = _cli(capsys, "db", "downgrade", "base", "--database-url", url)
     assert code == 0 and "base" in out
     assert db.current(url) is None
-    code, _, err = _cli(capsys, "db", "current", "--database-url",
-                        "postgresql+psycopg://root:s3cret@127.0.0.1:1/none")
+    code, _, err = _cli(
+        capsys,
+        "db",
+        "current",
+        "--database-url",
+        "postgresql+psycopg://root:s3cret@127.0.0.1:1/none",
+    )
     assert code == 2 and "could not" in err
     assert "s3cret" not in capsys.readouterr().out + err + out
 
@@ -485,7 +644,8 @@ def test_open_store_migrates_sqlite_but_not_postgres(empty_url: str, tmp_path: P
 
 
 def test_postgres_pool_replaces_connections_dropped_while_idle(
-        migrated_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    migrated_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     if not migrated_url.startswith("postgresql"):
         pytest.skip("the idle ping is PostgreSQL's")
     engine = db.make_engine(migrated_url, pool_size=1)

@@ -28,16 +28,30 @@ A100 = {"gpu": "A100", "torch": "2.4.0"}
 GEMM = SeriesKey(MetricKind.KERNEL, "gemm")
 
 
-def _run(session: Session, *, day: float, commit: str | None, value: float = 1.0,
-         branch: str = "main", env: dict[str, str] = H100, benchmark: str = "train",
-         stored_day: float | None = None, repeats: int = 1) -> int:
-    context = make_context(commit=commit, branch=branch, environment=env,
-                           commit_time=(T0 + timedelta(days=day)).isoformat() if commit else None,
-                           ci_run_id=f"{benchmark}-{branch}-{day}-{commit}-{stored_day}")
+def _run(
+    session: Session,
+    *,
+    day: float,
+    commit: str | None,
+    value: float = 1.0,
+    branch: str = "main",
+    env: dict[str, str] = H100,
+    benchmark: str = "train",
+    stored_day: float | None = None,
+    repeats: int = 1,
+) -> int:
+    context = make_context(
+        commit=commit,
+        branch=branch,
+        environment=env,
+        commit_time=(T0 + timedelta(days=day)).isoformat() if commit else None,
+        ci_run_id=f"{benchmark}-{branch}-{day}-{commit}-{stored_day}",
+    )
     profiles = [[make_profile({"gemm": value + r, "relu": 2 * value})] for r in range(repeats)]
     created = T0 + timedelta(days=day if stored_day is None else stored_day, hours=1)
-    return ingest_run(session, context=context, benchmark=benchmark, repeats=profiles,
-                      created_at=created).run_id
+    return ingest_run(
+        session, context=context, benchmark=benchmark, repeats=profiles, created_at=created
+    ).run_id
 
 
 def _env(session: Session, env: dict[str, str]) -> int:
@@ -47,8 +61,12 @@ def _env(session: Session, env: dict[str, str]) -> int:
 
 
 def _baseline(session: Session, **kwargs: object) -> list[int]:
-    values: dict[str, object] = {"project": "acme/model", "benchmark": "train",
-                                 "environment_id": _env(session, H100), "branch": "main"}
+    values: dict[str, object] = {
+        "project": "acme/model",
+        "benchmark": "train",
+        "environment_id": _env(session, H100),
+        "branch": "main",
+    }
     values.update(kwargs)
     return baseline_run_ids(session, **values)  # type: ignore[arg-type]
 
@@ -93,21 +111,36 @@ def test_series_history(session: Session) -> None:
     _run(session, day=3, commit="f3", value=9.0, branch="feature")
     other_env = _run(session, day=3, commit="a3", value=3.0, env=A100)
 
-    history = series_history(session, project="acme/model", benchmark="train", series=GEMM,
-                             branch="main")
+    history = series_history(
+        session, project="acme/model", benchmark="train", series=GEMM, branch="main"
+    )
     assert [(p.run_id, p.commit, p.values) for p in history] == [
-        (early, "a1", [1.0]), (middle, "a2", [2.0]), (other_env, "a3", [3.0]),
-        (late, "a4", [4.0, 5.0])]
+        (early, "a1", [1.0]),
+        (middle, "a2", [2.0]),
+        (other_env, "a3", [3.0]),
+        (late, "a4", [4.0, 5.0]),
+    ]
     assert history[0].commit_time == T0 + timedelta(days=1)
     assert history[0].created_at == T0 + timedelta(days=1, hours=1)
 
-    window = series_history(session, project="acme/model", benchmark="train", series=GEMM,
-                            branch="main", since=T0 + timedelta(days=2),
-                            until=T0 + timedelta(days=4), environment_id=_env(session, H100))
+    window = series_history(
+        session,
+        project="acme/model",
+        benchmark="train",
+        series=GEMM,
+        branch="main",
+        since=T0 + timedelta(days=2),
+        until=T0 + timedelta(days=4),
+        environment_id=_env(session, H100),
+    )
     assert [p.run_id for p in window] == [middle]
     unknown = SeriesKey(MetricKind.KERNEL, "gemm", section="fwd")
-    assert series_history(session, project="acme/model", benchmark="train", series=unknown,
-                          branch="main") == []
+    assert (
+        series_history(
+            session, project="acme/model", benchmark="train", series=unknown, branch="main"
+        )
+        == []
+    )
 
 
 def test_runs_in_period_and_get_run(session: Session) -> None:
@@ -123,7 +156,12 @@ def test_runs_in_period_and_get_run(session: Session) -> None:
 
     run = get_run(session, second)
     assert (run.project, run.benchmark, run.commit, run.branch, run.repeats) == (
-        "acme/model", "train", "a2", "feature", 1)
+        "acme/model",
+        "train",
+        "a2",
+        "feature",
+        1,
+    )
     assert run.commit_time == T0 + timedelta(days=2)
     assert run.environment == H100
     with pytest.raises(NotFoundError, match="no run with id 999999"):

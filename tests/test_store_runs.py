@@ -27,32 +27,52 @@ def _counts(url: str) -> dict[str, int]:
     engine = db.make_engine(url)
     try:
         with engine.connect() as connection:
-            return {table: int(connection.execute(text(f"SELECT count(*) FROM {table}"))
-                               .scalar_one())
-                    for table in ("project", "run", "profile", "series", "sample")}
+            return {
+                table: int(connection.execute(text(f"SELECT count(*) FROM {table}")).scalar_one())
+                for table in ("project", "run", "profile", "series", "sample")
+            }
     finally:
         engine.dispose()
 
 
 def test_write_run_leaves_commit_and_rollback_to_the_caller(migrated_url: str) -> None:
-    prepared = prepare_run([[make_profile({"a": 1.0, "b": 2.0})],
-                            [make_profile({"a": 1.5, "b": 2.5})]])
+    prepared = prepare_run(
+        [[make_profile({"a": 1.0, "b": 2.0})], [make_profile({"a": 1.5, "b": 2.5})]]
+    )
     check_values(prepared)
     engine = db.make_engine(migrated_url)
     try:
         with db.make_sessionmaker(engine)() as session:
-            written = write_run(session, context=make_context(), benchmark="b",
-                                prepared=prepared, key="k1", created_at=_WHEN)
+            written = write_run(
+                session,
+                context=make_context(),
+                benchmark="b",
+                prepared=prepared,
+                key="k1",
+                created_at=_WHEN,
+            )
             assert (written.created, written.series, written.samples) == (True, 2, 4)
             session.rollback()  # the caller's choice: nothing of the run survives it
         assert _counts(migrated_url) == dict.fromkeys(
-            ("project", "run", "profile", "series", "sample"), 0)
+            ("project", "run", "profile", "series", "sample"), 0
+        )
         with db.make_sessionmaker(engine)() as session:
-            write_run(session, context=make_context(), benchmark="b", prepared=prepared,
-                      key="k1", created_at=_WHEN)
+            write_run(
+                session,
+                context=make_context(),
+                benchmark="b",
+                prepared=prepared,
+                key="k1",
+                created_at=_WHEN,
+            )
             session.commit()
-        assert _counts(migrated_url) == {"project": 1, "run": 1, "profile": 2, "series": 2,
-                                         "sample": 4}
+        assert _counts(migrated_url) == {
+            "project": 1,
+            "run": 1,
+            "profile": 2,
+            "series": 2,
+            "sample": 4,
+        }
     finally:
         engine.dispose()
 
@@ -62,33 +82,58 @@ def test_stored_run_answers_a_retry_and_refuses_other_numbers(migrated_url: str)
     engine = db.make_engine(migrated_url)
     try:
         with db.make_sessionmaker(engine)() as session:
-            assert stored_run(session, project="acme/model", benchmark="b", key="k",
-                              prepared=prepared) is None
-            first = write_run(session, context=make_context(), benchmark="b",
-                              prepared=prepared, key="k", created_at=_WHEN)
+            assert (
+                stored_run(session, project="acme/model", benchmark="b", key="k", prepared=prepared)
+                is None
+            )
+            first = write_run(
+                session,
+                context=make_context(),
+                benchmark="b",
+                prepared=prepared,
+                key="k",
+                created_at=_WHEN,
+            )
             session.commit()
-            again = stored_run(session, project="acme/model", benchmark="b", key="k",
-                               prepared=prepared)
+            again = stored_run(
+                session, project="acme/model", benchmark="b", key="k", prepared=prepared
+            )
             assert again is not None
             assert (again.run_id, again.created, again.samples) == (first.run_id, False, 1)
             other = prepare_run([[make_profile({"a": 2.0})]])
             with pytest.raises(RunConflict, match=rf"run {first.run_id} .*1 of 1 samples"):
-                stored_run(session, project="acme/model", benchmark="b", key="k",
-                           prepared=other)
+                stored_run(session, project="acme/model", benchmark="b", key="k", prepared=other)
     finally:
         engine.dispose()
 
 
 def _profile_listing_an_api_twice() -> Profile:
-    return Profile(label="b", format="synthetic", source="f.txt", steps=4, metrics=[
-        Metric(kind=MetricKind.KERNEL, name="gemm", calls=8, total_ns=4000.0, avg_ns=500.0,
-               min_ns=400.0, max_ns=600.0),
-        Metric(kind=MetricKind.API, name="cudaLaunchKernel", calls=3, total_ns=30.0),
-        Metric(kind=MetricKind.API, name="cudaLaunchKernel", calls=2, total_ns=12.0,
-               bytes=7.0),
-        Metric(kind=MetricKind.STEP, name="step", samples_ns=[100.0, 110.0, 120.0], calls=3,
-               total_ns=330.0),
-    ])
+    return Profile(
+        label="b",
+        format="synthetic",
+        source="f.txt",
+        steps=4,
+        metrics=[
+            Metric(
+                kind=MetricKind.KERNEL,
+                name="gemm",
+                calls=8,
+                total_ns=4000.0,
+                avg_ns=500.0,
+                min_ns=400.0,
+                max_ns=600.0,
+            ),
+            Metric(kind=MetricKind.API, name="cudaLaunchKernel", calls=3, total_ns=30.0),
+            Metric(kind=MetricKind.API, name="cudaLaunchKernel", calls=2, total_ns=12.0, bytes=7.0),
+            Metric(
+                kind=MetricKind.STEP,
+                name="step",
+                samples_ns=[100.0, 110.0, 120.0],
+                calls=3,
+                total_ns=330.0,
+            ),
+        ],
+    )
 
 
 def test_the_content_key_of_a_run_without_ci_ids_is_unchanged() -> None:
@@ -97,8 +142,8 @@ def test_the_content_key_of_a_run_without_ci_ids_is_unchanged() -> None:
     profile = _profile_listing_an_api_twice()
     prepared = prepare_run([[profile], [profile]])
     assert run_key(make_context(commit="a" * 40), prepared) == (
-        "content:" + "a" * 40
-        + ":0373788059742e4d6c1e324703b35cdeed0493da0bf6f6cfd9b75e09fc92e735")
+        "content:" + "a" * 40 + ":0373788059742e4d6c1e324703b35cdeed0493da0bf6f6cfd9b75e09fc92e735"
+    )
 
 
 def test_a_series_listed_twice_in_a_repeat_is_one_summed_sample() -> None:
@@ -106,8 +151,7 @@ def test_a_series_listed_twice_in_a_repeat_is_one_summed_sample() -> None:
     assert prepared.merges and prepared.samples == 3
     rows = {row[1]: row for row in sample_rows(prepared, 7, [10, 11, 12])}
     # calls and times add, the average is recomputed, the spread and median are unknown
-    assert rows[11] == (7, 11, 0, 42.0 / 4, 5, 42.0, None, 42.0 / 5, None, None, None, None,
-                        7.0)
+    assert rows[11] == (7, 11, 0, 42.0 / 4, 5, 42.0, None, 42.0 / 5, None, None, None, None, 7.0)
     assert rows[10][:5] == (7, 10, 0, 1000.0, 8)
 
 
@@ -115,5 +159,15 @@ def test_merged_values_keep_the_extremes_and_drop_what_the_parts_cannot_tell() -
     a = Values(1.0, 2, 10.0, None, 5.0, 4.0, 6.0, 0.5, 5.0, None)
     b = Values(3.0, 1, 20.0, 2.0, 20.0, 3.0, 9.0, 0.1, 20.0, 8.0)
     merged = merge_values(a, b)
-    assert merged == Values(value=4.0, calls=3, total_ns=30.0, self_ns=2.0, avg_ns=10.0,
-                            min_ns=3.0, max_ns=9.0, std_ns=None, median_ns=None, bytes=8.0)
+    assert merged == Values(
+        value=4.0,
+        calls=3,
+        total_ns=30.0,
+        self_ns=2.0,
+        avg_ns=10.0,
+        min_ns=3.0,
+        max_ns=9.0,
+        std_ns=None,
+        median_ns=None,
+        bytes=8.0,
+    )

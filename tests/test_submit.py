@@ -15,11 +15,20 @@ from perfci.usecases.submit import latest_comparison, submit_run
 ENV = {"gpu": "test-gpu", "torch": "2.13.0"}
 
 
-def _context(sha: str, branch: str, *, ci: str, when: datetime,
-             base: str | None = None) -> RunContext:
-    return RunContext(project="acme/trainer", commit=sha, branch=branch, base_branch=base,
-                      ci_provider="test", ci_run_id=ci, ci_run_attempt=1,
-                      commit_time=when.isoformat(), environment=dict(ENV))
+def _context(
+    sha: str, branch: str, *, ci: str, when: datetime, base: str | None = None
+) -> RunContext:
+    return RunContext(
+        project="acme/trainer",
+        commit=sha,
+        branch=branch,
+        base_branch=base,
+        ci_provider="test",
+        ci_run_id=ci,
+        ci_run_attempt=1,
+        commit_time=when.isoformat(),
+        environment=dict(ENV),
+    )
 
 
 def _repeat(rng: np.random.Generator, gemm_factor: float = 1.0) -> list[Profile]:
@@ -39,13 +48,15 @@ def test_regression_is_found_stored_and_returned_again_on_retry(session: Session
     rng = np.random.default_rng(7)
     start = datetime(2026, 1, 1, tzinfo=UTC)
     for i in range(8):
-        ingest_run(session, context=_context(f"{i:040x}", "main", ci=f"b{i}",
-                                             when=start + timedelta(days=i)),
-                   benchmark="gpt", repeats=[_repeat(rng) for _ in range(3)])
+        ingest_run(
+            session,
+            context=_context(f"{i:040x}", "main", ci=f"b{i}", when=start + timedelta(days=i)),
+            benchmark="gpt",
+            repeats=[_repeat(rng) for _ in range(3)],
+        )
     pr = _context("f" * 40, "fix", ci="pr1", when=start + timedelta(days=9), base="main")
     repeats = [_repeat(rng, gemm_factor=1.15) for _ in range(3)]
-    first = submit_run(session, context=pr, benchmark="gpt", repeats=repeats,
-                       settings=Settings())
+    first = submit_run(session, context=pr, benchmark="gpt", repeats=repeats, settings=Settings())
     result = first.comparison
     assert first.ingest.created and result.verdict is Verdict.REGRESSION
     assert result.baseline is not None and result.baseline.runs == 8
@@ -56,8 +67,7 @@ def test_regression_is_found_stored_and_returned_again_on_retry(session: Session
     stored = latest_comparison(session, first.ingest.run_id)
     assert stored is not None and stored.verdict is Verdict.REGRESSION
     assert [m.key for m in stored.metrics] == [m.key for m in result.metrics]
-    again = submit_run(session, context=pr, benchmark="gpt", repeats=repeats,
-                       settings=Settings())
+    again = submit_run(session, context=pr, benchmark="gpt", repeats=repeats, settings=Settings())
     assert not again.ingest.created and again.ingest.run_id == first.ingest.run_id
     assert again.comparison.verdict is Verdict.REGRESSION
 
@@ -65,11 +75,19 @@ def test_regression_is_found_stored_and_returned_again_on_retry(session: Session
 def test_too_little_history_gives_no_baseline(session: Session) -> None:
     rng = np.random.default_rng(1)
     start = datetime(2026, 1, 1, tzinfo=UTC)
-    ingest_run(session, context=_context("a" * 40, "main", ci="b0", when=start),
-               benchmark="gpt", repeats=[_repeat(rng) for _ in range(3)])
+    ingest_run(
+        session,
+        context=_context("a" * 40, "main", ci="b0", when=start),
+        benchmark="gpt",
+        repeats=[_repeat(rng) for _ in range(3)],
+    )
     pr = _context("b" * 40, "fix", ci="pr", when=start + timedelta(days=1), base="main")
-    result = submit_run(session, context=pr, benchmark="gpt",
-                        repeats=[_repeat(rng, 1.5) for _ in range(3)],
-                        settings=Settings()).comparison
+    result = submit_run(
+        session,
+        context=pr,
+        benchmark="gpt",
+        repeats=[_repeat(rng, 1.5) for _ in range(3)],
+        settings=Settings(),
+    ).comparison
     assert result.verdict is Verdict.NO_BASELINE
     assert result.baseline is not None and result.baseline.runs == 1

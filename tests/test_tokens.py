@@ -19,8 +19,7 @@ from perfci.usecases import tokens
 
 
 def test_a_token_is_stored_only_as_its_hash_and_authenticates(session: Session) -> None:
-    token, info = tokens.create_token(session, project="acme/a", scopes="read,upload",
-                                      name="ci")
+    token, info = tokens.create_token(session, project="acme/a", scopes="read,upload", name="ci")
     assert token.startswith("pci_") and len(token) > 40
     row = session.execute(select(ApiToken).where(ApiToken.id == info.id)).scalar_one()
     assert row.token_hash == hashlib.sha256(token.encode()).hexdigest()
@@ -69,8 +68,20 @@ def test_the_cli_prints_the_token_once_lists_and_revokes(migrated_url: str) -> N
     app.command("noop")(lambda: None)
     runner = CliRunner()
     url = ["--database-url", migrated_url]
-    created = runner.invoke(app, ["token", "create", "--project", "acme/cli", "--scopes",
-                                  "upload,read", "--name", "ci-bot", *url])
+    created = runner.invoke(
+        app,
+        [
+            "token",
+            "create",
+            "--project",
+            "acme/cli",
+            "--scopes",
+            "upload,read",
+            "--name",
+            "ci-bot",
+            *url,
+        ],
+    )
     assert created.exit_code == 0, created.output
     token = created.stdout.strip().splitlines()[-1]
     assert token.startswith("pci_")
@@ -79,34 +90,43 @@ def test_the_cli_prints_the_token_once_lists_and_revokes(migrated_url: str) -> N
     rows = json.loads(listed.stdout)
     assert token not in listed.stdout
     assert [(r["name"], r["scopes"], r["revoked_at"]) for r in rows] == [
-        ("ci-bot", "upload,read", None)]
+        ("ci-bot", "upload,read", None)
+    ]
     assert token.startswith(rows[0]["prefix"])
     table = runner.invoke(app, ["token", "list", "--project", "acme/cli", *url])
     assert "ci-bot" in table.stdout and token not in table.stdout
     revoked = runner.invoke(app, ["token", "revoke", str(rows[0]["id"]), *url])
     assert revoked.exit_code == 0 and "revoked" in revoked.stdout
-    listed = json.loads(runner.invoke(app, ["token", "list", "--project", "acme/cli",
-                                            "--json", *url]).stdout)
+    listed = json.loads(
+        runner.invoke(app, ["token", "list", "--project", "acme/cli", "--json", *url]).stdout
+    )
     assert listed[0]["revoked_at"] is not None
 
 
 def test_an_expired_token_is_refused_saying_so(session: Session) -> None:
     now = datetime.now(UTC)
-    token, info = tokens.create_token(session, project="acme/e", scopes="read",
-                                      expires_at=now + timedelta(hours=1))
+    token, info = tokens.create_token(
+        session, project="acme/e", scopes="read", expires_at=now + timedelta(hours=1)
+    )
     assert tokens.authenticate(session, token).expires_at == info.expires_at
     assert not info.expired() and info.expired(now + timedelta(hours=2))
-    old, _ = tokens.create_token(session, project="acme/e", scopes="read",
-                                 expires_at=now - timedelta(seconds=1))
+    old, _ = tokens.create_token(
+        session, project="acme/e", scopes="read", expires_at=now - timedelta(seconds=1)
+    )
     with pytest.raises(AuthError, match="expired on") as caught:
         tokens.authenticate(session, old)
     assert caught.value.status == 401
 
 
-@pytest.mark.parametrize(("text", "delta"), [("90d", timedelta(days=90)),
-                                             ("12h", timedelta(hours=12)),
-                                             ("2W", timedelta(weeks=2)),
-                                             ("1y", timedelta(days=365))])
+@pytest.mark.parametrize(
+    ("text", "delta"),
+    [
+        ("90d", timedelta(days=90)),
+        ("12h", timedelta(hours=12)),
+        ("2W", timedelta(weeks=2)),
+        ("1y", timedelta(days=365)),
+    ],
+)
 def test_expiry_durations(text: str, delta: timedelta) -> None:
     now = datetime(2026, 1, 1, tzinfo=UTC)
     assert tokens.parse_expiry(text, now=now) == now + delta
@@ -120,19 +140,20 @@ def test_expiry_dates_and_refusals() -> None:
             tokens.parse_expiry(bad, now=now)
 
 
-def test_the_cli_creates_an_expiring_token_and_lists_expiry_and_last_use(
-        migrated_url: str) -> None:
+def test_the_cli_creates_an_expiring_token_and_lists_expiry_and_last_use(migrated_url: str) -> None:
     app = typer.Typer()
     token_cmd.register(app)
     app.command("noop")(lambda: None)
     runner = CliRunner()
     url = ["--database-url", migrated_url]
-    created = runner.invoke(app, ["token", "create", "--project", "acme/exp", "--expires",
-                                  "90d", *url])
+    created = runner.invoke(
+        app, ["token", "create", "--project", "acme/exp", "--expires", "90d", *url]
+    )
     assert created.exit_code == 0, created.output
     token = created.stdout.strip().splitlines()[-1]
-    refused = runner.invoke(app, ["token", "create", "--project", "acme/exp", "--expires",
-                                  "yesterday", *url])
+    refused = runner.invoke(
+        app, ["token", "create", "--project", "acme/exp", "--expires", "yesterday", *url]
+    )
     assert refused.exit_code != 0 and "--expires" in str(refused.exception or refused.output)
     from perfci.store import db
 
@@ -140,8 +161,9 @@ def test_the_cli_creates_an_expiring_token_and_lists_expiry_and_last_use(
     with db.make_sessionmaker(engine)() as session:
         tokens.authenticate(session, token)
     engine.dispose()
-    rows = json.loads(runner.invoke(app, ["token", "list", "--project", "acme/exp", "--json",
-                                          *url]).stdout)
+    rows = json.loads(
+        runner.invoke(app, ["token", "list", "--project", "acme/exp", "--json", *url]).stdout
+    )
     assert len(rows) == 1 and rows[0]["last_used_at"] is not None
     expires = datetime.fromisoformat(rows[0]["expires_at"])
     assert timedelta(days=89) < expires - datetime.now(UTC) <= timedelta(days=90)

@@ -75,8 +75,13 @@ def varied(profile: Profile, rng: np.random.Generator, *, factor: float = 1.0) -
     for metric in profile.metrics:
         noise = float(rng.lognormal(0.0, sigma))
         slower = metric.kind is MetricKind.KERNEL and metric.name == KERNEL and not metric.scope
-        metrics.append(_scaled(metric, noise * (factor if slower else 1.0),
-                               added if metric.kind is MetricKind.STEP else 0.0))
+        metrics.append(
+            _scaled(
+                metric,
+                noise * (factor if slower else 1.0),
+                added if metric.kind is MetricKind.STEP else 0.0,
+            )
+        )
     return dataclasses.replace(profile, metrics=metrics, warnings=[])
 
 
@@ -84,23 +89,40 @@ def _scaled(metric: Metric, factor: float, add_ns: float) -> Metric:
     def times(value: float | None) -> float | None:
         return None if value is None else value * factor
 
-    samples = ([s * factor + add_ns for s in metric.samples_ns]
-               if metric.samples_ns is not None else None)
+    samples = (
+        [s * factor + add_ns for s in metric.samples_ns] if metric.samples_ns is not None else None
+    )
     return dataclasses.replace(
-        metric, total_ns=times(metric.total_ns), self_ns=times(metric.self_ns),
-        avg_ns=times(metric.avg_ns), min_ns=times(metric.min_ns), max_ns=times(metric.max_ns),
-        std_ns=times(metric.std_ns), median_ns=times(metric.median_ns), samples_ns=samples,
-        attrs=dict(metric.attrs))
+        metric,
+        total_ns=times(metric.total_ns),
+        self_ns=times(metric.self_ns),
+        avg_ns=times(metric.avg_ns),
+        min_ns=times(metric.min_ns),
+        max_ns=times(metric.max_ns),
+        std_ns=times(metric.std_ns),
+        median_ns=times(metric.median_ns),
+        samples_ns=samples,
+        attrs=dict(metric.attrs),
+    )
 
 
 def day(index: int) -> datetime:
     return T0 + timedelta(days=index)
 
 
-def ingest_history(session: Session, profile: Profile, *, runs: int = 40,
-                   change_at: int | None = 25, factor: float = 1.3, repeats: int = 2,
-                   seed: int = 7, benchmark: str = BENCHMARK, project: str = PROJECT,
-                   skip_days: Iterable[int] = ()) -> list[int]:
+def ingest_history(
+    session: Session,
+    profile: Profile,
+    *,
+    runs: int = 40,
+    change_at: int | None = 25,
+    factor: float = 1.3,
+    repeats: int = 2,
+    seed: int = 7,
+    benchmark: str = BENCHMARK,
+    project: str = PROJECT,
+    skip_days: Iterable[int] = (),
+) -> list[int]:
     """``runs`` daily runs (commits c000, c001 …, one day apart); returns their run ids."""
     rng = np.random.default_rng(seed)
     skipped = set(skip_days)
@@ -109,12 +131,20 @@ def ingest_history(session: Session, profile: Profile, *, runs: int = 40,
         if i in skipped:
             continue
         slower = factor if change_at is not None and i >= change_at else 1.0
-        context = RunContext(project=project, commit=f"c{i:03d}", branch="main",
-                             commit_time=day(i).isoformat(), environment=dict(ENVIRONMENT))
-        result = ingest_run(session, context=context, benchmark=benchmark,
-                            repeats=[[varied(profile, rng, factor=slower)]
-                                     for _ in range(repeats)],
-                            created_at=day(i) + timedelta(hours=1))
+        context = RunContext(
+            project=project,
+            commit=f"c{i:03d}",
+            branch="main",
+            commit_time=day(i).isoformat(),
+            environment=dict(ENVIRONMENT),
+        )
+        result = ingest_run(
+            session,
+            context=context,
+            benchmark=benchmark,
+            repeats=[[varied(profile, rng, factor=slower)] for _ in range(repeats)],
+            created_at=day(i) + timedelta(hours=1),
+        )
         ids.append(result.run_id)
     return ids
 
@@ -137,8 +167,9 @@ def w05() -> tuple[datetime, datetime]:
 # --- the report ---------------------------------------------------------------------------------
 
 
-def test_change_point_is_found_dated_sized_and_explained(session: Session,
-                                                         profile: Profile) -> None:
+def test_change_point_is_found_dated_sized_and_explained(
+    session: Session, profile: Profile
+) -> None:
     ingest_history(session, profile)
     since, until = w04()[0], w05()[1]  # two weeks: the change and enough runs after it
     report = build_weekly_report(session, project=PROJECT, since=since, until=until)
@@ -169,12 +200,14 @@ def test_change_point_is_found_dated_sized_and_explained(session: Session,
     assert [e.runs for e in report.coverage.environments] == [14]
 
 
-def test_late_change_is_reported_the_week_after_and_alerted_once(session: Session,
-                                                                 profile: Profile) -> None:
+def test_late_change_is_reported_the_week_after_and_alerted_once(
+    session: Session, profile: Profile
+) -> None:
     ingest_history(session, profile)
     # Three runs of the new level at the end of W04 are not yet significant ...
-    assert build_weekly_report(session, project=PROJECT, since=w04()[0],
-                               until=w04()[1]).alerts == []
+    assert (
+        build_weekly_report(session, project=PROJECT, since=w04()[0], until=w04()[1]).alerts == []
+    )
     # ... so W05 reports it, although it began before W05.
     first = build_weekly_report(session, project=PROJECT, since=w05()[0], until=w05()[1])
     (cp,) = first.benchmarks[0].period_change_points
@@ -190,11 +223,13 @@ def test_late_change_is_reported_the_week_after_and_alerted_once(session: Sessio
     rerun = build_weekly_report(session, project=PROJECT, since=w05()[0], until=w05()[1])
     assert rerun.benchmarks[0].period_change_points[0].alert_status == "dismissed"
     # W06 knew it already from W05's history: nothing new to report.
-    w06 = build_weekly_report(session, project=PROJECT, since=w05()[1],
-                              until=w05()[1] + timedelta(days=7))
+    w06 = build_weekly_report(
+        session, project=PROJECT, since=w05()[1], until=w05()[1] + timedelta(days=7)
+    )
     assert w06.benchmarks[0].period_change_points == [] and w06.alerts == []
     assert [(a.id, a.status) for a in list_alerts(session, project=PROJECT)] == [
-        (alert.id, "dismissed")]
+        (alert.id, "dismissed")
+    ]
     assert list_alerts(session, project=PROJECT, status="open") == []
 
 
@@ -206,7 +241,9 @@ def test_flat_noisy_history_has_no_change_point(session: Session, profile: Profi
     assert trend.change_points == [] and report.alerts == []
     assert report.change_points() == []
     assert [d.isoformat() for d in report.coverage.days_without_runs] == [
-        "2024-01-24", "2024-01-25"]
+        "2024-01-24",
+        "2024-01-25",
+    ]
     assert trend.noise is not None and trend.noise.segment_runs == 26
     assert trend.noise.step_cv == pytest.approx(0.01, abs=0.006)
     markdown = render_markdown(report)
@@ -216,25 +253,31 @@ def test_flat_noisy_history_has_no_change_point(session: Session, profile: Profi
 
 def test_new_and_vanished_kernels(session: Session, profile: Profile) -> None:
     gone = "volta_sgemm_64x64_nt"
-    extra = Metric(kind=MetricKind.KERNEL, name="flash_fwd_kernel<true>", calls=12,
-                   total_ns=3.0e6)
+    extra = Metric(kind=MetricKind.KERNEL, name="flash_fwd_kernel<true>", calls=12, total_ns=3.0e6)
     ingest_history(session, profile, runs=23, change_at=None)
     later = dataclasses.replace(
-        profile, metrics=[*(m for m in profile.metrics if m.name != gone), extra])
+        profile, metrics=[*(m for m in profile.metrics if m.name != gone), extra]
+    )
     ingest_history(session, later, runs=28, change_at=None, skip_days=range(23), seed=3)
     since, until = w04()
-    (trend,) = build_weekly_report(session, project=PROJECT, since=since, until=until,
-                                   record=False).benchmarks
+    (trend,) = build_weekly_report(
+        session, project=PROJECT, since=since, until=until, record=False
+    ).benchmarks
     assert trend.new_kernels == ["flash_fwd_kernel<true>"]
     assert gone in trend.vanished_kernels
 
 
-def test_report_filters_benchmarks_and_is_empty_without_runs(session: Session,
-                                                             profile: Profile) -> None:
+def test_report_filters_benchmarks_and_is_empty_without_runs(
+    session: Session, profile: Profile
+) -> None:
     ingest_history(session, profile, runs=28, change_at=None)
     since, until = w04()
-    assert build_weekly_report(session, project=PROJECT, since=since, until=until,
-                               benchmarks=["other"]).benchmarks == []
+    assert (
+        build_weekly_report(
+            session, project=PROJECT, since=since, until=until, benchmarks=["other"]
+        ).benchmarks
+        == []
+    )
     empty = build_weekly_report(session, project="nobody", since=since, until=until)
     assert empty.benchmarks == [] and empty.coverage.runs == 0 and empty.notes
     assert "No change of step-time level" in render_markdown(empty)
@@ -244,8 +287,7 @@ def test_report_filters_benchmarks_and_is_empty_without_runs(session: Session,
 # --- renderers ----------------------------------------------------------------------------------
 
 
-def test_renderings_escape_names_and_carry_the_marker(session: Session,
-                                                      profile: Profile) -> None:
+def test_renderings_escape_names_and_carry_the_marker(session: Session, profile: Profile) -> None:
     ingest_history(session, profile, runs=35, benchmark="gpt2 <b>|x|</b> @team")
     since, until = w05()
     report = build_weekly_report(session, project=PROJECT, since=since, until=until)
@@ -275,8 +317,10 @@ def test_renderings_escape_names_and_carry_the_marker(session: Session,
 
 
 def test_week_and_since_periods() -> None:
-    assert week_bounds("2024-W04") == (datetime(2024, 1, 22, tzinfo=UTC),
-                                       datetime(2024, 1, 29, tzinfo=UTC))
+    assert week_bounds("2024-W04") == (
+        datetime(2024, 1, 22, tzinfo=UTC),
+        datetime(2024, 1, 29, tzinfo=UTC),
+    )
     now = datetime(2024, 3, 4, 6, tzinfo=UTC)
     assert report_cmd.period("36h", None, now=now) == (now - timedelta(hours=36), now)
     assert report_cmd.period(None, None, now=now) == (now - timedelta(days=7), now)
@@ -313,15 +357,33 @@ def _ingest_committed(url: str, profile: Profile) -> None:
 
 
 def test_cli_writes_posts_the_issue_once_and_triages_alerts(
-        migrated_url: str, profile: Profile, tmp_path: Path, github_server: FakeGitHub,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    migrated_url: str,
+    profile: Profile,
+    tmp_path: Path,
+    github_server: FakeGitHub,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     _ingest_committed(migrated_url, profile)
     monkeypatch.setenv("PERFCI_GITHUB_TOKEN", TOKEN)
     monkeypatch.setenv("PERFCI_GITHUB_API_URL", github_server.url)
     monkeypatch.delenv("GITHUB_REPOSITORY", raising=False)
-    args = ["report", "--week", "2024-W05", "--project", PROJECT, "--out", str(tmp_path),
-            "--post", "github-issue", "--repo", "acme/gpt2", "--labels", "perf,weekly",
-            "--database-url", migrated_url]
+    args = [
+        "report",
+        "--week",
+        "2024-W05",
+        "--project",
+        PROJECT,
+        "--out",
+        str(tmp_path),
+        "--post",
+        "github-issue",
+        "--repo",
+        "acme/gpt2",
+        "--labels",
+        "perf,weekly",
+        "--database-url",
+        migrated_url,
+    ]
     first = _invoke(args)
     paths = [Path(line) for line in first.stdout.split()]
     assert sorted(p.suffix for p in paths) == [".html", ".json", ".md"]
@@ -336,24 +398,55 @@ def test_cli_writes_posts_the_issue_once_and_triages_alerts(
     assert len(github_server.requests_to("POST", "/issues$")) == 1
     assert len(github_server.requests_to("PATCH", r"/issues/\d+$")) == 1
 
-    listed = json.loads(_invoke(["alerts", "list", "--project", PROJECT, "--json",
-                                 "--database-url", migrated_url]).stdout)
+    listed = json.loads(
+        _invoke(
+            ["alerts", "list", "--project", PROJECT, "--json", "--database-url", migrated_url]
+        ).stdout
+    )
     (alert,) = listed
     assert alert["status"] == "open" and alert["benchmark"] == BENCHMARK
-    acked = _invoke(["alerts", "ack", str(alert["id"]), "--note", "looking",
-                     "--database-url", migrated_url])
+    acked = _invoke(
+        ["alerts", "ack", str(alert["id"]), "--note", "looking", "--database-url", migrated_url]
+    )
     assert "acknowledged" in acked.stdout
-    _invoke(["alerts", "dismiss", str(alert["id"]), "--note", "expected",
-             "--database-url", migrated_url])
+    _invoke(
+        [
+            "alerts",
+            "dismiss",
+            str(alert["id"]),
+            "--note",
+            "expected",
+            "--database-url",
+            migrated_url,
+        ]
+    )
     _invoke(args)  # a re-run of the report leaves the triage alone
-    listed = json.loads(_invoke(["alerts", "list", "--project", PROJECT, "--json",
-                                 "--database-url", migrated_url]).stdout)
+    listed = json.loads(
+        _invoke(
+            ["alerts", "list", "--project", PROJECT, "--json", "--database-url", migrated_url]
+        ).stdout
+    )
     assert [(a["id"], a["status"], a["note"]) for a in listed] == [
-        (alert["id"], "dismissed", "expected")]
-    assert "dismissed" in _invoke(["alerts", "list", "--project", PROJECT, "--status",
-                                   "dismissed", "--database-url", migrated_url]).stdout
-    missing = CliRunner().invoke(_cli(), ["alerts", "ack", "999999", "--database-url",
-                                          migrated_url])
+        (alert["id"], "dismissed", "expected")
+    ]
+    assert (
+        "dismissed"
+        in _invoke(
+            [
+                "alerts",
+                "list",
+                "--project",
+                PROJECT,
+                "--status",
+                "dismissed",
+                "--database-url",
+                migrated_url,
+            ]
+        ).stdout
+    )
+    missing = CliRunner().invoke(
+        _cli(), ["alerts", "ack", "999999", "--database-url", migrated_url]
+    )
     assert missing.exit_code != 0
 
 
@@ -392,8 +485,9 @@ class _SlackHandler(BaseHTTPRequestHandler):
 @pytest.fixture
 def slack_server() -> Iterator[_Slack]:
     server = _Slack([])
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
         yield server
@@ -411,7 +505,8 @@ def _hook(server: _Slack) -> str:
 
 
 def test_slack_retries_a_500_and_never_logs_the_webhook(
-        slack_server: _Slack, caplog: pytest.LogCaptureFixture) -> None:
+    slack_server: _Slack, caplog: pytest.LogCaptureFixture
+) -> None:
     slack_server.answers[:] = [(500, {})]
     waits: list[float] = []
     # INFO: urllib3's own DEBUG lines name every request path, for any client; ours never do.
@@ -443,12 +538,32 @@ def test_slack_rate_limit_is_bounded_and_errors_hide_the_secret(slack_server: _S
     assert "s3cr3t" not in str(caught.value)
 
 
-def test_cli_posts_to_slack(migrated_url: str, profile: Profile, tmp_path: Path,
-                            slack_server: _Slack, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_posts_to_slack(
+    migrated_url: str,
+    profile: Profile,
+    tmp_path: Path,
+    slack_server: _Slack,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     _ingest_committed(migrated_url, profile)
     monkeypatch.setenv("PERFCI_SLACK_WEBHOOK", _hook(slack_server))
-    _invoke(["report", "--week", "2024-W05", "--project", PROJECT, "--out", str(tmp_path),
-             "--format", "md", "--post", "slack", "--database-url", migrated_url])
+    _invoke(
+        [
+            "report",
+            "--week",
+            "2024-W05",
+            "--project",
+            PROJECT,
+            "--out",
+            str(tmp_path),
+            "--format",
+            "md",
+            "--post",
+            "slack",
+            "--database-url",
+            migrated_url,
+        ]
+    )
     (body,) = slack_server.bodies
     assert "perfci weekly report acme/gpt2 2024-W05" in body["text"]
     assert "1 change point" in body["text"]

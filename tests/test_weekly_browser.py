@@ -37,8 +37,9 @@ def browser() -> Iterator[Any]:
 
     executable = str(CHROMIUM) if CHROMIUM.exists() else shutil.which("chromium")
     with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, headless=True,
-                                              args=["--no-sandbox"])
+        launched = playwright.chromium.launch(
+            executable_path=executable, headless=True, args=["--no-sandbox"]
+        )
         try:
             yield launched
         finally:
@@ -46,8 +47,9 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
-def test_html_report_shows_plot_and_tables(session: Session, profile: Profile, browser: Any,
-                                           tmp_path: Path) -> None:
+def test_html_report_shows_plot_and_tables(
+    session: Session, profile: Profile, browser: Any, tmp_path: Path
+) -> None:
     ingest_history(session, profile, benchmark=NAME)
     since, until = w05()
     report = build_weekly_report(session, project=PROJECT, since=since, until=until)
@@ -84,19 +86,21 @@ def test_html_report_shows_plot_and_tables(session: Session, profile: Profile, b
 
 @pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
 @pytest.mark.parametrize("width", [1280, 390])
-def test_html_report_fits_desktop_and_phone(session: Session, profile: Profile, browser: Any,
-                                            tmp_path: Path, width: int) -> None:
+def test_html_report_fits_desktop_and_phone(
+    session: Session, profile: Profile, browser: Any, tmp_path: Path, width: int
+) -> None:
     ingest_history(session, profile, benchmark=NAME)
     since, until = w05()
     path = tmp_path / "weekly.html"
-    path.write_text(render_html(build_weekly_report(session, project=PROJECT, since=since,
-                                                    until=until)), encoding="utf-8")
+    path.write_text(
+        render_html(build_weekly_report(session, project=PROJECT, since=since, until=until)),
+        encoding="utf-8",
+    )
     page = browser.new_page(viewport={"width": width, "height": 900})
     try:
         page.goto(path.as_uri())
         page.screenshot(path=str(tmp_path / f"weekly-{width}.png"), full_page=True)
-        scroll, inner = page.evaluate(
-            "[document.documentElement.scrollWidth, window.innerWidth]")
+        scroll, inner = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
         assert scroll <= inner, f"the report is {scroll} px wide at {width} px"
     finally:
         page.close()

@@ -67,8 +67,7 @@ class Block(nn.Module):
 
 
 class TinyGPT(nn.Module):
-    def __init__(self, vocab: int, dim: int, heads: int, layers: int, seq: int,
-                 slow: bool) -> None:
+    def __init__(self, vocab: int, dim: int, heads: int, layers: int, seq: int, slow: bool) -> None:
         super().__init__()
         self.tok = nn.Embedding(vocab, dim)
         self.pos = nn.Embedding(seq, dim)
@@ -87,8 +86,11 @@ class TinyGPT(nn.Module):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--slow-attention", action="store_true",
-                        default=os.environ.get("PERFCI_EXAMPLE_SLOW_ATTENTION") == "1")
+    parser.add_argument(
+        "--slow-attention",
+        action="store_true",
+        default=os.environ.get("PERFCI_EXAMPLE_SLOW_ATTENTION") == "1",
+    )
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--batch", type=int, default=8)
@@ -110,8 +112,9 @@ def main() -> None:
         for _ in run:
             with torch.profiler.record_function("forward"):
                 logits = model(data[:, :-1])
-                loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                                       data[:, 1:].reshape(-1))
+                loss = F.cross_entropy(
+                    logits.reshape(-1, logits.shape[-1]), data[:, 1:].reshape(-1)
+                )
             with torch.profiler.record_function("backward"):
                 loss.backward()
             with torch.profiler.record_function("optimizer"):

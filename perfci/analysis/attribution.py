@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from perfci.model import Contribution, MetricKind, SeriesKey
 
 PRIMARY_KINDS = frozenset({MetricKind.KERNEL, MetricKind.MEMORY, MetricKind.COMM})
-NESTED_KINDS = frozenset({MetricKind.RANGE, MetricKind.OP, MetricKind.LAYER, MetricKind.API,
-                          MetricKind.OS})
+NESTED_KINDS = frozenset(
+    {MetricKind.RANGE, MetricKind.OP, MetricKind.LAYER, MetricKind.API, MetricKind.OS}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +58,9 @@ class Attribution:
         return [*self.primary, *self.nested]
 
 
-def attribute(step: MetricDelta, metrics: Iterable[MetricDelta], *,
-              top: int = 10) -> Attribution | None:
+def attribute(
+    step: MetricDelta, metrics: Iterable[MetricDelta], *, top: int = 10
+) -> Attribution | None:
     """Decompose ``step``'s change into the per-step deltas of ``metrics``.
 
     Parameters
@@ -81,10 +83,13 @@ def attribute(step: MetricDelta, metrics: Iterable[MetricDelta], *,
     primary, nested = _split(metrics)
     primary_all = _contributions(primary, step_delta)
     explained = sum(c.share for c in primary_all)
-    return Attribution(step=step.series, step_delta_ns=step_delta,
-                       primary=primary_all[:top],
-                       nested=_contributions(nested, step_delta)[:top],
-                       explained=explained)
+    return Attribution(
+        step=step.series,
+        step_delta_ns=step_delta,
+        primary=primary_all[:top],
+        nested=_contributions(nested, step_delta)[:top],
+        explained=explained,
+    )
 
 
 def _split(metrics: Iterable[MetricDelta]) -> tuple[list[MetricDelta], list[MetricDelta]]:
@@ -101,5 +106,9 @@ def _contributions(metrics: list[MetricDelta], step_delta: float) -> list[Contri
     """Contributions sorted by |delta| (largest first; ties by key for stable output)."""
     moved = [m for m in metrics if m.delta_ns != 0]
     moved.sort(key=lambda m: (-abs(m.delta_ns), m.series.key))
-    return [Contribution(key=m.series.key, delta_ns=m.delta_ns, share=m.delta_ns / step_delta,
-                         series=m.series) for m in moved]
+    return [
+        Contribution(
+            key=m.series.key, delta_ns=m.delta_ns, share=m.delta_ns / step_delta, series=m.series
+        )
+        for m in moved
+    ]

@@ -134,8 +134,9 @@ class ChangePoint:
     p_value: float
 
 
-def detect_change_points(values: Sequence[float], *,
-                         options: ChangePointOptions | None = None) -> list[ChangePoint]:
+def detect_change_points(
+    values: Sequence[float], *, options: ChangePointOptions | None = None
+) -> list[ChangePoint]:
     """Find the points where the level of ``values`` changes.
 
     Parameters
@@ -168,14 +169,16 @@ def detect_change_points(values: Sequence[float], *,
     x = np.log(raw) if opts.log_values and raw.min() > 0 else raw
     sigma = _noise_scale(x)
     clean = _clip_outliers(x, sigma)
-    candidates = _pelt(clean / sigma, beta=opts.penalty * math.log(len(x)),
-                       min_segment=opts.min_segment)
+    candidates = _pelt(
+        clean / sigma, beta=opts.penalty * math.log(len(x)), min_segment=opts.min_segment
+    )
     kept = _prune(candidates, clean, raw, sigma, opts)
     return _describe(kept, clean, raw, sigma, opts.min_segment)
 
 
-def segment_levels(values: Sequence[float], change_points: Sequence[ChangePoint | int]
-                   ) -> list[float]:
+def segment_levels(
+    values: Sequence[float], change_points: Sequence[ChangePoint | int]
+) -> list[float]:
     """The median of each segment between change points, one value per input point.
 
     Handy for plotting the fitted step function over the series.
@@ -296,8 +299,9 @@ def _segment_test(left: FloatArray, right: FloatArray, sigma: float, min_segment
     return float(min(1.0, 2.0 * special.ndtr(-b) + b * density * span))
 
 
-def _prune(cuts: list[int], clean: FloatArray, raw: FloatArray, sigma: float,
-           opts: ChangePointOptions) -> list[int]:
+def _prune(
+    cuts: list[int], clean: FloatArray, raw: FloatArray, sigma: float, opts: ChangePointOptions
+) -> list[int]:
     """Otava-style merge: drop the weakest change point until all pass, re-testing neighbours."""
     cuts = list(cuts)
     p_values = [_p_value(cuts, i, clean, sigma, opts.min_segment) for i in range(len(cuts))]
@@ -325,8 +329,9 @@ def _bounds(cuts: Sequence[int], i: int, n: int) -> tuple[int, int, int]:
     return start, cuts[i], stop
 
 
-def _p_value(cuts: Sequence[int], i: int, clean: FloatArray, sigma: float,
-             min_segment: int) -> float:
+def _p_value(
+    cuts: Sequence[int], i: int, clean: FloatArray, sigma: float, min_segment: int
+) -> float:
     start, cut, stop = _bounds(cuts, i, len(clean))
     return _segment_test(clean[start:cut], clean[cut:stop], sigma, min_segment)
 
@@ -337,13 +342,20 @@ def _change(raw: FloatArray, cuts: Sequence[int], i: int) -> float:
     return after / before - 1.0 if before != 0 else math.inf
 
 
-def _describe(cuts: Sequence[int], clean: FloatArray, raw: FloatArray, sigma: float,
-              min_segment: int) -> list[ChangePoint]:
+def _describe(
+    cuts: Sequence[int], clean: FloatArray, raw: FloatArray, sigma: float, min_segment: int
+) -> list[ChangePoint]:
     found = []
     for i, cut in enumerate(cuts):
         start, _, stop = _bounds(cuts, i, len(raw))
         before, after = float(np.median(raw[start:cut])), float(np.median(raw[cut:stop]))
-        found.append(ChangePoint(index=int(cut), before=before, after=after,
-                                 change=_change(raw, cuts, i),
-                                 p_value=_p_value(cuts, i, clean, sigma, min_segment)))
+        found.append(
+            ChangePoint(
+                index=int(cut),
+                before=before,
+                after=after,
+                change=_change(raw, cuts, i),
+                p_value=_p_value(cuts, i, clean, sigma, min_segment),
+            )
+        )
     return found

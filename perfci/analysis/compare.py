@@ -54,12 +54,25 @@ from perfci.analysis.runs import (
 from perfci.errors import SampleError
 from perfci.model import MetricComparison, RunComparison, SeriesKey, Verdict
 
-__all__ = ["GATE_KINDS", "SHARED_FACTOR_KEY", "CompareOptions", "MetricEstimate", "SampleError",
-           "compare", "compare_run", "judge_estimates", "run_verdict"]
+__all__ = [
+    "GATE_KINDS",
+    "SHARED_FACTOR_KEY",
+    "CompareOptions",
+    "MetricEstimate",
+    "SampleError",
+    "compare",
+    "compare_run",
+    "judge_estimates",
+    "run_verdict",
+]
 
 
-def compare(baseline: Mapping[str, Sequence[float]], candidate: Mapping[str, Sequence[float]],
-            *, options: CompareOptions | None = None) -> list[MetricComparison]:
+def compare(
+    baseline: Mapping[str, Sequence[float]],
+    candidate: Mapping[str, Sequence[float]],
+    *,
+    options: CompareOptions | None = None,
+) -> list[MetricComparison]:
     """Compare candidate values with baseline values, one :class:`MetricComparison` per key.
 
     Parameters
@@ -84,9 +97,13 @@ def compare(baseline: Mapping[str, Sequence[float]], candidate: Mapping[str, Seq
     return compare_core(baseline, candidate, options=options or CompareOptions()).metrics
 
 
-def compare_run(baseline: Mapping[SeriesKey, Sequence[Sequence[float]]],
-                candidate: Mapping[SeriesKey, Sequence[float]], *, benchmark: str,
-                options: CompareOptions | None = None) -> RunComparison:
+def compare_run(
+    baseline: Mapping[SeriesKey, Sequence[Sequence[float]]],
+    candidate: Mapping[SeriesKey, Sequence[float]],
+    *,
+    benchmark: str,
+    options: CompareOptions | None = None,
+) -> RunComparison:
     """Compare one candidate run of ``benchmark`` with its baseline runs.
 
     Parameters
@@ -123,16 +140,23 @@ def compare_run(baseline: Mapping[SeriesKey, Sequence[Sequence[float]]],
         table = drop_wrecked_runs(table)
     untested, rows = _untested_lines(table, options)
     estimates, factor = _estimates(table, rows, options)
-    result = judge_estimates(estimates, benchmark=benchmark, options=options, notes=table.notes,
-                             untested=untested, factor=factor)
+    result = judge_estimates(
+        estimates,
+        benchmark=benchmark,
+        options=options,
+        notes=table.notes,
+        untested=untested,
+        factor=factor,
+    )
     result.notes.extend(_factor_notes(result.shared_factor, factor))
     result.baseline_runs_used = list(table.used)
     result.baseline_level_start = table.level_start
     return result
 
 
-def _untested_lines(table: RunTable,
-                    options: CompareOptions) -> tuple[list[MetricComparison], list[int]]:
+def _untested_lines(
+    table: RunTable, options: CompareOptions
+) -> tuple[list[MetricComparison], list[int]]:
     """Lines decided without a test, and the rows left to test."""
     runs = np.sum(np.isfinite(table.base), axis=1)
     lines: list[MetricComparison] = []
@@ -140,10 +164,14 @@ def _untested_lines(table: RunTable,
     for i, key in enumerate(table.keys):
         has_cand = bool(np.isfinite(table.cand[i]))
         line = MetricComparison(
-            key=key.key, verdict=Verdict.INCONCLUSIVE, series=key,
+            key=key.key,
+            verdict=Verdict.INCONCLUSIVE,
+            series=key,
             baseline_median=_centre(table.base[i]),
             candidate_median=float(np.exp(table.cand[i])) if has_cand else None,
-            n_baseline=int(runs[i]), n_candidate=int(table.cand_repeats[i]))
+            n_baseline=int(runs[i]),
+            n_candidate=int(table.cand_repeats[i]),
+        )
         if runs[i] == 0:
             lines.append(dataclasses.replace(line, verdict=Verdict.NEW))
         elif not has_cand:
@@ -162,69 +190,97 @@ def _centre(row: np.ndarray) -> float | None:
     return float(np.exp(values.mean())) if values.size else None
 
 
-def _estimates(table: RunTable, rows: list[int],
-               options: CompareOptions) -> tuple[list[MetricEstimate], MetricEstimate | None]:
+def _estimates(
+    table: RunTable, rows: list[int], options: CompareOptions
+) -> tuple[list[MetricEstimate], MetricEstimate | None]:
     """Per-metric estimates on the plain basis, and beyond the run factor when it is known."""
     if not rows:
         return [], None
     base, cand = table.base[rows], table.cand[rows]
-    within, base_rep, cand_rep = (table.within_var[rows], table.base_repeats[rows],
-                                  table.cand_repeats[rows])
-    plain = prediction.prediction(base, cand, within, base_rep, cand_rep,
-                                  moderate=options.moderate)
+    within, base_rep, cand_rep = (
+        table.within_var[rows],
+        table.base_repeats[rows],
+        table.cand_repeats[rows],
+    )
+    plain = prediction.prediction(base, cand, within, base_rep, cand_rep, moderate=options.moderate)
     factors = run_factors(base)
-    relative = prediction.prediction(base - factors[None, :], cand, within, base_rep, cand_rep,
-                                     moderate=options.moderate)
+    relative = prediction.prediction(
+        base - factors[None, :], cand, within, base_rep, cand_rep, moderate=options.moderate
+    )
     found = prediction.estimate_run_factor(relative.estimate, relative.se, factors)
     tested = relative if found is not None else plain
     adjusted = relative.estimate - found.candidate if found is not None else None
-    adjusted_se = (np.sqrt(relative.se**2 + found.candidate_se**2)
-                   if found is not None else None)
+    adjusted_se = np.sqrt(relative.se**2 + found.candidate_se**2) if found is not None else None
     runs = np.sum(np.isfinite(base), axis=1).astype(np.float64)
     needed = prediction.repeats_needed(
-        adjusted if adjusted is not None else plain.estimate, tested.var_run, within,
-        np.nanmedian(np.where(base_rep > 0, base_rep, np.nan), axis=1), runs,
-        delta=options.delta, confidence=options.confidence)
+        adjusted if adjusted is not None else plain.estimate,
+        tested.var_run,
+        within,
+        np.nanmedian(np.where(base_rep > 0, base_rep, np.nan), axis=1),
+        runs,
+        delta=options.delta,
+        confidence=options.confidence,
+    )
     estimates = []
     for n, i in enumerate(rows):
         centre = float(np.exp(plain.centre[n]))
-        estimates.append(MetricEstimate(
-            series=table.keys[i], baseline=centre, candidate=float(np.exp(cand[n])),
-            log_change=float(plain.estimate[n]), se=float(plain.se[n]), dof=float(plain.dof[n]),
-            n_baseline=int(runs[n]), n_candidate=int(cand_rep[n]), repeats_needed=needed[n],
-            adjusted_log_change=None if adjusted is None else float(adjusted[n]),
-            adjusted_se=None if adjusted_se is None else float(adjusted_se[n]),
-            adjusted_dof=None if adjusted is None else float(relative.dof[n])))
+        estimates.append(
+            MetricEstimate(
+                series=table.keys[i],
+                baseline=centre,
+                candidate=float(np.exp(cand[n])),
+                log_change=float(plain.estimate[n]),
+                se=float(plain.se[n]),
+                dof=float(plain.dof[n]),
+                n_baseline=int(runs[n]),
+                n_candidate=int(cand_rep[n]),
+                repeats_needed=needed[n],
+                adjusted_log_change=None if adjusted is None else float(adjusted[n]),
+                adjusted_se=None if adjusted_se is None else float(adjusted_se[n]),
+                adjusted_dof=None if adjusted is None else float(relative.dof[n]),
+            )
+        )
     return estimates, _factor_estimate(found, table.keys[rows[0]])
 
 
-def _factor_estimate(found: prediction.RunFactor | None,
-                     any_series: SeriesKey) -> MetricEstimate | None:
+def _factor_estimate(
+    found: prediction.RunFactor | None, any_series: SeriesKey
+) -> MetricEstimate | None:
     """The machine-wide factor as a line: this run's factor against the baseline runs'."""
     if found is None:
         return None
     change = found.candidate - found.baseline_mean
     se = math.sqrt(found.baseline_sd**2 * (1 + 1 / found.runs) + found.candidate_se**2)
-    return MetricEstimate(series=any_series, baseline=1.0, candidate=math.exp(change),
-                          log_change=change, se=se, dof=float(found.runs - 1),
-                          n_baseline=found.runs, n_candidate=1)
+    return MetricEstimate(
+        series=any_series,
+        baseline=1.0,
+        candidate=math.exp(change),
+        log_change=change,
+        se=se,
+        dof=float(found.runs - 1),
+        n_baseline=found.runs,
+        n_candidate=1,
+    )
 
 
-def _factor_notes(line: MetricComparison | None,
-                  found: MetricEstimate | None) -> list[str]:
+def _factor_notes(line: MetricComparison | None, found: MetricEstimate | None) -> list[str]:
     """What the machine-wide factor says, in words a reader can act on."""
     if line is None or found is None or line.change is None:
         return []
     spread = (line.ci_high or 0.0) - (line.change or 0.0)
     if line.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT):
         way = "slower" if line.change > 0 else "faster"
-        return [f"Every metric of this run moved together: {abs(line.change):.1%} {way} than "
-                f"the baseline runs, beyond their usual spread (±{spread:.1%}). From one run on "
-                "a shared runner, a machine-wide shift (load, throttling, another card) and a "
-                "change that slows everything look the same: re-run it, or compare on one "
-                "runner with `perfci check --ab`."]
+        return [
+            f"Every metric of this run moved together: {abs(line.change):.1%} {way} than "
+            f"the baseline runs, beyond their usual spread (±{spread:.1%}). From one run on "
+            "a shared runner, a machine-wide shift (load, throttling, another card) and a "
+            "change that slows everything look the same: re-run it, or compare on one "
+            "runner with `perfci check --ab`."
+        ]
     if abs(line.change) >= 0.005:
-        return [f"This run's machine-wide level was {line.change:+.1%} against the baseline "
-                f"runs (within their usual ±{spread:.1%}); each metric is judged beyond it "
-                "(column \"Beyond run factor\")."]
+        return [
+            f"This run's machine-wide level was {line.change:+.1%} against the baseline "
+            f"runs (within their usual ±{spread:.1%}); each metric is judged beyond it "
+            '(column "Beyond run factor").'
+        ]
     return []

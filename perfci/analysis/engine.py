@@ -19,8 +19,15 @@ from perfci.analysis.stats import FloatArray, ShiftTest
 from perfci.errors import ConfigError, SampleError
 from perfci.model import MetricComparison, Verdict
 
-__all__ = ["CompareOptions", "CoreResult", "SampleError", "compare_core", "decide", "decide_on",
-           "shift_test"]
+__all__ = [
+    "CompareOptions",
+    "CoreResult",
+    "SampleError",
+    "compare_core",
+    "decide",
+    "decide_on",
+    "shift_test",
+]
 
 Method = Literal["student-mw", "student", "welch", "mannwhitney"]
 _TESTS: dict[str, Callable[..., ShiftTest]] = {
@@ -72,25 +79,35 @@ class CompareOptions:
     trim_change_points: bool = True
 
     def __post_init__(self) -> None:
-        for name, low, high in (("delta", 0.0, 1.0), ("alpha", 0.0, 1.0),
-                                ("confidence", 0.0, 1.0), ("gate_share", -1e-12, 1.0),
-                                ("rank_guard", 0.0, 1.0 + 1e-12),
-                                ("step_budget", -1e-12, 1.0 + 1e-12),
-                                ("factor_budget", -1e-12, 1.0 + 1e-12),
-                                ("gated_budget", -1e-12, 1.0 + 1e-12)):
+        for name, low, high in (
+            ("delta", 0.0, 1.0),
+            ("alpha", 0.0, 1.0),
+            ("confidence", 0.0, 1.0),
+            ("gate_share", -1e-12, 1.0),
+            ("rank_guard", 0.0, 1.0 + 1e-12),
+            ("step_budget", -1e-12, 1.0 + 1e-12),
+            ("factor_budget", -1e-12, 1.0 + 1e-12),
+            ("gated_budget", -1e-12, 1.0 + 1e-12),
+        ):
             value = getattr(self, name)
             if not low < value < high:
-                raise ConfigError(f"compare option {name}={value!r} must lie in "
-                                  f"({low:g}, {high:g})")
+                raise ConfigError(
+                    f"compare option {name}={value!r} must lie in ({low:g}, {high:g})"
+                )
         if self.min_baseline < 2 or self.min_candidate < 1:
-            raise ConfigError("compare options need min_baseline ≥ 2 and min_candidate ≥ 1, got "
-                              f"{self.min_baseline} and {self.min_candidate}")
+            raise ConfigError(
+                "compare options need min_baseline ≥ 2 and min_candidate ≥ 1, got "
+                f"{self.min_baseline} and {self.min_candidate}"
+            )
         if self.step_budget + self.factor_budget + self.gated_budget > 1.0 + 1e-9:
-            raise ConfigError("compare options step_budget + factor_budget + gated_budget must "
-                              "not exceed 1 (they are shares of alpha)")
+            raise ConfigError(
+                "compare options step_budget + factor_budget + gated_budget must "
+                "not exceed 1 (they are shares of alpha)"
+            )
         if self.method not in _TESTS:
-            raise ConfigError(f"unknown compare method {self.method!r}; choose one of "
-                              f"{', '.join(sorted(_TESTS))}")
+            raise ConfigError(
+                f"unknown compare method {self.method!r}; choose one of {', '.join(sorted(_TESTS))}"
+            )
 
     def is_higher_better(self, key: str) -> bool:
         """Whether larger values of ``key`` are better."""
@@ -107,16 +124,23 @@ class CoreResult:
     shared_factor: MetricComparison | None
 
 
-def compare_core(baseline: Mapping[str, Sequence[float]], candidate: Mapping[str, Sequence[float]],
-                 *, options: CompareOptions) -> CoreResult:
+def compare_core(
+    baseline: Mapping[str, Sequence[float]],
+    candidate: Mapping[str, Sequence[float]],
+    *,
+    options: CompareOptions,
+) -> CoreResult:
     """Per-metric lines sorted by key, plus the shared run factor line (``None`` if not estimated).
 
     The engine of :func:`perfci.analysis.compare.compare`; see that function for the contract.
     """
-    base = {key: stats.validate_sample(key, values, role="baseline")
-            for key, values in baseline.items()}
-    cand = {key: stats.validate_sample(key, values, role="candidate")
-            for key, values in candidate.items()}
+    base = {
+        key: stats.validate_sample(key, values, role="baseline") for key, values in baseline.items()
+    }
+    cand = {
+        key: stats.validate_sample(key, values, role="candidate")
+        for key, values in candidate.items()
+    }
     lines = _untestable_lines(base, cand, options)
     testable = sorted(key for key in base.keys() & cand.keys() if key not in lines)
     tested, shared = _test_keys(testable, base, cand, options)
@@ -127,13 +151,20 @@ def compare_core(baseline: Mapping[str, Sequence[float]], candidate: Mapping[str
 def shift_test(base_log: FloatArray, cand_log: FloatArray, options: CompareOptions) -> ShiftTest:
     """Run the configured two-sample test on log samples (rows = metrics)."""
     if options.method == "student-mw":
-        return stats.guarded_t(base_log, cand_log, confidence=options.confidence,
-                               guard=options.rank_guard)
+        return stats.guarded_t(
+            base_log, cand_log, confidence=options.confidence, guard=options.rank_guard
+        )
     return _TESTS[options.method](base_log, cand_log, confidence=options.confidence)
 
 
-def decide(change: FloatArray, ci_low: FloatArray, ci_high: FloatArray, q_value: FloatArray,
-           higher_is_better: np.ndarray, options: CompareOptions) -> np.ndarray:
+def decide(
+    change: FloatArray,
+    ci_low: FloatArray,
+    ci_high: FloatArray,
+    q_value: FloatArray,
+    higher_is_better: np.ndarray,
+    options: CompareOptions,
+) -> np.ndarray:
     """Verdict strings from relative changes, their intervals and q-values (vectorised).
 
     A change must be both significant (q ≤ alpha) and worse than δ to be a regression; an
@@ -142,9 +173,15 @@ def decide(change: FloatArray, ci_low: FloatArray, ci_high: FloatArray, q_value:
     return decide_on(change, change, ci_low, ci_high, q_value, higher_is_better, options)
 
 
-def decide_on(change: FloatArray, tested: FloatArray, low: FloatArray, high: FloatArray,
-              q_value: FloatArray, higher_is_better: np.ndarray,
-              options: CompareOptions) -> np.ndarray:
+def decide_on(
+    change: FloatArray,
+    tested: FloatArray,
+    low: FloatArray,
+    high: FloatArray,
+    q_value: FloatArray,
+    higher_is_better: np.ndarray,
+    options: CompareOptions,
+) -> np.ndarray:
     """:func:`decide` when the verdict is tested on another basis than the printed change.
 
     *regression*: q ≤ alpha, the ``tested`` change (with its interval ``low``…``high``) is
@@ -164,8 +201,9 @@ def decide_on(change: FloatArray, tested: FloatArray, low: FloatArray, high: Flo
     return verdict
 
 
-def _untestable_lines(base: Mapping[str, FloatArray], cand: Mapping[str, FloatArray],
-                      options: CompareOptions) -> dict[str, MetricComparison]:
+def _untestable_lines(
+    base: Mapping[str, FloatArray], cand: Mapping[str, FloatArray], options: CompareOptions
+) -> dict[str, MetricComparison]:
     """Lines for keys that get no test: new, missing, too little baseline or candidate data."""
     lines: dict[str, MetricComparison] = {}
     for key in base.keys() | cand.keys():
@@ -177,18 +215,24 @@ def _untestable_lines(base: Mapping[str, FloatArray], cand: Mapping[str, FloatAr
         elif len(b) < options.min_baseline:
             lines[key] = _line(key, Verdict.NO_BASELINE, b, c)
         elif len(c) < options.min_candidate:
-            lines[key] = _line(key, Verdict.INCONCLUSIVE, b, c,
-                               repeats_needed=options.min_candidate)
+            lines[key] = _line(
+                key, Verdict.INCONCLUSIVE, b, c, repeats_needed=options.min_candidate
+            )
     return lines
 
 
-def _line(key: str, verdict: Verdict, base: FloatArray | None, cand: FloatArray | None,
-          **extra: object) -> MetricComparison:
+def _line(
+    key: str, verdict: Verdict, base: FloatArray | None, cand: FloatArray | None, **extra: object
+) -> MetricComparison:
     return MetricComparison(
-        key=key, verdict=verdict,
-        baseline_median=_median(base), candidate_median=_median(cand),
+        key=key,
+        verdict=verdict,
+        baseline_median=_median(base),
+        candidate_median=_median(cand),
         n_baseline=0 if base is None else len(base),
-        n_candidate=0 if cand is None else len(cand), **extra)  # type: ignore[arg-type]
+        n_candidate=0 if cand is None else len(cand),
+        **extra,  # type: ignore[arg-type]
+    )
 
 
 def _median(values: FloatArray | None) -> float | None:
@@ -207,9 +251,12 @@ class _Group:
     result: ShiftTest | None = None
 
 
-def _test_keys(keys: list[str], base: Mapping[str, FloatArray], cand: Mapping[str, FloatArray],
-               options: CompareOptions) -> tuple[dict[str, MetricComparison],
-                                                 MetricComparison | None]:
+def _test_keys(
+    keys: list[str],
+    base: Mapping[str, FloatArray],
+    cand: Mapping[str, FloatArray],
+    options: CompareOptions,
+) -> tuple[dict[str, MetricComparison], MetricComparison | None]:
     """Test every key, grouped by sample sizes, then adjust and decide across all of them."""
     groups = _group_by_shape(keys, base, cand)
     shared = _apply_shared_factor(groups, options) if options.remove_shared_factor else None
@@ -218,8 +265,9 @@ def _test_keys(keys: list[str], base: Mapping[str, FloatArray], cand: Mapping[st
     return _decide_groups(groups, options), shared
 
 
-def _group_by_shape(keys: list[str], base: Mapping[str, FloatArray],
-                    cand: Mapping[str, FloatArray]) -> list[_Group]:
+def _group_by_shape(
+    keys: list[str], base: Mapping[str, FloatArray], cand: Mapping[str, FloatArray]
+) -> list[_Group]:
     by_shape: dict[tuple[int, int], list[str]] = {}
     for key in keys:
         by_shape.setdefault((len(base[key]), len(cand[key])), []).append(key)
@@ -227,8 +275,9 @@ def _group_by_shape(keys: list[str], base: Mapping[str, FloatArray],
     for members in by_shape.values():
         base_raw = np.stack([base[k] for k in members])
         cand_raw = np.stack([cand[k] for k in members])
-        groups.append(_Group(members, base_raw, cand_raw, stats.safe_log(base_raw),
-                             stats.safe_log(cand_raw)))
+        groups.append(
+            _Group(members, base_raw, cand_raw, stats.safe_log(base_raw), stats.safe_log(cand_raw))
+        )
     return sorted(groups, key=lambda g: -len(g.keys))
 
 
@@ -245,8 +294,9 @@ def _apply_shared_factor(groups: list[_Group], options: CompareOptions) -> Metri
     factor = noise.estimate_shared_factor(group.base_log, group.cand_log)
     if factor is None:
         return None
-    group.base_log, group.cand_log = noise.remove_shared_factor(group.base_log, group.cand_log,
-                                                                factor)
+    group.base_log, group.cand_log = noise.remove_shared_factor(
+        group.base_log, group.cand_log, factor
+    )
     return _shared_factor_line(factor, options)
 
 
@@ -256,47 +306,82 @@ def _shared_factor_line(factor: noise.SharedFactor, options: CompareOptions) -> 
     change, low, high = (np.expm1(a) for a in (result.estimate, result.ci_low, result.ci_high))
     verdict = decide(change, low, high, result.p_value, np.array([False]), options)[0]
     return MetricComparison(
-        key=SHARED_FACTOR_KEY, verdict=Verdict(verdict),
+        key=SHARED_FACTOR_KEY,
+        verdict=Verdict(verdict),
         baseline_median=float(np.exp(np.median(factor.baseline))),
         candidate_median=float(np.exp(np.median(factor.candidate))),
-        change=float(change[0]), ci_low=float(low[0]), ci_high=float(high[0]),
-        p_value=float(result.p_value[0]), q_value=float(result.p_value[0]),
-        n_baseline=len(factor.baseline), n_candidate=len(factor.candidate))
+        change=float(change[0]),
+        ci_low=float(low[0]),
+        ci_high=float(high[0]),
+        p_value=float(result.p_value[0]),
+        q_value=float(result.p_value[0]),
+        n_baseline=len(factor.baseline),
+        n_candidate=len(factor.candidate),
+    )
 
 
-def _decide_groups(groups: list[_Group],
-                   options: CompareOptions) -> dict[str, MetricComparison]:
+def _decide_groups(groups: list[_Group], options: CompareOptions) -> dict[str, MetricComparison]:
     """BH across every tested metric of the comparison, then one verdict per metric."""
-    p_all = np.concatenate([g.result.p_value for g in groups if g.result is not None]) \
-        if groups else np.array([])
+    p_all = (
+        np.concatenate([g.result.p_value for g in groups if g.result is not None])
+        if groups
+        else np.array([])
+    )
     q_all = stats.benjamini_hochberg(p_all)
     lines: dict[str, MetricComparison] = {}
     start = 0
     for group in groups:
-        q = q_all[start:start + len(group.keys)]
+        q = q_all[start : start + len(group.keys)]
         start += len(group.keys)
         lines.update(_group_lines(group, q, options))
     return lines
 
 
-def _group_lines(group: _Group, q: FloatArray,
-                 options: CompareOptions) -> dict[str, MetricComparison]:
+def _group_lines(
+    group: _Group, q: FloatArray, options: CompareOptions
+) -> dict[str, MetricComparison]:
     """One line per metric of a group; columns are converted to lists once (10k metrics < 1 s)."""
     result = group.result
     assert result is not None  # set by _test_keys before deciding
     change, low, high = (np.expm1(a) for a in (result.estimate, result.ci_low, result.ci_high))
     higher = np.array([options.is_higher_better(k) for k in group.keys], dtype=bool)
     verdicts = decide(change, low, high, q, higher, options)
-    needed = noise.repeats_needed(result.sd, group.base.shape[1], result.estimate,
-                                  delta=options.delta, confidence=options.confidence)
+    needed = noise.repeats_needed(
+        result.sd,
+        group.base.shape[1],
+        result.estimate,
+        delta=options.delta,
+        confidence=options.confidence,
+    )
     needed = np.where((verdicts == Verdict.INCONCLUSIVE.value) & (needed > 0), needed, 0)
     n, m = group.base.shape[1], group.cand.shape[1]
-    columns = zip(group.keys, verdicts.tolist(), np.median(group.base, axis=1).tolist(),
-                  np.median(group.cand, axis=1).tolist(), change.tolist(), low.tolist(),
-                  high.tolist(), result.p_value.tolist(), q.tolist(), needed.tolist(),
-                  strict=True)
-    return {key: MetricComparison(
-        key=key, verdict=Verdict(verdict), baseline_median=b_med, candidate_median=c_med,
-        change=chg, ci_low=lo, ci_high=hi, p_value=p, q_value=None if math.isnan(qv) else qv,
-        n_baseline=n, n_candidate=m, repeats_needed=rep or None)
-        for key, verdict, b_med, c_med, chg, lo, hi, p, qv, rep in columns}
+    columns = zip(
+        group.keys,
+        verdicts.tolist(),
+        np.median(group.base, axis=1).tolist(),
+        np.median(group.cand, axis=1).tolist(),
+        change.tolist(),
+        low.tolist(),
+        high.tolist(),
+        result.p_value.tolist(),
+        q.tolist(),
+        needed.tolist(),
+        strict=True,
+    )
+    return {
+        key: MetricComparison(
+            key=key,
+            verdict=Verdict(verdict),
+            baseline_median=b_med,
+            candidate_median=c_med,
+            change=chg,
+            ci_low=lo,
+            ci_high=hi,
+            p_value=p,
+            q_value=None if math.isnan(qv) else qv,
+            n_baseline=n,
+            n_candidate=m,
+            repeats_needed=rep or None,
+        )
+        for key, verdict, b_med, c_med, chg, lo, hi, p, qv, rep in columns
+    }

@@ -45,8 +45,16 @@ __all__ = ["GATE_KINDS", "MetricEstimate", "judge_estimates", "run_verdict"]
 #: Kinds that may fail the check when their share of step time reaches ``gate_share``.
 #: API and OS calls are left out: their time is mostly the CPU *waiting* for GPU work, an
 #: effect of a kernel slowdown rather than a cause, and they are noisy.
-GATE_KINDS = frozenset({MetricKind.KERNEL, MetricKind.MEMORY, MetricKind.COMM, MetricKind.RANGE,
-                        MetricKind.OP, MetricKind.LAYER})
+GATE_KINDS = frozenset(
+    {
+        MetricKind.KERNEL,
+        MetricKind.MEMORY,
+        MetricKind.COMM,
+        MetricKind.RANGE,
+        MetricKind.OP,
+        MetricKind.LAYER,
+    }
+)
 _UNTESTED = frozenset({Verdict.NEW, Verdict.MISSING, Verdict.NO_BASELINE})
 SHARED_FACTOR_KEY = "shared:run-factor"
 
@@ -75,10 +83,15 @@ class MetricEstimate:
     adjusted_dof: float | None = None
 
 
-def judge_estimates(estimates: Sequence[MetricEstimate], *, benchmark: str,
-                    options: CompareOptions | None = None, notes: Sequence[str] = (),
-                    untested: Sequence[MetricComparison] = (),
-                    factor: MetricEstimate | None = None) -> RunComparison:
+def judge_estimates(
+    estimates: Sequence[MetricEstimate],
+    *,
+    benchmark: str,
+    options: CompareOptions | None = None,
+    notes: Sequence[str] = (),
+    untested: Sequence[MetricComparison] = (),
+    factor: MetricEstimate | None = None,
+) -> RunComparison:
     """Test, adjust, decide and gate every estimate; the run's verdict and attribution.
 
     Parameters
@@ -110,16 +123,27 @@ def judge_estimates(estimates: Sequence[MetricEstimate], *, benchmark: str,
     step_levels = _step_levels(estimates, untested)
     classes = [_budget_class(e, primary, step_levels, options) for e in estimates]
     lines = _judge(estimates, classes, factor, options)
-    tested = lines[:len(estimates)]
+    tested = lines[: len(estimates)]
     shared = lines[len(estimates)] if factor is not None else None
-    metrics = sorted([*(_with_share(m, step_levels) for m in tested),
-                      *(_gate_untested(m, step_levels, options) for m in untested)],
-                     key=lambda m: m.key)
-    verdict = run_verdict([*metrics, shared] if shared else metrics,
-                          primary=primary.key if primary is not None else None)
-    result = RunComparison(benchmark=benchmark, verdict=verdict, metrics=metrics,
-                           shared_factor=shared, notes=[*notes, *_step_note(primary)],
-                           primary_step=primary.key if primary is not None else None)
+    metrics = sorted(
+        [
+            *(_with_share(m, step_levels) for m in tested),
+            *(_gate_untested(m, step_levels, options) for m in untested),
+        ],
+        key=lambda m: m.key,
+    )
+    verdict = run_verdict(
+        [*metrics, shared] if shared else metrics,
+        primary=primary.key if primary is not None else None,
+    )
+    result = RunComparison(
+        benchmark=benchmark,
+        verdict=verdict,
+        metrics=metrics,
+        shared_factor=shared,
+        notes=[*notes, *_step_note(primary)],
+        primary_step=primary.key if primary is not None else None,
+    )
     step = next((m for m in metrics if primary is not None and m.key == primary.key), None)
     found = _attribution(metrics, step, options) if step else None
     if found is not None:
@@ -159,18 +183,20 @@ def run_verdict(metrics: Sequence[MetricComparison], *, primary: str | None = No
 _STEP, _FACTOR, _GATED, _OTHER = "step", "factor", "gated", "other"
 
 
-def _primary_step(estimates: Sequence[MetricEstimate],
-                  untested: Sequence[MetricComparison]) -> SeriesKey | None:
+def _primary_step(
+    estimates: Sequence[MetricEstimate], untested: Sequence[MetricComparison]
+) -> SeriesKey | None:
     """The step series to gate shares and attribution on (:func:`.steps.primary_step`)."""
     rows: list[tuple[SeriesKey, float | None, int]] = [
-        (e.series, e.baseline, e.n_baseline) for e in estimates]
-    rows += [(m.series, m.baseline_median, m.n_baseline) for m in untested
-             if m.series is not None]
+        (e.series, e.baseline, e.n_baseline) for e in estimates
+    ]
+    rows += [(m.series, m.baseline_median, m.n_baseline) for m in untested if m.series is not None]
     return primary_step(rows)
 
 
-def _step_levels(estimates: Sequence[MetricEstimate],
-                 untested: Sequence[MetricComparison]) -> dict[str, float]:
+def _step_levels(
+    estimates: Sequence[MetricEstimate], untested: Sequence[MetricComparison]
+) -> dict[str, float]:
     """The longest step's baseline value of each section ("" included): its iteration time."""
     found: dict[str, float] = {}
     rows: list[tuple[SeriesKey, float | None]] = [(e.series, e.baseline) for e in estimates]
@@ -188,11 +214,16 @@ def _share(series: SeriesKey, value: float | None, levels: Mapping[str, float]) 
 
 def _is_gated(series: SeriesKey, share: float | None, options: CompareOptions) -> bool:
     return series.kind is MetricKind.STEP or (
-        series.kind in GATE_KINDS and share is not None and share >= options.gate_share)
+        series.kind in GATE_KINDS and share is not None and share >= options.gate_share
+    )
 
 
-def _budget_class(estimate: MetricEstimate, primary: SeriesKey | None,
-                  levels: Mapping[str, float], options: CompareOptions) -> str:
+def _budget_class(
+    estimate: MetricEstimate,
+    primary: SeriesKey | None,
+    levels: Mapping[str, float],
+    options: CompareOptions,
+) -> str:
     if primary is not None and estimate.series == primary:
         return _STEP
     share = _share(estimate.series, estimate.baseline, levels)
@@ -205,10 +236,12 @@ def bh_weights(classes: Sequence[str], options: CompareOptions) -> np.ndarray:
     Budgets of classes with no member go to the others in proportion, so a run with no
     step line (or no factor) spends its whole budget on what it has.
     """
-    budget = {_STEP: options.step_budget, _FACTOR: options.factor_budget,
-              _GATED: options.gated_budget,
-              _OTHER: max(0.0, 1.0 - options.step_budget - options.factor_budget
-                          - options.gated_budget)}
+    budget = {
+        _STEP: options.step_budget,
+        _FACTOR: options.factor_budget,
+        _GATED: options.gated_budget,
+        _OTHER: max(0.0, 1.0 - options.step_budget - options.factor_budget - options.gated_budget),
+    }
     counts = {name: sum(1 for c in classes if c == name) for name in budget}
     total = sum(share for name, share in budget.items() if counts[name])
     n = len(classes)
@@ -228,43 +261,66 @@ def weighted_bh(p_values: np.ndarray, weights: np.ndarray) -> np.ndarray:
 # --- tests and verdicts -----------------------------------------------------------------------
 
 
-def _judge(estimates: Sequence[MetricEstimate], classes: list[str],
-           factor: MetricEstimate | None, options: CompareOptions) -> list[MetricComparison]:
+def _judge(
+    estimates: Sequence[MetricEstimate],
+    classes: list[str],
+    factor: MetricEstimate | None,
+    options: CompareOptions,
+) -> list[MetricComparison]:
     """One line per estimate (then the factor's), tested and decided together."""
     rows = [*estimates, factor] if factor is not None else list(estimates)
     classes = [*classes, _FACTOR] if factor is not None else classes
     if not rows:
         return []
-    test_log = np.array([e.log_change if e.adjusted_log_change is None else e.adjusted_log_change
-                         for e in rows])
+    test_log = np.array(
+        [e.log_change if e.adjusted_log_change is None else e.adjusted_log_change for e in rows]
+    )
     test_se = np.array([e.se if e.adjusted_se is None else e.adjusted_se for e in rows])
     test_dof = np.array([e.dof if e.adjusted_dof is None else e.adjusted_dof for e in rows])
     p = two_sided_p(test_log, test_se, test_dof)
     q = weighted_bh(p, bh_weights(classes, options))
     plain = np.array([e.log_change for e in rows])
-    low, high = _interval(plain, np.array([e.se for e in rows]),
-                          np.array([e.dof for e in rows]), options.confidence)
+    low, high = _interval(
+        plain, np.array([e.se for e in rows]), np.array([e.dof for e in rows]), options.confidence
+    )
     adj_low, adj_high = _interval(test_log, test_se, test_dof, options.confidence)
     higher = np.array([options.is_higher_better(e.series.key) for e in rows], dtype=bool)
-    verdicts = decide_on(np.expm1(plain), np.expm1(test_log), np.expm1(adj_low),
-                      np.expm1(adj_high), q, higher, options)
+    verdicts = decide_on(
+        np.expm1(plain),
+        np.expm1(test_log),
+        np.expm1(adj_low),
+        np.expm1(adj_high),
+        q,
+        higher,
+        options,
+    )
     lines = []
     for i, e in enumerate(rows):
         adjusted = e.adjusted_log_change is not None
         verdict = Verdict(verdicts[i])
-        lines.append(MetricComparison(
-            key=SHARED_FACTOR_KEY if factor is not None and i == len(rows) - 1 else e.series.key,
-            verdict=verdict, baseline_median=e.baseline, candidate_median=e.candidate,
-            change=float(np.expm1(plain[i])), ci_low=float(np.expm1(low[i])),
-            ci_high=float(np.expm1(high[i])), p_value=float(p[i]),
-            q_value=None if math.isnan(q[i]) else float(q[i]),
-            n_baseline=e.n_baseline, n_candidate=e.n_candidate,
-            gated=classes[i] in (_STEP, _FACTOR, _GATED),
-            repeats_needed=e.repeats_needed if verdict is Verdict.INCONCLUSIVE else None,
-            series=None if classes[i] == _FACTOR else e.series,
-            adjusted_change=float(np.expm1(test_log[i])) if adjusted else None,
-            adjusted_ci_low=float(np.expm1(adj_low[i])) if adjusted else None,
-            adjusted_ci_high=float(np.expm1(adj_high[i])) if adjusted else None))
+        lines.append(
+            MetricComparison(
+                key=SHARED_FACTOR_KEY
+                if factor is not None and i == len(rows) - 1
+                else e.series.key,
+                verdict=verdict,
+                baseline_median=e.baseline,
+                candidate_median=e.candidate,
+                change=float(np.expm1(plain[i])),
+                ci_low=float(np.expm1(low[i])),
+                ci_high=float(np.expm1(high[i])),
+                p_value=float(p[i]),
+                q_value=None if math.isnan(q[i]) else float(q[i]),
+                n_baseline=e.n_baseline,
+                n_candidate=e.n_candidate,
+                gated=classes[i] in (_STEP, _FACTOR, _GATED),
+                repeats_needed=e.repeats_needed if verdict is Verdict.INCONCLUSIVE else None,
+                series=None if classes[i] == _FACTOR else e.series,
+                adjusted_change=float(np.expm1(test_log[i])) if adjusted else None,
+                adjusted_ci_low=float(np.expm1(adj_low[i])) if adjusted else None,
+                adjusted_ci_high=float(np.expm1(adj_high[i])) if adjusted else None,
+            )
+        )
     return lines
 
 
@@ -277,8 +333,9 @@ def two_sided_p(estimate: np.ndarray, se: np.ndarray, dof: np.ndarray) -> np.nda
     return np.where(zero, np.where(estimate == 0, 1.0, 0.0), p)
 
 
-def _interval(estimate: np.ndarray, se: np.ndarray, dof: np.ndarray,
-              confidence: float) -> tuple[np.ndarray, np.ndarray]:
+def _interval(
+    estimate: np.ndarray, se: np.ndarray, dof: np.ndarray, confidence: float
+) -> tuple[np.ndarray, np.ndarray]:
     half = stats.t_ppf(0.5 + confidence / 2, np.maximum(dof, 1e-9)) * se
     half = np.where(se == 0, 0.0, half)
     return estimate - half, estimate + half
@@ -290,20 +347,24 @@ def _interval(estimate: np.ndarray, se: np.ndarray, dof: np.ndarray,
 def _with_share(metric: MetricComparison, levels: Mapping[str, float]) -> MetricComparison:
     assert metric.series is not None
     return dataclasses.replace(
-        metric, share_of_step=_share(metric.series, metric.baseline_median, levels))
+        metric, share_of_step=_share(metric.series, metric.baseline_median, levels)
+    )
 
 
-def _gate_untested(metric: MetricComparison, levels: Mapping[str, float],
-                   options: CompareOptions) -> MetricComparison:
+def _gate_untested(
+    metric: MetricComparison, levels: Mapping[str, float], options: CompareOptions
+) -> MetricComparison:
     if metric.series is None:
         return metric
     share = _share(metric.series, metric.baseline_median, levels)
-    return dataclasses.replace(metric, share_of_step=share,
-                               gated=_is_gated(metric.series, share, options))
+    return dataclasses.replace(
+        metric, share_of_step=share, gated=_is_gated(metric.series, share, options)
+    )
 
 
-def _attribution(metrics: Sequence[MetricComparison], step: MetricComparison,
-                 options: CompareOptions) -> attribution.Attribution | None:
+def _attribution(
+    metrics: Sequence[MetricComparison], step: MetricComparison, options: CompareOptions
+) -> attribution.Attribution | None:
     """Attribute the primary step's change to the metrics of its own section.
 
     Deltas are taken on the printed values (this run − baseline, ns per step), so the table
@@ -311,9 +372,13 @@ def _attribution(metrics: Sequence[MetricComparison], step: MetricComparison,
     """
     assert step.series is not None
     section = step.series.section
-    others = [attribution.MetricDelta(m.series, m.baseline_median, m.candidate_median)
-              for m in metrics if m.series is not None and m.series.section == section
-              and m.series.kind is not MetricKind.STEP]
+    others = [
+        attribution.MetricDelta(m.series, m.baseline_median, m.candidate_median)
+        for m in metrics
+        if m.series is not None
+        and m.series.section == section
+        and m.series.kind is not MetricKind.STEP
+    ]
     target = attribution.MetricDelta(step.series, step.baseline_median, step.candidate_median)
     if target.candidate_ns is None or target.baseline_ns is None:
         return None
@@ -322,13 +387,17 @@ def _attribution(metrics: Sequence[MetricComparison], step: MetricComparison,
 
 def _attribution_note(found: attribution.Attribution) -> str:
     if found.primary:
-        return (f"Kernels, memory operations and collectives explain {found.explained:.0%} of "
-                "the step-time change; ranges, operators and API calls overlap them and are "
-                "listed after them.")
+        return (
+            f"Kernels, memory operations and collectives explain {found.explained:.0%} of "
+            "the step-time change; ranges, operators and API calls overlap them and are "
+            "listed after them."
+        )
     # CPU-only profiles (and tables without device time) have no leaf-level GPU work.
-    return ("These profiles have no GPU kernels, memory operations or collectives: the ranges "
-            "and operators listed overlap one another (a range contains its operators), so "
-            "their shares do not add up.")
+    return (
+        "These profiles have no GPU kernels, memory operations or collectives: the ranges "
+        "and operators listed overlap one another (a range contains its operators), so "
+        "their shares do not add up."
+    )
 
 
 def _step_note(primary: SeriesKey | None) -> list[str]:

@@ -64,8 +64,9 @@ def estimate_shared_factor(base_log: FloatArray, cand_log: FloatArray) -> Shared
     return SharedFactor(baseline=baseline, candidate=candidate, metrics=base_log.shape[-2])
 
 
-def remove_shared_factor(base_log: FloatArray, cand_log: FloatArray,
-                         factor: SharedFactor) -> tuple[FloatArray, FloatArray]:
+def remove_shared_factor(
+    base_log: FloatArray, cand_log: FloatArray, factor: SharedFactor
+) -> tuple[FloatArray, FloatArray]:
     """Divide every metric by its column's factor (subtract, on logs).
 
     The whole factor goes, level included: what remains of each metric is what it did beyond
@@ -77,8 +78,9 @@ def remove_shared_factor(base_log: FloatArray, cand_log: FloatArray,
     return base_log - factor.baseline[..., None, :], cand_log - factor.candidate[..., None, :]
 
 
-def repeats_needed(sd: FloatArray, n_baseline: int, estimate: FloatArray, *, delta: float,
-                   confidence: float) -> NDArray[np.int64]:
+def repeats_needed(
+    sd: FloatArray, n_baseline: int, estimate: FloatArray, *, delta: float, confidence: float
+) -> NDArray[np.int64]:
     """Candidate repeats for a confidence interval narrow enough to settle a verdict.
 
     The target half-width (log scale) is the distance from the estimate to the margin

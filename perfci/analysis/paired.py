@@ -46,8 +46,14 @@ from perfci.analysis.judge import MetricEstimate, judge_estimates
 from perfci.analysis.stats import FloatArray
 from perfci.model import MetricComparison, RunComparison, SeriesKey, Verdict
 
-__all__ = ["MAX_PAIRS_NEEDED", "MIN_MODERATED_DOF", "PairedStats", "compare_paired",
-           "paired_stats", "pairs_needed"]
+__all__ = [
+    "MAX_PAIRS_NEEDED",
+    "MIN_MODERATED_DOF",
+    "PairedStats",
+    "compare_paired",
+    "paired_stats",
+    "pairs_needed",
+]
 
 #: More pairs than this are never suggested: the change is then too close to the margin for
 #: any affordable number of pairs to settle it.
@@ -70,8 +76,9 @@ class PairedStats:
     var: float
 
 
-def paired_stats(base: Sequence[float | None], pr: Sequence[float | None], *,
-                 key: str = "metric") -> PairedStats | None:
+def paired_stats(
+    base: Sequence[float | None], pr: Sequence[float | None], *, key: str = "metric"
+) -> PairedStats | None:
     """Mean and variance of ``log(pr_k) − log(base_k)`` over the complete pairs.
 
     Parameters
@@ -114,10 +121,14 @@ def _present(values: Sequence[float | None], key: str, *, role: str) -> FloatArr
     return array
 
 
-def compare_paired(base: Mapping[SeriesKey, Sequence[float | None]],
-                   pr: Mapping[SeriesKey, Sequence[float | None]], *, benchmark: str,
-                   options: CompareOptions | None = None,
-                   notes: Sequence[str] = ()) -> RunComparison:
+def compare_paired(
+    base: Mapping[SeriesKey, Sequence[float | None]],
+    pr: Mapping[SeriesKey, Sequence[float | None]],
+    *,
+    benchmark: str,
+    options: CompareOptions | None = None,
+    notes: Sequence[str] = (),
+) -> RunComparison:
     """Compare a pull request with its base from alternating same-runner pairs.
 
     Parameters
@@ -153,17 +164,26 @@ def compare_paired(base: Mapping[SeriesKey, Sequence[float | None]],
         else:
             paired = paired_stats(base[key], pr[key], key=key.key)
             if paired is None or paired.n < 2:
-                untested.append(_untested(key, Verdict.INCONCLUSIVE, base[key], pr[key],
-                                          pairs=0 if paired is None else paired.n))
+                untested.append(
+                    _untested(
+                        key,
+                        Verdict.INCONCLUSIVE,
+                        base[key],
+                        pr[key],
+                        pairs=0 if paired is None else paired.n,
+                    )
+                )
             else:
                 found[key] = paired
     estimates = _estimates(found, options)
-    return judge_estimates(estimates, benchmark=benchmark, options=options, notes=notes,
-                           untested=untested)
+    return judge_estimates(
+        estimates, benchmark=benchmark, options=options, notes=notes, untested=untested
+    )
 
 
-def _estimates(found: Mapping[SeriesKey, PairedStats],
-               options: CompareOptions) -> list[MetricEstimate]:
+def _estimates(
+    found: Mapping[SeriesKey, PairedStats], options: CompareOptions
+) -> list[MetricEstimate]:
     """One estimate per metric with at least two pairs, variances moderated together."""
     if not found:
         return []
@@ -177,11 +197,19 @@ def _estimates(found: Mapping[SeriesKey, PairedStats],
     out = []
     for (key, row), s2, d in zip(found.items(), var.tolist(), dof.tolist(), strict=True):
         baseline = math.exp(row.log_base)
-        out.append(MetricEstimate(
-            series=key, baseline=baseline, candidate=baseline * math.exp(row.mean),
-            log_change=row.mean, se=math.sqrt(s2 / row.n), dof=d, n_baseline=row.n,
-            n_candidate=row.n, repeats_needed=pairs_needed(row.mean, s2, row.n, margin=margin,
-                                                           z=z)))
+        out.append(
+            MetricEstimate(
+                series=key,
+                baseline=baseline,
+                candidate=baseline * math.exp(row.mean),
+                log_change=row.mean,
+                se=math.sqrt(s2 / row.n),
+                dof=d,
+                n_baseline=row.n,
+                n_candidate=row.n,
+                repeats_needed=pairs_needed(row.mean, s2, row.n, margin=margin, z=z),
+            )
+        )
     return out
 
 
@@ -220,15 +248,25 @@ def pairs_needed(mean: float, var: float, n: int, *, margin: float, z: float) ->
     return max(needed, n + 1)
 
 
-def _untested(key: SeriesKey, verdict: Verdict, base: Sequence[float | None] | None,
-              pr: Sequence[float | None] | None, *, pairs: int = 0) -> MetricComparison:
+def _untested(
+    key: SeriesKey,
+    verdict: Verdict,
+    base: Sequence[float | None] | None,
+    pr: Sequence[float | None] | None,
+    *,
+    pairs: int = 0,
+) -> MetricComparison:
     """A line decided without a test: new, missing, or too few complete pairs."""
     return MetricComparison(
-        key=key.key, verdict=verdict, baseline_median=_median(base),
-        candidate_median=_median(pr), n_baseline=pairs if base is not None and pr is not None
-        else _count(base), n_candidate=pairs if base is not None and pr is not None
-        else _count(pr), series=key,
-        repeats_needed=2 if verdict is Verdict.INCONCLUSIVE else None)
+        key=key.key,
+        verdict=verdict,
+        baseline_median=_median(base),
+        candidate_median=_median(pr),
+        n_baseline=pairs if base is not None and pr is not None else _count(base),
+        n_candidate=pairs if base is not None and pr is not None else _count(pr),
+        series=key,
+        repeats_needed=2 if verdict is Verdict.INCONCLUSIVE else None,
+    )
 
 
 def _count(values: Sequence[float | None] | None) -> int:

@@ -80,17 +80,22 @@ def median_variance_factor(n: FloatArray) -> FloatArray:
     simulation of 4·10⁵ runs each; the trimmed mean's factor tends to 1).
     """
     n = np.asarray(n, dtype=np.float64)
-    exact = {3: 1.352, 4: 1.193, 5: 1.131, 6: 1.108, 7: 1.080, 8: 1.067, 9: 1.058,
-             10: 1.051}
+    exact = {3: 1.352, 4: 1.193, 5: 1.131, 6: 1.108, 7: 1.080, 8: 1.067, 9: 1.058, 10: 1.051}
     out = np.where(n <= 2, 1.0, 1.0 + 0.5 / np.maximum(n, 1))
     for size, value in exact.items():
         out = np.where(n == size, value, out)
     return out
 
 
-def prediction(base: FloatArray, cand: FloatArray, within_var: FloatArray,
-               base_repeats: FloatArray, cand_repeats: FloatArray, *,
-               moderate: bool) -> Basis:
+def prediction(
+    base: FloatArray,
+    cand: FloatArray,
+    within_var: FloatArray,
+    base_repeats: FloatArray,
+    cand_repeats: FloatArray,
+    *,
+    moderate: bool,
+) -> Basis:
     """The t prediction estimate of each row's candidate against its baseline runs (logs).
 
     ``base`` is metrics × runs (NaN where absent); rows need at least two runs.
@@ -115,8 +120,9 @@ def prediction(base: FloatArray, cand: FloatArray, within_var: FloatArray,
     return Basis(estimate=cand - centre, se=se, dof=dof, centre=centre, var_run=s2)
 
 
-def estimate_run_factor(deviation: FloatArray, noise_sd: FloatArray,
-                        factors: FloatArray) -> RunFactor | None:
+def estimate_run_factor(
+    deviation: FloatArray, noise_sd: FloatArray, factors: FloatArray
+) -> RunFactor | None:
     """The candidate's factor from its metrics' deviations, anchored by the baseline runs'.
 
     ``deviation[i]`` is how far metric ``i`` of the candidate lies from its baseline centre
@@ -142,8 +148,13 @@ def estimate_run_factor(deviation: FloatArray, noise_sd: FloatArray,
             break
         value = updated
     precision = float(np.sum(_inlier_weights(value, d, s) / s**2)) + 1 / prior_sd**2
-    return RunFactor(candidate=value, candidate_se=1 / math.sqrt(precision),
-                     baseline_mean=prior_mean, baseline_sd=prior_sd, runs=len(factors))
+    return RunFactor(
+        candidate=value,
+        candidate_se=1 / math.sqrt(precision),
+        baseline_mean=prior_mean,
+        baseline_sd=prior_sd,
+        runs=len(factors),
+    )
 
 
 def _normal_part(f: FloatArray, d: FloatArray, s: FloatArray) -> FloatArray:
@@ -151,11 +162,11 @@ def _normal_part(f: FloatArray, d: FloatArray, s: FloatArray) -> FloatArray:
     return (1 - _CONTAMINATION) * np.exp(-0.5 * z**2) / (s[None, :] * math.sqrt(2 * math.pi))
 
 
-def _log_posterior(grid: FloatArray, d: FloatArray, s: FloatArray, prior_mean: float,
-                   prior_sd: float) -> FloatArray:
+def _log_posterior(
+    grid: FloatArray, d: FloatArray, s: FloatArray, prior_mean: float, prior_sd: float
+) -> FloatArray:
     likelihood = np.log(_normal_part(grid, d, s) + _CONTAMINATION * _MOVED_DENSITY).sum(axis=1)
-    return np.asarray(likelihood - 0.5 * ((grid - prior_mean) / prior_sd) ** 2,
-                      dtype=np.float64)
+    return np.asarray(likelihood - 0.5 * ((grid - prior_mean) / prior_sd) ** 2, dtype=np.float64)
 
 
 def _inlier_weights(value: float, d: FloatArray, s: FloatArray) -> FloatArray:
@@ -164,9 +175,16 @@ def _inlier_weights(value: float, d: FloatArray, s: FloatArray) -> FloatArray:
     return np.asarray(normal / (normal + _CONTAMINATION * _MOVED_DENSITY), dtype=np.float64)
 
 
-def repeats_needed(estimate: FloatArray, var_run: FloatArray, within_var: FloatArray,
-                   base_repeats: FloatArray, runs: FloatArray, *, delta: float,
-                   confidence: float) -> list[int | None]:
+def repeats_needed(
+    estimate: FloatArray,
+    var_run: FloatArray,
+    within_var: FloatArray,
+    base_repeats: FloatArray,
+    runs: FloatArray,
+    *,
+    delta: float,
+    confidence: float,
+) -> list[int | None]:
     """Candidate repeats that would make each interval narrow enough to settle its verdict.
 
     The target half-width is the distance from the estimate to the margin ``log(1 + δ)``, at
@@ -183,8 +201,12 @@ def repeats_needed(estimate: FloatArray, var_run: FloatArray, within_var: FloatA
         needed = np.ceil(within_var * c / room)
     out: list[int | None] = []
     for value, space in zip(needed.tolist(), room.tolist(), strict=True):
-        if not math.isfinite(space) or space <= 0 or not math.isfinite(value) \
-                or value > MAX_REPEATS:
+        if (
+            not math.isfinite(space)
+            or space <= 0
+            or not math.isfinite(value)
+            or value > MAX_REPEATS
+        ):
             out.append(None)
         else:
             out.append(max(int(value), 1))

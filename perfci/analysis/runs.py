@@ -70,8 +70,10 @@ class RunTable:
     level_start: int | None = None
 
 
-def build_run_table(baseline: Mapping[SeriesKey, Sequence[Sequence[float]]],
-                    candidate: Mapping[SeriesKey, Sequence[float]]) -> RunTable:
+def build_run_table(
+    baseline: Mapping[SeriesKey, Sequence[Sequence[float]]],
+    candidate: Mapping[SeriesKey, Sequence[float]],
+) -> RunTable:
     """Summarise every run; lists shorter than the longest are aligned on the newest run.
 
     An empty list stands for a run in which the metric is absent. Values are validated
@@ -92,8 +94,10 @@ def build_run_table(baseline: Mapping[SeriesKey, Sequence[Sequence[float]]],
         for j, run in enumerate(given):
             raw_base[i][start + j] = [float(v) for v in run]
         raw_cand.append(cand)
-    logs = [[_log(np.asarray(run, dtype=np.float64), offsets[i]) for run in row]
-            for i, row in enumerate(raw_base)]
+    logs = [
+        [_log(np.asarray(run, dtype=np.float64), offsets[i]) for run in row]
+        for i, row in enumerate(raw_base)
+    ]
     cand_logs = [_log(values, offsets[i]) for i, values in enumerate(raw_cand)]
     return _summarise(keys, logs, cand_logs, runs)
 
@@ -115,12 +119,13 @@ def _padded(rows: Sequence[FloatArray]) -> FloatArray:
     width = max((len(r) for r in rows), default=0)
     out = np.full((len(rows), width), np.nan)
     for i, row in enumerate(rows):
-        out[i, :len(row)] = row
+        out[i, : len(row)] = row
     return out
 
 
-def _summarise(keys: list[SeriesKey], logs: list[list[FloatArray]], cand_logs: list[FloatArray],
-               runs: int) -> RunTable:
+def _summarise(
+    keys: list[SeriesKey], logs: list[list[FloatArray]], cand_logs: list[FloatArray], runs: int
+) -> RunTable:
     n = len(keys)
     matrices = [_padded([logs[i][j] for i in range(n)]) for j in range(runs)]
     cand_matrix = _padded(cand_logs)
@@ -138,17 +143,25 @@ def _summarise(keys: list[SeriesKey], logs: list[list[FloatArray]], cand_logs: l
         within_ss += ss
         within_dof += dof
     if dropped:
-        notes.append(f"{dropped} baseline repeat{'s' if dropped != 1 else ''} left out: off in "
-                     "every metric against the other repeats of their run.")
+        notes.append(
+            f"{dropped} baseline repeat{'s' if dropped != 1 else ''} left out: off in "
+            "every metric against the other repeats of their run."
+        )
     cand_matrix, gone = _drop_outlier_repeats(cand_matrix, spread)
     if gone:
         notes.append(_repeat_note(gone, cand_matrix.shape[1] + len(gone)))
     with np.errstate(divide="ignore", invalid="ignore"):
         within_var = np.where(within_dof > 0, within_ss / np.maximum(within_dof, 1), 0.0)
-    return RunTable(keys=keys, base=base, cand=summarise(cand_matrix), within_var=within_var,
-                    base_repeats=base_repeats,
-                    cand_repeats=np.sum(~np.isnan(cand_matrix), axis=1).astype(np.float64),
-                    used=list(range(runs)), notes=notes)
+    return RunTable(
+        keys=keys,
+        base=base,
+        cand=summarise(cand_matrix),
+        within_var=within_var,
+        base_repeats=base_repeats,
+        cand_repeats=np.sum(~np.isnan(cand_matrix), axis=1).astype(np.float64),
+        used=list(range(runs)),
+        notes=notes,
+    )
 
 
 def summarise(matrix: FloatArray) -> FloatArray:
@@ -167,7 +180,7 @@ def summarise(matrix: FloatArray) -> FloatArray:
             continue
         values = np.sort(matrix[rows], axis=1)[:, :count]  # NaNs sort last
         if count >= 5:
-            out[rows] = values[:, 1:count - 1].mean(axis=1)
+            out[rows] = values[:, 1 : count - 1].mean(axis=1)
         elif count >= 3:
             out[rows] = np.median(values, axis=1)
         else:
@@ -210,8 +223,11 @@ def _usable_for_repeats(matrix: FloatArray) -> bool:
 
 def _repeat_factor_spread(matrices: Sequence[FloatArray]) -> float:
     """Robust sd of repeat factors around their run's median, pooled over baseline runs."""
-    deviations = [f - np.median(f) for f in (_repeat_factors(m) for m in matrices
-                                              if _usable_for_repeats(m)) if np.isfinite(f).all()]
+    deviations = [
+        f - np.median(f)
+        for f in (_repeat_factors(m) for m in matrices if _usable_for_repeats(m))
+        if np.isfinite(f).all()
+    ]
     if not deviations:
         return 0.0
     every = np.concatenate(deviations)
@@ -236,8 +252,10 @@ def _drop_outlier_repeats(matrix: FloatArray, spread: float) -> tuple[FloatArray
 
 
 def _repeat_note(factors: Sequence[float], total: int) -> str:
-    return (f"{len(factors)} of {total} repeats of this run left out: "
-            f"{_range_words(factors)} across all metrics than its other repeats.")
+    return (
+        f"{len(factors)} of {total} repeats of this run left out: "
+        f"{_range_words(factors)} across all metrics than its other repeats."
+    )
 
 
 def _range_words(log_factors: Sequence[float]) -> str:
@@ -275,8 +293,10 @@ def drop_wrecked_runs(table: RunTable) -> RunTable:
     if not gone:
         return table
     words = _range_words([float(factors[j] - centre) for j in gone])
-    table.notes.append(f"{len(gone)} of {runs} baseline runs left out: {words} across all "
-                       "metrics (a loaded runner or a throttled GPU).")
+    table.notes.append(
+        f"{len(gone)} of {runs} baseline runs left out: {words} across all "
+        "metrics (a loaded runner or a throttled GPU)."
+    )
     return _keep_columns(table, [j for j in range(runs) if j not in gone])
 
 
@@ -324,6 +344,7 @@ def start_at_last_level(table: RunTable, *, delta: float) -> RunTable:
     table.notes.append(
         f"The base branch's {table.keys[row].display_name} changed level {last.change:+.1%} "
         f"{len(kept)} run{'s' if len(kept) != 1 else ''} ago; the baseline starts there "
-        f"({len(kept)} of {table.base.shape[1]} runs).")
+        f"({len(kept)} of {table.base.shape[1]} runs)."
+    )
     table.level_start = table.used[first_column]
     return _keep_columns(table, kept)

@@ -50,8 +50,9 @@ class ShiftTest:
     sd: FloatArray
 
 
-def validate_sample(key: str, values: Sequence[float], *, role: str,
-                    negative_ok: bool = False) -> FloatArray:
+def validate_sample(
+    key: str, values: Sequence[float], *, role: str, negative_ok: bool = False
+) -> FloatArray:
     """The values as a float array, or a :class:`SampleError` naming the metric and value.
 
     Times must be finite and non-negative (``negative_ok``: finite only, for series that are
@@ -62,15 +63,20 @@ def validate_sample(key: str, values: Sequence[float], *, role: str,
     except (TypeError, ValueError) as exc:
         raise SampleError(f"{role} values of {key!r} are not numbers: {exc}") from exc
     if array.ndim != 1:
-        raise SampleError(f"{role} values of {key!r} must be a flat list of numbers, "
-                          f"got shape {array.shape}")
+        raise SampleError(
+            f"{role} values of {key!r} must be a flat list of numbers, got shape {array.shape}"
+        )
     bad = ~np.isfinite(array) if negative_ok else ~np.isfinite(array) | (array < 0)
     if bad.any():
         index = int(np.flatnonzero(bad)[0])
-        expected = ("finite number" if negative_ok
-                    else "finite, non-negative number (a time in ns or a count)")
-        raise SampleError(f"{role} value #{index} of {key!r} is {array[index]!r}: expected a "
-                          f"{expected}")
+        expected = (
+            "finite number"
+            if negative_ok
+            else "finite, non-negative number (a time in ns or a count)"
+        )
+        raise SampleError(
+            f"{role} value #{index} of {key!r} is {array[index]!r}: expected a {expected}"
+        )
     return array
 
 
@@ -112,8 +118,9 @@ def student_t(base: FloatArray, cand: FloatArray, *, confidence: float) -> Shift
     return _t_result(diff, se, np.full_like(diff, float(dof)), sd, confidence)
 
 
-def guarded_t(base: FloatArray, cand: FloatArray, *, confidence: float,
-              guard: float = 0.01) -> ShiftTest:
+def guarded_t(
+    base: FloatArray, cand: FloatArray, *, confidence: float, guard: float = 0.01
+) -> ShiftTest:
     """Pooled t-test whose p-value must be confirmed by a Mann–Whitney U test.
 
     The estimate and interval are Student's. The p-value is Student's where the two-sided
@@ -128,8 +135,7 @@ def guarded_t(base: FloatArray, cand: FloatArray, *, confidence: float,
     n, m = base.shape[-1], cand.shape[-1]
     guard = max(guard, 2.0 / math.comb(n + m, m) * (1 + 1e-9))
     result = student_t(base, cand, confidence=confidence)
-    rank_p = _mann_whitney_p(base.reshape(-1, n), cand.reshape(-1, m)).reshape(
-        result.p_value.shape)
+    rank_p = _mann_whitney_p(base.reshape(-1, n), cand.reshape(-1, m)).reshape(result.p_value.shape)
     p = np.where(rank_p <= guard, result.p_value, np.maximum(result.p_value, rank_p))
     return ShiftTest(result.estimate, result.ci_low, result.ci_high, p, result.sd)
 
@@ -200,8 +206,9 @@ def _sum_squares(values: FloatArray) -> FloatArray:
     return np.asarray((centred**2).sum(axis=-1), dtype=np.float64)
 
 
-def _t_result(diff: FloatArray, se: FloatArray, dof: FloatArray, sd: FloatArray,
-              confidence: float) -> ShiftTest:
+def _t_result(
+    diff: FloatArray, se: FloatArray, dof: FloatArray, sd: FloatArray, confidence: float
+) -> ShiftTest:
     """p-value and interval from a t statistic; zero standard errors are decided exactly."""
     with np.errstate(all="ignore"):
         t = diff / se
@@ -307,7 +314,7 @@ def _mwu_null(n1: int, n2: int) -> tuple[FloatArray, FloatArray]:
     uint_max = np.iinfo(np.uint64).max
     counts[0] = 1
     for u in range(1, top + 1):
-        value = np.dot(counts[:u], sigma[u - 1::-1]) / u
+        value = np.dot(counts[:u], sigma[u - 1 :: -1]) / u
         if value > uint_max and counts_are_ints:
             counts = counts.astype(float)
             counts_are_ints = False
@@ -318,8 +325,7 @@ def _mwu_null(n1: int, n2: int) -> tuple[FloatArray, FloatArray]:
 
 def _t_sf(x: FloatArray, dof: FloatArray) -> FloatArray:
     """``scipy.stats.t.sf(x, dof)``: its ufunc, with the wrapper's NaN for ``dof <= 0``."""
-    x, dof = np.broadcast_arrays(np.asarray(x, dtype=np.float64),
-                                 np.asarray(dof, dtype=np.float64))
+    x, dof = np.broadcast_arrays(np.asarray(x, dtype=np.float64), np.asarray(dof, dtype=np.float64))
     inside = (dof > 0) & (x < np.inf)
     values = np.where(dof > 0, np.where(np.isnan(x), np.nan, 0.0), np.nan)
     if inside.any():

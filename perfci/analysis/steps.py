@@ -21,8 +21,11 @@ def primary_step(candidates: Iterable[tuple[SeriesKey, float | None, int]]) -> S
 
     Rows that are not step series, or have no value, are ignored.
     """
-    rows = [(value, runs, key.key, key) for key, value, runs in candidates
-            if key.kind is MetricKind.STEP and value is not None]
+    rows = [
+        (value, runs, key.key, key)
+        for key, value, runs in candidates
+        if key.kind is MetricKind.STEP and value is not None
+    ]
     if not rows:
         return None
     return max(rows, key=lambda row: (row[0], row[1], row[2]))[3]

@@ -25,10 +25,23 @@ from perfci.analysis.steps import primary_step
 from perfci.model import SeriesKey
 from perfci.model_weekly import ChangePointReport, KernelContribution, Noise, SeriesNoise, ShareMove
 
-__all__ = ["EDGE_RUNS", "MIN_NOISE_RUNS", "MIN_SHARE_MOVE", "NOISY_MIN_SHARE",
-           "TOP_CONTRIBUTORS", "TOP_MOVERS", "TOP_NOISY", "SeriesMatrix", "contributors",
-           "mark_late", "new_and_vanished", "noise", "series_matrix", "share_movers",
-           "step_series"]
+__all__ = [
+    "EDGE_RUNS",
+    "MIN_NOISE_RUNS",
+    "MIN_SHARE_MOVE",
+    "NOISY_MIN_SHARE",
+    "TOP_CONTRIBUTORS",
+    "TOP_MOVERS",
+    "TOP_NOISY",
+    "SeriesMatrix",
+    "contributors",
+    "mark_late",
+    "new_and_vanished",
+    "noise",
+    "series_matrix",
+    "share_movers",
+    "step_series",
+]
 
 FloatArray = NDArray[np.float64]
 
@@ -74,8 +87,9 @@ class SeriesMatrix:
         return SeriesMatrix(self.keys, self.values[:, list(keep)])
 
 
-def series_matrix(columns: int,
-                  samples: Mapping[SeriesKey, Mapping[int, list[float]]]) -> SeriesMatrix:
+def series_matrix(
+    columns: int, samples: Mapping[SeriesKey, Mapping[int, list[float]]]
+) -> SeriesMatrix:
     """The matrix of ``columns`` runs from each series' values by column (run) index.
 
     Each cell is the median of the run's repeats; series without any value are left out.
@@ -99,16 +113,19 @@ def step_series(matrix: SeriesMatrix) -> SeriesKey | None:
     candidates = []
     for key, row in zip(matrix.keys, matrix.values, strict=True):
         present = row[~np.isnan(row)]
-        candidates.append((key, float(np.median(present)) if present.size else None,
-                           len(present)))
+        candidates.append((key, float(np.median(present)) if present.size else None, len(present)))
     return primary_step(candidates)
 
 
 # --- change points and attribution ------------------------------------------------------------
 
 
-def mark_late(found: list[ChangePointReport], steps: list[float], period_start: int,
-              options: ChangePointOptions | None) -> None:
+def mark_late(
+    found: list[ChangePointReport],
+    steps: list[float],
+    period_start: int,
+    options: ChangePointOptions | None,
+) -> None:
     """Flag change points before the period that the history up to the period did not show.
 
     A new level needs a few runs to become significant, so a change late in one week is only
@@ -124,20 +141,26 @@ def mark_late(found: list[ChangePointReport], steps: list[float], period_start: 
         cp.late = not any(abs(cp.index - k) <= 1 for k in known)
 
 
-def contributors(matrix: SeriesMatrix, step: SeriesKey, start: int, index: int,
-                 stop: int) -> tuple[float | None, list[KernelContribution]] | None:
+def contributors(
+    matrix: SeriesMatrix, step: SeriesKey, start: int, index: int, stop: int
+) -> tuple[float | None, list[KernelContribution]] | None:
     """What explains the change of level at run ``index`` (segments ``[start, index)`` vs
     ``[index, stop)``): the explained share and the primary contributors, ``None`` when the
     step time did not move (:func:`perfci.analysis.attribution.attribute`)."""
     before = matrix.medians(slice(start, index))
     after = matrix.medians(slice(index, stop))
-    found: Attribution | None = attribute(_delta(matrix, step, before, after),
-                                          _attribution_candidates(matrix, step, before, after),
-                                          top=TOP_CONTRIBUTORS)
+    found: Attribution | None = attribute(
+        _delta(matrix, step, before, after),
+        _attribution_candidates(matrix, step, before, after),
+        top=TOP_CONTRIBUTORS,
+    )
     if found is None:
         return None
-    return found.explained, [_contribution(c.series, c.delta_ns, c.share, matrix, before, after)
-                             for c in found.primary if c.series is not None]
+    return found.explained, [
+        _contribution(c.series, c.delta_ns, c.share, matrix, before, after)
+        for c in found.primary
+        if c.series is not None
+    ]
 
 
 def _value(array: FloatArray, index: int) -> float | None:
@@ -145,8 +168,9 @@ def _value(array: FloatArray, index: int) -> float | None:
     return None if math.isnan(value) else value
 
 
-def _delta(matrix: SeriesMatrix, key: SeriesKey, before: FloatArray,
-           after: FloatArray) -> MetricDelta:
+def _delta(
+    matrix: SeriesMatrix, key: SeriesKey, before: FloatArray, after: FloatArray
+) -> MetricDelta:
     index = matrix.keys.index(key)
     return MetricDelta(key, _value(before, index), _value(after, index))
 
@@ -158,25 +182,43 @@ def _primary_rows(matrix: SeriesMatrix, section: str | None = None) -> list[int]
     unscoped ones; adding both would explain a change twice and list every kernel once per
     range, so they are used only when a profile has nothing else.
     """
-    rows = [i for i, key in enumerate(matrix.keys) if key.kind in PRIMARY_KINDS
-            and (section is None or key.section == section)]
+    rows = [
+        i
+        for i, key in enumerate(matrix.keys)
+        if key.kind in PRIMARY_KINDS and (section is None or key.section == section)
+    ]
     top_level = [i for i in rows if not matrix.keys[i].scope]
     return top_level or rows
 
 
-def _attribution_candidates(matrix: SeriesMatrix, step: SeriesKey, before: FloatArray,
-                            after: FloatArray) -> list[MetricDelta]:
+def _attribution_candidates(
+    matrix: SeriesMatrix, step: SeriesKey, before: FloatArray, after: FloatArray
+) -> list[MetricDelta]:
     """The per-step medians of the primary series of the step's section, before and after."""
-    return [MetricDelta(matrix.keys[i], _value(before, i), _value(after, i))
-            for i in _primary_rows(matrix, step.section)]
+    return [
+        MetricDelta(matrix.keys[i], _value(before, i), _value(after, i))
+        for i in _primary_rows(matrix, step.section)
+    ]
 
 
-def _contribution(series: SeriesKey, delta_ns: float, share: float, matrix: SeriesMatrix,
-                  before: FloatArray, after: FloatArray) -> KernelContribution:
+def _contribution(
+    series: SeriesKey,
+    delta_ns: float,
+    share: float,
+    matrix: SeriesMatrix,
+    before: FloatArray,
+    after: FloatArray,
+) -> KernelContribution:
     index = matrix.keys.index(series)
-    return KernelContribution(name=series.display_name, kind=series.kind.value, key=series.key,
-                              before_ns=_value(before, index), after_ns=_value(after, index),
-                              delta_ns=delta_ns, share=share)
+    return KernelContribution(
+        name=series.display_name,
+        kind=series.kind.value,
+        key=series.key,
+        before_ns=_value(before, index),
+        after_ns=_value(after, index),
+        delta_ns=delta_ns,
+        share=share,
+    )
 
 
 # --- share movers, new and vanished kernels ---------------------------------------------------
@@ -205,9 +247,17 @@ def share_movers(matrix: SeriesMatrix, step: SeriesKey, period: list[int]) -> li
         share_before = (before or 0.0) / float(start[index])
         share_after = (after or 0.0) / float(end[index])
         if abs(share_after - share_before) >= MIN_SHARE_MOVE:
-            moves.append(ShareMove(name=key.display_name, kind=key.kind.value, key=key.key,
-                                   share_before=share_before, share_after=share_after,
-                                   ns_before=before, ns_after=after))
+            moves.append(
+                ShareMove(
+                    name=key.display_name,
+                    kind=key.kind.value,
+                    key=key.key,
+                    share_before=share_before,
+                    share_after=share_after,
+                    ns_before=before,
+                    ns_after=after,
+                )
+            )
     grew = sorted((m for m in moves if m.change > 0), key=lambda m: (-m.change, m.key))
     shrank = sorted((m for m in moves if m.change < 0), key=lambda m: (m.change, m.key))
     return grew[:TOP_MOVERS] + shrank[:TOP_MOVERS]
@@ -223,8 +273,10 @@ def new_and_vanished(matrix: SeriesMatrix, period: list[int]) -> tuple[list[str]
     primary = _primary_rows(matrix)
     before = {i for i in primary if not math.isnan(matrix.values[i, period[0] - 1])}
     after = {i for i in primary if not math.isnan(matrix.values[i, period[-1]])}
-    return (sorted(matrix.keys[i].display_name for i in after - before),
-            sorted(matrix.keys[i].display_name for i in before - after))
+    return (
+        sorted(matrix.keys[i].display_name for i in after - before),
+        sorted(matrix.keys[i].display_name for i in before - after),
+    )
 
 
 # --- noise ------------------------------------------------------------------------------------
@@ -251,8 +303,9 @@ def noise(matrix: SeriesMatrix, step: SeriesKey, bounds: list[int]) -> Noise:
     step_index = matrix.keys.index(step)
     step_mean = float(mean[step_index])
     runs = stop - start
-    found = Noise(step_cv=_cv(std[step_index], mean[step_index]) if runs >= 2 else None,
-                  segment_runs=runs)
+    found = Noise(
+        step_cv=_cv(std[step_index], mean[step_index]) if runs >= 2 else None, segment_runs=runs
+    )
     candidates = []
     for i, key in enumerate(matrix.keys):
         cv = _cv(std[i], mean[i])
@@ -261,8 +314,9 @@ def noise(matrix: SeriesMatrix, step: SeriesKey, bounds: list[int]) -> Noise:
         share = float(mean[i]) / step_mean if step_mean > 0 else None
         if share is not None and share < NOISY_MIN_SHARE:
             continue
-        candidates.append(SeriesNoise(name=key.display_name, kind=key.kind.value, key=key.key,
-                                      cv=cv, share=share))
+        candidates.append(
+            SeriesNoise(name=key.display_name, kind=key.kind.value, key=key.key, cv=cv, share=share)
+        )
     candidates.sort(key=lambda s: (-s.cv, s.key))
     found.noisiest = candidates[:TOP_NOISY]
     return found

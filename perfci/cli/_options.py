@@ -11,26 +11,43 @@ from typing import Annotated
 import typer
 
 Project = Annotated[str | None, typer.Option("--project", help="Project (default: repository).")]
-Commit = Annotated[str | None, typer.Option(
-    "--commit", help="Commit SHA (default: detected from CI or git).")]
+Commit = Annotated[
+    str | None, typer.Option("--commit", help="Commit SHA (default: detected from CI or git).")
+]
 Branch = Annotated[str | None, typer.Option("--branch", help="Branch (default: detected).")]
 BaseBranch = Annotated[str | None, typer.Option("--base-branch", help="PR base branch.")]
 PullRequest = Annotated[int | None, typer.Option("--pr", help="Pull request number.")]
 CiRunId = Annotated[str | None, typer.Option("--ci-run-id", help="CI run id.")]
 CiRunAttempt = Annotated[int | None, typer.Option("--ci-run-attempt", help="CI run attempt.")]
-ProfileFormat = Annotated[str | None, typer.Option(
-    "--format", "-f", help="Format name (see `perfci formats`); detected from content when "
-                           "omitted.")]
-EnvironmentEntries = Annotated[list[str] | None, typer.Option(
-    "--env", help="Environment fingerprint entry KEY=VALUE (repeatable).")]
-DatabaseUrl = Annotated[str | None, typer.Option(
-    "--database-url", help="Database URL (default: settings, else the embedded SQLite store "
-                           ".perfci/perfci.db).")]
+ProfileFormat = Annotated[
+    str | None,
+    typer.Option(
+        "--format",
+        "-f",
+        help="Format name (see `perfci formats`); detected from content when omitted.",
+    ),
+]
+EnvironmentEntries = Annotated[
+    list[str] | None,
+    typer.Option("--env", help="Environment fingerprint entry KEY=VALUE (repeatable)."),
+]
+DatabaseUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--database-url",
+        help="Database URL (default: settings, else the embedded SQLite store .perfci/perfci.db).",
+    ),
+]
 
-PassEnv = Annotated[list[str] | None, typer.Option(
-    "--pass-env", metavar="NAME",
-    help="Let this environment variable through to the benchmark although perfci withholds it "
-         "(PERFCI_* and CI tokens; repeatable; default: the pass_env setting).")]
+PassEnv = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--pass-env",
+        metavar="NAME",
+        help="Let this environment variable through to the benchmark although perfci withholds it "
+        "(PERFCI_* and CI tokens; repeatable; default: the pass_env setting).",
+    ),
+]
 
 
 def key_value_pairs(values: list[str] | None, *, option: str) -> dict[str, str]:
@@ -46,8 +63,14 @@ def key_value_pairs(values: list[str] | None, *, option: str) -> dict[str, str]:
 
 #: Every spelling of an output format a command accepts, to the one name it is written under:
 #: ``markdown`` and ``md`` are the same output wherever Markdown is offered (issue 16).
-OUTPUT_FORMAT_SPELLINGS = {"md": "md", "markdown": "md", "html": "html", "json": "json",
-                           "text": "text", "terminal": "text"}
+OUTPUT_FORMAT_SPELLINGS = {
+    "md": "md",
+    "markdown": "md",
+    "html": "html",
+    "json": "json",
+    "text": "text",
+    "terminal": "text",
+}
 
 
 def output_formats(values: list[str], *, allowed: tuple[str, ...], option: str) -> list[str]:

@@ -21,16 +21,19 @@ if TYPE_CHECKING:  # the store and use cases load only when a command runs (CLI 
 #: not import the store (tests/test_cold_start.py checks that the two agree).
 STATUSES = ("open", "acknowledged", "dismissed")
 
-alerts_app = typer.Typer(help="List, acknowledge and dismiss change-point alerts.",
-                         no_args_is_help=True)
+alerts_app = typer.Typer(
+    help="List, acknowledge and dismiss change-point alerts.", no_args_is_help=True
+)
 
 
 @alerts_app.command("list")
 def list_command(
-    status: str | None = typer.Option(None, "--status",
-                                      help=f"Only alerts in this status: {', '.join(STATUSES)}."),
-    project: str | None = typer.Option(None, "--project", help="Project (default: settings, "
-                                                               "else the repository name)."),
+    status: str | None = typer.Option(
+        None, "--status", help=f"Only alerts in this status: {', '.join(STATUSES)}."
+    ),
+    project: str | None = typer.Option(
+        None, "--project", help="Project (default: settings, else the repository name)."
+    ),
     benchmark: str | None = typer.Option(None, "--benchmark", "-b", help="Only this benchmark."),
     as_json: bool = typer.Option(False, "--json", help="Print the alerts as JSON."),
     database_url: opts.DatabaseUrl = None,
@@ -40,8 +43,9 @@ def list_command(
     from perfci.usecases.stores import project_or_default, session_for
 
     with session_for(database_url) as session:
-        found = list_alerts(session, project=project_or_default(project), status=status,
-                            benchmark=benchmark)
+        found = list_alerts(
+            session, project=project_or_default(project), status=status, benchmark=benchmark
+        )
     if as_json:
         typer.echo(json.dumps([_plain(a) for a in found], indent=1, ensure_ascii=False))
         return
@@ -64,8 +68,10 @@ def _status_command(status: str, verb: str) -> None:
 
         with session_for(database_url) as session:
             alert = set_alert_status(session, alert_id, status, note)
-        typer.echo(f"alert {alert.id} ({alert.benchmark}, {fmt.pct(alert.change)} at "
-                   f"{fmt.short_sha(alert.commit)}) is {alert.status}")
+        typer.echo(
+            f"alert {alert.id} ({alert.benchmark}, {fmt.pct(alert.change)} at "
+            f"{fmt.short_sha(alert.commit)}) is {alert.status}"
+        )
 
     command.__doc__ = f"{verb} an alert."
     alerts_app.command(verb.lower())(command)
@@ -82,9 +88,11 @@ def _line(a: AlertInfo) -> str:
 
     p_value = "p<0.001" if a.p_value < 0.001 else f"p={a.p_value:.3f}"
     note = f"  ({a.note})" if a.note else ""
-    return (f"#{a.id}  {a.status:<12}  {a.benchmark}  {fmt.pct(a.change)}  "
-            f"{fmt.short_sha(a.previous_commit)}..{fmt.short_sha(a.commit)}  {p_value}  "
-            f"{a.series}{note}")
+    return (
+        f"#{a.id}  {a.status:<12}  {a.benchmark}  {fmt.pct(a.change)}  "
+        f"{fmt.short_sha(a.previous_commit)}..{fmt.short_sha(a.commit)}  {p_value}  "
+        f"{a.series}{note}"
+    )
 
 
 def _plain(alert: AlertInfo) -> dict[str, object]:

@@ -18,21 +18,29 @@ from perfci.cli import _options as opts
 if TYPE_CHECKING:
     from perfci.usecases.check import BenchmarkSpec, CheckOutcome
 
-_PROFILE_HELP = "Profile file to read instead of running the benchmark (repeatable; one repeat " \
-                "per file)."
+_PROFILE_HELP = (
+    "Profile file to read instead of running the benchmark (repeatable; one repeat per file)."
+)
 
 
 def check_command(
     command: list[str] | None = typer.Argument(
-        None, help="Benchmark command after `--` (default: the declared one).",
-        show_default=False),
+        None, help="Benchmark command after `--` (default: the declared one).", show_default=False
+    ),
     benchmark: str | None = typer.Option(
-        None, "--benchmark", "-b",
-        help="Benchmark name (default: the only one declared in the config file)."),
+        None,
+        "--benchmark",
+        "-b",
+        help="Benchmark name (default: the only one declared in the config file).",
+    ),
     repeats: int | None = typer.Option(
-        None, "--repeats", "-n", min=1,
+        None,
+        "--repeats",
+        "-n",
+        min=1,
         help="Fresh processes to run (default: config, else settings.repeats). Ignored with "
-             "--profile."),
+        "--profile.",
+    ),
     profiler: str | None = typer.Option(None, "--profiler", help="torch | nsys | none."),
     glob: list[str] = typer.Option([], "--glob", help="Profile file pattern(s) to collect."),
     profile: list[Path] = typer.Option([], "--profile", help=_PROFILE_HELP),
@@ -46,40 +54,60 @@ def check_command(
     ci_run_attempt: opts.CiRunAttempt = None,
     env: opts.EnvironmentEntries = None,
     baseline_branch: str | None = typer.Option(
-        None, "--baseline-branch", help="Baseline branch (default: PR base, else settings)."),
+        None, "--baseline-branch", help="Baseline branch (default: PR base, else settings)."
+    ),
     database_url: opts.DatabaseUrl = None,
     history: str | None = typer.Option(
-        None, "--history", help="Run history on a branch of origin, e.g. git:perfci-data "
-        "(read before comparing; base-branch runs are appended)."),
-    markdown_out: Path | None = typer.Option(None, "--markdown-out",
-                                             help="Write the PR comment (Markdown) here."),
+        None,
+        "--history",
+        help="Run history on a branch of origin, e.g. git:perfci-data "
+        "(read before comparing; base-branch runs are appended).",
+    ),
+    markdown_out: Path | None = typer.Option(
+        None, "--markdown-out", help="Write the PR comment (Markdown) here."
+    ),
     json_out: Path | None = typer.Option(None, "--json-out", help="Write the JSON report here."),
     github_output: bool = typer.Option(
-        False, "--github-output", help="Append verdict=, regressions=, report= to $GITHUB_OUTPUT."),
+        False, "--github-output", help="Append verdict=, regressions=, report= to $GITHUB_OUTPUT."
+    ),
     comment: bool | None = typer.Option(
-        None, "--comment/--no-comment",
+        None,
+        "--comment/--no-comment",
         help="Post the PR comment and commit status (default: in GitHub Actions, or when a "
-             "token, repository and PR are known)."),
+        "token, repository and PR are known).",
+    ),
     fail_on_regression: bool | None = typer.Option(
-        None, "--fail-on-regression/--no-fail-on-regression",
-        help="Exit 1 on a gated regression (default: settings, true)."),
+        None,
+        "--fail-on-regression/--no-fail-on-regression",
+        help="Exit 1 on a gated regression (default: settings, true).",
+    ),
     delta: float | None = typer.Option(None, "--delta", help="Practical margin (relative)."),
     alpha: float | None = typer.Option(None, "--alpha", help="False-discovery rate."),
-    baseline_runs: int | None = typer.Option(None, "--baseline-runs", min=1,
-                                             help="Baseline runs to compare with."),
+    baseline_runs: int | None = typer.Option(
+        None, "--baseline-runs", min=1, help="Baseline runs to compare with."
+    ),
     ab: bool = typer.Option(
-        False, "--ab",
+        False,
+        "--ab",
         help="Same-runner A/B: run the merge-base (in a temporary git worktree) and this "
-             "checkout alternately, compare pair by pair, store both sides."),
+        "checkout alternately, compare pair by pair, store both sides.",
+    ),
     ab_pairs: int | None = typer.Option(
-        None, "--ab-pairs", min=2, help="A/B pairs to run (default: settings, 5)."),
+        None, "--ab-pairs", min=2, help="A/B pairs to run (default: settings, 5)."
+    ),
     max_repeats: int | None = typer.Option(
-        None, "--max-repeats", min=1,
+        None,
+        "--max-repeats",
+        min=1,
         help="Most repeats (A/B: pairs) adaptive repeats may run while the verdict is "
-             "inconclusive for want of data (default: 3x; equal to --repeats: off)."),
+        "inconclusive for want of data (default: 3x; equal to --repeats: off).",
+    ),
     budget: float | None = typer.Option(
-        None, "--budget", min=0.001,
-        help="Seconds of benchmark time adaptive repeats may spend in all (default: none)."),
+        None,
+        "--budget",
+        min=0.001,
+        help="Seconds of benchmark time adaptive repeats may spend in all (default: none).",
+    ),
     pass_env: opts.PassEnv = None,
 ) -> int:
     """Run the benchmark (or read --profile files), store, compare with the baseline, report.
@@ -91,24 +119,47 @@ def check_command(
 
     output_file = usecase.github_output_path() if github_output else None
     request = usecase.CheckRequest(
-        benchmark=benchmark, profiles=profile, command=command or [], repeats=repeats,
-        profiler=profiler, globs=glob, format=format, baseline_branch=baseline_branch, ab=ab,
-        context={"commit": commit, "branch": branch, "base_branch": base_branch,
-                 "pr_number": pr, "ci_run_id": ci_run_id, "ci_run_attempt": ci_run_attempt,
-                 "environment": opts.key_value_pairs(env, option="--env")})
-    overrides = {"database_url": database_url, "history": history, "project": project,
-                 "delta": delta,
-                 "alpha": alpha, "baseline_runs": baseline_runs,
-                 "fail_on_regression": fail_on_regression, "ab_pairs": ab_pairs,
-                 "max_repeats": max_repeats, "budget": budget,
-                 "pass_env": pass_env or None}
-    outcome = usecase.run_check(request, overrides=overrides, runner=_progress_runner,
-                                pair_progress=_pair_progress)
+        benchmark=benchmark,
+        profiles=profile,
+        command=command or [],
+        repeats=repeats,
+        profiler=profiler,
+        globs=glob,
+        format=format,
+        baseline_branch=baseline_branch,
+        ab=ab,
+        context={
+            "commit": commit,
+            "branch": branch,
+            "base_branch": base_branch,
+            "pr_number": pr,
+            "ci_run_id": ci_run_id,
+            "ci_run_attempt": ci_run_attempt,
+            "environment": opts.key_value_pairs(env, option="--env"),
+        },
+    )
+    overrides = {
+        "database_url": database_url,
+        "history": history,
+        "project": project,
+        "delta": delta,
+        "alpha": alpha,
+        "baseline_runs": baseline_runs,
+        "fail_on_regression": fail_on_regression,
+        "ab_pairs": ab_pairs,
+        "max_repeats": max_repeats,
+        "budget": budget,
+        "pass_env": pass_env or None,
+    }
+    outcome = usecase.run_check(
+        request, overrides=overrides, runner=_progress_runner, pair_progress=_pair_progress
+    )
     _print(outcome)
     report = _write_reports(outcome, markdown_out=markdown_out, json_out=json_out)
     if output_file is not None:
-        usecase.append_github_output(output_file,
-                                     usecase.github_outputs(outcome.comparison, report))
+        usecase.append_github_output(
+            output_file, usecase.github_outputs(outcome.comparison, report)
+        )
     if usecase.should_publish(outcome, comment=comment):
         _publish(outcome, comment=comment)
     return outcome.exit_code
@@ -117,17 +168,24 @@ def check_command(
 def _progress_runner(spec: BenchmarkSpec, directory: Path) -> list[list[Path]]:
     from perfci.cli.run_cmd import run_with_progress
 
-    return run_with_progress(spec.command, benchmark=spec.name, repeats=spec.repeats,
-                             profiler=spec.profiler, work_dir=directory,
-                             globs=spec.globs or None, pass_env=spec.pass_env)
+    return run_with_progress(
+        spec.command,
+        benchmark=spec.name,
+        repeats=spec.repeats,
+        profiler=spec.profiler,
+        work_dir=directory,
+        globs=spec.globs or None,
+        pass_env=spec.pass_env,
+    )
 
 
 def _pair_progress(side: str, index: int, seconds: float, profiles: int) -> None:
     from perfci.cli._console import err_console
 
     name = "base" if side == "base" else "pull request"
-    err_console.print(f"  pair {index}: {name} {seconds:.1f} s, {profiles} profile(s)",
-                      markup=False)
+    err_console.print(
+        f"  pair {index}: {name} {seconds:.1f} s, {profiles} profile(s)", markup=False
+    )
 
 
 def _print(outcome: CheckOutcome) -> None:
@@ -138,28 +196,42 @@ def _print(outcome: CheckOutcome) -> None:
     for warning in outcome.warnings:
         err_console.print(f"warning: {warning}", markup=False)
     ingest = outcome.submitted.ingest
-    stored = (f"stored run {ingest.run_id}" if ingest.created
-              else f"run {ingest.run_id} was already stored; its first comparison follows")
-    err_console.print(f"{stored} of {outcome.context.project}/{outcome.spec.name} in "
-                      f"{redact_url(outcome.database_url)}", markup=False)
+    stored = (
+        f"stored run {ingest.run_id}"
+        if ingest.created
+        else f"run {ingest.run_id} was already stored; its first comparison follows"
+    )
+    err_console.print(
+        f"{stored} of {outcome.context.project}/{outcome.spec.name} in "
+        f"{redact_url(outcome.database_url)}",
+        markup=False,
+    )
     base = outcome.ab_base
     if base is not None and outcome.comparison.baseline is not None:
         info = outcome.comparison.baseline
         what = "stored" if base.created else "already had"
-        err_console.print(f"{what} the base side as run {base.run_id} (commit "
-                          f"{(info.first_commit or '')[:12]} on {info.branch})", markup=False)
+        err_console.print(
+            f"{what} the base side as run {base.run_id} (commit "
+            f"{(info.first_commit or '')[:12]} on {info.branch})",
+            markup=False,
+        )
     print_comparison(outcome.comparison, console)
 
 
-def _write_reports(outcome: CheckOutcome, *, markdown_out: Path | None,
-                   json_out: Path | None) -> Path | None:
+def _write_reports(
+    outcome: CheckOutcome, *, markdown_out: Path | None, json_out: Path | None
+) -> Path | None:
     """Write the requested files; returns the report path for ``report=`` (Markdown first)."""
     from perfci.cli._console import err_console
     from perfci.usecases.check import write_json, write_markdown
 
     if markdown_out is not None:
-        write_markdown(outcome.comparison, markdown_out, benchmark=outcome.spec.name,
-                       run_url=outcome.context.ci_url)
+        write_markdown(
+            outcome.comparison,
+            markdown_out,
+            benchmark=outcome.spec.name,
+            run_url=outcome.context.ci_url,
+        )
         err_console.print(f"wrote {markdown_out}", markup=False)
     if json_out is not None:
         write_json(outcome.comparison, json_out)

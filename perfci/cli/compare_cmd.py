@@ -23,17 +23,26 @@ if TYPE_CHECKING:
 def compare_command(
     run: int = typer.Option(..., "--run", "-r", help="Id of the stored run.", show_default=False),
     baseline_branch: str | None = typer.Option(
-        None, "--baseline-branch", help="Baseline branch (default: the run's base, else "
-                                        "settings). Another branch than stored compares anew."),
+        None,
+        "--baseline-branch",
+        help="Baseline branch (default: the run's base, else "
+        "settings). Another branch than stored compares anew.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
-    as_markdown: bool = typer.Option(False, "--markdown", "--md",
-                                     help="Print the pull-request comment (Markdown)."),
-    output: str | None = typer.Option(None, "--format", "-f",
-                                      help="text, json or md (or markdown): the same as "
-                                           "--json / --markdown.", show_default=False),
+    as_markdown: bool = typer.Option(
+        False, "--markdown", "--md", help="Print the pull-request comment (Markdown)."
+    ),
+    output: str | None = typer.Option(
+        None,
+        "--format",
+        "-f",
+        help="text, json or md (or markdown): the same as --json / --markdown.",
+        show_default=False,
+    ),
     database_url: opts.DatabaseUrl = None,
-    fresh: bool = typer.Option(False, "--fresh",
-                               help="Compare against the history as it is now (and store it)."),
+    fresh: bool = typer.Option(
+        False, "--fresh", help="Compare against the history as it is now (and store it)."
+    ),
 ) -> int:
     """Print the comparison of a stored run with its baseline (terminal, --json or --markdown)."""
     if output is not None:

@@ -8,8 +8,9 @@ from perfci.cli import _options as opts
 
 # Alembic, SQLAlchemy and pydantic load inside the commands: `perfci --help` stays fast.
 
-db_app = typer.Typer(help="Create, migrate and inspect the perfci database schema.",
-                     no_args_is_help=True)
+db_app = typer.Typer(
+    help="Create, migrate and inspect the perfci database schema.", no_args_is_help=True
+)
 
 
 @db_app.command("upgrade")

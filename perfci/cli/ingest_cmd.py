@@ -15,12 +15,16 @@ if TYPE_CHECKING:  # the parsers and the store load when the command runs (CLI c
 
 
 def ingest_command(
-    files: list[Path] = typer.Argument(..., help="Profile files of the run.",
-                                       show_default=False),
+    files: list[Path] = typer.Argument(..., help="Profile files of the run.", show_default=False),
     benchmark: str = typer.Option(..., "--benchmark", "-b", help="Benchmark name."),
-    repeat: int | None = typer.Option(None, "--repeat", "--repeats", min=1,
-                                      help="The files hold N repeats, in N equal consecutive "
-                                           "groups (default: one repeat per file)."),
+    repeat: int | None = typer.Option(
+        None,
+        "--repeat",
+        "--repeats",
+        min=1,
+        help="The files hold N repeats, in N equal consecutive "
+        "groups (default: one repeat per file).",
+    ),
     format: opts.ProfileFormat = None,
     project: opts.Project = None,
     commit: opts.Commit = None,
@@ -48,32 +52,61 @@ def ingest_command(
     def warn(message: str) -> None:
         err_console.print(message, markup=False, soft_wrap=True)
 
-    stored = store_profiles(repeats, benchmark=benchmark, database_url=database_url,
-                            project=project, warn=warn, context={
-                                "commit": commit, "branch": branch, "base_branch": base_branch,
-                                "pr_number": pr, "ci_run_id": ci_run_id,
-                                "ci_run_attempt": ci_run_attempt, "environment": environment})
-    _report(stored.result, project=stored.project, benchmark=benchmark, url=stored.where,
-            as_json=as_json)
+    stored = store_profiles(
+        repeats,
+        benchmark=benchmark,
+        database_url=database_url,
+        project=project,
+        warn=warn,
+        context={
+            "commit": commit,
+            "branch": branch,
+            "base_branch": base_branch,
+            "pr_number": pr,
+            "ci_run_id": ci_run_id,
+            "ci_run_attempt": ci_run_attempt,
+            "environment": environment,
+        },
+    )
+    _report(
+        stored.result,
+        project=stored.project,
+        benchmark=benchmark,
+        url=stored.where,
+        as_json=as_json,
+    )
 
 
-def _report(result: IngestResult, *, project: str, benchmark: str, url: str,
-            as_json: bool) -> None:
+def _report(result: IngestResult, *, project: str, benchmark: str, url: str, as_json: bool) -> None:
     from perfci.settings import redact_url
 
     if as_json:
-        typer.echo(json.dumps({"run_id": result.run_id, "created": result.created,
-                               "project": project, "benchmark": benchmark,
-                               "series": result.series, "samples": result.samples,
-                               "database": redact_url(url)}, indent=1))
+        typer.echo(
+            json.dumps(
+                {
+                    "run_id": result.run_id,
+                    "created": result.created,
+                    "project": project,
+                    "benchmark": benchmark,
+                    "series": result.series,
+                    "samples": result.samples,
+                    "database": redact_url(url),
+                },
+                indent=1,
+            )
+        )
         return
     if result.created:
-        typer.echo(f"stored run {result.run_id} of {project}/{benchmark}: "
-                      f"{result.series} series, {result.samples} samples "
-                      f"in {redact_url(url)}")
+        typer.echo(
+            f"stored run {result.run_id} of {project}/{benchmark}: "
+            f"{result.series} series, {result.samples} samples "
+            f"in {redact_url(url)}"
+        )
     else:
-        typer.echo(f"run {result.run_id} of {project}/{benchmark} was already stored "
-                      f"(same commit and CI run, or the same data); nothing written")
+        typer.echo(
+            f"run {result.run_id} of {project}/{benchmark} was already stored "
+            f"(same commit and CI run, or the same data); nothing written"
+        )
 
 
 def register(app: typer.Typer) -> None:

@@ -35,7 +35,8 @@ from perfci.errors import PerfciError
 #: ``click.ClickException`` does not catch them) and exports only part of it: the base is found
 #: from the public ``typer.BadParameter`` rather than imported from typer's private package.
 ClickException: type[Exception] = next(
-    base for base in typer.BadParameter.__mro__ if base.__name__ == "ClickException")
+    base for base in typer.BadParameter.__mro__ if base.__name__ == "ClickException"
+)
 
 app = typer.Typer(
     name="perfci",
@@ -47,8 +48,22 @@ app = typer.Typer(
 )
 
 # Each subcommand module exposes register(app).
-for _module in (parse_cmd, formats_cmd, run_cmd, ingest_cmd, db_cmd, compare_cmd, check_cmd,
-                report_cmd, alerts_cmd, publish_cmd, serve_cmd, token_cmd, project_cmd, runs_cmd):
+for _module in (
+    parse_cmd,
+    formats_cmd,
+    run_cmd,
+    ingest_cmd,
+    db_cmd,
+    compare_cmd,
+    check_cmd,
+    report_cmd,
+    alerts_cmd,
+    publish_cmd,
+    serve_cmd,
+    token_cmd,
+    project_cmd,
+    runs_cmd,
+):
     _module.register(app)
 
 
@@ -60,8 +75,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                 help="Print the version and exit."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
 ) -> None:
     """perfci: automated performance-regression checks for GPU workloads."""
 
@@ -73,8 +89,9 @@ def main(argv: list[str] | None = None) -> int:
         result = app(args=argv if argv is not None else sys.argv[1:], standalone_mode=False)
     except PerfciError as exc:
         # Messages carry benchmark output and kernel names: "[rank0]" is not Rich markup.
-        err_console.print("error:", str(exc), style="bold red", markup=False, highlight=False,
-                          soft_wrap=True)
+        err_console.print(
+            "error:", str(exc), style="bold red", markup=False, highlight=False, soft_wrap=True
+        )
         return exc.exit_code
     except typer.Exit as exc:
         return exc.exit_code
@@ -89,8 +106,10 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except Exception:  # noqa: BLE001 - a bug: show it, but never exit 1 ("regression")
         traceback.print_exc()
-        err_console.print("internal error in perfci (the traceback above is a bug: please "
-                          "report it)", markup=False)
+        err_console.print(
+            "internal error in perfci (the traceback above is a bug: please report it)",
+            markup=False,
+        )
         return 2
     return result if isinstance(result, int) else 0
 

@@ -22,9 +22,11 @@ def _show(profile: Profile, top: int) -> None:
     from perfci.units import format_ns
 
     steps = f", {profile.steps} steps" if profile.steps is not None else ""
-    console.print(f"[bold]{escape(profile.label)}[/] ({profile.format}, "
-                  f"{len(profile.metrics)} metrics{steps}) — {escape(profile.source)}",
-                  markup=True)
+    console.print(
+        f"[bold]{escape(profile.label)}[/] ({profile.format}, "
+        f"{len(profile.metrics)} metrics{steps}) — {escape(profile.source)}",
+        markup=True,
+    )
     kinds: dict[str, list[Metric]] = {}
     for metric in profile.metrics:
         kinds.setdefault(metric.kind.value, []).append(metric)
@@ -32,12 +34,16 @@ def _show(profile: Profile, top: int) -> None:
         metrics.sort(key=lambda m: -(m.total_ns or m.avg_ns or 0.0))
         table = Table(title=f"{kind} ({len(metrics)})", title_justify="left", box=None)
         for column in ("name", "device", "calls", "total", "avg", "bytes"):
-            table.add_column(column, justify="left" if column == "name" else "right",
-                             overflow="fold" if column == "name" else "ellipsis")
+            table.add_column(
+                column,
+                justify="left" if column == "name" else "right",
+                overflow="fold" if column == "name" else "ellipsis",
+            )
         for metric in metrics[:top]:
             name = f"{metric.scope} ▸ {metric.name}" if metric.scope else metric.name
             table.add_row(
-                name, metric.device.value,
+                name,
+                metric.device.value,
                 "" if metric.calls is None else f"{metric.calls:,}",
                 "" if metric.total_ns is None else format_ns(metric.total_ns),
                 "" if metric.avg_ns is None else format_ns(metric.avg_ns),
@@ -52,8 +58,9 @@ def _show(profile: Profile, top: int) -> None:
 def parse_command(
     files: list[Path] = typer.Argument(..., help="Profile files to read.", show_default=False),
     format: opts.ProfileFormat = None,
-    option: list[str] = typer.Option([], "--option", "-o",
-                                     help="Parser option KEY=VALUE (e.g. time_unit=us)."),
+    option: list[str] = typer.Option(
+        [], "--option", "-o", help="Parser option KEY=VALUE (e.g. time_unit=us)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the perfci JSON document."),
     top: int = typer.Option(15, "--top", help="Rows shown per metric kind.", min=1),
 ) -> None:

@@ -10,11 +10,14 @@ import typer
 
 from perfci.cli import _options as opts
 
-project_app = typer.Typer(help="Create projects; make their dashboards public or private.",
-                          no_args_is_help=True)
+project_app = typer.Typer(
+    help="Create projects; make their dashboards public or private.", no_args_is_help=True
+)
 
-_PUBLIC_HELP = ("Public: runs and dashboard readable without a token. Private (the default "
-                "for new projects): a read token is needed.")
+_PUBLIC_HELP = (
+    "Public: runs and dashboard readable without a token. Private (the default "
+    "for new projects): a read token is needed."
+)
 
 
 @project_app.command("create")
@@ -35,8 +38,7 @@ def create_command(
 @project_app.command("update")
 def update_command(
     name: str = typer.Argument(..., help="Project name.", show_default=False),
-    public: bool = typer.Option(..., "--public/--private", help=_PUBLIC_HELP,
-                                show_default=False),
+    public: bool = typer.Option(..., "--public/--private", help=_PUBLIC_HELP, show_default=False),
     database_url: opts.DatabaseUrl = None,
 ) -> None:
     """Make an existing project public or private."""
@@ -51,8 +53,11 @@ def update_command(
 def _said(name: str, public: bool, verb: str) -> str:
     from perfci.report.escape import visible
 
-    access = ("public: its runs and dashboard are readable without a token" if public else
-              "private: reading its runs and dashboard needs a read token")
+    access = (
+        "public: its runs and dashboard are readable without a token"
+        if public
+        else "private: reading its runs and dashboard needs a read token"
+    )
     return f"project {visible(name)} {verb}, {access}"
 
 

@@ -11,12 +11,15 @@ from perfci.cli._console import console, err_console
 
 def publish_command(
     report: Path = typer.Argument(..., help="The JSON report of `perfci check --json-out`."),
-    markdown: Path | None = typer.Option(None, "--markdown",
-                                         help="The comment (default: REPORT with .md)."),
-    repo: str | None = typer.Option(None, "--repo", help="OWNER/NAME (default: "
-                                    "$GITHUB_REPOSITORY)."),
-    commit: str | None = typer.Option(None, "--commit",
-                                      help="The workflow run's head SHA; the report must match."),
+    markdown: Path | None = typer.Option(
+        None, "--markdown", help="The comment (default: REPORT with .md)."
+    ),
+    repo: str | None = typer.Option(
+        None, "--repo", help="OWNER/NAME (default: $GITHUB_REPOSITORY)."
+    ),
+    commit: str | None = typer.Option(
+        None, "--commit", help="The workflow run's head SHA; the report must match."
+    ),
 ) -> None:
     """Post the PR comment and commit status of a report made by an untrusted pull_request run.
 
@@ -27,8 +30,9 @@ def publish_command(
     from perfci.settings import get_settings
     from perfci.usecases.publish import publish_artifact
 
-    outcome = publish_artifact(report, settings=get_settings(), markdown=markdown,
-                               repository=repo, commit=commit)
+    outcome = publish_artifact(
+        report, settings=get_settings(), markdown=markdown, repository=repo, commit=commit
+    )
     for warning in outcome.warnings:
         err_console.print(f"warning: {warning}", markup=False)
     if outcome.skipped_reason:

@@ -30,8 +30,9 @@ _DURATION = re.compile(r"^(\d+)\s*([hdw])$")
 _UNITS = {"h": "hours", "d": "days", "w": "weeks"}
 
 
-def period(since: str | None, week: str | None, *,
-           now: datetime | None = None) -> tuple[datetime, datetime]:
+def period(
+    since: str | None, week: str | None, *, now: datetime | None = None
+) -> tuple[datetime, datetime]:
     """``[since, until)`` from ``--since 7d`` (up to now) or ``--week YYYY-Www``; default 7d."""
     if since and week:
         raise ConfigError("give --since or --week, not both")
@@ -46,35 +47,49 @@ def period(since: str | None, week: str | None, *,
     try:
         return until - timedelta(**{_UNITS[match[2]]: int(match[1])}), until
     except OverflowError:  # --since 99999999w: before year 1
-        raise ConfigError(f"--since {since!r} reaches back before the calendar's start: give "
-                          "a shorter period") from None
+        raise ConfigError(
+            f"--since {since!r} reaches back before the calendar's start: give a shorter period"
+        ) from None
 
 
 def report_command(
-    since: str | None = typer.Option(None, "--since", help="Period up to now: 7d, 36h, 2w "
-                                                           "(default 7d)."),
-    week: str | None = typer.Option(None, "--week", help="ISO week YYYY-Www (Monday–Sunday, "
-                                                         "UTC) instead of --since."),
+    since: str | None = typer.Option(
+        None, "--since", help="Period up to now: 7d, 36h, 2w (default 7d)."
+    ),
+    week: str | None = typer.Option(
+        None, "--week", help="ISO week YYYY-Www (Monday–Sunday, UTC) instead of --since."
+    ),
     branch: str = typer.Option("main", "--branch", help="Branch whose history is reported."),
-    benchmark: list[str] = typer.Option([], "--benchmark", "-b",
-                                        help="Only this benchmark (repeatable)."),
-    project: str | None = typer.Option(None, "--project", help="Project (default: settings, "
-                                                               "else the repository name)."),
-    formats: list[str] = typer.Option(list(FORMATS), "--format", "-f",
-                                      help="html, md (or markdown) or json (repeatable; "
-                                           "default all)."),
+    benchmark: list[str] = typer.Option(
+        [], "--benchmark", "-b", help="Only this benchmark (repeatable)."
+    ),
+    project: str | None = typer.Option(
+        None, "--project", help="Project (default: settings, else the repository name)."
+    ),
+    formats: list[str] = typer.Option(
+        list(FORMATS),
+        "--format",
+        "-f",
+        help="html, md (or markdown) or json (repeatable; default all).",
+    ),
     out: Path = typer.Option(DEFAULT_OUT, "--out", help="Folder the files are written to."),
     post: list[str] = typer.Option([], "--post", help="github-issue or slack (repeatable)."),
-    repo: str | None = typer.Option(None, "--repo", help="OWNER/NAME for --post github-issue "
-                                                         "(default: GITHUB_REPOSITORY)."),
-    labels: str = typer.Option(DEFAULT_LABELS, "--labels",
-                               help="Comma-separated labels of the weekly issue."),
-    slack_webhook: str | None = typer.Option(None, "--slack-webhook",
-                                             help="Slack incoming webhook URL (default: "
-                                                  "PERFCI_SLACK_WEBHOOK). A secret: prefer "
-                                                  "the variable."),
-    history_weeks: int = typer.Option(8, "--history-weeks", min=1,
-                                      help="Weeks of history searched for change points."),
+    repo: str | None = typer.Option(
+        None, "--repo", help="OWNER/NAME for --post github-issue (default: GITHUB_REPOSITORY)."
+    ),
+    labels: str = typer.Option(
+        DEFAULT_LABELS, "--labels", help="Comma-separated labels of the weekly issue."
+    ),
+    slack_webhook: str | None = typer.Option(
+        None,
+        "--slack-webhook",
+        help="Slack incoming webhook URL (default: "
+        "PERFCI_SLACK_WEBHOOK). A secret: prefer "
+        "the variable.",
+    ),
+    history_weeks: int = typer.Option(
+        8, "--history-weeks", min=1, help="Weeks of history searched for change points."
+    ),
     database_url: opts.DatabaseUrl = None,
 ) -> None:
     """Write the weekly trend report: change points, the kernels behind them, noise, coverage."""
@@ -89,16 +104,29 @@ def report_command(
     webhook = slack_webhook or os.environ.get("PERFCI_SLACK_WEBHOOK")
     _check_targets(post, repository, webhook)
     with err_console.status(f"Building the report of {name} on {branch}…"):
-        report = build_report(database_url, name, since=start, until=until, branch=branch,
-                              benchmarks=benchmark or None, history_weeks=history_weeks)
-    err_console.print(f"{len(report.change_points())} change points in "
-                      f"{len(report.benchmarks)} benchmark trends, week {report.week}")
+        report = build_report(
+            database_url,
+            name,
+            since=start,
+            until=until,
+            branch=branch,
+            benchmarks=benchmark or None,
+            history_weeks=history_weeks,
+        )
+    err_console.print(
+        f"{len(report.change_points())} change points in "
+        f"{len(report.benchmarks)} benchmark trends, week {report.week}"
+    )
     for path in write_report(report, out, formats, repo=repository):
         typer.echo(str(path))
     if "github-issue" in post:
-        issue = post_issue(report, repository or "",
-                           [x.strip() for x in labels.split(",") if x.strip()],
-                           database_url=database_url, project=project)
+        issue = post_issue(
+            report,
+            repository or "",
+            [x.strip() for x in labels.split(",") if x.strip()],
+            database_url=database_url,
+            project=project,
+        )
         verb = "created" if issue.created else "updated"
         err_console.print(f"{verb} issue #{issue.number}: {issue.url}")
     if "slack" in post:
@@ -106,8 +134,9 @@ def report_command(
         err_console.print("posted to Slack")
 
 
-def write_report(report: WeeklyReport, out: Path, formats: list[str], *,
-                 repo: str | None = None) -> list[Path]:
+def write_report(
+    report: WeeklyReport, out: Path, formats: list[str], *, repo: str | None = None
+) -> list[Path]:
     """Write the report in each format to ``out``; returns the paths written."""
     out.mkdir(parents=True, exist_ok=True)
     stem = f"weekly-{_slug(report.project)}-{report.week}"

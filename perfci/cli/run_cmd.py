@@ -14,27 +14,47 @@ if TYPE_CHECKING:
     from perfci.usecases.benchmark import RepeatResult
 
 
-def run_with_progress(command: list[str], *, benchmark: str, repeats: int, profiler: str,
-                      work_dir: Path, globs: list[str] | None = None,
-                      pass_env: Sequence[str] | None = None) -> list[list[Path]]:
+def run_with_progress(
+    command: list[str],
+    *,
+    benchmark: str,
+    repeats: int,
+    profiler: str,
+    work_dir: Path,
+    globs: list[str] | None = None,
+    pass_env: Sequence[str] | None = None,
+) -> list[list[Path]]:
     """Run the benchmark with a progress bar on stderr; returns the files of each repeat."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from perfci.usecases.benchmark import run_benchmark_repeats
 
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                  TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
-                  console=err_console, transient=True) as progress:
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    ) as progress:
         task = progress.add_task(f"{benchmark}: running", total=repeats)
 
         def advance(index: int, repeat: RepeatResult) -> None:
             progress.advance(task)
-            err_console.print(f"  repeat {index}: {repeat.seconds:.1f} s, "
-                              f"{len(repeat.files)} file(s)")
+            err_console.print(
+                f"  repeat {index}: {repeat.seconds:.1f} s, {len(repeat.files)} file(s)"
+            )
 
-        return run_benchmark_repeats(command, benchmark=benchmark, repeats=repeats,
-                                     work_dir=work_dir, profiler=profiler, globs=globs,
-                                     on_repeat=advance, pass_env=pass_env)
+        return run_benchmark_repeats(
+            command,
+            benchmark=benchmark,
+            repeats=repeats,
+            work_dir=work_dir,
+            profiler=profiler,
+            globs=globs,
+            on_repeat=advance,
+            pass_env=pass_env,
+        )
 
 
 def default_work_dir(benchmark: str) -> Path:
@@ -49,17 +69,23 @@ def run_command(
     repeats: int = typer.Option(3, "--repeats", "-n", min=1, help="Fresh processes to run."),
     profiler: str = typer.Option("torch", "--profiler", help="torch | nsys | none."),
     glob: list[str] = typer.Option([], "--glob", help="Profile file pattern(s) to collect."),
-    work_dir: Path | None = typer.Option(None, "--work-dir",
-                                         help="Where repeats write (default .perfci/runs/NAME)."),
+    work_dir: Path | None = typer.Option(
+        None, "--work-dir", help="Where repeats write (default .perfci/runs/NAME)."
+    ),
 ) -> None:
     """Run a benchmark command N times, each a fresh process, and list the profiles it wrote.
 
     The command gets PERFCI_OUTPUT_DIR and PERFCI_REPEAT. Nothing is stored: use
     `perfci ingest` on the files, or `perfci check` for the whole loop.
     """
-    files = run_with_progress(command, benchmark=benchmark, repeats=repeats, profiler=profiler,
-                              work_dir=work_dir or default_work_dir(benchmark),
-                              globs=glob or None)
+    files = run_with_progress(
+        command,
+        benchmark=benchmark,
+        repeats=repeats,
+        profiler=profiler,
+        work_dir=work_dir or default_work_dir(benchmark),
+        globs=glob or None,
+    )
     for index, repeat_files in enumerate(files):
         for path in repeat_files:
             typer.echo(f"{index}\t{path}")

@@ -14,14 +14,15 @@ from perfci.cli._console import err_console
 if TYPE_CHECKING:
     from perfci.model import RunInfo
 
-runs_app = typer.Typer(help="List stored runs and delete one (a bad upload).",
-                       no_args_is_help=True)
+runs_app = typer.Typer(help="List stored runs and delete one (a bad upload).", no_args_is_help=True)
+
 
 @runs_app.command("list")
 def list_command(
     benchmark: str = typer.Option(..., "--benchmark", "-b", help="Benchmark name."),
-    project: str | None = typer.Option(None, "--project", help="Project (default: settings, "
-                                                               "else the repository name)."),
+    project: str | None = typer.Option(
+        None, "--project", help="Project (default: settings, else the repository name)."
+    ),
     limit: int = typer.Option(20, "--limit", min=1, help="Newest runs shown."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     database_url: opts.DatabaseUrl = None,
@@ -32,16 +33,30 @@ def list_command(
 
     runs = newest_runs(database_url, project, benchmark, limit=limit)
     if as_json:
-        typer.echo(json.dumps([{"id": r.id, "created_at": r.created_at.isoformat(),
-                                "branch": r.branch, "commit": r.commit,
-                                "ci_run_id": r.ci_run_id, "ci_run_attempt": r.ci_run_attempt}
-                               for r in runs], indent=1))
+        typer.echo(
+            json.dumps(
+                [
+                    {
+                        "id": r.id,
+                        "created_at": r.created_at.isoformat(),
+                        "branch": r.branch,
+                        "commit": r.commit,
+                        "ci_run_id": r.ci_run_id,
+                        "ci_run_attempt": r.ci_run_attempt,
+                    }
+                    for r in runs
+                ],
+                indent=1,
+            )
+        )
         return
     typer.echo(f"{'id':>6}  {'stored':<16}  {'commit':<12}  {'CI run':<16}  branch")
     for r in runs:
         ci = f"{r.ci_run_id}/{r.ci_run_attempt or 0}" if r.ci_run_id else "—"
-        typer.echo(f"{r.id:>6}  {r.created_at:%Y-%m-%d %H:%M}  {(r.commit or '—')[:12]:<12}  "
-                   f"{visible(ci)[:16]:<16}  {visible(r.branch or '—')}")
+        typer.echo(
+            f"{r.id:>6}  {r.created_at:%Y-%m-%d %H:%M}  {(r.commit or '—')[:12]:<12}  "
+            f"{visible(ci)[:16]:<16}  {visible(r.branch or '—')}"
+        )
 
 
 @runs_app.command("delete")
@@ -56,8 +71,10 @@ def delete_command(
     from perfci.usecases.stored import delete_stored_run
 
     def described(run: RunInfo) -> str:
-        return (f"run {run.id} of {visible(run.project)}/{visible(run.benchmark)} "
-                f"(commit {(run.commit or '—')[:12]}, branch {visible(run.branch or '—')})")
+        return (
+            f"run {run.id} of {visible(run.project)}/{visible(run.benchmark)} "
+            f"(commit {(run.commit or '—')[:12]}, branch {visible(run.branch or '—')})"
+        )
 
     def confirm(run: RunInfo) -> bool:
         # Asked once the run is found (an unknown id fails before any question).
@@ -65,12 +82,15 @@ def delete_command(
             raise ConfigError(f"{described(run)} not deleted (pass --yes to skip the question)")
         return True
 
-    run, deleted = delete_stored_run(database_url, run_id, actor=f"cli:{_user()}",
-                                     confirm=confirm)
+    run, deleted = delete_stored_run(database_url, run_id, actor=f"cli:{_user()}", confirm=confirm)
     what = described(run)
-    err_console.print(f"deleted {what}: {deleted.samples} samples, {deleted.profiles} "
-                      f"profiles, {deleted.comparisons} comparisons, {deleted.alerts} alerts",
-                      markup=False, highlight=False, soft_wrap=True)
+    err_console.print(
+        f"deleted {what}: {deleted.samples} samples, {deleted.profiles} "
+        f"profiles, {deleted.comparisons} comparisons, {deleted.alerts} alerts",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def _user() -> str:

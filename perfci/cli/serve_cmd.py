@@ -11,30 +11,49 @@ from perfci.limits import MAX_BODY_BYTES, MAX_METRICS
 
 
 def serve_command(
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (0.0.0.0 in "
-                                                          "a container)."),
+    host: str = typer.Option(
+        "127.0.0.1", "--host", help="Address to listen on (0.0.0.0 in a container)."
+    ),
     port: int = typer.Option(8000, "--port", min=0, max=65535, help="TCP port."),
     workers: int = typer.Option(1, "--workers", min=1, help="Worker processes."),
     database_url: opts.DatabaseUrl = None,
-    max_body_bytes: int | None = typer.Option(None, "--max-body-bytes", min=1,
-                                              help="Largest request body accepted "
-                                                   f"(default {MAX_BODY_BYTES >> 20} MiB)."),
-    max_metrics: int | None = typer.Option(None, "--max-metrics", min=1,
-                                           help="Most metrics per uploaded run "
-                                                f"(default {MAX_METRICS:,})."),
+    max_body_bytes: int | None = typer.Option(
+        None,
+        "--max-body-bytes",
+        min=1,
+        help=f"Largest request body accepted (default {MAX_BODY_BYTES >> 20} MiB).",
+    ),
+    max_metrics: int | None = typer.Option(
+        None,
+        "--max-metrics",
+        min=1,
+        help=f"Most metrics per uploaded run (default {MAX_METRICS:,}).",
+    ),
     log_level: str = typer.Option("info", "--log-level", help="uvicorn log level."),
     header_timeout: float | None = typer.Option(
-        None, "--header-timeout", min=0.1, help="Seconds a client may take to send a "
-        "request's headers before its connection is closed (default 10)."),
+        None,
+        "--header-timeout",
+        min=0.1,
+        help="Seconds a client may take to send a "
+        "request's headers before its connection is closed (default 10).",
+    ),
     body_timeout: float | None = typer.Option(
-        None, "--body-timeout", min=0.1, help="Seconds a client may take to send a request "
-        "body (default 120)."),
+        None,
+        "--body-timeout",
+        min=0.1,
+        help="Seconds a client may take to send a request body (default 120).",
+    ),
     keep_alive_timeout: float | None = typer.Option(
-        None, "--keep-alive-timeout", min=0.1, help="Seconds an idle keep-alive connection "
-        "stays open (default 5)."),
+        None,
+        "--keep-alive-timeout",
+        min=0.1,
+        help="Seconds an idle keep-alive connection stays open (default 5).",
+    ),
     api_docs: bool | None = typer.Option(
-        None, "--api-docs/--no-api-docs", help="Serve /docs, /redoc and /openapi.json "
-        "(default: off)."),
+        None,
+        "--api-docs/--no-api-docs",
+        help="Serve /docs, /redoc and /openapi.json (default: off).",
+    ),
 ) -> None:
     """Serve the HTTP API (/api/v1), the dashboard (/), /healthz and /metrics."""
     _require_server_extra()
@@ -48,29 +67,42 @@ def serve_command(
     url = check_ready(settings)
     # Workers are separate processes: they build the app from the environment.
     os.environ["PERFCI_DATABASE_URL"] = url
-    for name, value in (("PERFCI_MAX_BODY_BYTES", max_body_bytes),
-                        ("PERFCI_MAX_METRICS", max_metrics),
-                        ("PERFCI_API_DOCS", api_docs)):
+    for name, value in (
+        ("PERFCI_MAX_BODY_BYTES", max_body_bytes),
+        ("PERFCI_MAX_METRICS", max_metrics),
+        ("PERFCI_API_DOCS", api_docs),
+    ):
         if value is not None:
             os.environ[name] = str(value)
     # The protocol reads these in each worker; the settings (env, config file) give them.
-    os.environ["PERFCI_HEADER_TIMEOUT"] = str(settings.header_timeout
-                                              if header_timeout is None else header_timeout)
-    os.environ["PERFCI_BODY_TIMEOUT"] = str(settings.body_timeout
-                                            if body_timeout is None else body_timeout)
+    os.environ["PERFCI_HEADER_TIMEOUT"] = str(
+        settings.header_timeout if header_timeout is None else header_timeout
+    )
+    os.environ["PERFCI_BODY_TIMEOUT"] = str(
+        settings.body_timeout if body_timeout is None else body_timeout
+    )
     typer.echo(f"perfci serving {redact_url(url)} on http://{host}:{port}", err=True)
-    uvicorn.run("perfci.server.app:create_app_from_env", factory=True, host=host, port=port,
-                workers=workers, log_level=log_level, proxy_headers=True,
-                server_header=False,
-                # By name, as the app: the CLI and the service stay independent shells.
-                http="perfci.server.protocol:TimedH11Protocol",
-                timeout_keep_alive=int(max(1, round(keep_alive_timeout
-                                                    or settings.keep_alive_timeout))))
+    uvicorn.run(
+        "perfci.server.app:create_app_from_env",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level=log_level,
+        proxy_headers=True,
+        server_header=False,
+        # By name, as the app: the CLI and the service stay independent shells.
+        http="perfci.server.protocol:TimedH11Protocol",
+        timeout_keep_alive=int(max(1, round(keep_alive_timeout or settings.keep_alive_timeout))),
+    )
 
 
 #: The modules of the ``server`` extra that ``perfci serve`` imports, with their packages.
-SERVER_MODULES = (("fastapi", "fastapi"), ("uvicorn", "uvicorn"),
-                  ("python_multipart", "python-multipart"))
+SERVER_MODULES = (
+    ("fastapi", "fastapi"),
+    ("uvicorn", "uvicorn"),
+    ("python_multipart", "python-multipart"),
+)
 
 
 def _require_server_extra() -> None:
@@ -87,9 +119,11 @@ def _require_server_extra() -> None:
         try:
             importlib.import_module(module)
         except ImportError:
-            raise ConfigError(f"perfci serve needs the server extra, and {package} is not "
-                              f"installed: install perfci[server] (pip install "
-                              f"'perfci[server]')") from None
+            raise ConfigError(
+                f"perfci serve needs the server extra, and {package} is not "
+                f"installed: install perfci[server] (pip install "
+                f"'perfci[server]')"
+            ) from None
 
 
 def register(app: typer.Typer) -> None:

@@ -23,7 +23,8 @@ _HEADER_SPLIT = re.compile(r" {2,}")
 
 # (header pattern, role). The device-qualified patterns capture the device name.
 _COLUMN_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(pattern), role) for pattern, role in (
+    (re.compile(pattern), role)
+    for pattern, role in (
         (r"Name", "name"),
         (r"Overload Name", "overload"),
         (r"(?:Self )?(\S+)(?: total)? %", "percent"),
@@ -44,8 +45,9 @@ _TIME_ROLES = ("self", "total", "avg")
 _ATTR_ROLES = frozenset({"flops", "node_id", "shapes", "overload", "stack", "extra"})
 _MEM_ROLES = ("mem", "self_mem")
 # Cells that must hold a value in every data row (text columns may be empty or cut).
-_REQUIRED = frozenset({"name", "percent", "self", "total", "avg", "mem", "self_mem", "calls",
-                       "node_id", "flops"})
+_REQUIRED = frozenset(
+    {"name", "percent", "self", "total", "avg", "mem", "self_mem", "calls", "node_id", "flops"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,18 +96,25 @@ class Layout:
     blank_before: int | None  # a continuation row is blank up to the stack column (or all)
 
 
-def build_layout(prefix: str, separator: str, header: str, *, source: str, line: int,
-                 format: str) -> Layout:
+def build_layout(
+    prefix: str, separator: str, header: str, *, source: str, line: int, format: str
+) -> Layout:
     """Column spans from the separator's dash runs, roles from the header's names."""
     spans = [(m.start(), m.end()) for m in re.finditer(r"-+", separator)]
     names = _HEADER_SPLIT.split(header.strip())
     if len(names) != len(spans) or names[0] != "Name":
-        raise ParseError(f"header has {len(names)} column names for {len(spans)} dashed "
-                         f"columns; expected one name per column, starting with 'Name'",
-                         source=source, line=line, format=format)
+        raise ParseError(
+            f"header has {len(names)} column names for {len(spans)} dashed "
+            f"columns; expected one name per column, starting with 'Name'",
+            source=source,
+            line=line,
+            format=format,
+        )
     legacy = header.startswith("Name")
-    columns = [_column(name, start, end if index < len(spans) - 1 else None)
-               for index, (name, (start, end)) in enumerate(zip(names, spans, strict=True))]
+    columns = [
+        _column(name, start, end if index < len(spans) - 1 else None)
+        for index, (name, (start, end)) in enumerate(zip(names, spans, strict=True))
+    ]
     columns = _swap_stack_and_flops(columns)
     required = [i for i, c in enumerate(columns) if c.role in _REQUIRED and c.probe]
     # A right-aligned value ends at its column's end, a left-aligned one starts at its start:
@@ -115,10 +124,16 @@ def build_layout(prefix: str, separator: str, header: str, *, source: str, line:
     headers = [column.header for column in columns]
     columns = [column for column in columns if column.role != "percent"]  # probed, not read
     return Layout(
-        prefix=prefix, separator=separator, headers=headers, columns=columns, legacy=legacy,
+        prefix=prefix,
+        separator=separator,
+        headers=headers,
+        columns=columns,
+        legacy=legacy,
         width=spans[-1][1] + 2,
         cells=_getter([slice(c.start, c.end) for c in columns]),
-        gaps=_getter(gap_at), probes=_getter(probe_at), gap_ok=(" ",) * len(gap_at),
+        gaps=_getter(gap_at),
+        probes=_getter(probe_at),
+        gap_ok=(" ",) * len(gap_at),
         sides=_sides(columns),
         calls=next((i for i, c in enumerate(columns) if c.role == "calls"), None),
         extras=tuple((i, c) for i, c in enumerate(columns) if c.role in _ATTR_ROLES),
@@ -163,9 +178,11 @@ def _swap_stack_and_flops(columns: list[Column]) -> list[Column]:
     if roles[-2:] != ["stack", "flops"]:
         return columns
     stack, flops = columns[-2], columns[-1]
-    return [*columns[:-2],
-            Column(flops.header, "flops", None, stack.start, stack.end, flops.scale, False),
-            Column(stack.header, "stack", None, flops.start, flops.end)]
+    return [
+        *columns[:-2],
+        Column(flops.header, "flops", None, stack.start, stack.end, flops.scale, False),
+        Column(stack.header, "stack", None, flops.start, flops.end),
+    ]
 
 
 def _sides(columns: list[Column]) -> tuple[Side, ...]:
@@ -176,8 +193,13 @@ def _sides(columns: list[Column]) -> tuple[Side, ...]:
     sides = []
     for name, found in sorted(roles.items(), key=lambda item: item[0] != "CPU"):
         mems = [found.get(role, -1) for role in _MEM_ROLES]
-        sides.append(Side(name, Device.CPU if name == "CPU" else Device.GPU,
-                          itemgetter(*(found.get(role, -1) for role in _TIME_ROLES)),
-                          itemgetter(*mems) if mems != [-1, -1] else None,
-                          None if name in ("CPU", "CUDA") else name))
+        sides.append(
+            Side(
+                name,
+                Device.CPU if name == "CPU" else Device.GPU,
+                itemgetter(*(found.get(role, -1) for role in _TIME_ROLES)),
+                itemgetter(*mems) if mems != [-1, -1] else None,
+                None if name in ("CPU", "CUDA") else name,
+            )
+        )
     return tuple(sides)

@@ -38,7 +38,7 @@ def detect_warmup(samples: list[float], ratio: float = WARMUP_RATIO) -> int:
     """
     warmup = 0
     while warmup < len(samples) - 1:
-        rest = samples[warmup + 1:]
+        rest = samples[warmup + 1 :]
         if samples[warmup] >= ratio * statistics.median(rest):
             warmup += 1
         else:
@@ -46,23 +46,31 @@ def detect_warmup(samples: list[float], ratio: float = WARMUP_RATIO) -> int:
     return warmup
 
 
-def step_metric(name: str, samples: list[float], *, device: Device = Device.GPU,
-                warmup: int | None = None) -> Metric:
+def step_metric(
+    name: str, samples: list[float], *, device: Device = Device.GPU, warmup: int | None = None
+) -> Metric:
     """One ``step`` metric with per-step samples; warm-up detected unless given."""
     count = len(samples)
     warm = detect_warmup(samples) if warmup is None else warmup
     return Metric(
-        kind=MetricKind.STEP, name=name, device=device, calls=count,
-        total_ns=float(sum(samples)), avg_ns=float(sum(samples) / count) if count else None,
-        min_ns=min(samples) if samples else None, max_ns=max(samples) if samples else None,
+        kind=MetricKind.STEP,
+        name=name,
+        device=device,
+        calls=count,
+        total_ns=float(sum(samples)),
+        avg_ns=float(sum(samples) / count) if count else None,
+        min_ns=min(samples) if samples else None,
+        max_ns=max(samples) if samples else None,
         median_ns=float(statistics.median(samples)) if samples else None,
         std_ns=float(statistics.stdev(samples)) if count > 1 else None,
-        samples_ns=list(samples), warmup=warm,
+        samples_ns=list(samples),
+        warmup=warm,
     )
 
 
-def collect_steps(ranges: Iterable[tuple[str, float]], *,
-                  device: Device = Device.GPU) -> list[Metric]:
+def collect_steps(
+    ranges: Iterable[tuple[str, float]], *, device: Device = Device.GPU
+) -> list[Metric]:
     """Step metrics from ``(range name, duration ns)`` pairs; non-step names are ignored.
 
     Numbered ranges are grouped by stem and ordered numerically (``#10`` after ``#9``).

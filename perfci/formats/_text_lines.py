@@ -45,6 +45,9 @@ def _open(path: Path) -> TextIO:
         gzipped = probe.read(2) == b"\x1f\x8b"
     if gzipped:
         # Within _textio's inflation caps: a gzip bomb stops with InputTooLarge (issue 13).
-        return io.TextIOWrapper(open_capped(path.open("rb"), source=str(path), close_raw=True),
-                                encoding="utf-8", errors="replace")
+        return io.TextIOWrapper(
+            open_capped(path.open("rb"), source=str(path), close_raw=True),
+            encoding="utf-8",
+            errors="replace",
+        )
     return path.open(encoding="utf-8", errors="replace")

@@ -69,8 +69,7 @@ def inflate_limits(limits: InflateLimits) -> Iterator[None]:
 class _CappedGzip(io.RawIOBase):
     """The inflated bytes of a gzip stream, stopping with ``InputTooLarge`` at the caps."""
 
-    def __init__(self, raw: BinaryIO, *, source: str, format: str | None,
-                 close_raw: bool) -> None:
+    def __init__(self, raw: BinaryIO, *, source: str, format: str | None, close_raw: bool) -> None:
         super().__init__()
         self._raw = raw
         self._close_raw = close_raw
@@ -95,14 +94,19 @@ class _CappedGzip(io.RawIOBase):
         if inflated > limits.max_bytes:
             raise InputTooLarge(
                 f"refused: it inflates beyond {_size(limits.max_bytes)}, perfci's cap on a "
-                f"decompressed input", source=self._source, format=self._format)
+                f"decompressed input",
+                source=self._source,
+                format=self._format,
+            )
         compressed = max(self._raw.tell() - self._start, 1)
         if inflated > limits.free_bytes and inflated > limits.max_ratio * compressed:
             raise InputTooLarge(
                 f"refused: it inflates more than {limits.max_ratio:g} times its compressed "
                 f"size ({_size(compressed)} to over {_size(inflated)} so far; a gzip bomb?), "
                 f"perfci's cap beyond the first {_size(limits.free_bytes)}",
-                source=self._source, format=self._format)
+                source=self._source,
+                format=self._format,
+            )
 
     def close(self) -> None:
         try:
@@ -121,8 +125,9 @@ def _size(count: float) -> str:
     return f"{count:.1f} GiB"
 
 
-def open_capped(raw: BinaryIO, *, source: str, format: str | None = None,
-                close_raw: bool = False) -> BinaryIO:
+def open_capped(
+    raw: BinaryIO, *, source: str, format: str | None = None, close_raw: bool = False
+) -> BinaryIO:
     """The inflated bytes of the gzip stream ``raw``, within the :class:`InflateLimits`.
 
     Reading past a cap raises :class:`~perfci.errors.InputTooLarge` (a ``ParseError`` naming
@@ -236,9 +241,14 @@ def scaled_decimal(text: str, power: int) -> float | None:
     the decimal exponent is shifted in the text and ``float()`` rounds the exact value once.
     """
     # float() alone would also read " 1", "1_0", ".5", "nan", "inf" and Unicode digits.
-    if not text or len(text) > _MAX_PLAIN_CHARS or not text.isascii() or "_" in text \
-            or text[-1] not in _LAST_CHARS \
-            or (text[0] not in _DIGITS and (text[0] not in "+-" or text[1:2] not in _DIGITS)):
+    if (
+        not text
+        or len(text) > _MAX_PLAIN_CHARS
+        or not text.isascii()
+        or "_" in text
+        or text[-1] not in _LAST_CHARS
+        or (text[0] not in _DIGITS and (text[0] not in "+-" or text[1:2] not in _DIGITS))
+    ):
         return None
     try:
         value = float(text)

@@ -25,8 +25,17 @@ from perfci.formats.pytorch import chrome_trace, pytorch_table
 from perfci.formats.workload import megatron_trace, workload_table
 from perfci.model import Profile
 
-__all__ = ["HEAD_BYTES", "PARSERS", "FormatSpec", "Head", "detect", "formats", "get_format",
-           "parse_file", "read_head"]
+__all__ = [
+    "HEAD_BYTES",
+    "PARSERS",
+    "FormatSpec",
+    "Head",
+    "detect",
+    "formats",
+    "get_format",
+    "parse_file",
+    "read_head",
+]
 
 HEAD_BYTES = 256 * 1024
 
@@ -55,8 +64,9 @@ class FormatSpec:
 
 
 def _spec(parser: FormatParser) -> FormatSpec:
-    return FormatSpec(name=parser.NAME, description=parser.DESCRIPTION, sniff=parser.sniff,
-                      parse=parser.parse)
+    return FormatSpec(
+        name=parser.NAME, description=parser.DESCRIPTION, sniff=parser.sniff, parse=parser.parse
+    )
 
 
 def formats() -> dict[str, FormatSpec]:
@@ -107,8 +117,9 @@ def detect(path: Path) -> FormatSpec:
     )
 
 
-def parse_file(path: Path, *, format: str | None = None,
-               options: Mapping[str, str] | None = None) -> list[Profile]:
+def parse_file(
+    path: Path, *, format: str | None = None, options: Mapping[str, str] | None = None
+) -> list[Profile]:
     """Parse ``path`` with the named format, or the detected one.
 
     Anything other than a ``PerfciError`` escaping a parser is a bug in that parser; it
@@ -123,7 +134,14 @@ def parse_file(path: Path, *, format: str | None = None,
         return spec.parse(path, options=dict(options or {}))
     except PerfciError:
         raise
-    except (ValueError, KeyError, IndexError, TypeError, OSError, EOFError,
-            UnicodeDecodeError, RecursionError) as exc:
-        raise ParseError(f"unreadable input: {exc}", source=str(path),
-                         format=spec.name) from exc
+    except (
+        ValueError,
+        KeyError,
+        IndexError,
+        TypeError,
+        OSError,
+        EOFError,
+        UnicodeDecodeError,
+        RecursionError,
+    ) as exc:
+        raise ParseError(f"unreadable input: {exc}", source=str(path), format=spec.name) from exc

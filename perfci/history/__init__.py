@@ -12,5 +12,12 @@ branches are never touched).
 from perfci.history.documents import decode_run, encode_run, run_path
 from perfci.history.git_branch import AppendResult, BranchFile, GitBranch, parse_history
 
-__all__ = ["AppendResult", "BranchFile", "GitBranch", "decode_run", "encode_run",
-           "parse_history", "run_path"]
+__all__ = [
+    "AppendResult",
+    "BranchFile",
+    "GitBranch",
+    "decode_run",
+    "encode_run",
+    "parse_history",
+    "run_path",
+]

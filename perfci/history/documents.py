@@ -48,19 +48,29 @@ class HistoryRun:
     created_at: datetime
 
 
-def encode_run(*, context: RunContext, benchmark: str, repeats: Sequence[Sequence[Profile]],
-               created_at: datetime) -> bytes:
+def encode_run(
+    *,
+    context: RunContext,
+    benchmark: str,
+    repeats: Sequence[Sequence[Profile]],
+    created_at: datetime,
+) -> bytes:
     """The compressed document of one run (deterministic for the same run)."""
     values = {k: v for k, v in asdict(context).items() if v not in (None, "", {})}
-    document = {"kind": KIND, "schema_version": SCHEMA_VERSION, "perfci_version": __version__,
-                "benchmark": benchmark, "created_at": created_at.astimezone(UTC).isoformat(),
-                "context": values, "repeats": [to_document(list(r)) for r in repeats]}
+    document = {
+        "kind": KIND,
+        "schema_version": SCHEMA_VERSION,
+        "perfci_version": __version__,
+        "benchmark": benchmark,
+        "created_at": created_at.astimezone(UTC).isoformat(),
+        "context": values,
+        "repeats": [to_document(list(r)) for r in repeats],
+    }
     text = json.dumps(document, separators=(",", ":"), sort_keys=True)
     return gzip.compress(text.encode(), compresslevel=9, mtime=0)
 
 
-def run_path(*, context: RunContext, benchmark: str, created_at: datetime,
-             document: bytes) -> str:
+def run_path(*, context: RunContext, benchmark: str, created_at: datetime, document: bytes) -> str:
     """``runs/<benchmark>/<commit-time>-<key>.json.gz``; unique per run, sortable by time.
 
     The key is the CI invocation when known (a retried job is the same file), else the content.
@@ -68,9 +78,16 @@ def run_path(*, context: RunContext, benchmark: str, created_at: datetime,
     when = _parse_time(context.commit_time) or created_at
     stamp = when.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
     if context.ci_run_id:
-        identity = "\x1f".join([context.project, benchmark, context.commit or "",
-                                context.ci_provider or "ci", context.ci_run_id,
-                                str(context.ci_run_attempt or 0)]).encode()
+        identity = "\x1f".join(
+            [
+                context.project,
+                benchmark,
+                context.commit or "",
+                context.ci_provider or "ci",
+                context.ci_run_id,
+                str(context.ci_run_attempt or 0),
+            ]
+        ).encode()
     else:
         identity = document
     key = hashlib.sha256(identity).hexdigest()[:16]
@@ -104,8 +121,11 @@ def _from_document(document: Any, source: str) -> HistoryRun:
         raise ParseError(f"not a perfci history run (expected kind {KIND!r})", source=source)
     version = document.get("schema_version")
     if not isinstance(version, int) or not 1 <= version <= SCHEMA_VERSION:
-        raise ParseError(f"schema_version {version!r} is not one this perfci reads "
-                         f"(1..{SCHEMA_VERSION}); upgrade perfci", source=source)
+        raise ParseError(
+            f"schema_version {version!r} is not one this perfci reads "
+            f"(1..{SCHEMA_VERSION}); upgrade perfci",
+            source=source,
+        )
     benchmark, values = document.get("benchmark"), document.get("context")
     repeats = document.get("repeats")
     if not isinstance(benchmark, str) or not benchmark:
@@ -116,14 +136,16 @@ def _from_document(document: Any, source: str) -> HistoryRun:
         raise ParseError("'repeats' must be a non-empty list", source=source)
     unknown = set(values) - _CONTEXT_FIELDS
     if unknown:
-        raise ParseError(f"unknown context field(s) {', '.join(sorted(unknown))}",
-                         source=source)
+        raise ParseError(f"unknown context field(s) {', '.join(sorted(unknown))}", source=source)
     created = _parse_time(document.get("created_at"))
     if created is None:
         raise ParseError("'created_at' must be an ISO 8601 time", source=source)
-    return HistoryRun(benchmark=benchmark, context=RunContext(**values),
-                      repeats=[from_document(r, source=source) for r in repeats],
-                      created_at=created)
+    return HistoryRun(
+        benchmark=benchmark,
+        context=RunContext(**values),
+        repeats=[from_document(r, source=source) for r in repeats],
+        created_at=created,
+    )
 
 
 def _parse_time(value: object) -> datetime | None:
@@ -134,4 +156,3 @@ def _parse_time(value: object) -> datetime | None:
     except ValueError:
         return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-

@@ -21,11 +21,19 @@ def markdown_template(name: str, filters: dict[str, Callable[..., Any]]) -> jinj
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("perfci.report", "templates"),
         autoescape=False,  # Markdown, not HTML: escaping is the `md` filter's job
-        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-        keep_trailing_newline=True)
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
     shared: dict[str, Callable[..., Any]] = {
-        "md": _md, "sha": _sha, "pct": fmt.pct, "share": fmt.share, "dur": fmt.duration,
-        "delta": fmt.delta}
+        "md": _md,
+        "sha": _sha,
+        "pct": fmt.pct,
+        "share": fmt.share,
+        "dur": fmt.duration,
+        "delta": fmt.delta,
+    }
     env.filters.update({**shared, **filters})
     return env.get_template(name)
 

@@ -20,12 +20,25 @@ from perfci.report.escape import shorten, visible
 __all__ = ["print_comparison"]
 
 NAME_LEN = 80
-_STYLES = {Verdict.REGRESSION: "bold red", Verdict.IMPROVEMENT: "bold green",
-           Verdict.UNCHANGED: "green", Verdict.INCONCLUSIVE: "yellow",
-           Verdict.NO_BASELINE: "cyan", Verdict.NEW: "cyan", Verdict.MISSING: "magenta"}
+_STYLES = {
+    Verdict.REGRESSION: "bold red",
+    Verdict.IMPROVEMENT: "bold green",
+    Verdict.UNCHANGED: "green",
+    Verdict.INCONCLUSIVE: "yellow",
+    Verdict.NO_BASELINE: "cyan",
+    Verdict.NEW: "cyan",
+    Verdict.MISSING: "magenta",
+}
 _COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (
-    ("Metric", "left"), ("Kind", "left"), ("Baseline", "right"), ("This run", "right"),
-    ("Change", "right"), ("95 % interval", "left"), ("q", "right"), ("Verdict", "left"))
+    ("Metric", "left"),
+    ("Kind", "left"),
+    ("Baseline", "right"),
+    ("This run", "right"),
+    ("Change", "right"),
+    ("95 % interval", "left"),
+    ("q", "right"),
+    ("Verdict", "left"),
+)
 
 
 def print_comparison(result: RunComparison, console: Console, *, max_rows: int = 10) -> None:
@@ -34,30 +47,38 @@ def print_comparison(result: RunComparison, console: Console, *, max_rows: int =
     console.print(_headline(result))
     step = fmt.primary_step(result)
     if step is not None and step.change is not None:
-        beyond = ("" if step.adjusted_change is None else
-                  f"; {fmt.pct(step.adjusted_change)} beyond the run factor, interval "
-                  f"{fmt.interval(step.adjusted_ci_low, step.adjusted_ci_high)}")
-        console.print(f"Step time {fmt.pct(step.change)} "
-                      f"(95 % interval {fmt.interval(step.ci_low, step.ci_high)}{beyond}): "
-                      f"{fmt.duration(step.baseline_median)} → "
-                      f"{fmt.duration(step.candidate_median)} per step "
-                      f"({escape(_shown(fmt.name_of(step)))})")
+        beyond = (
+            ""
+            if step.adjusted_change is None
+            else f"; {fmt.pct(step.adjusted_change)} beyond the run factor, interval "
+            f"{fmt.interval(step.adjusted_ci_low, step.adjusted_ci_high)}"
+        )
+        console.print(
+            f"Step time {fmt.pct(step.change)} "
+            f"(95 % interval {fmt.interval(step.ci_low, step.ci_high)}{beyond}): "
+            f"{fmt.duration(step.baseline_median)} → "
+            f"{fmt.duration(step.candidate_median)} per step "
+            f"({escape(_shown(fmt.name_of(step)))})"
+        )
     factor = result.shared_factor is not None
     if result.steps:
         console.print(_metric_table("Steps", result.steps[:max_rows], factor=factor))
     if result.shared_factor is not None:
         shared = result.shared_factor
-        console.print(f"Machine-wide factor of this run: {fmt.pct(shared.change)} "
-                      f"(95 % interval {fmt.interval(shared.ci_low, shared.ci_high)}), "
-                      f"{fmt.LABELS[shared.verdict].words}; verdicts are judged beyond it")
+        console.print(
+            f"Machine-wide factor of this run: {fmt.pct(shared.change)} "
+            f"(95 % interval {fmt.interval(shared.ci_low, shared.ci_high)}), "
+            f"{fmt.LABELS[shared.verdict].words}; verdicts are judged beyond it"
+        )
     if fmt.explains_change(result):
         console.print(_contributions_table(result, max_rows))
-    for title, verdict in (("Regressions", Verdict.REGRESSION),
-                           ("Improvements", Verdict.IMPROVEMENT)):
+    for title, verdict in (
+        ("Regressions", Verdict.REGRESSION),
+        ("Improvements", Verdict.IMPROVEMENT),
+    ):
         rows = fmt.by_impact(result.metrics, verdict)
         if rows:
-            console.print(_metric_table(f"{title} ({len(rows)})", rows[:max_rows],
-                                        factor=factor))
+            console.print(_metric_table(f"{title} ({len(rows)})", rows[:max_rows], factor=factor))
     console.print(f"{len(result.metrics)} metrics: {fmt.counts_sentence(result.metrics)}")
     _print_context(result, console)
 
@@ -84,20 +105,27 @@ def _metric_table(title: str, rows: list[MetricComparison], *, factor: bool) -> 
         table.add_column(header, justify=justify)
     for m in rows:
         cells: list[str | Text] = [
-            Text(_shown(fmt.name_of(m))), escape(visible(fmt.kind_of(m))),
-            fmt.duration(m.baseline_median), fmt.duration(m.candidate_median),
-            fmt.pct(m.change), fmt.interval(m.ci_low, m.ci_high)]
+            Text(_shown(fmt.name_of(m))),
+            escape(visible(fmt.kind_of(m))),
+            fmt.duration(m.baseline_median),
+            fmt.duration(m.candidate_median),
+            fmt.pct(m.change),
+            fmt.interval(m.ci_low, m.ci_high),
+        ]
         if factor:
             cells.append(fmt.pct(m.adjusted_change))
-        cells += [fmt.qvalue(m.q_value),
-                  Text(fmt.LABELS[m.verdict].words, style=_STYLES[m.verdict])]
+        cells += [
+            fmt.qvalue(m.q_value),
+            Text(fmt.LABELS[m.verdict].words, style=_STYLES[m.verdict]),
+        ]
         table.add_row(*cells)
     return table
 
 
 def _contributions_table(result: RunComparison, max_rows: int) -> Table:
-    table = Table(title="What explains the step-time change", title_justify="left",
-                  box=box.SIMPLE_HEAD)
+    table = Table(
+        title="What explains the step-time change", title_justify="left", box=box.SIMPLE_HEAD
+    )
     table.add_column("Metric")
     table.add_column("Kind")
     table.add_column("Δ per step", justify="right")
@@ -105,8 +133,9 @@ def _contributions_table(result: RunComparison, max_rows: int) -> Table:
     for c in result.contributions[:max_rows]:
         name = c.series.display_name if c.series else c.key
         kind = c.series.kind.value if c.series else c.key.split(":", 1)[0]
-        table.add_row(Text(_shown(name)), escape(visible(kind)), fmt.delta(c.delta_ns),
-                      fmt.share(c.share))
+        table.add_row(
+            Text(_shown(name)), escape(visible(kind)), fmt.delta(c.delta_ns), fmt.share(c.share)
+        )
     return table
 
 
@@ -115,11 +144,14 @@ def _print_context(result: RunComparison, console: Console) -> None:
         base = result.baseline
         commits = ""
         if base.first_commit or base.last_commit:
-            commits = (f", commits {fmt.short_sha(base.first_commit)}.."
-                       f"{fmt.short_sha(base.last_commit)}")
-        console.print(f"Baseline: {base.runs} run{'' if base.runs == 1 else 's'} of "
-                      f"{escape(visible(base.branch))}"
-                      f"{escape(visible(commits))}")
+            commits = (
+                f", commits {fmt.short_sha(base.first_commit)}..{fmt.short_sha(base.last_commit)}"
+            )
+        console.print(
+            f"Baseline: {base.runs} run{'' if base.runs == 1 else 's'} of "
+            f"{escape(visible(base.branch))}"
+            f"{escape(visible(commits))}"
+        )
     for note in result.notes:
         console.print(Text(f"• {visible(note)}", style="dim"))
     if result.ci_url:

@@ -37,8 +37,9 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
 #: Invisible format characters (Unicode category Cf) that reorder or hide text: the bidi
 #: embeddings, overrides and isolates (U+202A–202E, U+2066–2069), marks (U+200E/F, U+061C),
 #: zero-width characters and the BOM. A kernel name holding U+202E would read reversed.
-_INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f"
-                        "\ufeff\ufff9-\ufffb]")
+_INVISIBLE = re.compile(
+    "[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]"
+)
 WORD_JOINER = "\u2060"
 ELLIPSIS = "…"
 
@@ -65,7 +66,7 @@ def shorten(text: str, limit: int) -> str:
         return text
     head = (limit - 1) * 2 // 3
     tail = limit - 1 - head
-    return f"{text[:head]}{ELLIPSIS}{text[len(text) - tail:]}"
+    return f"{text[:head]}{ELLIPSIS}{text[len(text) - tail :]}"
 
 
 def md_escape(text: object, *, max_len: int | None = None) -> str:

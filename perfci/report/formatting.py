@@ -48,12 +48,25 @@ LABELS: dict[Verdict, Label] = {
 }
 
 #: Order of the full table: what needs attention first, so truncation drops the quiet lines.
-SEVERITY = (Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.INCONCLUSIVE, Verdict.NEW,
-            Verdict.MISSING, Verdict.NO_BASELINE, Verdict.UNCHANGED)
+SEVERITY = (
+    Verdict.REGRESSION,
+    Verdict.IMPROVEMENT,
+    Verdict.INCONCLUSIVE,
+    Verdict.NEW,
+    Verdict.MISSING,
+    Verdict.NO_BASELINE,
+    Verdict.UNCHANGED,
+)
 
-_PLURALS = {Verdict.REGRESSION: "regressions", Verdict.IMPROVEMENT: "improvements",
-            Verdict.INCONCLUSIVE: "inconclusive", Verdict.UNCHANGED: "unchanged",
-            Verdict.NEW: "new", Verdict.MISSING: "missing", Verdict.NO_BASELINE: "no baseline"}
+_PLURALS = {
+    Verdict.REGRESSION: "regressions",
+    Verdict.IMPROVEMENT: "improvements",
+    Verdict.INCONCLUSIVE: "inconclusive",
+    Verdict.UNCHANGED: "unchanged",
+    Verdict.NEW: "new",
+    Verdict.MISSING: "missing",
+    Verdict.NO_BASELINE: "no baseline",
+}
 _SINGULARS = {Verdict.REGRESSION: "regression", Verdict.IMPROVEMENT: "improvement"}
 
 
@@ -123,8 +136,19 @@ def primary_step(result: RunComparison) -> MetricComparison | None:
 
     steps = result.steps
     chosen = result.primary_step or next(
-        (k.key for k in [rule((m.series, m.baseline_median, m.n_baseline) for m in steps
-                              if m.series is not None)] if k is not None), None)
+        (
+            k.key
+            for k in [
+                rule(
+                    (m.series, m.baseline_median, m.n_baseline)
+                    for m in steps
+                    if m.series is not None
+                )
+            ]
+            if k is not None
+        ),
+        None,
+    )
     found = next((m for m in steps if m.key == chosen), None)
     return found or (steps[0] if steps else None)
 
@@ -157,13 +181,19 @@ def counts_sentence(metrics: Iterable[MetricComparison]) -> str:
 
 def rerun_hint(result: RunComparison) -> int | None:
     """The largest number of repeats an inconclusive gated metric asks for, if any."""
-    needed = [m.repeats_needed for m in result.metrics
-              if m.gated and m.verdict is Verdict.INCONCLUSIVE and m.repeats_needed]
+    needed = [
+        m.repeats_needed
+        for m in result.metrics
+        if m.gated and m.verdict is Verdict.INCONCLUSIVE and m.repeats_needed
+    ]
     return max(needed) if needed else None
 
 
 def explains_change(result: RunComparison) -> bool:
     """Whether the step-time change is worth explaining: attributing noise misleads."""
     step = primary_step(result)
-    return bool(result.contributions) and step is not None and step.verdict in {
-        Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.INCONCLUSIVE}
+    return (
+        bool(result.contributions)
+        and step is not None
+        and step.verdict in {Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.INCONCLUSIVE}
+    )

@@ -48,7 +48,8 @@ def comparison_from_dict(data: dict[str, Any]) -> RunComparison:
     comparison (a :class:`pydantic.ValidationError`).
     """
     if data.get("schema_version") != SCHEMA_VERSION:
-        raise ValueError(f"comparison schema_version {data.get('schema_version')!r} is not "
-                         f"{SCHEMA_VERSION}")
+        raise ValueError(
+            f"comparison schema_version {data.get('schema_version')!r} is not {SCHEMA_VERSION}"
+        )
     result: RunComparison = ComparisonPublic.model_validate(data).to_model()
     return result

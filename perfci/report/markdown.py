@@ -42,8 +42,13 @@ def comment_marker(benchmark: str) -> str:
     return f"<!-- perfci:benchmark={quote(benchmark, safe='._~/:+=@')} -->"
 
 
-def render_comment(result: RunComparison, *, marker: str | None = None,
-                   run_url: str | None = None, max_rows: int = 10) -> str:
+def render_comment(
+    result: RunComparison,
+    *,
+    marker: str | None = None,
+    run_url: str | None = None,
+    max_rows: int = 10,
+) -> str:
     """The pull-request comment for ``result``.
 
     Parameters
@@ -68,26 +73,30 @@ def render_comment(result: RunComparison, *, marker: str | None = None,
     return _fit(lambda limit: _render(context, details_limit=limit), len(context["all_rows"]))
 
 
-def render_summary(result: RunComparison, *, run_url: str | None = None,
-                   max_rows: int = 10) -> str:
+def render_summary(result: RunComparison, *, run_url: str | None = None, max_rows: int = 10) -> str:
     """A shorter report for ``$GITHUB_STEP_SUMMARY``: the comment without its full table."""
     context = _context(result, run_url=run_url, max_rows=max_rows, summary=True)
     context["marker"] = None
     return _render(context, details_limit=0)
 
 
-def _context(result: RunComparison, *, run_url: str | None, max_rows: int,
-             summary: bool) -> dict[str, Any]:
+def _context(
+    result: RunComparison, *, run_url: str | None, max_rows: int, summary: bool
+) -> dict[str, Any]:
     by_key = {m.key: m for m in result.metrics}
-    contributions = [(c, by_key.get(c.key)) for c in result.contributions[:max_rows]
-                     if fmt.explains_change(result)]
+    contributions = [
+        (c, by_key.get(c.key))
+        for c in result.contributions[:max_rows]
+        if fmt.explains_change(result)
+    ]
     return {
         "result": result,
         "summary": summary,
         "headline": str(fmt.HEADLINES[result.verdict]),
         "step": fmt.primary_step(result),
         "steps": sorted(result.steps, key=lambda m: (-(m.baseline_median or 0.0), m.key))[
-            :max_rows],
+            :max_rows
+        ],
         "shared": result.shared_factor,
         "counts": fmt.counts_sentence(result.metrics),
         "rerun": fmt.rerun_hint(result),
@@ -99,12 +108,15 @@ def _context(result: RunComparison, *, run_url: str | None, max_rows: int,
     }
 
 
-def _sections(result: RunComparison,
-              max_rows: int) -> list[tuple[str, list[MetricComparison], int]]:
+def _sections(
+    result: RunComparison, max_rows: int
+) -> list[tuple[str, list[MetricComparison], int]]:
     """(title, top rows, rows left out) for regressions and improvements, when there are any."""
     out = []
-    for title, verdict in (("Regressions", Verdict.REGRESSION),
-                           ("Improvements", Verdict.IMPROVEMENT)):
+    for title, verdict in (
+        ("Regressions", Verdict.REGRESSION),
+        ("Improvements", Verdict.IMPROVEMENT),
+    ):
         rows = fmt.by_impact(result.metrics, verdict)
         if rows:
             out.append((title, rows[:max_rows], max(0, len(rows) - max_rows)))
@@ -124,8 +136,11 @@ def _footer(result: RunComparison, url: str | None) -> list[str]:
 
 def _render(context: dict[str, Any], *, details_limit: int) -> str:
     rows = context["all_rows"]
-    body = _template().render(**context, details=rows[:details_limit],
-                              details_hidden=len(rows) - min(details_limit, len(rows)))
+    body = _template().render(
+        **context,
+        details=rows[:details_limit],
+        details_hidden=len(rows) - min(details_limit, len(rows)),
+    )
     # Optional blocks leave runs of blank lines; Markdown ignores them, readers of diffs don't.
     return _BLANK_LINES.sub("\n\n", body)
 
@@ -183,6 +198,13 @@ def _kind(item: MetricComparison | Contribution) -> str:
 
 @functools.cache
 def _template() -> jinja2.Template:
-    return markdown_template("comment.md.j2", {
-        "qval": fmt.qvalue, "interval": fmt.interval, "verdict": _verdict, "name": _name,
-        "kind": _kind})
+    return markdown_template(
+        "comment.md.j2",
+        {
+            "qval": fmt.qvalue,
+            "interval": fmt.interval,
+            "verdict": _verdict,
+            "name": _name,
+            "kind": _kind,
+        },
+    )

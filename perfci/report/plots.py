@@ -23,9 +23,14 @@ from matplotlib.figure import Figure
 
 __all__ = ["step_trend_svg"]
 
-_RC: dict[str, Any] = {"svg.hashsalt": "perfci", "svg.fonttype": "none", "font.size": 9,
-                       "axes.spines.top": False, "axes.spines.right": False,
-                       "date.epoch": "1970-01-01T00:00:00"}
+_RC: dict[str, Any] = {
+    "svg.hashsalt": "perfci",
+    "svg.fonttype": "none",
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "date.epoch": "1970-01-01T00:00:00",
+}
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: What matplotlib writes before the <svg> element; an inlined SVG must start at <svg>.
 _PROLOGUE = re.compile(r"^.*?(?=<svg)", re.S)
@@ -38,10 +43,16 @@ PERIOD_SHADE = "#eeeeee"
 MIN_SPAN_DAYS = 10 / (24 * 60)
 
 
-def step_trend_svg(times: Sequence[datetime], values_ns: Sequence[float],
-                   levels_ns: Sequence[float], change_times: Sequence[datetime], *,
-                   period: tuple[datetime, datetime] | None = None,
-                   width_in: float = 8.0, height_in: float = 2.6) -> str:
+def step_trend_svg(
+    times: Sequence[datetime],
+    values_ns: Sequence[float],
+    levels_ns: Sequence[float],
+    change_times: Sequence[datetime],
+    *,
+    period: tuple[datetime, datetime] | None = None,
+    width_in: float = 8.0,
+    height_in: float = 2.6,
+) -> str:
     """The step-time trend: one dot per run, the fitted levels, change points as vertical lines.
 
     Parameters
@@ -70,21 +81,40 @@ def step_trend_svg(times: Sequence[datetime], values_ns: Sequence[float],
     return _PROLOGUE.sub("", buffer.getvalue(), count=1).strip()
 
 
-def _draw(axes: Axes, times: Sequence[datetime], values_ns: Sequence[float],
-          levels_ns: Sequence[float], change_times: Sequence[datetime],
-          period: tuple[datetime, datetime] | None) -> None:
+def _draw(
+    axes: Axes,
+    times: Sequence[datetime],
+    values_ns: Sequence[float],
+    levels_ns: Sequence[float],
+    change_times: Sequence[datetime],
+    period: tuple[datetime, datetime] | None,
+) -> None:
     scale, unit = _unit(max(values_ns, default=0.0))
     if period is not None:
-        axes.axvspan(_days(period[0]), _days(period[1]),
-                     color=PERIOD_SHADE, zorder=0, label="this period")
+        axes.axvspan(
+            _days(period[0]), _days(period[1]), color=PERIOD_SHADE, zorder=0, label="this period"
+        )
     x = [_days(t) for t in times]
-    axes.plot(x, [v / scale for v in values_ns], "o", markersize=3, color=VALUE_COLOUR,
-              label="step time (median of repeats)", zorder=2)
-    axes.step(x, [v / scale for v in levels_ns], where="post", color=LEVEL_COLOUR,
-              linewidth=1.2, label="level", zorder=3)
+    axes.plot(
+        x,
+        [v / scale for v in values_ns],
+        "o",
+        markersize=3,
+        color=VALUE_COLOUR,
+        label="step time (median of repeats)",
+        zorder=2,
+    )
+    axes.step(
+        x,
+        [v / scale for v in levels_ns],
+        where="post",
+        color=LEVEL_COLOUR,
+        linewidth=1.2,
+        label="level",
+        zorder=3,
+    )
     for moment in change_times:
-        axes.axvline(_days(moment), color=CHANGE_COLOUR, linestyle="--",
-                     linewidth=1.0, zorder=4)
+        axes.axvline(_days(moment), color=CHANGE_COLOUR, linestyle="--", linewidth=1.0, zorder=4)
     if change_times:
         axes.plot([], [], color=CHANGE_COLOUR, linestyle="--", label="change point")
     axes.set_ylabel(f"step time ({unit})")
@@ -93,17 +123,14 @@ def _draw(axes: Axes, times: Sequence[datetime], values_ns: Sequence[float],
     locator = mdates.AutoDateLocator(minticks=3, maxticks=8)  # type: ignore[no-untyped-call]
     axes.xaxis.set_major_locator(locator)
     # Days for a history of weeks, hours for runs of one day: labels that tell ticks apart.
-    axes.xaxis.set_major_formatter(
-        mdates.ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
+    axes.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
     axes.grid(axis="y", color="#dddddd", linewidth=0.6)
     if times:
         # Above the axes, so that it never hides the newest points.
-        axes.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), fontsize=7, frameon=False,
-                    ncols=4)
+        axes.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), fontsize=7, frameon=False, ncols=4)
 
 
-def _x_limits(x: Sequence[float], period: tuple[datetime, datetime] | None
-              ) -> tuple[float, float]:
+def _x_limits(x: Sequence[float], period: tuple[datetime, datetime] | None) -> tuple[float, float]:
     """The time axis scaled to the data: its span plus a margin, never less than
     ``MIN_SPAN_DAYS``, so that runs minutes apart get an axis of minutes.
 

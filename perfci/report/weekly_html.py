@@ -31,19 +31,26 @@ _MICROSECOND = timedelta(microseconds=1)  # `until` is exclusive: its day is not
 def render_html(report: WeeklyReport, *, plots: bool = True) -> str:
     """The report as an HTML document (UTF-8 text); ``plots=False`` leaves the SVGs out."""
     figures = [trend_plot(t, report) for t in report.benchmarks] if plots else []
-    return _template().render(report=report, title=issue_title(report.project, report.week),
-                              found=report.change_points(), figures=figures,
-                              last_day=report.until - _MICROSECOND)
+    return _template().render(
+        report=report,
+        title=issue_title(report.project, report.week),
+        found=report.change_points(),
+        figures=figures,
+        last_day=report.until - _MICROSECOND,
+    )
 
 
 def trend_plot(trend: BenchmarkTrend, report: WeeklyReport) -> Markup | None:
     """The step-time plot of ``trend`` as inline SVG, or ``None`` without points."""
     if not trend.points:
         return None
-    svg = step_trend_svg([p.time for p in trend.points], [p.value for p in trend.points],
-                         [p.level for p in trend.points],
-                         [cp.time for cp in trend.change_points],
-                         period=(report.since, report.until))
+    svg = step_trend_svg(
+        [p.time for p in trend.points],
+        [p.value for p in trend.points],
+        [p.level for p in trend.points],
+        [cp.time for cp in trend.change_points],
+        period=(report.since, report.until),
+    )
     # Drawn from numbers and dates only (see plots.py), so it is trusted markup.
     return Markup(svg)
 
@@ -75,11 +82,23 @@ def _finalize(value: object) -> object:
 def _template() -> jinja2.Template:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("perfci.report", "templates"),
-        autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
-        lstrip_blocks=True, finalize=_finalize)
-    env.filters.update({
-        "pct": fmt.pct, "share": fmt.share, "dur": fmt.duration, "delta": fmt.delta,
-        "sha": fmt.short_sha, "pval": _pvalue, "cv": _cv, "anchor": _anchor,
-        "env": lambda values, limit=60: environment_label(values, limit=limit),
-    })
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        finalize=_finalize,
+    )
+    env.filters.update(
+        {
+            "pct": fmt.pct,
+            "share": fmt.share,
+            "dur": fmt.duration,
+            "delta": fmt.delta,
+            "sha": fmt.short_sha,
+            "pval": _pvalue,
+            "cv": _cv,
+            "anchor": _anchor,
+            "env": lambda values, limit=60: environment_label(values, limit=limit),
+        }
+    )
     return env.get_template("weekly.html.j2")

@@ -24,8 +24,15 @@ from perfci.report.escape import md_escape, md_link, safe_url, shorten, visible
 if TYPE_CHECKING:
     from perfci.model_weekly import ChangePointReport, WeeklyReport
 
-__all__ = ["MAX_ISSUE_CHARS", "environment_label", "issue_title", "render_markdown",
-           "render_slack", "slack_escape", "weekly_marker"]
+__all__ = [
+    "MAX_ISSUE_CHARS",
+    "environment_label",
+    "issue_title",
+    "render_markdown",
+    "render_slack",
+    "slack_escape",
+    "weekly_marker",
+]
 
 #: GitHub's limit on issue bodies, less a margin for its own line-ending normalisation.
 MAX_ISSUE_CHARS = 65_536 - 512
@@ -53,8 +60,9 @@ def environment_label(values: Mapping[str, str], *, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def render_markdown(report: WeeklyReport, *, repo: str | None = None,
-                    server_url: str = "https://github.com") -> str:
+def render_markdown(
+    report: WeeklyReport, *, repo: str | None = None, server_url: str = "https://github.com"
+) -> str:
     """The issue body for ``report``, under :data:`MAX_ISSUE_CHARS` characters.
 
     ``repo`` (``OWNER/NAME``) turns commit ranges into compare links on ``server_url``.
@@ -63,8 +71,7 @@ def render_markdown(report: WeeklyReport, *, repo: str | None = None,
     context = _context(report, repo=repo, server_url=server_url)
     body = ""
     for change_points, contributors, rows in _LIMITS:
-        body = _render(context, change_points=change_points, contributors=contributors,
-                       rows=rows)
+        body = _render(context, change_points=change_points, contributors=contributors, rows=rows)
         if _size(body) <= MAX_ISSUE_CHARS:
             return body
     cut = body[: MAX_ISSUE_CHARS - len(_TRUNCATED) * 2]
@@ -74,15 +81,19 @@ def render_markdown(report: WeeklyReport, *, repo: str | None = None,
 def render_slack(report: WeeklyReport, *, link: str | None = None, max_rows: int = 5) -> str:
     """A short Slack ``mrkdwn`` message: the headline and the largest change points."""
     found = report.change_points()
-    lines = [f"*perfci weekly report {slack_escape(report.project)} {report.week}* "
-             f"(branch {slack_escape(report.branch)}, {report.since:%Y-%m-%d} – "
-             f"{_last_day(report):%Y-%m-%d}): {_count(len(found), 'change point')}, "
-             f"{_count(report.coverage.runs, 'run')}."]
+    lines = [
+        f"*perfci weekly report {slack_escape(report.project)} {report.week}* "
+        f"(branch {slack_escape(report.branch)}, {report.since:%Y-%m-%d} – "
+        f"{_last_day(report):%Y-%m-%d}): {_count(len(found), 'change point')}, "
+        f"{_count(report.coverage.runs, 'run')}."
+    ]
     for trend, cp in found[:max_rows]:
         top = cp.contributors[0].name if cp.contributors else None
         because = f" — mostly {slack_escape(top, max_len=80)}" if top else ""
-        lines.append(f"• {slack_escape(trend.benchmark, max_len=80)}: step time "
-                     f"{fmt.pct(cp.change)} at {_commits(cp)}{because}")
+        lines.append(
+            f"• {slack_escape(trend.benchmark, max_len=80)}: step time "
+            f"{fmt.pct(cp.change)} at {_commits(cp)}{because}"
+        )
     if len(found) > max_rows:
         lines.append(f"… and {len(found) - max_rows} more")
     url = safe_url(link)
@@ -143,8 +154,10 @@ def _compare_link(cp: ChangePointReport, *, repo: str | None, server_url: str) -
         return md_escape(text)
     base = server_url.rstrip("/")
     if cp.previous_commit:
-        url = (f"{base}/{quote(repo)}/compare/{quote(cp.previous_commit, safe='')}..."
-               f"{quote(cp.commit, safe='')}")
+        url = (
+            f"{base}/{quote(repo)}/compare/{quote(cp.previous_commit, safe='')}..."
+            f"{quote(cp.commit, safe='')}"
+        )
     else:
         url = f"{base}/{quote(repo)}/commit/{quote(cp.commit, safe='')}"
     return md_link(text, url)
@@ -172,6 +185,11 @@ def _cv(value: float | None) -> str:
 
 @functools.cache
 def _template() -> jinja2.Template:
-    return markdown_template("weekly.md.j2", {
-        "pval": _pvalue, "cv": _cv,
-        "env": lambda values: md_escape(visible(environment_label(values)))})
+    return markdown_template(
+        "weekly.md.j2",
+        {
+            "pval": _pvalue,
+            "cv": _cv,
+            "env": lambda values: md_escape(visible(environment_label(values))),
+        },
+    )

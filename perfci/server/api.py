@@ -52,19 +52,31 @@ from perfci.usecases import alerts, browse, runs, tokens
 from perfci.usecases.submit import SubmitResult, submit_run
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorPublic, "description": description} for status, description in {
-        400: "Malformed request", 401: "Missing, wrong or revoked token",
+    status: {"model": ErrorPublic, "description": description}
+    for status, description in {
+        400: "Malformed request",
+        401: "Missing, wrong or revoked token",
         403: "Token of the project lacks the scope",
         404: "Not found (or not visible to this token)",
         413: "Request body, inflated file or metric count too large",
         415: "Unsupported content type",
-        422: "Invalid request", 503: "Database unavailable; retry"}.items()}
+        422: "Invalid request",
+        503: "Database unavailable; retry",
+    }.items()
+}
 
 router = APIRouter(prefix="/api/v1", responses=_ERRORS)
 
 _NO_NUL = r"^[^\x00]*$"
-ProjectName = Annotated[str, Path(min_length=1, max_length=200, pattern=_NO_NUL,
-                                  description="Project name, e.g. `owner/repo`.")]
+ProjectName = Annotated[
+    str,
+    Path(
+        min_length=1,
+        max_length=200,
+        pattern=_NO_NUL,
+        description="Project name, e.g. `owner/repo`.",
+    ),
+]
 BenchmarkName = Annotated[str, Path(min_length=1, max_length=200, pattern=_NO_NUL)]
 RunId = Annotated[int, Path(ge=1, le=INT32)]
 QueryText = Annotated[str | None, Query(max_length=1000, pattern=_NO_NUL)]
@@ -74,13 +86,24 @@ _UPLOAD_BODY = {
         "required": True,
         "content": {
             "application/json": {"schema": {"$ref": "#/components/schemas/RunCreate"}},
-            "multipart/form-data": {"schema": {
-                "type": "object", "required": ["meta", "files"],
-                "properties": {
-                    "meta": {"type": "string", "description": "RunMeta as JSON: benchmark, "
-                             "context and an optional format name."},
-                    "files": {"type": "array", "items": {"type": "string", "format": "binary"},
-                              "description": "Profile files, one repeat per file."}}}},
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["meta", "files"],
+                    "properties": {
+                        "meta": {
+                            "type": "string",
+                            "description": "RunMeta as JSON: benchmark, "
+                            "context and an optional format name.",
+                        },
+                        "files": {
+                            "type": "array",
+                            "items": {"type": "string", "format": "binary"},
+                            "description": "Profile files, one repeat per file.",
+                        },
+                    },
+                }
+            },
         },
     },
 }
@@ -89,14 +112,29 @@ _UPLOAD_BODY = {
 # --- upload -----------------------------------------------------------------------------------
 
 
-@router.post("/projects/{project:path}/runs", status_code=201, response_model=RunCreated,
-             openapi_extra=_UPLOAD_BODY, tags=["runs"],
-             responses={200: {"model": RunCreated, "description": "Already stored (a retry)"},
-                        409: {"model": ErrorPublic, "description": "The CI run is stored "
-                              "with other content; `error.run_id` is the stored run"}})
+@router.post(
+    "/projects/{project:path}/runs",
+    status_code=201,
+    response_model=RunCreated,
+    openapi_extra=_UPLOAD_BODY,
+    tags=["runs"],
+    responses={
+        200: {"model": RunCreated, "description": "Already stored (a retry)"},
+        409: {
+            "model": ErrorPublic,
+            "description": "The CI run is stored "
+            "with other content; `error.run_id` is the stored run",
+        },
+    },
+)
 async def upload_run(
-    project: ProjectName, request: Request, session: SessionDep,
-    settings: SettingsDep, limits: LimitsDep, registry: RegistryDep, token: TokenDep,
+    project: ProjectName,
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    limits: LimitsDep,
+    registry: RegistryDep,
+    token: TokenDep,
     idempotency_key: Annotated[str | None, Header(max_length=200, pattern=_NO_NUL)] = None,
 ) -> Response:
     """Store one run (JSON: a perfci document per repeat; multipart: one file per repeat),
@@ -109,15 +147,16 @@ async def upload_run(
         registry.count_upload("rejected")
         raise
     key = f"http:{idempotency_key}" if idempotency_key else None
-    created, answer = await run_upload_work(request, _submit, session, project, context,
-                                            benchmark, repeats, settings, key)
+    created, answer = await run_upload_work(
+        request, _submit, session, project, context, benchmark, repeats, settings, key
+    )
     registry.count_upload("created" if created else "duplicate")
-    return Response(answer, status_code=201 if created else 200,
-                    media_type="application/json")
+    return Response(answer, status_code=201 if created else 200, media_type="application/json")
 
 
-async def _read_upload(request: Request, project: str,
-                       limits: Limits) -> tuple[str, RunContext, list[list[Profile]]]:
+async def _read_upload(
+    request: Request, project: str, limits: Limits
+) -> tuple[str, RunContext, list[list[Profile]]]:
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type == "application/json":
         body = await request.body()
@@ -138,19 +177,37 @@ def _decode_json(body: bytes, limits: Limits) -> tuple[RunCreate, list[list[Prof
     return upload, uploads.documents_to_repeats(upload.repeats)
 
 
-def _submit(session: Any, project: str, context: RunContext, benchmark: str,
-            repeats: list[list[Profile]], settings: Any, key: str | None
-            ) -> tuple[bool, bytes]:
+def _submit(
+    session: Any,
+    project: str,
+    context: RunContext,
+    benchmark: str,
+    repeats: list[list[Profile]],
+    settings: Any,
+    key: str | None,
+) -> tuple[bool, bytes]:
     """``submit_run`` (the client's Idempotency-Key is the run key when it sent one), and the
     answer as JSON: a comparison of many metrics takes seconds to serialise, which must not
     happen on the event loop."""
-    result: SubmitResult = submit_run(session, context=context, benchmark=benchmark,
-                                      repeats=repeats, settings=settings, idempotency_key=key)
+    result: SubmitResult = submit_run(
+        session,
+        context=context,
+        benchmark=benchmark,
+        repeats=repeats,
+        settings=settings,
+        idempotency_key=key,
+    )
     ingest = result.ingest
-    answer = RunCreated(run_id=ingest.run_id, created=ingest.created, project=project,
-                        benchmark=benchmark, series=ingest.series, samples=ingest.samples,
-                        url=f"/runs/{ingest.run_id}",
-                        comparison=ComparisonPublic.of(result.comparison))
+    answer = RunCreated(
+        run_id=ingest.run_id,
+        created=ingest.created,
+        project=project,
+        benchmark=benchmark,
+        series=ingest.series,
+        samples=ingest.samples,
+        url=f"/runs/{ingest.run_id}",
+        comparison=ComparisonPublic.of(result.comparison),
+    )
     return ingest.created, answer.model_dump_json().encode()
 
 
@@ -160,14 +217,18 @@ def _submit(session: Any, project: str, context: RunContext, benchmark: str,
 @router.get("/projects", response_model=ProjectsPublic, tags=["projects"])
 def list_projects(session: SessionDep, token: TokenDep) -> ProjectsPublic:
     """The projects the caller may read: public ones and the token's own."""
-    visible = [p for p in browse.list_projects(session)
-               if p.public or (token is not None and token.project == p.name)]
+    visible = [
+        p
+        for p in browse.list_projects(session)
+        if p.public or (token is not None and token.project == p.name)
+    ]
     return ProjectsPublic(projects=[ProjectPublic(**dataclasses.asdict(p)) for p in visible])
 
 
 @router.patch("/projects/{project:path}", response_model=ProjectPublic, tags=["projects"])
-def update_project(project: ProjectName, update: ProjectUpdate, session: SessionDep,
-                   token: TokenDep) -> ProjectPublic:
+def update_project(
+    project: ProjectName, update: ProjectUpdate, session: SessionDep, token: TokenDep
+) -> ProjectPublic:
     """Admin: make the project public (readable without a token) or private."""
     auth.require_scope(token, project, "admin")
     tokens.set_project_public(session, project=project, public=update.public)
@@ -197,8 +258,12 @@ def delete_run(run_id: RunId, session: SessionDep, token: TokenDep) -> RunDelete
     missing = f"no run with id {run_id}"
     owner = auth.owner_of(lambda: browse.project_of_run(session, run_id), token, "admin")
     admin = auth.require_scope(token, owner, "admin", missing=missing)
-    deleted = runs.delete_run(session, run_id=run_id, project=owner,
-                              actor=f"token {admin.id} ({admin.prefix}…, {admin.name})")
+    deleted = runs.delete_run(
+        session,
+        run_id=run_id,
+        project=owner,
+        actor=f"token {admin.id} ({admin.prefix}…, {admin.name})",
+    )
     return RunDeleted(**dataclasses.asdict(deleted))
 
 
@@ -213,48 +278,72 @@ def get_comparison(run_id: RunId, session: SessionDep, token: TokenDep) -> Compa
     return comparison
 
 
-@router.get("/projects/{project:path}/benchmarks", response_model=BenchmarksPublic,
-            tags=["benchmarks"])
-def list_benchmarks(project: ProjectName, session: SessionDep, token: TokenDep
-                    ) -> BenchmarksPublic:
+@router.get(
+    "/projects/{project:path}/benchmarks", response_model=BenchmarksPublic, tags=["benchmarks"]
+)
+def list_benchmarks(project: ProjectName, session: SessionDep, token: TokenDep) -> BenchmarksPublic:
     """The project's benchmarks with their latest step time (ns per step)."""
     auth.require_read(session, token, project)
     found = browse.list_benchmarks(session, project, trend_points=1)
-    return BenchmarksPublic(project=project, benchmarks=[
-        BenchmarkPublic(name=b.name, runs=b.runs, latest_run_id=b.latest_run_id,
-                        latest_at=b.latest_at, latest_step_ns=b.latest_step_ns,
-                        step_series=_series_public(b.step_series)) for b in found])
+    return BenchmarksPublic(
+        project=project,
+        benchmarks=[
+            BenchmarkPublic(
+                name=b.name,
+                runs=b.runs,
+                latest_run_id=b.latest_run_id,
+                latest_at=b.latest_at,
+                latest_step_ns=b.latest_step_ns,
+                step_series=_series_public(b.step_series),
+            )
+            for b in found
+        ],
+    )
 
 
-@router.get("/projects/{project:path}/benchmarks/{benchmark:path}/series",
-            response_model=SeriesHistoryPublic, tags=["benchmarks"])
+@router.get(
+    "/projects/{project:path}/benchmarks/{benchmark:path}/series",
+    response_model=SeriesHistoryPublic,
+    tags=["benchmarks"],
+)
 def series_history(
-    project: ProjectName, benchmark: BenchmarkName, session: SessionDep,
-    settings: SettingsDep, token: TokenDep,
-    kind: Annotated[MetricKind, Query()], name: Annotated[str, Query(
-        min_length=1, max_length=1000, pattern=_NO_NUL)],
-    device: Annotated[Device, Query()] = Device.GPU, scope: QueryText = None,
-    section: QueryText = None, branch: Annotated[str | None, Query(
-        max_length=255, pattern=_NO_NUL)] = None,
-    since: datetime | None = None, until: datetime | None = None,
+    project: ProjectName,
+    benchmark: BenchmarkName,
+    session: SessionDep,
+    settings: SettingsDep,
+    token: TokenDep,
+    kind: Annotated[MetricKind, Query()],
+    name: Annotated[str, Query(min_length=1, max_length=1000, pattern=_NO_NUL)],
+    device: Annotated[Device, Query()] = Device.GPU,
+    scope: QueryText = None,
+    section: QueryText = None,
+    branch: Annotated[str | None, Query(max_length=255, pattern=_NO_NUL)] = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
 ) -> SeriesHistoryPublic:
     """One metric's values per run on a branch (default: the baseline branch), oldest first."""
     auth.require_read(session, token, project)
-    key = SeriesKey(kind=kind, name=name, device=device, scope=scope or "",
-                    section=section or "")
+    key = SeriesKey(kind=kind, name=name, device=device, scope=scope or "", section=section or "")
     chosen = branch or settings.baseline_branch
-    points = browse.series_history(session, project, benchmark, series=key, branch=chosen,
-                                   since=_utc(since), until=_utc(until))
+    points = browse.series_history(
+        session, project, benchmark, series=key, branch=chosen, since=_utc(since), until=_utc(until)
+    )
     return SeriesHistoryPublic(
-        project=project, benchmark=benchmark, branch=chosen,
+        project=project,
+        benchmark=benchmark,
+        branch=chosen,
         series=_series_public(key),  # type: ignore[arg-type]
-        points=[HistoryPointPublic(**dataclasses.asdict(p)) for p in points])
+        points=[HistoryPointPublic(**dataclasses.asdict(p)) for p in points],
+    )
 
 
 @router.get("/projects/{project:path}/runs", response_model=RunsPublic, tags=["runs"])
 def list_runs(
-    project: ProjectName, session: SessionDep, token: TokenDep,
-    since: datetime | None = None, until: datetime | None = None,
+    project: ProjectName,
+    session: SessionDep,
+    token: TokenDep,
+    since: datetime | None = None,
+    until: datetime | None = None,
     branch: Annotated[str | None, Query(max_length=255, pattern=_NO_NUL)] = None,
     benchmark: Annotated[str | None, Query(max_length=200, pattern=_NO_NUL)] = None,
 ) -> RunsPublic:
@@ -262,8 +351,9 @@ def list_runs(
     auth.require_read(session, token, project)
     browse.get_project(session, project)
     start, end = _period(_utc(since), _utc(until))
-    runs = browse.runs_between(session, project, since=start, until=end, branch=branch,
-                               benchmark=benchmark)
+    runs = browse.runs_between(
+        session, project, since=start, until=end, branch=branch, benchmark=benchmark
+    )
     return RunsPublic(project=project, runs=[_run_public(r, v) for r, v in runs])
 
 
@@ -272,7 +362,9 @@ def list_runs(
 
 @router.get("/projects/{project:path}/alerts", response_model=AlertsPublic, tags=["alerts"])
 def list_alerts(
-    project: ProjectName, session: SessionDep, token: TokenDep,
+    project: ProjectName,
+    session: SessionDep,
+    token: TokenDep,
     status: Annotated[alerts.Status | None, Query()] = None,
     benchmark: Annotated[str | None, Query(max_length=200, pattern=_NO_NUL)] = None,
 ) -> AlertsPublic:
@@ -283,21 +375,26 @@ def list_alerts(
 
 
 @router.patch("/alerts/{alert_id}", response_model=AlertPublic, tags=["alerts"])
-def update_alert(alert_id: RunId, update: AlertUpdate, session: SessionDep,
-                 token: TokenDep) -> AlertPublic:
+def update_alert(
+    alert_id: RunId, update: AlertUpdate, session: SessionDep, token: TokenDep
+) -> AlertPublic:
     """Admin: acknowledge, dismiss or re-open an alert."""
     missing = f"no alert with id {alert_id}; `perfci alerts list` shows them"
     owner = auth.owner_of(lambda: alerts.get_alert(session, alert_id).project, token, "admin")
     auth.require_scope(token, owner, "admin", missing=missing)
-    return _alert_public(alerts.set_alert_status(session, alert_id, update.status,
-                                                 note=update.note))
+    return _alert_public(
+        alerts.set_alert_status(session, alert_id, update.status, note=update.note)
+    )
 
 
 @router.get("/projects/{project:path}/reports/weekly", tags=["reports"])
 def weekly_report(
-    project: ProjectName, session: SessionDep, token: TokenDep,
-    week: Annotated[str, Query(pattern=r"^\d{4}-[Ww]\d{2}$",
-                               description="ISO week, e.g. 2026-W47.")],
+    project: ProjectName,
+    session: SessionDep,
+    token: TokenDep,
+    week: Annotated[
+        str, Query(pattern=r"^\d{4}-[Ww]\d{2}$", description="ISO week, e.g. 2026-W47.")
+    ],
     branch: Annotated[str, Query(min_length=1, max_length=255, pattern=_NO_NUL)] = "main",
 ) -> dict[str, Any]:
     """The weekly trend report of ``branch`` (``perfci report --format json``'s document).
@@ -309,8 +406,9 @@ def weekly_report(
     auth.require_read(session, token, project)
     browse.get_project(session, project)
     since, until = week_bounds(week)
-    report = build_weekly_report(session, project=project, since=since, until=until,
-                                 branch=branch, record=False)
+    report = build_weekly_report(
+        session, project=project, since=since, until=until, branch=branch, record=False
+    )
     return report_to_dict(report)
 
 
@@ -354,4 +452,3 @@ def _utc(moment: datetime | None) -> datetime | None:
         return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
     except (OverflowError, ValueError):
         raise ConfigError(f"date {moment!r} is out of range") from None
-

@@ -30,8 +30,9 @@ from perfci.usecases.db import database_answers, service_engine
 STATIC = Path(__file__).parent / "static"
 
 
-def create_app(settings: Settings, *, limits: Limits | None = None,
-               database_url: str | None = None) -> FastAPI:
+def create_app(
+    settings: Settings, *, limits: Limits | None = None, database_url: str | None = None
+) -> FastAPI:
     """The perfci service for ``settings`` (database, thresholds) and upload ``limits``."""
     limits = limits or limits_from(settings)
     engine, sessions = service_engine(database_url or settings.resolved_database_url())
@@ -44,11 +45,15 @@ def create_app(settings: Settings, *, limits: Limits | None = None,
     # The interactive docs and the schema are off unless asked for (PERFCI_API_DOCS): they
     # describe every route to anyone, and docs/service.md documents the API anyway.
     docs = settings.api_docs
-    app = FastAPI(title="perfci", version=__version__, lifespan=lifespan,
-                  summary="GPU performance-regression checks: upload runs, read comparisons "
-                          "and history.",
-                  docs_url="/docs" if docs else None, redoc_url="/redoc" if docs else None,
-                  openapi_url="/openapi.json" if docs else None)
+    app = FastAPI(
+        title="perfci",
+        version=__version__,
+        lifespan=lifespan,
+        summary="GPU performance-regression checks: upload runs, read comparisons and history.",
+        docs_url="/docs" if docs else None,
+        redoc_url="/redoc" if docs else None,
+        openapi_url="/openapi.json" if docs else None,
+    )
     app.state.settings = settings
     app.state.limits = limits
     app.state.engine = engine
@@ -68,18 +73,29 @@ def create_app(settings: Settings, *, limits: Limits | None = None,
 
 
 def _add_operational_routes(app: FastAPI) -> None:
-    @app.get("/healthz", response_model=HealthPublic, tags=["operations"],
-             responses={503: {"model": ErrorPublic, "description": "Database unreachable"}})
+    @app.get(
+        "/healthz",
+        response_model=HealthPublic,
+        tags=["operations"],
+        responses={503: {"model": ErrorPublic, "description": "Database unreachable"}},
+    )
     def healthz(request: Request) -> Response:
         """200 when the database answers ``SELECT 1``, else 503."""
         if not database_answers(request.app.state.engine):
-            return JSONResponse(error_body("database_unavailable",
-                                           "the database does not answer"), status_code=503)
+            return JSONResponse(
+                error_body("database_unavailable", "the database does not answer"), status_code=503
+            )
         return JSONResponse({"status": "ok", "database": request.app.state.engine.dialect.name})
 
-    @app.get("/metrics", response_class=PlainTextResponse, tags=["operations"],
-             responses={401: _json_error("Missing or wrong token"),
-                        404: _json_error("Metrics are off on this server")})
+    @app.get(
+        "/metrics",
+        response_class=PlainTextResponse,
+        tags=["operations"],
+        responses={
+            401: _json_error("Missing or wrong token"),
+            404: _json_error("Metrics are off on this server"),
+        },
+    )
     def metrics(request: Request) -> Response:
         """Prometheus metrics of this worker process (off unless configured)."""
         _check_metrics_access(request)
@@ -88,8 +104,10 @@ def _add_operational_routes(app: FastAPI) -> None:
 
 def _json_error(description: str) -> dict[str, Any]:
     """An error answer of a text/plain route: documented as the JSON it is."""
-    return {"description": description, "content": {"application/json": {
-        "schema": {"$ref": "#/components/schemas/ErrorPublic"}}}}
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorPublic"}}},
+    }
 
 
 def _check_metrics_access(request: Request) -> None:
@@ -103,8 +121,7 @@ def _check_metrics_access(request: Request) -> None:
     expected = f"Bearer {settings.metrics_token.get_secret_value()}".encode()
     presented = request.headers.get("authorization", "").encode("utf-8", "replace")
     if not hmac.compare_digest(presented, expected):
-        raise AuthError("/metrics needs `Authorization: Bearer <PERFCI_METRICS_TOKEN>`",
-                        status=401)
+        raise AuthError("/metrics needs `Authorization: Bearer <PERFCI_METRICS_TOKEN>`", status=401)
 
 
 def _document_upload_body(app: FastAPI) -> None:
@@ -127,10 +144,13 @@ def _document_upload_body(app: FastAPI) -> None:
 
 def limits_from(settings: Settings) -> Limits:
     """Upload limits from the settings (``PERFCI_MAX_BODY_BYTES``, ``PERFCI_MAX_METRICS``, …)."""
-    return Limits(max_body_bytes=settings.max_body_bytes, max_metrics=settings.max_metrics,
-                  max_samples=settings.max_samples,
-                  max_inflated_bytes=settings.max_inflated_bytes,
-                  max_inflation_ratio=settings.max_inflation_ratio)
+    return Limits(
+        max_body_bytes=settings.max_body_bytes,
+        max_metrics=settings.max_metrics,
+        max_samples=settings.max_samples,
+        max_inflated_bytes=settings.max_inflated_bytes,
+        max_inflation_ratio=settings.max_inflation_ratio,
+    )
 
 
 def create_app_from_env() -> FastAPI:

@@ -28,12 +28,15 @@ def missing_project(project: str) -> str:
 
 
 def _no_token(scope: str) -> AuthError:
-    return AuthError(f"this needs an API token with the {scope!r} scope "
-                     "(Authorization: Bearer <token>)", status=401)
+    return AuthError(
+        f"this needs an API token with the {scope!r} scope (Authorization: Bearer <token>)",
+        status=401,
+    )
 
 
-def require_scope(token: TokenInfo | None, project: str, scope: str, *,
-                  missing: str | None = None) -> TokenInfo:
+def require_scope(
+    token: TokenInfo | None, project: str, scope: str, *, missing: str | None = None
+) -> TokenInfo:
     """``token`` when it grants ``scope`` on ``project``.
 
     Raises
@@ -49,13 +52,15 @@ def require_scope(token: TokenInfo | None, project: str, scope: str, *,
     if token.project != project:
         raise NotFoundError(missing or missing_project(project))
     if not token.allows(scope):
-        raise AuthError(f"this token lacks the {scope!r} scope (it has: "
-                        f"{', '.join(token.scopes)})", status=403)
+        raise AuthError(
+            f"this token lacks the {scope!r} scope (it has: {', '.join(token.scopes)})", status=403
+        )
     return token
 
 
-def require_read(session: Session, token: TokenInfo | None, project: str, *,
-                 missing: str | None = None) -> None:
+def require_read(
+    session: Session, token: TokenInfo | None, project: str, *, missing: str | None = None
+) -> None:
     """Reads of a public project are open; of a private one need a ``read`` token."""
     if can_read(session, token, project):
         return

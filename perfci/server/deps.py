@@ -73,7 +73,8 @@ async def run_upload_work(request: Request, function: Callable[..., T], *args: A
     if limiter is None:  # made on first use: a limiter belongs to the running event loop
         settings: Settings = request.app.state.settings
         limiter = request.app.state.upload_limiter = anyio.CapacityLimiter(
-            settings.upload_concurrency)
+            settings.upload_concurrency
+        )
     return await anyio.to_thread.run_sync(functools.partial(function, *args), limiter=limiter)
 
 

@@ -50,14 +50,27 @@ _STATUS: dict[type[PerfciError], tuple[int, str]] = {
     StorageError: (503, "database_unavailable"),
     GitHubError: (502, "github_error"),
 }
-_HTTP_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
-               405: "method_not_allowed", 408: "request_timeout", 409: "conflict",
-               413: "payload_too_large",
-               415: "unsupported_media_type", 422: "invalid_request", 503: "unavailable"}
+_HTTP_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    408: "request_timeout",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "invalid_request",
+    503: "unavailable",
+}
 
 #: Database errors that mean "not reachable right now": the client should retry.
-_OUTAGES: tuple[type[Exception], ...] = (sa_exc.OperationalError, sa_exc.InterfaceError,
-                                         sa_exc.DisconnectionError, sa_exc.TimeoutError)
+_OUTAGES: tuple[type[Exception], ...] = (
+    sa_exc.OperationalError,
+    sa_exc.InterfaceError,
+    sa_exc.DisconnectionError,
+    sa_exc.TimeoutError,
+)
 
 #: Renders an error as an HTML page: (request, status, message) -> response.
 HtmlRenderer = Callable[[Request, int, str], Response]
@@ -95,12 +108,17 @@ def validation_message(errors: list[Any]) -> str:
 def install_handlers(app: FastAPI, render_html: HtmlRenderer | None = None) -> None:
     """Register the handlers on ``app``; pages get ``render_html`` instead of JSON."""
 
-    def respond(request: Request, status: int, code: str, message: str,
-                headers: dict[str, str] | None = None, **extra: Any) -> Response:
+    def respond(
+        request: Request,
+        status: int,
+        code: str,
+        message: str,
+        headers: dict[str, str] | None = None,
+        **extra: Any,
+    ) -> Response:
         if render_html is not None and _wants_html(request):
             return render_html(request, status, message)
-        return JSONResponse(error_body(code, message, **extra), status_code=status,
-                            headers=headers)
+        return JSONResponse(error_body(code, message, **extra), status_code=status, headers=headers)
 
     async def on_perfci(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, PerfciError)
@@ -118,14 +136,24 @@ def install_handlers(app: FastAPI, render_html: HtmlRenderer | None = None) -> N
     async def on_http(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
         code = _HTTP_CODES.get(exc.status_code, "error")
-        return respond(request, exc.status_code, code, str(exc.detail),
-                       dict(exc.headers) if exc.headers else None)
+        return respond(
+            request,
+            exc.status_code,
+            code,
+            str(exc.detail),
+            dict(exc.headers) if exc.headers else None,
+        )
 
     async def on_database(request: Request, exc: Exception) -> Response:
-        log.warning("%s %s: database error: %s", request.method, request.url.path,
-                    str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-        return respond(request, 503, "database_unavailable",
-                       "the database is unavailable; retry later")
+        log.warning(
+            "%s %s: database error: %s",
+            request.method,
+            request.url.path,
+            str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+        )
+        return respond(
+            request, 503, "database_unavailable", "the database is unavailable; retry later"
+        )
 
     async def on_disconnect(request: Request, exc: Exception) -> Response:
         # The client went away (or was cut off for sending too slowly): nobody reads this.

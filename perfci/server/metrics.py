@@ -58,18 +58,25 @@ class Registry:
     def render(self) -> str:
         """The metrics in the Prometheus text exposition format."""
         with self._lock:
-            lines = ["# HELP perfci_http_requests_total HTTP requests by route and status.",
-                     "# TYPE perfci_http_requests_total counter"]
+            lines = [
+                "# HELP perfci_http_requests_total HTTP requests by route and status.",
+                "# TYPE perfci_http_requests_total counter",
+            ]
             for (method, route, status), count in sorted(self._requests.items()):
                 labels = _labels(method=method, route=route, status=status)
                 lines.append(f"perfci_http_requests_total{{{labels}}} {count}")
-            lines += ["# HELP perfci_uploads_total Run uploads by result.",
-                      "# TYPE perfci_uploads_total counter"]
+            lines += [
+                "# HELP perfci_uploads_total Run uploads by result.",
+                "# TYPE perfci_uploads_total counter",
+            ]
             for result in ("created", "duplicate", "rejected"):
-                lines.append(f'perfci_uploads_total{{result="{result}"}} '
-                             f"{self._uploads.get(result, 0)}")
-            lines += ["# HELP perfci_http_request_duration_seconds Request latency by route.",
-                      "# TYPE perfci_http_request_duration_seconds histogram"]
+                lines.append(
+                    f'perfci_uploads_total{{result="{result}"}} {self._uploads.get(result, 0)}'
+                )
+            lines += [
+                "# HELP perfci_http_request_duration_seconds Request latency by route.",
+                "# TYPE perfci_http_request_duration_seconds histogram",
+            ]
             for route, counts in sorted(self._buckets.items()):
                 lines += _histogram(route, counts, self._sums[route])
         return "\n".join(lines) + "\n"
@@ -120,8 +127,9 @@ class MetricsMiddleware:
             # Only a matched route's template: never the client's path.
             route = getattr(scope.get("route"), "path", None)
             route = route if isinstance(route, str) else "unmatched"
-            self.registry.observe_request(scope["method"], route, status,
-                                          time.perf_counter() - started)
+            self.registry.observe_request(
+                scope["method"], route, status, time.perf_counter() - started
+            )
 
 
 class BodyLimitMiddleware:
@@ -175,8 +183,10 @@ async def _send_413(send: Send, limit: int) -> None:
     import json
 
     body = json.dumps(error_body("payload_too_large", _too_large(limit))).encode()
-    headers: list[Any] = [(b"content-type", b"application/json"),
-                          (b"content-length", str(len(body)).encode()),
-                          (b"connection", b"close")]
+    headers: list[Any] = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"connection", b"close"),
+    ]
     await send({"type": "http.response.start", "status": 413, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -47,13 +47,23 @@ def make_templates() -> Jinja2Templates:
     of projects, benchmarks, branches and kernels reach the page, its title included, with
     their invisible format characters (U+202E …) shown, so none can reverse the text around it.
     """
-    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(
-        enabled_extensions=("html",), default_for_string=True, default=True),
-        finalize=_shown)
-    env.filters.update(project_url=lambda name: "/p/" + quote(name, safe="/"),
-                       segment=lambda name: quote(name, safe=""), duration=fmt.duration,
-                       pct=fmt.pct, short_sha=fmt.short_sha, safe_url=safe_url,
-                       label=verdict_badge, badge=verdict_badge)
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=select_autoescape(
+            enabled_extensions=("html",), default_for_string=True, default=True
+        ),
+        finalize=_shown,
+    )
+    env.filters.update(
+        project_url=lambda name: "/p/" + quote(name, safe="/"),
+        segment=lambda name: quote(name, safe=""),
+        duration=fmt.duration,
+        pct=fmt.pct,
+        short_sha=fmt.short_sha,
+        safe_url=safe_url,
+        label=verdict_badge,
+        badge=verdict_badge,
+    )
     return Jinja2Templates(env=env)
 
 
@@ -75,8 +85,7 @@ def verdict_badge(verdict: Verdict | str | None, *, headline: bool = False) -> M
     return Markup('<span class="badge badge-{}">{}</span>').format(value.value, words)
 
 
-def render(request: Request, template: str, status_code: int = 200,
-           **context: Any) -> Response:
+def render(request: Request, template: str, status_code: int = 200, **context: Any) -> Response:
     templates: Jinja2Templates = request.app.state.templates
     return templates.TemplateResponse(request, template, context, status_code=status_code)
 
@@ -88,8 +97,11 @@ def render_error(request: Request, status: int, message: str) -> Response:
 
 @router.get("/")
 def index(request: Request, session: SessionDep, token: CookieTokenDep) -> Response:
-    projects = [p for p in browse.list_projects(session)
-                if p.public or (token is not None and token.project == p.name)]
+    projects = [
+        p
+        for p in browse.list_projects(session)
+        if p.public or (token is not None and token.project == p.name)
+    ]
     return render(request, "index.html", projects=projects, token=token)
 
 
@@ -99,8 +111,9 @@ def login_form(request: Request, token: CookieTokenDep) -> Response:
 
 
 @router.post("/login")
-def login(request: Request, session: SessionDep,
-          token: Annotated[str, Form(max_length=200)]) -> Response:
+def login(
+    request: Request, session: SessionDep, token: Annotated[str, Form(max_length=200)]
+) -> Response:
     try:
         # Login CSRF: another site must not log a visitor in with a token of its choosing.
         require_same_origin(request)
@@ -108,11 +121,18 @@ def login(request: Request, session: SessionDep,
     except AuthError as exc:
         return render(request, "login.html", exc.status, token=None, message=str(exc))
     if not info.allows("read"):
-        return render(request, "login.html", 403, token=None,
-                      message="this token lacks the 'read' scope")
+        return render(
+            request, "login.html", 403, token=None, message="this token lacks the 'read' scope"
+        )
     response = RedirectResponse("/p/" + quote(info.project, safe="/"), status_code=303)
-    response.set_cookie(TOKEN_COOKIE, token.strip(), httponly=True, samesite="strict",
-                        secure=request.url.scheme == "https", max_age=30 * 24 * 3600)
+    response.set_cookie(
+        TOKEN_COOKIE,
+        token.strip(),
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+        max_age=30 * 24 * 3600,
+    )
     return response
 
 
@@ -126,47 +146,83 @@ def logout() -> Response:
 # A benchmark name may hold "/" (llm/70b): the path converter keeps it whole; the project is
 # matched up to the last "/b/".
 @router.get("/p/{project:path}/b/{benchmark:path}")
-def benchmark_page(request: Request, project: str, benchmark: str, session: SessionDep,
-                   settings: SettingsDep, token: CookieTokenDep,
-                   branch: str | None = None) -> Response:
+def benchmark_page(
+    request: Request,
+    project: str,
+    benchmark: str,
+    session: SessionDep,
+    settings: SettingsDep,
+    token: CookieTokenDep,
+    branch: str | None = None,
+) -> Response:
     auth.require_read(session, token, project)
     chosen = (branch or settings.baseline_branch)[:255]
     series, points = browse.step_history(session, project, benchmark, branch=chosen)
     if not points and branch is None:
-        chosen, (series, points) = "", browse.step_history(session, project, benchmark,
-                                                           branch=None)
+        chosen, (series, points) = "", browse.step_history(session, project, benchmark, branch=None)
     runs = browse.benchmark_runs(session, project, benchmark)
     verdicts = browse.verdicts(session, [r.id for r in runs])
     step_of = {p.run_id: p.value_ns for p in points}
     chart, changes = _chart(points)
-    return render(request, "benchmark.html", project=project, benchmark=benchmark,
-                  branch=chosen, series=series, points=points, chart=chart, changes=changes,
-                  runs=runs, verdicts=verdicts, step_of=step_of, token=token)
+    return render(
+        request,
+        "benchmark.html",
+        project=project,
+        benchmark=benchmark,
+        branch=chosen,
+        series=series,
+        points=points,
+        chart=chart,
+        changes=changes,
+        runs=runs,
+        verdicts=verdicts,
+        step_of=step_of,
+        token=token,
+    )
 
 
 @router.get("/p/{project:path}")
-def project_page(request: Request, project: str, session: SessionDep, settings: SettingsDep,
-                 token: CookieTokenDep) -> Response:
+def project_page(
+    request: Request,
+    project: str,
+    session: SessionDep,
+    settings: SettingsDep,
+    token: CookieTokenDep,
+) -> Response:
     auth.require_read(session, token, project)
     benchmarks = browse.list_benchmarks(session, project, branch=settings.baseline_branch)
     sparks = {b.name: sparkline(b.trend_ns) for b in benchmarks}
-    return render(request, "project.html", project=project, benchmarks=benchmarks,
-                  sparks=sparks, branch=settings.baseline_branch, token=token)
+    return render(
+        request,
+        "project.html",
+        project=project,
+        benchmarks=benchmarks,
+        sparks=sparks,
+        branch=settings.baseline_branch,
+        token=token,
+    )
 
 
 @router.get("/runs/{run_id}")
-def run_page(request: Request, run_id: int, session: SessionDep,
-             token: CookieTokenDep) -> Response:
+def run_page(request: Request, run_id: int, session: SessionDep, token: CookieTokenDep) -> Response:
     if not 1 <= run_id <= INT32:
         return render_error(request, 404, f"no run with id {run_id}")
     auth.require_read(session, token, browse.project_of_run(session, run_id))
     detail = browse.run_detail(session, run_id)
     result = comparison_from_dict(detail.comparison) if detail.comparison else None
     rows = fmt.by_severity(result.metrics) if result else []
-    return render(request, "run.html", run=detail.run, result=result, rows=rows[:MAX_ROWS],
-                  hidden=max(0, len(rows) - MAX_ROWS), fmt=fmt, token=token,
-                  headline=verdict_badge(result.verdict, headline=True) if result else None,
-                  contributions=result.contributions[:20] if result else [])
+    return render(
+        request,
+        "run.html",
+        run=detail.run,
+        result=result,
+        rows=rows[:MAX_ROWS],
+        hidden=max(0, len(rows) - MAX_ROWS),
+        fmt=fmt,
+        token=token,
+        headline=verdict_badge(result.verdict, headline=True) if result else None,
+        contributions=result.contributions[:20] if result else [],
+    )
 
 
 def _chart(points: Sequence[StepPoint]) -> tuple[str | None, list[tuple[StepPoint, float]]]:
@@ -184,8 +240,9 @@ def _chart(points: Sequence[StepPoint]) -> tuple[str | None, list[tuple[StepPoin
         if stored == sorted(stored):
             times = stored
     when = {p.run_id: t for p, t in zip(points, times, strict=True)}
-    svg = step_trend_svg(times, values, levels, [when[p.run_id] for p, _ in changes],
-                         width_in=9.0, height_in=3.0)
+    svg = step_trend_svg(
+        times, values, levels, [when[p.run_id] for p, _ in changes], width_in=9.0, height_in=3.0
+    )
     return svg, changes
 
 
@@ -196,10 +253,14 @@ def sparkline(values: Sequence[float], *, width: int = 120, height: int = 24) ->
     low, high = min(values), max(values)
     span = (high - low) or 1.0
     step = (width - 4) / (len(values) - 1)
-    coords = " ".join(f"{2 + i * step:.1f},{height - 2 - (v - low) / span * (height - 4):.1f}"
-                      for i, v in enumerate(values))
+    coords = " ".join(
+        f"{2 + i * step:.1f},{height - 2 - (v - low) / span * (height - 4):.1f}"
+        for i, v in enumerate(values)
+    )
     last_x, last_y = coords.rsplit(" ", 1)[-1].split(",")
-    return (f'<svg class="spark" width="{width}" height="{height}" viewBox="0 0 {width} '
-            f'{height}" role="img" aria-label="step time trend">'
-            f'<polyline fill="none" stroke="#4c72b0" stroke-width="1.5" points="{coords}"/>'
-            f'<circle cx="{last_x}" cy="{last_y}" r="2" fill="#4c72b0"/></svg>')
+    return (
+        f'<svg class="spark" width="{width}" height="{height}" viewBox="0 0 {width} '
+        f'{height}" role="img" aria-label="step time trend">'
+        f'<polyline fill="none" stroke="#4c72b0" stroke-width="1.5" points="{coords}"/>'
+        f'<circle cx="{last_x}" cy="{last_y}" r="2" fill="#4c72b0"/></svg>'
+    )

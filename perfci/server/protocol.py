@@ -81,6 +81,7 @@ class TimedH11Protocol(H11Protocol):
     def _on_deadline(self) -> None:
         self._deadline = None
         if not self.transport.is_closing():
-            self.logger.info("closing a connection that sent its request %s too slowly",
-                             self._phase)
+            self.logger.info(
+                "closing a connection that sent its request %s too slowly", self._phase
+            )
             self.transport.close()

@@ -69,7 +69,8 @@ class ContextIn(_Strict):
     commit_time: Text64 | None = None
     repository: Text255 | None = None
     environment: Annotated[dict[Text200, ShortText], Field(max_length=100)] = Field(
-        default_factory=dict)
+        default_factory=dict
+    )
 
 
 class MetricIn(BaseModel):

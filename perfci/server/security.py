@@ -17,7 +17,8 @@ from perfci.errors import AuthError
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
-    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
 SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
     (b"x-frame-options", b"DENY"),
@@ -63,8 +64,12 @@ def require_same_origin(request: Request) -> None:
     host = request.headers.get("host", "").lower()
     sent = request.headers.get("origin") or request.headers.get("referer")
     if not sent or sent == "null":
-        raise AuthError("this form must be posted from the perfci page itself (the browser "
-                        "sent no Origin header)", status=403)
+        raise AuthError(
+            "this form must be posted from the perfci page itself (the browser "
+            "sent no Origin header)",
+            status=403,
+        )
     if urlsplit(sent).netloc.lower() != host:
-        raise AuthError("this form was posted from another site; log in on the perfci page "
-                        "itself", status=403)
+        raise AuthError(
+            "this form was posted from another site; log in on the perfci page itself", status=403
+        )

@@ -93,12 +93,17 @@ def count_run(body: bytes, limits: Limits, *, document: bool = False) -> None:
         else:
             repeats = _RUN_DECODER.decode(body).repeats
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-        raise RequestValidationError([{"loc": ("body",), "msg": str(exc),
-                                       "type": "json_invalid"}]) from None
+        raise RequestValidationError(
+            [{"loc": ("body",), "msg": str(exc), "type": "json_invalid"}]
+        ) from None
     metrics = sum(len(profile.metrics) for repeat in repeats for profile in repeat.profiles)
     _check_counts(metrics, 0, limits)  # first: the samples loop is per metric
-    samples = sum(_count_samples(metric.samples_ns) for repeat in repeats
-                  for profile in repeat.profiles for metric in profile.metrics)
+    samples = sum(
+        _count_samples(metric.samples_ns)
+        for repeat in repeats
+        for profile in repeat.profiles
+        for metric in profile.metrics
+    )
     _check_counts(metrics, samples, limits)
 
 
@@ -111,13 +116,18 @@ def _count_samples(raw: msgspec.Raw) -> int:
 
 def _check_counts(metrics: int, samples: int, limits: Limits) -> None:
     if metrics > limits.max_metrics:
-        raise InputTooLarge(f"the run has {metrics} metrics; this server accepts at most "
-                            f"{limits.max_metrics} per run (PERFCI_MAX_METRICS)",
-                            source="upload")
+        raise InputTooLarge(
+            f"the run has {metrics} metrics; this server accepts at most "
+            f"{limits.max_metrics} per run (PERFCI_MAX_METRICS)",
+            source="upload",
+        )
     if samples > limits.max_samples:
-        raise InputTooLarge(f"the run has {samples} samples (samples_ns values); this server "
-                            f"accepts at most {limits.max_samples} per run "
-                            "(PERFCI_MAX_SAMPLES)", source="upload")
+        raise InputTooLarge(
+            f"the run has {samples} samples (samples_ns values); this server "
+            f"accepts at most {limits.max_samples} per run "
+            "(PERFCI_MAX_SAMPLES)",
+            source="upload",
+        )
 
 
 def decode_run(body: bytes, limits: Limits) -> RunCreate:
@@ -132,15 +142,17 @@ def decode_run(body: bytes, limits: Limits) -> RunCreate:
     try:
         raw = msgspec.json.decode(body)
     except msgspec.DecodeError as exc:
-        raise RequestValidationError([{"loc": ("body",), "msg": f"invalid JSON: {exc}",
-                                       "type": "json_invalid"}]) from None
+        raise RequestValidationError(
+            [{"loc": ("body",), "msg": f"invalid JSON: {exc}", "type": "json_invalid"}]
+        ) from None
     pulled = _pull_metrics(raw)
     try:
         upload = RunCreate.model_validate(raw)
         for (repeat, profile), metrics in pulled.items():
             target = upload.repeats[repeat].profiles[profile]
-            target.metrics = _validate_metrics(metrics, ("repeats", repeat, "profiles",
-                                                         profile, "metrics"))
+            target.metrics = _validate_metrics(
+                metrics, ("repeats", repeat, "profiles", profile, "metrics")
+            )
     except ValidationError as exc:
         raise RequestValidationError(exc.errors(include_input=False)) from None
     return upload
@@ -167,10 +179,12 @@ def _validate_metrics(metrics: list[Any], where: tuple[Any, ...]) -> list[Metric
     out: list[MetricIn] = []
     for start in range(0, len(metrics), _BATCH):
         try:
-            out += _METRICS.validate_python(metrics[start:start + _BATCH])
+            out += _METRICS.validate_python(metrics[start : start + _BATCH])
         except ValidationError as exc:
-            errors = [{**e, "loc": (*where, start + int(e["loc"][0]), *e["loc"][1:])}
-                      for e in exc.errors(include_input=False)]
+            errors = [
+                {**e, "loc": (*where, start + int(e["loc"][0]), *e["loc"][1:])}
+                for e in exc.errors(include_input=False)
+            ]
             raise RequestValidationError(errors) from None
     return out
 
@@ -183,23 +197,26 @@ def documents_to_repeats(documents: list[DocumentIn]) -> list[list[Profile]]:
         # Dumped profile by profile and metric by metric: short GIL holds (see decode_run).
         raw = document.model_dump(mode="json", exclude_none=True, exclude={"profiles"})
         raw["profiles"] = [
-            {**profile.model_dump(mode="json", exclude_none=True, exclude={"metrics"}),
-             "metrics": [m.model_dump(mode="json", exclude_none=True)
-                         for m in profile.metrics]}
-            for profile in document.profiles]
+            {
+                **profile.model_dump(mode="json", exclude_none=True, exclude={"metrics"}),
+                "metrics": [m.model_dump(mode="json", exclude_none=True) for m in profile.metrics],
+            }
+            for profile in document.profiles
+        ]
         repeats.append(profiles_from_document(raw, source=f"repeats[{index}]"))
     return repeats
 
 
-async def read_multipart(request: Request,
-                         limits: Limits) -> tuple[str, ContextIn, list[list[Profile]]]:
+async def read_multipart(
+    request: Request, limits: Limits
+) -> tuple[str, ContextIn, list[list[Profile]]]:
     """``meta`` (RunMeta JSON) and ``files`` (one repeat per file) of a multipart upload."""
-    async with request.form(max_files=limits.max_files, max_fields=10,
-                            max_part_size=_MAX_META_BYTES) as form:
+    async with request.form(
+        max_files=limits.max_files, max_fields=10, max_part_size=_MAX_META_BYTES
+    ) as form:
         meta_raw = form.get("meta")
         if not isinstance(meta_raw, str):
-            raise ConfigError("multipart upload without a `meta` field (JSON: benchmark, "
-                              "context)")
+            raise ConfigError("multipart upload without a `meta` field (JSON: benchmark, context)")
         try:
             meta = RunMeta.model_validate_json(meta_raw)
         except ValidationError as exc:
@@ -213,13 +230,15 @@ async def read_multipart(request: Request,
             raise ConfigError("multipart upload without profile `files`")
         with tempfile.TemporaryDirectory(prefix="perfci-upload-") as folder:
             paths = [await _save(f, Path(folder), i) for i, f in enumerate(files)]
-            repeats = await run_upload_work(request, _inflate_and_parse, paths, meta.format,
-                                            folder, limits)
+            repeats = await run_upload_work(
+                request, _inflate_and_parse, paths, meta.format, folder, limits
+            )
     return meta.benchmark, meta.context, repeats
 
 
-def _inflate_and_parse(paths: list[Path], format: str | None, folder: str,
-                       limits: Limits) -> list[list[Profile]]:
+def _inflate_and_parse(
+    paths: list[Path], format: str | None, folder: str, limits: Limits
+) -> list[list[Profile]]:
     budget = limits.max_inflated_bytes
     plain = []
     for path in paths:
@@ -307,9 +326,11 @@ def _inflated_chunks(reading: BinaryIO) -> Iterator[bytes]:
 
 
 def _too_big(cap: int, limits: Limits) -> str:
-    return (f"inflates to more than {cap} bytes; this server inflates a .gz upload to at "
-            f"most {limits.max_inflated_bytes} bytes and {limits.max_inflation_ratio} times "
-            "its compressed size (PERFCI_MAX_INFLATED_BYTES, PERFCI_MAX_INFLATION_RATIO)")
+    return (
+        f"inflates to more than {cap} bytes; this server inflates a .gz upload to at "
+        f"most {limits.max_inflated_bytes} bytes and {limits.max_inflation_ratio} times "
+        "its compressed size (PERFCI_MAX_INFLATED_BYTES, PERFCI_MAX_INFLATION_RATIO)"
+    )
 
 
 async def _save(upload: UploadFile, folder: Path, index: int) -> Path:
@@ -328,8 +349,12 @@ def _parse(paths: list[Path], format: str | None, folder: str) -> list[list[Prof
     try:
         repeats = parse_repeats(paths, format=format)
     except ParseError as exc:
-        raise ParseError(ours.sub("", exc.message), source=ours.sub("", exc.source),
-                         line=exc.line, format=exc.format) from None
+        raise ParseError(
+            ours.sub("", exc.message),
+            source=ours.sub("", exc.source),
+            line=exc.line,
+            format=exc.format,
+        ) from None
     except PerfciError as exc:
         raise type(exc)(ours.sub("", str(exc))) from None
     for group in repeats:
@@ -341,8 +366,7 @@ def _parse(paths: list[Path], format: str | None, folder: str) -> list[list[Prof
 def check_size(repeats: list[list[Profile]], limits: Limits) -> None:
     """Refuse runs with too many metrics or names too long to store (422)."""
     total = sum(len(p.metrics) for group in repeats for p in group)
-    samples = sum(len(m.samples_ns or ()) for group in repeats for p in group
-                  for m in p.metrics)
+    samples = sum(len(m.samples_ns or ()) for group in repeats for p in group for m in p.metrics)
     _check_counts(total, samples, limits)
     if len(repeats) > 1000:
         raise ConfigError("a run may have at most 1000 repeats")
@@ -353,11 +377,13 @@ def check_size(repeats: list[list[Profile]], limits: Limits) -> None:
 
 def _check_profile(profile: Profile) -> None:
     if len(profile.format) > 50:
-        raise ConfigError(f"profile format name is longer than 50 characters: "
-                          f"{profile.format[:50]!r}…")
+        raise ConfigError(
+            f"profile format name is longer than 50 characters: {profile.format[:50]!r}…"
+        )
     for metric in profile.metrics:
         if len(metric.name) > MAX_NAME or len(metric.scope or "") > MAX_NAME:
-            raise ConfigError(f"a metric name is longer than {MAX_NAME} characters: "
-                              f"{metric.name[:80]!r}…")
+            raise ConfigError(
+                f"a metric name is longer than {MAX_NAME} characters: {metric.name[:80]!r}…"
+            )
         if "\x00" in metric.name or "\x00" in (metric.scope or ""):
             raise ConfigError("metric names may not contain NUL characters")

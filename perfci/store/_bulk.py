@@ -40,15 +40,17 @@ def insert_ignore(session: Session, table: Table, conflict: Sequence[str]) -> In
     raise NotImplementedError(f"perfci does not support the {dialect} database")
 
 
-def insert_rows_ignore(session: Session, table: Table, rows: Sequence[Mapping[str, Any]],
-                       conflict: Sequence[str]) -> None:
+def insert_rows_ignore(
+    session: Session, table: Table, rows: Sequence[Mapping[str, Any]], conflict: Sequence[str]
+) -> None:
     """Insert ``rows`` in one executemany, skipping those that already exist."""
     if rows:
         session.execute(insert_ignore(session, table, conflict), list(rows))
 
 
-def in_values(session: Session, column: ColumnClause[Any],
-              values: Sequence[str]) -> ColumnElement[bool]:
+def in_values(
+    session: Session, column: ColumnClause[Any], values: Sequence[str]
+) -> ColumnElement[bool]:
     """``column IN values`` as ONE bound parameter (a joined string, or a JSON list on SQLite).
 
     A plain ``IN`` renders a parameter per value: with a thousand series that is a new,
@@ -117,12 +119,15 @@ def write_samples(session: Session, rows: Iterable[SampleRow]) -> None:
         cursor.executemany(_INSERT_SAMPLES, rows)
 
 
-_INSERT_SAMPLES = (f"INSERT INTO {Sample.__tablename__} ({', '.join(SAMPLE_COLUMNS)}) "
-                   f"VALUES ({', '.join('?' * len(SAMPLE_COLUMNS))})")
+_INSERT_SAMPLES = (
+    f"INSERT INTO {Sample.__tablename__} ({', '.join(SAMPLE_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * len(SAMPLE_COLUMNS))})"
+)
 
 
-_COPY_SAMPLES = (f"COPY {Sample.__tablename__} ({', '.join(SAMPLE_COLUMNS)}) "
-                 "FROM STDIN (FORMAT BINARY)")
+_COPY_SAMPLES = (
+    f"COPY {Sample.__tablename__} ({', '.join(SAMPLE_COLUMNS)}) FROM STDIN (FORMAT BINARY)"
+)
 
 
 def _copy_samples(session: Session, rows: Iterable[SampleRow]) -> None:

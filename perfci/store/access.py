@@ -46,23 +46,30 @@ def set_project_public(session: Session, project_id: int, public: bool) -> None:
 
 def project_tokens(session: Session, project_id: int) -> list[ApiToken]:
     """The tokens of project ``project_id``, oldest first, revoked ones included."""
-    return list(session.execute(select(ApiToken).where(ApiToken.project_id == project_id)
-                                .order_by(ApiToken.id)).scalars())
+    return list(
+        session.execute(
+            select(ApiToken).where(ApiToken.project_id == project_id).order_by(ApiToken.id)
+        ).scalars()
+    )
 
 
 def token_by_id(session: Session, token_id: int) -> tuple[ApiToken, str] | None:
     """Token ``token_id`` with its project's name, or ``None``."""
-    found = session.execute(select(ApiToken, Project.name)
-                            .join(Project, Project.id == ApiToken.project_id)
-                            .where(ApiToken.id == token_id)).first()
+    found = session.execute(
+        select(ApiToken, Project.name)
+        .join(Project, Project.id == ApiToken.project_id)
+        .where(ApiToken.id == token_id)
+    ).first()
     return None if found is None else (found[0], found[1])
 
 
 def token_by_hash(session: Session, token_hash: str) -> tuple[ApiToken, str] | None:
     """The token whose hash is ``token_hash`` (an index lookup) with its project's name."""
-    found = session.execute(select(ApiToken, Project.name)
-                            .join(Project, Project.id == ApiToken.project_id)
-                            .where(ApiToken.token_hash == token_hash)).first()
+    found = session.execute(
+        select(ApiToken, Project.name)
+        .join(Project, Project.id == ApiToken.project_id)
+        .where(ApiToken.token_hash == token_hash)
+    ).first()
     return None if found is None else (found[0], found[1])
 
 

@@ -59,8 +59,10 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
 
 
 #: The database URLs perfci accepts, as its error messages name them.
-ACCEPTED_URLS = ("sqlite:///PATH (the embedded store)",
-                 "postgresql://USER@HOST[:PORT]/DBNAME (postgresql+psycopg://)")
+ACCEPTED_URLS = (
+    "sqlite:///PATH (the embedded store)",
+    "postgresql://USER@HOST[:PORT]/DBNAME (postgresql+psycopg://)",
+)
 
 
 def parse_database_url(url: str) -> URL:
@@ -85,12 +87,11 @@ def parse_database_url(url: str) -> URL:
     elif not has_scheme or not scheme:
         problem = "it has no scheme (such as sqlite:/// or postgresql://)"
     else:
-        problem = ("it is malformed (check the port, and the [brackets] around an IPv6 "
-                   "address)")
-    shown = redact_url(url) if parsed is not None else (f"{scheme}://***" if has_scheme
-                                                        else "***")
-    raise ConfigError(f"database URL {shown} cannot be used: {problem}; expected "
-                      f"{' or '.join(ACCEPTED_URLS)}")
+        problem = "it is malformed (check the port, and the [brackets] around an IPv6 address)"
+    shown = redact_url(url) if parsed is not None else (f"{scheme}://***" if has_scheme else "***")
+    raise ConfigError(
+        f"database URL {shown} cannot be used: {problem}; expected {' or '.join(ACCEPTED_URLS)}"
+    )
 
 
 def _ensure_sqlite_directory(database: str | None) -> None:
@@ -110,7 +111,8 @@ def _ensure_sqlite_directory(database: str | None) -> None:
         raise StorageError(
             f"the folder {folder} of the SQLite database {database} does not exist: create it "
             f"first (perfci creates only its default {DEFAULT_DB_DIR}/ folder), or leave out "
-            f"--database-url for the default {DEFAULT_DB_DIR}/perfci.db")
+            f"--database-url for the default {DEFAULT_DB_DIR}/perfci.db"
+        )
     folder.mkdir(parents=True, exist_ok=True)
 
 
@@ -240,8 +242,9 @@ def _migrating(url: str, action: str) -> Iterator[Connection]:
         with engine.begin() as connection:
             yield connection
     except DBAPIError as exc:
-        raise StorageError(f"could not {action} database {redact_url(url)}: "
-                           f"{error_reason(exc)}") from exc
+        raise StorageError(
+            f"could not {action} database {redact_url(url)}: {error_reason(exc)}"
+        ) from exc
     except Exception as exc:
         if _is_alembic_error(exc):
             raise StorageError(f"could not {action} database {redact_url(url)}: {exc}") from exc
@@ -303,8 +306,13 @@ class Store:
         """
         with self.engine.connect() as connection:
             outer = connection.begin()
-            work = Tentative(Session(bind=connection, join_transaction_mode="create_savepoint",
-                                     expire_on_commit=False))
+            work = Tentative(
+                Session(
+                    bind=connection,
+                    join_transaction_mode="create_savepoint",
+                    expire_on_commit=False,
+                )
+            )
             try:
                 yield work
             except BaseException:
@@ -362,10 +370,13 @@ def _check_schema(engine: Engine, url: str) -> None:
     if found is None:
         raise StorageError(f"database {redact_url(url)} has no perfci schema; {fix}")
     if found not in _known_revisions():
-        raise StorageError(f"database {redact_url(url)} is at schema revision {found}, which this "
-                           f"perfci does not know (newer perfci?); upgrade perfci")
-    raise StorageError(f"database {redact_url(url)} is at schema revision {found}, this perfci "
-                       f"needs {head}; {fix}")
+        raise StorageError(
+            f"database {redact_url(url)} is at schema revision {found}, which this "
+            f"perfci does not know (newer perfci?); upgrade perfci"
+        )
+    raise StorageError(
+        f"database {redact_url(url)} is at schema revision {found}, this perfci needs {head}; {fix}"
+    )
 
 
 def _known_revisions() -> set[str]:

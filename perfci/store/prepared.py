@@ -62,9 +62,21 @@ def values_of(metric: Metric, steps: int | None) -> Values:
     """The stored numbers of ``metric`` in a profile of ``steps`` steps."""
     # tuple.__new__ directly: a NamedTuple's own __new__ is a Python function, and this runs
     # once per sample when the run's content is hashed (no CI run id).
-    return _new_values(Values, (per_step_ns(metric, steps), metric.calls, metric.total_ns,
-                                metric.self_ns, metric.avg_ns, metric.min_ns, metric.max_ns,
-                                metric.std_ns, metric.median_ns, metric.bytes))
+    return _new_values(
+        Values,
+        (
+            per_step_ns(metric, steps),
+            metric.calls,
+            metric.total_ns,
+            metric.self_ns,
+            metric.avg_ns,
+            metric.min_ns,
+            metric.max_ns,
+            metric.std_ns,
+            metric.median_ns,
+            metric.bytes,
+        ),
+    )
 
 
 def cell_values(cell: list[Cell]) -> list[tuple[int, Values]]:
@@ -84,6 +96,7 @@ def merge_values(a: Values, b: Values) -> Values:
 
     The spread and the median of the union cannot be told from the parts: they are dropped.
     """
+
     def add(x: Any, y: Any) -> Any:
         return None if x is None and y is None else (x or 0) + (y or 0)
 
@@ -93,13 +106,21 @@ def merge_values(a: Values, b: Values) -> Values:
     total = add(a.total_ns, b.total_ns)
     calls = add(a.calls, b.calls)
     avg = total / calls if total is not None and calls else None
-    return Values(add(a.value, b.value), calls, total, add(a.self_ns, b.self_ns), avg,
-                  pick(min, a.min_ns, b.min_ns), pick(max, a.max_ns, b.max_ns), None, None,
-                  add(a.bytes, b.bytes))
+    return Values(
+        add(a.value, b.value),
+        calls,
+        total,
+        add(a.self_ns, b.self_ns),
+        avg,
+        pick(min, a.min_ns, b.min_ns),
+        pick(max, a.max_ns, b.max_ns),
+        None,
+        None,
+        add(a.bytes, b.bytes),
+    )
 
 
-def sample_rows(prepared: PreparedRun, run_id: int,
-                series_ids: list[int]) -> Iterator[SampleRow]:
+def sample_rows(prepared: PreparedRun, run_id: int, series_ids: list[int]) -> Iterator[SampleRow]:
     """The run's sample rows in primary key order for its series (series, then repeat)."""
     cells = zip(prepared.cells.values(), series_ids, strict=True)
     if prepared.merges:
@@ -112,5 +133,18 @@ def sample_rows(prepared: PreparedRun, run_id: int,
     # (this loop runs once per stored sample, and a NamedTuple per row would cost more).
     for cell, series_id in cells:
         for repeat, m, steps in cell:
-            yield (run_id, series_id, repeat, per_step_ns(m, steps), m.calls, m.total_ns,
-                   m.self_ns, m.avg_ns, m.min_ns, m.max_ns, m.std_ns, m.median_ns, m.bytes)
+            yield (
+                run_id,
+                series_id,
+                repeat,
+                per_step_ns(m, steps),
+                m.calls,
+                m.total_ns,
+                m.self_ns,
+                m.avg_ns,
+                m.min_ns,
+                m.max_ns,
+                m.std_ns,
+                m.median_ns,
+                m.bytes,
+            )

@@ -51,17 +51,30 @@ def _run_time() -> ColumnElement[datetime]:
 
 
 def _runs_of(project: str, benchmark: str | None = None) -> Select[Any]:
-    query = (select(Run.id).join(Project, Project.id == Run.project_id)
-             .outerjoin(Commit, Commit.id == Run.commit_id).where(Project.name == project))
+    query = (
+        select(Run.id)
+        .join(Project, Project.id == Run.project_id)
+        .outerjoin(Commit, Commit.id == Run.commit_id)
+        .where(Project.name == project)
+    )
     if benchmark is not None:
         query = query.join(Benchmark, Benchmark.id == Run.benchmark_id).where(
-            Benchmark.name == benchmark)
+            Benchmark.name == benchmark
+        )
     return query
 
 
-def baseline_run_ids(session: Session, *, project: str, benchmark: str,
-                     environment_id: int | None, branch: str, before: datetime | None = None,
-                     limit: int = 30, exclude_run_ids: Collection[int] = ()) -> list[int]:
+def baseline_run_ids(
+    session: Session,
+    *,
+    project: str,
+    benchmark: str,
+    environment_id: int | None,
+    branch: str,
+    before: datetime | None = None,
+    limit: int = 30,
+    exclude_run_ids: Collection[int] = (),
+) -> list[int]:
     """The most recent runs of ``benchmark`` on ``branch`` in one environment, newest first.
 
     Ordered by commit time (stored time when the commit's is unknown), then by when stored.
@@ -92,8 +105,9 @@ class CheckedSamples:
     skipped: list[int] = field(default_factory=list)
 
 
-def run_samples(session: Session,
-                run_ids: Sequence[int]) -> dict[SeriesKey, dict[int, list[float]]]:
+def run_samples(
+    session: Session, run_ids: Sequence[int]
+) -> dict[SeriesKey, dict[int, list[float]]]:
     """Per series: run id → that run's per-step values in repeat order.
 
     Runs appear in ascending id order; samples without a time (bytes only) are left out, and
@@ -132,15 +146,19 @@ def run_samples_checked(session: Session, run_ids: Sequence[int]) -> CheckedSamp
             cursor.execute(_PG_SERIES, (series_ids,), binary=True)
         else:
             cursor.execute(_SQLITE_SERIES, (json.dumps(series_ids),))
-        keys = {series_id: SeriesKey(kind=_KINDS[kind], name=name, device=_DEVICES[device],
-                                     scope=scope, section=section)
-                for series_id, kind, name, device, scope, section in cursor.fetchall()}
+        keys = {
+            series_id: SeriesKey(
+                kind=_KINDS[kind], name=name, device=_DEVICES[device], scope=scope, section=section
+            )
+            for series_id, kind, name, device, scope, section in cursor.fetchall()
+        }
     samples = {keys[series_id]: per_run for series_id, per_run in grouped.items()}
     return CheckedSamples(samples, skipped)
 
 
-def _drop_bad_runs(rows: list[tuple[int, int, float]]
-                   ) -> tuple[list[tuple[int, int, float]], list[int]]:
+def _drop_bad_runs(
+    rows: list[tuple[int, int, float]],
+) -> tuple[list[tuple[int, int, float]], list[int]]:
     """``rows`` without the runs holding a value that is not finite and non-negative."""
     values = np.fromiter(map(itemgetter(2), rows), dtype=np.float64, count=len(rows))
     bad = ~(values >= 0) | np.isinf(values)  # NaN fails ">= 0"
@@ -170,8 +188,10 @@ def drop_bad_points(points: Sequence[HistoryPoint]) -> tuple[list[HistoryPoint],
 
 # Primary key order: SQLite reads it straight off the key (ordering by series first costs a
 # sort there), PostgreSQL sorts nearly sorted rows.
-_SAMPLES = ("SELECT run_id, series_id, value FROM sample WHERE run_id {} "
-            "AND value IS NOT NULL ORDER BY run_id, series_id, repeat")
+_SAMPLES = (
+    "SELECT run_id, series_id, value FROM sample WHERE run_id {} "
+    "AND value IS NOT NULL ORDER BY run_id, series_id, repeat"
+)
 _PG_SAMPLES = _SAMPLES.format("= ANY(%s::int4[])")
 _SQLITE_SAMPLES = _SAMPLES.format("IN (SELECT value FROM json_each(?))")
 _SERIES = "SELECT id, kind, name, device, scope, section FROM series WHERE id {}"
@@ -198,21 +218,35 @@ def _group_samples(rows: Iterable[tuple[int, int, float]]) -> dict[int, dict[int
     return grouped
 
 
-def series_history(session: Session, *, project: str, benchmark: str, series: SeriesKey,
-                   branch: str, since: datetime | None = None, until: datetime | None = None,
-                   environment_id: int | None = None) -> list[HistoryPoint]:
+def series_history(
+    session: Session,
+    *,
+    project: str,
+    benchmark: str,
+    series: SeriesKey,
+    branch: str,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    environment_id: int | None = None,
+) -> list[HistoryPoint]:
     """The values of one series over the runs of ``branch``, oldest first.
 
     ``since`` is inclusive and ``until`` exclusive, both on the run's time (commit time,
     else stored time). Runs without a value for the series are left out.
     """
     when = _run_time()
-    query = (_runs_of(project, benchmark)
-             .add_columns(Commit.sha, Commit.committed_at, Run.created_at, Sample.value)
-             .join(Sample, Sample.run_id == Run.id)
-             .join(Series, Series.id == Sample.series_id)
-             .where(Run.branch == branch, Series.benchmark_id == Run.benchmark_id,
-                    Series.key_hash == series_key_hash(series), Sample.value.is_not(None)))
+    query = (
+        _runs_of(project, benchmark)
+        .add_columns(Commit.sha, Commit.committed_at, Run.created_at, Sample.value)
+        .join(Sample, Sample.run_id == Run.id)
+        .join(Series, Series.id == Sample.series_id)
+        .where(
+            Run.branch == branch,
+            Series.benchmark_id == Run.benchmark_id,
+            Series.key_hash == series_key_hash(series),
+            Sample.value.is_not(None),
+        )
+    )
     if environment_id is not None:
         query = query.where(Run.environment_id == environment_id)
     if since is not None:
@@ -224,18 +258,30 @@ def series_history(session: Session, *, project: str, benchmark: str, series: Se
     for run_id, sha, committed_at, created_at, value in session.execute(query):
         point = points.get(run_id)
         if point is None:
-            point = points[run_id] = HistoryPoint(run_id=run_id, commit=sha,
-                                                  commit_time=committed_at,
-                                                  created_at=created_at, values=[])
+            point = points[run_id] = HistoryPoint(
+                run_id=run_id,
+                commit=sha,
+                commit_time=committed_at,
+                created_at=created_at,
+                values=[],
+            )
         point.values.append(value)
     return list(points.values())
 
 
-def runs_in_period(session: Session, *, project: str, since: datetime, until: datetime,
-                   branch: str | None = None, benchmark: str | None = None) -> list[RunInfo]:
+def runs_in_period(
+    session: Session,
+    *,
+    project: str,
+    since: datetime,
+    until: datetime,
+    branch: str | None = None,
+    benchmark: str | None = None,
+) -> list[RunInfo]:
     """Runs stored in ``[since, until)``, oldest first (the weekly report's window)."""
-    query = _run_info_query().where(Project.name == project, Run.created_at >= since,
-                                     Run.created_at < until)
+    query = _run_info_query().where(
+        Project.name == project, Run.created_at >= since, Run.created_at < until
+    )
     if branch is not None:
         query = query.where(Run.branch == branch)
     if benchmark is not None:
@@ -244,8 +290,15 @@ def runs_in_period(session: Session, *, project: str, since: datetime, until: da
     return [_run_info(row) for row in session.execute(query)]
 
 
-def runs_by_time(session: Session, *, project: str, since: datetime, until: datetime,
-                 branch: str | None = None, benchmark: str | None = None) -> list[RunInfo]:
+def runs_by_time(
+    session: Session,
+    *,
+    project: str,
+    since: datetime,
+    until: datetime,
+    branch: str | None = None,
+    benchmark: str | None = None,
+) -> list[RunInfo]:
     """Runs whose run time (the commit's time, else when stored) is in ``[since, until)``.
 
     Oldest first. A branch's history by when its code was written: a run imported or stored
@@ -263,8 +316,11 @@ def runs_by_time(session: Session, *, project: str, since: datetime, until: date
 
 def commit_shas(session: Session, run_ids: Collection[int]) -> dict[int, str | None]:
     """The commit sha of each run (``None`` for a run without one), in one query."""
-    query = (select(Run.id, Commit.sha).outerjoin(Commit, Commit.id == Run.commit_id)
-             .where(Run.id.in_(list(run_ids))))
+    query = (
+        select(Run.id, Commit.sha)
+        .outerjoin(Commit, Commit.id == Run.commit_id)
+        .where(Run.id.in_(list(run_ids)))
+    )
     return {int(run_id): sha for run_id, sha in session.execute(query)}
 
 
@@ -284,23 +340,38 @@ def environment_id(session: Session, fingerprint: str) -> int | None:
 
 
 def _run_info_query() -> Select[Any]:
-    return (select(Run, Project.name, Benchmark.name, Commit.sha, Commit.committed_at,
-                   Environment.values)
-            .join(Project, Project.id == Run.project_id)
-            .join(Benchmark, Benchmark.id == Run.benchmark_id)
-            .join(Environment, Environment.id == Run.environment_id)
-            .outerjoin(Commit, Commit.id == Run.commit_id))
+    return (
+        select(
+            Run, Project.name, Benchmark.name, Commit.sha, Commit.committed_at, Environment.values
+        )
+        .join(Project, Project.id == Run.project_id)
+        .join(Benchmark, Benchmark.id == Run.benchmark_id)
+        .join(Environment, Environment.id == Run.environment_id)
+        .outerjoin(Commit, Commit.id == Run.commit_id)
+    )
 
 
 def _run_info(row: Any) -> RunInfo:
     run, project, benchmark, sha, committed_at, environment = row
     return RunInfo(
-        id=run.id, project=project, benchmark=benchmark, environment_id=run.environment_id,
-        created_at=run.created_at, repeats=run.repeats, commit=sha, commit_time=committed_at,
-        branch=run.branch, base_branch=run.base_branch, merge_base=run.merge_base,
-        pr_number=run.pr_number, ci_provider=run.ci_provider, ci_run_id=run.ci_run_id,
-        ci_run_attempt=run.ci_run_attempt, ci_url=run.ci_url,
-        environment=_str_dict(environment))
+        id=run.id,
+        project=project,
+        benchmark=benchmark,
+        environment_id=run.environment_id,
+        created_at=run.created_at,
+        repeats=run.repeats,
+        commit=sha,
+        commit_time=committed_at,
+        branch=run.branch,
+        base_branch=run.base_branch,
+        merge_base=run.merge_base,
+        pr_number=run.pr_number,
+        ci_provider=run.ci_provider,
+        ci_run_id=run.ci_run_id,
+        ci_run_attempt=run.ci_run_attempt,
+        ci_url=run.ci_url,
+        environment=_str_dict(environment),
+    )
 
 
 def _str_dict(values: Mapping[str, Any] | None) -> dict[str, str]:
@@ -309,13 +380,17 @@ def _str_dict(values: Mapping[str, Any] | None) -> dict[str, str]:
 
 def commit_time(session: Session, *, project: str, sha: str) -> datetime | None:
     """When commit ``sha`` of ``project`` was made, if the store knows it (a merge base)."""
-    query = (select(Commit.committed_at).join(Project, Project.id == Commit.project_id)
-             .where(Project.name == project, Commit.sha == sha))
+    query = (
+        select(Commit.committed_at)
+        .join(Project, Project.id == Commit.project_id)
+        .where(Project.name == project, Commit.sha == sha)
+    )
     return session.execute(query).scalar()
 
 
-def repeat_gpu_states(session: Session,
-                      run_ids: Collection[int]) -> dict[int, dict[int, dict[str, Any]]]:
+def repeat_gpu_states(
+    session: Session, run_ids: Collection[int]
+) -> dict[int, dict[int, dict[str, Any]]]:
     """Per run: repeat → the GPU state sampled during it (profile metadata ``gpu_state``).
 
     Runs and repeats without one (no GPU, or stored by an older perfci) are absent. When a
@@ -323,9 +398,11 @@ def repeat_gpu_states(session: Session,
     """
     if not run_ids:
         return {}
-    query = (select(ProfileRow.run_id, ProfileRow.repeat, ProfileRow.meta)
-             .where(ProfileRow.run_id.in_(sorted(set(run_ids))))
-             .order_by(ProfileRow.run_id, ProfileRow.repeat, ProfileRow.id))
+    query = (
+        select(ProfileRow.run_id, ProfileRow.repeat, ProfileRow.meta)
+        .where(ProfileRow.run_id.in_(sorted(set(run_ids))))
+        .order_by(ProfileRow.run_id, ProfileRow.repeat, ProfileRow.id)
+    )
     found: dict[int, dict[int, dict[str, Any]]] = {}
     for run_id, repeat, meta in session.execute(query):
         state = meta.get("gpu_state") if isinstance(meta, Mapping) else None

@@ -12,8 +12,11 @@ from perfci.store.schema import Alert, AuditEvent, Comparison, ProfileRow, Run, 
 
 #: What hangs off a run, by the name its count is reported under, deleted in this order.
 DEPENDENTS: tuple[tuple[str, type[Sample | ProfileRow | Comparison | Alert]], ...] = (
-    ("samples", Sample), ("profiles", ProfileRow), ("comparisons", Comparison),
-    ("alerts", Alert))
+    ("samples", Sample),
+    ("profiles", ProfileRow),
+    ("comparisons", Comparison),
+    ("alerts", Alert),
+)
 
 
 def delete_run_rows(session: Session, run_id: int) -> dict[str, int]:
@@ -23,15 +26,26 @@ def delete_run_rows(session: Session, run_id: int) -> dict[str, int]:
     return counts
 
 
-def add_audit_event(session: Session, *, actor: str, action: str, project: str, target: str,
-                    detail: dict[str, object]) -> None:
+def add_audit_event(
+    session: Session,
+    *,
+    actor: str,
+    action: str,
+    project: str,
+    target: str,
+    detail: dict[str, object],
+) -> None:
     """Record who did what to which project's object (names cut to the columns' 200)."""
-    session.add(AuditEvent(actor=actor[:200], action=action, project=project[:200],
-                           target=target, detail=detail))
+    session.add(
+        AuditEvent(
+            actor=actor[:200], action=action, project=project[:200], target=target, detail=detail
+        )
+    )
 
 
-def _delete(session: Session, model: type[Sample | ProfileRow | Comparison | Alert],
-            run_id: int) -> int:
+def _delete(
+    session: Session, model: type[Sample | ProfileRow | Comparison | Alert], run_id: int
+) -> int:
     """Delete ``model``'s rows of the run; returns how many there were."""
     column = model.__table__.c.run_id
     count = session.execute(select(func.count()).where(column == run_id)).scalar_one()

@@ -109,71 +109,126 @@ SELECT (SELECT id FROM p), (SELECT id FROM b), (SELECT id FROM e), (SELECT id FR
 _PG_RESOLVE_TRIES = 3
 
 
-def resolve_postgres(session: Session, *, context: RunContext, benchmark: str,
-                      prepared: PreparedRun, key: str, created_at: datetime,
-                      list_hash: str) -> Resolved:
+def resolve_postgres(
+    session: Session,
+    *,
+    context: RunContext,
+    benchmark: str,
+    prepared: PreparedRun,
+    key: str,
+    created_at: datetime,
+    list_hash: str,
+) -> Resolved:
     params = {
-        "project": context.project, "benchmark": benchmark,
+        "project": context.project,
+        "benchmark": benchmark,
         "fingerprint": fingerprint_hash(context.environment),
         "environment": json.dumps(dict(context.environment)),
-        "sha": context.commit or None, "committed_at": parse_time(context.commit_time),
-        "branch": context.branch, "base_branch": context.base_branch,
-        "merge_base": context.merge_base, "pr_number": context.pr_number,
-        "ci_provider": context.ci_provider, "ci_run_id": context.ci_run_id,
-        "ci_run_attempt": context.ci_run_attempt, "ci_url": context.ci_url,
-        "repeats": prepared.repeats, "created_at": _utc(created_at), "key": key,
-        "profiles": json.dumps([{"repeat": repeat, "label": p.label[:255], "format": p.format,
-                                 "source": p.source, "steps": p.steps, "metadata": p.metadata}
-                                for repeat, p in prepared.profiles]),
+        "sha": context.commit or None,
+        "committed_at": parse_time(context.commit_time),
+        "branch": context.branch,
+        "base_branch": context.base_branch,
+        "merge_base": context.merge_base,
+        "pr_number": context.pr_number,
+        "ci_provider": context.ci_provider,
+        "ci_run_id": context.ci_run_id,
+        "ci_run_attempt": context.ci_run_attempt,
+        "ci_url": context.ci_url,
+        "repeats": prepared.repeats,
+        "created_at": _utc(created_at),
+        "key": key,
+        "profiles": json.dumps(
+            [
+                {
+                    "repeat": repeat,
+                    "label": p.label[:255],
+                    "format": p.format,
+                    "source": p.source,
+                    "steps": p.steps,
+                    "metadata": p.metadata,
+                }
+                for repeat, p in prepared.profiles
+            ]
+        ),
         "list_hash": list_hash,
     }
     with _bulk.driver_cursor(session, _PG_RESOLVE) as cursor:
         for _ in range(_PG_RESOLVE_TRIES):
             cursor.execute(_PG_RESOLVE, params, binary=True)
             project_id, benchmark_id, environment_id, commit_id, run_id, packed_ids = (
-                cursor.fetchone())
+                cursor.fetchone()
+            )
             if None in (project_id, benchmark_id, environment_id) or (
-                    params["sha"] is not None and commit_id is None):
+                params["sha"] is not None and commit_id is None
+            ):
                 continue  # lost a race to create one of them: run again, it is visible now
             if run_id is None:
                 return None
-            return run_id, benchmark_id, (None if packed_ids is None
-                                          else unpack_series_ids(packed_ids))
-    raise StorageError(f"could not resolve the project, benchmark, environment and commit of "
-                       f"the run of {benchmark!r}: they kept being created concurrently")
+            return (
+                run_id,
+                benchmark_id,
+                (None if packed_ids is None else unpack_series_ids(packed_ids)),
+            )
+    raise StorageError(
+        f"could not resolve the project, benchmark, environment and commit of "
+        f"the run of {benchmark!r}: they kept being created concurrently"
+    )
 
 
 def _utc(value: datetime) -> datetime:
     return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
 
 
-def resolve_generic(session: Session, *, context: RunContext, benchmark: str,
-                     prepared: PreparedRun, key: str, created_at: datetime,
-                     list_hash: str) -> Resolved:
+def resolve_generic(
+    session: Session,
+    *,
+    context: RunContext,
+    benchmark: str,
+    prepared: PreparedRun,
+    key: str,
+    created_at: datetime,
+    list_hash: str,
+) -> Resolved:
     """Ids, get-or-create, one statement each (SQLite: in-process, statements are cheap)."""
-    project_id = _get_or_create(session, Project, {"name": context.project},
-                                {"created_at": created_at})
-    benchmark_id = _get_or_create(session, Benchmark,
-                                  {"project_id": project_id, "name": benchmark}, {})
-    environment_id = _get_or_create(session, Environment,
-                                    {"fingerprint": fingerprint_hash(context.environment)},
-                                    {"values": dict(context.environment),
-                                     "created_at": created_at})
+    project_id = _get_or_create(
+        session, Project, {"name": context.project}, {"created_at": created_at}
+    )
+    benchmark_id = _get_or_create(
+        session, Benchmark, {"project_id": project_id, "name": benchmark}, {}
+    )
+    environment_id = _get_or_create(
+        session,
+        Environment,
+        {"fingerprint": fingerprint_hash(context.environment)},
+        {"values": dict(context.environment), "created_at": created_at},
+    )
     commit_id = _commit_id(session, project_id, context)
-    run_id = _insert_run(session, context, project_id=project_id, benchmark_id=benchmark_id,
-                         environment_id=environment_id, commit_id=commit_id, key=key,
-                         repeats=prepared.repeats, created_at=created_at)
+    run_id = _insert_run(
+        session,
+        context,
+        project_id=project_id,
+        benchmark_id=benchmark_id,
+        environment_id=environment_id,
+        commit_id=commit_id,
+        key=key,
+        repeats=prepared.repeats,
+        created_at=created_at,
+    )
     if run_id is None:
         return None
     _insert_profiles(session, run_id, prepared.profiles)
     table = table_of(SeriesSet)
-    packed_ids = session.execute(select(table.c.series_ids).where(
-        table.c.benchmark_id == benchmark_id, table.c.list_hash == list_hash)).scalar()
+    packed_ids = session.execute(
+        select(table.c.series_ids).where(
+            table.c.benchmark_id == benchmark_id, table.c.list_hash == list_hash
+        )
+    ).scalar()
     return run_id, benchmark_id, None if packed_ids is None else unpack_series_ids(packed_ids)
 
 
-def _get_or_create(session: Session, model: Any, match: dict[str, Any],
-                   extra: dict[str, Any]) -> int:
+def _get_or_create(
+    session: Session, model: Any, match: dict[str, Any], extra: dict[str, Any]
+) -> int:
     """The id of the row matching ``match``, inserting it (race-safe) when absent."""
     table = table_of(model)
     query = select(table.c.id).where(*(table.c[k] == v for k, v in match.items()))
@@ -189,20 +244,25 @@ def _commit_id(session: Session, project_id: int, context: RunContext) -> int | 
         return None
     committed_at = parse_time(context.commit_time)
     table = table_of(Commit)
-    query = select(table.c.id, table.c.committed_at).where(table.c.project_id == project_id,
-                                                           table.c.sha == context.commit)
+    query = select(table.c.id, table.c.committed_at).where(
+        table.c.project_id == project_id, table.c.sha == context.commit
+    )
     found = session.execute(query).first()
     if found is None:
-        _bulk.insert_rows_ignore(session, table, [{"project_id": project_id,
-                                                   "sha": context.commit,
-                                                   "committed_at": committed_at}],
-                                 ["project_id", "sha"])
+        _bulk.insert_rows_ignore(
+            session,
+            table,
+            [{"project_id": project_id, "sha": context.commit, "committed_at": committed_at}],
+            ["project_id", "sha"],
+        )
         found = session.execute(query).one()
     if found.committed_at is None and committed_at is not None:
         # A commit first seen without its time (a bare --commit) gets it from a later run.
-        session.execute(update(table).where(table.c.id == found.id,
-                                            table.c.committed_at.is_(None))
-                        .values(committed_at=committed_at))
+        session.execute(
+            update(table)
+            .where(table.c.id == found.id, table.c.committed_at.is_(None))
+            .values(committed_at=committed_at)
+        )
     return int(found.id)
 
 
@@ -217,25 +277,41 @@ def parse_time(value: str | None) -> datetime | None:
 
 
 def _insert_run(session: Session, context: RunContext, *, key: str, **ids: Any) -> int | None:
-    values = dict(ids, branch=context.branch, base_branch=context.base_branch,
-                  merge_base=context.merge_base, pr_number=context.pr_number,
-                  ci_provider=context.ci_provider, ci_run_id=context.ci_run_id,
-                  ci_run_attempt=context.ci_run_attempt, ci_url=context.ci_url,
-                  idempotency_key=key)
-    statement = _bulk.insert_ignore(session, table_of(Run),
-                                    ["project_id", "benchmark_id", "idempotency_key"])
+    values = dict(
+        ids,
+        branch=context.branch,
+        base_branch=context.base_branch,
+        merge_base=context.merge_base,
+        pr_number=context.pr_number,
+        ci_provider=context.ci_provider,
+        ci_run_id=context.ci_run_id,
+        ci_run_attempt=context.ci_run_attempt,
+        ci_url=context.ci_url,
+        idempotency_key=key,
+    )
+    statement = _bulk.insert_ignore(
+        session, table_of(Run), ["project_id", "benchmark_id", "idempotency_key"]
+    )
     run_id = session.execute(statement.values(**values).returning(Run.id)).scalar()
     return None if run_id is None else int(run_id)
 
 
-def _insert_profiles(session: Session, run_id: int,
-                     profiles: Iterable[tuple[int, Profile]]) -> None:
-    rows = [{"run_id": run_id, "repeat": repeat, "label": p.label[:255], "format": p.format,
-             "source": p.source, "steps": p.steps, "metadata": p.metadata}
-            for repeat, p in profiles]
+def _insert_profiles(
+    session: Session, run_id: int, profiles: Iterable[tuple[int, Profile]]
+) -> None:
+    rows = [
+        {
+            "run_id": run_id,
+            "repeat": repeat,
+            "label": p.label[:255],
+            "format": p.format,
+            "source": p.source,
+            "steps": p.steps,
+            "metadata": p.metadata,
+        }
+        for repeat, p in profiles
+    ]
     session.execute(table_of(ProfileRow).insert(), rows)
-
-
 
 
 def table_of(model: Any) -> Table:

@@ -51,8 +51,15 @@ class IngestResult:
     samples: int
 
 
-def write_run(session: Session, *, context: RunContext, benchmark: str, prepared: PreparedRun,
-              key: str, created_at: datetime) -> IngestResult:
+def write_run(
+    session: Session,
+    *,
+    context: RunContext,
+    benchmark: str,
+    prepared: PreparedRun,
+    key: str,
+    created_at: datetime,
+) -> IngestResult:
     """Write ``prepared`` as the run ``key`` of ``benchmark`` in the session's transaction.
 
     Nothing is committed or rolled back here: the caller owns the transaction.
@@ -90,12 +97,19 @@ def write_run(session: Session, *, context: RunContext, benchmark: str, prepared
     # profiles are alive: cyclic collections meanwhile walk (and promote) all of them, a large
     # share of the ingest's Python time. Refcounting frees the garbage.
     with _bulk.no_cycle_collection():
-        return _write(session, context=context, benchmark=benchmark, prepared=prepared,
-                      key=key, created_at=created_at)
+        return _write(
+            session,
+            context=context,
+            benchmark=benchmark,
+            prepared=prepared,
+            key=key,
+            created_at=created_at,
+        )
 
 
-def stored_run(session: Session, *, project: str, benchmark: str, key: str,
-               prepared: PreparedRun) -> IngestResult | None:
+def stored_run(
+    session: Session, *, project: str, benchmark: str, key: str, prepared: PreparedRun
+) -> IngestResult | None:
     """The run stored under ``key`` as an ingest's result, ``None`` when there is none.
 
     Raises :class:`~perfci.errors.RunConflict` when its numbers are not ``prepared``'s.
@@ -104,25 +118,40 @@ def stored_run(session: Session, *, project: str, benchmark: str, key: str,
     return None if existing is None else _existing_result(session, existing, prepared)
 
 
-def storage_error(benchmark: str, prepared: PreparedRun, exc: DBAPIError,
-                  shown: int = 3) -> StorageError:
+def storage_error(
+    benchmark: str, prepared: PreparedRun, exc: DBAPIError, shown: int = 3
+) -> StorageError:
     """The error of a failed ingest, naming the run's files (the first few, then how many more)."""
     sources = list(dict.fromkeys(p.source or p.label for _, p in prepared.profiles))
     more = len(sources) - shown
     files = ", ".join(sources[:shown]) + (f" and {more} more" if more > 0 else "")
-    return StorageError(f"could not store the run of {benchmark!r} ({files}): "
-                        f"{error_reason(exc)}")
+    return StorageError(f"could not store the run of {benchmark!r} ({files}): {error_reason(exc)}")
 
 
-def _write(session: Session, *, context: RunContext, benchmark: str, prepared: PreparedRun,
-           key: str, created_at: datetime) -> IngestResult:
+def _write(
+    session: Session,
+    *,
+    context: RunContext,
+    benchmark: str,
+    prepared: PreparedRun,
+    key: str,
+    created_at: datetime,
+) -> IngestResult:
     keys = list(prepared.cells)
     hashes = key_hashes(keys)
     list_hash = series_list_hash(hashes)
-    resolve = (resolve_postgres if session.get_bind().dialect.name == "postgresql"
-               else resolve_generic)
-    found = resolve(session, context=context, benchmark=benchmark, prepared=prepared, key=key,
-                    created_at=created_at, list_hash=list_hash)
+    resolve = (
+        resolve_postgres if session.get_bind().dialect.name == "postgresql" else resolve_generic
+    )
+    found = resolve(
+        session,
+        context=context,
+        benchmark=benchmark,
+        prepared=prepared,
+        key=key,
+        created_at=created_at,
+        list_hash=list_hash,
+    )
     if found is None:  # the run is already stored
         existing = _find_run(session, context.project, benchmark, key)
         assert existing is not None  # the conflicting row is visible once the insert returns
@@ -131,23 +160,31 @@ def _write(session: Session, *, context: RunContext, benchmark: str, prepared: P
     if series_ids is None:
         # A list of series not seen before in this benchmark: each series by its key.
         series_ids = _series_ids(session, benchmark_id, keys, hashes)
-        _bulk.insert_rows_ignore(session, _table(SeriesSet),
-                                 [{"benchmark_id": benchmark_id, "list_hash": list_hash,
-                                   "series_ids": pack_series_ids(series_ids)}],
-                                 ["benchmark_id", "list_hash"])
+        _bulk.insert_rows_ignore(
+            session,
+            _table(SeriesSet),
+            [
+                {
+                    "benchmark_id": benchmark_id,
+                    "list_hash": list_hash,
+                    "series_ids": pack_series_ids(series_ids),
+                }
+            ],
+            ["benchmark_id", "list_hash"],
+        )
     if prepared.samples:
         _bulk.write_samples(session, _sample_rows(prepared, run_id, series_ids))
     return IngestResult(run_id=run_id, created=True, series=len(keys), samples=prepared.samples)
 
 
-def _series_ids(session: Session, benchmark_id: int, keys: list[SeriesParts],
-                hashes: list[str]) -> list[int]:
+def _series_ids(
+    session: Session, benchmark_id: int, keys: list[SeriesParts], hashes: list[str]
+) -> list[int]:
     """The ids of the series ``keys`` of a benchmark, in order, creating the missing ones."""
     found = _lookup_series(session, benchmark_id, hashes)
     missing = [i for i, key_hash in enumerate(hashes) if key_hash not in found]
     if missing:
-        found.update(_create_series(session, benchmark_id,
-                                    [(hashes[i], keys[i]) for i in missing]))
+        found.update(_create_series(session, benchmark_id, [(hashes[i], keys[i]) for i in missing]))
     return [found[key_hash] for key_hash in hashes]
 
 
@@ -173,8 +210,9 @@ def key_hashes(keys: list[SeriesParts]) -> list[str]:
     return hashes
 
 
-def _create_series(session: Session, benchmark_id: int,
-                   new: list[tuple[str, SeriesParts]]) -> dict[str, int]:
+def _create_series(
+    session: Session, benchmark_id: int, new: list[tuple[str, SeriesParts]]
+) -> dict[str, int]:
     """Insert the benchmark's new series (race-safe) and return their ids by key hash.
 
     In the order of the run, so that later runs, listing their metrics alike, COPY their
@@ -184,8 +222,10 @@ def _create_series(session: Session, benchmark_id: int,
     """
     if session.get_bind().dialect.name == "postgresql":
         session.execute(select(func.pg_advisory_xact_lock(_SERIES_LOCK, benchmark_id)))
-    rows = [dict(zip(SERIES_FIELDS, parts, strict=True), benchmark_id=benchmark_id,
-                 key_hash=key_hash) for key_hash, parts in new]
+    rows = [
+        dict(zip(SERIES_FIELDS, parts, strict=True), benchmark_id=benchmark_id, key_hash=key_hash)
+        for key_hash, parts in new
+    ]
     _bulk.insert_rows_ignore(session, _table(Series), rows, ["benchmark_id", "key_hash"])
     return _lookup_series(session, benchmark_id, [key_hash for key_hash, _ in new])
 
@@ -196,20 +236,22 @@ _SERIES_LOCK = 0x7065_7266  # "perf": the advisory lock class of series creation
 def _lookup_series(session: Session, benchmark_id: int, hashes: list[str]) -> dict[str, int]:
     found: dict[str, int] = {}
     for start in range(0, len(hashes), _LOOKUP_CHUNK):
-        chunk = hashes[start:start + _LOOKUP_CHUNK]
+        chunk = hashes[start : start + _LOOKUP_CHUNK]
         table = _table(Series)
         query = select(table.c.key_hash, table.c.id).where(
-            table.c.benchmark_id == benchmark_id,
-            _bulk.in_values(session, table.c.key_hash, chunk))
+            table.c.benchmark_id == benchmark_id, _bulk.in_values(session, table.c.key_hash, chunk)
+        )
         found.update(session.execute(query).all())
     return found
 
 
 def _find_run(session: Session, project: str, benchmark: str, key: str) -> int | None:
-    query = (select(Run.id).join(Project, Project.id == Run.project_id)
-             .join(Benchmark, Benchmark.id == Run.benchmark_id)
-             .where(Project.name == project, Benchmark.name == benchmark,
-                    Run.idempotency_key == key))
+    query = (
+        select(Run.id)
+        .join(Project, Project.id == Run.project_id)
+        .join(Benchmark, Benchmark.id == Run.benchmark_id)
+        .where(Project.name == project, Benchmark.name == benchmark, Run.idempotency_key == key)
+    )
     found = session.execute(query).scalar()
     return None if found is None else int(found)
 
@@ -221,10 +263,13 @@ def _existing_result(session: Session, run_id: int, prepared: PreparedRun) -> In
     again under the same run id and attempt must not be dropped silently (issue 13).
     """
     stored = _stored_values(session, run_id)
-    mine = {(key_hash, repeat): values
-            for key_hash, cell in zip(key_hashes(list(prepared.cells)), prepared.cells.values(),
-                                      strict=True)
-            for repeat, values in cell_values(cell)}
+    mine = {
+        (key_hash, repeat): values
+        for key_hash, cell in zip(
+            key_hashes(list(prepared.cells)), prepared.cells.values(), strict=True
+        )
+        for repeat, values in cell_values(cell)
+    }
     if stored != mine:
         if stored.keys() == mine.keys():
             what = f"{sum(stored[k] != mine[k] for k in mine)} of {len(mine)} samples differ"
@@ -234,16 +279,32 @@ def _existing_result(session: Session, run_id: int, prepared: PreparedRun) -> In
             f"run {run_id} is already stored under this run's key (same CI run id and "
             f"attempt, or Idempotency-Key) with different data ({what}): nothing was "
             f"written. Re-run with a new CI attempt, or delete run {run_id} first "
-            f"(perfci runs delete {run_id})", run_id=run_id)
+            f"(perfci runs delete {run_id})",
+            run_id=run_id,
+        )
     series = len({key_hash for key_hash, _ in stored})
     return IngestResult(run_id=run_id, created=False, series=series, samples=len(stored))
 
 
 def _stored_values(session: Session, run_id: int) -> dict[tuple[str, int], Values]:
     """Every number of run ``run_id`` by (series key hash, repeat)."""
-    columns = [Sample.value, Sample.calls, Sample.total_ns, Sample.self_ns, Sample.avg_ns,
-               Sample.min_ns, Sample.max_ns, Sample.std_ns, Sample.median_ns, Sample.bytes]
-    query = (select(Series.key_hash, Sample.repeat, *columns)
-             .join(Series, Series.id == Sample.series_id).where(Sample.run_id == run_id))
-    return {(key_hash, repeat): Values(*values)
-            for key_hash, repeat, *values in session.execute(query)}
+    columns = [
+        Sample.value,
+        Sample.calls,
+        Sample.total_ns,
+        Sample.self_ns,
+        Sample.avg_ns,
+        Sample.min_ns,
+        Sample.max_ns,
+        Sample.std_ns,
+        Sample.median_ns,
+        Sample.bytes,
+    ]
+    query = (
+        select(Series.key_hash, Sample.repeat, *columns)
+        .join(Series, Series.id == Sample.series_id)
+        .where(Sample.run_id == run_id)
+    )
+    return {
+        (key_hash, repeat): Values(*values) for key_hash, repeat, *values in session.execute(query)
+    }

@@ -212,7 +212,8 @@ class SeriesSet(Base):
     __tablename__ = "series_set"
 
     benchmark_id: Mapped[int] = mapped_column(
-        ForeignKey("benchmark.id", ondelete="CASCADE"), primary_key=True)
+        ForeignKey("benchmark.id", ondelete="CASCADE"), primary_key=True
+    )
     list_hash: Mapped[str] = mapped_column(String(32), primary_key=True)
     #: The series ids in key order, packed by :func:`pack_series_ids`.
     series_ids: Mapped[bytes] = mapped_column(LargeBinary)
@@ -295,8 +296,9 @@ class ApiToken(Base):
     __tablename__ = "api_token"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    project_id: Mapped[int] = mapped_column(ForeignKey("project.id", ondelete="CASCADE"),
-                                            index=True)
+    project_id: Mapped[int] = mapped_column(
+        ForeignKey("project.id", ondelete="CASCADE"), index=True
+    )
     name: Mapped[str] = mapped_column(String(200))
     prefix: Mapped[str] = mapped_column(String(16))
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)

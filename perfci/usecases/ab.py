@@ -57,9 +57,22 @@ if TYPE_CHECKING:
     from perfci.usecases.submit import SubmitResult
 
 # The git side (merge-base, worktree) lives in ab_git; its names are re-exported here.
-__all__ = ["BASE_RUN_SUFFIX", "ABSetup", "PairProgress", "Pairs", "base_run_context",
-           "base_worktree", "command_for", "compare_pairs", "merge_base_sha", "prepare",
-           "remove_worktree", "run_ab_check", "run_pairs", "series_values"]
+__all__ = [
+    "BASE_RUN_SUFFIX",
+    "ABSetup",
+    "PairProgress",
+    "Pairs",
+    "base_run_context",
+    "base_worktree",
+    "command_for",
+    "compare_pairs",
+    "merge_base_sha",
+    "prepare",
+    "remove_worktree",
+    "run_ab_check",
+    "run_pairs",
+    "series_values",
+]
 
 #: Called after each side of each pair: (side "base" | "pr", pair index, seconds, files).
 PairProgress = Callable[[str, int, float, int], None]
@@ -77,9 +90,15 @@ class Pairs:
         return len(self.pr)
 
 
-def run_ab_check(request: CheckRequest, *, spec: BenchmarkSpec, settings: Settings,
-                 env: Mapping[str, str] | None = None, cwd: Path | None = None,
-                 progress: PairProgress | None = None) -> CheckOutcome:
+def run_ab_check(
+    request: CheckRequest,
+    *,
+    spec: BenchmarkSpec,
+    settings: Settings,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    progress: PairProgress | None = None,
+) -> CheckOutcome:
     """Run ``spec`` in alternating base/PR pairs, compare them paired, store both sides.
 
     Raises
@@ -99,41 +118,65 @@ def run_ab_check(request: CheckRequest, *, spec: BenchmarkSpec, settings: Settin
     with base_worktree(setup.root, setup.base_sha) as tree:
         pairs, result = _run_looks(spec, setup, tree, plan, settings, progress=progress)
     base_context = base_run_context(context, setup)
-    base_ingest, submitted, url = _store(settings, context, base_context, spec.name, pairs,
-                                         result, setup)
-    warnings = [f"{p.source}: {w}" for side in (pairs.base, pairs.pr) for group in side
-                for p in group for w in p.warnings]
+    base_ingest, submitted, url = _store(
+        settings, context, base_context, spec.name, pairs, result, setup
+    )
+    warnings = [
+        f"{p.source}: {w}"
+        for side in (pairs.base, pairs.pr)
+        for group in side
+        for p in group
+        for w in p.warnings
+    ]
     from perfci.usecases.history import record_history
 
-    warnings += record_history(settings, base_context, spec.name, pairs.base,
-                               baseline_branch=setup.base_branch, cwd=cwd)
-    return CheckOutcome(spec=spec, settings=settings, context=context, submitted=submitted,
-                        database_url=url, warnings=warnings, ab_base=base_ingest)
+    warnings += record_history(
+        settings, base_context, spec.name, pairs.base, baseline_branch=setup.base_branch, cwd=cwd
+    )
+    return CheckOutcome(
+        spec=spec,
+        settings=settings,
+        context=context,
+        submitted=submitted,
+        database_url=url,
+        warnings=warnings,
+        ab_base=base_ingest,
+    )
 
 
 def _refuse_unsupported(request: CheckRequest, settings: Settings) -> None:
     if request.profiles:
-        raise ConfigError("--ab runs the benchmark itself, on both sides; it cannot read "
-                          "--profile files (leave out --ab to check stored profiles)")
+        raise ConfigError(
+            "--ab runs the benchmark itself, on both sides; it cannot read "
+            "--profile files (leave out --ab to check stored profiles)"
+        )
     if settings.server_url:
-        raise ConfigError("--ab stores both sides in the database itself; it does not work in "
-                          "remote mode (PERFCI_SERVER_URL) yet")
+        raise ConfigError(
+            "--ab stores both sides in the database itself; it does not work in "
+            "remote mode (PERFCI_SERVER_URL) yet"
+        )
 
 
 def _at_least_two(pairs: int) -> int:
     if pairs < 2:
-        raise ConfigError(f"--ab-pairs must be at least 2 (a paired comparison needs two "
-                          f"pairs), got {pairs}")
+        raise ConfigError(
+            f"--ab-pairs must be at least 2 (a paired comparison needs two pairs), got {pairs}"
+        )
     return pairs
-
 
 
 # --- running the pairs ------------------------------------------------------------------------
 
 
-def _run_looks(spec: BenchmarkSpec, setup: ABSetup, tree: Path, plan: adaptive.LookPlan,
-               settings: Settings, *,
-               progress: PairProgress | None) -> tuple[Pairs, RunComparison]:
+def _run_looks(
+    spec: BenchmarkSpec,
+    setup: ABSetup,
+    tree: Path,
+    plan: adaptive.LookPlan,
+    settings: Settings,
+    *,
+    progress: PairProgress | None,
+) -> tuple[Pairs, RunComparison]:
     """Run pairs look by look (the adaptive plan) until the verdict is settled or stops."""
     from perfci.usecases.submit import compare_options
 
@@ -145,18 +188,37 @@ def _run_looks(spec: BenchmarkSpec, setup: ABSetup, tree: Path, plan: adaptive.L
         run_pairs(spec, setup, tree, pairs, count=target - len(pairs), progress=progress)
         looks += 1
         result = compare_pairs(pairs, benchmark=spec.name, options=options, setup=setup)
-        reason = adaptive.next_reason(result, done=len(pairs), plan=plan,
-                                      seconds_per_repeat=pairs.seconds / len(pairs),
-                                      spent=pairs.seconds, budget=settings.budget)
+        reason = adaptive.next_reason(
+            result,
+            done=len(pairs),
+            plan=plan,
+            seconds_per_repeat=pairs.seconds / len(pairs),
+            spent=pairs.seconds,
+            budget=settings.budget,
+        )
         if reason is not None:
-            result.notes.append(adaptive.note(done=len(pairs), plan=plan, looks=looks,
-                                              alpha=settings.alpha, reason=reason,
-                                              unit="pairs"))
+            result.notes.append(
+                adaptive.note(
+                    done=len(pairs),
+                    plan=plan,
+                    looks=looks,
+                    alpha=settings.alpha,
+                    reason=reason,
+                    unit="pairs",
+                )
+            )
             return pairs, result
 
 
-def run_pairs(spec: BenchmarkSpec, setup: ABSetup, tree: Path, pairs: Pairs, *, count: int,
-              progress: PairProgress | None = None) -> None:
+def run_pairs(
+    spec: BenchmarkSpec,
+    setup: ABSetup,
+    tree: Path,
+    pairs: Pairs,
+    *,
+    count: int,
+    progress: PairProgress | None = None,
+) -> None:
     """Run ``count`` more pairs into ``pairs``; even pairs base first, odd pairs PR first."""
     from perfci.usecases.check import work_dir
 
@@ -176,8 +238,9 @@ def run_pairs(spec: BenchmarkSpec, setup: ABSetup, tree: Path, pairs: Pairs, *, 
                 progress(side, index, seconds, len(profiles))
 
 
-def _run_side(spec: BenchmarkSpec, command: Sequence[str], cwd: Path,
-              directory: Path) -> tuple[list[Profile], float]:
+def _run_side(
+    spec: BenchmarkSpec, command: Sequence[str], cwd: Path, directory: Path
+) -> tuple[list[Profile], float]:
     """One fresh process of one side; its profiles, parsed at once (a bad one stops here)."""
     from perfci.runner import run_benchmark
     from perfci.usecases.ingest import parse_repeats
@@ -185,9 +248,16 @@ def _run_side(spec: BenchmarkSpec, command: Sequence[str], cwd: Path,
     started = time.monotonic()
     from perfci import gpu_state
 
-    run = run_benchmark(command, benchmark=spec.name, repeats=1, work_dir=directory,
-                        profiler=spec.profiler, globs=spec.globs or None, cwd=cwd,
-                        pass_env=spec.pass_env)
+    run = run_benchmark(
+        command,
+        benchmark=spec.name,
+        repeats=1,
+        work_dir=directory,
+        profiler=spec.profiler,
+        globs=spec.globs or None,
+        cwd=cwd,
+        pass_env=spec.pass_env,
+    )
     seconds = time.monotonic() - started
     profiles = parse_repeats(run.files_per_repeat[0], format=spec.format, repeat=1)[0]
     gpu_state.attach([profiles], run.files_per_repeat)
@@ -203,8 +273,12 @@ def command_for(command: Sequence[str], *, checkout: Path, tree: Path) -> list[s
     if not command:
         return []
     program = Path(command[0])
-    if not program.is_absolute() and len(program.parts) > 1 and not (tree / program).exists() \
-            and (checkout / program).exists():
+    if (
+        not program.is_absolute()
+        and len(program.parts) > 1
+        and not (tree / program).exists()
+        and (checkout / program).exists()
+    ):
         return [str((checkout / program).resolve()), *command[1:]]
     return list(command)
 
@@ -235,22 +309,36 @@ def series_values(repeats: Sequence[Sequence[Profile]]) -> dict[SeriesKey, list[
     return out
 
 
-def compare_pairs(pairs: Pairs, *, benchmark: str, options: CompareOptions,
-                  setup: ABSetup) -> RunComparison:
+def compare_pairs(
+    pairs: Pairs, *, benchmark: str, options: CompareOptions, setup: ABSetup
+) -> RunComparison:
     """The paired comparison of the pairs so far, with the A/B note first."""
     from perfci.analysis.paired import compare_paired
 
-    note = (f"Same-runner A/B comparison: {len(pairs)} pairs of the merge-base "
-            f"{setup.base_sha[:12]} ({setup.base_branch}) and this pull request, run "
-            "alternately on one runner (base first in even pairs, pull request first in odd "
-            "ones) and compared pair by pair, so machine-level noise cancels.")
-    return compare_paired(series_values(pairs.base), series_values(pairs.pr),
-                          benchmark=benchmark, options=options, notes=[note])
+    note = (
+        f"Same-runner A/B comparison: {len(pairs)} pairs of the merge-base "
+        f"{setup.base_sha[:12]} ({setup.base_branch}) and this pull request, run "
+        "alternately on one runner (base first in even pairs, pull request first in odd "
+        "ones) and compared pair by pair, so machine-level noise cancels."
+    )
+    return compare_paired(
+        series_values(pairs.base),
+        series_values(pairs.pr),
+        benchmark=benchmark,
+        options=options,
+        notes=[note],
+    )
 
 
-def _store(settings: Settings, context: RunContext, base_context: RunContext, benchmark: str,
-           pairs: Pairs, result: RunComparison,
-           setup: ABSetup) -> tuple[IngestResult, SubmitResult, str]:
+def _store(
+    settings: Settings,
+    context: RunContext,
+    base_context: RunContext,
+    benchmark: str,
+    pairs: Pairs,
+    result: RunComparison,
+    setup: ABSetup,
+) -> tuple[IngestResult, SubmitResult, str]:
     """Store the base run, the PR run and the paired comparison: one transaction.
 
     A retried job (the PR run already stored) gets the comparison stored the first time.
@@ -263,10 +351,16 @@ def _store(settings: Settings, context: RunContext, base_context: RunContext, be
     try:
         with store.sessions() as session:
             try:
-                base = ingest_run(session, context=base_context, benchmark=benchmark,
-                                  repeats=pairs.base, commit=False)
-                pr = ingest_run(session, context=context, benchmark=benchmark,
-                                repeats=pairs.pr, commit=False)
+                base = ingest_run(
+                    session,
+                    context=base_context,
+                    benchmark=benchmark,
+                    repeats=pairs.base,
+                    commit=False,
+                )
+                pr = ingest_run(
+                    session, context=context, benchmark=benchmark, repeats=pairs.pr, commit=False
+                )
                 stored = None if pr.created else latest_comparison(session, pr.run_id)
                 if stored is None:
                     _describe(result, context, pr.run_id, base.run_id, setup)
@@ -281,11 +375,16 @@ def _store(settings: Settings, context: RunContext, base_context: RunContext, be
     return base, submitted, store.url
 
 
-def _describe(result: RunComparison, context: RunContext, run_id: int, base_run_id: int,
-              setup: ABSetup) -> None:
+def _describe(
+    result: RunComparison, context: RunContext, run_id: int, base_run_id: int, setup: ABSetup
+) -> None:
     result.run_id, result.commit, result.branch = run_id, context.commit, context.branch
     result.pr_number, result.ci_url = context.pr_number, context.ci_url
     result.environment = dict(context.environment)
-    result.baseline = BaselineInfo(branch=setup.base_branch, runs=1,
-                                   first_commit=setup.base_sha, last_commit=setup.base_sha,
-                                   run_ids=[base_run_id])
+    result.baseline = BaselineInfo(
+        branch=setup.base_branch,
+        runs=1,
+        first_commit=setup.base_sha,
+        last_commit=setup.base_sha,
+        run_ids=[base_run_id],
+    )

@@ -24,8 +24,15 @@ from perfci.settings import Settings
 if TYPE_CHECKING:
     from perfci.usecases.check_spec import CheckRequest
 
-__all__ = ["BASE_RUN_SUFFIX", "ABSetup", "base_run_context", "base_worktree", "merge_base_sha",
-           "prepare", "remove_worktree"]
+__all__ = [
+    "BASE_RUN_SUFFIX",
+    "ABSetup",
+    "base_run_context",
+    "base_worktree",
+    "merge_base_sha",
+    "prepare",
+    "remove_worktree",
+]
 
 #: ``ci_run_id`` suffix of the base side's run, so that both runs of one job are stored apart.
 BASE_RUN_SUFFIX = "-ab-base"
@@ -42,8 +49,9 @@ class ABSetup:
     base_sha: str
 
 
-def prepare(settings: Settings, request: CheckRequest, context: RunContext, *,
-            cwd: Path | None = None) -> ABSetup:
+def prepare(
+    settings: Settings, request: CheckRequest, context: RunContext, *, cwd: Path | None = None
+) -> ABSetup:
     """The checkout's root, the base branch and the merge-base to compare with.
 
     Raises
@@ -59,22 +67,33 @@ def prepare(settings: Settings, request: CheckRequest, context: RunContext, *,
     dirty = [line for line in _status(root) if not _ignored(line[3:])]
     if dirty:
         listed = ", ".join(line[3:] for line in dirty[:5]) + (" …" if len(dirty) > 5 else "")
-        raise ConfigError(f"--ab needs a clean working tree, so that the pull-request side is "
-                          f"exactly its commit; uncommitted changes: {listed} (commit or stash "
-                          "them)")
+        raise ConfigError(
+            f"--ab needs a clean working tree, so that the pull-request side is "
+            f"exactly its commit; uncommitted changes: {listed} (commit or stash "
+            "them)"
+        )
     branch = request.baseline_branch or context.base_branch or settings.baseline_branch
     sha = merge_base_sha(root, branch, context)
-    return ABSetup(root=root, workdir=here.relative_to(root) if here != root else Path(),
-                   base_branch=branch, base_sha=sha)
+    return ABSetup(
+        root=root,
+        workdir=here.relative_to(root) if here != root else Path(),
+        base_branch=branch,
+        base_sha=sha,
+    )
 
 
 def _status(root: Path) -> list[str]:
     """``git status --porcelain`` lines (``XY path``; not stripped: X may be a space)."""
-    done = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True,
-                          text=True, timeout=_GIT_TIMEOUT_S, check=False)
+    done = subprocess.run(
+        ["git", "status", "--porcelain"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=_GIT_TIMEOUT_S,
+        check=False,
+    )
     if done.returncode != 0:
-        raise ConfigError(f"--ab could not read the working tree's status: "
-                          f"{done.stderr.strip()}")
+        raise ConfigError(f"--ab could not read the working tree's status: {done.stderr.strip()}")
     return [line for line in done.stdout.splitlines() if line.strip()]
 
 
@@ -96,23 +115,34 @@ def merge_base_sha(root: Path, branch: str, context: RunContext) -> str:
     from perfci.context import merge_base
 
     found = merge_base(root, branch, "HEAD")
-    if found is None and branch == context.base_branch and context.merge_base and _git(
-            root, "cat-file", "-e", f"{context.merge_base}^{{commit}}") is not None:
+    if (
+        found is None
+        and branch == context.base_branch
+        and context.merge_base
+        and _git(root, "cat-file", "-e", f"{context.merge_base}^{{commit}}") is not None
+    ):
         found = context.merge_base
     if found is None:
         raise ConfigError(
             f"--ab compares with the merge-base of HEAD and the base branch {branch!r}, but git "
             f"finds no such branch or no common commit (neither origin/{branch} nor {branch}); "
             "pass --baseline-branch, or fetch the base branch with its history (in GitHub "
-            "Actions: actions/checkout with fetch-depth: 0)")
+            "Actions: actions/checkout with fetch-depth: 0)"
+        )
     return _git(root, "rev-parse", found) or found
 
 
 def _git(cwd: Path, *args: str) -> str | None:
     """``git ARGS`` in ``cwd``: its stripped output, or ``None`` when it fails."""
     try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
-                              timeout=_GIT_TIMEOUT_S, check=False)
+        done = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=_GIT_TIMEOUT_S,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.strip() if done.returncode == 0 else None
@@ -129,12 +159,19 @@ def base_worktree(root: Path, sha: str) -> Iterator[Path]:
     folder = Path(tempfile.mkdtemp(prefix="perfci-ab-"))
     tree = folder / "base"
     try:
-        done = subprocess.run(["git", "worktree", "add", "--detach", str(tree), sha], cwd=root,
-                              capture_output=True, text=True, timeout=_GIT_TIMEOUT_S,
-                              check=False)
+        done = subprocess.run(
+            ["git", "worktree", "add", "--detach", str(tree), sha],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=_GIT_TIMEOUT_S,
+            check=False,
+        )
         if done.returncode != 0:
-            raise ConfigError(f"could not check out the merge-base {sha[:12]} into a git "
-                              f"worktree: {done.stderr.strip() or done.stdout.strip()}")
+            raise ConfigError(
+                f"could not check out the merge-base {sha[:12]} into a git "
+                f"worktree: {done.stderr.strip() or done.stdout.strip()}"
+            )
         yield tree
     finally:
         remove_worktree(root, tree)
@@ -144,15 +181,22 @@ def base_worktree(root: Path, sha: str) -> Iterator[Path]:
 def remove_worktree(root: Path, tree: Path) -> None:
     """Remove ``tree`` from the repository's worktrees (forced: it may hold benchmark output)."""
     for args in (("worktree", "remove", "--force", str(tree)), ("worktree", "prune")):
-        subprocess.run(["git", *args], cwd=root, capture_output=True, timeout=_GIT_TIMEOUT_S,
-                       check=False)
+        subprocess.run(
+            ["git", *args], cwd=root, capture_output=True, timeout=_GIT_TIMEOUT_S, check=False
+        )
 
 
 def base_run_context(context: RunContext, setup: ABSetup) -> RunContext:
     """The base side's run: the merge-base commit on the base branch, no pull request."""
     run_id = f"{context.ci_run_id}{BASE_RUN_SUFFIX}" if context.ci_run_id else None
     return dataclasses.replace(
-        context, commit=setup.base_sha, branch=setup.base_branch, base_branch=None,
-        merge_base=None, pr_number=None, ci_run_id=run_id,
+        context,
+        commit=setup.base_sha,
+        branch=setup.base_branch,
+        base_branch=None,
+        merge_base=None,
+        pr_number=None,
+        ci_run_id=run_id,
         commit_time=_git(setup.root, "log", "-1", "--format=%cI", setup.base_sha),
-        environment=dict(context.environment))
+        environment=dict(context.environment),
+    )

@@ -36,8 +36,10 @@ from perfci.model import MetricComparison, RunComparison, Verdict
 DECIDED = "every gated metric is decided"
 REGRESSION_FOUND = "a gated regression was found"
 NO_BASELINE = "there is no baseline to compare with"
-NOT_BY_REPEATS = ("the gated metrics still open would need more repeats than allowed, or their "
-                  "run-to-run spread alone is too wide")
+NOT_BY_REPEATS = (
+    "the gated metrics still open would need more repeats than allowed, or their "
+    "run-to-run spread alone is too wide"
+)
 AT_MAXIMUM = "the most repeats allowed (--max-repeats) were run"
 OVER_BUDGET = "another batch would exceed the time budget (--budget)"
 ALREADY_STORED = "this run was already stored (a retried job)"
@@ -93,12 +95,22 @@ def settleable(result: RunComparison, maximum: int) -> list[MetricComparison]:
     Their ``repeats_needed`` says how many repeats (or pairs) would narrow the interval
     enough; ``None`` means no number would (the run-to-run spread alone is too wide).
     """
-    return [m for m in open_gated(result)
-            if m.repeats_needed is not None and m.repeats_needed <= maximum]
+    return [
+        m
+        for m in open_gated(result)
+        if m.repeats_needed is not None and m.repeats_needed <= maximum
+    ]
 
 
-def next_reason(result: RunComparison, *, done: int, plan: LookPlan,
-                seconds_per_repeat: float, spent: float, budget: float | None) -> str | None:
+def next_reason(
+    result: RunComparison,
+    *,
+    done: int,
+    plan: LookPlan,
+    seconds_per_repeat: float,
+    spent: float,
+    budget: float | None,
+) -> str | None:
     """Why to stop after a look at ``done`` repeats, or ``None`` to run the next batch.
 
     A gated regression ends the search (the check fails; more repeats cannot undo a finding
@@ -122,16 +134,19 @@ def next_reason(result: RunComparison, *, done: int, plan: LookPlan,
     return None
 
 
-def note(*, done: int, plan: LookPlan, looks: int, alpha: float, reason: str,
-         unit: str = "repeats") -> str:
+def note(
+    *, done: int, plan: LookPlan, looks: int, alpha: float, reason: str, unit: str = "repeats"
+) -> str:
     """The result's line about the adaptive repeats: how many ran, at what level, why stopped."""
     if plan.looks == 1:
         return f"{done} {unit}, one look (adaptive {unit} off): tested at alpha {alpha:g}."
     level = plan.alpha(alpha)
     looked = "1 look" if looks == 1 else f"{looks} looks"
-    return (f"Adaptive {unit}: {done} of at most {plan.maximum} run, {looked} of "
-            f"{plan.looks} planned (after {', '.join(map(str, plan.sizes))}); each look "
-            f"tested at alpha {alpha:g}/{plan.looks} = {_digits(level)}; stopped: {reason}.")
+    return (
+        f"Adaptive {unit}: {done} of at most {plan.maximum} run, {looked} of "
+        f"{plan.looks} planned (after {', '.join(map(str, plan.sizes))}); each look "
+        f"tested at alpha {alpha:g}/{plan.looks} = {_digits(level)}; stopped: {reason}."
+    )
 
 
 def _digits(value: float) -> str:

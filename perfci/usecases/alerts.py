@@ -25,8 +25,7 @@ from perfci.store import _bulk
 from perfci.store.db import error_reason
 from perfci.store.schema import Alert, Benchmark, Project, Series, series_key_hash, utcnow
 
-__all__ = ["STATUSES", "AlertInfo", "NewAlert", "list_alerts", "record_alerts",
-           "set_alert_status"]
+__all__ = ["STATUSES", "AlertInfo", "NewAlert", "list_alerts", "record_alerts", "set_alert_status"]
 
 STATUSES = ("open", "acknowledged", "dismissed")
 Status = Literal["open", "acknowledged", "dismissed"]
@@ -74,8 +73,7 @@ class AlertInfo:
     updated_at: datetime
 
 
-def record_alerts(session: Session, *, project: str,
-                  alerts: Sequence[NewAlert]) -> list[AlertInfo]:
+def record_alerts(session: Session, *, project: str, alerts: Sequence[NewAlert]) -> list[AlertInfo]:
     """Store ``alerts`` (one transaction, committed) and return them in the same order.
 
     An alert already stored for the same series, environment and branch at the same run or at
@@ -94,8 +92,9 @@ def record_alerts(session: Session, *, project: str,
     return [found[i] for i in ids]
 
 
-def list_alerts(session: Session, *, project: str, status: str | None = None,
-                benchmark: str | None = None) -> list[AlertInfo]:
+def list_alerts(
+    session: Session, *, project: str, status: str | None = None, benchmark: str | None = None
+) -> list[AlertInfo]:
     """The project's alerts, newest first; only those with ``status`` when given."""
     conditions = [Project.name == project]
     if status is not None:
@@ -113,8 +112,9 @@ def get_alert(session: Session, alert_id: int) -> AlertInfo:
     return found[0]
 
 
-def set_alert_status(session: Session, alert_id: int, status: str,
-                     note: str | None = None) -> AlertInfo:
+def set_alert_status(
+    session: Session, alert_id: int, status: str, note: str | None = None
+) -> AlertInfo:
     """Acknowledge, dismiss or re-open alert ``alert_id`` (committed); ``note`` replaces the old
     one when given. ``NotFoundError`` when there is no such alert."""
     status = _check_status(status)
@@ -138,8 +138,12 @@ def _check_status(status: str) -> str:
 def _upsert(session: Session, project: str, alert: NewAlert) -> int:
     project_id, benchmark_id, series_id = _ids(session, project, alert)
     existing = _existing(session, series_id, alert)
-    numbers = {"before": alert.before, "after": alert.after, "change": alert.change,
-               "p_value": alert.p_value}
+    numbers = {
+        "before": alert.before,
+        "after": alert.after,
+        "change": alert.change,
+        "p_value": alert.p_value,
+    }
     if existing is not None:
         if any(getattr(existing, k) != v for k, v in numbers.items()):
             for name, value in numbers.items():
@@ -147,11 +151,21 @@ def _upsert(session: Session, project: str, alert: NewAlert) -> int:
             existing.updated_at = utcnow()
         return int(existing.id)
     now = utcnow()
-    row = {"project_id": project_id, "benchmark_id": benchmark_id, "series_id": series_id,
-           "environment_id": alert.environment_id, "branch": alert.branch,
-           "run_id": alert.run_id, "commit_sha": alert.commit,
-           "previous_commit_sha": alert.previous_commit, **numbers, "status": "open",
-           "note": None, "created_at": now, "updated_at": now}
+    row = {
+        "project_id": project_id,
+        "benchmark_id": benchmark_id,
+        "series_id": series_id,
+        "environment_id": alert.environment_id,
+        "branch": alert.branch,
+        "run_id": alert.run_id,
+        "commit_sha": alert.commit,
+        "previous_commit_sha": alert.previous_commit,
+        **numbers,
+        "status": "open",
+        "note": None,
+        "created_at": now,
+        "updated_at": now,
+    }
     # ON CONFLICT DO NOTHING: a concurrent report that recorded it first wins, no error.
     _bulk.insert_rows_ignore(session, cast(Table, Alert.__table__), [row], _UNIQUE)
     found = _existing(session, series_id, alert)
@@ -161,45 +175,73 @@ def _upsert(session: Session, project: str, alert: NewAlert) -> int:
 
 def _existing(session: Session, series_id: int, alert: NewAlert) -> Alert | None:
     runs = {alert.run_id, *alert.nearby_run_ids}
-    query = (select(Alert).where(Alert.series_id == series_id,
-                                 Alert.environment_id == alert.environment_id,
-                                 Alert.branch == alert.branch, Alert.run_id.in_(runs))
-             .order_by((Alert.run_id == alert.run_id).desc(), Alert.id))
+    query = (
+        select(Alert)
+        .where(
+            Alert.series_id == series_id,
+            Alert.environment_id == alert.environment_id,
+            Alert.branch == alert.branch,
+            Alert.run_id.in_(runs),
+        )
+        .order_by((Alert.run_id == alert.run_id).desc(), Alert.id)
+    )
     return session.execute(query).scalars().first()
 
 
 def _ids(session: Session, project: str, alert: NewAlert) -> tuple[int, int, int]:
-    query = (select(Project.id, Benchmark.id, Series.id)
-             .join(Benchmark, Benchmark.project_id == Project.id)
-             .join(Series, Series.benchmark_id == Benchmark.id)
-             .where(Project.name == project, Benchmark.name == alert.benchmark,
-                    Series.key_hash == series_key_hash(alert.series)))
+    query = (
+        select(Project.id, Benchmark.id, Series.id)
+        .join(Benchmark, Benchmark.project_id == Project.id)
+        .join(Series, Series.benchmark_id == Benchmark.id)
+        .where(
+            Project.name == project,
+            Benchmark.name == alert.benchmark,
+            Series.key_hash == series_key_hash(alert.series),
+        )
+    )
     found = session.execute(query).first()
     if found is None:
-        raise NotFoundError(f"no series {alert.series.key!r} of benchmark {alert.benchmark!r} "
-                            f"in project {project!r}")
+        raise NotFoundError(
+            f"no series {alert.series.key!r} of benchmark {alert.benchmark!r} "
+            f"in project {project!r}"
+        )
     return int(found[0]), int(found[1]), int(found[2])
 
 
 def _query(session: Session, *conditions: object) -> list[AlertInfo]:
-    query = (select(Alert, Project.name, Benchmark.name, Series)
-             .join(Project, Project.id == Alert.project_id)
-             .join(Benchmark, Benchmark.id == Alert.benchmark_id)
-             .join(Series, Series.id == Alert.series_id)
-             .where(*conditions)  # type: ignore[arg-type]
-             .order_by(Alert.created_at.desc(), Alert.id.desc()))
-    return [_info(alert, project, benchmark, series)
-            for alert, project, benchmark, series in session.execute(query)]
+    query = (
+        select(Alert, Project.name, Benchmark.name, Series)
+        .join(Project, Project.id == Alert.project_id)
+        .join(Benchmark, Benchmark.id == Alert.benchmark_id)
+        .join(Series, Series.id == Alert.series_id)
+        .where(*conditions)  # type: ignore[arg-type]
+        .order_by(Alert.created_at.desc(), Alert.id.desc())
+    )
+    return [
+        _info(alert, project, benchmark, series)
+        for alert, project, benchmark, series in session.execute(query)
+    ]
 
 
 def _info(alert: Alert, project: str, benchmark: str, series: Series) -> AlertInfo:
     section = f"[{series.section}] " if series.section else ""
     scope = f"{series.scope} ▸ " if series.scope else ""
-    return AlertInfo(id=alert.id, project=project, benchmark=benchmark,
-                     series=f"{section}{scope}{series.name}",
-                     environment_id=alert.environment_id, branch=alert.branch,
-                     run_id=alert.run_id, commit=alert.commit_sha,
-                     previous_commit=alert.previous_commit_sha, before=alert.before,
-                     after=alert.after, change=alert.change, p_value=alert.p_value,
-                     status=alert.status, note=alert.note, created_at=alert.created_at,
-                     updated_at=alert.updated_at)
+    return AlertInfo(
+        id=alert.id,
+        project=project,
+        benchmark=benchmark,
+        series=f"{section}{scope}{series.name}",
+        environment_id=alert.environment_id,
+        branch=alert.branch,
+        run_id=alert.run_id,
+        commit=alert.commit_sha,
+        previous_commit=alert.previous_commit_sha,
+        before=alert.before,
+        after=alert.after,
+        change=alert.change,
+        p_value=alert.p_value,
+        status=alert.status,
+        note=alert.note,
+        created_at=alert.created_at,
+        updated_at=alert.updated_at,
+    )

@@ -104,25 +104,47 @@ class RunDetail:
 
 def list_projects(session: Session) -> list[ProjectSummary]:
     """Every project with its benchmark and run counts, by name."""
-    runs = (select(Run.project_id, func.count(Run.id).label("runs"),
-                   func.max(Run.created_at).label("last"))
-            .group_by(Run.project_id).subquery())
-    benchmarks = (select(Benchmark.project_id, func.count(Benchmark.id).label("n"))
-                  .group_by(Benchmark.project_id).subquery())
-    query = (select(Project.name, Project.public, benchmarks.c.n, runs.c.runs,
-                    type_coerce(runs.c.last, UTCDateTime()))
-             .outerjoin(runs, runs.c.project_id == Project.id)
-             .outerjoin(benchmarks, benchmarks.c.project_id == Project.id)
-             .order_by(Project.name))
-    return [ProjectSummary(name=name, public=bool(public), benchmarks=int(n or 0),
-                           runs=int(count or 0), last_run_at=last)
-            for name, public, n, count, last in session.execute(query)]
+    runs = (
+        select(
+            Run.project_id, func.count(Run.id).label("runs"), func.max(Run.created_at).label("last")
+        )
+        .group_by(Run.project_id)
+        .subquery()
+    )
+    benchmarks = (
+        select(Benchmark.project_id, func.count(Benchmark.id).label("n"))
+        .group_by(Benchmark.project_id)
+        .subquery()
+    )
+    query = (
+        select(
+            Project.name,
+            Project.public,
+            benchmarks.c.n,
+            runs.c.runs,
+            type_coerce(runs.c.last, UTCDateTime()),
+        )
+        .outerjoin(runs, runs.c.project_id == Project.id)
+        .outerjoin(benchmarks, benchmarks.c.project_id == Project.id)
+        .order_by(Project.name)
+    )
+    return [
+        ProjectSummary(
+            name=name,
+            public=bool(public),
+            benchmarks=int(n or 0),
+            runs=int(count or 0),
+            last_run_at=last,
+        )
+        for name, public, n, count, last in session.execute(query)
+    ]
 
 
 def get_project(session: Session, name: str) -> ProjectSummary:
     """The project called ``name``; ``NotFoundError`` when there is none."""
-    found = session.execute(select(Project.name, Project.public)
-                            .where(Project.name == name)).first()
+    found = session.execute(
+        select(Project.name, Project.public).where(Project.name == name)
+    ).first()
     if found is None:
         raise NotFoundError(f"no project named {name!r}")
     return ProjectSummary(name=found[0], public=bool(found[1]))
@@ -130,32 +152,46 @@ def get_project(session: Session, name: str) -> ProjectSummary:
 
 def project_of_run(session: Session, run_id: int) -> str:
     """The project a run belongs to (for access checks before reading it)."""
-    found = session.execute(select(Project.name).join(Run, Run.project_id == Project.id)
-                            .where(Run.id == run_id)).scalar()
+    found = session.execute(
+        select(Project.name).join(Run, Run.project_id == Project.id).where(Run.id == run_id)
+    ).scalar()
     if found is None:
         raise NotFoundError(f"no run with id {run_id}")
     return str(found)
 
 
-def list_benchmarks(session: Session, project: str, *, branch: str | None = None,
-                    trend_points: int = 30) -> list[BenchmarkSummary]:
+def list_benchmarks(
+    session: Session, project: str, *, branch: str | None = None, trend_points: int = 30
+) -> list[BenchmarkSummary]:
     """The benchmarks of ``project`` with their latest step time and recent trend.
 
     The trend is the last ``trend_points`` runs on ``branch`` (every branch when ``None``, or
     when ``branch`` has no runs).
     """
     get_project(session, project)
-    counts = (select(Benchmark.id, Benchmark.name, func.count(Run.id), func.max(Run.id))
-              .join(Project, Project.id == Benchmark.project_id)
-              .outerjoin(Run, Run.benchmark_id == Benchmark.id)
-              .where(Project.name == project).group_by(Benchmark.id, Benchmark.name)
-              .order_by(Benchmark.name))
-    return [_summary(session, int(bid), name, int(runs), latest, branch, trend_points)
-            for bid, name, runs, latest in session.execute(counts).all()]
+    counts = (
+        select(Benchmark.id, Benchmark.name, func.count(Run.id), func.max(Run.id))
+        .join(Project, Project.id == Benchmark.project_id)
+        .outerjoin(Run, Run.benchmark_id == Benchmark.id)
+        .where(Project.name == project)
+        .group_by(Benchmark.id, Benchmark.name)
+        .order_by(Benchmark.name)
+    )
+    return [
+        _summary(session, int(bid), name, int(runs), latest, branch, trend_points)
+        for bid, name, runs, latest in session.execute(counts).all()
+    ]
 
 
-def _summary(session: Session, benchmark_id: int, name: str, runs: int, latest: int | None,
-             branch: str | None, trend_points: int) -> BenchmarkSummary:
+def _summary(
+    session: Session,
+    benchmark_id: int,
+    name: str,
+    runs: int,
+    latest: int | None,
+    branch: str | None,
+    trend_points: int,
+) -> BenchmarkSummary:
     series_id, key = _primary_step(session, benchmark_id)
     latest_row = session.get(Run, latest) if latest is not None else None
     latest_at = latest_row.created_at if latest_row is not None else None
@@ -165,20 +201,31 @@ def _summary(session: Session, benchmark_id: int, name: str, runs: int, latest: 
     if not trend and branch is not None:
         branch = None  # nothing on the base branch yet: show what there is
         trend = _step_points(session, series_id, branch=None, limit=trend_points)
-    newest = trend[-1:] if branch is not None else _step_points(session, series_id,
-                                                                branch=None, limit=1)
-    elsewhere = (_step_points(session, series_id, branch=None, limit=1, not_branch=branch)
-                 if branch is not None else [])
-    return BenchmarkSummary(name=name, runs=runs, latest_run_id=latest, latest_at=latest_at,
-                            step_series=key,
-                            latest_step_ns=newest[-1].value_ns if newest else None,
-                            trend_ns=[p.value_ns for p in trend], branch=branch,
-                            latest_step=newest[-1] if newest else None,
-                            latest_elsewhere=elsewhere[-1] if elsewhere else None)
+    newest = (
+        trend[-1:] if branch is not None else _step_points(session, series_id, branch=None, limit=1)
+    )
+    elsewhere = (
+        _step_points(session, series_id, branch=None, limit=1, not_branch=branch)
+        if branch is not None
+        else []
+    )
+    return BenchmarkSummary(
+        name=name,
+        runs=runs,
+        latest_run_id=latest,
+        latest_at=latest_at,
+        step_series=key,
+        latest_step_ns=newest[-1].value_ns if newest else None,
+        trend_ns=[p.value_ns for p in trend],
+        branch=branch,
+        latest_step=newest[-1] if newest else None,
+        latest_elsewhere=elsewhere[-1] if elsewhere else None,
+    )
 
 
-def step_history(session: Session, project: str, benchmark: str, *, branch: str | None,
-                 limit: int = 500) -> tuple[SeriesKey | None, list[StepPoint]]:
+def step_history(
+    session: Session, project: str, benchmark: str, *, branch: str | None, limit: int = 500
+) -> tuple[SeriesKey | None, list[StepPoint]]:
     """The primary step series of ``benchmark`` and its last ``limit`` runs, oldest first."""
     benchmark_id = _benchmark_id(session, project, benchmark)
     series_id, key = _primary_step(session, benchmark_id)
@@ -187,31 +234,54 @@ def step_history(session: Session, project: str, benchmark: str, *, branch: str 
     return key, _step_points(session, series_id, branch=branch, limit=limit)
 
 
-def series_history(session: Session, project: str, benchmark: str, *, series: SeriesKey,
-                   branch: str, since: datetime | None = None,
-                   until: datetime | None = None) -> list[HistoryPoint]:
+def series_history(
+    session: Session,
+    project: str,
+    benchmark: str,
+    *,
+    series: SeriesKey,
+    branch: str,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> list[HistoryPoint]:
     """One series' values per run of ``branch``, oldest first (``NotFoundError`` if unknown)."""
     _benchmark_id(session, project, benchmark)
-    points = queries.series_history(session, project=project, benchmark=benchmark,
-                                    series=series, branch=branch, since=since, until=until)
+    points = queries.series_history(
+        session,
+        project=project,
+        benchmark=benchmark,
+        series=series,
+        branch=branch,
+        since=since,
+        until=until,
+    )
     return queries.drop_bad_points(points)[0]
 
 
-def benchmark_runs(session: Session, project: str, benchmark: str, *,
-                   limit: int = 50) -> list[RunInfo]:
+def benchmark_runs(
+    session: Session, project: str, benchmark: str, *, limit: int = 50
+) -> list[RunInfo]:
     """The newest ``limit`` runs of ``benchmark``, newest first."""
     benchmark_id = _benchmark_id(session, project, benchmark)
-    ids = session.execute(select(Run.id).where(Run.benchmark_id == benchmark_id)
-                          .order_by(Run.id.desc()).limit(limit)).scalars()
+    ids = session.execute(
+        select(Run.id).where(Run.benchmark_id == benchmark_id).order_by(Run.id.desc()).limit(limit)
+    ).scalars()
     return [queries.get_run(session, int(run_id)) for run_id in ids]
 
 
-def runs_between(session: Session, project: str, *, since: datetime, until: datetime,
-                 branch: str | None = None, benchmark: str | None = None
-                 ) -> list[tuple[RunInfo, str | None]]:
+def runs_between(
+    session: Session,
+    project: str,
+    *,
+    since: datetime,
+    until: datetime,
+    branch: str | None = None,
+    benchmark: str | None = None,
+) -> list[tuple[RunInfo, str | None]]:
     """Runs stored in ``[since, until)``, oldest first, each with its latest verdict."""
-    runs = queries.runs_in_period(session, project=project, since=since, until=until,
-                                  branch=branch, benchmark=benchmark)
+    runs = queries.runs_in_period(
+        session, project=project, since=since, until=until, branch=branch, benchmark=benchmark
+    )
     found = verdicts(session, [r.id for r in runs])
     return [(run, found.get(run.id)) for run in runs]
 
@@ -220,9 +290,12 @@ def verdicts(session: Session, run_ids: list[int]) -> dict[int, str]:
     """The verdict of each run's latest comparison (runs never compared are left out)."""
     found: dict[int, str] = {}
     for start in range(0, len(run_ids), 1000):
-        chunk = run_ids[start:start + 1000]
-        query = (select(Comparison.run_id, Comparison.verdict)
-                 .where(Comparison.run_id.in_(chunk)).order_by(Comparison.id))
+        chunk = run_ids[start : start + 1000]
+        query = (
+            select(Comparison.run_id, Comparison.verdict)
+            .where(Comparison.run_id.in_(chunk))
+            .order_by(Comparison.id)
+        )
         found.update({int(r): v for r, v in session.execute(query)})
     return found
 
@@ -230,14 +303,21 @@ def verdicts(session: Session, run_ids: list[int]) -> dict[int, str]:
 def run_detail(session: Session, run_id: int) -> RunDetail:
     """Run ``run_id`` and its latest stored comparison (as the pull request was told)."""
     run = queries.get_run(session, run_id)
-    stored = session.execute(select(Comparison.result).where(Comparison.run_id == run_id)
-                             .order_by(Comparison.id.desc()).limit(1)).scalar()
+    stored = session.execute(
+        select(Comparison.result)
+        .where(Comparison.run_id == run_id)
+        .order_by(Comparison.id.desc())
+        .limit(1)
+    ).scalar()
     return RunDetail(run=run, comparison=stored)
 
 
 def _benchmark_id(session: Session, project: str, benchmark: str) -> int:
-    found = session.execute(select(Benchmark.id).join(Project, Project.id == Benchmark.project_id)
-                            .where(Project.name == project, Benchmark.name == benchmark)).scalar()
+    found = session.execute(
+        select(Benchmark.id)
+        .join(Project, Project.id == Benchmark.project_id)
+        .where(Project.name == project, Benchmark.name == benchmark)
+    ).scalar()
     if found is None:
         get_project(session, project)
         raise NotFoundError(f"project {project!r} has no benchmark named {benchmark!r}")
@@ -245,25 +325,38 @@ def _benchmark_id(session: Session, project: str, benchmark: str) -> int:
 
 
 def _primary_step(session: Session, benchmark_id: int) -> tuple[int | None, SeriesKey | None]:
-    query = (select(Series.id, Series.name, Series.device, Series.scope, Series.section)
-             .where(Series.benchmark_id == benchmark_id, Series.kind == MetricKind.STEP.value)
-             .order_by(Series.scope != "", Series.section != "", Series.id).limit(1))
+    query = (
+        select(Series.id, Series.name, Series.device, Series.scope, Series.section)
+        .where(Series.benchmark_id == benchmark_id, Series.kind == MetricKind.STEP.value)
+        .order_by(Series.scope != "", Series.section != "", Series.id)
+        .limit(1)
+    )
     found = session.execute(query).first()
     if found is None:
         return None, None
     series_id, name, device, scope, section = found
-    return int(series_id), SeriesKey(kind=MetricKind.STEP, name=name, device=Device(device),
-                                     scope=scope, section=section)
+    return int(series_id), SeriesKey(
+        kind=MetricKind.STEP, name=name, device=Device(device), scope=scope, section=section
+    )
 
 
-def _step_points(session: Session, series_id: int, *, branch: str | None,
-                 limit: int, not_branch: str | None = None) -> list[StepPoint]:
+def _step_points(
+    session: Session,
+    series_id: int,
+    *,
+    branch: str | None,
+    limit: int,
+    not_branch: str | None = None,
+) -> list[StepPoint]:
     """The last ``limit`` runs with a value of ``series_id`` (on ``branch``, and not on
     ``not_branch``, when given), oldest first."""
     when = type_coerce(func.coalesce(Commit.committed_at, Run.created_at), UTCDateTime())
-    runs = (select(Run.id).join(Sample, Sample.run_id == Run.id)
-            .outerjoin(Commit, Commit.id == Run.commit_id)
-            .where(Sample.series_id == series_id, Sample.value.is_not(None)))
+    runs = (
+        select(Run.id)
+        .join(Sample, Sample.run_id == Run.id)
+        .outerjoin(Commit, Commit.id == Run.commit_id)
+        .where(Sample.series_id == series_id, Sample.value.is_not(None))
+    )
     if branch is not None:
         runs = runs.where(Run.branch == branch)
     if not_branch is not None:  # runs without a branch are "elsewhere" too
@@ -272,23 +365,38 @@ def _step_points(session: Session, series_id: int, *, branch: str | None,
     run_ids = [int(r) for r in session.execute(runs).scalars()]
     if not run_ids:
         return []
-    query = (select(Run.id, Commit.sha, Run.branch, when, Sample.value,
-                    type_coerce(Run.created_at, UTCDateTime()))
-             .join(Sample, Sample.run_id == Run.id)
-             .outerjoin(Commit, Commit.id == Run.commit_id)
-             .where(Run.id.in_(run_ids), Sample.series_id == series_id,
-                    Sample.value.is_not(None)))
+    query = (
+        select(
+            Run.id,
+            Commit.sha,
+            Run.branch,
+            when,
+            Sample.value,
+            type_coerce(Run.created_at, UTCDateTime()),
+        )
+        .join(Sample, Sample.run_id == Run.id)
+        .outerjoin(Commit, Commit.id == Run.commit_id)
+        .where(Run.id.in_(run_ids), Sample.series_id == series_id, Sample.value.is_not(None))
+    )
     values: dict[int, list[float]] = {}
     meta: dict[int, tuple[str | None, str | None, datetime, datetime]] = {}
     for run_id, sha, run_branch, moment, value, stored in session.execute(query):
         values.setdefault(run_id, []).append(float(value or 0.0))
         meta[run_id] = (sha, run_branch, moment, stored)
     # A run stored by an older perfci with a negative or infinite value is left off the chart.
-    points = [StepPoint(run_id=r, commit=meta[r][0], branch=meta[r][1], time=meta[r][2],
-                        value_ns=statistics.median(values[r]), stored_at=meta[r][3])
-              for r in values if all(math.isfinite(v) and v >= 0 for v in values[r])]
+    points = [
+        StepPoint(
+            run_id=r,
+            commit=meta[r][0],
+            branch=meta[r][1],
+            time=meta[r][2],
+            value_ns=statistics.median(values[r]),
+            stored_at=meta[r][3],
+        )
+        for r in values
+        if all(math.isfinite(v) and v >= 0 for v in values[r])
+    ]
     return sorted(points, key=lambda p: (p.time, p.run_id))
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,5 +416,6 @@ def step_changes(points: list[StepPoint]) -> StepChanges:
         return StepChanges(levels=[], changes=[])
     values = [p.value_ns for p in points]
     found = detect_change_points(values)
-    return StepChanges(levels=segment_levels(values, found),
-                       changes=[(points[c.index], c.change) for c in found])
+    return StepChanges(
+        levels=segment_levels(values, found), changes=[(points[c.index], c.change) for c in found]
+    )

@@ -39,10 +39,27 @@ if TYPE_CHECKING:  # heavy imports stay out of `perfci --help` and of the CLI's 
 
 # The check's parts live in check_spec, check_profiles, check_adaptive and check_outputs; their
 # public names are re-exported here, where the CLI and the A/B check import them.
-__all__ = ["BenchmarkSpec", "CheckOutcome", "CheckRequest", "Runner", "append_github_output",
-           "collect_repeats", "context_of", "exit_code", "github_output_path", "github_outputs",
-           "look_plan", "publish_outcome", "resolve_benchmark", "run_check", "run_repeats",
-           "should_publish", "work_dir", "write_json", "write_markdown"]
+__all__ = [
+    "BenchmarkSpec",
+    "CheckOutcome",
+    "CheckRequest",
+    "Runner",
+    "append_github_output",
+    "collect_repeats",
+    "context_of",
+    "exit_code",
+    "github_output_path",
+    "github_outputs",
+    "look_plan",
+    "publish_outcome",
+    "resolve_benchmark",
+    "run_check",
+    "run_repeats",
+    "should_publish",
+    "work_dir",
+    "write_json",
+    "write_markdown",
+]
 
 
 @dataclass(slots=True)
@@ -72,10 +89,16 @@ def exit_code(result: RunComparison, *, fail_on_regression: bool) -> int:
     return 1 if fail_on_regression and result.verdict is Verdict.REGRESSION else 0
 
 
-def run_check(request: CheckRequest, *, settings: Settings | None = None,
-              overrides: Mapping[str, Any] | None = None, runner: Runner | None = None,
-              env: Mapping[str, str] | None = None, cwd: Path | None = None,
-              pair_progress: PairProgress | None = None) -> CheckOutcome:
+def run_check(
+    request: CheckRequest,
+    *,
+    settings: Settings | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    runner: Runner | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    pair_progress: PairProgress | None = None,
+) -> CheckOutcome:
     """Run or read the benchmark's profiles, store them as one run, compare it with its baseline.
 
     A benchmark that is run (not read from files) gets adaptive repeats: while the verdict is
@@ -114,8 +137,9 @@ def run_check(request: CheckRequest, *, settings: Settings | None = None,
     if request.ab:
         from perfci.usecases.ab import run_ab_check
 
-        return run_ab_check(request, spec=spec, settings=settings, env=env, cwd=cwd,
-                            progress=pair_progress)
+        return run_ab_check(
+            request, spec=spec, settings=settings, env=env, cwd=cwd, progress=pair_progress
+        )
     plan = look_plan(spec, request, settings)
     runner = runner or run_repeats
     started = time.monotonic()
@@ -127,24 +151,41 @@ def run_check(request: CheckRequest, *, settings: Settings | None = None,
     looked = settings.model_copy(update={"alpha": plan.alpha(settings.alpha)})
     if plan.looks > 1:
         repeats, submitted, url = adaptive_repeats(
-            spec, plan, repeats, seconds=seconds, runner=runner, context=context,
-            settings=looked, alpha=settings.alpha, baseline_branch=request.baseline_branch,
-            cwd=cwd)
+            spec,
+            plan,
+            repeats,
+            seconds=seconds,
+            runner=runner,
+            context=context,
+            settings=looked,
+            alpha=settings.alpha,
+            baseline_branch=request.baseline_branch,
+            cwd=cwd,
+        )
     else:
         submitted, url = _submit(looked, context, spec.name, repeats, request.baseline_branch)
-    warnings = [f"{p.source}: {w}" for group in repeats for p in group
-                for w in p.warnings] + warnings
-    warnings += record_history(settings, context, spec.name, repeats,
-                               baseline_branch=request.baseline_branch, cwd=cwd)
-    return CheckOutcome(spec=spec, settings=settings, context=context, submitted=submitted,
-                        database_url=url, warnings=warnings)
+    warnings = [
+        f"{p.source}: {w}" for group in repeats for p in group for w in p.warnings
+    ] + warnings
+    warnings += record_history(
+        settings, context, spec.name, repeats, baseline_branch=request.baseline_branch, cwd=cwd
+    )
+    return CheckOutcome(
+        spec=spec,
+        settings=settings,
+        context=context,
+        submitted=submitted,
+        database_url=url,
+        warnings=warnings,
+    )
 
 
 # --- context and store ----------------------------------------------------------------------
 
 
-def context_of(settings: Settings, request: CheckRequest, *, env: Mapping[str, str] | None,
-               cwd: Path | None) -> RunContext:
+def context_of(
+    settings: Settings, request: CheckRequest, *, env: Mapping[str, str] | None, cwd: Path | None
+) -> RunContext:
     """The run context: detected from CI and git, flags applied, merge-base filled in."""
     from perfci.context import detect_run_context, merge_base
 
@@ -155,9 +196,13 @@ def context_of(settings: Settings, request: CheckRequest, *, env: Mapping[str, s
     return context
 
 
-def _submit(settings: Settings, context: RunContext, benchmark: str,
-            repeats: list[list[Profile]],
-            baseline_branch: str | None) -> tuple[SubmitResult, str]:
+def _submit(
+    settings: Settings,
+    context: RunContext,
+    benchmark: str,
+    repeats: list[list[Profile]],
+    baseline_branch: str | None,
+) -> tuple[SubmitResult, str]:
     from perfci.store.db import open_store
     from perfci.usecases.submit import submit_remote, submit_run
 
@@ -167,9 +212,14 @@ def _submit(settings: Settings, context: RunContext, benchmark: str,
     store = open_store(settings)
     try:
         with store.sessions() as session:
-            submitted = submit_run(session, context=context, benchmark=benchmark,
-                                   repeats=repeats, settings=settings,
-                                   baseline_branch=baseline_branch)
+            submitted = submit_run(
+                session,
+                context=context,
+                benchmark=benchmark,
+                repeats=repeats,
+                settings=settings,
+                baseline_branch=baseline_branch,
+            )
     finally:
         store.close()
     return submitted, store.url

@@ -39,10 +39,19 @@ def look_plan(spec: BenchmarkSpec, request: CheckRequest, settings: Settings) ->
     return adaptive.plan_looks(spec.repeats, settings.max_repeats)
 
 
-def adaptive_repeats(spec: BenchmarkSpec, plan: LookPlan, repeats: list[list[Profile]], *,
-                      seconds: float, runner: Runner, context: RunContext, settings: Settings,
-                      alpha: float, baseline_branch: str | None,
-                      cwd: Path | None) -> tuple[list[list[Profile]], SubmitResult, str]:
+def adaptive_repeats(
+    spec: BenchmarkSpec,
+    plan: LookPlan,
+    repeats: list[list[Profile]],
+    *,
+    seconds: float,
+    runner: Runner,
+    context: RunContext,
+    settings: Settings,
+    alpha: float,
+    baseline_branch: str | None,
+    cwd: Path | None,
+) -> tuple[list[list[Profile]], SubmitResult, str]:
     """Look, and run the next batch of repeats while that can settle the verdict.
 
     Each look stores the run and compares it inside a tentative transaction: rolled back when
@@ -60,21 +69,35 @@ def adaptive_repeats(spec: BenchmarkSpec, plan: LookPlan, repeats: list[list[Pro
         while True:
             looks += 1
             with store.tentative() as work:
-                look = _look(work.session, settings, context, spec.name, repeats,
-                             baseline_branch)
-                reason = adaptive.ALREADY_STORED if look.stored_before else adaptive.next_reason(
-                    look.comparison, done=len(repeats), plan=plan,
-                    seconds_per_repeat=seconds / len(repeats), spent=seconds,
-                    budget=settings.budget)
+                look = _look(work.session, settings, context, spec.name, repeats, baseline_branch)
+                reason = (
+                    adaptive.ALREADY_STORED
+                    if look.stored_before
+                    else adaptive.next_reason(
+                        look.comparison,
+                        done=len(repeats),
+                        plan=plan,
+                        seconds_per_repeat=seconds / len(repeats),
+                        spent=seconds,
+                        budget=settings.budget,
+                    )
+                )
                 if reason is not None:
-                    _keep(work, look, adaptive.note(done=len(repeats), plan=plan, looks=looks,
-                                                    alpha=alpha, reason=reason))
+                    _keep(
+                        work,
+                        look,
+                        adaptive.note(
+                            done=len(repeats), plan=plan, looks=looks, alpha=alpha, reason=reason
+                        ),
+                    )
                     return repeats, SubmitResult(look.ingest, look.comparison), store.url
             target = next(size for size in plan.sizes if size > len(repeats))
             batch = dataclasses.replace(spec, repeats=target - len(repeats))
             started = time.monotonic()
-            repeats = [*repeats, *collect_repeats(batch, (), runner=_in_folder(
-                runner, f"more-{looks}"), cwd=cwd)]
+            repeats = [
+                *repeats,
+                *collect_repeats(batch, (), runner=_in_folder(runner, f"more-{looks}"), cwd=cwd),
+            ]
             seconds += time.monotonic() - started
     finally:
         store.close()
@@ -94,8 +117,14 @@ class _Look:
     stored_before: bool
 
 
-def _look(session: Session, settings: Settings, context: RunContext, benchmark: str,
-          repeats: list[list[Profile]], baseline_branch: str | None) -> _Look:
+def _look(
+    session: Session,
+    settings: Settings,
+    context: RunContext,
+    benchmark: str,
+    repeats: list[list[Profile]],
+    baseline_branch: str | None,
+) -> _Look:
     """The run stored (not committed) and compared as :func:`submit_run` would, unsaved.
 
     A run stored before (a retried CI job) gets the comparison it got the first time.
@@ -104,15 +133,21 @@ def _look(session: Session, settings: Settings, context: RunContext, benchmark: 
     from perfci.usecases.ingest import ingest_run
     from perfci.usecases.submit import compare_options, latest_comparison
 
-    ingest = ingest_run(session, context=context, benchmark=benchmark, repeats=repeats,
-                        commit=False)
+    ingest = ingest_run(
+        session, context=context, benchmark=benchmark, repeats=repeats, commit=False
+    )
     stored = None if ingest.created else latest_comparison(session, ingest.run_id)
     if stored is not None:
         return _Look(ingest, stored, stored_before=True)
-    result = compare_stored_run(session, ingest.run_id, options=compare_options(settings),
-                                branch=baseline_branch, default_branch=settings.baseline_branch,
-                                baseline_runs=settings.baseline_runs,
-                                merge_base=context.merge_base)
+    result = compare_stored_run(
+        session,
+        ingest.run_id,
+        options=compare_options(settings),
+        branch=baseline_branch,
+        default_branch=settings.baseline_branch,
+        baseline_runs=settings.baseline_runs,
+        merge_base=context.merge_base,
+    )
     return _Look(ingest, result, stored_before=False)
 
 

@@ -19,12 +19,20 @@ if TYPE_CHECKING:
     from perfci.usecases.check import CheckOutcome
     from perfci.usecases.publish import PublishOutcome
 
-__all__ = ["append_github_output", "github_output_path", "github_outputs", "publish_outcome",
-           "should_publish", "write_json", "write_markdown"]
+__all__ = [
+    "append_github_output",
+    "github_output_path",
+    "github_outputs",
+    "publish_outcome",
+    "should_publish",
+    "write_json",
+    "write_markdown",
+]
 
 
-def write_markdown(result: RunComparison, path: Path, *, benchmark: str,
-                   run_url: str | None = None) -> Path:
+def write_markdown(
+    result: RunComparison, path: Path, *, benchmark: str, run_url: str | None = None
+) -> Path:
     """The pull-request comment (with its hidden marker) as a file."""
     from perfci.report.markdown import comment_marker, render_comment
 
@@ -59,8 +67,11 @@ def github_output_path(env: Mapping[str, str] | None = None) -> Path:
 
 def github_outputs(result: RunComparison, report: Path | None) -> dict[str, str]:
     """The step outputs: ``verdict``, ``regressions`` (regressed metrics) and ``report``."""
-    return {"verdict": result.verdict.value, "regressions": str(len(result.regressions)),
-            "report": str(report) if report else ""}
+    return {
+        "verdict": result.verdict.value,
+        "regressions": str(len(result.regressions)),
+        "report": str(report) if report else "",
+    }
 
 
 def append_github_output(path: Path, values: Mapping[str, str]) -> None:
@@ -78,8 +89,9 @@ def append_github_output(path: Path, values: Mapping[str, str]) -> None:
         raise ConfigError(f"cannot append to $GITHUB_OUTPUT {path}: {exc.strerror}") from None
 
 
-def should_publish(outcome: CheckOutcome, *, comment: bool | None,
-                   env: Mapping[str, str] | None = None) -> bool:
+def should_publish(
+    outcome: CheckOutcome, *, comment: bool | None, env: Mapping[str, str] | None = None
+) -> bool:
     """Publish inside GitHub Actions, on ``--comment``, or when a token, repository and PR are
     all known (a developer checking a PR locally with ``GITHUB_TOKEN`` set)."""
     env = os.environ if env is None else env
@@ -88,16 +100,30 @@ def should_publish(outcome: CheckOutcome, *, comment: bool | None,
     if comment is False:
         return False
     token = outcome.settings.github_token
-    return bool(token and token.get_secret_value() and outcome.context.repository
-                and outcome.context.pr_number is not None)
+    return bool(
+        token
+        and token.get_secret_value()
+        and outcome.context.repository
+        and outcome.context.pr_number is not None
+    )
 
 
-def publish_outcome(outcome: CheckOutcome, *, comment: bool | None,
-                    env: Mapping[str, str] | None = None,
-                    out_dir: Path | None = None) -> PublishOutcome:
+def publish_outcome(
+    outcome: CheckOutcome,
+    *,
+    comment: bool | None,
+    env: Mapping[str, str] | None = None,
+    out_dir: Path | None = None,
+) -> PublishOutcome:
     """Publish the check's comparison (comment, status, job summary, annotations, files)."""
     from perfci.usecases.publish import publish
 
-    return publish(outcome.comparison, context=outcome.context, settings=outcome.settings,
-                   benchmark=outcome.spec.name, comment=comment is not False, env=env,
-                   out_dir=out_dir)
+    return publish(
+        outcome.comparison,
+        context=outcome.context,
+        settings=outcome.settings,
+        benchmark=outcome.spec.name,
+        comment=comment is not False,
+        env=env,
+        out_dir=out_dir,
+    )

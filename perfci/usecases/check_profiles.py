@@ -17,9 +17,9 @@ from perfci.usecases.check_spec import BenchmarkSpec, Runner
 __all__ = ["collect_repeats", "run_repeats", "work_dir"]
 
 
-
-def collect_repeats(spec: BenchmarkSpec, profiles: Sequence[Path], *, runner: Runner,
-                    cwd: Path | None = None) -> list[list[Profile]]:
+def collect_repeats(
+    spec: BenchmarkSpec, profiles: Sequence[Path], *, runner: Runner, cwd: Path | None = None
+) -> list[list[Profile]]:
     """The parsed profiles of each repeat: one repeat per given file, else by running ``spec``.
 
     Everything is parsed here, before any store is opened, so bad input writes nothing.
@@ -29,9 +29,11 @@ def collect_repeats(spec: BenchmarkSpec, profiles: Sequence[Path], *, runner: Ru
     if profiles:
         return parse_repeats(list(profiles), format=spec.format)
     if not spec.command:
-        raise ConfigError(f"benchmark {spec.name!r} has no command: give one after `--`, "
-                          f"declare `command` in [tool.perfci.benchmarks.{spec.name}], or "
-                          "pass --profile FILE")
+        raise ConfigError(
+            f"benchmark {spec.name!r} has no command: give one after `--`, "
+            f"declare `command` in [tool.perfci.benchmarks.{spec.name}], or "
+            "pass --profile FILE"
+        )
     from perfci import gpu_state
 
     files = runner(spec, work_dir(spec.name, cwd))
@@ -49,6 +51,12 @@ def run_repeats(spec: BenchmarkSpec, directory: Path) -> list[list[Path]]:
     """The plain runner: each repeat a fresh process, no progress display."""
     from perfci.runner import run_benchmark
 
-    return run_benchmark(spec.command, benchmark=spec.name, repeats=spec.repeats,
-                         work_dir=directory, profiler=spec.profiler,
-                         globs=spec.globs or None, pass_env=spec.pass_env).files_per_repeat
+    return run_benchmark(
+        spec.command,
+        benchmark=spec.name,
+        repeats=spec.repeats,
+        work_dir=directory,
+        profiler=spec.profiler,
+        globs=spec.globs or None,
+        pass_env=spec.pass_env,
+    ).files_per_repeat

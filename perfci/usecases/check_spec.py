@@ -56,7 +56,6 @@ class CheckRequest:
     ab: bool = False
 
 
-
 def resolve_benchmark(settings: Settings, request: CheckRequest) -> BenchmarkSpec:
     """The benchmark to check: flags over its declaration in the config file.
 
@@ -71,13 +70,16 @@ def resolve_benchmark(settings: Settings, request: CheckRequest) -> BenchmarkSpe
         raise ConfigError(f"[tool.perfci.benchmarks.{name}] must be a table")
     unknown = set(table) - _SPEC_KEYS
     if unknown:
-        raise ConfigError(f"[tool.perfci.benchmarks.{name}]: unknown key(s) "
-                          f"{', '.join(sorted(unknown))}; expected {', '.join(sorted(_SPEC_KEYS))}")
+        raise ConfigError(
+            f"[tool.perfci.benchmarks.{name}]: unknown key(s) "
+            f"{', '.join(sorted(unknown))}; expected {', '.join(sorted(_SPEC_KEYS))}"
+        )
     return BenchmarkSpec(
         name=name,
         command=list(request.command) or _command(name, table.get("command")),
-        repeats=_positive(request.repeats or table.get("repeats") or settings.repeats,
-                          f"repeats of {name!r}"),
+        repeats=_positive(
+            request.repeats or table.get("repeats") or settings.repeats, f"repeats of {name!r}"
+        ),
         profiler=str(request.profiler or table.get("profiler") or "torch"),
         globs=list(request.globs) or _strings(table.get("globs", table.get("glob")), name),
         format=request.format or table.get("format"),
@@ -89,10 +91,14 @@ def _only_declared(declared: Mapping[str, Any]) -> str:
     if len(declared) == 1:
         return next(iter(declared))
     if not declared:
-        raise ConfigError("no benchmark given: pass --benchmark NAME, or declare one in "
-                          "[tool.perfci.benchmarks.NAME] (pyproject.toml) or perfci.toml")
-    raise ConfigError(f"several benchmarks are declared ({', '.join(sorted(declared))}); "
-                      "choose one with --benchmark NAME")
+        raise ConfigError(
+            "no benchmark given: pass --benchmark NAME, or declare one in "
+            "[tool.perfci.benchmarks.NAME] (pyproject.toml) or perfci.toml"
+        )
+    raise ConfigError(
+        f"several benchmarks are declared ({', '.join(sorted(declared))}); "
+        "choose one with --benchmark NAME"
+    )
 
 
 def _command(name: str, raw: object) -> list[str]:
@@ -102,8 +108,9 @@ def _command(name: str, raw: object) -> list[str]:
         return shlex.split(raw)
     if isinstance(raw, list) and all(isinstance(part, str) for part in raw):
         return list(raw)
-    raise ConfigError(f"[tool.perfci.benchmarks.{name}] command must be a string or a list of "
-                      "strings")
+    raise ConfigError(
+        f"[tool.perfci.benchmarks.{name}] command must be a string or a list of strings"
+    )
 
 
 def _strings(raw: object, name: str) -> list[str]:
@@ -113,8 +120,9 @@ def _strings(raw: object, name: str) -> list[str]:
         return [raw]
     if isinstance(raw, list) and all(isinstance(part, str) for part in raw):
         return list(raw)
-    raise ConfigError(f"[tool.perfci.benchmarks.{name}] globs must be a string or a list of "
-                      "strings")
+    raise ConfigError(
+        f"[tool.perfci.benchmarks.{name}] globs must be a string or a list of strings"
+    )
 
 
 def _positive(value: object, what: str) -> int:

@@ -37,9 +37,15 @@ class BaselineChoice:
     before: datetime | None = None
 
 
-def choose_baseline(session: Session, run: RunInfo, *, branch: str | None = None,
-                    default_branch: str = "main", limit: int = 30,
-                    merge_base: str | None = None) -> BaselineChoice:
+def choose_baseline(
+    session: Session,
+    run: RunInfo,
+    *,
+    branch: str | None = None,
+    default_branch: str = "main",
+    limit: int = 30,
+    merge_base: str | None = None,
+) -> BaselineChoice:
     """The baseline runs of ``run``: most recent first, at most ``limit``.
 
     ``branch`` (a flag) wins over the run's base branch, which wins over ``default_branch``.
@@ -48,9 +54,15 @@ def choose_baseline(session: Session, run: RunInfo, *, branch: str | None = None
     chosen = branch or run.base_branch or default_branch
     before = _cutoff(session, run, merge_base)
     run_ids = queries.baseline_run_ids(
-        session, project=run.project, benchmark=run.benchmark,
-        environment_id=run.environment_id, branch=chosen, before=before, limit=limit,
-        exclude_run_ids=(run.id,))
+        session,
+        project=run.project,
+        benchmark=run.benchmark,
+        environment_id=run.environment_id,
+        branch=chosen,
+        before=before,
+        limit=limit,
+        exclude_run_ids=(run.id,),
+    )
     return BaselineChoice(branch=chosen, run_ids=run_ids, before=before)
 
 
@@ -64,16 +76,29 @@ def _cutoff(session: Session, run: RunInfo, merge_base: str | None) -> datetime 
     return run.commit_time or run.created_at
 
 
-def compare_stored_run(session: Session, run_id: int, *, options: CompareOptions | None = None,
-                       branch: str | None = None, default_branch: str = "main",
-                       baseline_runs: int = 30, merge_base: str | None = None) -> RunComparison:
+def compare_stored_run(
+    session: Session,
+    run_id: int,
+    *,
+    options: CompareOptions | None = None,
+    branch: str | None = None,
+    default_branch: str = "main",
+    baseline_runs: int = 30,
+    merge_base: str | None = None,
+) -> RunComparison:
     """Compare run ``run_id`` with its baseline (see the module docstring).
 
     Too few baseline runs give ``no-baseline`` lines (``options.min_baseline``), never a guess.
     """
     run = queries.get_run(session, run_id)
-    choice = choose_baseline(session, run, branch=branch, default_branch=default_branch,
-                             limit=baseline_runs, merge_base=merge_base)
+    choice = choose_baseline(
+        session,
+        run,
+        branch=branch,
+        default_branch=default_branch,
+        limit=baseline_runs,
+        merge_base=merge_base,
+    )
     states = queries.repeat_gpu_states(session, [*choice.run_ids, run.id])
     screen = screen_gpu_state(choice.run_ids, run, states)
     choice = replace(choice, run_ids=screen.kept_run_ids)
@@ -83,10 +108,16 @@ def compare_stored_run(session: Session, run_id: int, *, options: CompareOptions
     choice = replace(choice, run_ids=[r for r in choice.run_ids if r not in set(skipped)])
     oldest_first = list(reversed(choice.run_ids))
     # One list per baseline run, empty where a run lacks the series, so runs stay aligned.
-    baseline = {key: [by_run.get(r, []) for r in oldest_first]
-                for key, by_run in samples.items() if any(r in by_run for r in oldest_first)}
-    candidate = {key: _without(by_run[run.id], screen.left_out_repeats, run.repeats)
-                 for key, by_run in samples.items() if run.id in by_run}
+    baseline = {
+        key: [by_run.get(r, []) for r in oldest_first]
+        for key, by_run in samples.items()
+        if any(r in by_run for r in oldest_first)
+    }
+    candidate = {
+        key: _without(by_run[run.id], screen.left_out_repeats, run.repeats)
+        for key, by_run in samples.items()
+        if run.id in by_run
+    }
     result = compare_run(baseline, candidate, benchmark=run.benchmark, options=options)
     result.notes.extend(screen.notes)
     result.notes.extend(_skipped_notes(skipped, run.id in checked.skipped))
@@ -96,8 +127,9 @@ def compare_stored_run(session: Session, run_id: int, *, options: CompareOptions
         start = oldest_first[result.baseline_level_start]
         sha = _commits(session, [start])
         if sha:
-            result.notes.append(f"The base branch's current level started at commit "
-                                f"{sha[0][:7]} (run {start}).")
+            result.notes.append(
+                f"The base branch's current level started at commit {sha[0][:7]} (run {start})."
+            )
     result.environment = _with_cards(run.environment, states.get(run.id, {}))
     result.run_id, result.commit, result.branch = run.id, run.commit, run.branch
     result.pr_number, result.ci_url = run.pr_number, run.ci_url
@@ -113,8 +145,11 @@ class GpuScreen:
     notes: list[str] = field(default_factory=list)
 
 
-def screen_gpu_state(baseline_run_ids: Sequence[int], run: RunInfo,
-                     states: Mapping[int, Mapping[int, Mapping[str, Any]]]) -> GpuScreen:
+def screen_gpu_state(
+    baseline_run_ids: Sequence[int],
+    run: RunInfo,
+    states: Mapping[int, Mapping[int, Mapping[str, Any]]],
+) -> GpuScreen:
     """Leave out baseline runs and candidate repeats that ran on a throttled GPU.
 
     ``states`` maps run id → repeat → ``gpu_state`` (:func:`queries.repeat_gpu_states`).
@@ -127,7 +162,8 @@ def screen_gpu_state(baseline_run_ids: Sequence[int], run: RunInfo,
         return GpuScreen(kept_run_ids=list(baseline_run_ids))
     own = states.get(run.id, {})
     judge = StateJudge.from_history(
-        [list(states.get(r, {}).values()) for r in baseline_run_ids], list(own.values()))
+        [list(states.get(r, {}).values()) for r in baseline_run_ids], list(own.values())
+    )
     kept, suspects = [], []
     for run_id in baseline_run_ids:
         judged = [judge.judge(state) for state in states.get(run_id, {}).values()]
@@ -138,18 +174,17 @@ def screen_gpu_state(baseline_run_ids: Sequence[int], run: RunInfo,
             kept.append(run_id)
     notes = [_baseline_note(suspects, len(baseline_run_ids))] if suspects else []
     left_out, candidate_notes = _screen_candidate(judge, own, run.repeats)
-    return GpuScreen(kept_run_ids=kept, left_out_repeats=left_out,
-                     notes=notes + candidate_notes)
+    return GpuScreen(kept_run_ids=kept, left_out_repeats=left_out, notes=notes + candidate_notes)
 
 
-def _baseline_note(suspects: Sequence[tuple[int, list[RepeatJudgement], int]],
-                   total: int) -> str:
+def _baseline_note(suspects: Sequence[tuple[int, list[RepeatJudgement], int]], total: int) -> str:
     """``"1 of 30 baseline runs left out: GPU throttled (sw_thermal_slowdown) in 3 of 5
     repeats (run 17)"``."""
-    parts = [f"({_what(bad)}) in {len(bad)} of {repeats} repeats (run {run_id})"
-             for run_id, bad, repeats in suspects]
-    return (f"{len(suspects)} of {total} baseline runs left out: GPU throttled "
-            + "; ".join(parts))
+    parts = [
+        f"({_what(bad)}) in {len(bad)} of {repeats} repeats (run {run_id})"
+        for run_id, bad, repeats in suspects
+    ]
+    return f"{len(suspects)} of {total} baseline runs left out: GPU throttled " + "; ".join(parts)
 
 
 def _what(judged: Sequence[RepeatJudgement]) -> str:
@@ -160,8 +195,9 @@ def _what(judged: Sequence[RepeatJudgement]) -> str:
     return slowest.describe()
 
 
-def _screen_candidate(judge: StateJudge, states: Mapping[int, Mapping[str, Any]],
-                      repeats: int) -> tuple[frozenset[int], list[str]]:
+def _screen_candidate(
+    judge: StateJudge, states: Mapping[int, Mapping[str, Any]], repeats: int
+) -> tuple[frozenset[int], list[str]]:
     judged = {index: judge.judge(state) for index, state in sorted(states.items())}
     suspect = [index for index, j in judged.items() if j.suspect]
     # Leave a repeat out only when an unsuspect one remains: some data beats none.
@@ -170,8 +206,11 @@ def _screen_candidate(judge: StateJudge, states: Mapping[int, Mapping[str, Any]]
     for index in suspect:
         j = judged[index]
         described = j.describe()
-        what = (f"ran at {described}" if "MHz" in described
-                else f"ran with the GPU throttled {described}")
+        what = (
+            f"ran at {described}"
+            if "MHz" in described
+            else f"ran with the GPU throttled {described}"
+        )
         fate = "kept: no repeat ran unthrottled" if keep_all else "left out"
         notes.append(f"repeat {index + 1} of this run {what}; {fate}")
     return (frozenset() if keep_all else frozenset(suspect)), notes
@@ -188,16 +227,21 @@ def _without(values: Sequence[float], left_out: frozenset[int], repeats: int) ->
     return [v for index, v in enumerate(values) if index not in left_out]
 
 
-def _with_cards(environment: Mapping[str, str],
-                states: Mapping[int, Mapping[str, Any]]) -> dict[str, str]:
+def _with_cards(
+    environment: Mapping[str, str], states: Mapping[int, Mapping[str, Any]]
+) -> dict[str, str]:
     """The run's environment with the UUIDs of the cards its repeats actually ran on.
 
     The stored environment is shared by every run that matches it (UUIDs are not matched,
     :data:`perfci.context.IDENTITY_KEYS`), so its ``gpu_uuid`` is the first such run's card;
     the GPU state sampled during this run's repeats names this run's own.
     """
-    uuids = [str(gpu["uuid"]) for state in states.values() for gpu in state.get("gpus", [])
-             if isinstance(gpu, Mapping) and gpu.get("uuid")]
+    uuids = [
+        str(gpu["uuid"])
+        for state in states.values()
+        for gpu in state.get("gpus", [])
+        if isinstance(gpu, Mapping) and gpu.get("uuid")
+    ]
     found = dict(environment)
     if uuids:
         found["gpu_uuid"] = ",".join(dict.fromkeys(uuids))
@@ -209,21 +253,28 @@ def _skipped_notes(skipped: Sequence[int], candidate: bool) -> list[str]:
     notes = []
     if skipped:
         ids = ", ".join(str(r) for r in skipped)
-        notes.append(f"{len(skipped)} baseline run{'s' if len(skipped) != 1 else ''} left out: "
-                     f"a stored value is not a finite, non-negative number (run {ids}); "
-                     "`perfci runs delete` removes such runs.")
+        notes.append(
+            f"{len(skipped)} baseline run{'s' if len(skipped) != 1 else ''} left out: "
+            f"a stored value is not a finite, non-negative number (run {ids}); "
+            "`perfci runs delete` removes such runs."
+        )
     if candidate:
-        notes.append("This run holds a stored value that is not a finite, non-negative number, "
-                     "so none of its metrics could be compared.")
+        notes.append(
+            "This run holds a stored value that is not a finite, non-negative number, "
+            "so none of its metrics could be compared."
+        )
     return notes
 
 
 def _baseline_info(session: Session, choice: BaselineChoice) -> BaselineInfo:
     commits = _commits(session, choice.run_ids)
-    return BaselineInfo(branch=choice.branch, runs=len(choice.run_ids),
-                        first_commit=commits[-1] if commits else None,
-                        last_commit=commits[0] if commits else None,
-                        run_ids=list(choice.run_ids))
+    return BaselineInfo(
+        branch=choice.branch,
+        runs=len(choice.run_ids),
+        first_commit=commits[-1] if commits else None,
+        last_commit=commits[0] if commits else None,
+        run_ids=list(choice.run_ids),
+    )
 
 
 def _commits(session: Session, run_ids: Sequence[int]) -> list[str]:

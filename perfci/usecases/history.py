@@ -60,28 +60,47 @@ def sync_history(settings: Settings, *, cwd: Path | None = None) -> list[str]:
     return _guarded(settings, lambda: sync_branch(settings, branch, cwd=cwd).warnings)
 
 
-def record_history(settings: Settings, context: RunContext, benchmark: str,
-                   repeats: Sequence[Sequence[Profile]], *, baseline_branch: str | None = None,
-                   cwd: Path | None = None) -> list[str]:
+def record_history(
+    settings: Settings,
+    context: RunContext,
+    benchmark: str,
+    repeats: Sequence[Sequence[Profile]],
+    *,
+    baseline_branch: str | None = None,
+    cwd: Path | None = None,
+) -> list[str]:
     """Append the run to the history branch when it is a base-branch push; the warnings."""
     branch = parse_history(settings.history)
-    if branch is None or settings.server_url or not is_base_branch_push(
-            context, baseline_branch or settings.baseline_branch):
+    if (
+        branch is None
+        or settings.server_url
+        or not is_base_branch_push(context, baseline_branch or settings.baseline_branch)
+    ):
         return []
 
     def append() -> list[str]:
         root = find_project_root(cwd)
         created_at = datetime.now(UTC)
-        document = encode_run(context=context, benchmark=benchmark, repeats=repeats,
-                              created_at=created_at)
-        path = run_path(context=context, benchmark=benchmark, created_at=created_at,
-                        document=document)
+        document = encode_run(
+            context=context, benchmark=benchmark, repeats=repeats, created_at=created_at
+        )
+        path = run_path(
+            context=context, benchmark=benchmark, created_at=created_at, document=document
+        )
         done = _branch(settings, branch, root).append(
-            {path: document}, max_bytes=settings.history_max_bytes, prefix=f"{RUNS_DIR}/",
-            message=f"perfci: {benchmark} at {(context.commit or 'unknown')[:12]}")
-        logger.info("history: %s %s on %s (%d push(es), %d old run(s) dropped)",
-                    "found" if done.already_there else "appended", path, branch,
-                    done.attempts, len(done.dropped))
+            {path: document},
+            max_bytes=settings.history_max_bytes,
+            prefix=f"{RUNS_DIR}/",
+            message=f"perfci: {benchmark} at {(context.commit or 'unknown')[:12]}",
+        )
+        logger.info(
+            "history: %s %s on %s (%d push(es), %d old run(s) dropped)",
+            "found" if done.already_there else "appended",
+            path,
+            branch,
+            done.attempts,
+            len(done.dropped),
+        )
         return []
 
     return _guarded(settings, append)
@@ -89,8 +108,9 @@ def record_history(settings: Settings, context: RunContext, benchmark: str,
 
 def is_base_branch_push(context: RunContext, baseline_branch: str) -> bool:
     """A run that belongs in the base branch's history: no pull request, on that branch."""
-    return context.pr_number is None and bool(context.branch) and (
-        context.branch == baseline_branch)
+    return (
+        context.pr_number is None and bool(context.branch) and (context.branch == baseline_branch)
+    )
 
 
 def sync_branch(settings: Settings, branch: str, *, cwd: Path | None = None) -> SyncResult:
@@ -127,20 +147,27 @@ def sync_branch(settings: Settings, branch: str, *, cwd: Path | None = None) -> 
     finally:
         store.close()
     _write_marker(marker, tip, url)
-    logger.info("history: %d new run file(s) on %s at %s, %d stored", len(files), branch,
-                tip[:12], stored)
+    logger.info(
+        "history: %d new run file(s) on %s at %s, %d stored", len(files), branch, tip[:12], stored
+    )
     return SyncResult(commit=tip, files=len(files), stored=stored, warnings=warnings)
 
 
-def _ingest_file(sessions: sessionmaker[Session], path: str, data: bytes, branch: str,
-                 warnings: list[str]) -> int:
+def _ingest_file(
+    sessions: sessionmaker[Session], path: str, data: bytes, branch: str, warnings: list[str]
+) -> int:
     from perfci.usecases.ingest import ingest_run
 
     try:
         run = decode_run(data, source=f"{branch}:{path}")
         with sessions() as session:
-            result = ingest_run(session, context=run.context, benchmark=run.benchmark,
-                                repeats=run.repeats, created_at=run.created_at)
+            result = ingest_run(
+                session,
+                context=run.context,
+                benchmark=run.benchmark,
+                repeats=run.repeats,
+                created_at=run.created_at,
+            )
     except PerfciError as exc:
         # One bad or conflicting file must not cost the job the rest of its baseline.
         warnings.append(f"history branch {branch}: skipped {path}: {exc}")
@@ -150,8 +177,9 @@ def _ingest_file(sessions: sessionmaker[Session], path: str, data: bytes, branch
 
 def _branch(settings: Settings, branch: str, root: Path) -> GitBranch:
     token = settings.github_token.get_secret_value() if settings.github_token else None
-    return GitBranch(checkout=root, branch=branch, cache=root / DEFAULT_DB_DIR / CACHE_DIR,
-                     token=token)
+    return GitBranch(
+        checkout=root, branch=branch, cache=root / DEFAULT_DB_DIR / CACHE_DIR, token=token
+    )
 
 
 def _guarded(settings: Settings, action: Callable[[], list[str]]) -> list[str]:
@@ -181,8 +209,9 @@ def _read_marker(path: Path, url: str) -> str | None:
 
 def _write_marker(path: Path, commit: str, url: str) -> None:
     with contextlib.suppress(OSError):  # only the next sync's speed depends on it
-        path.write_text(json.dumps({"commit": commit, "store": _url_digest(url)}) + "\n",
-                        encoding="utf-8")
+        path.write_text(
+            json.dumps({"commit": commit, "store": _url_digest(url)}) + "\n", encoding="utf-8"
+        )
 
 
 def _store_exists(url: str) -> bool:

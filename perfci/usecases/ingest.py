@@ -28,13 +28,29 @@ from perfci.store.prepared import Cell, PreparedRun, Values, cell_values
 from perfci.store.runs import IngestResult, storage_error, stored_run, write_run
 from perfci.usecases.repeats import check_repeats_match
 
-__all__ = ["IngestResult", "Values", "check_values", "group_files", "ingest_run",
-           "parse_and_ingest", "parse_repeats", "prepare_run", "run_key"]
+__all__ = [
+    "IngestResult",
+    "Values",
+    "check_values",
+    "group_files",
+    "ingest_run",
+    "parse_and_ingest",
+    "parse_repeats",
+    "prepare_run",
+    "run_key",
+]
 
 
-def ingest_run(session: Session, *, context: RunContext, benchmark: str,
-               repeats: Sequence[Sequence[Profile]], idempotency_key: str | None = None,
-               created_at: datetime | None = None, commit: bool = True) -> IngestResult:
+def ingest_run(
+    session: Session,
+    *,
+    context: RunContext,
+    benchmark: str,
+    repeats: Sequence[Sequence[Profile]],
+    idempotency_key: str | None = None,
+    created_at: datetime | None = None,
+    commit: bool = True,
+) -> IngestResult:
     """Store one run of ``benchmark`` in one transaction, and commit it.
 
     Parameters
@@ -73,16 +89,23 @@ def ingest_run(session: Session, *, context: RunContext, benchmark: str,
     check_values(prepared)  # before any SQL: bad input writes nothing
     key = idempotency_key or run_key(context, prepared)
     try:
-        result = write_run(session, context=context, benchmark=benchmark, prepared=prepared,
-                           key=key, created_at=created_at or datetime.now(UTC))
+        result = write_run(
+            session,
+            context=context,
+            benchmark=benchmark,
+            prepared=prepared,
+            key=key,
+            created_at=created_at or datetime.now(UTC),
+        )
         if commit:
             session.commit()
     except IntegrityError as exc:
         session.rollback()
         # A concurrent ingest of the same run committed between our checks: keep theirs.
         try:
-            existing = stored_run(session, project=context.project, benchmark=benchmark,
-                                  key=key, prepared=prepared)
+            existing = stored_run(
+                session, project=context.project, benchmark=benchmark, key=key, prepared=prepared
+            )
         finally:
             session.rollback()  # end the read transaction; nothing of ours to keep
         if existing is None:
@@ -97,9 +120,15 @@ def ingest_run(session: Session, *, context: RunContext, benchmark: str,
     return result
 
 
-def parse_and_ingest(session: Session, files: Sequence[Path], *, benchmark: str,
-                     context: RunContext, format: str | None = None,
-                     repeat: int | None = None) -> IngestResult:
+def parse_and_ingest(
+    session: Session,
+    files: Sequence[Path],
+    *,
+    benchmark: str,
+    context: RunContext,
+    format: str | None = None,
+    repeat: int | None = None,
+) -> IngestResult:
     """Parse ``files`` and ingest them as one run; a bad file stops before anything is written.
 
     With ``repeat=None`` each file is one repeat; with ``repeat=N`` the files hold N repeats,
@@ -109,8 +138,9 @@ def parse_and_ingest(session: Session, files: Sequence[Path], *, benchmark: str,
     return ingest_run(session, context=context, benchmark=benchmark, repeats=repeats)
 
 
-def parse_repeats(files: Sequence[Path], *, format: str | None = None,
-                  repeat: int | None = None) -> list[list[Profile]]:
+def parse_repeats(
+    files: Sequence[Path], *, format: str | None = None, repeat: int | None = None
+) -> list[list[Profile]]:
     """The profiles of each repeat (see :func:`parse_and_ingest`); errors name the file."""
     groups = group_files(files, repeat)
     repeats = [[p for path in group for p in _parse_one(path, format)] for group in groups]
@@ -125,10 +155,11 @@ def group_files(files: Sequence[Path], repeats: int | None) -> list[list[Path]]:
     if repeats is None:
         return [[Path(f)] for f in files]
     if repeats < 1 or len(files) % repeats:
-        raise ConfigError(f"{len(files)} files cannot be split into {repeats} repeats of "
-                          "equal size")
+        raise ConfigError(
+            f"{len(files)} files cannot be split into {repeats} repeats of equal size"
+        )
     size = len(files) // repeats
-    return [[Path(f) for f in files[i:i + size]] for i in range(0, len(files), size)]
+    return [[Path(f) for f in files[i : i + size]] for i in range(0, len(files), size)]
 
 
 def _parse_one(path: Path, format: str | None) -> list[Profile]:
@@ -183,20 +214,35 @@ def prepare_run(repeats: Sequence[Sequence[Profile]]) -> PreparedRun:
             raise ConfigError(f"repeat {index + 1} has no profiles")
         labels = [p.label for p in repeat]
         if len(repeat) > 1 and len(set(labels)) != len(labels):
-            raise ConfigError(f"repeat {index + 1} has several profiles labelled alike "
-                              f"({', '.join(labels)}); their metrics would collide")
+            raise ConfigError(
+                f"repeat {index + 1} has several profiles labelled alike "
+                f"({', '.join(labels)}); their metrics would collide"
+            )
         for profile in repeat:
             profiles.append((index, profile))
-            samples += _add_profile(cells, index, profile,
-                                    profile.label if len(repeat) > 1 else "")
+            samples += _add_profile(cells, index, profile, profile.label if len(repeat) > 1 else "")
             metrics += len(profile.metrics)
-    return PreparedRun(cells=cells, samples=samples, merges=metrics != samples,
-                       profiles=profiles, repeats=len(repeats))
+    return PreparedRun(
+        cells=cells,
+        samples=samples,
+        merges=metrics != samples,
+        profiles=profiles,
+        repeats=len(repeats),
+    )
 
 
 # A metric's stored numbers: each a time in ns, a count or a size, so finite and non-negative.
-_NUMBER_FIELDS = ("total_ns", "calls", "self_ns", "avg_ns", "min_ns", "max_ns", "std_ns",
-                  "median_ns", "bytes")
+_NUMBER_FIELDS = (
+    "total_ns",
+    "calls",
+    "self_ns",
+    "avg_ns",
+    "min_ns",
+    "max_ns",
+    "std_ns",
+    "median_ns",
+    "bytes",
+)
 _VALUE_NAMES = ("value (per step)", *_NUMBER_FIELDS)
 
 
@@ -220,9 +266,23 @@ def check_values(prepared: PreparedRun) -> None:
     """
     # The stored fields of every metric: the one per-value Python pass, kept to a bare
     # comprehension (numpy's own None handling measured slower).
-    numbers = [v for _, p in prepared.profiles for m in p.metrics
-               for v in (m.total_ns, m.calls, m.self_ns, m.avg_ns, m.min_ns, m.max_ns,
-                         m.std_ns, m.median_ns, m.bytes) if v is not None]
+    numbers = [
+        v
+        for _, p in prepared.profiles
+        for m in p.metrics
+        for v in (
+            m.total_ns,
+            m.calls,
+            m.self_ns,
+            m.avg_ns,
+            m.min_ns,
+            m.max_ns,
+            m.std_ns,
+            m.median_ns,
+            m.bytes,
+        )
+        if v is not None
+    ]
     # Derived values: only step metrics (means of samples) and metrics without a total
     # (avg × calls) can come out worse than the fields they are made of.
     for _, profile in prepared.profiles:
@@ -236,14 +296,22 @@ def check_values(prepared: PreparedRun) -> None:
                 if value is not None:
                     numbers.append(value)
     if prepared.merges:
-        numbers += [v for cell in prepared.cells.values() if len(cell) > 1
-                    for _, values in cell_values(cell) for v in values if v is not None]
+        numbers += [
+            v
+            for cell in prepared.cells.values()
+            if len(cell) > 1
+            for _, values in cell_values(cell)
+            for v in values
+            if v is not None
+        ]
     try:
         array = np.array(numbers, dtype=np.float64)
     except (OverflowError, TypeError, ValueError):  # an int beyond any float, or not a number
         raise _invalid_value(prepared) from None
-    if not (np.isfinite(array).all()
-            and (array.size == 0 or (array.min() >= 0 and array.max() <= MAX_VALUE))):
+    if not (
+        np.isfinite(array).all()
+        and (array.size == 0 or (array.min() >= 0 and array.max() <= MAX_VALUE))
+    ):
         raise _invalid_value(prepared)
 
 
@@ -264,8 +332,10 @@ def _invalid_value(prepared: PreparedRun) -> InvalidValue:
         for repeat, values in cell_values(cell):
             for name, value in zip(_VALUE_NAMES, values, strict=True):
                 if value is not None and not _valid(value):
-                    return _refusal(f"repeat {repeat + 1}, metric {':'.join(parts)!r}: the "
-                                    f"sum of its entries, {name}, is {value!r}")
+                    return _refusal(
+                        f"repeat {repeat + 1}, metric {':'.join(parts)!r}: the "
+                        f"sum of its entries, {name}, is {value!r}"
+                    )
     return _refusal("a value is not a finite, non-negative number")  # not reached
 
 
@@ -282,12 +352,15 @@ def _valid(value: float) -> bool:
 
 
 def _refusal(what: str) -> InvalidValue:
-    return InvalidValue(f"{what}: expected a finite, non-negative number of at most 1e18 (a "
-                        f"time in ns, a count or bytes); nothing was stored")
+    return InvalidValue(
+        f"{what}: expected a finite, non-negative number of at most 1e18 (a "
+        f"time in ns, a count or bytes); nothing was stored"
+    )
 
 
-def _add_profile(cells: dict[SeriesParts, list[Cell]], repeat: int, profile: Profile,
-                 section: str) -> int:
+def _add_profile(
+    cells: dict[SeriesParts, list[Cell]], repeat: int, profile: Profile, section: str
+) -> int:
     """Key ``profile``'s metrics into ``cells`` (the per-metric loop of every ingest).
 
     Returns the number of new (series, repeat) pairs.
@@ -297,8 +370,13 @@ def _add_profile(cells: dict[SeriesParts, list[Cell]], repeat: int, profile: Pro
     for metric in profile.metrics:
         # ``_value_``: the plain string (``.value`` is a slow descriptor, and the members
         # themselves would reach the driver as enums).
-        parts = (metric.kind._value_, metric.device._value_, metric.scope or "", section,
-                 metric.name)
+        parts = (
+            metric.kind._value_,
+            metric.device._value_,
+            metric.scope or "",
+            section,
+            metric.name,
+        )
         cell = cells.get(parts)
         if cell is None:
             cells[parts] = [(repeat, metric, steps)]

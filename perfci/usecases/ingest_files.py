@@ -29,9 +29,15 @@ class StoredFiles:
     where: str
 
 
-def store_profiles(repeats: list[list[Profile]], *, benchmark: str, database_url: str | None,
-                   project: str | None, context: Mapping[str, Any],
-                   warn: Callable[[str], None]) -> StoredFiles:
+def store_profiles(
+    repeats: list[list[Profile]],
+    *,
+    benchmark: str,
+    database_url: str | None,
+    project: str | None,
+    context: Mapping[str, Any],
+    warn: Callable[[str], None],
+) -> StoredFiles:
     """Store ``repeats`` as one run of ``benchmark`` (idempotent: a second time is a no-op).
 
     ``context`` holds the flags' run context (``commit``, ``branch``, ``base_branch``,
@@ -49,8 +55,7 @@ def store_profiles(repeats: list[list[Profile]], *, benchmark: str, database_url
     if settings.server_url:
         from perfci.usecases.submit import submit_remote
 
-        remote = submit_remote(settings, context=run_context, benchmark=benchmark,
-                               repeats=repeats)
+        remote = submit_remote(settings, context=run_context, benchmark=benchmark, repeats=repeats)
         return StoredFiles(remote.ingest, run_context.project, settings.server_url)
     from perfci.store.db import open_store
     from perfci.usecases.ingest import ingest_run
@@ -58,15 +63,15 @@ def store_profiles(repeats: list[list[Profile]], *, benchmark: str, database_url
     store = open_store(settings)
     try:
         with store.sessions() as session:
-            result = ingest_run(session, context=run_context, benchmark=benchmark,
-                                repeats=repeats)
+            result = ingest_run(session, context=run_context, benchmark=benchmark, repeats=repeats)
     finally:
         store.close()
     return StoredFiles(result, run_context.project, store.url)
 
 
-def _check_provenance(context: RunContext, *, baseline_branch: str,
-                      warn: Callable[[str], None]) -> None:
+def _check_provenance(
+    context: RunContext, *, baseline_branch: str, warn: Callable[[str], None]
+) -> None:
     """Warn about a run without branch or commit; refuse one of the baseline branch without
     its commit.
 
@@ -83,9 +88,12 @@ def _check_provenance(context: RunContext, *, baseline_branch: str,
     if context.commit is None and context.branch == baseline_branch:
         raise ConfigError(
             f"refusing to store a run of the baseline branch {baseline_branch!r} without its "
-            f"commit (not in a git checkout?): pass --commit SHA, or ingest from the checkout")
+            f"commit (not in a git checkout?): pass --commit SHA, or ingest from the checkout"
+        )
     if context.branch is None:
-        warn("warning: no git checkout or CI variables here: the run is stored without "
-             f"{'a branch or commit' if context.commit is None else 'a branch'}, so it will "
-             f"never be part of a baseline; pass --branch and --commit to store a run of "
-             f"{baseline_branch!r}")
+        warn(
+            "warning: no git checkout or CI variables here: the run is stored without "
+            f"{'a branch or commit' if context.commit is None else 'a branch'}, so it will "
+            f"never be part of a baseline; pass --branch and --commit to store a run of "
+            f"{baseline_branch!r}"
+        )

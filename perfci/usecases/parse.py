@@ -11,8 +11,9 @@ from perfci.jsondoc import to_document
 from perfci.model import Profile
 
 
-def parse_profiles(paths: Iterable[Path], *, format: str | None = None,
-                   options: Mapping[str, str] | None = None) -> list[Profile]:
+def parse_profiles(
+    paths: Iterable[Path], *, format: str | None = None, options: Mapping[str, str] | None = None
+) -> list[Profile]:
     """Parse every file; the first unreadable one stops with a ``ParseError`` naming it."""
     profiles: list[Profile] = []
     for path in paths:

@@ -25,8 +25,10 @@ def create_project(session: Session, *, name: str, public: bool = False) -> Proj
     """Create project ``name``; ``ConfigError`` when it exists or the name is unusable."""
     name = _checked(name)
     if session.execute(select(Project.id).where(Project.name == name)).scalar() is not None:
-        raise ConfigError(f"project {name!r} already exists: change it with "
-                          f"`perfci project update {name} --public` (or --private)")
+        raise ConfigError(
+            f"project {name!r} already exists: change it with "
+            f"`perfci project update {name} --public` (or --private)"
+        )
     session.add(Project(name=name, public=public, created_at=datetime.now(UTC)))
     session.commit()
     return ProjectSummary(name=name, public=public)
@@ -38,8 +40,9 @@ def update_project(session: Session, *, name: str, public: bool) -> ProjectSumma
     done = session.execute(update(Project).where(Project.name == name).values(public=public))
     if not done.rowcount:  # type: ignore[attr-defined]  # a CursorResult for an UPDATE
         session.rollback()
-        raise NotFoundError(f"no project named {name!r}: create it with "
-                            f"`perfci project create {name}`")
+        raise NotFoundError(
+            f"no project named {name!r}: create it with `perfci project create {name}`"
+        )
     session.commit()
     return ProjectSummary(name=name, public=public)
 

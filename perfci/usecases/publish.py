@@ -87,10 +87,18 @@ def artifact_paths(out_dir: Path, benchmark: str) -> tuple[Path, Path]:
     return out_dir / f"{stem}.md", out_dir / f"{stem}.json"
 
 
-def publish(result: RunComparison, *, context: RunContext, settings: Settings, benchmark: str,
-            comment: bool = True, event: Mapping[str, Any] | None = None,
-            env: Mapping[str, str] | None = None, out_dir: Path | None = None,
-            client: GitHubClient | None = None) -> PublishOutcome:
+def publish(
+    result: RunComparison,
+    *,
+    context: RunContext,
+    settings: Settings,
+    benchmark: str,
+    comment: bool = True,
+    event: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    out_dir: Path | None = None,
+    client: GitHubClient | None = None,
+) -> PublishOutcome:
     """Report ``result`` as files, job summary, annotations, PR comment and commit status.
 
     Parameters
@@ -121,15 +129,25 @@ def publish(result: RunComparison, *, context: RunContext, settings: Settings, b
     markdown = render_comment(result, marker=comment_marker(benchmark), run_url=context.ci_url)
     outcome = PublishOutcome(markdown=markdown)
     if out_dir is not None:
-        outcome.report_paths = _write_artifact(result, markdown, context=context,
-                                               benchmark=benchmark, out_dir=out_dir)
+        outcome.report_paths = _write_artifact(
+            result, markdown, context=context, benchmark=benchmark, out_dir=out_dir
+        )
     outcome.annotations = verdict_annotations(result, benchmark=benchmark)
-    outcome.skipped_reason = _skip_reason(context, settings, comment=comment,
-                                          event=_event(event, env))
+    outcome.skipped_reason = _skip_reason(
+        context, settings, comment=comment, event=_event(event, env)
+    )
     if outcome.skipped_reason is None:
         target = _Target(str(context.repository), int(context.pr_number or 0), context.commit)
-        _post(result, markdown, outcome, target=target, benchmark=benchmark, settings=settings,
-              run_url=context.ci_url, client=client)
+        _post(
+            result,
+            markdown,
+            outcome,
+            target=target,
+            benchmark=benchmark,
+            settings=settings,
+            run_url=context.ci_url,
+            client=client,
+        )
     outcome.summary_written = _write_summary(result, outcome, run_url=context.ci_url, env=env)
     if in_actions:
         for line in outcome.annotations:
@@ -141,27 +159,47 @@ def verdict_annotations(result: RunComparison, *, benchmark: str) -> list[str]:
     """``::error`` lines for gated regressions (step lines first, then by time lost, at most
     :data:`MAX_ERROR_ANNOTATIONS`), ``::warning`` lines for inconclusive step lines."""
     gated = _by_impact(result.gated_regressions)
-    shown = gated if len(gated) <= MAX_ERROR_ANNOTATIONS else gated[:MAX_ERROR_ANNOTATIONS - 1]
+    shown = gated if len(gated) <= MAX_ERROR_ANNOTATIONS else gated[: MAX_ERROR_ANNOTATIONS - 1]
     title = f"perfci {benchmark}: regression"
-    lines = [annotation("error", f"{_name(m)} {_change(m)} per step (q={_q(m)})", title=title)
-             for m in shown]
+    lines = [
+        annotation("error", f"{_name(m)} {_change(m)} per step (q={_q(m)})", title=title)
+        for m in shown
+    ]
     if len(shown) < len(gated):
-        lines.append(annotation("error", f"{len(gated) - len(shown)} more regressions: see the "
-                                         "job summary", title=title))
+        lines.append(
+            annotation(
+                "error",
+                f"{len(gated) - len(shown)} more regressions: see the job summary",
+                title=title,
+            )
+        )
     for metric in result.steps:
         if metric.verdict is Verdict.INCONCLUSIVE:
-            hint = (f"; re-run with about {metric.repeats_needed} repeats"
-                    if metric.repeats_needed else "")
-            lines.append(annotation("warning", f"{_name(metric)} {_change(metric)} is not "
-                                               f"conclusive{hint}",
-                                    title=f"perfci {benchmark}: inconclusive"))
+            hint = (
+                f"; re-run with about {metric.repeats_needed} repeats"
+                if metric.repeats_needed
+                else ""
+            )
+            lines.append(
+                annotation(
+                    "warning",
+                    f"{_name(metric)} {_change(metric)} is not conclusive{hint}",
+                    title=f"perfci {benchmark}: inconclusive",
+                )
+            )
     return lines
 
 
-def publish_artifact(report_json: Path, *, settings: Settings, markdown: Path | None = None,
-                     repository: str | None = None, commit: str | None = None,
-                     client: GitHubClient | None = None,
-                     env: Mapping[str, str] | None = None) -> PublishOutcome:
+def publish_artifact(
+    report_json: Path,
+    *,
+    settings: Settings,
+    markdown: Path | None = None,
+    repository: str | None = None,
+    commit: str | None = None,
+    client: GitHubClient | None = None,
+    env: Mapping[str, str] | None = None,
+) -> PublishOutcome:
     """Post the comment and status of a saved report (the fork-safe ``workflow_run`` pattern).
 
     Runs in a trusted job that downloaded the artifact of an untrusted ``pull_request`` run:
@@ -175,8 +213,10 @@ def publish_artifact(report_json: Path, *, settings: Settings, markdown: Path | 
     saved = _read_artifact(report_json)
     repository = repository or env.get("GITHUB_REPOSITORY") or saved.get("repository")
     if commit and saved.get("commit") and str(saved["commit"]).lower() != commit.lower():
-        raise ConfigError(f"{report_json}: the report is for commit {saved['commit']}, not for "
-                          f"the workflow run's head {commit}; refusing to post it")
+        raise ConfigError(
+            f"{report_json}: the report is for commit {saved['commit']}, not for "
+            f"the workflow run's head {commit}; refusing to post it"
+        )
     md_path = markdown or report_json.with_suffix(".md")
     try:
         body = md_path.read_text(encoding="utf-8")
@@ -187,9 +227,17 @@ def publish_artifact(report_json: Path, *, settings: Settings, markdown: Path | 
         outcome.skipped_reason = "no GitHub token or repository: nothing posted"
         return outcome
     target = _Target(repository, saved["pr_number"], commit or saved.get("commit"))
-    _post_saved(body, outcome, target=target, benchmark=saved["benchmark"],
-                verdict=Verdict(saved["verdict"]), description=saved["description"],
-                settings=settings, run_url=saved.get("ci_url"), client=client)
+    _post_saved(
+        body,
+        outcome,
+        target=target,
+        benchmark=saved["benchmark"],
+        verdict=Verdict(saved["verdict"]),
+        description=saved["description"],
+        settings=settings,
+        run_url=saved.get("ci_url"),
+        client=client,
+    )
     return outcome
 
 
@@ -202,18 +250,22 @@ def _event(event: Mapping[str, Any] | None, env: Mapping[str, str]) -> Mapping[s
     return event if event is not None else read_event(env.get("GITHUB_EVENT_PATH"))
 
 
-def _skip_reason(context: RunContext, settings: Settings, *, comment: bool,
-                 event: Mapping[str, Any]) -> str | None:
+def _skip_reason(
+    context: RunContext, settings: Settings, *, comment: bool, event: Mapping[str, Any]
+) -> str | None:
     """Why no API call should be made, or ``None`` when the comment and status can be posted."""
     if not comment:
         return "commenting is off (--no-comment): no comment and no status posted"
     if is_fork_pull_request(event):
-        return ("pull request from a fork: its GITHUB_TOKEN is read-only, so no comment and no "
-                "status were posted; the job summary and the report artifact carry the report "
-                "(see the fork-safe workflow in github_action/README.md)")
+        return (
+            "pull request from a fork: its GITHUB_TOKEN is read-only, so no comment and no "
+            "status were posted; the job summary and the report artifact carry the report "
+            "(see the fork-safe workflow in github_action/README.md)"
+        )
     if not _has_token(settings):
-        return ("no GitHub token (GITHUB_TOKEN or PERFCI_GITHUB_TOKEN): no comment and no "
-                "status posted")
+        return (
+            "no GitHub token (GITHUB_TOKEN or PERFCI_GITHUB_TOKEN): no comment and no status posted"
+        )
     if not context.repository:
         return "the repository is unknown (GITHUB_REPOSITORY): no comment and no status posted"
     if context.pr_number is None:
@@ -225,23 +277,49 @@ def _has_token(settings: Settings) -> bool:
     return settings.github_token is not None and bool(settings.github_token.get_secret_value())
 
 
-def _post(result: RunComparison, markdown: str, outcome: PublishOutcome, *, target: _Target,
-          benchmark: str, settings: Settings, run_url: str | None,
-          client: GitHubClient | None) -> None:
-    _post_saved(markdown, outcome, target=target, benchmark=benchmark,
-                verdict=_status_verdict(result), description=status_description(result),
-                settings=settings, run_url=run_url, client=client)
+def _post(
+    result: RunComparison,
+    markdown: str,
+    outcome: PublishOutcome,
+    *,
+    target: _Target,
+    benchmark: str,
+    settings: Settings,
+    run_url: str | None,
+    client: GitHubClient | None,
+) -> None:
+    _post_saved(
+        markdown,
+        outcome,
+        target=target,
+        benchmark=benchmark,
+        verdict=_status_verdict(result),
+        description=status_description(result),
+        settings=settings,
+        run_url=run_url,
+        client=client,
+    )
 
 
-def _post_saved(markdown: str, outcome: PublishOutcome, *, target: _Target, benchmark: str,
-                verdict: Verdict, description: str, settings: Settings, run_url: str | None,
-                client: GitHubClient | None) -> None:
+def _post_saved(
+    markdown: str,
+    outcome: PublishOutcome,
+    *,
+    target: _Target,
+    benchmark: str,
+    verdict: Verdict,
+    description: str,
+    settings: Settings,
+    run_url: str | None,
+    client: GitHubClient | None,
+) -> None:
     """Comment, then status; each failure is a warning and the other is still tried."""
     github = client or GitHubClient.from_settings(settings)
     try:
         try:
-            posted = github.upsert_comment(target.repository, target.pr_number, markdown,
-                                           comment_marker(benchmark))
+            posted = github.upsert_comment(
+                target.repository, target.pr_number, markdown, comment_marker(benchmark)
+            )
             outcome.comment_url = posted.url
         except GitHubError as exc:
             _warn(outcome, f"could not post the pull-request comment: {exc}")
@@ -251,9 +329,14 @@ def _post_saved(markdown: str, outcome: PublishOutcome, *, target: _Target, benc
         # Only a final state is ever sent: a `pending` left behind by a crash would block merges.
         state = "failure" if verdict is Verdict.REGRESSION else "success"
         try:
-            github.set_status(target.repository, target.commit, state=state,
-                              context=status_context(benchmark), description=description,
-                              target_url=outcome.comment_url or run_url)
+            github.set_status(
+                target.repository,
+                target.commit,
+                state=state,
+                context=status_context(benchmark),
+                description=description,
+                target_url=outcome.comment_url or run_url,
+            )
             outcome.status_set = True
         except GitHubError as exc:
             _warn(outcome, f"could not set the commit status {status_context(benchmark)}: {exc}")
@@ -286,14 +369,16 @@ def status_description(result: RunComparison) -> str:
 
 def _by_impact(metrics: list[MetricComparison]) -> list[MetricComparison]:
     """Step lines first (what a reviewer judges), then by per-step time lost."""
+
     def lost(m: MetricComparison) -> float:
         return abs((m.candidate_median or 0.0) - (m.baseline_median or 0.0))
 
     return sorted(metrics, key=lambda m: (not _is_step(m), -lost(m), m.key))
 
 
-def _write_summary(result: RunComparison, outcome: PublishOutcome, *, run_url: str | None,
-                   env: Mapping[str, str]) -> bool:
+def _write_summary(
+    result: RunComparison, outcome: PublishOutcome, *, run_url: str | None, env: Mapping[str, str]
+) -> bool:
     path = env.get("GITHUB_STEP_SUMMARY")
     if not path:
         return False
@@ -304,8 +389,9 @@ def _write_summary(result: RunComparison, outcome: PublishOutcome, *, run_url: s
     return write_job_summary(summary, path)
 
 
-def _write_artifact(result: RunComparison, markdown: str, *, context: RunContext,
-                    benchmark: str, out_dir: Path) -> list[Path]:
+def _write_artifact(
+    result: RunComparison, markdown: str, *, context: RunContext, benchmark: str, out_dir: Path
+) -> list[Path]:
     md_path, json_path = artifact_paths(out_dir, benchmark)
     out_dir.mkdir(parents=True, exist_ok=True)
     md_path.write_text(markdown, encoding="utf-8")
@@ -313,9 +399,12 @@ def _write_artifact(result: RunComparison, markdown: str, *, context: RunContext
     # What a later workflow_run job needs to post this report for a fork's pull request.
     document["publish"] = {
         "benchmark": benchmark,
-        "repository": context.repository, "pr_number": context.pr_number,
-        "commit": context.commit, "ci_url": context.ci_url,
-        "verdict": _status_verdict(result).value, "description": status_description(result),
+        "repository": context.repository,
+        "pr_number": context.pr_number,
+        "commit": context.commit,
+        "ci_url": context.ci_url,
+        "verdict": _status_verdict(result).value,
+        "description": status_description(result),
     }
     json_path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
     return [md_path, json_path]
@@ -345,8 +434,9 @@ def _read_artifact(path: Path) -> dict[str, Any]:
     if not isinstance(saved.get("benchmark"), str) or not saved["benchmark"]:
         raise ConfigError(f"{path}: `benchmark` is missing")
     description = saved.get("description")
-    saved["description"] = (description if isinstance(description, str) and description
-                            else saved["verdict"])
+    saved["description"] = (
+        description if isinstance(description, str) and description else saved["verdict"]
+    )
     return saved
 
 

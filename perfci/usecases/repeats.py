@@ -42,17 +42,24 @@ class RepeatShape:
         counts = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
         names = ", ".join(name for _, _, name in sorted(self.keys)[:EXAMPLES])
         more = ", …" if len(self.keys) > EXAMPLES else ""
-        return (f"repeat {self.number} ({', '.join(self.sources)}: {'/'.join(self.formats)}; "
-                f"{len(self.keys)} metrics: {counts or 'none'}; e.g. {names or '-'}{more})")
+        return (
+            f"repeat {self.number} ({', '.join(self.sources)}: {'/'.join(self.formats)}; "
+            f"{len(self.keys)} metrics: {counts or 'none'}; e.g. {names or '-'}{more})"
+        )
 
 
 def shape(number: int, repeat: Sequence[Profile]) -> RepeatShape:
     """The shape of a repeat, keyed as ingest stores it (label-prefixed when several profiles)."""
     several = len(repeat) > 1
-    keys = frozenset((p.label if several else "", m.kind.value, m.name)
-                     for p in repeat for m in p.metrics)
-    return RepeatShape(number=number, formats=tuple(sorted({p.format for p in repeat})),
-                       keys=keys, sources=tuple(dict.fromkeys(p.source for p in repeat)))
+    keys = frozenset(
+        (p.label if several else "", m.kind.value, m.name) for p in repeat for m in p.metrics
+    )
+    return RepeatShape(
+        number=number,
+        formats=tuple(sorted({p.format for p in repeat})),
+        keys=keys,
+        sources=tuple(dict.fromkeys(p.source for p in repeat)),
+    )
 
 
 def shared_share(a: RepeatShape, b: RepeatShape) -> float:
@@ -79,12 +86,14 @@ def check_repeats_match(repeats: Sequence[Sequence[Profile]]) -> None:
     first = shapes[0]
     for other in shapes[1:]:
         share = shared_share(first, other)
-        mismatch = share == 0 or (other.formats != first.formats
-                                  and share < MIN_SHARED_ACROSS_FORMATS)
+        mismatch = share == 0 or (
+            other.formats != first.formats and share < MIN_SHARED_ACROSS_FORMATS
+        )
         if mismatch:
             common = len(first.keys & other.keys)
             raise ConfigError(
                 f"the repeats are not profiles of one workload: {first.describe()} and "
                 f"{other.describe()} have {common} metric(s) in common. Give the repeats of "
                 "one run (the same benchmark, profiled the same way), or ingest each profile "
-                "as its own run")
+                "as its own run"
+            )

@@ -39,8 +39,9 @@ class DeletedRun:
     alerts: int
 
 
-def delete_run(session: Session, *, run_id: int, actor: str,
-               project: str | None = None) -> DeletedRun:
+def delete_run(
+    session: Session, *, run_id: int, actor: str, project: str | None = None
+) -> DeletedRun:
     """Delete run ``run_id`` with everything stored for it, audited, in one transaction.
 
     Parameters
@@ -67,10 +68,22 @@ def delete_run(session: Session, *, run_id: int, actor: str,
         if project is not None and run.project != project:
             raise NotFoundError(f"no run with id {run_id}")
         counts = delete_run_rows(session, run_id)
-        deleted = DeletedRun(run_id=run_id, project=run.project, benchmark=run.benchmark,
-                             commit=run.commit, branch=run.branch, **counts)
-        add_audit_event(session, actor=actor, action=DELETE_ACTION, project=run.project,
-                        target=f"run {run_id}", detail=_detail(deleted))
+        deleted = DeletedRun(
+            run_id=run_id,
+            project=run.project,
+            benchmark=run.benchmark,
+            commit=run.commit,
+            branch=run.branch,
+            **counts,
+        )
+        add_audit_event(
+            session,
+            actor=actor,
+            action=DELETE_ACTION,
+            project=run.project,
+            target=f"run {run_id}",
+            detail=_detail(deleted),
+        )
         session.commit()
     except DBAPIError as exc:
         session.rollback()
@@ -82,6 +95,12 @@ def delete_run(session: Session, *, run_id: int, actor: str,
 
 
 def _detail(deleted: DeletedRun) -> dict[str, object]:
-    return {"benchmark": deleted.benchmark, "commit": deleted.commit, "branch": deleted.branch,
-            "samples": deleted.samples, "profiles": deleted.profiles,
-            "comparisons": deleted.comparisons, "alerts": deleted.alerts}
+    return {
+        "benchmark": deleted.benchmark,
+        "commit": deleted.commit,
+        "branch": deleted.branch,
+        "samples": deleted.samples,
+        "profiles": deleted.profiles,
+        "comparisons": deleted.comparisons,
+        "alerts": deleted.alerts,
+    }

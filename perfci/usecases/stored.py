@@ -33,8 +33,13 @@ class ComparisonAnswer:
     exit_code: int
 
 
-def run_comparison(database_url: str | None, run_id: int, *, baseline_branch: str | None = None,
-                   fresh: bool = False) -> ComparisonAnswer:
+def run_comparison(
+    database_url: str | None,
+    run_id: int,
+    *,
+    baseline_branch: str | None = None,
+    fresh: bool = False,
+) -> ComparisonAnswer:
     """The comparison stored when run ``run_id`` was checked, or a new one (stored too).
 
     A new one is made with ``fresh``, for a run never compared, or for another
@@ -44,16 +49,19 @@ def run_comparison(database_url: str | None, run_id: int, *, baseline_branch: st
     store = open_store(settings)
     try:
         with store.sessions() as session:
-            result = _comparison(session, run_id, settings=settings,
-                                 baseline_branch=baseline_branch, fresh=fresh)
+            result = _comparison(
+                session, run_id, settings=settings, baseline_branch=baseline_branch, fresh=fresh
+            )
     finally:
         store.close()
-    return ComparisonAnswer(result, exit_code(result,
-                                              fail_on_regression=settings.fail_on_regression))
+    return ComparisonAnswer(
+        result, exit_code(result, fail_on_regression=settings.fail_on_regression)
+    )
 
 
-def _comparison(session: Session, run_id: int, *, settings: Settings,
-                baseline_branch: str | None, fresh: bool) -> RunComparison:
+def _comparison(
+    session: Session, run_id: int, *, settings: Settings, baseline_branch: str | None, fresh: bool
+) -> RunComparison:
     """The stored comparison when it answers the question asked, else a new one."""
     from perfci.usecases.submit import compare_run_now, latest_comparison
 
@@ -70,8 +78,9 @@ def _same_baseline(stored: RunComparison, baseline_branch: str | None) -> bool:
     return stored.baseline is not None and stored.baseline.branch == baseline_branch
 
 
-def newest_runs(database_url: str | None, project: str | None, benchmark: str, *,
-                limit: int) -> list[RunInfo]:
+def newest_runs(
+    database_url: str | None, project: str | None, benchmark: str, *, limit: int
+) -> list[RunInfo]:
     """The newest ``limit`` runs of ``benchmark`` in ``project`` (default: settings, else the
     repository's)."""
     from perfci.usecases import browse
@@ -86,8 +95,9 @@ def newest_runs(database_url: str | None, project: str | None, benchmark: str, *
         store.close()
 
 
-def delete_stored_run(database_url: str | None, run_id: int, *, actor: str,
-                      confirm: Callable[[RunInfo], bool]) -> tuple[RunInfo, DeletedRun]:
+def delete_stored_run(
+    database_url: str | None, run_id: int, *, actor: str, confirm: Callable[[RunInfo], bool]
+) -> tuple[RunInfo, DeletedRun]:
     """Delete run ``run_id`` (audited as ``actor``) once ``confirm(run)`` says yes.
 
     Raises

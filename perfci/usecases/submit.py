@@ -32,15 +32,24 @@ class SubmitResult:
 
 def compare_options(settings: Settings) -> CompareOptions:
     """The comparator's options from the configured thresholds."""
-    return CompareOptions(delta=settings.delta, alpha=settings.alpha,
-                          min_baseline=settings.min_baseline_runs,
-                          gate_share=settings.gate_share)
+    return CompareOptions(
+        delta=settings.delta,
+        alpha=settings.alpha,
+        min_baseline=settings.min_baseline_runs,
+        gate_share=settings.gate_share,
+    )
 
 
-def submit_run(session: Session, *, context: RunContext, benchmark: str,
-               repeats: Sequence[Sequence[Profile]], settings: Settings,
-               baseline_branch: str | None = None,
-               idempotency_key: str | None = None) -> SubmitResult:
+def submit_run(
+    session: Session,
+    *,
+    context: RunContext,
+    benchmark: str,
+    repeats: Sequence[Sequence[Profile]],
+    settings: Settings,
+    baseline_branch: str | None = None,
+    idempotency_key: str | None = None,
+) -> SubmitResult:
     """Ingest ``repeats`` as one run, compare it, store and return the comparison.
 
     The run and its comparison are ONE transaction (issue 13: as two commits, a kill or a
@@ -52,32 +61,62 @@ def submit_run(session: Session, *, context: RunContext, benchmark: str,
     from the context.
     """
     try:
-        return _submit(session, context=context, benchmark=benchmark, repeats=repeats,
-                       settings=settings, baseline_branch=baseline_branch,
-                       idempotency_key=idempotency_key)
+        return _submit(
+            session,
+            context=context,
+            benchmark=benchmark,
+            repeats=repeats,
+            settings=settings,
+            baseline_branch=baseline_branch,
+            idempotency_key=idempotency_key,
+        )
     except IntegrityError:
         # A concurrent upload of the same run committed first: ours was rolled back whole,
         # and the second pass finds theirs (and its comparison) like any retry.
         session.rollback()
-        return _submit(session, context=context, benchmark=benchmark, repeats=repeats,
-                       settings=settings, baseline_branch=baseline_branch,
-                       idempotency_key=idempotency_key)
+        return _submit(
+            session,
+            context=context,
+            benchmark=benchmark,
+            repeats=repeats,
+            settings=settings,
+            baseline_branch=baseline_branch,
+            idempotency_key=idempotency_key,
+        )
 
 
-def _submit(session: Session, *, context: RunContext, benchmark: str,
-            repeats: Sequence[Sequence[Profile]], settings: Settings,
-            baseline_branch: str | None, idempotency_key: str | None) -> SubmitResult:
-    ingest = ingest_run(session, context=context, benchmark=benchmark, repeats=repeats,
-                        idempotency_key=idempotency_key, commit=False)
+def _submit(
+    session: Session,
+    *,
+    context: RunContext,
+    benchmark: str,
+    repeats: Sequence[Sequence[Profile]],
+    settings: Settings,
+    baseline_branch: str | None,
+    idempotency_key: str | None,
+) -> SubmitResult:
+    ingest = ingest_run(
+        session,
+        context=context,
+        benchmark=benchmark,
+        repeats=repeats,
+        idempotency_key=idempotency_key,
+        commit=False,
+    )
     try:
         if not ingest.created:
             stored = latest_comparison(session, ingest.run_id)
             if stored is not None:
                 session.rollback()  # end the read transaction; nothing new to keep
                 return SubmitResult(ingest, stored)
-        result = compare_run_now(session, ingest.run_id, settings=settings,
-                                 baseline_branch=baseline_branch,
-                                 merge_base=context.merge_base, commit=False)
+        result = compare_run_now(
+            session,
+            ingest.run_id,
+            settings=settings,
+            baseline_branch=baseline_branch,
+            merge_base=context.merge_base,
+            commit=False,
+        )
         session.commit()
     except BaseException:
         session.rollback()
@@ -85,16 +124,28 @@ def _submit(session: Session, *, context: RunContext, benchmark: str,
     return SubmitResult(ingest, result)
 
 
-def compare_run_now(session: Session, run_id: int, *, settings: Settings,
-                    baseline_branch: str | None = None, merge_base: str | None = None,
-                    commit: bool = True) -> RunComparison:
+def compare_run_now(
+    session: Session,
+    run_id: int,
+    *,
+    settings: Settings,
+    baseline_branch: str | None = None,
+    merge_base: str | None = None,
+    commit: bool = True,
+) -> RunComparison:
     """Compare a stored run with its baseline as of now, and store that comparison.
 
     ``commit=False`` leaves the comparison in the caller's open transaction.
     """
-    result = compare_stored_run(session, run_id, options=compare_options(settings),
-                                branch=baseline_branch, default_branch=settings.baseline_branch,
-                                baseline_runs=settings.baseline_runs, merge_base=merge_base)
+    result = compare_stored_run(
+        session,
+        run_id,
+        options=compare_options(settings),
+        branch=baseline_branch,
+        default_branch=settings.baseline_branch,
+        baseline_runs=settings.baseline_runs,
+        merge_base=merge_base,
+    )
     save_comparison(session, result, commit=commit)
     return result
 
@@ -103,11 +154,13 @@ def save_comparison(session: Session, result: RunComparison, *, commit: bool = T
     """Store ``result`` for its run and commit (unless ``commit=False``); returns its id."""
     if result.run_id is None:
         raise ValueError("a comparison can only be stored for a stored run")
-    row = Comparison(run_id=result.run_id,
-                     baseline_branch=result.baseline.branch if result.baseline else "",
-                     verdict=result.verdict.value,
-                     regressions=sum(m.verdict is Verdict.REGRESSION for m in result.metrics),
-                     result=comparison_to_dict(result))
+    row = Comparison(
+        run_id=result.run_id,
+        baseline_branch=result.baseline.branch if result.baseline else "",
+        verdict=result.verdict.value,
+        regressions=sum(m.verdict is Verdict.REGRESSION for m in result.metrics),
+        result=comparison_to_dict(result),
+    )
     session.add(row)
     session.flush()  # assigns the id
     if commit:
@@ -117,14 +170,19 @@ def save_comparison(session: Session, result: RunComparison, *, commit: bool = T
 
 def latest_comparison(session: Session, run_id: int) -> RunComparison | None:
     """The most recent stored comparison of run ``run_id``, if any."""
-    query = (select(Comparison.result).where(Comparison.run_id == run_id)
-             .order_by(Comparison.id.desc()).limit(1))
+    query = (
+        select(Comparison.result)
+        .where(Comparison.run_id == run_id)
+        .order_by(Comparison.id.desc())
+        .limit(1)
+    )
     found = session.execute(query).scalar()
     return None if found is None else comparison_from_dict(found)
 
 
-def submit_remote(settings: Settings, *, context: RunContext, benchmark: str,
-                  repeats: Sequence[Sequence[Profile]]) -> SubmitResult:
+def submit_remote(
+    settings: Settings, *, context: RunContext, benchmark: str, repeats: Sequence[Sequence[Profile]]
+) -> SubmitResult:
     """:func:`submit_run` on a perfci server (remote mode: the runner holds no DB credentials).
 
     The server runs the same sequence and answers with the comparison; the upload carries an
@@ -136,12 +194,22 @@ def submit_remote(settings: Settings, *, context: RunContext, benchmark: str,
     if settings.server_url is None:
         raise ConfigError("remote mode needs a server URL (PERFCI_SERVER_URL)")
     if settings.token is None:
-        raise ConfigError(f"PERFCI_SERVER_URL is set ({settings.server_url}) but PERFCI_TOKEN "
-                          "is not: create an upload token with `perfci token create`")
-    answer = upload_run(settings.server_url, settings.token.get_secret_value(),
-                        project=context.project, benchmark=benchmark, context=context,
-                        repeats=repeats)
-    ingest = IngestResult(run_id=int(answer["run_id"]), created=bool(answer["created"]),
-                          series=int(answer.get("series", 0)),
-                          samples=int(answer.get("samples", 0)))
+        raise ConfigError(
+            f"PERFCI_SERVER_URL is set ({settings.server_url}) but PERFCI_TOKEN "
+            "is not: create an upload token with `perfci token create`"
+        )
+    answer = upload_run(
+        settings.server_url,
+        settings.token.get_secret_value(),
+        project=context.project,
+        benchmark=benchmark,
+        context=context,
+        repeats=repeats,
+    )
+    ingest = IngestResult(
+        run_id=int(answer["run_id"]),
+        created=bool(answer["created"]),
+        series=int(answer.get("series", 0)),
+        samples=int(answer.get("samples", 0)),
+    )
     return SubmitResult(ingest, comparison_of(answer))

@@ -84,16 +84,22 @@ def parse_scopes(text: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
     scopes = {item.strip().lower() for item in items if item.strip()}
     unknown = scopes - set(SCOPES)
     if unknown:
-        raise ConfigError(f"unknown token scope(s) {', '.join(sorted(unknown))}; "
-                          f"expected some of {', '.join(SCOPES)}")
+        raise ConfigError(
+            f"unknown token scope(s) {', '.join(sorted(unknown))}; "
+            f"expected some of {', '.join(SCOPES)}"
+        )
     if not scopes:
         raise ConfigError(f"a token needs at least one scope of {', '.join(SCOPES)}")
     return tuple(s for s in SCOPES if s in scopes)
 
 
 _DURATION = re.compile(r"^\s*(\d{1,6})\s*([hdwy])\s*$", re.IGNORECASE)
-_UNIT = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1),
-         "y": timedelta(days=365)}
+_UNIT = {
+    "h": timedelta(hours=1),
+    "d": timedelta(days=1),
+    "w": timedelta(weeks=1),
+    "y": timedelta(days=365),
+}
 
 
 def parse_expiry(text: str, *, now: datetime | None = None) -> datetime:
@@ -111,16 +117,23 @@ def parse_expiry(text: str, *, now: datetime | None = None) -> datetime:
             moment = datetime.fromisoformat(text.strip())
             moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
     except (ValueError, OverflowError):
-        raise ConfigError(f"--expires {text!r} is neither a duration (12h, 90d, 8w, 1y) nor "
-                          "an ISO date (2027-01-31)") from None
+        raise ConfigError(
+            f"--expires {text!r} is neither a duration (12h, 90d, 8w, 1y) nor "
+            "an ISO date (2027-01-31)"
+        ) from None
     if moment <= now:
         raise ConfigError(f"--expires {text!r} is in the past")
     return moment
 
 
-def create_token(session: Session, *, project: str, scopes: str | list[str] | tuple[str, ...],
-                 name: str | None = None,
-                 expires_at: datetime | None = None) -> tuple[str, TokenInfo]:
+def create_token(
+    session: Session,
+    *,
+    project: str,
+    scopes: str | list[str] | tuple[str, ...],
+    name: str | None = None,
+    expires_at: datetime | None = None,
+) -> tuple[str, TokenInfo]:
     """Create a token for ``project`` (created too when new); returns ``(token, info)``.
 
     The returned token is the only copy: show it once and forget it. ``expires_at``: when it
@@ -131,10 +144,15 @@ def create_token(session: Session, *, project: str, scopes: str | list[str] | tu
         raise ConfigError("a project name must have 1 to 200 characters")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     project_id = access.project_id(session, project, create=True)
-    row = ApiToken(project_id=project_id, name=(name or "token")[:200],
-                   prefix=token[:_PREFIX_CHARS], token_hash=hash_token(token),
-                   scopes=",".join(wanted), created_at=datetime.now(UTC),
-                   expires_at=expires_at)
+    row = ApiToken(
+        project_id=project_id,
+        name=(name or "token")[:200],
+        prefix=token[:_PREFIX_CHARS],
+        token_hash=hash_token(token),
+        scopes=",".join(wanted),
+        created_at=datetime.now(UTC),
+        expires_at=expires_at,
+    )
     session.add(row)
     session.commit()
     return token, _info(row, project)
@@ -172,8 +190,11 @@ def authenticate(session: Session, token: str) -> TokenInfo:
     if row.revoked_at is not None:
         raise AuthError("this API token has been revoked", status=401)
     if row.expires_at is not None and row.expires_at <= datetime.now(UTC):
-        raise AuthError(f"this API token expired on {row.expires_at:%Y-%m-%d %H:%M} UTC; "
-                        "create a new one (perfci token create)", status=401)
+        raise AuthError(
+            f"this API token expired on {row.expires_at:%Y-%m-%d %H:%M} UTC; "
+            "create a new one (perfci token create)",
+            status=401,
+        )
     _touch(session, row)
     return _info(row, project)
 
@@ -196,10 +217,17 @@ def _touch(session: Session, row: ApiToken) -> None:
 
 
 def _info(row: ApiToken, project: str) -> TokenInfo:
-    return TokenInfo(id=row.id, project=project, name=row.name, prefix=row.prefix,
-                     scopes=tuple(s for s in row.scopes.split(",") if s),
-                     created_at=row.created_at, last_used_at=row.last_used_at,
-                     revoked_at=row.revoked_at, expires_at=row.expires_at)
+    return TokenInfo(
+        id=row.id,
+        project=project,
+        name=row.name,
+        prefix=row.prefix,
+        scopes=tuple(s for s in row.scopes.split(",") if s),
+        created_at=row.created_at,
+        last_used_at=row.last_used_at,
+        revoked_at=row.revoked_at,
+        expires_at=row.expires_at,
+    )
 
 
 def is_project_public(session: Session, project: str) -> bool:

@@ -61,10 +61,25 @@ from perfci.usecases.alerts import AlertInfo, NewAlert, record_alerts
 
 # The report's types live in perfci.model_weekly; they are re-exported here for callers that
 # import them beside build_weekly_report.
-__all__ = ["BenchmarkTrend", "ChangePointReport", "Coverage", "DayCount", "DayStretch",
-           "EnvironmentSeen", "KernelContribution", "Noise", "SeriesNoise", "ShareMove",
-           "TrendPoint", "WeeklyReport", "build_weekly_report", "iso_week", "period_label",
-           "report_to_dict", "week_bounds"]
+__all__ = [
+    "BenchmarkTrend",
+    "ChangePointReport",
+    "Coverage",
+    "DayCount",
+    "DayStretch",
+    "EnvironmentSeen",
+    "KernelContribution",
+    "Noise",
+    "SeriesNoise",
+    "ShareMove",
+    "TrendPoint",
+    "WeeklyReport",
+    "build_weekly_report",
+    "iso_week",
+    "period_label",
+    "report_to_dict",
+    "week_bounds",
+]
 
 
 # --- weeks ------------------------------------------------------------------------------------
@@ -93,8 +108,10 @@ def week_bounds(week: str) -> tuple[datetime, datetime]:
     try:
         year, number = (int(part) for part in week.strip().upper().split("-W"))
         if not WEEK_YEARS[0] <= year <= WEEK_YEARS[1]:
-            raise ConfigError(f"week {week!r} is out of range: perfci reports weeks of the "
-                              f"years {WEEK_YEARS[0]} to {WEEK_YEARS[1]}")
+            raise ConfigError(
+                f"week {week!r} is out of range: perfci reports weeks of the "
+                f"years {WEEK_YEARS[0]} to {WEEK_YEARS[1]}"
+            )
         monday = date.fromisocalendar(year, number, 1)
     except ValueError:
         raise ConfigError(f"week {week!r} is not an ISO week such as 2024-W05") from None
@@ -117,10 +134,18 @@ def period_label(since: datetime, until: datetime) -> str:
 # --- building ---------------------------------------------------------------------------------
 
 
-def build_weekly_report(session: Session, *, project: str, since: datetime, until: datetime,
-                        branch: str = "main", benchmarks: Sequence[str] | None = None,
-                        history_weeks: int = 8, options: ChangePointOptions | None = None,
-                        record: bool = True) -> WeeklyReport:
+def build_weekly_report(
+    session: Session,
+    *,
+    project: str,
+    since: datetime,
+    until: datetime,
+    branch: str = "main",
+    benchmarks: Sequence[str] | None = None,
+    history_weeks: int = 8,
+    options: ChangePointOptions | None = None,
+    record: bool = True,
+) -> WeeklyReport:
     """The trend report of ``project`` on ``branch`` for the period ``[since, until)``.
 
     Parameters
@@ -149,20 +174,35 @@ def build_weekly_report(session: Session, *, project: str, since: datetime, unti
     if history_weeks < 1:
         raise ConfigError(f"history_weeks must be at least 1, got {history_weeks}")
     history_since = min(since, until - timedelta(weeks=history_weeks))
-    runs = _history_runs(session, project=project, branch=branch, since=history_since,
-                         until=until, benchmarks=benchmarks)
-    report = WeeklyReport(project=project, branch=branch, week=period_label(since, until),
-                          since=since, until=until, history_since=history_since)
+    runs = _history_runs(
+        session,
+        project=project,
+        branch=branch,
+        since=history_since,
+        until=until,
+        benchmarks=benchmarks,
+    )
+    report = WeeklyReport(
+        project=project,
+        branch=branch,
+        week=period_label(since, until),
+        since=since,
+        until=until,
+        history_since=history_since,
+    )
     by_benchmark: dict[str, list[RunInfo]] = {}
     for run in runs:
         by_benchmark.setdefault(run.benchmark, []).append(run)
     for name in sorted(by_benchmark):
-        report.benchmarks.extend(_benchmark_trends(session, by_benchmark[name], since, until,
-                                                   options))
+        report.benchmarks.extend(
+            _benchmark_trends(session, by_benchmark[name], since, until, options)
+        )
     report.coverage = _coverage(runs, since, until)
     if not runs:
-        report.notes.append(f"No runs of {project} on {branch} between "
-                            f"{history_since:%Y-%m-%d} and {until:%Y-%m-%d}.")
+        report.notes.append(
+            f"No runs of {project} on {branch} between "
+            f"{history_since:%Y-%m-%d} and {until:%Y-%m-%d}."
+        )
     if record:
         report.alerts = _record(session, report)
     return report
@@ -177,18 +217,29 @@ def run_time(run: RunInfo) -> datetime:
     return _utc(run.commit_time or run.created_at)
 
 
-def _history_runs(session: Session, *, project: str, branch: str, since: datetime,
-                  until: datetime, benchmarks: Sequence[str] | None) -> list[RunInfo]:
+def _history_runs(
+    session: Session,
+    *,
+    project: str,
+    branch: str,
+    since: datetime,
+    until: datetime,
+    benchmarks: Sequence[str] | None,
+) -> list[RunInfo]:
     """The branch's runs with a run time (commit time, else stored) in ``[since, until)``."""
-    found = queries.runs_by_time(session, project=project, since=since, until=until,
-                                 branch=branch)
+    found = queries.runs_by_time(session, project=project, since=since, until=until, branch=branch)
     wanted = set(benchmarks) if benchmarks else None
     kept = [r for r in found if wanted is None or r.benchmark in wanted]
     return sorted(kept, key=lambda r: (run_time(r), _utc(r.created_at), r.id))
 
 
-def _benchmark_trends(session: Session, runs: list[RunInfo], since: datetime, until: datetime,
-                      options: ChangePointOptions | None) -> list[BenchmarkTrend]:
+def _benchmark_trends(
+    session: Session,
+    runs: list[RunInfo],
+    since: datetime,
+    until: datetime,
+    options: ChangePointOptions | None,
+) -> list[BenchmarkTrend]:
     checked = queries.run_samples_checked(session, [r.id for r in runs])  # one query
     # A run stored with a bad value by an older perfci is left out with a note (issue 13).
     skipped = set(checked.skipped)
@@ -208,28 +259,41 @@ def _benchmark_trends(session: Session, runs: list[RunInfo], since: datetime, un
 
 def _skipped_note(run_ids: list[int]) -> str:
     listed = ", ".join(str(r) for r in run_ids)
-    return (f"Left out run{'s' if len(run_ids) > 1 else ''} {listed}: a stored value is not a "
-            f"finite, non-negative number (stored before perfci checked values); remove it "
-            f"with `perfci runs delete`.")
+    return (
+        f"Left out run{'s' if len(run_ids) > 1 else ''} {listed}: a stored value is not a "
+        f"finite, non-negative number (stored before perfci checked values); remove it "
+        f"with `perfci runs delete`."
+    )
 
 
-def _matrix(runs: list[RunInfo],
-            samples: dict[SeriesKey, dict[int, list[float]]]) -> trends.SeriesMatrix:
+def _matrix(
+    runs: list[RunInfo], samples: dict[SeriesKey, dict[int, list[float]]]
+) -> trends.SeriesMatrix:
     """The series × ``runs`` matrix of per-run medians (a column per run, in order)."""
     column = {run.id: i for i, run in enumerate(runs)}
-    by_column = {key: {column[run_id]: values for run_id, values in by_run.items()
-                       if run_id in column}
-                 for key, by_run in samples.items()}
+    by_column = {
+        key: {column[run_id]: values for run_id, values in by_run.items() if run_id in column}
+        for key, by_run in samples.items()
+    }
     return trends.series_matrix(len(runs), by_column)
 
 
-def _trend(runs: list[RunInfo], matrix: trends.SeriesMatrix, since: datetime, until: datetime,
-           options: ChangePointOptions | None) -> BenchmarkTrend:
+def _trend(
+    runs: list[RunInfo],
+    matrix: trends.SeriesMatrix,
+    since: datetime,
+    until: datetime,
+    options: ChangePointOptions | None,
+) -> BenchmarkTrend:
     first = runs[0]
     in_period = [since <= run_time(r) < until for r in runs]
-    trend = BenchmarkTrend(benchmark=first.benchmark, environment_id=first.environment_id,
-                           environment=dict(first.environment),
-                           step=trends.step_series(matrix), runs_in_period=sum(in_period))
+    trend = BenchmarkTrend(
+        benchmark=first.benchmark,
+        environment_id=first.environment_id,
+        environment=dict(first.environment),
+        step=trends.step_series(matrix),
+        runs_in_period=sum(in_period),
+    )
     if trend.step is None:
         trend.notes.append("No step-time series: change points need one.")
         return trend
@@ -240,13 +304,17 @@ def _trend(runs: list[RunInfo], matrix: trends.SeriesMatrix, since: datetime, un
     steps = [float(v) for v in matrix.row(trend.step)]
     found = detect_change_points(steps, options=options)
     levels = segment_levels(steps, found)
-    trend.points = [TrendPoint(run_id=r.id, commit=r.commit, time=run_time(r), value=v,
-                               level=level, in_period=flag)
-                    for r, v, level, flag in zip(runs, steps, levels, flags, strict=True)]
+    trend.points = [
+        TrendPoint(
+            run_id=r.id, commit=r.commit, time=run_time(r), value=v, level=level, in_period=flag
+        )
+        for r, v, level, flag in zip(runs, steps, levels, flags, strict=True)
+    ]
     bounds = [0, *(cp.index for cp in found), len(steps)]
-    trend.change_points = [_change_point(runs, matrix, trend.step, cp, bounds[i], bounds[i + 2],
-                                         flags[cp.index])
-                           for i, cp in enumerate(found)]
+    trend.change_points = [
+        _change_point(runs, matrix, trend.step, cp, bounds[i], bounds[i + 2], flags[cp.index])
+        for i, cp in enumerate(found)
+    ]
     period = [i for i, flag in enumerate(flags) if flag]
     trends.mark_late(trend.change_points, steps, period[0] if period else len(steps), options)
     trend.share_movers = trends.share_movers(matrix, trend.step, period)
@@ -255,14 +323,29 @@ def _trend(runs: list[RunInfo], matrix: trends.SeriesMatrix, since: datetime, un
     return trend
 
 
-def _change_point(runs: list[RunInfo], matrix: trends.SeriesMatrix, step: SeriesKey,
-                  cp: ChangePoint, start: int, stop: int, in_period: bool) -> ChangePointReport:
+def _change_point(
+    runs: list[RunInfo],
+    matrix: trends.SeriesMatrix,
+    step: SeriesKey,
+    cp: ChangePoint,
+    start: int,
+    stop: int,
+    in_period: bool,
+) -> ChangePointReport:
     run = runs[cp.index]
     previous = runs[cp.index - 1] if cp.index > 0 else None
-    report = ChangePointReport(index=cp.index, run_id=run.id, commit=run.commit,
-                               previous_commit=previous.commit if previous else None,
-                               time=run_time(run), before=cp.before, after=cp.after,
-                               change=cp.change, p_value=cp.p_value, in_period=in_period)
+    report = ChangePointReport(
+        index=cp.index,
+        run_id=run.id,
+        commit=run.commit,
+        previous_commit=previous.commit if previous else None,
+        time=run_time(run),
+        before=cp.before,
+        after=cp.after,
+        change=cp.change,
+        p_value=cp.p_value,
+        in_period=in_period,
+    )
     found = trends.contributors(matrix, step, start, cp.index, stop)
     if found is not None:
         report.explained, report.contributors = found
@@ -280,12 +363,21 @@ def _coverage(runs: list[RunInfo], since: datetime, until: datetime) -> Coverage
     environments: dict[int, list[RunInfo]] = {}
     for run in period:
         environments.setdefault(run.environment_id, []).append(run)
-    seen = [EnvironmentSeen(id=env_id, values=dict(found[0].environment), runs=len(found),
-                            benchmarks=sorted({r.benchmark for r in found}))
-            for env_id, found in sorted(environments.items())]
-    return Coverage(runs=len(period), days=[DayCount(day, per_day.get(day, 0)) for day in days],
-                    days_without_runs=[day for day in days if not per_day.get(day)],
-                    environments=seen)
+    seen = [
+        EnvironmentSeen(
+            id=env_id,
+            values=dict(found[0].environment),
+            runs=len(found),
+            benchmarks=sorted({r.benchmark for r in found}),
+        )
+        for env_id, found in sorted(environments.items())
+    ]
+    return Coverage(
+        runs=len(period),
+        days=[DayCount(day, per_day.get(day, 0)) for day in days],
+        days_without_runs=[day for day in days if not per_day.get(day)],
+        environments=seen,
+    )
 
 
 # --- alerts -----------------------------------------------------------------------------------
@@ -298,13 +390,26 @@ def _record(session: Session, report: WeeklyReport) -> list[AlertInfo]:
             continue
         for cp in trend.period_change_points:
             # A point that moves by one run as history grows is the same change, not a new one.
-            nearby = [p.run_id for p in trend.points[max(0, cp.index - 1):cp.index + 2]]
-            pending.append((cp, NewAlert(
-                benchmark=trend.benchmark, series=trend.step,
-                environment_id=trend.environment_id, branch=report.branch, run_id=cp.run_id,
-                commit=cp.commit, previous_commit=cp.previous_commit, before=cp.before,
-                after=cp.after, change=cp.change, p_value=cp.p_value,
-                nearby_run_ids=tuple(nearby))))
+            nearby = [p.run_id for p in trend.points[max(0, cp.index - 1) : cp.index + 2]]
+            pending.append(
+                (
+                    cp,
+                    NewAlert(
+                        benchmark=trend.benchmark,
+                        series=trend.step,
+                        environment_id=trend.environment_id,
+                        branch=report.branch,
+                        run_id=cp.run_id,
+                        commit=cp.commit,
+                        previous_commit=cp.previous_commit,
+                        before=cp.before,
+                        after=cp.after,
+                        change=cp.change,
+                        p_value=cp.p_value,
+                        nearby_run_ids=tuple(nearby),
+                    ),
+                )
+            )
     if not pending:
         return []
     alerts = record_alerts(session, project=report.project, alerts=[a for _, a in pending])
@@ -322,9 +427,10 @@ def report_to_dict(report: WeeklyReport) -> dict[str, Any]:
     """``report`` as JSON-ready dicts and lists: dates ISO 8601, NaN/inf as ``null``."""
     data: dict[str, Any] = _plain(report)
     data["schema_version"] = SCHEMA_VERSION
-    data["change_points"] = [{"benchmark": t.benchmark, "environment_id": t.environment_id,
-                              "run_id": cp.run_id}
-                             for t, cp in report.change_points()]
+    data["change_points"] = [
+        {"benchmark": t.benchmark, "environment_id": t.environment_id, "run_id": cp.run_id}
+        for t, cp in report.change_points()
+    ]
     return data
 
 

@@ -27,9 +27,16 @@ class PostedIssue:
     created: bool
 
 
-def build_report(database_url: str | None, project: str | None, *, since: datetime,
-                 until: datetime, branch: str, benchmarks: Sequence[str] | None,
-                 history_weeks: int) -> WeeklyReport:
+def build_report(
+    database_url: str | None,
+    project: str | None,
+    *,
+    since: datetime,
+    until: datetime,
+    branch: str,
+    benchmarks: Sequence[str] | None,
+    history_weeks: int,
+) -> WeeklyReport:
     """The weekly report of ``project`` (default: settings, else the repository) on
     ``branch`` for ``[since, until)``."""
     from perfci.store.db import open_store
@@ -41,15 +48,27 @@ def build_report(database_url: str | None, project: str | None, *, since: dateti
     store = open_store(settings)
     try:
         with store.sessions() as session:
-            return build_weekly_report(session, project=name, since=since, until=until,
-                                       branch=branch, benchmarks=list(benchmarks or []) or None,
-                                       history_weeks=history_weeks)
+            return build_weekly_report(
+                session,
+                project=name,
+                since=since,
+                until=until,
+                branch=branch,
+                benchmarks=list(benchmarks or []) or None,
+                history_weeks=history_weeks,
+            )
     finally:
         store.close()
 
 
-def post_issue(report: WeeklyReport, repo: str, labels: list[str], *,
-               database_url: str | None = None, project: str | None = None) -> PostedIssue:
+def post_issue(
+    report: WeeklyReport,
+    repo: str,
+    labels: list[str],
+    *,
+    database_url: str | None = None,
+    project: str | None = None,
+) -> PostedIssue:
     """Create, or update in place, the weekly issue of ``report`` in ``repo``."""
     from perfci.github import GitHubClient
     from perfci.report.weekly_markdown import issue_title, render_markdown, weekly_marker
@@ -57,8 +76,12 @@ def post_issue(report: WeeklyReport, repo: str, labels: list[str], *,
     settings = get_settings({"database_url": database_url, "project": project})
     with GitHubClient.from_settings(settings) as client:
         issue = client.create_or_update_issue(
-            repo, issue_title(report.project, report.week), render_markdown(report, repo=repo),
-            labels, weekly_marker(report.project, report.week))
+            repo,
+            issue_title(report.project, report.week),
+            render_markdown(report, repo=repo),
+            labels,
+            weekly_marker(report.project, report.week),
+        )
     return PostedIssue(number=issue.number, url=issue.url, created=issue.created)
 
 

@@ -30,6 +30,7 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
         with open_maybe_gzip(path, format=NAME) as handle:
             doc = json.load(handle)
     except json.JSONDecodeError as exc:
-        raise ParseError(f"invalid JSON: {exc.msg}", source=str(path), line=exc.lineno,
-                         format=NAME) from exc
+        raise ParseError(
+            f"invalid JSON: {exc.msg}", source=str(path), line=exc.lineno, format=NAME
+        ) from exc
     return from_document(doc, source=str(path))

@@ -56,8 +56,9 @@ class ProfileBuilder:
         self._taken: dict[MetricKind, dict[str, int]] = {kind: {} for kind in K}
         self._memory: dict[str, list[Metric]] = {}
 
-    def add(self, layout: Layout, name: str, values: dict[str, Any],
-            text: dict[str, str] | None = None) -> None:
+    def add(
+        self, layout: Layout, name: str, values: dict[str, Any], text: dict[str, str] | None = None
+    ) -> None:
         """One row: its numbers under Metric field names (or size keys for attrs)."""
         resolved = self._resolve(layout, name, text)
         if resolved is None:
@@ -66,11 +67,24 @@ class ProfileBuilder:
         if kind is _MEMORY:
             self._add_memory(name, values, attrs)
             return
-        self.metrics.append(Metric(kind=kind, name=self._claim(kind, name, attrs),
-                                   device=DEVICE_OF[kind], attrs=attrs, **values))
+        self.metrics.append(
+            Metric(
+                kind=kind,
+                name=self._claim(kind, name, attrs),
+                device=DEVICE_OF[kind],
+                attrs=attrs,
+                **values,
+            )
+        )
 
-    def add_times(self, layout: Layout, name: str, text: dict[str, str] | None,
-                  calls: int, times: tuple[float, ...]) -> None:
+    def add_times(
+        self,
+        layout: Layout,
+        name: str,
+        text: dict[str, str] | None,
+        calls: int,
+        times: tuple[float, ...],
+    ) -> None:
         """One row of the six ``TIME_ORDER`` times in ns: ``add`` without the dict."""
         kind = layout.fixed_kind
         if kind is not None:
@@ -91,35 +105,61 @@ class ProfileBuilder:
             else:
                 seen[name] = 1
             total, avg, low, high, std, median = times
-            self.metrics.append(Metric(
-                kind=kind, name=name, device=DEVICE_OF[kind], attrs=attrs, calls=calls,
-                total_ns=total, avg_ns=avg, min_ns=low, max_ns=high, std_ns=std,
-                median_ns=median))
+            self.metrics.append(
+                Metric(
+                    kind=kind,
+                    name=name,
+                    device=DEVICE_OF[kind],
+                    attrs=attrs,
+                    calls=calls,
+                    total_ns=total,
+                    avg_ns=avg,
+                    min_ns=low,
+                    max_ns=high,
+                    std_ns=std,
+                    median_ns=median,
+                )
+            )
             return
         resolved = self._resolve(layout, name, text)
         if resolved is None:
             return
         kind, name, attrs = resolved
         if kind is _MEMORY:
-            self._add_memory(name, {"calls": calls, **dict(zip(TIME_ORDER, times, strict=True))},
-                             attrs)
+            self._add_memory(
+                name, {"calls": calls, **dict(zip(TIME_ORDER, times, strict=True))}, attrs
+            )
             return
         total, avg, low, high, std, median = times
-        self.metrics.append(Metric(
-            kind=kind, name=self._claim(kind, name, attrs), device=DEVICE_OF[kind],
-            attrs=attrs, calls=calls, total_ns=total, avg_ns=avg, min_ns=low, max_ns=high,
-            std_ns=std, median_ns=median))
+        self.metrics.append(
+            Metric(
+                kind=kind,
+                name=self._claim(kind, name, attrs),
+                device=DEVICE_OF[kind],
+                attrs=attrs,
+                calls=calls,
+                total_ns=total,
+                avg_ns=avg,
+                min_ns=low,
+                max_ns=high,
+                std_ns=std,
+                median_ns=median,
+            )
+        )
 
-    def _resolve(self, layout: Layout, name: str, text: dict[str, str] | None
-                 ) -> tuple[MetricKind, str, dict[str, Any]] | None:
+    def _resolve(
+        self, layout: Layout, name: str, text: dict[str, str] | None
+    ) -> tuple[MetricKind, str, dict[str, Any]] | None:
         """The row's kind, cleaned name and attrs; ``None`` (with a warning) to skip it."""
         report = layout.report
         kind = report.kind
         if kind is None or kind is _KERNEL or layout.api_or_os:
             kind = self._kind(layout, name, text or {})
             if kind is None:
-                self.warnings.append(f"{report.name}: row {name!r} has an unknown category "
-                                     f"{(text or {}).get('category')!r}; skipped")
+                self.warnings.append(
+                    f"{report.name}: row {name!r} has an unknown category "
+                    f"{(text or {}).get('category')!r}; skipped"
+                )
                 return None
         attrs: dict[str, Any] = {"report": report.name}
         if text:
@@ -138,8 +178,9 @@ class ProfileBuilder:
     def _add_memory(self, name: str, values: dict[str, Any], attrs: dict[str, Any]) -> None:
         if self._merge(name, values, attrs):
             return
-        metric = Metric(kind=_MEMORY, name=self._claim(_MEMORY, name, attrs),
-                        device=Device.GPU, attrs=attrs)
+        metric = Metric(
+            kind=_MEMORY, name=self._claim(_MEMORY, name, attrs), device=Device.GPU, attrs=attrs
+        )
         _assign(metric, values)
         self.metrics.append(metric)
         self._memory.setdefault(name, []).append(metric)
@@ -182,9 +223,14 @@ class ProfileBuilder:
 
     def build(self, label: str) -> Profile:
         steps = _step_metrics(self.metrics)
-        profile = Profile(label=label, format=self.format, source=self.source,
-                          metrics=self.metrics + steps, metadata=self.metadata,
-                          warnings=self.warnings)
+        profile = Profile(
+            label=label,
+            format=self.format,
+            source=self.source,
+            metrics=self.metrics + steps,
+            metadata=self.metadata,
+            warnings=self.warnings,
+        )
         if steps:
             profile.steps = steps[0].calls
         return profile
@@ -217,17 +263,27 @@ def _clean_name(kind: MetricKind, name: str, attrs: dict[str, Any]) -> str:
 def _step_metrics(metrics: list[Metric]) -> list[Metric]:
     """Step metrics from NVTX ranges: numbered (``train_step-3``) or one repeated range."""
     ranges = [m for m in metrics if m.kind is _RANGE and "occurrence" not in m.attrs]
-    steps = collect_steps(((m.name, m.avg_ns) for m in ranges if m.avg_ns is not None),
-                          device=Device.CPU)
+    steps = collect_steps(
+        ((m.name, m.avg_ns) for m in ranges if m.avg_ns is not None), device=Device.CPU
+    )
     for metric in ranges:
         if UNNUMBERED_STEP.match(metric.name):
-            steps.append(Metric(
-                kind=K.STEP, name=metric.name, device=Device.CPU, calls=metric.calls,
-                total_ns=metric.total_ns, avg_ns=metric.avg_ns, min_ns=metric.min_ns,
-                max_ns=metric.max_ns, median_ns=metric.median_ns, std_ns=metric.std_ns,
-                attrs={"from_range": metric.name}))
+            steps.append(
+                Metric(
+                    kind=K.STEP,
+                    name=metric.name,
+                    device=Device.CPU,
+                    calls=metric.calls,
+                    total_ns=metric.total_ns,
+                    avg_ns=metric.avg_ns,
+                    min_ns=metric.min_ns,
+                    max_ns=metric.max_ns,
+                    median_ns=metric.median_ns,
+                    std_ns=metric.std_ns,
+                    attrs={"from_range": metric.name},
+                )
+            )
     return steps
-
 
 
 def unique_labels(labels: list[str | None], stem: str) -> list[str]:
@@ -299,8 +355,10 @@ class ProfileSet:
         for builder, label in zip(kept, labels, strict=True):
             seen, total = builder.progress
             if seen < total:
-                builder.warnings.append(f"only steps 1-{seen} of the {total} that nsys "
-                                        "announced appear: the output may be cut short")
+                builder.warnings.append(
+                    f"only steps 1-{seen} of the {total} that nsys "
+                    "announced appear: the output may be cut short"
+                )
             out.append(builder.build(label))
         return out
 

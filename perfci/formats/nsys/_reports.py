@@ -54,15 +54,25 @@ REPORTS: dict[str, ReportSpec] = _specs(
     (("gpumemsizesum",), ReportSpec("cuda_gpu_mem_size_sum", K.MEMORY, SIZE, "KiB")),
     (("cuda_gpu_sum", "gpusum"), ReportSpec("cuda_gpu_sum", None)),
     (("cuda_api_gpu_sum",), ReportSpec("cuda_api_gpu_sum", None)),
-    *(((old, new), ReportSpec(new, None, read=False)) for old, new in (
-        ("umsum", "um_sum"), ("umtotalsum", "um_total_sum"), ("umcpupagefaults",
-         "um_cpu_page_faults_sum"), ("kernexecsum", "cuda_kern_exec_sum"),
-        ("kernexectrace", "cuda_kern_exec_trace"), ("gputrace", "cuda_gpu_trace"),
-        ("cudaapitrace", "cuda_api_trace"), ("nvtxkernsum", "nvtx_kern_sum"),
-        ("nvtxgpuprojsum", "nvtx_gpu_proj_sum"), ("nvtxgpuprojtrace", "nvtx_gpu_proj_trace"),
-        ("openaccsum", "openacc_sum"), ("vulkanmarkerssum", "vulkan_marker_sum"),
-        ("dx12pixsum", "dx12_pix_sum"), ("mpievtsum", "mpi_event_sum"),
-    )),
+    *(
+        ((old, new), ReportSpec(new, None, read=False))
+        for old, new in (
+            ("umsum", "um_sum"),
+            ("umtotalsum", "um_total_sum"),
+            ("umcpupagefaults", "um_cpu_page_faults_sum"),
+            ("kernexecsum", "cuda_kern_exec_sum"),
+            ("kernexectrace", "cuda_kern_exec_trace"),
+            ("gputrace", "cuda_gpu_trace"),
+            ("cudaapitrace", "cuda_api_trace"),
+            ("nvtxkernsum", "nvtx_kern_sum"),
+            ("nvtxgpuprojsum", "nvtx_gpu_proj_sum"),
+            ("nvtxgpuprojtrace", "nvtx_gpu_proj_trace"),
+            ("openaccsum", "openacc_sum"),
+            ("vulkanmarkerssum", "vulkan_marker_sum"),
+            ("dx12pixsum", "dx12_pix_sum"),
+            ("mpievtsum", "mpi_event_sum"),
+        )
+    ),
 )
 
 # 2020.x printed a title instead of a report name: "CUDA API Statistics (nanoseconds)".
@@ -75,45 +85,101 @@ TITLES_2020: dict[str, str] = {
     "OpenMP Event Statistics": "openmpevtsum",
 }
 MEMORY_TITLE_2020 = "CUDA Memory Operation Statistics"  # time or size by the title's unit
-TITLE_UNITS: dict[str, str] = {"nanoseconds": "ns", "microseconds": "us", "milliseconds": "ms",
-                               "seconds": "s", "KiB": "KiB", "KB": "KiB", "MB": "MB", "B": "B"}
+TITLE_UNITS: dict[str, str] = {
+    "nanoseconds": "ns",
+    "microseconds": "us",
+    "milliseconds": "ms",
+    "seconds": "s",
+    "KiB": "KiB",
+    "KB": "KiB",
+    "MB": "MB",
+    "B": "B",
+}
 
 # Column title (lower case, unit removed) → field. Titles differ by era: "Num Calls" / "Calls" /
 # "Instances" / "Count" / "Operations" all count the rows' events.
 COLUMNS: dict[str, str] = {
-    "time": "pct", "total time": "total", "total": "total",
-    "num calls": "calls", "calls": "calls", "instances": "calls", "count": "calls",
+    "time": "pct",
+    "total time": "total",
+    "total": "total",
+    "num calls": "calls",
+    "calls": "calls",
+    "instances": "calls",
+    "count": "calls",
     "operations": "calls",
-    "avg": "avg", "average": "avg", "med": "median", "median": "median",
-    "min": "min", "minimum": "min", "max": "max", "maximum": "max",
-    "stddev": "std", "std dev": "std",
-    "name": "name", "range": "name", "operation": "name",
-    "style": "style", "category": "category", "gridxyz": "grid", "blockxyz": "block",
+    "avg": "avg",
+    "average": "avg",
+    "med": "median",
+    "median": "median",
+    "min": "min",
+    "minimum": "min",
+    "max": "max",
+    "maximum": "max",
+    "stddev": "std",
+    "std dev": "std",
+    "name": "name",
+    "range": "name",
+    "operation": "name",
+    "style": "style",
+    "category": "category",
+    "gridxyz": "grid",
+    "blockxyz": "block",
 }
 TEXT_FIELDS = frozenset({"style", "category", "grid", "block"})
 # Where a numeric field goes: a Metric attribute for time reports; bytes / attrs for sizes.
-TIME_TARGETS = {"total": "total_ns", "avg": "avg_ns", "median": "median_ns", "min": "min_ns",
-                "max": "max_ns", "std": "std_ns"}
-SIZE_TARGETS = {"total": "bytes", "avg": "avg_bytes", "median": "median_bytes",
-                "min": "min_bytes", "max": "max_bytes", "std": "std_bytes"}
+TIME_TARGETS = {
+    "total": "total_ns",
+    "avg": "avg_ns",
+    "median": "median_ns",
+    "min": "min_ns",
+    "max": "max_ns",
+    "std": "std_ns",
+}
+SIZE_TARGETS = {
+    "total": "bytes",
+    "avg": "avg_bytes",
+    "median": "median_bytes",
+    "min": "min_bytes",
+    "max": "max_bytes",
+    "std": "std_bytes",
+}
 METRIC_FIELDS = frozenset({*TIME_TARGETS.values(), "bytes", "calls"})
 TIME_ORDER = ("total_ns", "avg_ns", "min_ns", "max_ns", "std_ns", "median_ns")
 
 # nsys prints decimal megabytes (4,194,304 B → 4.194 MB); 2020/2021 printed KiB.
-BYTES_PER_UNIT: dict[str, int] = {"B": 1, "KB": 1000, "KiB": 1024, "MB": 1_000_000,
-                                  "MiB": 1024**2, "GB": 1_000_000_000, "GiB": 1024**3}
+BYTES_PER_UNIT: dict[str, int] = {
+    "B": 1,
+    "KB": 1000,
+    "KiB": 1024,
+    "MB": 1_000_000,
+    "MiB": 1024**2,
+    "GB": 1_000_000_000,
+    "GiB": 1024**3,
+}
 
 # cuda_gpu_sum / cuda_api_gpu_sum rows say what they are in a Category column.
-CATEGORY_KINDS: dict[str, MetricKind] = {"CUDA_KERNEL": K.KERNEL, "MEMORY_OPER": K.MEMORY,
-                                         "CUDA_API": K.API}
-DEVICE_OF: dict[MetricKind, Device] = {K.KERNEL: Device.GPU, K.MEMORY: Device.GPU,
-                                       K.COMM: Device.GPU, K.API: Device.CPU,
-                                       K.OS: Device.CPU, K.RANGE: Device.CPU}
+CATEGORY_KINDS: dict[str, MetricKind] = {
+    "CUDA_KERNEL": K.KERNEL,
+    "MEMORY_OPER": K.MEMORY,
+    "CUDA_API": K.API,
+}
+DEVICE_OF: dict[MetricKind, Device] = {
+    K.KERNEL: Device.GPU,
+    K.MEMORY: Device.GPU,
+    K.COMM: Device.GPU,
+    K.API: Device.CPU,
+    K.OS: Device.CPU,
+    K.RANGE: Device.CPU,
+}
 # Older names (still printed by some 2024 builds), renamed so that series stay comparable
 # across nsys versions; the printed name is kept in attrs["nsys_name"].
-MEMORY_RENAMES: dict[str, str] = {"HtoD": "Host-to-Device", "DtoH": "Device-to-Host",
-                                  "DtoD": "Device-to-Device", "HtoH": "Host-to-Host",
-                                  "PtoP": "Peer-to-Peer"}
+MEMORY_RENAMES: dict[str, str] = {
+    "HtoD": "Host-to-Device",
+    "DtoH": "Device-to-Host",
+    "DtoD": "Device-to-Device",
+    "HtoH": "Host-to-Host",
+    "PtoP": "Peer-to-Peer",
+}
 MEMORY_OLD = re.compile(r"\b(HtoD|DtoH|DtoD|HtoH|PtoP)\b")
 NCCL_KERNEL = re.compile(r"^(?:void\s+)?nccl", re.IGNORECASE)
 # Without a report name, "Num Calls ... Name" tables are CUDA API or OS runtime summaries:
@@ -123,7 +189,9 @@ CUDA_API_NAME = re.compile(r"^(?:cu|nccl|nvrtc|nvjpeg)[A-Za-z]")
 # _steps.collect_steps).
 UNNUMBERED_STEP = re.compile(
     r"^(?:profiled_step|profile_step|train_step|training_step|train_iter|train_iteration|"
-    r"step|iteration|iter|ProfilerStep)$", re.IGNORECASE)
+    r"step|iteration|iter|ProfilerStep)$",
+    re.IGNORECASE,
+)
 _TITLE = re.compile(r"^(?P<base>.*?)\s*(?:\((?P<unit>[^)]*)\))?$")
 # 2022 console output and CSV dumps both name the report file and the report script:
 # "Processing [x.sqlite] with [/opt/nvidia/.../cuda_api_sum.py]...".
@@ -203,8 +271,13 @@ def _layout(titles_key: tuple[str, ...], report: ReportSpec | None, unit: str | 
     if report is None:
         report = _infer(parsed, fields, has_size)
     default = unit or report.default_unit
-    layout = Layout(report=report, titles=titles, numeric=[], name=fields.index("name"),
-                    api_or_os=inferred and report.kind is K.API)
+    layout = Layout(
+        report=report,
+        titles=titles,
+        numeric=[],
+        name=fields.index("name"),
+        api_or_os=inferred and report.kind is K.API,
+    )
     targets = SIZE_TARGETS if report.measure == SIZE else TIME_TARGETS
     for index, ((_, col_unit), name) in enumerate(zip(parsed, fields, strict=True)):
         if name == "calls":
@@ -228,12 +301,14 @@ def _layout(titles_key: tuple[str, ...], report: ReportSpec | None, unit: str | 
     return layout
 
 
-def _infer(parsed: list[tuple[str, str | None]], fields: list[str | None],
-           has_size: bool) -> ReportSpec:
+def _infer(
+    parsed: list[tuple[str, str | None]], fields: list[str | None], has_size: bool
+) -> ReportSpec:
     bases = {base for base, _ in parsed}
     present = bases | {f for f in fields if f}
-    calls_title = next((base for (base, _), f in zip(parsed, fields, strict=True)
-                        if f == "calls"), None)
+    calls_title = next(
+        (base for (base, _), f in zip(parsed, fields, strict=True) if f == "calls"), None
+    )
     for needed, calls, size, name in INFER_RULES:
         if needed is not None and needed not in present:
             continue

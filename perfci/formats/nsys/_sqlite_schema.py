@@ -22,8 +22,11 @@ from perfci.model import Device, Metric, MetricKind
 # ingest.
 DETAIL_ROW_LIMIT = 2_000_000
 
-KERNEL, MEMCPY, MEMSET = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
-                          "CUPTI_ACTIVITY_KIND_MEMSET")
+KERNEL, MEMCPY, MEMSET = (
+    "CUPTI_ACTIVITY_KIND_KERNEL",
+    "CUPTI_ACTIVITY_KIND_MEMCPY",
+    "CUPTI_ACTIVITY_KIND_MEMSET",
+)
 RUNTIME, DRIVER = "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER"
 CONCURRENT_KERNEL, MARKER = "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL", "CUPTI_ACTIVITY_KIND_MARKER"
 NVTX, OSRT = "NVTX_EVENTS", "OSRT_API"
@@ -71,6 +74,7 @@ def require(schema: Schema, table: str, columns: tuple[str, ...]) -> None:
     if missing:
         raise ValueError(f"table {table} lacks column(s) {', '.join(missing)}")
 
+
 @dataclass(frozen=True, slots=True)
 class Source:
     """One event source as data: an inner SELECT yielding ``key, d, b, extra`` per event.
@@ -97,8 +101,15 @@ class _Group:
     extras: set[str] = field(default_factory=set)
     durations: list[float] = field(default_factory=list)
 
-    def add(self, calls: int, total: float, low: float, high: float, size: float | None,
-            extras: list[str]) -> None:
+    def add(
+        self,
+        calls: int,
+        total: float,
+        low: float,
+        high: float,
+        size: float | None,
+        extras: list[str],
+    ) -> None:
         self.calls += calls
         self.total += total
         self.low, self.high = min(self.low, low), max(self.high, high)
@@ -114,24 +125,31 @@ def number(value: Any, what: str) -> float:
     return float(value)
 
 
-def _aggregate(conn: sqlite3.Connection, source: Source,
-               warnings: list[str]) -> dict[str, _Group]:
+def _aggregate(conn: sqlite3.Connection, source: Source, warnings: list[str]) -> dict[str, _Group]:
     """Per-name groups of ``source``: SQL does the counting, Python only merges names."""
     groups: dict[str, _Group] = {}
     names: dict[Any, str] = {}
     # MIN/MAX of ``extra`` rather than GROUP_CONCAT: no separator can clash with a name.
-    query = (f"SELECT key, COUNT(*), SUM(d), MIN(d), MAX(d), SUM(b), MIN(extra), MAX(extra)"
-             f" FROM ({source.sql}) WHERE d IS NOT NULL GROUP BY key")
+    query = (
+        f"SELECT key, COUNT(*), SUM(d), MIN(d), MAX(d), SUM(b), MIN(extra), MAX(extra)"
+        f" FROM ({source.sql}) WHERE d IS NOT NULL GROUP BY key"
+    )
     for key, calls, total, low, high, size, *extras in conn.execute(query):
         name = names.setdefault(key, source.name(key))
         groups.setdefault(name, _Group()).add(
-            int(calls), number(total, "a duration sum"), number(low, "a duration"),
-            number(high, "a duration"), None if size is None else number(size, "a size"),
-            [str(extra) for extra in extras if extra is not None])
+            int(calls),
+            number(total, "a duration sum"),
+            number(low, "a duration"),
+            number(high, "a duration"),
+            None if size is None else number(size, "a size"),
+            [str(extra) for extra in extras if extra is not None],
+        )
     rows = sum(group.calls for group in groups.values())
     if rows > DETAIL_ROW_LIMIT:
-        warnings.append(f"{rows} {source.kind.value} events: median and std left out "
-                        f"(more than {DETAIL_ROW_LIMIT})")
+        warnings.append(
+            f"{rows} {source.kind.value} events: median and std left out "
+            f"(more than {DETAIL_ROW_LIMIT})"
+        )
         return groups
     for key, duration in conn.execute(f"SELECT key, d FROM ({source.sql}) WHERE d IS NOT NULL"):
         known = names.get(key)
@@ -145,16 +163,23 @@ def _metric(source: Source, name: str, group: _Group) -> Metric:
     durations = np.asarray(group.durations, dtype=float)
     complete = len(durations) == group.calls
     return Metric(
-        kind=source.kind, name=name, device=source.device, calls=group.calls,
-        total_ns=group.total, avg_ns=group.total / group.calls, min_ns=group.low,
-        max_ns=group.high, bytes=group.bytes,
+        kind=source.kind,
+        name=name,
+        device=source.device,
+        calls=group.calls,
+        total_ns=group.total,
+        avg_ns=group.total / group.calls,
+        min_ns=group.low,
+        max_ns=group.high,
+        bytes=group.bytes,
         median_ns=float(np.median(durations)) if complete else None,
         std_ns=float(np.std(durations, ddof=1)) if complete and group.calls > 1 else None,
     )
 
 
-def aggregate_metrics(conn: sqlite3.Connection, source: Source,
-                      warnings: list[str]) -> list[Metric]:
+def aggregate_metrics(
+    conn: sqlite3.Connection, source: Source, warnings: list[str]
+) -> list[Metric]:
     """One metric per name of ``source``; ``extra`` tokens stay in ``attrs`` for its ``Finish``."""
     groups = _aggregate(conn, source, warnings)
     metrics = []

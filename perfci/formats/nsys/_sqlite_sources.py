@@ -35,10 +35,20 @@ Finish = Callable[[list[Metric]], list[Metric]]
 # CUpti_ActivityMemcpyKind, labelled as ENUM_CUDA_MEMCPY_OPER labels them (used when the export
 # has no enum table, and for nvprof databases, which never have one).
 MEMCPY_LABELS: dict[int, str] = {
-    0: "Unknown", 1: "Host-to-Device", 2: "Device-to-Host", 3: "Host-to-Array",
-    4: "Array-to-Host", 5: "Array-to-Array", 6: "Array-to-Device", 7: "Device-to-Array",
-    8: "Device-to-Device", 9: "Host-to-Host", 10: "Peer-to-Peer",
-    11: "Unified Host-to-Device", 12: "Unified Device-to-Host", 13: "Unified Device-to-Device",
+    0: "Unknown",
+    1: "Host-to-Device",
+    2: "Device-to-Host",
+    3: "Host-to-Array",
+    4: "Array-to-Host",
+    5: "Array-to-Array",
+    6: "Array-to-Device",
+    7: "Device-to-Array",
+    8: "Device-to-Device",
+    9: "Host-to-Host",
+    10: "Peer-to-Peer",
+    11: "Unified Host-to-Device",
+    12: "Unified Device-to-Host",
+    13: "Unified Device-to-Device",
 }
 
 # ENUM_NSYS_EVENT_TYPE ids, identical in every sampled schema (3.1 to 3.24); read from the enum
@@ -49,17 +59,36 @@ NVTX_STYLES = {59: "PushPop", 60: "StartEnd"}
 # nvprof stores API calls by CUPTI callback id only; these are the common ones (cupti_runtime_cbid.h
 # / cupti_driver_cbid.h). Unknown ids keep a readable placeholder rather than a guess.
 RUNTIME_CBIDS: dict[int, str] = {
-    10: "cudaGetLastError", 11: "cudaPeekAtLastError", 13: "cudaLaunch", 17: "cudaGetDevice",
-    20: "cudaMalloc", 22: "cudaFree", 31: "cudaMemcpy", 41: "cudaMemcpyAsync", 49: "cudaMemset",
-    51: "cudaMemsetAsync", 131: "cudaStreamSynchronize", 137: "cudaEventSynchronize",
-    147: "cudaStreamWaitEvent", 165: "cudaDeviceSynchronize", 211: "cudaLaunchKernel",
+    10: "cudaGetLastError",
+    11: "cudaPeekAtLastError",
+    13: "cudaLaunch",
+    17: "cudaGetDevice",
+    20: "cudaMalloc",
+    22: "cudaFree",
+    31: "cudaMemcpy",
+    41: "cudaMemcpyAsync",
+    49: "cudaMemset",
+    51: "cudaMemsetAsync",
+    131: "cudaStreamSynchronize",
+    137: "cudaEventSynchronize",
+    147: "cudaStreamWaitEvent",
+    165: "cudaDeviceSynchronize",
+    211: "cudaLaunchKernel",
     317: "cudaStreamIsCapturing_v10000",
 }
 DRIVER_CBIDS: dict[int, str] = {
-    17: "cuCtxSynchronize", 121: "cuEventSynchronize", 126: "cuStreamSynchronize",
-    276: "cuMemcpyHtoD_v2", 277: "cuMemcpyHtoDAsync_v2", 278: "cuMemcpyDtoH_v2",
-    279: "cuMemcpyDtoHAsync_v2", 280: "cuMemcpyDtoD_v2", 281: "cuMemcpyDtoDAsync_v2",
-    305: "cuMemcpy", 306: "cuMemcpyAsync", 307: "cuLaunchKernel",
+    17: "cuCtxSynchronize",
+    121: "cuEventSynchronize",
+    126: "cuStreamSynchronize",
+    276: "cuMemcpyHtoD_v2",
+    277: "cuMemcpyHtoDAsync_v2",
+    278: "cuMemcpyDtoH_v2",
+    279: "cuMemcpyDtoHAsync_v2",
+    280: "cuMemcpyDtoD_v2",
+    281: "cuMemcpyDtoDAsync_v2",
+    305: "cuMemcpy",
+    306: "cuMemcpyAsync",
+    307: "cuLaunchKernel",
 }
 
 _NCCL_COLLECTIVE = re.compile(r"^nccl(?:Dev)?Kernel_([A-Za-z]+)", re.IGNORECASE)
@@ -74,13 +103,18 @@ def nsys_sources(conn: sqlite3.Connection, schema: Schema) -> list[tuple[Source,
     if schema.has(MEMSET):
         sources.append((_memset_source(schema, MEMSET), _plain_finish))
     if schema.has(RUNTIME):
-        sources.append((_named_source(schema, RUNTIME, MetricKind.API, _nsys_api_name),
-                        _plain_finish))
+        sources.append(
+            (_named_source(schema, RUNTIME, MetricKind.API, _nsys_api_name), _plain_finish)
+        )
     if schema.has(NVTX):
         sources.append((_nvtx_source(conn, schema), _nvtx_finish))
     if schema.has(OSRT):
-        sources.append((_named_source(schema, OSRT, MetricKind.OS, str,
-                                      _osrt_calls_only(conn, schema)), _plain_finish))
+        sources.append(
+            (
+                _named_source(schema, OSRT, MetricKind.OS, str, _osrt_calls_only(conn, schema)),
+                _plain_finish,
+            )
+        )
     return sources
 
 
@@ -94,9 +128,11 @@ def _kernel_source(schema: Schema) -> Source | None:
         raise ValueError(f"table {KERNEL} has neither demangledName nor shortName")
     joins = " ".join(f'LEFT JOIN StringIds {c} ON {c}.id = k."{c}"' for c in names)
     short = "shortName.value" if "shortName" in cols else "NULL"
-    sql = (f"SELECT COALESCE({', '.join(f'{c}.value' for c in names)}, '<unnamed kernel>') "
-           f"AS key, k.\"end\" - k.start AS d, NULL AS b, {short} AS extra FROM {KERNEL} k "
-           f"{joins}")
+    sql = (
+        f"SELECT COALESCE({', '.join(f'{c}.value' for c in names)}, '<unnamed kernel>') "
+        f'AS key, k."end" - k.start AS d, NULL AS b, {short} AS extra FROM {KERNEL} k '
+        f"{joins}"
+    )
     return Source(MetricKind.KERNEL, Device.GPU, sql)
 
 
@@ -132,8 +168,7 @@ def _memcpy_source(conn: sqlite3.Connection, schema: Schema, table: str) -> Sour
         label = labels.get(kind) if isinstance(kind, int) else None
         return f"[CUDA memcpy {label or f'kind {kind}'}]"
 
-    sql = (f'SELECT copyKind AS key, "end" - start AS d, {size} AS b, NULL AS extra '
-           f"FROM {table}")
+    sql = f'SELECT copyKind AS key, "end" - start AS d, {size} AS b, NULL AS extra FROM {table}'
     return Source(MetricKind.MEMORY, Device.GPU, sql, name)
 
 
@@ -156,22 +191,27 @@ def _nsys_api_name(name: Any) -> str:
     return text[:-6] if text[-6:-4] == "_v" else text
 
 
-def _named_source(schema: Schema, table: str, kind: MetricKind,
-                  name: Callable[[Any], str], where: str = "") -> Source:
+def _named_source(
+    schema: Schema, table: str, kind: MetricKind, name: Callable[[Any], str], where: str = ""
+) -> Source:
     require(schema, table, ("start", "end", "nameId"))
-    sql = (f"SELECT COALESCE(s.value, '<unnamed>') AS key, t.\"end\" - t.start AS d, NULL AS b, "
-           f"NULL AS extra FROM {table} t LEFT JOIN StringIds s ON s.id = t.nameId {where}")
+    sql = (
+        f"SELECT COALESCE(s.value, '<unnamed>') AS key, t.\"end\" - t.start AS d, NULL AS b, "
+        f"NULL AS extra FROM {table} t LEFT JOIN StringIds s ON s.id = t.nameId {where}"
+    )
     return Source(kind, Device.CPU, sql, name)
 
 
 def _osrt_calls_only(conn: sqlite3.Connection, schema: Schema) -> str:
     """A filter keeping OS calls and dropping the zero-length "OS runtime libraries profiling
     started/finished" marks that share the table (their own event classes)."""
-    if ("eventClass" not in schema.columns(OSRT)
-            or not {"id", "name"} <= schema.columns("ENUM_NSYS_EVENT_CLASS")):
+    if "eventClass" not in schema.columns(OSRT) or not {"id", "name"} <= schema.columns(
+        "ENUM_NSYS_EVENT_CLASS"
+    ):
         return ""
-    row = conn.execute("SELECT id FROM ENUM_NSYS_EVENT_CLASS "
-                       "WHERE name = 'TRACE_PROCESS_EVENT_OS_RUNTIME'").fetchone()
+    row = conn.execute(
+        "SELECT id FROM ENUM_NSYS_EVENT_CLASS WHERE name = 'TRACE_PROCESS_EVENT_OS_RUNTIME'"
+    ).fetchone()
     return f"WHERE t.eventClass = {int(row[0])}" if row and isinstance(row[0], int) else ""
 
 
@@ -208,11 +248,14 @@ def _nvtx_ranges_sql(conn: sqlite3.Connection, schema: Schema) -> str:
         domain_join = (
             f"LEFT JOIN (SELECT dc.domainId AS id, dc.globalTid >> 24 AS pid, MIN({dtext}) AS name"
             f" FROM {NVTX} dc {djoin} WHERE dc.eventType = {types['NvtxDomainCreate']}"
-            f" GROUP BY 1, 2) dom ON dom.id = n.domainId AND dom.pid = n.globalTid >> 24")
+            f" GROUP BY 1, 2) dom ON dom.id = n.domainId AND dom.pid = n.globalTid >> 24"
+        )
         key = f"COALESCE(dom.name || ':', '') || {text}"
-    return (f"SELECT COALESCE({key}, '<unnamed range>') AS key, n.\"end\" - n.start AS d, "
-            f"NULL AS b, n.eventType AS extra FROM {NVTX} n {join} {domain_join} "
-            f"WHERE n.eventType IN {ranges} AND n.\"end\" > n.start")
+    return (
+        f"SELECT COALESCE({key}, '<unnamed range>') AS key, n.\"end\" - n.start AS d, "
+        f"NULL AS b, n.eventType AS extra FROM {NVTX} n {join} {domain_join} "
+        f'WHERE n.eventType IN {ranges} AND n."end" > n.start'
+    )
 
 
 def _nvtx_source(conn: sqlite3.Connection, schema: Schema) -> Source:
@@ -244,19 +287,21 @@ def nvprof_sources(conn: sqlite3.Connection, schema: Schema) -> list[tuple[Sourc
         union = " UNION ALL ".join(
             f"SELECT COALESCE(s.value, '<unnamed kernel>') AS key, k.\"end\" - k.start AS d, "
             f"NULL AS b, NULL AS extra FROM {t} k LEFT JOIN StringTable s ON s._id_ = k.name"
-            for t in kernels)
+            for t in kernels
+        )
         sources.append((Source(MetricKind.KERNEL, Device.GPU, union), _kernel_finish))
     if schema.has(MEMCPY):
         sources.append((_memcpy_source(conn, schema, MEMCPY), _plain_finish))
     if schema.has(MEMSET):
         sources.append((_memset_source(schema, MEMSET), _plain_finish))
-    for table, names, prefix in ((RUNTIME, RUNTIME_CBIDS, "cudaRuntimeApi"),
-                                 (DRIVER, DRIVER_CBIDS, "cudaDriverApi")):
+    for table, names, prefix in (
+        (RUNTIME, RUNTIME_CBIDS, "cudaRuntimeApi"),
+        (DRIVER, DRIVER_CBIDS, "cudaDriverApi"),
+    ):
         if schema.has(table):
             sources.append((_cbid_source(schema, table, names, prefix), _plain_finish))
     if schema.has(MARKER):
-        sources.append((Source(MetricKind.RANGE, Device.CPU, marker_sql(schema)),
-                        _plain_finish))
+        sources.append((Source(MetricKind.RANGE, Device.CPU, marker_sql(schema)), _plain_finish))
     return sources
 
 
@@ -274,7 +319,9 @@ def marker_sql(schema: Schema) -> str:
     """NVTX ranges of an nvprof export: a start marker (flag 2) and an end marker (flag 4)
     share ``id``; the name is on the start marker."""
     require(schema, MARKER, ("flags", "timestamp", "id", "name"))
-    return (f"SELECT COALESCE(s.value, '<unnamed range>') AS key, e.timestamp - b.timestamp AS d,"
-            f" NULL AS b, NULL AS extra FROM {MARKER} b JOIN {MARKER} e ON e.id = b.id "
-            f"AND (e.flags & 4) != 0 LEFT JOIN StringTable s ON s._id_ = b.name "
-            f"WHERE (b.flags & 2) != 0 AND e.timestamp > b.timestamp")
+    return (
+        f"SELECT COALESCE(s.value, '<unnamed range>') AS key, e.timestamp - b.timestamp AS d,"
+        f" NULL AS b, NULL AS extra FROM {MARKER} b JOIN {MARKER} e ON e.id = b.id "
+        f"AND (e.flags & 4) != 0 LEFT JOIN StringTable s ON s._id_ = b.name "
+        f"WHERE (b.flags & 2) != 0 AND e.timestamp > b.timestamp"
+    )

@@ -54,21 +54,31 @@ class TableReader(ABC):
             self.run(lines)
             profiles = self.close()
         if not profiles:
-            raise ParseError(f"no {self.wanted} in {self.line_no} lines: expected "
-                             f"{self.example}", source=self.source, line=self.line_no or None,
-                             format=self.format)
+            raise ParseError(
+                f"no {self.wanted} in {self.line_no} lines: expected {self.example}",
+                source=self.source,
+                line=self.line_no or None,
+                format=self.format,
+            )
         return profiles
 
-    def layout(self, report: str | None, titles: list[str], *, unit: str | None = None,
-               line: int | None = None) -> Layout | None:
+    def layout(
+        self,
+        report: str | None,
+        titles: list[str],
+        *,
+        unit: str | None = None,
+        line: int | None = None,
+    ) -> Layout | None:
         """The layout of a table of ``report`` (inferred from ``titles`` when ``None``);
         ``None``, with a warning at ``line``, for a table that perfci does not read."""
         spec = None
         if report is not None:
             spec = REPORTS.get(report)
             if spec is None or not spec.read:
-                self.warn(f"report {report!r} is not read by perfci; its {self.noun} was "
-                          "skipped", line)
+                self.warn(
+                    f"report {report!r} is not read by perfci; its {self.noun} was skipped", line
+                )
                 return None
         try:
             return layout_for(titles, spec, unit)
@@ -88,8 +98,12 @@ class TableReader(ABC):
         try:
             values = row_values(layout, cells, numbers)
         except ValueError as exc:
-            raise ParseError(f"{layout.report.name} {self.noun}: {exc}", source=self.source,
-                             line=self.line_no, format=self.format) from exc
+            raise ParseError(
+                f"{layout.report.name} {self.noun}: {exc}",
+                source=self.source,
+                line=self.line_no,
+                format=self.format,
+            ) from exc
         text = {name: cells[index] for index, name in layout.text} if layout.text else None
         self.set.current.add(layout, cells[layout.name], values, text)
 
@@ -116,8 +130,7 @@ def open_lines(path: Path, *, format: str) -> Iterator[Iterable[str]]:
             # Within _textio's inflation caps: a gzip bomb stops with InputTooLarge (issue 13).
             binary: Any = open_capped(raw, source=str(path), format=format) if gzipped else raw
             with gc_paused(settle=True):
-                yield io.TextIOWrapper(binary, encoding="utf-8-sig", errors="replace",
-                                       newline="")
+                yield io.TextIOWrapper(binary, encoding="utf-8-sig", errors="replace", newline="")
     except (OSError, EOFError, zlib.error) as exc:
         raise ParseError(f"cannot read file: {exc}", source=str(path), format=format) from exc
 
@@ -174,8 +187,9 @@ def row_values(layout: Layout, cells: list[str], numbers: Numbers) -> dict[str, 
         # The common case (ns columns, "," grouping) in one pass: a 100 MB log has millions
         # of cells. Anything odd (empty or bad cells) falls through to the checked path.
         try:
-            values: dict[str, Any] = {target: float(cells[index].replace(",", ""))
-                                      for index, target in layout.plain}
+            values: dict[str, Any] = {
+                target: float(cells[index].replace(",", "")) for index, target in layout.plain
+            }
             if layout.calls is not None:
                 values["calls"] = int(cells[layout.calls].replace(",", ""))
             if math.isfinite(sum(values.values())):
@@ -187,12 +201,15 @@ def row_values(layout: Layout, cells: list[str], numbers: Numbers) -> dict[str, 
         try:
             values[target] = numbers.value(cells[index], factor)
         except (ValueError, ArithmeticError) as exc:
-            raise ValueError(f"expected a number in column {title!r}, got "
-                             f"{cells[index].strip()!r}") from exc
+            raise ValueError(
+                f"expected a number in column {title!r}, got {cells[index].strip()!r}"
+            ) from exc
     if layout.calls is not None:
         try:
             values["calls"] = numbers.count(cells[layout.calls])
         except (ValueError, ArithmeticError) as exc:
-            raise ValueError(f"expected a count in column {layout.titles[layout.calls]!r}, "
-                             f"got {cells[layout.calls].strip()!r}") from exc
+            raise ValueError(
+                f"expected a count in column {layout.titles[layout.calls]!r}, "
+                f"got {cells[layout.calls].strip()!r}"
+            ) from exc
     return values

@@ -52,7 +52,6 @@ names: well-known ids are named, others read ``cudaRuntimeApi#<cbid>``), NVTX ra
 ``CUPTI_ACTIVITY_KIND_MARKER`` start/end pairs.
 """
 
-
 from __future__ import annotations
 
 import sqlite3
@@ -104,13 +103,19 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
             schema = Schema.read(conn)
             reader = _reader(schema)
             if reader is None:
-                raise _error(path, "SQLite database without Nsight Systems tables: expected "
-                             "StringIds with CUPTI_ACTIVITY_KIND_*, NVTX_EVENTS or OSRT_API "
-                             "tables (nsys export --type sqlite), or an nvprof StringTable")
+                raise _error(
+                    path,
+                    "SQLite database without Nsight Systems tables: expected "
+                    "StringIds with CUPTI_ACTIVITY_KIND_*, NVTX_EVENTS or OSRT_API "
+                    "tables (nsys export --type sqlite), or an nvprof StringTable",
+                )
             profile = reader(conn, schema)
     except sqlite3.Error as exc:
-        raise _error(path, f"corrupt or unreadable SQLite database ({exc}); re-export it "
-                     "with nsys export --type sqlite") from exc
+        raise _error(
+            path,
+            f"corrupt or unreadable SQLite database ({exc}); re-export it "
+            "with nsys export --type sqlite",
+        ) from exc
     except ValueError as exc:  # a table without the columns every schema version has
         raise _error(path, f"unexpected export layout: {exc}") from exc
     profile.source = source
@@ -123,8 +128,9 @@ def _reader(schema: Schema) -> Callable[[sqlite3.Connection, Schema], Profile] |
     """The reader for this schema: nsys (``StringIds``) or nvprof (``StringTable``), else none."""
     if schema.has("StringIds") and schema.any_of(NSYS_MARKER_TABLES):
         return _read_nsys
-    if schema.has("StringTable") and any(t.startswith("CUPTI_ACTIVITY_KIND_")
-                                         for t in schema.tables):
+    if schema.has("StringTable") and any(
+        t.startswith("CUPTI_ACTIVITY_KIND_") for t in schema.tables
+    ):
         return _read_nvprof
     return None
 
@@ -143,8 +149,11 @@ def _check_header(path: Path) -> None:
     if magic[:2] == b"\x1f\x8b":
         raise _error(path, "gzip-compressed SQLite database: decompress it first (gunzip)")
     if magic != SQLITE_MAGIC:
-        raise _error(path, "not an SQLite database: expected the 'SQLite format 3' header "
-                     "of an nsys export (nsys export --type sqlite)")
+        raise _error(
+            path,
+            "not an SQLite database: expected the 'SQLite format 3' header "
+            "of an nsys export (nsys export --type sqlite)",
+        )
 
 
 @contextmanager
@@ -165,8 +174,14 @@ def _read_nsys(conn: sqlite3.Connection, schema: Schema) -> Profile:
     steps: list[Metric] = []
     if schema.has(NVTX):
         steps = collect_steps(nvtx_step_ranges(conn, schema), device=Device.CPU)
-    return _profile("nsys", steps, metrics, _nsys_metadata(conn, schema), warnings,
-                    ranges_are_steps=schema.has(NVTX))
+    return _profile(
+        "nsys",
+        steps,
+        metrics,
+        _nsys_metadata(conn, schema),
+        warnings,
+        ranges_are_steps=schema.has(NVTX),
+    )
 
 
 def _gather(conn: sqlite3.Connection, sources: Iterable[Any]) -> tuple[list[Metric], list[str]]:
@@ -178,15 +193,29 @@ def _gather(conn: sqlite3.Connection, sources: Iterable[Any]) -> tuple[list[Metr
     return metrics, warnings
 
 
-def _profile(label: str, steps: list[Metric], metrics: list[Metric], metadata: dict[str, Any],
-             warnings: list[str], *, ranges_are_steps: bool) -> Profile:
+def _profile(
+    label: str,
+    steps: list[Metric],
+    metrics: list[Metric],
+    metadata: dict[str, Any],
+    warnings: list[str],
+    *,
+    ranges_are_steps: bool,
+) -> Profile:
     """The profile; with ``ranges_are_steps``, numbered ranges are steps, not ranges too."""
     if ranges_are_steps:
-        metrics = [m for m in metrics if m.kind is not MetricKind.RANGE
-                   or step_number(m.name) is None]
-    return Profile(label=label, format=NAME, source="", metrics=steps + metrics,
-                   steps=max((m.calls or 0 for m in steps), default=None) or None,
-                   metadata=metadata, warnings=warnings)
+        metrics = [
+            m for m in metrics if m.kind is not MetricKind.RANGE or step_number(m.name) is None
+        ]
+    return Profile(
+        label=label,
+        format=NAME,
+        source="",
+        metrics=steps + metrics,
+        steps=max((m.calls or 0 for m in steps), default=None) or None,
+        metadata=metadata,
+        warnings=warnings,
+    )
 
 
 def _nsys_metadata(conn: sqlite3.Connection, schema: Schema) -> dict[str, Any]:
@@ -194,8 +223,10 @@ def _nsys_metadata(conn: sqlite3.Connection, schema: Schema) -> dict[str, Any]:
     for table in NSYS_META_TABLES:
         if {"name", "value"} <= schema.columns(table):
             values = dict(conn.execute(f"SELECT name, value FROM {table}").fetchall())
-            for key, field_name in (("nsys_version", "EXPORT_PRODUCT_VERSION"),
-                                    ("schema_version", "EXPORT_SCHEMA_VERSION")):
+            for key, field_name in (
+                ("nsys_version", "EXPORT_PRODUCT_VERSION"),
+                ("schema_version", "EXPORT_SCHEMA_VERSION"),
+            ):
                 if values.get(field_name) is not None:
                     meta[key] = str(values[field_name])
             break
@@ -215,7 +246,14 @@ def _read_nvprof(conn: sqlite3.Connection, schema: Schema) -> Profile:
     if schema.has(MARKER):
         markers = marker_sql(schema)
         rows = conn.execute(f"SELECT key, d FROM ({markers}) WHERE key GLOB '*[0-9]'")
-        steps = collect_steps(((str(k), number(d, "a marker duration")) for k, d in rows),
-                              device=Device.CPU)
-    return _profile("nvprof", steps, metrics, {"producer": "nvprof"}, warnings,
-                    ranges_are_steps=schema.has(MARKER))
+        steps = collect_steps(
+            ((str(k), number(d, "a marker duration")) for k, d in rows), device=Device.CPU
+        )
+    return _profile(
+        "nvprof",
+        steps,
+        metrics,
+        {"producer": "nvprof"},
+        warnings,
+        ranges_are_steps=schema.has(MARKER),
+    )

@@ -56,7 +56,8 @@ _WRAPPED_TITLES = re.compile(r"^[A-Za-z][A-Za-z ()%]*$")  # "Name" alone on the 
 _SNIFF = re.compile(
     r"(?m)^(?:\[\d+/\d+\] Executing '\w+' stats report|Processing \[.+\] with \[.+\.py\]"
     r"|Running \[.+\.py .+\]|\s*Time ?\(%\)\s+Total Time|CUDA API Statistics \(\w+\)"
-    r"|\s*\*\* .+ \((?:cuda|gpu|nvtx|osrt|cudaapi)\w*\):)")
+    r"|\s*\*\* .+ \((?:cuda|gpu|nvtx|osrt|cudaapi)\w*\):)"
+)
 _CSV_HEADER = re.compile(r"(?m)^\"?Time ?\(%\)\"?,")
 _MAX_HEADER_LINES = 3
 _DIGITS = frozenset("0123456789")
@@ -104,12 +105,21 @@ class _FastRow:
     def of(cls, table: _Table) -> _FastRow | None:
         layout = table.layout
         numbers = table.numbers
-        if layout.ordered is None or layout.calls is None or not table.split \
-                or numbers is None or not numbers.fast:
+        if (
+            layout.ordered is None
+            or layout.calls is None
+            or not table.split
+            or numbers is None
+            or not numbers.fast
+        ):
             return None
-        return cls(name_start=table.spans[-1][0], cells=table.last,
-                   pick=itemgetter(*layout.ordered), calls=layout.calls,
-                   text=tuple(layout.text))
+        return cls(
+            name_start=table.spans[-1][0],
+            cells=table.last,
+            pick=itemgetter(*layout.ordered),
+            calls=layout.calls,
+            text=tuple(layout.text),
+        )
 
 
 class _Parser(TableReader):
@@ -117,8 +127,10 @@ class _Parser(TableReader):
 
     noun = "table"
     wanted = "nsys stats summary table"
-    example = ("a header such as ' Time (%)  Total Time (ns)  Num Calls  Avg (ns) ...  Name' "
-               "followed by a line of dashes and rows")
+    example = (
+        "a header such as ' Time (%)  Total Time (ns)  Num Calls  Avg (ns) ...  Name' "
+        "followed by a line of dashes and rows"
+    )
 
     def __init__(self, path: Path) -> None:
         super().__init__(path, format=NAME)
@@ -151,18 +163,19 @@ class _Parser(TableReader):
                     if stripped and stripped[0] not in _DIGITS:
                         self._scan(stripped, line)
                     continue
-            elif (table.fast is not None and self._fast_row(table, table.fast, line)) \
-                    or self._row(line):
+            elif (table.fast is not None and self._fast_row(table, table.fast, line)) or self._row(
+                line
+            ):
                 continue
             self._line(line)
         self.last_newline = raw.endswith(("\n", "\r"))
 
     def _fast_row(self, table: _Table, fast: _FastRow, line: str) -> bool:
         """The hot path: a row of a table whose layout is known (see ``_FastRow``)."""
-        nums = line[:fast.name_start].replace(",", "").split()
+        nums = line[: fast.name_start].replace(",", "").split()
         if len(nums) != fast.cells or nums[0][0] not in _ROW_START:
             return False
-        name = line[fast.name_start:].strip()
+        name = line[fast.name_start :].strip()
         try:
             times = tuple(map(float, fast.pick(nums)))
             calls = int(nums[fast.calls])
@@ -257,8 +270,11 @@ class _Parser(TableReader):
         title, unit = match.groups()
         report = TITLES_2020.get(title)
         if title == MEMORY_TITLE_2020:
-            report = "gpumemtimesum" if TITLE_UNITS.get(unit) in ("ns", "us", "ms", "s") \
+            report = (
+                "gpumemtimesum"
+                if TITLE_UNITS.get(unit) in ("ns", "us", "ms", "s")
                 else "gpumemsizesum"
+            )
         if report is not None:
             self._announce(report)
             self.unit = TITLE_UNITS.get(unit)
@@ -300,8 +316,10 @@ class _Parser(TableReader):
             self._first_row(table, line)
         cells = self._cells(table, line)
         if cells is None:
-            self.warn(f"line ends the {table.layout.report.name} table but is not one of its "
-                      f"rows: {line.strip()[:80]!r}")
+            self.warn(
+                f"line ends the {table.layout.report.name} table but is not one of its "
+                f"rows: {line.strip()[:80]!r}"
+            )
             return self._close_table()
         self._add(table, cells)
         return True
@@ -344,15 +362,17 @@ class _Parser(TableReader):
         table = self.table
         if table is not None:
             tail = "" if self.last_newline else " in the middle of a line"
-            self.warn(f"the file ends{tail} inside the {table.layout.report.name} table after "
-                      f"{table.rows} rows: the output may be cut short")
+            self.warn(
+                f"the file ends{tail} inside the {table.layout.report.name} table after "
+                f"{table.rows} rows: the output may be cut short"
+            )
         return self.set.profiles(self.stem)
 
 
 def _slice(line: str, spans: list[tuple[int, int]]) -> list[str]:
     """Cells cut at the dash columns; the last one runs to the end of the line."""
     cells = [line[start:end].strip() for start, end in spans[:-1]]
-    cells.append(line[spans[-1][0]:].strip())
+    cells.append(line[spans[-1][0] :].strip())
     return cells
 
 

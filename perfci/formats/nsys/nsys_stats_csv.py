@@ -51,8 +51,10 @@ class _Block:
 class _Parser(TableReader):
     noun = "block"
     wanted = "nsys stats CSV block"
-    example = ("a header row such as 'Time (%),Total Time (ns),Instances,Avg (ns),...,Name' "
-               "followed by rows")
+    example = (
+        "a header row such as 'Time (%),Total Time (ns),Instances,Avg (ns),...,Name' "
+        "followed by rows"
+    )
 
     def __init__(self, path: Path) -> None:
         super().__init__(path, format=NAME)
@@ -107,10 +109,14 @@ class _Parser(TableReader):
             return False
         cells = _cells(stripped)
         if len(cells) != len(block.layout.titles):
-            raise ParseError(f"{block.layout.report.name} block: expected "
-                             f"{len(block.layout.titles)} comma-separated cells as in the "
-                             f"header, got {len(cells)}", source=self.source,
-                             line=self.line_no, format=NAME)
+            raise ParseError(
+                f"{block.layout.report.name} block: expected "
+                f"{len(block.layout.titles)} comma-separated cells as in the "
+                f"header, got {len(cells)}",
+                source=self.source,
+                line=self.line_no,
+                format=NAME,
+            )
         self._add(block, cells)
         return True
 
@@ -123,8 +129,10 @@ class _Parser(TableReader):
 
     def close(self) -> list[Profile]:
         if self.block is not None and not self.last_newline:
-            self.warn(f"the file ends in the middle of a line of the "
-                      f"{self.block.layout.report.name} block: its last row may be cut short")
+            self.warn(
+                f"the file ends in the middle of a line of the "
+                f"{self.block.layout.report.name} block: its last row may be cut short"
+            )
         return self.set.profiles(self.stem)
 
 

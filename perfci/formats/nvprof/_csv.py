@@ -37,8 +37,7 @@ class CsvReader(RunReader):
         elif {"Kernel", "Invocations", "Event Name", "Total"} <= columns.keys():
             kind = "events"
         else:
-            self._skip(lineno, f"rows of the CSV table at line {lineno} with columns "
-                       f"{line[:80]}")
+            self._skip(lineno, f"rows of the CSV table at line {lineno} with columns {line[:80]}")
             return
         self.table = Table(kind, lineno, group=GPU, columns=columns)
 
@@ -48,15 +47,19 @@ class CsvReader(RunReader):
             return False  # the next table's header
         if table.expect_units:
             table.expect_units = False
-            if not line.startswith('"') and all(c.strip() in TIME_UNITS or c.strip() in
-                                                ("", "B", "KB", "MB", "GB") for c in cells):
+            if not line.startswith('"') and all(
+                c.strip() in TIME_UNITS or c.strip() in ("", "B", "KB", "MB", "GB") for c in cells
+            ):
                 table.csv_units = [c.strip() or "" for c in cells]
                 return True
         if len(cells) != len(table.columns or {}):
             if not raw.endswith("\n"):
                 return self._not_a_row(lineno, line, raw, table, COUNT_START)
-            raise self._error(lineno, f"expected {len(table.columns or {})} CSV cells like the "
-                              f"header on line {table.line}, got {len(cells)}")
+            raise self._error(
+                lineno,
+                f"expected {len(table.columns or {})} CSV cells like the "
+                f"header on line {table.line}, got {len(cells)}",
+            )
         getattr(self, f"_csv_{table.kind}")(lineno, table, cells)
         return True
 
@@ -79,10 +82,12 @@ class CsvReader(RunReader):
             pct_value = float(pct) if pct.strip() else 0.0
             count = parse_int(calls) or 0
         except ValueError as exc:
-            raise self._error(lineno, f"expected numbers in Time(%) and Calls, got {pct!r} "
-                              f"and {calls!r}") from exc
-        times = tuple(self._ns(lineno, *self._cell(table, cells, column), column)
-                      for column in TIME_COLUMNS)
+            raise self._error(
+                lineno, f"expected numbers in Time(%) and Calls, got {pct!r} and {calls!r}"
+            ) from exc
+        times = tuple(
+            self._ns(lineno, *self._cell(table, cells, column), column) for column in TIME_COLUMNS
+        )
         self._add_summary(lineno, group, pct_value, count, name, times)
 
     def _csv_um(self, lineno: int, table: Table, cells: list[str]) -> None:
@@ -91,30 +96,34 @@ class CsvReader(RunReader):
         count = self._cell(table, cells, "Count")[0]
         if not count.strip().isdigit():
             raise self._error(lineno, f"expected a count in column Count, got {count!r}")
-        sizes = [self._cell(table, cells, c) for c in ("Avg Size", "Min Size", "Max Size",
-                                                       "Total Size")]
+        sizes = [
+            self._cell(table, cells, c) for c in ("Avg Size", "Min Size", "Max Size", "Total Size")
+        ]
         time, unit = self._cell(table, cells, "Total Time")
-        self._um_row(lineno, count.strip(), sizes, (time, unit),
-                     self._cell(table, cells, "Name")[0])
+        self._um_row(
+            lineno, count.strip(), sizes, (time, unit), self._cell(table, cells, "Name")[0]
+        )
 
     def _csv_metrics(self, lineno: int, table: Table, cells: list[str]) -> None:
-        self._csv_values(lineno, table, cells, ("Metric Name", "Metric Description", "Min",
-                                                "Max", "Avg"))
+        self._csv_values(
+            lineno, table, cells, ("Metric Name", "Metric Description", "Min", "Max", "Avg")
+        )
 
     def _csv_events(self, lineno: int, table: Table, cells: list[str]) -> None:
         self._csv_values(lineno, table, cells, ("Event Name", "Min", "Max", "Avg", "Total"))
 
-    def _csv_values(self, lineno: int, table: Table, cells: list[str],
-                    columns: tuple[str, ...]) -> None:
+    def _csv_values(
+        self, lineno: int, table: Table, cells: list[str], columns: tuple[str, ...]
+    ) -> None:
         self.device = self._cell(table, cells, "Device")[0] or self.device
         self._start_kernel(lineno, self._cell(table, cells, "Kernel")[0])
         invocations = self._cell(table, cells, "Invocations")[0].strip()
         if not invocations.isdigit():
-            raise self._error(lineno, f"expected a count in column Invocations, got "
-                              f"{invocations!r}")
+            raise self._error(
+                lineno, f"expected a count in column Invocations, got {invocations!r}"
+            )
         values = tuple(self._cell(table, cells, column)[0] for column in columns)
         self._add_value(lineno, table.kind, (invocations, *values))
-
 
 
 def _csv(line: str) -> list[str]:

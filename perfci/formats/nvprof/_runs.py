@@ -18,10 +18,14 @@ from perfci.model import Device, Metric, MetricKind, Profile
 from perfci.units import NS_PER_UNIT, parse_duration, parse_size
 
 SUMMARY_HEADER = re.compile(r"\s*(Type\s+)?Time\(%\)\s+Time\s+Calls\s+Avg\s+Min\s+Max\s+Name")
-UM_HEADER = re.compile(r"\s*Count\s+Avg Size\s+Min Size\s+Max Size\s+Total Size\s+Total Time"
-                       r"\s+Name")
-METRIC_HEADER = re.compile(r"\s*Invocations\s+Metric Name\s+Metric Description\s+Min\s+Max"
-                           r"\s+Avg")
+UM_HEADER = re.compile(
+    r"\s*Count\s+Avg Size\s+Min Size\s+Max Size\s+Total Size\s+Total Time"
+    r"\s+Name"
+)
+METRIC_HEADER = re.compile(
+    r"\s*Invocations\s+Metric Name\s+Metric Description\s+Min\s+Max"
+    r"\s+Avg"
+)
 EVENT_HEADER = re.compile(r"\s*Invocations\s+Event Name\s+Min\s+Max\s+Avg\s+Total")
 TRACE_HEADER = re.compile(r"\s*Start\s+Duration\s")
 _HEADERS = (SUMMARY_HEADER, UM_HEADER, METRIC_HEADER, EVENT_HEADER, TRACE_HEADER)
@@ -36,11 +40,12 @@ _GROUP_KINDS = {API: MetricKind.API, "Range": MetricKind.RANGE}
 _SUMMARY_KINDS = (MetricKind.KERNEL, MetricKind.MEMORY, MetricKind.COMM, MetricKind.API)
 # API calls (and NVTX ranges, see _add_range) are timed on the host; the rest on the GPU.
 _DEVICES = {kind: Device.GPU for kind in MetricKind} | {MetricKind.API: Device.CPU}
-_TABLE_NAMES = {"summary": "summary (Time(%) Time Calls Avg Min Max Name)",
-                "um": "unified memory (Count Avg Size Min Size Max Size Total Size Total Time "
-                      "Name)",
-                "metrics": "metric (Invocations Metric Name Description Min Max Avg)",
-                "events": "event (Invocations Event Name Min Max Avg Total)"}
+_TABLE_NAMES = {
+    "summary": "summary (Time(%) Time Calls Avg Min Max Name)",
+    "um": "unified memory (Count Avg Size Min Size Max Size Total Size Total Time Name)",
+    "metrics": "metric (Invocations Metric Name Description Min Max Avg)",
+    "events": "event (Invocations Event Name Min Max Avg Total)",
+}
 
 
 @dataclass(slots=True)
@@ -66,7 +71,8 @@ class Run:
     profile: Profile
     ranges: list[tuple[str, float]] = field(default_factory=list)
     names: dict[MetricKind, set[str]] = field(
-        default_factory=lambda: {kind: set() for kind in _SUMMARY_KINDS})
+        default_factory=lambda: {kind: set() for kind in _SUMMARY_KINDS}
+    )
     resolved: dict[tuple[MetricKind, str], str] = field(default_factory=dict)
     scopes: dict[str, int] = field(default_factory=dict)
     kernels: dict[tuple[str, str], Metric] = field(default_factory=dict)
@@ -106,10 +112,18 @@ class RunReader:
     def _start_run(self, lineno: int, pid: str | None) -> None:
         command = self.command if pid is None or self.pid == pid else None
         command = command or self.commands.get(pid or "")
-        metadata: dict[str, Any] = {"command": command, "pid": int(pid) if pid else None,
-                                    "line": lineno}
-        profile = Profile(label=command or "nvprof", format=self.format, source=self.source,
-                          metadata=metadata, warnings=self.pending)
+        metadata: dict[str, Any] = {
+            "command": command,
+            "pid": int(pid) if pid else None,
+            "line": lineno,
+        }
+        profile = Profile(
+            label=command or "nvprof",
+            format=self.format,
+            source=self.source,
+            metadata=metadata,
+            warnings=self.pending,
+        )
         self.pending = []
         self.run = Run(profile)
         self.runs.append(self.run)
@@ -138,12 +152,24 @@ class RunReader:
 
     # --- summary rows ----------------------------------------------------------------------
 
-    def _add_summary(self, lineno: int, group: str, pct: float, calls: int, name: str,
-                     times: tuple[float | None, ...]) -> None:
+    def _add_summary(
+        self,
+        lineno: int,
+        group: str,
+        pct: float,
+        calls: int,
+        name: str,
+        times: tuple[float | None, ...],
+    ) -> None:
         run = self.run or self._current(lineno)
         if group == GPU:
-            kind = (MetricKind.MEMORY if name.startswith("[CUDA ") else MetricKind.COMM
-                    if name.startswith(_NCCL) else MetricKind.KERNEL)
+            kind = (
+                MetricKind.MEMORY
+                if name.startswith("[CUDA ")
+                else MetricKind.COMM
+                if name.startswith(_NCCL)
+                else MetricKind.KERNEL
+            )
         else:
             found = _GROUP_KINDS.get(group)
             if found is None or found is MetricKind.RANGE:
@@ -157,16 +183,24 @@ class RunReader:
         elif name not in run.names[kind]:
             cut, name = name, self._full_name(run, kind, name)
         # Positional arguments: this runs for every row of logs that reach 100 MB.
-        metric = Metric(kind, name, _DEVICES[kind], calls, times[0], None, times[1], times[2],
-                        times[3])
+        metric = Metric(
+            kind, name, _DEVICES[kind], calls, times[0], None, times[1], times[2], times[3]
+        )
         metric.scope = scope
         metric.attrs["time_pct"] = pct
         if cut is not None and cut != name:
             metric.attrs["nvtx_name"] = cut
         run.profile.metrics.append(metric)
 
-    def _add_range(self, run: Run, group: str, pct: float, calls: int, name: str,
-                   times: tuple[float | None, ...]) -> None:
+    def _add_range(
+        self,
+        run: Run,
+        group: str,
+        pct: float,
+        calls: int,
+        name: str,
+        times: tuple[float | None, ...],
+    ) -> None:
         """A ``Range:`` row (the NVTX block's own time), or a row of a group perfci skips."""
         if group != "Range":
             key = f"rows of type {group!r} (no matching metric kind)"
@@ -175,10 +209,19 @@ class RunReader:
         name = self.scope or name
         if times[0] is not None:
             run.ranges.append((name, times[0]))
-        run.profile.metrics.append(Metric(
-            kind=MetricKind.RANGE, name=name, device=Device.CPU, calls=calls,
-            total_ns=times[0], avg_ns=times[1], min_ns=times[2], max_ns=times[3],
-            attrs={"time_pct": pct, "thread": self.thread, "domain": self.domain}))
+        run.profile.metrics.append(
+            Metric(
+                kind=MetricKind.RANGE,
+                name=name,
+                device=Device.CPU,
+                calls=calls,
+                total_ns=times[0],
+                avg_ns=times[1],
+                min_ns=times[2],
+                max_ns=times[3],
+                attrs={"time_pct": pct, "thread": self.thread, "domain": self.domain},
+            )
+        )
 
     @staticmethod
     def _full_name(run: Run, kind: MetricKind, name: str) -> str:
@@ -198,24 +241,43 @@ class RunReader:
         try:
             value = parse_duration(cell, unit=unit)
         except ValueError as exc:
-            raise self._error(lineno, f"expected a duration such as 4.0922ms in column "
-                              f"{column}, got {cell!r} ({exc})") from exc
+            raise self._error(
+                lineno,
+                f"expected a duration such as 4.0922ms in column {column}, got {cell!r} ({exc})",
+            ) from exc
         self.cache[key] = value
         return value
 
     # --- other tables ----------------------------------------------------------------------
 
-    def _um_row(self, lineno: int, count: str, sized: list[tuple[str, str | None]],
-                timed: tuple[str, str | None], name: str) -> None:
+    def _um_row(
+        self,
+        lineno: int,
+        count: str,
+        sized: list[tuple[str, str | None]],
+        timed: tuple[str, str | None],
+        name: str,
+    ) -> None:
         """A unified memory row; sizes and time are ``(cell, unit for bare numbers)``."""
         run = self._current(lineno)
         sizes = [self._bytes(lineno, cell, unit) for cell, unit in sized]
-        attrs = {"avg_size": sizes[0], "min_size": sizes[1], "max_size": sizes[2],
-                 "device": self.device}
-        run.profile.metrics.append(Metric(
-            MetricKind.MEMORY, f"[Unified Memory] {name}", calls=int(count),
-            total_ns=self._ns(lineno, *timed, "Total Time"), bytes=sizes[3],
-            scope=self._um_scope(run, name), attrs=attrs))
+        attrs = {
+            "avg_size": sizes[0],
+            "min_size": sizes[1],
+            "max_size": sizes[2],
+            "device": self.device,
+        }
+        run.profile.metrics.append(
+            Metric(
+                MetricKind.MEMORY,
+                f"[Unified Memory] {name}",
+                calls=int(count),
+                total_ns=self._ns(lineno, *timed, "Total Time"),
+                bytes=sizes[3],
+                scope=self._um_scope(run, name),
+                attrs=attrs,
+            )
+        )
 
     def _um_scope(self, run: Run, name: str) -> str | None:
         """``None``, or the device when an earlier device gave a row of this name (multi-GPU)."""
@@ -236,8 +298,12 @@ class RunReader:
         key = (device, name)
         if key not in run.kernels:
             clash = any(kernel == name for _, kernel in run.kernels)
-            metric = Metric(MetricKind.KERNEL, name, scope=device if clash else None,
-                            attrs={"device": self.device})
+            metric = Metric(
+                MetricKind.KERNEL,
+                name,
+                scope=device if clash else None,
+                attrs={"device": self.device},
+            )
             run.kernels[key] = metric
             run.profile.metrics.append(metric)
         self.kernel = run.kernels[key]
@@ -253,24 +319,28 @@ class RunReader:
             value = {"min": cells[2], "max": cells[3], "avg": cells[4], "total": cells[5]}
         kernel.attrs.setdefault(f"nvprof_{kind}", {})[cells[1]] = value
 
-    def _not_a_row(self, lineno: int, line: str, raw: str, table: Table,
-                   row_start: re.Pattern[str]) -> bool:
+    def _not_a_row(
+        self, lineno: int, line: str, raw: str, table: Table, row_start: re.Pattern[str]
+    ) -> bool:
         """A line a table cannot read: a cut last line, a broken row, or the table's end."""
         if not raw.endswith("\n"):
             self.cut_noted = True
-            self._warning(f"line {lineno}: the file ends in the middle of a line, which was "
-                          f"not read: {line.strip()[:80]!r}")
+            self._warning(
+                f"line {lineno}: the file ends in the middle of a line, which was "
+                f"not read: {line.strip()[:80]!r}"
+            )
             return True
         if row_start.match(line):
-            raise self._error(lineno, f"cannot read this {_TABLE_NAMES[table.kind]} row: "
-                              f"{line.strip()[:120]!r}")
+            raise self._error(
+                lineno, f"cannot read this {_TABLE_NAMES[table.kind]} row: {line.strip()[:120]!r}"
+            )
         self.table = None
         # Unified memory tables end at their device and page-fault lines; other tables end at
         # a blank line or a header, so other text here is worth a word.
         if table.kind != "um" and not any(h.match(line) for h in _HEADERS):
-            self._warning(f"line {lineno}: text after a table was not read: "
-                          f"{line.strip()[:80]!r}")
+            self._warning(f"line {lineno}: text after a table was not read: {line.strip()[:80]!r}")
         return False
+
 
 def finish_run(run: Run) -> Profile:
     """Steps from the numbered ranges, and warnings for what was not read."""
@@ -281,11 +351,14 @@ def finish_run(run: Run) -> Profile:
         profile.steps = max(len(step.samples_ns or ()) for step in steps)
     for what, count in run.skipped.items():
         profile.warnings.append(f"{count} {what} were not read")
-    metered = [m for m in profile.metrics if "nvprof_metrics" in m.attrs
-               or "nvprof_events" in m.attrs]
+    metered = [
+        m for m in profile.metrics if "nvprof_metrics" in m.attrs or "nvprof_events" in m.attrs
+    ]
     if metered:
         profile.metadata["mode"] = "metrics/events"
-        profile.warnings.append(f"metrics/events mode: {len(metered)} kernels carry their "
-                                "values in attrs['nvprof_metrics'] / attrs['nvprof_events'] "
-                                "and have no times")
+        profile.warnings.append(
+            f"metrics/events mode: {len(metered)} kernels carry their "
+            "values in attrs['nvprof_metrics'] / attrs['nvprof_events'] "
+            "and have no times"
+        )
     return profile

@@ -62,19 +62,25 @@ if TYPE_CHECKING:
     from perfci.formats.protocol import Head
 
 NAME = "nvprof"
-DESCRIPTION = ("nvprof summary text and --csv (GPU activities, API calls, NVTX ranges, "
-               "unified memory, metrics/events)")
+DESCRIPTION = (
+    "nvprof summary text and --csv (GPU activities, API calls, NVTX ranges, "
+    "unified memory, metrics/events)"
+)
 
-_RESULT_WORDS = (r"(?:NVPROF is profiling process|Profiling application:|Profiling result:"
-                 r"|NVTX result:|Metric result:|Event result:|Unified Memory profiling result:)")
+_RESULT_WORDS = (
+    r"(?:NVPROF is profiling process|Profiling application:|Profiling result:"
+    r"|NVTX result:|Metric result:|Event result:|Unified Memory profiling result:)"
+)
 _SNIFF = re.compile(
     rf"(?m)^(?:==\d+==|={{8}})\s*{_RESULT_WORDS}"
     r"|^\s*(?:Type\s+)?Time\(%\)\s+Time\s+Calls\s+Avg\s+Min\s+Max\s+Name\s*$"
-    r'|^"Type","Time\(%\)","Time","Calls","Avg","Min","Max","Name"\r?\n,%,')
+    r'|^"Type","Time\(%\)","Time","Calls","Avg","Min","Max","Name"\r?\n,%,'
+)
 _BANNER = re.compile(r"(?:==(\d+)==|={8})\s*(.*)")
 _ROW = re.compile(
     r"\s*(?:([A-Za-z][A-Za-z ()]*?):)?\s*(\d+(?:\.\d+)?)%\s+(\S+)\s+(\d+)\s+(\S+)\s+(\S+)"
-    r"\s+(\S+)\s+(\S.*)")
+    r"\s+(\S+)\s+(\S.*)"
+)
 _ROW_START = re.compile(r"\s*(?:[A-Za-z][A-Za-z ()]*:)?\s*\d+(?:\.\d+)?%")
 _UM_ROW = re.compile(r"\s*(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S.*)")
 # Values are one token or a utilisation level with its number: ``Low (1)``, ``Idle (0)``.
@@ -132,24 +138,32 @@ class _Reader(CsvReader):
 
     def _cut_row(self, lineno: int, line: str) -> None:
         if not self.cut_noted:
-            self._warning(f"line {lineno}, the file's last line, has no line break; it was "
-                          f"read but may have been cut short: {line.strip()[:80]!r}")
+            self._warning(
+                f"line {lineno}, the file's last line, has no line break; it was "
+                f"read but may have been cut short: {line.strip()[:80]!r}"
+            )
 
     def _table_line(self, lineno: int, line: str, raw: str, table: Table) -> bool:
         """Read ``line`` as a row of ``table``; ``False`` when it ends the table."""
         if table.columns is not None:
             return self._csv_line(lineno, line, raw, table)
         if table.kind == "summary":  # not a row: ``feed`` tried that first
-            return self._units_row(line, table) or self._not_a_row(lineno, line, raw, table,
-                                                                   _ROW_START)
+            return self._units_row(line, table) or self._not_a_row(
+                lineno, line, raw, table, _ROW_START
+            )
         if table.kind == "metrics" or table.kind == "events":
             return self._metric_line(lineno, line, raw, table)
         if table.kind == "um":
             match = _UM_ROW.fullmatch(line)
             if match is not None:
                 count, avg, low, high, total, time, name = match.groups()
-                self._um_row(lineno, count, [(avg, None), (low, None), (high, None),
-                                             (total, None)], (time, None), name)
+                self._um_row(
+                    lineno,
+                    count,
+                    [(avg, None), (low, None), (high, None), (total, None)],
+                    (time, None),
+                    name,
+                )
                 return True
             return self._not_a_row(lineno, line, raw, table, COUNT_START)
         table.rows += 1  # a skipped table: its rows are counted into a warning
@@ -181,11 +195,17 @@ class _Reader(CsvReader):
         elif EVENT_HEADER.match(line):
             self.table = Table("events", lineno)
         elif TRACE_HEADER.match(line):
-            self._skip(lineno, f"rows of the trace table at line {lineno} (perfci reads the "
-                       "summary: run without --print-gpu-trace / --print-api-trace)")
+            self._skip(
+                lineno,
+                f"rows of the trace table at line {lineno} (perfci reads the "
+                "summary: run without --print-gpu-trace / --print-api-trace)",
+            )
         elif self.run is not None and _ROW.fullmatch(line):
-            raise self._error(lineno, "a summary row outside a table: expected the header "
-                              "'Type  Time(%)  Time  Calls  Avg  Min  Max  Name' before it")
+            raise self._error(
+                lineno,
+                "a summary row outside a table: expected the header "
+                "'Type  Time(%)  Time  Calls  Avg  Min  Max  Name' before it",
+            )
         elif stripped == "No kernels were profiled.":
             self._current(lineno).profile.metadata["no_kernels_profiled"] = True
         elif device := _DEVICE.fullmatch(stripped):
@@ -214,8 +234,13 @@ class _Reader(CsvReader):
             self._section(lineno, text.strip())
 
     def _section(self, lineno: int, text: str) -> None:
-        sections = {"API calls:": "api", "NVTX result:": "nvtx", "Metric result:": "metrics",
-                    "Event result:": "events", "Unified Memory profiling result:": "um"}
+        sections = {
+            "API calls:": "api",
+            "NVTX result:": "nvtx",
+            "Metric result:": "metrics",
+            "Event result:": "events",
+            "Unified Memory profiling result:": "um",
+        }
         section = sections.get(text)
         if section is None:
             return  # "Some kernel(s) will be replayed …", "Generated result file: …"
@@ -246,24 +271,34 @@ class _Reader(CsvReader):
         if group is None:
             group = table.group
             if group is None:
-                raise self._error(lineno, "expected a Type (GPU activities:, API calls:) on "
-                                  "the first row of a table")
+                raise self._error(
+                    lineno,
+                    "expected a Type (GPU activities:, API calls:) on the first row of a table",
+                )
         else:
             table.group = group
         cache = self.cache
         times: tuple[float | None, ...]
-        if table.units is None and time in cache and avg in cache and low in cache \
-                and high in cache:
+        if (
+            table.units is None
+            and time in cache
+            and avg in cache
+            and low in cache
+            and high in cache
+        ):
             times = (cache[time], cache[avg], cache[low], cache[high])
         else:
             times = self._times(lineno, (time, avg, low, high), table.units)
         self._add_summary(lineno, group, float(pct), int(calls), name, times)
 
-    def _times(self, lineno: int, cells: tuple[str, ...], units: tuple[str | None, ...] | None
-               ) -> tuple[float | None, ...]:
+    def _times(
+        self, lineno: int, cells: tuple[str, ...], units: tuple[str | None, ...] | None
+    ) -> tuple[float | None, ...]:
         units = units or (None, None, None, None)
-        return tuple(self._ns(lineno, cell, unit, column)
-                     for cell, unit, column in zip(cells, units, TIME_COLUMNS, strict=True))
+        return tuple(
+            self._ns(lineno, cell, unit, column)
+            for cell, unit, column in zip(cells, units, TIME_COLUMNS, strict=True)
+        )
 
     # --- metric / event tables -------------------------------------------------------------
 
@@ -287,13 +322,17 @@ class _Reader(CsvReader):
     def finish(self) -> list[Profile]:
         profiles = [profile for run in self.runs if (profile := finish_run(run)).metrics]
         if not profiles:
-            raise ParseError("no nvprof result found: expected a 'Profiling result:' block "
-                             "with GPU activities / API calls rows, or nvprof --csv tables",
-                             source=self.source, format=NAME)
+            raise ParseError(
+                "no nvprof result found: expected a 'Profiling result:' block "
+                "with GPU activities / API calls rows, or nvprof --csv tables",
+                source=self.source,
+                format=NAME,
+            )
         empty = len(self.runs) - len(profiles)
         if empty:
-            profiles[0].warnings.append(f"{empty} 'Profiling result:' block(s) had no rows "
-                                        "and were left out")
+            profiles[0].warnings.append(
+                f"{empty} 'Profiling result:' block(s) had no rows and were left out"
+            )
         if self.pending:
             profiles[-1].warnings.extend(self.pending)
         if len(profiles) > 1:

@@ -102,8 +102,9 @@ def read_trace(path: Path, consume: BatchConsumer, *, format: str) -> tuple[dict
         line = _line_at(path, exc.offset)
         raise ParseError(exc.message, source=str(path), line=line, format=format) from exc
     except (OSError, EOFError, zlib.error) as exc:
-        raise ParseError(f"cannot read file (truncated or corrupt gzip?): {exc}",
-                         source=str(path), format=format) from exc
+        raise ParseError(
+            f"cannot read file (truncated or corrupt gzip?): {exc}", source=str(path), format=format
+        ) from exc
 
 
 @contextmanager
@@ -144,17 +145,23 @@ class _Reader:
         if first == b"[":
             self._advance(1)
             if self._events() is not None:
-                raise TraceSyntaxError("unexpected text after the JSON array of trace events",
-                                       self._offset)
+                raise TraceSyntaxError(
+                    "unexpected text after the JSON array of trace events", self._offset
+                )
             return {}, True
         if first != b"{":
-            raise TraceSyntaxError("expected a JSON object with 'traceEvents' or a JSON array "
-                                   "of trace events", self._offset)
+            raise TraceSyntaxError(
+                "expected a JSON object with 'traceEvents' or a JSON array of trace events",
+                self._offset,
+            )
         header = self._header()
         closed_at = self._events()
         if closed_at is None:
-            raise TraceSyntaxError("the file ends after the traceEvents array, before the "
-                                   "top-level object is closed (truncated?)", self._offset)
+            raise TraceSyntaxError(
+                "the file ends after the traceEvents array, before the "
+                "top-level object is closed (truncated?)",
+                self._offset,
+            )
         return {**header, **self._tail(closed_at)}, False
 
     # --- buffer -------------------------------------------------------------------------
@@ -183,8 +190,9 @@ class _Reader:
         while not (stripped := self._buf.lstrip(_WS)):
             self._advance(len(self._buf))
             if not self._fill():
-                raise TraceSyntaxError("the file is empty: expected a Chrome trace JSON "
-                                       "object or array", self._offset)
+                raise TraceSyntaxError(
+                    "the file is empty: expected a Chrome trace JSON object or array", self._offset
+                )
         self._advance(len(self._buf) - len(stripped))
         return self._buf[:1]
 
@@ -194,9 +202,10 @@ class _Reader:
         """The keys before ``"traceEvents": [``; leaves the buffer just after the ``[``."""
         while (match := _EVENTS_KEY.search(self._buf)) is None:
             if not self._fill():
-                raise TraceSyntaxError("no \"traceEvents\": [...] array in this JSON object",
-                                       self._offset)
-        head = self._buf[:match.start()]
+                raise TraceSyntaxError(
+                    'no "traceEvents": [...] array in this JSON object', self._offset
+                )
+        head = self._buf[: match.start()]
         header = self._decode_object(head + b'"traceEvents": null}', self._offset)
         self._advance(match.end())
         return header
@@ -247,7 +256,7 @@ class _Reader:
             cut = _last_boundary(self._buf, end)
             if cut is None:
                 return None
-            piece = b"[" + self._buf[:cut + 1] + b"]"
+            piece = b"[" + self._buf[: cut + 1] + b"]"
             result = self._try_decode(piece)
             if result is _WRONG_CUT:
                 end = cut  # the '}' was inside a string or a nested object: look further back
@@ -267,8 +276,10 @@ class _Reader:
         if isinstance(result, int):
             return self._close_array(piece, result)
         if result is _WRONG_CUT:
-            raise TraceSyntaxError("the file ends inside the traceEvents array (truncated?)",
-                                   self._offset + len(self._buf))
+            raise TraceSyntaxError(
+                "the file ends inside the traceEvents array (truncated?)",
+                self._offset + len(self._buf),
+            )
         self._deliver(cast(list[Event], result), piece)
         self._advance(len(self._buf))
         return None
@@ -278,8 +289,9 @@ class _Reader:
         close = piece.rfind(b"]", 0, trailing_at - 1) + 1
         events = self._try_decode(piece[:close])
         if not isinstance(events, list):  # cannot happen for valid JSON; fail loudly anyway
-            raise TraceSyntaxError("invalid JSON near the end of the traceEvents array",
-                                   self._offset + close)
+            raise TraceSyntaxError(
+                "invalid JSON near the end of the traceEvents array", self._offset + close
+            )
         self._deliver(events, piece[:close])
         return close - 1  # piece has the extra leading '['
 
@@ -306,8 +318,9 @@ class _Reader:
             if where is None or where >= len(piece) - 1:
                 return _WRONG_CUT
             detail = text.removeprefix("JSON is malformed: ")
-            raise TraceSyntaxError(f"invalid JSON in traceEvents: {detail}",
-                                   self._offset + where - 1) from exc
+            raise TraceSyntaxError(
+                f"invalid JSON in traceEvents: {detail}", self._offset + where - 1
+            ) from exc
 
     def _deliver(self, events: list[Event], piece: bytes) -> None:
         try:
@@ -323,8 +336,9 @@ class _Reader:
         at = _element_offset(piece, int(match.group(1))) if match else 1
         message, _, path = text.partition(" - at ")
         field = path.strip("`").removeprefix("$").lstrip("[0123456789]").lstrip(".")
-        return TraceSyntaxError(f"bad trace event: {field or 'event'}: {message}",
-                                self._offset + at - 1)
+        return TraceSyntaxError(
+            f"bad trace event: {field or 'event'}: {message}", self._offset + at - 1
+        )
 
 
 _WRONG_CUT = object()

@@ -29,14 +29,23 @@ _CACHE_LIMIT = 200_000  # distinct cell texts kept per parse; bounds memory on h
 # Name → kind, first match wins. Order matters: ``cudaMemcpyAsync`` is an API call, ``Memcpy
 # HtoD`` a copy on the GPU; ``ncclDevKernel_*`` is communication although it is a kernel.
 _KIND_RULES: tuple[tuple[re.Pattern[str], MetricKind], ...] = tuple(
-    (re.compile(pattern), kind) for pattern, kind in (
+    (re.compile(pattern), kind)
+    for pattern, kind in (
         (r"^(?:Memcpy|Memset)\b|^\[memory\]$", MetricKind.MEMORY),
-        (r"^(?:cuda|cu|hip|hsa|cudnn|cublas|cublasLt|nvrtc|cupti)[A-Z]"
-         r"|^Activity Buffer Request$", MetricKind.API),
-        (r"^(?:void )?(?:nccl|rccl|gloo|c10d|ucc|mpi)[:_A-Z]|^record_param_comms$",
-         MetricKind.COMM),
-        (r"^void |(?i:kernel|gemm)|^(?:ampere|volta|turing|hopper|sm\d+|cutlass|cudnn|triton"
-         r"|nvjet|xmma|fmha|flash)_", MetricKind.KERNEL),
+        (
+            r"^(?:cuda|cu|hip|hsa|cudnn|cublas|cublasLt|nvrtc|cupti)[A-Z]"
+            r"|^Activity Buffer Request$",
+            MetricKind.API,
+        ),
+        (
+            r"^(?:void )?(?:nccl|rccl|gloo|c10d|ucc|mpi)[:_A-Z]|^record_param_comms$",
+            MetricKind.COMM,
+        ),
+        (
+            r"^void |(?i:kernel|gemm)|^(?:ampere|volta|turing|hopper|sm\d+|cutlass|cudnn|triton"
+            r"|nvjet|xmma|fmha|flash)_",
+            MetricKind.KERNEL,
+        ),
         (r"::|Backward", MetricKind.OP),
     )
 )
@@ -138,8 +147,12 @@ def add_row(table: Table, raw: tuple[str, ...], values: Values) -> None:
     attrs["row"] = table.count
     if "overload" in attrs:
         name = f"{name}.{attrs['overload']}"
-    row = Row(name, kind, _side_metrics(layout, cells, values, kind, name, calls, attrs),
-              attrs.get("input_shapes"))
+    row = Row(
+        name,
+        kind,
+        _side_metrics(layout, cells, values, kind, name, calls, attrs),
+        attrs.get("input_shapes"),
+    )
     (table.step_rows if kind is _STEP else table.rows).append(row)
 
 
@@ -170,8 +183,15 @@ def _flops(text: str) -> float | None:
         raise CellError(text, "a FLOP count or --") from exc
 
 
-def _side_metrics(layout: Layout, cells: list[str], values: Values, kind: MetricKind,
-                  name: str, calls: int | None, attrs: dict[str, Any]) -> list[Metric]:
+def _side_metrics(
+    layout: Layout,
+    cells: list[str],
+    values: Values,
+    kind: MetricKind,
+    name: str,
+    calls: int | None,
+    attrs: dict[str, Any],
+) -> list[Metric]:
     """The CPU and device metrics of one row; an all-zero side is left out if the other has data.
 
     This runs once per row of every table, so cached values are looked up inline and a
@@ -195,8 +215,16 @@ def _side_metrics(layout: Layout, cells: list[str], values: Values, kind: Metric
             extra["stack"] = list(extra["stack"])
         if side.label is not None:
             extra["device_name"] = side.label
-        metric = Metric(kind=kind, name=name, device=side.device, calls=calls, total_ns=total_ns,
-                        self_ns=self_ns, avg_ns=avg_ns, attrs=extra)
+        metric = Metric(
+            kind=kind,
+            name=name,
+            device=side.device,
+            calls=calls,
+            total_ns=total_ns,
+            self_ns=self_ns,
+            avg_ns=avg_ns,
+            attrs=extra,
+        )
         if busy:
             kept.append(metric)
         elif idle is None:
@@ -298,8 +326,12 @@ def table_steps(table: Table) -> tuple[list[Metric], int | None]:
     numbered = [row for row in table.step_rows if not _STEP_WILDCARD.match(row.name)]
     metrics: list[Metric] = []
     for device in (Device.CPU, Device.GPU):
-        pairs = [(row.name, metric.total_ns) for row in numbered for metric in row.metrics
-                 if metric.device is device and metric.total_ns is not None]
+        pairs = [
+            (row.name, metric.total_ns)
+            for row in numbered
+            for metric in row.metrics
+            if metric.device is device and metric.total_ns is not None
+        ]
         metrics += collect_steps(pairs, device=device)
     count = max((metric.calls or 0 for metric in metrics), default=0)
     for row in table.step_rows:
@@ -307,8 +339,17 @@ def table_steps(table: Table) -> tuple[list[Metric], int | None]:
         if wildcard is None:
             continue
         for side in row.metrics:
-            metrics.append(Metric(kind=MetricKind.STEP, name=wildcard.group("stem"),
-                                  device=side.device, calls=side.calls, total_ns=side.total_ns,
-                                  self_ns=side.self_ns, avg_ns=side.avg_ns, attrs=side.attrs))
+            metrics.append(
+                Metric(
+                    kind=MetricKind.STEP,
+                    name=wildcard.group("stem"),
+                    device=side.device,
+                    calls=side.calls,
+                    total_ns=side.total_ns,
+                    self_ns=side.self_ns,
+                    avg_ns=side.avg_ns,
+                    attrs=side.attrs,
+                )
+            )
             count = max(count, side.calls or 0)
     return metrics, count or None

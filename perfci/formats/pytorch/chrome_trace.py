@@ -100,8 +100,9 @@ def sniff(head: Head) -> bool:
     if _OBJECT_START.match(text):
         start = text[:4096]
         return '"traceEvents"' in text or (
-            '"schemaVersion"' in start and ('"deviceProperties"' in start
-                                            or '"distributedInfo"' in start))
+            '"schemaVersion"' in start
+            and ('"deviceProperties"' in start or '"distributedInfo"' in start)
+        )
     return _ARRAY_OF_EVENTS.match(text[:65536]) is not None
 
 
@@ -146,15 +147,18 @@ class _Aggregate:
             raise _missing_field(complete, events)
         cats = [event.cat for event in complete]
         if None in cats:
-            cats = [cat if cat is not None else _legacy_cat(event.pid)
-                    for cat, event in zip(cats, complete, strict=True)]
+            cats = [
+                cat if cat is not None else _legacy_cat(event.pid)
+                for cat, event in zip(cats, complete, strict=True)
+            ]
         pairs = cast(list[Key], list(zip(cats, names, strict=True)))
         self.id_chunks.append(np.array(self._ids(pairs), dtype=np.int32))
         micros = np.array(durations, dtype=np.float64)
         if not np.all(np.abs(micros) < _MAX_DUR_US):
             index = int(np.argmax(np.abs(micros) >= _MAX_DUR_US))
-            raise EventError(f"implausible dur {durations[index]!r} µs", _index(events,
-                                                                              complete[index]))
+            raise EventError(
+                f"implausible dur {durations[index]!r} µs", _index(events, complete[index])
+            )
         self.ns_chunks.append(np.rint(micros * 1000.0).astype(np.int64))
         memory = {cat for cat in set(cats) if _carries_bytes(cat)}
         if memory:
@@ -174,8 +178,9 @@ class _Aggregate:
         if value is None:
             return
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise EventError(f"{key[0]} event with non-numeric args.bytes {value!r}",
-                             _index(events, event))
+            raise EventError(
+                f"{key[0]} event with non-numeric args.bytes {value!r}", _index(events, event)
+            )
         self.byte_sums[key] = self.byte_sums.get(key, 0.0) + value
 
     def samples(self) -> list[np.ndarray]:
@@ -209,16 +214,20 @@ class _Aggregate:
                 merged.setdefault(ident, []).append(samples)
                 if key in self.byte_sums:
                     byte_sums[ident] = byte_sums.get(ident, 0.0) + self.byte_sums[key]
-        profile.metrics = [_metric(ident, np.concatenate(parts), byte_sums.get(ident))
-                           for ident, parts in merged.items()]
+        profile.metrics = [
+            _metric(ident, np.concatenate(parts), byte_sums.get(ident))
+            for ident, parts in merged.items()
+        ]
         phases = {phase or "(none)": count for phase, count in self.phases.items()}
         profile.metadata["events_by_phase"] = dict(sorted(phases.items()))
         if ignored:
             profile.metadata["ignored_events"] = dict(sorted(ignored.items()))
         begin_end = phases.get("B", 0) + phases.get("E", 0)
         if begin_end:
-            profile.warnings.append(f"{begin_end} begin/end (ph B/E) events were not "
-                                    "aggregated: only complete (X) events are")
+            profile.warnings.append(
+                f"{begin_end} begin/end (ph B/E) events were not "
+                "aggregated: only complete (X) events are"
+            )
 
     def _keep_step(self, device: Device, name: str, samples: np.ndarray) -> None:
         parsed = step_number(name)
@@ -231,14 +240,21 @@ class _Aggregate:
 _MAX_DUR_US = 1e15
 
 
-def _metric(ident: tuple[MetricKind, str, Device], values: np.ndarray,
-            byte_sum: float | None) -> Metric:
+def _metric(
+    ident: tuple[MetricKind, str, Device], values: np.ndarray, byte_sum: float | None
+) -> Metric:
     kind, name, device = ident
     count = int(values.size)
     total = int(values.sum())
     return Metric(
-        kind=kind, name=name, device=device, calls=count, total_ns=float(total),
-        avg_ns=total / count, min_ns=float(values.min()), max_ns=float(values.max()),
+        kind=kind,
+        name=name,
+        device=device,
+        calls=count,
+        total_ns=float(total),
+        avg_ns=total / count,
+        min_ns=float(values.min()),
+        max_ns=float(values.max()),
         median_ns=float(np.median(values)),
         std_ns=float(np.std(values, ddof=1)) if count > 1 else None,
         bytes=byte_sum,
@@ -254,8 +270,9 @@ def _missing_field(complete: list[Event], events: list[Event]) -> EventError:
     for event in complete:
         for field_name in ("name", "dur"):
             if getattr(event, field_name) is None:
-                return EventError(f"complete event (ph X) without {field_name!r}",
-                                  _index(events, event))
+                return EventError(
+                    f"complete event (ph X) without {field_name!r}", _index(events, event)
+                )
     raise AssertionError("no event is missing a field")  # pragma: no cover
 
 
@@ -279,8 +296,9 @@ def _add_steps(profile: Profile, aggregate: _Aggregate, top: Mapping[str, Any]) 
     device = Device.CPU if aggregate.steps.get("cpu") else Device.GPU
     duplicated = sorted(number for number, samples in numbered.items() if len(samples) > 1)
     if duplicated:
-        profile.warnings.append(f"ProfilerStep# written more than once, counted once: "
-                                f"{', '.join(map(str, duplicated))}")
+        profile.warnings.append(
+            f"ProfilerStep# written more than once, counted once: {', '.join(map(str, duplicated))}"
+        )
     if numbered:
         profile.metadata["profiler_steps"] = sorted(numbered)
     own = _perfci_steps(top.get(STEP_KEY), profile)
@@ -305,10 +323,17 @@ def _perfci_steps(block: Any, profile: Profile) -> tuple[str, Device, list[float
     if block is None:
         return None
     samples = block.get("samples_ns") if isinstance(block, dict) else None
-    if not isinstance(samples, list) or not samples or not all(
-            isinstance(value, int | float) and not isinstance(value, bool) for value in samples):
-        profile.warnings.append(f'the "{STEP_KEY}" block has no list of step times '
-                                "(samples_ns); ProfilerStep ranges are used instead")
+    if (
+        not isinstance(samples, list)
+        or not samples
+        or not all(
+            isinstance(value, int | float) and not isinstance(value, bool) for value in samples
+        )
+    ):
+        profile.warnings.append(
+            f'the "{STEP_KEY}" block has no list of step times '
+            "(samples_ns); ProfilerStep ranges are used instead"
+        )
         return None
     device = Device.GPU if block.get("device") == "gpu" else Device.CPU
     name = block.get("step_name") if isinstance(block.get("step_name"), str) else "step"
@@ -335,8 +360,9 @@ def _metadata(top: Mapping[str, Any]) -> dict[str, Any]:
     meta: dict[str, Any] = {}
     devices = top.get("deviceProperties")
     if isinstance(devices, list):
-        names = [d.get("name") for d in devices if isinstance(d, dict)
-                 and isinstance(d.get("name"), str)]
+        names = [
+            d.get("name") for d in devices if isinstance(d, dict) and isinstance(d.get("name"), str)
+        ]
         if names:
             meta["gpu"] = names[0]
             meta["gpu_count"] = len(names)
@@ -350,8 +376,12 @@ def _metadata(top: Mapping[str, Any]) -> dict[str, Any]:
     for key in ("cuda_runtime_version", "cuda_driver_version"):
         if isinstance(top.get(key), int):
             meta[key] = _cuda_version(top[key])
-    for source, target in (("cupti_version", "cupti_version"), ("schemaVersion", "schema_version"),
-                           ("traceName", "trace_name"), ("baseTimeNanoseconds", "base_time_ns")):
+    for source, target in (
+        ("cupti_version", "cupti_version"),
+        ("schemaVersion", "schema_version"),
+        ("traceName", "trace_name"),
+        ("baseTimeNanoseconds", "base_time_ns"),
+    ):
         if isinstance(top.get(source), int | str):
             meta[target] = top[source]
     return meta

@@ -71,12 +71,16 @@ if TYPE_CHECKING:
 NAME = "pytorch_table"
 DESCRIPTION = "PyTorch profiler key_averages().table() text (torch >= 1.8 and legacy <= 1.7)"
 
-_SNIFF = re.compile(r"(?m)^[ \t]*(?:#+ ?)?-{3,}(?: {2}-{3,})+ *\r?\n"
-                    r"[ \t]*(?:#+ ?)?[ \t]*Name {2,}[^\n]*(?:CPU|Calls)")
+_SNIFF = re.compile(
+    r"(?m)^[ \t]*(?:#+ ?)?-{3,}(?: {2}-{3,})+ *\r?\n"
+    r"[ \t]*(?:#+ ?)?[ \t]*Name {2,}[^\n]*(?:CPU|Calls)"
+)
 _FOOTER = re.compile(r"^(Self )?(\S+) time total: *(\S*)")
 _RULE = re.compile(r"^=+$")
-_LEGACY_CAVEAT = re.compile(r"autograd profiler uses the CUDA event API|CUDA time column "
-                            r"reports|Please ignore this output")
+_LEGACY_CAVEAT = re.compile(
+    r"autograd profiler uses the CUDA event API|CUDA time column "
+    r"reports|Please ignore this output"
+)
 _LABEL = "key_averages"
 
 
@@ -92,9 +96,13 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     with open_text(path, format=NAME) as handle:
         reader.feed(handle)
     if not reader.profiles:
-        raise ParseError("no key_averages() table found: expected a dashed separator line, "
-                         "a header row starting with 'Name', and the separator again",
-                         source=source, line=1, format=NAME)
+        raise ParseError(
+            "no key_averages() table found: expected a dashed separator line, "
+            "a header row starting with 'Name', and the separator again",
+            source=source,
+            line=1,
+            format=NAME,
+        )
     return reader.profiles
 
 
@@ -134,8 +142,11 @@ class _Reader:
             self.pending = self.header = None
         if self.pending is not None:
             prefix = self.pending[1].group("prefix")
-            if (text.startswith(prefix) and text[len(prefix):].lstrip().startswith("Name  ")
-                    and ("CPU" in text or "Calls" in text)):
+            if (
+                text.startswith(prefix)
+                and text[len(prefix) :].lstrip().startswith("Name  ")
+                and ("CPU" in text or "Calls" in text)
+            ):
                 self.header = (number, text)
                 return
             self.pending = None
@@ -171,11 +182,12 @@ class _Reader:
 
     def _begin(self, start: int, match: re.Match[str], header: str) -> None:
         prefix = match.group("prefix")
-        key = (prefix, match.group("sep"), header[len(prefix):])
+        key = (prefix, match.group("sep"), header[len(prefix) :])
         layout = self.layouts.get(key)
         if layout is None:  # logs print the same table layout over and over
             layout = self.layouts[key] = build_layout(
-                *key, source=self.source, line=start + 1, format=NAME)
+                *key, source=self.source, line=start + 1, format=NAME
+            )
         heading = _heading(list(self.recent))
         self.recent.clear()
         self.pending = self.header = None
@@ -200,7 +212,7 @@ class _Reader:
             if not text.startswith(layout.prefix):
                 self._foreign(table, number, text, complete)
                 return
-            text = text[len(layout.prefix):]
+            text = text[len(layout.prefix) :]
         if text[:1] == "-" and text.rstrip() == layout.separator:
             self._finish(table)
             # The same line may open the next table: a doc excerpt that left out the closing
@@ -219,7 +231,7 @@ class _Reader:
                 add_row(table, layout.cells(text), self.values)
             except CellError as exc:
                 raise _cell_error(exc, layout, text, self.source, number) from exc
-        elif not text[:layout.blank_before].strip():
+        elif not text[: layout.blank_before].strip():
             continuation(table, layout, layout.cells(text))
         else:
             self._foreign(table, number, text, complete)
@@ -230,34 +242,43 @@ class _Reader:
         if not shown.lstrip("#").strip():
             return
         if not complete:
-            table.warnings.append(f"line {number}: the file ends inside a row of the table "
-                                  f"(cut short?); the incomplete row was not read")
+            table.warnings.append(
+                f"line {number}: the file ends inside a row of the table "
+                f"(cut short?); the incomplete row was not read"
+            )
             return
         if shown.lstrip("# ").startswith("Self CPU time total:") or (
-                "  -" in shown and SEPARATOR.match(shown)):
+            "  -" in shown and SEPARATOR.match(shown)
+        ):
             # The closing separator was left out (a doc excerpt): the table ends here.
-            table.warnings.append(f"line {number}: the table started at line {table.line} "
-                                  f"ends without its closing separator")
+            table.warnings.append(
+                f"line {number}: the table started at line {table.line} "
+                f"ends without its closing separator"
+            )
             self._finish(table)
             self._seek(number, text.rstrip())
             return
-        table.warnings.append(f"line {number}: not a row of the table started at line "
-                              f"{table.line} (interleaved output?), skipped: {shown[:80]!r}")
+        table.warnings.append(
+            f"line {number}: not a row of the table started at line "
+            f"{table.line} (interleaved output?), skipped: {shown[:80]!r}"
+        )
 
     def _cut_short(self, number: int) -> None:
         table = self.table
         assert table is not None
-        table.warnings.append(f"the table started at line {table.line} has no closing "
-                              f"separator: the file ends at line {number} (cut short?)")
+        table.warnings.append(
+            f"the table started at line {table.line} has no closing "
+            f"separator: the file ends at line {number} (cut short?)"
+        )
         self._finish(table)
 
 
-def _cell_error(error: CellError, layout: Layout, text: str, source: str,
-                line: int) -> ParseError:
+def _cell_error(error: CellError, layout: Layout, text: str, source: str, line: int) -> ParseError:
     """The ParseError for a bad cell, naming its column."""
     cells = [cell.strip() for cell in layout.cells(text)]
-    header = next((c.header for c, cell in zip(layout.columns, cells, strict=True)
-                   if cell == error.text), "?")
+    header = next(
+        (c.header for c, cell in zip(layout.columns, cells, strict=True) if cell == error.text), "?"
+    )
     return ParseError(f"column {header!r}: {error}", source=source, line=line, format=NAME)
 
 
@@ -290,13 +311,24 @@ def _profile(table: Table, label: str, source: str) -> Profile:
     devices = [side.name for side in layout.sides if side.device is Device.GPU]
     metadata: dict[str, Any] = {
         "columns": layout.headers,
-        "rows": len(table.rows) + len(table.step_rows), "line": table.line,
-        "legacy": layout.legacy, "device": devices[0] if devices else None,
+        "rows": len(table.rows) + len(table.step_rows),
+        "line": table.line,
+        "legacy": layout.legacy,
+        "device": devices[0] if devices else None,
     }
     if table.heading:
         metadata["heading"] = table.heading
     if layout.legacy and devices:
-        metadata["note"] = ("legacy profiler: the device total is about max(device, CPU) time "
-                            "and is not comparable with torch >= 1.8 device times")
-    return Profile(label=label, format=NAME, source=source, metrics=steps + metrics,
-                   steps=count, metadata=metadata, warnings=list(table.warnings))
+        metadata["note"] = (
+            "legacy profiler: the device total is about max(device, CPU) time "
+            "and is not comparable with torch >= 1.8 device times"
+        )
+    return Profile(
+        label=label,
+        format=NAME,
+        source=source,
+        metrics=steps + metrics,
+        steps=count,
+        metadata=metadata,
+        warnings=list(table.warnings),
+    )

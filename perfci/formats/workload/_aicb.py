@@ -73,8 +73,7 @@ def read_comm_csv(lines: Iterable[str]) -> CsvResult:
     rows = csv.reader(rest)
     try:
         header = _csv_header(next(rows, None), line=start + 1)
-        groups, iterations = _scan_rows(rows, header, first_line=start + 2,
-                                        metadata=metadata)
+        groups, iterations = _scan_rows(rows, header, first_line=start + 2, metadata=metadata)
     except csv.Error as exc:
         raise TableError(f"malformed CSV: {exc}", start + 1) from exc
     metrics = [_comm_metric(key, group) for key, group in groups.items()]
@@ -94,9 +93,9 @@ def _csv_header(cells: list[str] | None, *, line: int) -> list[str]:
     return header
 
 
-def _scan_rows(rows: Iterable[list[str]], header: list[str], *, first_line: int,
-               metadata: dict[str, Any]) -> tuple[dict[tuple[str | None, str], CommGroup],
-                                                  list[float | None]]:
+def _scan_rows(
+    rows: Iterable[list[str]], header: list[str], *, first_line: int, metadata: dict[str, Any]
+) -> tuple[dict[tuple[str | None, str], CommGroup], list[float | None]]:
     """Comm groups by (stage, name), and one (possibly unknown) time per iteration."""
     groups: dict[tuple[str | None, str], CommGroup] = {}
     iterations: list[float | None] = []
@@ -106,8 +105,9 @@ def _scan_rows(rows: Iterable[list[str]], header: list[str], *, first_line: int,
         if not any(cell.strip() for cell in cells):
             continue
         if len(cells) != len(header):
-            raise TableError(f"expected {len(header)} comma-separated fields, "
-                             f"found {len(cells)}", line)
+            raise TableError(
+                f"expected {len(header)} comma-separated fields, found {len(cells)}", line
+            )
         row = dict(zip(header, (cell.strip() for cell in cells), strict=True))
         comm_type = _enum_value(row["comm_type"])
         elapsed = _elapsed_ns(row.get("_elapsed_time", ""), line)
@@ -120,8 +120,12 @@ def _scan_rows(rows: Iterable[list[str]], header: list[str], *, first_line: int,
     return groups, iterations
 
 
-def _close_segment(stages: set[str], elapsed: float | None, iterations: list[float | None],
-                   metadata: dict[str, Any]) -> None:
+def _close_segment(
+    stages: set[str],
+    elapsed: float | None,
+    iterations: list[float | None],
+    metadata: dict[str, Any],
+) -> None:
     """File an ``epoch_end`` time as model setup or as one iteration."""
     is_setup = bool(stages) and all(s.split(".")[0] == _SETUP_PREFIX for s in stages)
     if is_setup and not iterations:
@@ -131,8 +135,13 @@ def _close_segment(stages: set[str], elapsed: float | None, iterations: list[flo
         iterations.append(elapsed)
 
 
-def _add_call(groups: dict[tuple[str | None, str], CommGroup], row: dict[str, str],
-              comm_type: str, elapsed: float | None, line: int) -> None:
+def _add_call(
+    groups: dict[tuple[str | None, str], CommGroup],
+    row: dict[str, str],
+    comm_type: str,
+    elapsed: float | None,
+    line: int,
+) -> None:
     group_name = _enum_value(row.get("comm_group", ""))
     name = f"{comm_type}[{group_name}]" if group_name else comm_type
     stage = row.get("stage") or None
@@ -151,11 +160,15 @@ def _comm_metric(key: tuple[str | None, str], group: CommGroup) -> Metric:
     stage, name = key
     times = group.times_ns
     return Metric(
-        kind=MetricKind.COMM, name=name, scope=stage, calls=group.calls,
+        kind=MetricKind.COMM,
+        name=name,
+        scope=stage,
+        calls=group.calls,
         bytes=float(group.bytes),
         total_ns=float(sum(times)) if times else None,
         avg_ns=statistics.fmean(times) if times else None,
-        min_ns=min(times) if times else None, max_ns=max(times) if times else None,
+        min_ns=min(times) if times else None,
+        max_ns=max(times) if times else None,
         attrs={**group.attrs, "timed_calls": len(times)},
     )
 
@@ -197,8 +210,9 @@ def read_aiob(lines: Iterable[str], *, unit: str) -> tuple[list[Metric], int]:
     iterations = int(first.group(1))
     ops = _aiob_blocks(numbered)
     names = indexed_names([op.name for op in ops])
-    return [_aiob_metric(op, name, iterations, unit) for op, name in
-            zip(ops, names, strict=True)], iterations
+    return [
+        _aiob_metric(op, name, iterations, unit) for op, name in zip(ops, names, strict=True)
+    ], iterations
 
 
 def _aiob_blocks(numbered: Iterable[tuple[int, str]]) -> list[AiobOp]:
@@ -214,8 +228,11 @@ def _aiob_blocks(numbered: Iterable[tuple[int, str]]) -> list[AiobOp]:
         elif op and not text[0].isspace():
             ops.append(AiobOp(name=op.group(1), line=number))
         else:
-            raise TableError(f"expected '<op>:' or an indented 'time_gpu_avg: <n>' line, "
-                             f"found {text.strip()[:40]!r}", number)
+            raise TableError(
+                f"expected '<op>:' or an indented 'time_gpu_avg: <n>' line, "
+                f"found {text.strip()[:40]!r}",
+                number,
+            )
     if not ops:
         raise TableError("expected at least one '<op>:' block after train_iter", 1)
     return ops
@@ -246,7 +263,13 @@ def _aiob_metric(op: AiobOp, name: str, iterations: int, unit: str) -> Metric:
     if avg is None:
         raise TableError(f"expected time_gpu_avg for {op.name!r}", op.line)
     extra = {k: v for k, v in op.stats.items() if not k.startswith("time_gpu_")}
-    return Metric(kind=MetricKind.LAYER, name=name, calls=iterations or None,
-                  total_ns=avg * iterations if iterations else avg, avg_ns=avg,
-                  min_ns=ns("time_gpu_min"), max_ns=ns("time_gpu_max"),
-                  attrs={"op": op.name, **extra})
+    return Metric(
+        kind=MetricKind.LAYER,
+        name=name,
+        calls=iterations or None,
+        total_ns=avg * iterations if iterations else avg,
+        avg_ns=avg,
+        min_ns=ns("time_gpu_min"),
+        max_ns=ns("time_gpu_max"),
+        attrs={"op": op.name, **extra},
+    )

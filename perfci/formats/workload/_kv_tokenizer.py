@@ -50,7 +50,8 @@ _ITEMS = re.compile(r"\s*+'([^'\\]*+)'\s*+(?:,(?!\s*+\Z)|\Z)|((?s:.))")
 _UNQUOTED_VALUE = rf"(?:{_PLAIN_LIST}|{_PLAIN_VALUE})"
 _RECORD_ITEMS = re.compile(
     rf"(?:(\s*+')|,)\s*+([A-Za-z_][\w.]*+)=({_UNQUOTED_VALUE})(?=[,'])"
-    r"|'\s*+(?:,(?=\s*+')|\Z)|((?s:.))")
+    r"|'\s*+(?:,(?=\s*+')|\Z)|((?s:.))"
+)
 
 
 class TokenizeError(ValueError):
@@ -178,7 +179,7 @@ def scan_kv(text: str) -> dict[str, str]:
         match = _KEY.match(piece)
         if match:
             last = match.group(1)
-            pairs[last] = piece[match.end():]
+            pairs[last] = piece[match.end() :]
         elif last is None:
             raise TokenizeError(f"expected key=value, found {piece.strip()[:40]!r}", offset + 1)
         else:

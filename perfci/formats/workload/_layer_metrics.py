@@ -91,8 +91,17 @@ class LayerMetrics:
     and its metrics, not its conversions.
     """
 
-    __slots__ = ("_bytes", "_counts", "_first", "_ns", "_power", "error", "metrics", "plans",
-                 "unit")
+    __slots__ = (
+        "_bytes",
+        "_counts",
+        "_first",
+        "_ns",
+        "_power",
+        "error",
+        "metrics",
+        "plans",
+        "unit",
+    )
 
     def __init__(self, unit: str) -> None:
         self.unit = unit
@@ -106,8 +115,15 @@ class LayerMetrics:
         self._ns: dict[str, float] = {}
         self._bytes: dict[str, float] = {}  # and comm sizes
 
-    def add(self, name: str, line: int, cells: Sequence[str], layout: Layout,
-            extra: dict[str, str], key: Hashable = None) -> None:
+    def add(
+        self,
+        name: str,
+        line: int,
+        cells: Sequence[str],
+        layout: Layout,
+        extra: dict[str, str],
+        key: Hashable = None,
+    ) -> None:
         """The metrics of one row; a bad cell is kept for ``finish`` (rows are still counted).
 
         ``layout`` gives each phase's (compute, comm type, comm size) cell indices; ``key``,
@@ -138,15 +154,45 @@ class LayerMetrics:
         label = name if count == 1 else f"{name}#{count}"
         for kind, suffix, phase, ns, size, comm_type in plan:
             if comm_type is None:
-                attrs = {"layer": name, "phase": phase, **extra} if extra \
+                attrs = (
+                    {"layer": name, "phase": phase, **extra}
+                    if extra
                     else {"layer": name, "phase": phase}
+                )
             else:
                 attrs = {"layer": name, "phase": phase, **extra, "comm_type": comm_type}
             metrics.append(
-                Metric(kind, label + suffix, _GPU, 1, ns, None, ns, ns, ns, None, None, size,
-                       None, 0, None, attrs) if _POSITIONAL
-                else Metric(kind=kind, name=label + suffix, calls=1, total_ns=ns, avg_ns=ns,
-                            min_ns=ns, max_ns=ns, bytes=size, attrs=attrs))
+                Metric(
+                    kind,
+                    label + suffix,
+                    _GPU,
+                    1,
+                    ns,
+                    None,
+                    ns,
+                    ns,
+                    ns,
+                    None,
+                    None,
+                    size,
+                    None,
+                    0,
+                    None,
+                    attrs,
+                )
+                if _POSITIONAL
+                else Metric(
+                    kind=kind,
+                    name=label + suffix,
+                    calls=1,
+                    total_ns=ns,
+                    avg_ns=ns,
+                    min_ns=ns,
+                    max_ns=ns,
+                    bytes=size,
+                    attrs=attrs,
+                )
+            )
         if count == 1:
             self._first[name] = (start, len(metrics))
         elif count == 2:
@@ -165,7 +211,7 @@ class LayerMetrics:
         """``name/phase`` → ``name#1/phase``: the first row of a name that turns out to repeat."""
         start, end = self._first.pop(name)
         for metric in self.metrics[start:end]:
-            metric.name = f"{name}#1{metric.name[len(name):]}"
+            metric.name = f"{name}#1{metric.name[len(name) :]}"
 
     def _plan(self, cells: Sequence[str], line: int, layout: Layout) -> Plan:
         """Phase by phase: a layer entry for a non-zero compute time, a comm entry for a
@@ -189,8 +235,11 @@ class LayerMetrics:
         if comm_type in NO_COMM:
             return None
         if not _COMM_TYPE.match(comm_type):
-            raise TableError(f"expected a {phase} communication type (NONE, ALLREDUCE, "
-                             f"...), found {comm_type[:40]!r}", line)
+            raise TableError(
+                f"expected a {phase} communication type (NONE, ALLREDUCE, "
+                f"...), found {comm_type[:40]!r}",
+                line,
+            )
         size = self._bytes.get(comm_size)
         if size is None:
             size = _remember(self._bytes, comm_size, scaled_decimal(comm_size, 0))
@@ -204,8 +253,7 @@ class LayerMetrics:
         if value is None:
             return _compute_ns(text, self.unit, line, phase)
         if value < 0:
-            raise TableError(f"expected a non-negative {phase} compute time, found {text!r}",
-                             line)
+            raise TableError(f"expected a non-negative {phase} compute time, found {text!r}", line)
         return _remember(self._ns, text, value)
 
 
@@ -220,11 +268,24 @@ def _remember(memo: dict[_Key, _Value], key: _Key, value: _Value | None) -> _Val
 # Positional arguments build a Metric faster than keywords, and building metrics is a large
 # share of a big table's parse; taken only while the model's fields are in the order written
 # above.
-_METRIC_FIELDS = (("kind", MISSING_FIELD), ("name", MISSING_FIELD), ("device", Device.GPU),
-                  ("calls", None), ("total_ns", None), ("self_ns", None), ("avg_ns", None),
-                  ("min_ns", None), ("max_ns", None), ("std_ns", None), ("median_ns", None),
-                  ("bytes", None), ("samples_ns", None), ("warmup", 0), ("scope", None),
-                  ("attrs", MISSING_FIELD))
+_METRIC_FIELDS = (
+    ("kind", MISSING_FIELD),
+    ("name", MISSING_FIELD),
+    ("device", Device.GPU),
+    ("calls", None),
+    ("total_ns", None),
+    ("self_ns", None),
+    ("avg_ns", None),
+    ("min_ns", None),
+    ("max_ns", None),
+    ("std_ns", None),
+    ("median_ns", None),
+    ("bytes", None),
+    ("samples_ns", None),
+    ("warmup", 0),
+    ("scope", None),
+    ("attrs", MISSING_FIELD),
+)
 _POSITIONAL = tuple((f.name, f.default) for f in fields(Metric)) == _METRIC_FIELDS
 _LAYER, _COMM, _GPU = MetricKind.LAYER, MetricKind.COMM, Device.GPU
 
@@ -263,8 +324,7 @@ def number_cell(text: str, line: int, what: str) -> Decimal | None:
     try:
         value = to_decimal(cleaned, grouping="")
     except ValueError as exc:
-        raise TableError(f"expected a number for {what}, found {cleaned[:40]!r}",
-                         line) from exc
+        raise TableError(f"expected a number for {what}, found {cleaned[:40]!r}", line) from exc
     if value.adjusted() > MAX_EXPONENT:  # adjusted(): no context arithmetic, cannot overflow
         raise TableError(f"number out of range for {what}: {cleaned[:40]!r}", line)
     return value

@@ -32,22 +32,33 @@ _AICB_PROCESS_TIME = Decimal(100)
 # Header-row TSV column names: phase prefix and field, e.g. forward_compute_time, dp_comm.
 _TSV_COLUMN = re.compile(
     r"^(?P<phase>forward|fwd|fwd_pass|backward|bwd|input_grad|ig|weight_grad|wg|dp)_"
-    r"(?P<field>compute_time|comm_type|comm_size|comm)$")
-_TSV_PHASE = {"forward": "forward", "fwd": "forward", "fwd_pass": "forward",
-              "backward": "input_grad", "bwd": "input_grad", "input_grad": "input_grad",
-              "ig": "input_grad", "weight_grad": "weight_grad", "wg": "weight_grad",
-              "dp": "weight_grad"}
-_TSV_FIELD = {"compute_time": "compute", "comm_type": "comm_type", "comm": "comm_type",
-              "comm_size": "comm_size"}
+    r"(?P<field>compute_time|comm_type|comm_size|comm)$"
+)
+_TSV_PHASE = {
+    "forward": "forward",
+    "fwd": "forward",
+    "fwd_pass": "forward",
+    "backward": "input_grad",
+    "bwd": "input_grad",
+    "input_grad": "input_grad",
+    "ig": "input_grad",
+    "weight_grad": "weight_grad",
+    "wg": "weight_grad",
+    "dp": "weight_grad",
+}
+_TSV_FIELD = {
+    "compute_time": "compute",
+    "comm_type": "comm_type",
+    "comm": "comm_type",
+    "comm_size": "comm_size",
+}
 _TSV_NAME = frozenset({"name", "layer", "layer_name"})
-_TSV_DELAY = frozenset({"process_time", "update_time", "wg_update_time",
-                        "delay_after_collectives"})
+_TSV_DELAY = frozenset({"process_time", "update_time", "wg_update_time", "delay_after_collectives"})
 # Any whitespace but the tab: a TSV line without it has no cell that needs strip().
 _NEEDS_STRIP = re.compile(r"[^\S\t]")
 _NO_EXTRA: dict[str, str] = {}  # the attributes a TSV row adds (read, never written)
 # (phase, compute, comm type, comm size) cell indices of an ASTRA-sim row.
-_ASTRASIM_LAYOUT = tuple((phase, 2 + 3 * i, 3 + 3 * i, 4 + 3 * i)
-                         for i, phase in enumerate(PHASES))
+_ASTRASIM_LAYOUT = tuple((phase, 2 + 3 * i, 3 + 3 * i, 4 + 3 * i) for i, phase in enumerate(PHASES))
 
 
 def _nonblank(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
@@ -91,12 +102,13 @@ def read_astrasim(lines: Iterable[str], *, unit: str) -> LayerTable:
     numbered = _nonblank(counted)
     head, count = next(numbered, None), next(numbered, None)
     if head is None or count is None:
-        raise TableError("expected a parallelism line and a layer-count line",
-                         counted.count or 1)
+        raise TableError("expected a parallelism line and a layer-count line", counted.count or 1)
     tokens = head[1].split()
     if not PARALLELISM.match(tokens[0]):
-        raise TableError(f"expected a parallelism keyword (DATA, HYBRID_..., MICRO), "
-                         f"found {tokens[0][:40]!r}", head[0])
+        raise TableError(
+            f"expected a parallelism keyword (DATA, HYBRID_..., MICRO), found {tokens[0][:40]!r}",
+            head[0],
+        )
     declared = _row_count(count[1], count[0])
     sink, markers, last = LayerMetrics(unit), _Markers(), count[0]
     for last, text in numbered:
@@ -107,11 +119,15 @@ def read_astrasim(lines: Iterable[str], *, unit: str) -> LayerTable:
         sink.add(cells[0], last, cells, _ASTRASIM_LAYOUT, extra, tuple(cells[2:11]))
     rows = sink.rows
     if rows < declared:
-        raise TableError(f"line {count[0]} declares {declared} layers but only "
-                         f"{rows} rows follow (file cut short?)", last)
+        raise TableError(
+            f"line {count[0]} declares {declared} layers but only "
+            f"{rows} rows follow (file cut short?)",
+            last,
+        )
     header = header_params(tokens[1:])
-    simai = bool(_SIMAI_KEYS & set(header)) or markers.simai_comm \
-        or (rows > 0 and markers.aicb_delays)
+    simai = (
+        bool(_SIMAI_KEYS & set(header)) or markers.simai_comm or (rows > 0 and markers.aicb_delays)
+    )
     metadata = {"parallelism": tokens[0], "header": header, "declared_layers": declared}
     return LayerTable(metrics=sink.finish(), metadata=metadata, rows=rows, simai=simai)
 
@@ -140,8 +156,9 @@ def _astrasim_cells(text: str, line: int) -> list[str]:
     """``name reserved (compute type bytes) x3 update_delay [parallelism]``."""
     cells = text.split()
     if len(cells) not in (12, 13):
-        raise TableError(f"expected 12 fields (13 with per-layer parallelism), "
-                         f"found {len(cells)}", line)
+        raise TableError(
+            f"expected 12 fields (13 with per-layer parallelism), found {len(cells)}", line
+        )
     return cells
 
 
@@ -162,8 +179,7 @@ def header_params(tokens: list[str]) -> dict[str, Any]:
         params.setdefault(key, [])
         if glued:
             params[key].append(glued)  # "ep:16" written without a space
-    numbers = {k: [int(x) if _INTEGER.fullmatch(x) else x for x in v]
-               for k, v in params.items()}
+    numbers = {k: [int(x) if _INTEGER.fullmatch(x) else x for x in v] for k, v in params.items()}
     return {k: (v[0] if len(v) == 1 else v) for k, v in numbers.items()}
 
 
@@ -183,15 +199,20 @@ def read_tsv(lines: Iterable[str], *, unit: str) -> LayerTable:
     numbered = enumerate(lines, start=1)
     first = next(_nonblank_numbered(numbered), None)
     if first is None:
-        raise TableError("expected a header with a 'name' column and *_compute_time columns",
-                         1)
+        raise TableError("expected a header with a 'name' column and *_compute_time columns", 1)
     columns = [cell.strip() for cell in first[1].split("\t")]
     roles = _tsv_roles(columns, first[0])
     # A column the table lacks reads the empty cell that _tsv_cells appends after the last.
     empty = len(columns)
-    layout = [(phase, roles.get(f"{phase}.compute", empty),
-               roles.get(f"{phase}.comm_type", empty), roles.get(f"{phase}.comm_size", empty))
-              for phase in PHASES]
+    layout = [
+        (
+            phase,
+            roles.get(f"{phase}.compute", empty),
+            roles.get(f"{phase}.comm_type", empty),
+            roles.get(f"{phase}.comm_size", empty),
+        )
+        for phase in PHASES
+    ]
     sink = LayerMetrics(unit)
     plans = sink.plans
     name_index = roles["name"]
@@ -208,8 +229,13 @@ def read_tsv(lines: Iterable[str], *, unit: str) -> LayerTable:
             continue
         cells = text.split("\t")
         key = None
-        if len(cells) == width and cells[name_index] and text.isascii() and " " not in text \
-                and "\x1f" not in text:
+        if (
+            len(cells) == width
+            and cells[name_index]
+            and text.isascii()
+            and " " not in text
+            and "\x1f" not in text
+        ):
             cells.append("")  # the common row (not blank: it has a name), without the checks
             key = rest if name_first else None
         elif not text or text.isspace():
@@ -236,8 +262,7 @@ def _tsv_roles(columns: list[str], line: int) -> dict[str, int]:
             role = f"{_TSV_PHASE[match['phase']]}.{_TSV_FIELD[match['field']]}"
             roles[role] = index
     if "name" not in roles or not any(r.endswith(".compute") for r in roles):
-        raise TableError("expected a header with a 'name' column and *_compute_time columns",
-                         line)
+        raise TableError("expected a header with a 'name' column and *_compute_time columns", line)
     return roles
 
 

@@ -58,12 +58,22 @@ if TYPE_CHECKING:
 NAME = "megatron_trace"
 DESCRIPTION = "Megatron-LM / AICB rank trace log (rank:N:op(key=value,...), Echo CMD traces)"
 
-_RECORD = re.compile(r"rank:(?P<rank>[0-9]{1,9}):(?P<op>[A-Za-z_]\w*)\((?P<body>.*)\)\s*$",
-                     re.DOTALL)
+_RECORD = re.compile(
+    r"rank:(?P<rank>[0-9]{1,9}):(?P<op>[A-Za-z_]\w*)\((?P<body>.*)\)\s*$", re.DOTALL
+)
 _RECORD_START = re.compile(r"rank:\d+:")
 _SNIFF = re.compile(r"(?m)^rank:\d+:[A-Za-z_]\w*\([A-Za-z_]\w*=")
-_COMM_WORDS = ("allreduce", "all_reduce", "allgather", "all_gather", "reduce_scatter",
-               "reducescatter", "all_to_all", "alltoall", "broadcast")
+_COMM_WORDS = (
+    "allreduce",
+    "all_reduce",
+    "allgather",
+    "all_gather",
+    "reduce_scatter",
+    "reducescatter",
+    "all_to_all",
+    "alltoall",
+    "broadcast",
+)
 STEP_PHASES = ("forward_step", "backward_step", "optimizer_step")
 ITERATION_END = "optimizer_step"
 _PHASE_ATTRS = ("group_kind", "description", "input__dtype")
@@ -72,10 +82,25 @@ _MS_POWER = 6  # ns per ms = 10**6
 
 # Bytes per element of the torch dtypes these traces print (``torch.float32``).
 _DTYPE_BYTES = {
-    "float64": 8, "double": 8, "int64": 8, "long": 8, "complex64": 8,
-    "float32": 4, "float": 4, "int32": 4, "int": 4,
-    "float16": 2, "half": 2, "bfloat16": 2, "int16": 2, "short": 2,
-    "int8": 1, "uint8": 1, "bool": 1, "float8_e4m3fn": 1, "float8_e5m2": 1,
+    "float64": 8,
+    "double": 8,
+    "int64": 8,
+    "long": 8,
+    "complex64": 8,
+    "float32": 4,
+    "float": 4,
+    "int32": 4,
+    "int": 4,
+    "float16": 2,
+    "half": 2,
+    "bfloat16": 2,
+    "int16": 2,
+    "short": 2,
+    "int8": 1,
+    "uint8": 1,
+    "bool": 1,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
 }
 
 
@@ -112,8 +137,13 @@ class _Rank:
     iterations: list[float] | None = field(default_factory=list)  # None: a timestamp lacks
     iteration_start: float | None = None
 
-    def add(self, op: str, fields: dict[str, str], duration: float,
-            subs: list[tuple[dict[str, str], float | None]]) -> None:
+    def add(
+        self,
+        op: str,
+        fields: dict[str, str],
+        duration: float,
+        subs: list[tuple[dict[str, str], float | None]],
+    ) -> None:
         self.records += 1
         self.stage_ids.add(_value(fields, "stage_id") or "")
         phase = self.phases.get(op)
@@ -129,8 +159,13 @@ class _Rank:
             phase.payload = _add_payload(phase.payload, fields)
         sub_groups = self.sub_groups
         for sub, sub_duration in subs:  # a few to tens per record: the loop is inlined
-            raw = (op, sub.get("comm_func"), sub.get("trace_src_func"), sub.get("group"),
-                   sub.get("func_name"))
+            raw = (
+                op,
+                sub.get("comm_func"),
+                sub.get("trace_src_func"),
+                sub.get("group"),
+                sub.get("func_name"),
+            )
             group = sub_groups.get(raw) or self._sub_group(raw, sub)
             group.calls += 1
             if sub_duration is not None:
@@ -195,26 +230,25 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
             if not _RECORD_START.match(stripped):
                 skipped += 1  # interleaved application output: not ours to judge
                 continue
-            rank, op, fields, duration, subs = _parse_line(stripped, number=number,
-                                                           source=source)
+            rank, op, fields, duration, subs = _parse_line(stripped, number=number, source=source)
             state = ranks.get(rank)
             if state is None:
                 state = ranks[rank] = _Rank()
             state.add(op, fields, duration, subs)
     if not ranks:
-        raise ParseError("no rank:N:op(key=value,...) records found", source=source,
-                         format=NAME)
-    warnings = [f"{skipped} lines that are not rank:N:op(...) records were skipped"] \
-        if skipped else []
-    return [_profile(rank, ranks[rank], source=source, warnings=warnings)
-            for rank in sorted(ranks)]
+        raise ParseError("no rank:N:op(key=value,...) records found", source=source, format=NAME)
+    warnings = (
+        [f"{skipped} lines that are not rank:N:op(...) records were skipped"] if skipped else []
+    )
+    return [_profile(rank, ranks[rank], source=source, warnings=warnings) for rank in sorted(ranks)]
 
 
 SubOperations = list[tuple[dict[str, str], float | None]]
 
 
-def _parse_line(line: str, *, number: int,
-                source: str) -> tuple[int, str, dict[str, str], float, SubOperations]:
+def _parse_line(
+    line: str, *, number: int, source: str
+) -> tuple[int, str, dict[str, str], float, SubOperations]:
     """Rank, phase, fields, duration (ns) and sub-operations (fields, duration) of one
     record; a ``ParseError`` naming the line for anything malformed."""
     match = _RECORD.fullmatch(line)
@@ -222,8 +256,10 @@ def _parse_line(line: str, *, number: int,
         raise _error("expected rank:N:op(key=value,...) with a closing ')'", source, number)
     try:
         fields = parse_kv(match.group("body"))
-        subs = [(sub, _cached_duration_ns(sub.get("duration")))
-                for sub in parse_kv_list(fields.get("sub_operations", "[]"))]
+        subs = [
+            (sub, _cached_duration_ns(sub.get("duration")))
+            for sub in parse_kv_list(fields.get("sub_operations", "[]"))
+        ]
     except TokenizeError as exc:
         raise _error(f"malformed record: {exc}", source, number) from exc
     duration = _cached_duration_ns(fields.get("duration"))
@@ -269,11 +305,18 @@ def _profile(rank: int, state: _Rank, *, source: str, warnings: list[str]) -> Pr
     iteration_end = state.phases.get(ITERATION_END)
     iterations = len(iteration_end.durations) if iteration_end else 0
     return Profile(
-        label=f"rank{rank}", format=NAME, source=source, metrics=metrics,
-        steps=iterations or None, warnings=list(warnings),
-        metadata={"rank": rank, "records": state.records,
-                  "stage_ids": sorted(state.stage_ids - {""}),
-                  "time_unit": "ms (converted to ns)"},
+        label=f"rank{rank}",
+        format=NAME,
+        source=source,
+        metrics=metrics,
+        steps=iterations or None,
+        warnings=list(warnings),
+        metadata={
+            "rank": rank,
+            "records": state.records,
+            "stage_ids": sorted(state.stage_ids - {""}),
+            "time_unit": "ms (converted to ns)",
+        },
     )
 
 
@@ -298,11 +341,15 @@ def _phase_metric(op: str, phase: _Phase) -> Metric:
     return metric
 
 
-def _timed_metric(kind: MetricKind, name: str, samples: list[float], *,
-                  scope: str | None = None) -> Metric:
+def _timed_metric(
+    kind: MetricKind, name: str, samples: list[float], *, scope: str | None = None
+) -> Metric:
     """A metric summarising per-call durations (ns), samples kept in order."""
     return Metric(
-        kind=kind, name=name, scope=scope, calls=len(samples),
+        kind=kind,
+        name=name,
+        scope=scope,
+        calls=len(samples),
         total_ns=float(sum(samples)) if samples else None,
         avg_ns=float(statistics.fmean(samples)) if samples else None,
         min_ns=min(samples) if samples else None,
@@ -348,8 +395,11 @@ def sub_operation_name(fields: Mapping[str, str]) -> str:
 
 def _sub_attrs(first: Mapping[str, str]) -> dict[str, str]:
     """A sub-operation metric's attributes, from its first call."""
-    return {key: first[key].strip() for key in _SUB_ATTRS
-            if key in first and first[key].strip() != "None"}
+    return {
+        key: first[key].strip()
+        for key in _SUB_ATTRS
+        if key in first and first[key].strip() != "None"
+    }
 
 
 def _sub_metric(scope: str, name: str, group: _SubGroup) -> Metric:
@@ -362,8 +412,9 @@ def _sub_metric(scope: str, name: str, group: _SubGroup) -> Metric:
 
 def _step_metrics(state: _Rank) -> list[Metric]:
     """``step`` metrics: the three step phases, and whole iterations when timestamps allow."""
-    steps = [step_metric(op, state.phases[op].durations)
-             for op in STEP_PHASES if op in state.phases]
+    steps = [
+        step_metric(op, state.phases[op].durations) for op in STEP_PHASES if op in state.phases
+    ]
     if state.iterations:
         metric = step_metric("iteration", state.iterations)
         metric.attrs = {"definition": "first phase start to optimizer_step end, per rank"}

@@ -53,18 +53,27 @@ if TYPE_CHECKING:
     from perfci.formats.protocol import Head
 
 NAME = "workload_table"
-DESCRIPTION = ("layer workload tables (ASTRA-sim 1.0, SimAI/AICB, header-row TSV) and "
-               "AICB comm CSV / AIOB files")
+DESCRIPTION = (
+    "layer workload tables (ASTRA-sim 1.0, SimAI/AICB, header-row TSV) and "
+    "AICB comm CSV / AIOB files"
+)
 
-DEFAULT_TIME_UNIT = {"tsv": "ms", "astrasim": "cycles", "simai": "ns", "aiob": "us",
-                     "aicb_csv": "ms"}
+DEFAULT_TIME_UNIT = {
+    "tsv": "ms",
+    "astrasim": "cycles",
+    "simai": "ns",
+    "aiob": "us",
+    "aicb_csv": "ms",
+}
 DIALECTS = tuple(DEFAULT_TIME_UNIT)
 TIME_UNITS = ("ns", "us", "ms", "s", "cycles")
 _COMPUTE_COLUMN = re.compile(r"(^|\t)\w*compute_time(\t|$)")
 _LABEL = "workload"
 _SNIFF_LINES = 6  # the dialect is told from the first lines
-_CYCLES_NOTE = ("compute times are ASTRA-sim cycles stored 1:1 as ns (no clock rate in the "
-                "file); pass time_unit=us|ns|... when the producing tool's unit is known")
+_CYCLES_NOTE = (
+    "compute times are ASTRA-sim cycles stored 1:1 as ns (no clock rate in the "
+    "file); pass time_unit=us|ns|... when the producing tool's unit is known"
+)
 
 
 def sniff(head: Head) -> bool:
@@ -74,16 +83,20 @@ def sniff(head: Head) -> bool:
 
 def family(text: str) -> str | None:
     """``tsv``, ``layers`` (ASTRA-sim or SimAI), ``aicb_csv``, ``aiob``, or ``None``."""
-    lines = [stripped for line in text.splitlines()[:_SNIFF_LINES]
-             if (stripped := line.strip("\ufeff \r")) and not stripped.isspace()]
+    lines = [
+        stripped
+        for line in text.splitlines()[:_SNIFF_LINES]
+        if (stripped := line.strip("\ufeff \r")) and not stripped.isspace()
+    ]
     if not lines:
         return None
     first, second = lines[0], lines[1] if len(lines) > 1 else ""
     tokens = first.split()
     if tokens[0] in ("name", "layer", "layer_name") and _COMPUTE_COLUMN.search(first):
         return "tsv"
-    if _aicb.CSV_HEADER.match(first) or (_aicb.RANK_RANGE.match(first)
-                                         and _aicb.CSV_HEADER.match(second)):
+    if _aicb.CSV_HEADER.match(first) or (
+        _aicb.RANK_RANGE.match(first) and _aicb.CSV_HEADER.match(second)
+    ):
         return "aicb_csv"
     if _aicb.AIOB_FIRST.match(first):
         return "aiob"
@@ -102,10 +115,14 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
             head[0] = head[0].removeprefix("\ufeff")
         kind = _family_of(dialect) if dialect else family("\n".join(head))
         if kind is None:
-            raise ParseError("not a workload table: expected a parallelism line (DATA, "
-                             "HYBRID_..., MICRO), a 'name\\t..._compute_time' header, a "
-                             "'comm_type,comm_group,...' header or 'train_iter:<N>'",
-                             source=str(path), line=1, format=NAME)
+            raise ParseError(
+                "not a workload table: expected a parallelism line (DATA, "
+                "HYBRID_..., MICRO), a 'name\\t..._compute_time' header, a "
+                "'comm_type,comm_group,...' header or 'train_iter:<N>'",
+                source=str(path),
+                line=1,
+                format=NAME,
+            )
         try:
             profile = _READERS[kind](chain(head, lines), dialect, unit)
         except TableError as exc:
@@ -121,13 +138,15 @@ def _options(options: Mapping[str, str]) -> tuple[str | None, str | None]:
     dialect = options.get("dialect") or None
     unit = options.get("time_unit") or None
     if dialect is not None and dialect not in DIALECTS:
-        raise ConfigError(f"workload_table: unknown dialect {dialect!r}; "
-                          f"valid: {', '.join(DIALECTS)}")
+        raise ConfigError(
+            f"workload_table: unknown dialect {dialect!r}; valid: {', '.join(DIALECTS)}"
+        )
     if unit is not None:
         unit = "us" if unit in ("µs", "μs") else unit
         if unit not in TIME_UNITS:
-            raise ConfigError(f"workload_table: unknown time_unit {unit!r}; "
-                              f"valid: {', '.join(TIME_UNITS)}")
+            raise ConfigError(
+                f"workload_table: unknown time_unit {unit!r}; valid: {', '.join(TIME_UNITS)}"
+            )
     return dialect, unit
 
 
@@ -138,8 +157,11 @@ def _family_of(dialect: str) -> str:
 def _unit_metadata(dialect: str, unit: str | None) -> tuple[str, dict[str, Any]]:
     """The unit to use, and the metadata that records it and where it came from."""
     chosen = unit or DEFAULT_TIME_UNIT[dialect]
-    meta: dict[str, Any] = {"dialect": dialect, "time_unit": chosen,
-                            "time_unit_source": "option" if unit else "dialect default"}
+    meta: dict[str, Any] = {
+        "dialect": dialect,
+        "time_unit": chosen,
+        "time_unit_source": "option" if unit else "dialect default",
+    }
     if chosen == "cycles":
         meta["time_unit_note"] = _CYCLES_NOTE
     return chosen, meta
@@ -151,22 +173,38 @@ def _read_layers(lines: Iterable[str], dialect: str | None, unit: str | None) ->
     if dialect is None:
         dialect = "simai" if table.simai else "astrasim"
     _, meta = _unit_metadata(dialect, unit)
-    return Profile(label=_LABEL, format=NAME, source="", metrics=table.metrics,
-                   metadata={**meta, **table.metadata, "layers": table.rows})
+    return Profile(
+        label=_LABEL,
+        format=NAME,
+        source="",
+        metrics=table.metrics,
+        metadata={**meta, **table.metadata, "layers": table.rows},
+    )
 
 
 def _read_tsv(lines: Iterable[str], dialect: str | None, unit: str | None) -> Profile:
     chosen, meta = _unit_metadata("tsv", unit)
     table = _layer_readers.read_tsv(lines, unit=chosen)
-    return Profile(label=_LABEL, format=NAME, source="", metrics=table.metrics,
-                   metadata={**meta, **table.metadata, "layers": table.rows})
+    return Profile(
+        label=_LABEL,
+        format=NAME,
+        source="",
+        metrics=table.metrics,
+        metadata={**meta, **table.metadata, "layers": table.rows},
+    )
 
 
 def _read_comm_csv(lines: Iterable[str], dialect: str | None, unit: str | None) -> Profile:
     result = _aicb.read_comm_csv(lines)
     meta = {"dialect": "aicb_csv", "time_unit": "ms (converted to ns)"}
-    return Profile(label=_LABEL, format=NAME, source="", metrics=result.metrics,
-                   steps=result.steps, metadata={**meta, **result.metadata})
+    return Profile(
+        label=_LABEL,
+        format=NAME,
+        source="",
+        metrics=result.metrics,
+        steps=result.steps,
+        metadata={**meta, **result.metadata},
+    )
 
 
 def _read_aiob(lines: Iterable[str], dialect: str | None, unit: str | None) -> Profile:
@@ -174,10 +212,19 @@ def _read_aiob(lines: Iterable[str], dialect: str | None, unit: str | None) -> P
     if chosen == "cycles":
         raise ConfigError("workload_table: time_unit=cycles does not apply to AIOB files")
     metrics, iterations = _aicb.read_aiob(lines, unit=chosen)
-    return Profile(label=_LABEL, format=NAME, source="", metrics=metrics,
-                   steps=iterations or None, metadata={**meta, "train_iter": iterations})
+    return Profile(
+        label=_LABEL,
+        format=NAME,
+        source="",
+        metrics=metrics,
+        steps=iterations or None,
+        metadata={**meta, "train_iter": iterations},
+    )
 
 
 _READERS: dict[str, Callable[[Iterable[str], str | None, str | None], Profile]] = {
-    "layers": _read_layers, "tsv": _read_tsv, "aicb_csv": _read_comm_csv, "aiob": _read_aiob,
+    "layers": _read_layers,
+    "tsv": _read_tsv,
+    "aicb_csv": _read_comm_csv,
+    "aiob": _read_aiob,
 }
