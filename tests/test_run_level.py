@@ -222,3 +222,28 @@ def test_missing_runs_of_a_series_are_aligned_on_the_newest_run() -> None:
     table = runs.build_run_table(baseline, {STEP: [100.0], KERNELS[0]: [10.0]})
     row = table.keys.index(KERNELS[0])
     assert np.isnan(table.base[row, :3]).all() and np.isfinite(table.base[row, 3:]).all()
+
+
+@pytest.mark.parametrize(
+    ("where", "value"),
+    [
+        ("candidate", float("nan")),
+        ("baseline", -5.0),
+        ("baseline", float("inf")),
+        ("candidate", "fast"),
+    ],
+)
+def test_a_bad_value_is_named_whatever_its_place(where: str, value: object) -> None:
+    from perfci.errors import SampleError
+
+    baseline = {
+        STEP: [[100.0, 101.0], [99.0, 100.0], [100.0, 102.0]],
+        KERNELS[0]: [[10.0, 10.0], [10.0, 10.0], [10.0, 10.0]],
+    }
+    candidate = {STEP: [100.0, 100.5], KERNELS[0]: [10.0, 10.0]}
+    if where == "candidate":
+        candidate[KERNELS[0]] = [10.0, value]  # type: ignore[list-item]
+    else:
+        baseline[KERNELS[0]][1] = [10.0, value]  # type: ignore[list-item]
+    with pytest.raises(SampleError, match=f"{where} .*kernel_0"):
+        compare_run(baseline, candidate, benchmark="b")

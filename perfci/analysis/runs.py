@@ -32,6 +32,7 @@ from numpy.typing import NDArray
 
 from perfci.analysis.changepoints import ChangePointOptions, detect_change_points
 from perfci.analysis.stats import validate_sample
+from perfci.errors import SampleError
 from perfci.model import MetricKind, SeriesKey
 
 FloatArray = NDArray[np.float64]
@@ -82,24 +83,82 @@ def build_run_table(
     """
     keys = sorted({*baseline, *candidate}, key=lambda k: k.key)
     runs = max((len(v) for v in baseline.values()), default=0)
-    raw_base: list[list[list[float]]] = [[[] for _ in range(runs)] for _ in keys]
-    raw_cand: list[FloatArray] = []
-    offsets = np.zeros(len(keys))
-    for i, key in enumerate(keys):
-        given = baseline.get(key, [])
-        flat = validate_sample(key.key, [v for run in given for v in run], role="baseline")
-        cand = validate_sample(key.key, list(candidate.get(key, [])), role="candidate")
-        offsets[i] = _zero_offset(np.concatenate([flat, cand]))
-        start = runs - len(given)
-        for j, run in enumerate(given):
-            raw_base[i][start + j] = [float(v) for v in run]
-        raw_cand.append(cand)
-    logs = [
-        [_log(np.asarray(run, dtype=np.float64), offsets[i]) for run in row]
-        for i, row in enumerate(raw_base)
-    ]
-    cand_logs = [_log(values, offsets[i]) for i, values in enumerate(raw_cand)]
-    return _summarise(keys, logs, cand_logs, runs)
+    # One matrix per run (metrics × repeats, NaN-padded) built from the lists in one go: a
+    # numpy call per run, not per metric and run.
+    series = [baseline.get(k, ()) for k in keys]  # one lookup per key: hashing keys is slow
+    built = [_padded_lists([_run_of(given, j, runs) for given in series]) for j in range(runs)]
+    cand_raw, cand_count = _padded_lists([list(candidate.get(k, ())) for k in keys])
+    raw = [matrix for matrix, _ in built]
+    counts = [count for _, count in built] + [cand_count]
+    if not _all_valid([*raw, cand_raw], counts):
+        _name_bad_value(keys, baseline, candidate)
+    offsets = _zero_offsets([*raw, cand_raw])
+    logs = [np.log(m + offsets[:, None]) for m in raw]
+    return _summarise(keys, logs, np.log(cand_raw + offsets[:, None]), runs)
+
+
+def _run_of(given: Sequence[Sequence[float]], j: int, runs: int) -> Sequence[float]:
+    """Run ``j`` of a series with ``len(given)`` runs, aligned on the newest run."""
+    index = j - (runs - len(given))
+    return given[index] if index >= 0 else ()
+
+
+def _padded_lists(rows: Sequence[Sequence[float]]) -> tuple[FloatArray, int]:
+    """Rows of numbers as one float matrix, NaN-padded on the right, and how many values were
+    given (equal rows: one numpy call). A value that is not a number becomes ``inf``, which
+    the check then refuses with the metric named."""
+    lengths = [len(r) for r in rows]
+    width = max(lengths, default=0)
+    if rows and min(lengths) == width:
+        try:
+            return np.array(rows, dtype=np.float64).reshape(len(rows), width), width * len(rows)
+        except (TypeError, ValueError):
+            pass
+    out = np.full((len(rows), width), np.nan)
+    for i, row in enumerate(rows):
+        try:
+            out[i, : len(row)] = row
+        except (TypeError, ValueError):
+            out[i, : len(row)] = np.inf
+    return out, sum(lengths)
+
+
+def _all_valid(matrices: Sequence[FloatArray], counts: Sequence[int]) -> bool:
+    """Every given value finite and non-negative: a NaN value shows as one present cell too
+    few (NaN is also the padding)."""
+    for matrix, count in zip(matrices, counts, strict=True):
+        present = matrix[~np.isnan(matrix)]
+        if present.size != count:
+            return False
+        if present.size and not (np.isfinite(present).all() and present.min() >= 0):
+            return False
+    return True
+
+
+def _name_bad_value(
+    keys: Sequence[SeriesKey],
+    baseline: Mapping[SeriesKey, Sequence[Sequence[float]]],
+    candidate: Mapping[SeriesKey, Sequence[float]],
+) -> None:
+    """The slow path, only when the bulk check failed: a SampleError naming the first bad one."""
+    for key in keys:
+        validate_sample(key.key, [v for run in baseline.get(key, ()) for v in run], role="baseline")
+        validate_sample(key.key, list(candidate.get(key, ())), role="candidate")
+    raise SampleError("a value is not a finite, non-negative number")  # not reached
+
+
+def _zero_offsets(matrices: Sequence[FloatArray]) -> FloatArray:
+    """Per metric: 1 % of its positive median when it holds a zero (a memcpy that did not
+    happen), else 0; all-zero metrics get 1.0."""
+    rows = matrices[0].shape[0] if matrices else 0
+    offsets = np.zeros(rows)
+    if not rows:
+        return offsets
+    every = np.concatenate([m for m in matrices if m.size] or [np.full((rows, 0), np.nan)], axis=1)
+    zero_rows = np.flatnonzero(np.nanmin(np.where(np.isnan(every), np.inf, every), axis=1) <= 0)
+    for i in zero_rows:
+        offsets[i] = _zero_offset(every[i][~np.isnan(every[i])])
+    return offsets
 
 
 def _zero_offset(values: FloatArray) -> float:
@@ -110,25 +169,10 @@ def _zero_offset(values: FloatArray) -> float:
     return 0.01 * float(np.median(positive)) if positive.size else 1.0
 
 
-def _log(values: FloatArray, offset: float) -> FloatArray:
-    return np.log(values + offset) if values.size else values
-
-
-def _padded(rows: Sequence[FloatArray]) -> FloatArray:
-    """Rows of unequal length as one matrix, NaN-padded on the right."""
-    width = max((len(r) for r in rows), default=0)
-    out = np.full((len(rows), width), np.nan)
-    for i, row in enumerate(rows):
-        out[i, : len(row)] = row
-    return out
-
-
 def _summarise(
-    keys: list[SeriesKey], logs: list[list[FloatArray]], cand_logs: list[FloatArray], runs: int
+    keys: list[SeriesKey], matrices: list[FloatArray], cand_matrix: FloatArray, runs: int
 ) -> RunTable:
     n = len(keys)
-    matrices = [_padded([logs[i][j] for i in range(n)]) for j in range(runs)]
-    cand_matrix = _padded(cand_logs)
     spread = _repeat_factor_spread(matrices)
     notes: list[str] = []
     dropped = 0
@@ -191,6 +235,8 @@ def summarise(matrix: FloatArray) -> FloatArray:
 def _nanmedian(matrix: FloatArray) -> FloatArray:
     if matrix.shape[1] == 0:
         return np.full(matrix.shape[0], np.nan)
+    if not np.isnan(matrix).any():  # numpy's NaN-aware median is many times slower
+        return np.asarray(np.median(matrix, axis=1), dtype=np.float64)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows: absent metrics
         return np.asarray(np.nanmedian(matrix, axis=1), dtype=np.float64)
@@ -210,10 +256,7 @@ def _within(matrix: FloatArray) -> tuple[FloatArray, FloatArray]:
 
 def _repeat_factors(matrix: FloatArray) -> FloatArray:
     """Each repeat's factor: the median over metrics of its distance from the metric's median."""
-    centre = _nanmedian(matrix)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.asarray(np.nanmedian(matrix - centre[:, None], axis=0), dtype=np.float64)
+    return _nanmedian((matrix - _nanmedian(matrix)[:, None]).T)
 
 
 def _usable_for_repeats(matrix: FloatArray) -> bool:
