@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from perfci.report._format import primary_step
+from perfci.report.formatting import primary_step
 from perfci.report.json_report import comparison_from_dict
 
 _WORTH_A_COMMENT = {"always": {"regression", "improvement", "unchanged", "inconclusive",
