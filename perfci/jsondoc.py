@@ -2,11 +2,13 @@
 
 ::
 
-    {"perfci_version": "0.1.0", "schema_version": 1,
+    {"perfci_version": "0.1.0", "schema_version": 2,
      "profiles": [{"label", "format", "source", "steps", "metadata",
-                   "metrics": [{"kind", "name", "device", "calls", "total_ns", ...}]}]}
+                   "metrics": [{"kind", "name", "device", "unit", "better",
+                                "calls", "total_ns", ..., "value", "samples"}]}]}
 
-Absent fields are omitted. ``schema_version`` lets readers upgrade older documents by named
+Absent fields are omitted, except ``unit`` and ``better``, written on every metric. Version 1
+had neither: its metrics were all times (``ns``, lower is better), which is how it reads. ``schema_version`` lets readers upgrade older documents by named
 functions; a document newer than this reader is rejected with a clear message.
 """
 
@@ -21,9 +23,9 @@ from typing import Any
 
 from perfci import __version__
 from perfci.errors import ParseError
-from perfci.model import Device, Metric, MetricKind, Profile, SeriesKey
+from perfci.model import Better, Device, Metric, MetricKind, Profile, SeriesKey, default_better
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # A metric's fields, derived from the model so that a new one is written without an edit here:
 # its identity first (the series key's fields it has), then the rest in declaration order.
@@ -91,6 +93,20 @@ def _number(raw: Any, field: str, where: str) -> float | None:
     return float(raw)
 
 
+def _numbers(raw: Any, field: str, where: str) -> list[float] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        raise ParseError(f"{where}: {field!r} must be a list of numbers")
+    out = []
+    for item in raw:
+        number = _number(item, field, where)
+        if number is None:
+            raise ParseError(f"{where}: {field!r} must be a list of numbers, not null")
+        out.append(number)
+    return out
+
+
 def metric_from_dict(raw: Any, where: str) -> Metric:
     if not isinstance(raw, Mapping):
         raise ParseError(f"{where}: a metric must be an object")
@@ -111,11 +127,14 @@ def metric_from_dict(raw: Any, where: str) -> Metric:
     calls = raw.get("calls")
     if calls is not None and (isinstance(calls, bool) or not isinstance(calls, int)):
         raise ParseError(f"{where}: 'calls' must be an integer")
-    samples = raw.get("samples_ns")
-    if samples is not None:
-        if not isinstance(samples, list):
-            raise ParseError(f"{where}: 'samples_ns' must be a list of numbers")
-        samples = [_number(s, "samples_ns", where) for s in samples]
+    samples = _numbers(raw.get("samples_ns"), "samples_ns", where)
+    unit = raw.get("unit", "ns")
+    if not isinstance(unit, str) or not unit.strip() or len(unit) > 32:
+        raise ParseError(f"{where}: 'unit' must be a non-empty string of at most 32 characters")
+    try:
+        better = Better(raw["better"]) if "better" in raw else default_better(unit)
+    except ValueError as exc:
+        raise ParseError(f"{where}: 'better' must be 'lower' or 'higher'") from exc
     warmup = raw.get("warmup", 0)
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
         raise ParseError(f"{where}: 'warmup' must be a non-negative integer")
@@ -130,6 +149,9 @@ def metric_from_dict(raw: Any, where: str) -> Metric:
         device=device,
         calls=calls,
         samples_ns=samples,
+        samples=_numbers(raw.get("samples"), "samples", where),
+        unit=unit,
+        better=better,
         warmup=warmup,
         scope=scope if isinstance(scope, str) else None,
         attrs=dict(attrs),
@@ -138,7 +160,11 @@ def metric_from_dict(raw: Any, where: str) -> Metric:
 
 
 def upgrade_document(doc: Mapping[str, Any]) -> Mapping[str, Any]:
-    """Bring an older document to ``SCHEMA_VERSION`` (only version 1 exists so far)."""
+    """Bring an older document to ``SCHEMA_VERSION``.
+
+    Version 1 → 2 added ``unit`` and ``better``; a metric without them is a time, lower is
+    better, which is what :func:`metric_from_dict` assumes when they are absent.
+    """
     version = doc.get("schema_version", 1)
     if not isinstance(version, int) or version < 1:
         raise ParseError(f"schema_version must be a positive integer, got {version!r}")

@@ -1,7 +1,9 @@
 """The metric model: what every parser produces and every other layer consumes.
 
 Plain dataclasses, no behaviour beyond small derived values. All times are nanoseconds
-(floats, so that sub-ns averages survive), sizes are bytes.
+(floats, so that sub-ns averages survive), sizes are bytes. A metric that is not a time
+(throughput, peak memory, accuracy, a hardware counter) says so with its ``unit`` and keeps its
+numbers in ``value`` / ``samples``; ``better`` says which way is good for every metric.
 """
 
 from __future__ import annotations
@@ -23,6 +25,29 @@ class MetricKind(StrEnum):
     OP = "op"  # framework operators (aten::mm)
     LAYER = "layer"  # workload-table layers
     OS = "os"  # OS runtime calls
+    BENCH = "bench"  # a named benchmark case (pytest-benchmark, Google Benchmark, BMF, ...)
+    MEASURE = "measure"  # a headline value of the whole profile: throughput, peak memory, accuracy
+    COUNTER = "counter"  # a measure of one entity (``scope``): ncu section metrics, op memory
+
+
+class Better(StrEnum):
+    """Which way a metric's value is good: times and sizes ``lower``, rates ``higher``."""
+
+    LOWER = "lower"
+    HIGHER = "higher"
+
+
+#: Units with a fixed meaning; any other string a source gives (``tokens/s``, ``J``) is kept.
+TIME_UNIT = "ns"
+KNOWN_UNITS = ("ns", "bytes", "count", "1/s", "%", "flop", "flop/s")
+
+
+def default_better(unit: str) -> Better:
+    """The direction a unit implies when the source does not say: rates up, the rest down."""
+    lowered = unit.strip().lower()
+    if lowered.endswith("/s") or lowered.endswith("per_second") or lowered.endswith("per second"):
+        return Better.HIGHER
+    return Better.LOWER
 
 
 class Device(StrEnum):
@@ -38,6 +63,10 @@ class Metric:
     Megatron sub-operations); it is ``None`` for top-level metrics. ``warmup`` is the
     number of leading ``samples_ns`` entries that are warm-up iterations and should be
     left out of comparisons. ``attrs`` keeps source-specific extras (comm type, NVTX style).
+
+    ``unit`` is ``ns`` for times, whose numbers live in the ``*_ns`` fields; any other unit
+    keeps its numbers in ``value`` (the source's summary) and ``samples`` (per-instance
+    values, with ``warmup`` as for times), in that unit. ``better`` is the good direction.
     """
 
     kind: MetricKind
@@ -56,6 +85,14 @@ class Metric:
     warmup: int = 0
     scope: str | None = None
     attrs: dict[str, Any] = field(default_factory=dict)
+    unit: str = TIME_UNIT
+    better: Better = Better.LOWER
+    value: float | None = None
+    samples: list[float] | None = None
+
+    @property
+    def is_time(self) -> bool:
+        return self.unit == TIME_UNIT
 
     @property
     def key(self) -> str:
@@ -63,8 +100,9 @@ class Metric:
         return SeriesKey.of(self).key
 
     def steady_samples(self) -> list[float]:
-        """Per-instance samples with warm-up iterations left out."""
-        return list(self.samples_ns[self.warmup :]) if self.samples_ns else []
+        """Per-instance samples (in the metric's unit) with warm-up iterations left out."""
+        samples = self.samples_ns if self.is_time else self.samples
+        return list(samples[self.warmup :]) if samples else []
 
     def steady_mean_ns(self) -> float | None:
         """Mean of the non-warm-up samples, or the average the source gave."""
@@ -116,6 +154,9 @@ class SeriesKey:
     Every other form of the identity is derived from these fields: :attr:`key` (the string
     comparisons and reports use), :attr:`parts` (the store's, and its ``key_hash``) and
     :attr:`Metric.key`.
+
+    ``unit`` and ``better`` travel with the key (reports and verdicts need them) but are not
+    part of the identity: they take no part in equality, hashing or :attr:`parts`.
     """
 
     kind: MetricKind
@@ -123,6 +164,12 @@ class SeriesKey:
     device: Device = Device.GPU
     scope: str = ""
     section: str = ""
+    unit: str = field(default=TIME_UNIT, compare=False)
+    better: Better = field(default=Better.LOWER, compare=False)
+
+    @property
+    def is_time(self) -> bool:
+        return self.unit == TIME_UNIT
 
     @property
     def key(self) -> str:
@@ -141,11 +188,19 @@ class SeriesKey:
         return (self.kind.value, self.device.value, self.scope, self.section, self.name)
 
     @classmethod
-    def from_parts(cls, parts: SeriesParts) -> SeriesKey:
-        """The inverse of :attr:`parts`."""
+    def from_parts(
+        cls, parts: SeriesParts, *, unit: str = TIME_UNIT, better: str = Better.LOWER
+    ) -> SeriesKey:
+        """The inverse of :attr:`parts` (with the unit and direction stored beside them)."""
         kind, device, scope, section, name = parts
         return cls(
-            kind=MetricKind(kind), name=name, device=Device(device), scope=scope, section=section
+            kind=MetricKind(kind),
+            name=name,
+            device=Device(device),
+            scope=scope,
+            section=section,
+            unit=unit,
+            better=Better(better),
         )
 
     @classmethod
@@ -156,6 +211,8 @@ class SeriesKey:
             device=metric.device,
             scope=metric.scope or "",
             section=section,
+            unit=metric.unit,
+            better=metric.better,
         )
 
 

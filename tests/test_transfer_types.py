@@ -300,6 +300,8 @@ def test_the_parse_document_writes_identity_first_and_only_what_is_set() -> None
         ("name", "k"),
         ("device", "gpu"),
         ("scope", "s"),
+        ("unit", "ns"),  # unit and direction on every metric (schema version 2)
+        ("better", "lower"),
         ("calls", 0),
         ("total_ns", 0.0),
     ]
@@ -324,6 +326,8 @@ def test_the_parse_document_writes_identity_first_and_only_what_is_set() -> None
         "kind",
         "name",
         "device",
+        "unit",
+        "better",
         "calls",
         "total_ns",
         "self_ns",

@@ -1,21 +1,41 @@
-"""The one number per metric and repeat that comparisons use: time per profiled step.
+"""The one number per metric and repeat that comparisons use.
 
-Comparisons are made per step so that a profile of 3 steps and one of 5 compare fairly.
+Times are compared per step, so that a profile of 3 steps and one of 5 compare fairly; a
+value in another unit (tokens/s, bytes, %) is compared as the source gives it.
 """
 
 from __future__ import annotations
 
 from perfci.model import Metric, MetricKind
 
+#: Kinds whose time is one instance's own (an iteration, one benchmark case, a time-to-train),
+#: not a total over the profile to be divided by its steps.
+_PER_INSTANCE = frozenset({MetricKind.STEP, MetricKind.BENCH, MetricKind.MEASURE})
+
+
+def compared_value(metric: Metric, steps: int | None) -> float | None:
+    """The value of ``metric`` that comparisons use, in its unit; ``None`` when it has none.
+
+    - a value in another unit than ns: the mean of its non-warm-up samples, else its value;
+    - a time: :func:`per_step_ns`.
+    """
+    if not metric.is_time:
+        steady = metric.steady_samples()
+        if steady:
+            return sum(steady) / len(steady)
+        return metric.value
+    return per_step_ns(metric, steps)
+
 
 def per_step_ns(metric: Metric, steps: int | None) -> float | None:
     """Per-step time of ``metric`` in ns, or ``None`` when the source gives no time.
 
-    - step metrics: the mean of the non-warm-up samples (the iteration time itself);
+    - steps, benchmark cases and headline times: the mean of the non-warm-up samples (the
+      instance's own time), else the source's average, else the total per call;
     - everything else: the total time divided by the number of profiled steps when known,
       else the total time (one profile = one unit of work).
     """
-    if metric.kind is MetricKind.STEP:
+    if metric.kind in _PER_INSTANCE:
         steady = metric.steady_samples()
         if steady:
             return sum(steady) / len(steady)

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from perfci.model import Device, MetricKind
+from perfci.model import Better, Device, MetricKind
 
 # The comparison and run bodies are derived from the model's dataclasses (perfci.transfer);
 # re-exported here, with the API's other bodies.
@@ -93,6 +93,11 @@ class MetricIn(BaseModel):
     bytes: Number | None = None
     samples_ns: Annotated[list[Number], Field(max_length=100_000)] | None = None
     warmup: Annotated[int, Field(ge=0, le=INT32)] = 0
+    # Schema version 2: a metric's unit and direction, and the numbers of non-time metrics.
+    unit: Annotated[str, Field(min_length=1, max_length=32)] | None = None
+    better: Better | None = None
+    value: Number | None = None
+    samples: Annotated[list[Number], Field(max_length=100_000)] | None = None
 
 
 class ProfileIn(BaseModel):

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from perfci.analysis.values import per_step_ns
+from perfci.analysis.values import compared_value
 from perfci.model import Metric, Profile, SeriesParts
 from perfci.store._bulk import SampleRow
 
@@ -22,7 +22,7 @@ class Values(NamedTuple):
     A tuple, so that ``(run_id, series_id, repeat) + values`` is a sample row as it is.
     """
 
-    value: float | None  # per-step ns
+    value: float | None  # the compared value: per-step ns, or the value in its unit
     calls: int | None
     total_ns: float | None
     self_ns: float | None
@@ -65,7 +65,7 @@ def values_of(metric: Metric, steps: int | None) -> Values:
     return _new_values(
         Values,
         (
-            per_step_ns(metric, steps),
+            compared_value(metric, steps),
             metric.calls,
             metric.total_ns,
             metric.self_ns,
@@ -137,7 +137,7 @@ def sample_rows(prepared: PreparedRun, run_id: int, series_ids: list[int]) -> It
                 run_id,
                 series_id,
                 repeat,
-                per_step_ns(m, steps),
+                compared_value(m, steps),
                 m.calls,
                 m.total_ns,
                 m.self_ns,

@@ -18,7 +18,7 @@ from sqlalchemy import ColumnElement, Select, func, select, type_coerce
 from sqlalchemy.orm import Session
 
 from perfci.errors import NotFoundError
-from perfci.model import Device, MetricKind, SeriesKey
+from perfci.model import Better, Device, MetricKind, SeriesKey
 from perfci.model import RunInfo as RunInfo  # re-exported: older callers import it here
 from perfci.store import _bulk
 from perfci.store.schema import (
@@ -148,9 +148,15 @@ def run_samples_checked(session: Session, run_ids: Sequence[int]) -> CheckedSamp
             cursor.execute(_SQLITE_SERIES, (json.dumps(series_ids),))
         keys = {
             series_id: SeriesKey(
-                kind=_KINDS[kind], name=name, device=_DEVICES[device], scope=scope, section=section
+                kind=_KINDS[kind],
+                name=name,
+                device=_DEVICES[device],
+                scope=scope,
+                section=section,
+                unit=unit,
+                better=_BETTER[better],
             )
-            for series_id, kind, name, device, scope, section in cursor.fetchall()
+            for series_id, kind, name, device, scope, section, unit, better in cursor.fetchall()
         }
     samples = {keys[series_id]: per_run for series_id, per_run in grouped.items()}
     return CheckedSamples(samples, skipped)
@@ -194,11 +200,12 @@ _SAMPLES = (
 )
 _PG_SAMPLES = _SAMPLES.format("= ANY(%s::int4[])")
 _SQLITE_SAMPLES = _SAMPLES.format("IN (SELECT value FROM json_each(?))")
-_SERIES = "SELECT id, kind, name, device, scope, section FROM series WHERE id {}"
+_SERIES = "SELECT id, kind, name, device, scope, section, unit, better FROM series WHERE id {}"
 _PG_SERIES = _SERIES.format("= ANY(%s::int4[])")
 _SQLITE_SERIES = _SERIES.format("IN (SELECT value FROM json_each(?))")
 _KINDS = {kind.value: kind for kind in MetricKind}  # MetricKind(value) is a slow call
 _DEVICES = {device.value: device for device in Device}
+_BETTER = {better.value: better for better in Better}
 
 
 def _group_samples(rows: Iterable[tuple[int, int, float]]) -> dict[int, dict[int, list[float]]]:

@@ -19,7 +19,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from perfci.errors import RunConflict, StorageError
-from perfci.model import SERIES_FIELDS, RunContext, SeriesParts
+from perfci.model import SERIES_FIELDS, Metric, RunContext, SeriesParts
 from perfci.store import _bulk
 from perfci.store.db import error_reason
 from perfci.store.prepared import PreparedRun, Values, cell_values
@@ -159,7 +159,7 @@ def _write(
     run_id, benchmark_id, series_ids = found
     if series_ids is None:
         # A list of series not seen before in this benchmark: each series by its key.
-        series_ids = _series_ids(session, benchmark_id, keys, hashes)
+        series_ids = _series_ids(session, benchmark_id, prepared, hashes)
         _bulk.insert_rows_ignore(
             session,
             _table(SeriesSet),
@@ -178,13 +178,18 @@ def _write(
 
 
 def _series_ids(
-    session: Session, benchmark_id: int, keys: list[SeriesParts], hashes: list[str]
+    session: Session, benchmark_id: int, prepared: PreparedRun, hashes: list[str]
 ) -> list[int]:
-    """The ids of the series ``keys`` of a benchmark, in order, creating the missing ones."""
+    """The ids of the run's series, in order, creating the missing ones."""
     found = _lookup_series(session, benchmark_id, hashes)
-    missing = [i for i, key_hash in enumerate(hashes) if key_hash not in found]
+    missing = {i for i, key_hash in enumerate(hashes) if key_hash not in found}
     if missing:
-        found.update(_create_series(session, benchmark_id, [(hashes[i], keys[i]) for i in missing]))
+        new = [
+            (hashes[i], parts, cell[0][1])
+            for i, (parts, cell) in enumerate(prepared.cells.items())
+            if i in missing
+        ]
+        found.update(_create_series(session, benchmark_id, new))
     return [found[key_hash] for key_hash in hashes]
 
 
@@ -211,7 +216,7 @@ def key_hashes(keys: list[SeriesParts]) -> list[str]:
 
 
 def _create_series(
-    session: Session, benchmark_id: int, new: list[tuple[str, SeriesParts]]
+    session: Session, benchmark_id: int, new: list[tuple[str, SeriesParts, Metric]]
 ) -> dict[str, int]:
     """Insert the benchmark's new series (race-safe) and return their ids by key hash.
 
@@ -223,11 +228,17 @@ def _create_series(
     if session.get_bind().dialect.name == "postgresql":
         session.execute(select(func.pg_advisory_xact_lock(_SERIES_LOCK, benchmark_id)))
     rows = [
-        dict(zip(SERIES_FIELDS, parts, strict=True), benchmark_id=benchmark_id, key_hash=key_hash)
-        for key_hash, parts in new
+        dict(
+            zip(SERIES_FIELDS, parts, strict=True),
+            benchmark_id=benchmark_id,
+            key_hash=key_hash,
+            unit=metric.unit,
+            better=metric.better.value,
+        )
+        for key_hash, parts, metric in new
     ]
     _bulk.insert_rows_ignore(session, _table(Series), rows, ["benchmark_id", "key_hash"])
-    return _lookup_series(session, benchmark_id, [key_hash for key_hash, _ in new])
+    return _lookup_series(session, benchmark_id, [key_hash for key_hash, _, _ in new])
 
 
 _SERIES_LOCK = 0x7065_7266  # "perf": the advisory lock class of series creation

@@ -197,6 +197,10 @@ class Series(Base):
     scope: Mapped[str] = mapped_column(Text, default="", server_default="")
     section: Mapped[str] = mapped_column(Text, default="", server_default="")
     name: Mapped[str] = mapped_column(Text)
+    # Not part of the key: what the values mean and which way is good (issue 15). Series
+    # stored before units existed were all times, lower is better: the server defaults.
+    unit: Mapped[str] = mapped_column(String(32), default="ns", server_default="ns")
+    better: Mapped[str] = mapped_column(String(8), default="lower", server_default="lower")
 
 
 class SeriesSet(Base):

@@ -293,14 +293,14 @@ def series_values(repeats: Sequence[Sequence[Profile]]) -> dict[SeriesKey, list[
     profiles keys its series by section = profile label, and a series appearing twice in
     one repeat is summed.
     """
-    from perfci.analysis.values import per_step_ns
+    from perfci.analysis.values import compared_value
 
     out: dict[SeriesKey, list[float | None]] = {}
     for index, repeat in enumerate(repeats):
         for profile in repeat:
             section = profile.label if len(repeat) > 1 else ""
             for metric in profile.metrics:
-                value = per_step_ns(metric, profile.steps)
+                value = compared_value(metric, profile.steps)
                 if value is None:
                     continue
                 row = out.setdefault(SeriesKey.of(metric, section), [None] * len(repeats))

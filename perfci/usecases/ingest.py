@@ -20,7 +20,7 @@ import numpy as np
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
-from perfci.analysis.values import per_step_ns
+from perfci.analysis.values import compared_value
 from perfci.errors import ConfigError, InvalidValue, ParseError, UnknownFormatError
 from perfci.formats.registry import parse_file
 from perfci.model import MetricKind, Profile, RunContext, SeriesParts
@@ -292,7 +292,9 @@ def check_values(prepared: PreparedRun) -> None:
             if m.kind is MetricKind.STEP or m.total_ns is None:
                 if m.samples_ns:
                     numbers += m.samples_ns
-                value = per_step_ns(m, profile.steps)
+                if m.samples:
+                    numbers += m.samples
+                value = compared_value(m, profile.steps)
                 if value is not None:
                     numbers.append(value)
     if prepared.merges:
@@ -324,7 +326,8 @@ def _invalid_value(prepared: PreparedRun) -> InvalidValue:
         for metric in profile.metrics:
             fields = [(name, getattr(metric, name)) for name in _NUMBER_FIELDS]
             fields += [(f"samples_ns #{i}", v) for i, v in enumerate(metric.samples_ns or ())]
-            fields.append((_VALUE_NAMES[0], per_step_ns(metric, profile.steps)))
+            fields += [(f"samples #{i}", v) for i, v in enumerate(metric.samples or ())]
+            fields.append((_VALUE_NAMES[0], compared_value(metric, profile.steps)))
             for name, value in fields:
                 if value is not None and not _valid(value):
                     return _refusal(f"{where}, metric {metric.key!r}, {name} is {value!r}")
