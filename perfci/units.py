@@ -143,3 +143,43 @@ def format_ns(ns: float) -> str:
     if magnitude < 1_000_000_000:
         return f"{ns / 1_000_000:.2f} ms"
     return f"{ns / 1_000_000_000:.3f} s"
+
+
+_BINARY = ((1024**4, "TiB"), (1024**3, "GiB"), (1024**2, "MiB"), (1024, "KiB"))
+_SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+
+
+def format_bytes(size: float) -> str:
+    """A human size in binary units: ``512 B``, ``3.50 KiB``, ``1.25 GiB``."""
+    for factor, name in _BINARY:
+        if abs(size) >= factor:
+            return f"{size / factor:.2f} {name}"
+    return f"{size:.0f} B"
+
+
+#: Unit symbols an SI prefix attaches to (``2.5 Gflop/s``); word units take it apart
+#: (``12.3 k tokens/s``).
+_SYMBOLS = frozenset({"flop", "flop/s", "1/s", "bytes/s", "Hz", "J", "W", "Wh"})
+
+
+def format_value(value: float, unit: str) -> str:
+    """``value`` in ``unit`` as a reader expects it: times and sizes scaled (``4.09 ms``,
+    ``1.25 GiB``), rates and counts with an SI prefix (``12.3 k tokens/s``, ``2.5 Gflop/s``),
+    percentages as ``85.2 %``, anything else with its unit as the source named it."""
+    if unit == "ns":
+        return format_ns(value)
+    if unit == "bytes":
+        return format_bytes(value)
+    if unit == "%":
+        return f"{value:.1f} %"
+    shown = {"1/s": "/s", "count": "", "bytes/s": "B/s"}.get(unit, unit)
+    prefix = ""
+    for factor, name in _SI:
+        if abs(value) >= factor:
+            value, prefix = value / factor, name
+            break
+    number = f"{value:.3g}" if prefix else f"{value:.4g}"
+    if unit in _SYMBOLS:
+        bare = shown.startswith("/") and not prefix  # "12/s", not "12 /s"
+        return f"{number}{shown}" if bare else f"{number} {prefix}{shown}"
+    return " ".join(part for part in (number, prefix, shown) if part)

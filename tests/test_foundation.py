@@ -111,7 +111,28 @@ def test_document_rejects_non_finite() -> None:
 def test_unknown_format_lists_names(tmp_path: Path) -> None:
     path = tmp_path / "mystery.txt"
     path.write_text("nothing a profiler would print\n")
-    with pytest.raises(UnknownFormatError, match="no parser recognises"):
+    with pytest.raises(
+        UnknownFormatError,
+        match=r"text starting 'nothing a profiler would print': not a format perfci reads; "
+        r"see `perfci formats`",
+    ):
         registry.parse_file(path)
     with pytest.raises(UnknownFormatError, match=r"known formats: .*perfci_json"):
         registry.parse_file(path, format="nope")
+
+
+def test_an_unknown_json_document_is_refused_with_what_it_looks_like(tmp_path: Path) -> None:
+    # A JSON tool output perfci does not read: the refusal says what it is, not "--format".
+    path = tmp_path / "results.json"
+    path.write_text(
+        '{"benchmark_results": [{"case": "gemm", "ms": 1.5}], "host": {"cpu": "x"}, "v": 3}'
+    )
+    with pytest.raises(
+        UnknownFormatError,
+        match=r"a JSON object with keys benchmark_results, host, v: not a format perfci reads",
+    ):
+        registry.parse_file(path)
+    listing = tmp_path / "list.json"
+    listing.write_text('[{"metric": "latency", "p50": 3}]')
+    with pytest.raises(UnknownFormatError, match=r"a JSON array of objects with keys metric, p50"):
+        registry.parse_file(listing)

@@ -203,18 +203,24 @@ def _estimates(
         table.cand_repeats[rows],
     )
     plain = prediction.prediction(base, cand, within, base_rep, cand_rep, moderate=options.moderate)
-    factors = run_factors(base)
-    relative = prediction.prediction(
-        base - factors[None, :], cand, within, base_rep, cand_rep, moderate=options.moderate
-    )
-    found = prediction.estimate_run_factor(relative.estimate, relative.se, factors)
-    tested = relative if found is not None else plain
+    # The machine-wide factor is a factor on times: a slower runner lowers a throughput and
+    # leaves a peak memory or an accuracy alone, so only time metrics estimate it or are
+    # judged beyond it; the others are judged on their own numbers.
+    time = np.array([table.keys[i].is_time for i in rows], dtype=bool)
+    relative, found = plain, None
+    if time.any():
+        factors = run_factors(base[time])
+        relative = prediction.prediction(
+            base - factors[None, :], cand, within, base_rep, cand_rep, moderate=options.moderate
+        )
+        found = prediction.estimate_run_factor(relative.estimate[time], relative.se[time], factors)
+    beyond = time if found is not None else np.zeros_like(time)
     adjusted = relative.estimate - found.candidate if found is not None else None
     adjusted_se = np.sqrt(relative.se**2 + found.candidate_se**2) if found is not None else None
     runs = np.sum(np.isfinite(base), axis=1).astype(np.float64)
     needed = prediction.repeats_needed(
-        adjusted if adjusted is not None else plain.estimate,
-        tested.var_run,
+        np.where(beyond, adjusted, plain.estimate) if adjusted is not None else plain.estimate,
+        np.where(beyond, relative.var_run, plain.var_run),
         within,
         np.nanmedian(np.where(base_rep > 0, base_rep, np.nan), axis=1),
         runs,
@@ -235,12 +241,17 @@ def _estimates(
                 n_baseline=int(runs[n]),
                 n_candidate=int(cand_rep[n]),
                 repeats_needed=needed[n],
-                adjusted_log_change=None if adjusted is None else float(adjusted[n]),
-                adjusted_se=None if adjusted_se is None else float(adjusted_se[n]),
-                adjusted_dof=None if adjusted is None else float(relative.dof[n]),
+                adjusted_log_change=float(adjusted[n])
+                if adjusted is not None and beyond[n]
+                else None,
+                adjusted_se=float(adjusted_se[n])
+                if adjusted_se is not None and beyond[n]
+                else None,
+                adjusted_dof=float(relative.dof[n]) if beyond[n] else None,
             )
         )
-    return estimates, _factor_estimate(found, table.keys[rows[0]])
+    first_time = rows[int(np.argmax(time))]
+    return estimates, _factor_estimate(found, table.keys[first_time])
 
 
 def _factor_estimate(

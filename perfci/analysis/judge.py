@@ -38,7 +38,14 @@ import numpy as np
 from perfci.analysis import attribution, stats
 from perfci.analysis.engine import CompareOptions, decide_on
 from perfci.analysis.steps import primary_step
-from perfci.model import MetricComparison, MetricKind, RunComparison, SeriesKey, Verdict
+from perfci.model import (
+    Better,
+    MetricComparison,
+    MetricKind,
+    RunComparison,
+    SeriesKey,
+    Verdict,
+)
 
 __all__ = ["GATE_KINDS", "MetricEstimate", "judge_estimates", "run_verdict"]
 
@@ -55,6 +62,9 @@ GATE_KINDS = frozenset(
         MetricKind.LAYER,
     }
 )
+#: Kinds that always may fail the check: a benchmark case, or a headline value of the whole
+#: profile (throughput, peak memory, accuracy, time-to-train) is what a team gates on.
+HEADLINE_KINDS = frozenset({MetricKind.STEP, MetricKind.BENCH, MetricKind.MEASURE})
 _UNTESTED = frozenset({Verdict.NEW, Verdict.MISSING, Verdict.NO_BASELINE})
 SHARED_FACTOR_KEY = "shared:run-factor"
 
@@ -202,18 +212,21 @@ def _step_levels(
     rows: list[tuple[SeriesKey, float | None]] = [(e.series, e.baseline) for e in estimates]
     rows += [(m.series, m.baseline_median) for m in untested if m.series is not None]
     for key, value in rows:
-        if key.kind is MetricKind.STEP and value:
+        if key.kind is MetricKind.STEP and key.is_time and value:
             found[key.section] = max(found.get(key.section, 0.0), value)
     return found
 
 
 def _share(series: SeriesKey, value: float | None, levels: Mapping[str, float]) -> float | None:
+    """The metric's time as a share of its section's step time (times only)."""
+    if not series.is_time:
+        return None
     step = levels.get(series.section) or (max(levels.values()) if levels else None)
     return None if value is None or not step else value / step
 
 
 def _is_gated(series: SeriesKey, share: float | None, options: CompareOptions) -> bool:
-    return series.kind is MetricKind.STEP or (
+    return series.kind in HEADLINE_KINDS or (
         series.kind in GATE_KINDS and share is not None and share >= options.gate_share
     )
 
@@ -284,7 +297,10 @@ def _judge(
         plain, np.array([e.se for e in rows]), np.array([e.dof for e in rows]), options.confidence
     )
     adj_low, adj_high = _interval(test_log, test_se, test_dof, options.confidence)
-    higher = np.array([options.is_higher_better(e.series.key) for e in rows], dtype=bool)
+    higher = np.array(
+        [e.series.better is Better.HIGHER or options.is_higher_better(e.series.key) for e in rows],
+        dtype=bool,
+    )
     verdicts = decide_on(
         np.expm1(plain),
         np.expm1(test_log),
@@ -378,6 +394,7 @@ def _attribution(
         if m.series is not None
         and m.series.section == section
         and m.series.kind is not MetricKind.STEP
+        and m.series.is_time  # a step's time is explained by times, never by bytes or rates
     ]
     target = attribution.MetricDelta(step.series, step.baseline_median, step.candidate_median)
     if target.candidate_ns is None or target.baseline_ns is None:

@@ -6,6 +6,7 @@ flag differently.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -91,3 +92,19 @@ def output_formats(values: list[str], *, allowed: tuple[str, ...], option: str) 
             raise ConfigError(f"{option} {value!r}: expected one of {', '.join(spellings)}")
         canonical.append(name)
     return list(dict.fromkeys(canonical))
+
+
+def warn_skipped(skipped: list[Path], *, shown: int = 5) -> None:
+    """Name the files of given folders that no parser recognised (they were not read)."""
+    if not skipped:
+        return
+    from perfci.cli._console import err_console
+
+    names = ", ".join(str(p) for p in skipped[:shown])
+    more = f" and {len(skipped) - shown} more" if len(skipped) > shown else ""
+    err_console.print(
+        f"warning: skipped {len(skipped)} file{'s' if len(skipped) != 1 else ''} that no "
+        f"parser recognises: {names}{more}",
+        markup=False,
+        soft_wrap=True,
+    )

@@ -15,7 +15,9 @@ if TYPE_CHECKING:  # the parsers and the store load when the command runs (CLI c
 
 
 def ingest_command(
-    files: list[Path] = typer.Argument(..., help="Profile files of the run.", show_default=False),
+    files: list[Path] = typer.Argument(
+        ..., help="Profile files of the run, or folders of them.", show_default=False
+    ),
     benchmark: str = typer.Option(..., "--benchmark", "-b", help="Benchmark name."),
     repeat: int | None = typer.Option(
         None,
@@ -44,7 +46,9 @@ def ingest_command(
 
     environment = opts.key_value_pairs(env, option="--env")
     # Parse everything first: a bad file stops here, before the store is even opened.
-    repeats = parse_repeats(files, format=format, repeat=repeat)
+    skipped: list[Path] = []
+    repeats = parse_repeats(files, format=format, repeat=repeat, skipped=skipped)
+    opts.warn_skipped(skipped)
     for profile in (p for group in repeats for p in group):
         for warning in profile.warnings:
             err_console.print(f"warning: {profile.source}: {warning}")

@@ -60,6 +60,19 @@ def print_comparison(result: RunComparison, console: Console, *, max_rows: int =
             f"{fmt.duration(step.candidate_median)} per step "
             f"({escape(_shown(fmt.name_of(step)))})"
         )
+    for m in fmt.headline_measures(result)[:max_rows]:
+        if m.change is None:
+            continue
+        better = f", {fmt.direction(m)}" if fmt.direction(m) else ""
+        console.print(
+            Text.assemble(
+                (fmt.LABELS[m.verdict].words, _STYLES[m.verdict]),
+                f": {_shown(fmt.headline_change(m))} "
+                f"({visible(fmt.measured(m, m.baseline_median))} → "
+                f"{visible(fmt.measured(m, m.candidate_median))}{better}; "
+                f"95 % interval {fmt.interval(m.ci_low, m.ci_high)})",
+            )
+        )
     factor = result.shared_factor is not None
     if result.steps:
         console.print(_metric_table("Steps", result.steps[:max_rows], factor=factor))
@@ -107,8 +120,8 @@ def _metric_table(title: str, rows: list[MetricComparison], *, factor: bool) -> 
         cells: list[str | Text] = [
             Text(_shown(fmt.name_of(m))),
             escape(visible(fmt.kind_of(m))),
-            fmt.duration(m.baseline_median),
-            fmt.duration(m.candidate_median),
+            escape(visible(fmt.measured(m, m.baseline_median))),
+            escape(visible(fmt.measured(m, m.candidate_median))),
             fmt.pct(m.change),
             fmt.interval(m.ci_low, m.ci_high),
         ]

@@ -10,8 +10,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from perfci.model import MetricComparison, RunComparison, Verdict
-from perfci.units import format_ns
+from perfci.model import Better, MetricComparison, MetricKind, RunComparison, SeriesKey, Verdict
+from perfci.units import format_ns, format_value
 
 NO_VALUE = "—"
 
@@ -111,6 +111,41 @@ def delta(ns: float | None) -> str:
     return f"+{format_ns(ns)}" if ns > 0 else format_ns(ns)
 
 
+def value(number: float | None, series: SeriesKey | None) -> str:
+    """A metric's value in its unit (a duration for times and for the run factor's line)."""
+    if number is None:
+        return NO_VALUE
+    return format_ns(number) if series is None else format_value(number, series.unit)
+
+
+def measured(metric: MetricComparison, number: float | None) -> str:
+    """One of ``metric``'s values (baseline, this run) in its unit."""
+    return value(number, metric.series)
+
+
+def direction(metric: MetricComparison) -> str:
+    """``higher is better`` for the metrics that are read that way; ``""`` for the rest."""
+    series = metric.series
+    return "higher is better" if series is not None and series.better is Better.HIGHER else ""
+
+
+def headline_change(metric: MetricComparison) -> str:
+    """The change said with what moved: ``−7.2 % throughput``, ``+12.0 % peak memory``."""
+    return f"{pct(metric.change)} {name_of(metric)}"
+
+
+def headline_measures(result: RunComparison) -> list[MetricComparison]:
+    """The headline values that are not times (throughput, memory, accuracy), worst first."""
+    rows = [
+        m
+        for m in result.metrics
+        if m.series is not None
+        and not m.series.is_time
+        and m.series.kind in (MetricKind.MEASURE, MetricKind.BENCH)
+    ]
+    return by_severity(rows)
+
+
 def short_sha(sha: str | None) -> str:
     return sha[:7] if sha else NO_VALUE
 
@@ -125,7 +160,10 @@ def kind_of(metric: MetricComparison) -> str:
 
 
 def delta_ns(metric: MetricComparison) -> float:
-    """Per-step time change, absent sides counting as 0 (a new kernel adds all its time)."""
+    """Per-step time change, absent sides counting as 0 (a new kernel adds all its time);
+    0 for a metric that is not a time (its change is not comparable with times)."""
+    if metric.series is not None and not metric.series.is_time:
+        return 0.0
     return (metric.candidate_median or 0.0) - (metric.baseline_median or 0.0)
 
 

@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 import jinja2
 
-from perfci.model import Contribution, MetricComparison, RunComparison, Verdict
+from perfci.model import KNOWN_UNITS, Contribution, MetricComparison, RunComparison, Verdict
 from perfci.report import formatting as fmt
 from perfci.report._markdown_env import markdown_template
 from perfci.report.escape import md_escape, md_link, visible
@@ -98,6 +98,7 @@ def _context(
             :max_rows
         ],
         "shared": result.shared_factor,
+        "measures": fmt.headline_measures(result)[:max_rows],
         "counts": fmt.counts_sentence(result.metrics),
         "rerun": fmt.rerun_hint(result),
         "contributions": contributions,
@@ -182,6 +183,15 @@ def _verdict(metric: MetricComparison) -> str:
     return label
 
 
+def _measured(metric: MetricComparison, number: float | None) -> str:
+    # A free unit is the source's string (it may hold "|" or "*"): escaped like names. The
+    # known units print as numbers and symbols only.
+    shown = fmt.measured(metric, number)
+    if metric.series is None or metric.series.unit in KNOWN_UNITS:
+        return shown
+    return md_escape(shown, mid_line=True)
+
+
 def _name(item: MetricComparison | Contribution) -> str:
     if isinstance(item, Contribution):
         return item.series.display_name if item.series else item.key
@@ -206,5 +216,7 @@ def _template() -> jinja2.Template:
             "verdict": _verdict,
             "name": _name,
             "kind": _kind,
+            "val": _measured,
+            "better": fmt.direction,
         },
     )

@@ -26,6 +26,7 @@ from perfci.formats.registry import parse_file
 from perfci.model import MetricKind, Profile, RunContext, SeriesParts
 from perfci.store.prepared import Cell, PreparedRun, Values, cell_values
 from perfci.store.runs import IngestResult, storage_error, stored_run, write_run
+from perfci.usecases.inputs import expand_inputs
 from perfci.usecases.repeats import check_repeats_match
 
 __all__ = [
@@ -139,10 +140,21 @@ def parse_and_ingest(
 
 
 def parse_repeats(
-    files: Sequence[Path], *, format: str | None = None, repeat: int | None = None
+    files: Sequence[Path],
+    *,
+    format: str | None = None,
+    repeat: int | None = None,
+    skipped: list[Path] | None = None,
 ) -> list[list[Profile]]:
-    """The profiles of each repeat (see :func:`parse_and_ingest`); errors name the file."""
-    groups = group_files(files, repeat)
+    """The profiles of each repeat (see :func:`parse_and_ingest`); errors name the file.
+
+    A folder stands for the profile files in it (:mod:`.inputs`); those no parser recognises
+    are appended to ``skipped`` when it is given.
+    """
+    inputs = expand_inputs(files, format=format)
+    if skipped is not None:
+        skipped.extend(inputs.skipped)
+    groups = group_files(inputs.files, repeat)
     repeats = [[p for path in group for p in _parse_one(path, format)] for group in groups]
     check_repeats_match(repeats)  # unrelated profiles as repeats of one run (issue 16)
     return repeats

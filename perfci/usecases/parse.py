@@ -9,15 +9,27 @@ from typing import Any
 from perfci.formats.registry import parse_file
 from perfci.jsondoc import to_document
 from perfci.model import Profile
+from perfci.usecases.inputs import expand_inputs
 
 
 def parse_profiles(
-    paths: Iterable[Path], *, format: str | None = None, options: Mapping[str, str] | None = None
+    paths: Iterable[Path],
+    *,
+    format: str | None = None,
+    options: Mapping[str, str] | None = None,
+    skipped: list[Path] | None = None,
 ) -> list[Profile]:
-    """Parse every file; the first unreadable one stops with a ``ParseError`` naming it."""
+    """Parse every file, and every profile file of every folder (:mod:`.inputs`).
+
+    The first unreadable file stops with a ``ParseError`` naming it; a folder's files that no
+    parser recognises are appended to ``skipped`` when it is given.
+    """
+    inputs = expand_inputs(paths, format=format)
+    if skipped is not None:
+        skipped.extend(inputs.skipped)
     profiles: list[Profile] = []
-    for path in paths:
-        profiles.extend(parse_file(Path(path), format=format, options=options))
+    for path in inputs.files:
+        profiles.extend(parse_file(path, format=format, options=options))
     return profiles
 
 

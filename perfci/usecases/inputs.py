@@ -1,0 +1,85 @@
+"""The profile files behind the paths a user gives: files as they are, folders opened.
+
+``perfci parse profiles/`` and ``perfci ingest profiles/`` read every profile file in the folder
+(and its subfolders), in natural order (``rep2`` before ``rep10``), so that a CI job can hand
+over its output folder. Files no parser recognises there (a README, a log) are skipped and
+named; hidden files and folders are not looked at.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from perfci.errors import ConfigError, ParseError, UnknownFormatError
+from perfci.formats.registry import detect, get_format, read_head
+
+
+@dataclass(slots=True)
+class Inputs:
+    """The files to read, and the files of given folders that were left out."""
+
+    files: list[Path] = field(default_factory=list)
+    skipped: list[Path] = field(default_factory=list)
+
+
+def expand_inputs(paths: Iterable[Path], *, format: str | None = None) -> Inputs:
+    """Every path as given, every folder as the profile files in it.
+
+    A file named directly is always kept (a bad one is then refused by its parser, with the
+    reason); a folder's files are kept when a parser recognises them (``format``'s, when given).
+
+    Raises
+    ------
+    ConfigError
+        A folder holds no profile file.
+    """
+    found = Inputs()
+    for path in map(Path, paths):
+        if not path.is_dir():
+            found.files.append(path)
+            continue
+        files, skipped = _profiles_in(path, format)
+        if not files:
+            raise ConfigError(
+                f"{path}: no profile files in this folder"
+                + (f" ({len(skipped)} files no parser recognises)" if skipped else "")
+                + "; `perfci formats` lists the formats perfci reads"
+            )
+        found.files += files
+        found.skipped += skipped
+    return found
+
+
+def _profiles_in(folder: Path, format: str | None) -> tuple[list[Path], list[Path]]:
+    files: list[Path] = []
+    skipped: list[Path] = []
+    spec = get_format(format) if format else None
+    for path in sorted(_walk(folder), key=_natural):
+        try:
+            recognised = spec.sniff(read_head(path)) if spec else bool(detect(path))
+        except (UnknownFormatError, ParseError):
+            recognised = False
+        (files if recognised else skipped).append(path)
+    return files, skipped
+
+
+def _walk(folder: Path) -> Iterable[Path]:
+    for path in folder.iterdir():
+        if path.name.startswith("."):
+            continue
+        if path.is_dir():
+            yield from _walk(path)
+        elif path.is_file():
+            yield path
+
+
+def _natural(path: Path) -> list[tuple[int, int | str]]:
+    """``rep2`` before ``rep10``: digit runs compare as numbers."""
+    return [
+        (0, int(part)) if part.isdigit() else (1, part)
+        for part in re.split(r"(\d+)", str(path))
+        if part
+    ]
