@@ -1,0 +1,1 @@
+"""MLPerf logging: the ``:::MLLOG`` event lines of MLPerf training runs."""
