@@ -1,0 +1,1 @@
+"""Benchmark-harness result files (pytest-benchmark, Google Benchmark, BMF, ...)."""
