@@ -26,6 +26,7 @@ __all__ = [
     "DayStretch",
     "EnvironmentSeen",
     "KernelContribution",
+    "MeasureChange",
     "Noise",
     "SeriesNoise",
     "ShareMove",
@@ -81,6 +82,33 @@ class ChangePointReport:
 
 
 @dataclass(frozen=True, slots=True)
+class MeasureChange:
+    """A change of level of a benchmark case or headline value (throughput, peak memory ...).
+
+    ``before`` and ``after`` are in ``unit``; ``worse`` says whether the change went the bad
+    way for the metric's direction (a throughput falling, a peak memory rising).
+    """
+
+    name: str
+    kind: str
+    unit: str
+    better: str
+    run_id: int
+    commit: str | None
+    previous_commit: str | None
+    time: datetime
+    before: float
+    after: float
+    change: float
+    p_value: float
+    in_period: bool
+
+    @property
+    def worse(self) -> bool:
+        return self.change < 0 if self.better == "higher" else self.change > 0
+
+
+@dataclass(frozen=True, slots=True)
 class ShareMove:
     """A kernel whose share of step time moved between the period's first and last runs."""
 
@@ -131,6 +159,8 @@ class BenchmarkTrend:
     vanished_kernels: list[str] = field(default_factory=list)
     noise: Noise | None = None
     notes: list[str] = field(default_factory=list)
+    #: In-period changes of the benchmark cases and headline values beside the step time.
+    measure_changes: list[MeasureChange] = field(default_factory=list)
 
     @property
     def step_name(self) -> str:
@@ -226,6 +256,13 @@ class WeeklyReport:
     coverage: Coverage = field(default_factory=lambda: Coverage(runs=0))
     alerts: list[AlertInfo] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+    def measure_changes(self) -> list[tuple[BenchmarkTrend, MeasureChange]]:
+        """The period's changes of benchmark cases and headline values, worse ones first."""
+        found = [(t, c) for t in self.benchmarks for c in t.measure_changes]
+        return sorted(
+            found, key=lambda item: (not item[1].worse, -abs(item[1].change), item[0].benchmark)
+        )
 
     def change_points(self) -> list[tuple[BenchmarkTrend, ChangePointReport]]:
         """The period's change points, largest |change| first."""

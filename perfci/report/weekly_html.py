@@ -19,6 +19,7 @@ from perfci.report import formatting as fmt
 from perfci.report.escape import visible
 from perfci.report.plots import step_trend_svg
 from perfci.report.weekly_markdown import environment_label, issue_title
+from perfci.units import format_value
 
 if TYPE_CHECKING:
     from perfci.model_weekly import BenchmarkTrend, WeeklyReport
@@ -35,6 +36,7 @@ def render_html(report: WeeklyReport, *, plots: bool = True) -> str:
         report=report,
         title=issue_title(report.project, report.week),
         found=report.change_points(),
+        measures=report.measure_changes(),
         figures=figures,
         last_day=report.until - _MICROSECOND,
     )
@@ -93,6 +95,7 @@ def _template() -> jinja2.Template:
             "pct": fmt.pct,
             "share": fmt.share,
             "dur": fmt.duration,
+            "val": format_value,
             "delta": fmt.delta,
             "sha": fmt.short_sha,
             "pval": _pvalue,

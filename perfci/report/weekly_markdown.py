@@ -20,6 +20,7 @@ import jinja2
 from perfci.report import formatting as fmt
 from perfci.report._markdown_env import markdown_template
 from perfci.report.escape import md_escape, md_link, safe_url, shorten, visible
+from perfci.units import format_value
 
 if TYPE_CHECKING:
     from perfci.model_weekly import ChangePointReport, WeeklyReport
@@ -139,6 +140,7 @@ def _context(report: WeeklyReport, *, repo: str | None, server_url: str) -> dict
         "marker": weekly_marker(report.project, report.week),
         "last_day": _last_day(report),
         "found": report.change_points(),
+        "measures": report.measure_changes(),
         "movers": [(t, m) for t in trends for m in t.share_movers],
         "appeared": [t for t in trends if t.new_kernels or t.vanished_kernels],
         "noisy": [t for t in trends if t.noise is not None],
@@ -190,6 +192,7 @@ def _template() -> jinja2.Template:
         {
             "pval": _pvalue,
             "cv": _cv,
+            "val": lambda value, unit: md_escape(format_value(value, unit), mid_line=True),
             "env": lambda values: md_escape(visible(environment_label(values))),
         },
     )

@@ -40,7 +40,7 @@ from perfci.analysis.changepoints import (
     segment_levels,
 )
 from perfci.errors import ConfigError
-from perfci.model import SeriesKey
+from perfci.model import MetricKind, SeriesKey
 from perfci.model_weekly import (
     BenchmarkTrend,
     ChangePointReport,
@@ -49,6 +49,7 @@ from perfci.model_weekly import (
     DayStretch,
     EnvironmentSeen,
     KernelContribution,
+    MeasureChange,
     Noise,
     SeriesNoise,
     ShareMove,
@@ -294,8 +295,10 @@ def _trend(
         step=trends.step_series(matrix),
         runs_in_period=sum(in_period),
     )
+    trend.measure_changes = _measure_changes(runs, matrix, in_period, trend.step, options)
     if trend.step is None:
-        trend.notes.append("No step-time series: change points need one.")
+        if not trend.measure_changes:
+            trend.notes.append("No step-time series: change points need one.")
         return trend
     # Only the runs that measured the step time: the series must have no holes.
     keep = [i for i, v in enumerate(matrix.row(trend.step)) if not math.isnan(v)]
@@ -321,6 +324,54 @@ def _trend(
     trend.new_kernels, trend.vanished_kernels = trends.new_and_vanished(matrix, period)
     trend.noise = trends.noise(matrix, trend.step, bounds)
     return trend
+
+
+#: At most this many benchmark cases / headline values per benchmark get a change-point scan.
+_MAX_MEASURES = 200
+_MEASURE_KINDS = frozenset({MetricKind.BENCH, MetricKind.MEASURE})
+
+
+def _measure_changes(
+    runs: list[RunInfo],
+    matrix: trends.SeriesMatrix,
+    in_period: list[bool],
+    step: SeriesKey | None,
+    options: ChangePointOptions | None,
+) -> list[MeasureChange]:
+    """The period's changes of level of every benchmark case and headline value.
+
+    Throughput, peak memory, accuracy and the cases of a pytest-benchmark or Google Benchmark
+    suite are what such projects track; each is scanned like the step time, on its own runs.
+    """
+    found: list[MeasureChange] = []
+    keys = [k for k in matrix.keys if k.kind in _MEASURE_KINDS and k != step][:_MAX_MEASURES]
+    for key in keys:
+        row = matrix.row(key)
+        kept = [i for i, v in enumerate(row) if not math.isnan(v)]
+        values = [float(row[i]) for i in kept]
+        for cp in detect_change_points(values, options=options):
+            run = runs[kept[cp.index]]
+            if not in_period[kept[cp.index]]:
+                continue
+            previous = runs[kept[cp.index - 1]] if cp.index > 0 else None
+            found.append(
+                MeasureChange(
+                    name=key.display_name,
+                    kind=key.kind.value,
+                    unit=key.unit,
+                    better=key.better.value,
+                    run_id=run.id,
+                    commit=run.commit,
+                    previous_commit=previous.commit if previous else None,
+                    time=run_time(run),
+                    before=cp.before,
+                    after=cp.after,
+                    change=cp.change,
+                    p_value=cp.p_value,
+                    in_period=True,
+                )
+            )
+    return sorted(found, key=lambda c: (not c.worse, -abs(c.change), c.name))
 
 
 def _change_point(
