@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -151,7 +151,7 @@ def judge_estimates(
         verdict=verdict,
         metrics=metrics,
         shared_factor=shared,
-        notes=[*notes, *_step_note(primary)],
+        notes=[*notes, *_step_note(primary, series.values())],
         primary_step=primary.key if primary is not None else None,
     )
     step = next((m for m in metrics if primary is not None and m.key == primary.key), None)
@@ -417,7 +417,12 @@ def _attribution_note(found: attribution.Attribution) -> str:
     )
 
 
-def _step_note(primary: SeriesKey | None) -> list[str]:
+def _step_note(primary: SeriesKey | None, series: Iterable[SeriesKey]) -> list[str]:
     if primary is None:
+        if any(s.kind in (MetricKind.BENCH, MetricKind.MEASURE) for s in series):
+            return [
+                "No step time in these profiles: each benchmark case and headline value "
+                "gates on its own."
+            ]
         return ["No step metric with a baseline: only per-metric gates apply."]
     return [f"Primary step: {primary.display_name} (the longest step series)."]
