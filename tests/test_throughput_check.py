@@ -144,3 +144,23 @@ def test_a_throughput_change_is_judged_by_its_direction_and_said_in_its_unit(
     assert f"- {label}: **{said}**" in body
     assert "higher is better" in body
     assert "M items/s" in body  # 2.5 M items/s: the value in its unit, not in ns
+
+
+def test_parser_options_reach_the_parser_from_check_and_ingest(
+    migrated_url: str, tmp_path: Path, outside_git: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # github-action-benchmark's custom JSON says no direction for a bare "tokens" unit: the
+    # user says it, on `perfci check` and `perfci ingest` as on `perfci parse`.
+    custom = tmp_path / "custom.json"
+    custom.write_text(json.dumps([{"name": "decode", "unit": "tokens", "value": 1234.5}]))
+    out = tmp_path / "report.json"
+    args = ["--benchmark", "serve", "--database-url", migrated_url, "--json-out", str(out)]
+    code = main(["check", "--profile", str(custom), *args, "--option", "better=higher"])
+    assert code == 0, capsys.readouterr().err
+    (line,) = json.loads(out.read_text())["metrics"]
+    assert line["series"]["better"] == "higher" and line["series"]["unit"] == "tokens"
+
+    stored = ["ingest", str(custom), "--benchmark", "serve2", "--database-url", migrated_url]
+    assert main([*stored, "-o", "better=higher", "--json"]) == 0
+    assert main([*stored, "-o", "better"]) == 2  # not KEY=VALUE: a usage error
+    assert "--option" in capsys.readouterr().err

@@ -28,6 +28,14 @@ ProfileFormat = Annotated[
         help="Format name (see `perfci formats`); detected from content when omitted.",
     ),
 ]
+ParserOptions = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--option",
+        "-o",
+        help="Parser option KEY=VALUE, repeatable (e.g. time_unit=us, better=higher).",
+    ),
+]
 EnvironmentEntries = Annotated[
     list[str] | None,
     typer.Option("--env", help="Environment fingerprint entry KEY=VALUE (repeatable)."),

@@ -45,6 +45,7 @@ def check_command(
     glob: list[str] = typer.Option([], "--glob", help="Profile file pattern(s) to collect."),
     profile: list[Path] = typer.Option([], "--profile", help=_PROFILE_HELP),
     format: opts.ProfileFormat = None,
+    option: opts.ParserOptions = None,
     project: opts.Project = None,
     commit: opts.Commit = None,
     branch: opts.Branch = None,
@@ -126,6 +127,7 @@ def check_command(
         profiler=profiler,
         globs=glob,
         format=format,
+        options=opts.key_value_pairs(option, option="--option"),
         baseline_branch=baseline_branch,
         ab=ab,
         context={

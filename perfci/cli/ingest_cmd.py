@@ -28,6 +28,7 @@ def ingest_command(
         "groups (default: one repeat per file).",
     ),
     format: opts.ProfileFormat = None,
+    option: opts.ParserOptions = None,
     project: opts.Project = None,
     commit: opts.Commit = None,
     branch: opts.Branch = None,
@@ -47,7 +48,13 @@ def ingest_command(
     environment = opts.key_value_pairs(env, option="--env")
     # Parse everything first: a bad file stops here, before the store is even opened.
     skipped: list[Path] = []
-    repeats = parse_repeats(files, format=format, repeat=repeat, skipped=skipped)
+    repeats = parse_repeats(
+        files,
+        format=format,
+        repeat=repeat,
+        skipped=skipped,
+        options=opts.key_value_pairs(option, option="--option"),
+    )
     opts.warn_skipped(skipped)
     for profile in (p for group in repeats for p in group):
         for warning in profile.warnings:

@@ -31,9 +31,16 @@ def _show(profile: Profile, top: int) -> None:
     for metric in profile.metrics:
         kinds.setdefault(metric.kind.value, []).append(metric)
     for kind, metrics in kinds.items():
-        metrics.sort(key=lambda m: -(m.total_ns or m.avg_ns or 0.0))
+        # A table printed with only its Self columns (no totals) shows its self times instead.
+        self_only = all(m.total_ns is None for m in metrics) and any(
+            m.self_ns is not None for m in metrics
+        )
+        metrics.sort(key=lambda m: -(m.total_ns or m.avg_ns or m.self_ns or 0.0))
         table = Table(title=f"{kind} ({len(metrics)})", title_justify="left", box=None)
-        for column in ("name", "device", "calls", "total", "avg", "bytes"):
+        # Throughput, memory, accuracy and counters are not times: a value column in their unit.
+        values = any(not m.is_time for m in metrics)
+        columns = ["name", "device", "calls", "self" if self_only else "total", "avg", "bytes"]
+        for column in [*columns, "value"] if values else columns:
             table.add_column(
                 column,
                 justify="left" if column == "name" else "right",
@@ -41,13 +48,15 @@ def _show(profile: Profile, top: int) -> None:
             )
         for metric in metrics[:top]:
             name = f"{metric.scope} ▸ {metric.name}" if metric.scope else metric.name
+            time = metric.self_ns if self_only else metric.total_ns
             table.add_row(
                 name,
                 metric.device.value,
                 "" if metric.calls is None else f"{metric.calls:,}",
-                "" if metric.total_ns is None else format_ns(metric.total_ns),
+                "" if time is None else format_ns(time),
                 "" if metric.avg_ns is None else format_ns(metric.avg_ns),
                 "" if metric.bytes is None else f"{metric.bytes:,.0f}",
+                *([_value(metric)] if values else []),
             )
         if len(metrics) > top:
             table.caption = f"… {len(metrics) - top} more (use --top or --json)"
@@ -55,12 +64,23 @@ def _show(profile: Profile, top: int) -> None:
     console.print()
 
 
+def _value(metric: Metric) -> str:
+    """A metric that is not a time: its value (the mean of its samples) in its unit."""
+    from perfci.units import format_value
+    from perfci.usecases.parse import metric_value
+
+    if metric.is_time:
+        return ""
+    value = metric_value(metric)
+    return "" if value is None else format_value(value, metric.unit)
+
+
 def parse_command(
-    files: list[Path] = typer.Argument(..., help="Profile files to read.", show_default=False),
-    format: opts.ProfileFormat = None,
-    option: list[str] = typer.Option(
-        [], "--option", "-o", help="Parser option KEY=VALUE (e.g. time_unit=us)."
+    files: list[Path] = typer.Argument(
+        ..., help="Profile files, or folders of them, to read.", show_default=False
     ),
+    format: opts.ProfileFormat = None,
+    option: opts.ParserOptions = None,
     as_json: bool = typer.Option(False, "--json", help="Print the perfci JSON document."),
     top: int = typer.Option(15, "--top", help="Rows shown per metric kind.", min=1),
 ) -> None:
@@ -68,7 +88,9 @@ def parse_command(
     from perfci import usecases
 
     options = opts.key_value_pairs(option, option="--option")
-    profiles = usecases.parse_profiles(files, format=format, options=options)
+    skipped: list[Path] = []
+    profiles = usecases.parse_profiles(files, format=format, options=options, skipped=skipped)
+    opts.warn_skipped(skipped)
     for profile in profiles:
         for warning in profile.warnings:
             err_console.print(f"warning: {profile.source}: {warning}")

@@ -259,7 +259,9 @@ def _run_side(
         pass_env=spec.pass_env,
     )
     seconds = time.monotonic() - started
-    profiles = parse_repeats(run.files_per_repeat[0], format=spec.format, repeat=1)[0]
+    profiles = parse_repeats(
+        run.files_per_repeat[0], format=spec.format, repeat=1, options=spec.options
+    )[0]
     gpu_state.attach([profiles], run.files_per_repeat)
     return profiles, seconds
 

@@ -27,7 +27,7 @@ def collect_repeats(
     from perfci.usecases.ingest import parse_repeats
 
     if profiles:
-        return parse_repeats(list(profiles), format=spec.format)
+        return parse_repeats(list(profiles), format=spec.format, options=spec.options)
     if not spec.command:
         raise ConfigError(
             f"benchmark {spec.name!r} has no command: give one after `--`, "
@@ -37,7 +37,10 @@ def collect_repeats(
     from perfci import gpu_state
 
     files = runner(spec, work_dir(spec.name, cwd))
-    repeats = [parse_repeats(group, format=spec.format, repeat=1)[0] for group in files]
+    repeats = [
+        parse_repeats(group, format=spec.format, repeat=1, options=spec.options)[0]
+        for group in files
+    ]
     gpu_state.attach(repeats, files)  # each repeat's GPU clocks and throttling, if sampled
     return repeats
 

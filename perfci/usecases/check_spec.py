@@ -21,7 +21,16 @@ __all__ = ["BenchmarkSpec", "CheckRequest", "Runner", "resolve_benchmark"]
 #: Runs a benchmark and returns the profile files of each repeat (the CLI adds a progress bar).
 Runner = Callable[["BenchmarkSpec", Path], list[list[Path]]]
 
-_SPEC_KEYS = {"command", "repeats", "profiler", "globs", "glob", "format", *BENCHMARK_THRESHOLDS}
+_SPEC_KEYS = {
+    "command",
+    "repeats",
+    "profiler",
+    "globs",
+    "glob",
+    "format",
+    "options",
+    *BENCHMARK_THRESHOLDS,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +45,8 @@ class BenchmarkSpec:
     format: str | None
     #: Variables passed through to the benchmark despite perfci's secret filter.
     pass_env: tuple[str, ...] = ()
+    #: The parser's options (``--option KEY=VALUE`` over the table's ``options``).
+    options: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +60,7 @@ class CheckRequest:
     profiler: str | None = None
     globs: Sequence[str] = ()
     format: str | None = None
+    options: Mapping[str, str] = field(default_factory=dict)
     baseline_branch: str | None = None
     #: RunContext fields from flags (commit, branch, pr_number, environment ...).
     context: Mapping[str, Any] = field(default_factory=dict)
@@ -84,7 +96,19 @@ def resolve_benchmark(settings: Settings, request: CheckRequest) -> BenchmarkSpe
         globs=list(request.globs) or _strings(table.get("globs", table.get("glob")), name),
         format=request.format or table.get("format"),
         pass_env=tuple(settings.pass_env),
+        options={**_options(table.get("options"), name), **request.options},
     )
+
+
+def _options(raw: object, name: str) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping) or not all(isinstance(k, str) for k in raw):
+        raise ConfigError(
+            f"[tool.perfci.benchmarks.{name}] options must be a table of parser options, "
+            'e.g. options = {better = "higher"}'
+        )
+    return {str(k): str(v) for k, v in raw.items()}
 
 
 def _only_declared(declared: Mapping[str, Any]) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -145,6 +145,7 @@ def parse_repeats(
     format: str | None = None,
     repeat: int | None = None,
     skipped: list[Path] | None = None,
+    options: Mapping[str, str] | None = None,
 ) -> list[list[Profile]]:
     """The profiles of each repeat (see :func:`parse_and_ingest`); errors name the file.
 
@@ -155,7 +156,7 @@ def parse_repeats(
     if skipped is not None:
         skipped.extend(inputs.skipped)
     groups = group_files(inputs.files, repeat)
-    repeats = [[p for path in group for p in _parse_one(path, format)] for group in groups]
+    repeats = [[p for path in group for p in _parse_one(path, format, options)] for group in groups]
     check_repeats_match(repeats)  # unrelated profiles as repeats of one run (issue 16)
     return repeats
 
@@ -174,9 +175,11 @@ def group_files(files: Sequence[Path], repeats: int | None) -> list[list[Path]]:
     return [[Path(f) for f in files[i : i + size]] for i in range(0, len(files), size)]
 
 
-def _parse_one(path: Path, format: str | None) -> list[Profile]:
+def _parse_one(
+    path: Path, format: str | None, options: Mapping[str, str] | None = None
+) -> list[Profile]:
     try:
-        profiles = parse_file(path, format=format)
+        profiles = parse_file(path, format=format, options=options)
     except UnknownFormatError as exc:
         if str(path) in str(exc):
             raise

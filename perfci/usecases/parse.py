@@ -6,9 +6,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from perfci.analysis.values import compared_value
 from perfci.formats.registry import parse_file
 from perfci.jsondoc import to_document
-from perfci.model import Profile
+from perfci.model import Metric, Profile
 from perfci.usecases.inputs import expand_inputs
 
 
@@ -31,6 +32,11 @@ def parse_profiles(
     for path in inputs.files:
         profiles.extend(parse_file(path, format=format, options=options))
     return profiles
+
+
+def metric_value(metric: Metric) -> float | None:
+    """The value comparisons use for ``metric`` (per profile, in its unit)."""
+    return compared_value(metric, None)
 
 
 def profiles_document(profiles: list[Profile]) -> dict[str, Any]:
