@@ -13,8 +13,10 @@ Inputs (written to ``--out-dir``, gitignored, reused when already there):
   gzipped; ``json.load`` and ``json.load (gz)`` read those same files as the reference.
 * text formats: the seed of that format repeated (for the TSV workload table, its rows under
   one header) up to ``--size-mb``: 000 pytorch_table, 001 nvprof, 002 workload_table,
-  003 nsys_stats, 004 megatron_trace. ``nsys_sqlite`` is not built (a binary SQLite export
-  cannot be grown by concatenation).
+  003 nsys_stats, 004 megatron_trace; the text formats without a seed from a corpus file:
+  ``mlperf_log`` (a ResNet log, each copy shifted in time: a new run) and ``ncu_csv`` (the
+  torch details page, data rows repeated under its header). ``nsys_sqlite`` is not built (a
+  binary SQLite export cannot be grown by concatenation).
 
 Every measurement runs in a fresh subprocess: throughput is the decompressed size over the
 wall time of the ``registry.parse_file(path, format=NAME)`` call alone, peak memory is the
@@ -26,6 +28,7 @@ registered yet is reported as such.
 from __future__ import annotations
 
 import argparse
+import functools
 import gzip
 import json
 import os
@@ -52,8 +55,17 @@ TEXT_SEEDS: dict[str, tuple[str, str]] = {
     "nsys_stats": ("nsys_stats", "003"),
     "megatron_trace": ("megatron_trace", "004"),
 }
+# Text formats without a seed (issue 15), grown from a real corpus file: name → (format, file).
+TEXT_CORPUS: dict[str, tuple[str, str]] = {
+    "mlperf_log": (
+        "mlperf_log",
+        "mlperf_log/training_results_v4.0__NVIDIA__eos_n8_ngc24.04_mxnet__resnet__result_0.txt",
+    ),
+    "ncu_csv": ("ncu_csv", "ncu_csv/YKTian__ncu_metrics_show_torch.csv.txt"),
+}
 CHROME = ("chrome_trace", "chrome_trace_gz", "json.load", "json.load_gz")
-ALL = (*CHROME, *TEXT_SEEDS, "nsys_sqlite")
+ALL = (*CHROME, *TEXT_SEEDS, *TEXT_CORPUS, "nsys_sqlite")
+_TIME_MS = re.compile(rb'"time_ms": (\d+)')
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
 
 
@@ -152,6 +164,44 @@ def build_text(out_dir: Path, name: str, size_mb: int) -> Path:
     return target
 
 
+def build_corpus_text(out_dir: Path, name: str, size_mb: int) -> Path:
+    """A real corpus file of ``name`` grown to ≥ ``size_mb``.
+
+    ``mlperf_log``: the whole log again and again, each copy shifted in time so that it is a
+    new run (one profile per run), as a file of many training runs. ``ncu_csv``: the data
+    rows repeated under the one header (launches of more kernels).
+    """
+    _, relative = TEXT_CORPUS[name]
+    source = SHARED / "corpus" / relative
+    if not source.is_file():
+        raise FileNotFoundError(f"{relative} is absent")
+    target = out_dir / f"{name}_{size_mb}mb.txt"
+    if target.is_file():
+        return target
+    text = source.read_bytes()
+    if not text.endswith(b"\n"):
+        text += b"\n"
+    with target.open("wb") as handle:
+        if name == "mlperf_log":
+            copy = 0
+            while handle.tell() < size_mb * MB:
+                shift = copy * 10**9  # ms: each copy a run of its own, ~11 days later
+                handle.write(_TIME_MS.sub(functools.partial(_shifted, shift=shift), text))
+                copy += 1
+        else:
+            lines = text.splitlines(keepends=True)
+            header = next(i for i, line in enumerate(lines) if line.startswith(b'"ID"'))
+            handle.write(b"".join(lines[: header + 1]))
+            body = b"".join(lines[header + 1 :])
+            while handle.tell() < size_mb * MB:
+                handle.write(body)
+    return target
+
+
+def _shifted(match: re.Match[bytes], *, shift: int) -> bytes:
+    return b'"time_ms": %d' % (int(match[1]) + shift)
+
+
 # --- measuring ---------------------------------------------------------------------------
 
 
@@ -194,6 +244,11 @@ def build_worker(names: list[str], size_mb: int, out_dir: Path) -> None:
             built[name] = str(build_text(out_dir, name, size_mb))
         except FileNotFoundError as exc:
             built[name] = f"error: {exc}"
+    for name in (n for n in TEXT_CORPUS if n in names):
+        try:
+            built[name] = str(build_corpus_text(out_dir, name, size_mb))
+        except (FileNotFoundError, StopIteration) as exc:
+            built[name] = f"error: {exc or 'no header'}"
     print(json.dumps(built))
 
 
@@ -271,7 +326,7 @@ def run(
         fmt = (
             "json.load"
             if name.startswith("json.load")
-            else TEXT_SEEDS.get(name, ("chrome_trace", ""))[0]
+            else {**TEXT_SEEDS, **TEXT_CORPUS}.get(name, ("chrome_trace", ""))[0]
         )
         if name == "nsys_sqlite":
             results.append(

@@ -129,10 +129,10 @@ def test_parse_speed_measures_each_format(shared_dir: Path, tmp_path: Path) -> N
         "--out-dir",
         str(tmp_path),
         "--formats",
-        "chrome_trace,nsys_stats",
+        "chrome_trace,nsys_stats,mlperf_log,ncu_csv",
     )
     rows = _table(out, "benchmark")
-    for name in ("chrome_trace", "nsys_stats"):
+    for name in ("chrome_trace", "nsys_stats", "mlperf_log", "ncu_csv"):
         row = _row(rows, name)
         assert _number(row["seconds"]) > 0 and _number(row["metrics (events for json.load)"]) > 0
 
