@@ -14,6 +14,12 @@ is also timed on its own (CUDA events on a GPU, a monotonic clock after a synchr
 CPU). The trace and the step times are written to ``$PERFCI_OUTPUT_DIR`` (set by
 ``perfci run``; ``./perfci-out`` otherwise); the step times are stored inside the trace under
 the top-level key ``"perfci"`` so that one file carries the whole repeat.
+
+On CUDA each profiled step also records the peak device memory it allocated and reserved
+(``torch.cuda.max_memory_allocated`` / ``max_memory_reserved``, the peak statistics reset
+before every step): the ``"perfci"`` block's ``peak_allocated_bytes`` / ``peak_reserved_bytes``,
+one value per step, which the Chrome-trace parser turns into "peak allocated memory" / "peak
+reserved memory" metrics. The CPU allocator keeps no peak statistics: nothing is recorded there.
 """
 
 from __future__ import annotations
@@ -70,6 +76,31 @@ class _StepTimer:
         return [float(ns) for ns in self._host]
 
 
+class _PeakMemory:
+    """Per-step peak device memory in bytes, read from the CUDA caching allocator's statistics.
+
+    ``cuda`` is ``torch.cuda``; reading the statistics is host-side bookkeeping, so no
+    synchronize is needed inside the loop.
+    """
+
+    def __init__(self, cuda: Any) -> None:
+        self._cuda = cuda
+        self.allocated: list[int] = []
+        self.reserved: list[int] = []
+
+    def begin(self) -> None:
+        self._cuda.reset_peak_memory_stats()
+
+    def end(self) -> None:
+        self.allocated.append(int(self._cuda.max_memory_allocated()))
+        self.reserved.append(int(self._cuda.max_memory_reserved()))
+
+
+def _memory_recorder(cuda: Any) -> _PeakMemory | None:
+    """The per-step peak recorder on CUDA; ``None`` elsewhere (no allocator peaks to read)."""
+    return _PeakMemory(cuda) if cuda.is_available() else None
+
+
 class profile_steps:  # noqa: N801 - used as a context manager, reads like a function
     """Profile ``active`` steps after ``warmup`` unprofiled ones; see the module docstring."""
 
@@ -96,6 +127,7 @@ class profile_steps:  # noqa: N801 - used as a context manager, reads like a fun
         self.trace_path: Path | None = None
         self._profiler: Any = None
         self._timer = _StepTimer(self.use_cuda)
+        self._memory = _memory_recorder(torch.cuda)
 
     def __enter__(self) -> profile_steps:
         return self
@@ -127,9 +159,13 @@ class profile_steps:  # noqa: N801 - used as a context manager, reads like a fun
         self._profiler.__enter__()
         try:
             for index in range(self.warmup, self.warmup + self.active):
+                if self._memory is not None:
+                    self._memory.begin()
                 self._timer.begin()
                 yield index
                 self._timer.end()
+                if self._memory is not None:
+                    self._memory.end()
                 self._profiler.step()
         finally:
             self._sync()
@@ -160,16 +196,24 @@ class profile_steps:  # noqa: N801 - used as a context manager, reads like a fun
         samples = self._timer.samples_ns()
         with path.open(encoding="utf-8") as handle:
             trace = json.load(handle)
-        trace[STEP_KEY] = {
+        block: dict[str, Any] = {
             "step_name": "step",
             "device": "gpu" if self.use_cuda else "cpu",
             "samples_ns": samples,
             "warmup_skipped": self.warmup,
             "torch_version": self._torch.__version__,
         }
+        sidecar: dict[str, Any] = {"step_times_ns": samples, "device": block["device"]}
+        if self._memory is not None:
+            memory = {
+                "peak_allocated_bytes": self._memory.allocated,
+                "peak_reserved_bytes": self._memory.reserved,
+            }
+            block.update(memory)
+            sidecar.update(memory)
+        trace[STEP_KEY] = block
         with path.open("w", encoding="utf-8") as handle:
             json.dump(trace, handle)
         (directory / f"{self.label}.steps.json").write_text(
-            json.dumps({"step_times_ns": samples, "device": trace[STEP_KEY]["device"]}) + "\n",
-            encoding="utf-8",
+            json.dumps(sidecar) + "\n", encoding="utf-8"
         )

@@ -8,6 +8,7 @@ import gzip
 import json
 import re
 import statistics
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from conftest import SHARED, shared_path
 from perfci.errors import ParseError
 from perfci.formats import registry
 from perfci.formats.pytorch import _chrome_stream, chrome_trace
-from perfci.model import Device, MetricKind, Profile
+from perfci.model import Device, Metric, MetricKind, Profile
 
 K = MetricKind
 CORPUS = SHARED / "corpus" / "kineto_chrome_trace"
@@ -62,6 +63,8 @@ class Reference:
     durations: dict[tuple[K, str, Device], list[int]] = field(default_factory=dict)
     byte_sums: dict[tuple[K, str, Device], float] = field(default_factory=dict)
     steps: dict[str, dict[int, int]] = field(default_factory=dict)
+    # (Device Type, Device Id) → [max Total Allocated, max Total Reserved or None]
+    memory: dict[tuple[int, int], list[Any]] = field(default_factory=dict)
 
 
 def reference(path: Path) -> Reference:
@@ -71,6 +74,12 @@ def reference(path: Path) -> Reference:
     events = doc["traceEvents"] if isinstance(doc, dict) else doc
     ref = Reference()
     for event in events:
+        args = event.get("args") or {}
+        if event.get("name") == "[memory]" and "Total Allocated" in args:
+            peak = ref.memory.setdefault((args["Device Type"], args["Device Id"]), [0, None])
+            peak[0] = max(peak[0], args["Total Allocated"])
+            if "Total Reserved" in args:
+                peak[1] = max(peak[1] or 0, args["Total Reserved"])
         if event.get("ph") != "X":
             continue
         cat = event.get("cat")
@@ -81,7 +90,7 @@ def reference(path: Path) -> Reference:
         kind, device = _REF_KINDS[cat.lower()]
         name, ns = event["name"], round(event["dur"] * 1000)
         step = re.fullmatch(r"ProfilerStep#(\d+)", name)
-        if kind is K.RANGE and step:
+        if kind in (K.RANGE, K.OP) and step:  # torch 1.8/1.9: cat "Operator"
             ref.steps.setdefault(device.value, {}).setdefault(int(step.group(1)), ns)
             continue
         if kind is K.KERNEL and ("nccl" in name.lower() or "rccl" in name.lower()):
@@ -95,7 +104,9 @@ def reference(path: Path) -> Reference:
 
 
 def assert_matches_reference(profile: Profile, ref: Reference) -> None:
-    got = {(m.kind, m.name, m.device): m for m in profile.metrics if m.kind is not K.STEP}
+    got: dict[tuple[K, str, Device], Metric] = {
+        (m.kind, m.name, m.device): m for m in profile.metrics if m.kind not in (K.STEP, K.MEASURE)
+    }
     assert sorted(got, key=str) == sorted(ref.durations, key=str)
     for key, values in ref.durations.items():
         metric = got[key]
@@ -106,6 +117,7 @@ def assert_matches_reference(profile: Profile, ref: Reference) -> None:
         if len(values) > 1:
             assert metric.std_ns == pytest.approx(statistics.stdev(values), rel=1e-9), key
         assert metric.bytes == ref.byte_sums.get(key), key
+    assert_memory_matches(profile, ref)
     numbered = ref.steps.get("cpu") or ref.steps.get("gpu") or {}
     steps = profile.find(K.STEP, "ProfilerStep")
     if not numbered:
@@ -114,6 +126,23 @@ def assert_matches_reference(profile: Profile, ref: Reference) -> None:
     assert steps is not None
     assert steps.samples_ns == [float(numbered[n]) for n in sorted(numbered)]
     assert profile.steps == len(numbered)
+
+
+def assert_memory_matches(profile: Profile, ref: Reference) -> None:
+    """The peak memory measures: one per device (and reserved on the GPU), named by id when a
+    side has several devices."""
+    expected: dict[tuple[str, Device], float] = {}
+    sides = Counter(device_type == 0 for device_type, _ in ref.memory)
+    for (device_type, device_id), (allocated, reserved) in ref.memory.items():
+        device = Device.CPU if device_type == 0 else Device.GPU
+        label = {0: "cpu", 1: "cuda"}[device_type]
+        suffix = f" ({label}:{device_id})" if sides[device_type == 0] > 1 else ""
+        expected[(f"peak allocated memory{suffix}", device)] = allocated
+        if device is Device.GPU and reserved is not None:
+            expected[(f"peak reserved memory{suffix}", device)] = reserved
+    measures = profile.by_kind(K.MEASURE)
+    assert {(m.name, m.device): m.value for m in measures} == expected
+    assert all(m.unit == "bytes" and m.better == "lower" for m in measures)
 
 
 # --- the real corpus ------------------------------------------------------------------------
@@ -162,6 +191,16 @@ def test_torch_baseline_trace_values() -> None:
     assert profile.metadata["cuda_driver_version"] == "13.2"
     assert profile.metadata["ignored_events"] == {"Trace": 1}
     assert profile.metadata["events_by_phase"] == {"M": 60, "X": 1960, "f": 392, "i": 362, "s": 307}
+    # 360 [memory] instants: 348 on cuda:0 (Device Type 1), 12 on the CPU (Device Type 0, id -1)
+    allocated = profile.find(K.MEASURE, "peak allocated memory", device=Device.GPU)
+    assert allocated is not None
+    assert (allocated.value, allocated.unit, allocated.better) == (187_251_200.0, "bytes", "lower")
+    assert allocated.attrs["events"] == 348 and allocated.attrs["device_id"] == 0
+    reserved = profile.find(K.MEASURE, "peak reserved memory", device=Device.GPU)
+    assert reserved is not None and reserved.value == 216_006_656.0
+    cpu = profile.find(K.MEASURE, "peak allocated memory", device=Device.CPU)
+    assert cpu is not None and (cpu.value, cpu.attrs["events"]) == (4.0, 12)
+    assert profile.find(K.MEASURE, "peak reserved memory", device=Device.CPU) is None
 
 
 def test_hta_rank0_trace_values() -> None:
@@ -364,6 +403,159 @@ def test_legacy_categories_are_aliases(tmp_path: Path) -> None:
     assert profile.find(K.MEMORY, "Memset").bytes == 8.0  # type: ignore[union-attr]
 
 
+def _kineto_1_9(name: str, cat: str, ts: int, dur: int, **args: Any) -> dict[str, Any]:
+    """An event as libkineto of torch 1.8/1.9 wrote it: integer µs, string tids."""
+    tid = "stream 7" if cat == "Kernel" else "24572"
+    return {
+        "ph": "X",
+        "cat": cat,
+        "name": name,
+        "pid": 0 if cat == "Kernel" else 24572,
+        "tid": tid,
+        "ts": ts,
+        "dur": dur,
+        "args": args,
+    }
+
+
+def test_torch_1_9_profiler_steps_are_operators_and_still_steps(tmp_path: Path) -> None:
+    """torch 1.8/1.9 traces (cat ``Operator``, ``Runtime``, ``Kernel``) write each
+    ``ProfilerStep#N`` as an Operator: they are the steps, not operators."""
+    span = {"Trace name": "PyTorch Profiler", "Trace iteration": 0}
+    events = [
+        _kineto_1_9("ProfilerStep#9", "Operator", 1621401187223000, 292460, **span),
+        _kineto_1_9("aten::mm", "Operator", 1621401187225112, 197, **{"External id": 41}),
+        _kineto_1_9("cudaLaunchKernel", "Runtime", 1621401187225300, 18, cbid=211),
+        _kineto_1_9("volta_sgemm_128x32_nt", "Kernel", 1621401187235025, 3, stream=7),
+        _kineto_1_9("ProfilerStep#10", "Operator", 1621401187515500, 288001, **span),
+        _kineto_1_9("aten::mm", "Operator", 1621401187516000, 201, **{"External id": 90}),
+        _kineto_1_9("ProfilerStep#11", "Operator", 1621401187803600, 290117, **span),
+    ]
+    path = _write(tmp_path / "worker0.pt.trace.json", {"schemaVersion": 1, "traceEvents": events})
+    profile = parse(path)
+    assert_matches_reference(profile, reference(path))
+    assert profile.steps == 3
+    assert profile.metadata["profiler_steps"] == [9, 10, 11]
+    step = profile.find(K.STEP, "ProfilerStep", device=Device.CPU)
+    assert step is not None and step.attrs["source"] == "ProfilerStep ranges"
+    assert step.samples_ns == [292_460_000.0, 288_001_000.0, 290_117_000.0]
+    assert [m.name for m in profile.by_kind(K.OP)] == ["aten::mm"]
+    mm = profile.find(K.OP, "aten::mm", device=Device.CPU)
+    assert mm is not None and (mm.calls, mm.total_ns) == (2, 398_000.0)
+    assert profile.find(K.KERNEL, "volta_sgemm_128x32_nt").total_ns == 3_000.0  # type: ignore[union-attr]
+
+
+def _memory(total: int | str, device_type: int, device_id: int, **more: Any) -> dict[str, Any]:
+    args = {
+        "Total Allocated": total,
+        "Bytes": 1,
+        "Device Type": device_type,
+        "Device Id": device_id,
+    }
+    return {
+        "ph": "i",
+        "cat": "cpu_instant_event",
+        "s": "t",
+        "name": "[memory]",
+        "pid": 1,
+        "tid": 1,
+        "ts": 5.0,
+        "args": {**args, **more},
+    }
+
+
+def test_memory_events_give_peaks_per_device(tmp_path: Path) -> None:
+    events = [
+        _memory(100, 0, -1, **{"Total Reserved": 0}),
+        _memory(300, 0, -1, **{"Total Reserved": 0}),
+        _memory(200, 0, -1, **{"Total Reserved": 0}),
+        _memory(1_000, 1, 0, **{"Total Reserved": 2_097_152}),
+        _memory(5_000, 1, 0, **{"Total Reserved": 4_194_304}),
+        _memory(4_000, 1, 0, **{"Total Reserved": 2_097_152}),
+        _memory(7_000, 1, 1, **{"Total Reserved": 8_388_608}),
+        # torch < 1.10: only Bytes, no running total: no peak from it
+        {"ph": "i", "name": "[memory]", "s": "t", "ts": 6, "args": {"Bytes": 1 << 40}},
+        _event("aten::empty", "cpu_op", 2),
+    ]
+    profile = parse(_write(tmp_path / "mem.json", {"traceEvents": events}))
+    measures = {(m.name, m.device): m for m in profile.by_kind(K.MEASURE)}
+    assert {key: m.value for key, m in measures.items()} == {
+        ("peak allocated memory", Device.CPU): 300.0,
+        ("peak allocated memory (cuda:0)", Device.GPU): 5_000.0,
+        ("peak reserved memory (cuda:0)", Device.GPU): 4_194_304.0,
+        ("peak allocated memory (cuda:1)", Device.GPU): 7_000.0,
+        ("peak reserved memory (cuda:1)", Device.GPU): 8_388_608.0,
+    }
+    cuda1 = measures[("peak allocated memory (cuda:1)", Device.GPU)]
+    assert (cuda1.kind, cuda1.unit, cuda1.better, cuda1.samples) == (
+        K.MEASURE,
+        "bytes",
+        "lower",
+        None,
+    )
+    assert cuda1.attrs == {
+        "source": "[memory] events (Total Allocated)",
+        "device_type": "cuda",
+        "device_id": 1,
+        "events": 1,
+    }
+    assert measures[("peak allocated memory", Device.CPU)].attrs["events"] == 3
+
+
+def test_memory_event_with_a_bad_total_is_a_parse_error(tmp_path: Path) -> None:
+    events = [_event("aten::empty", "cpu_op", 2), _memory("lots", 1, 0)]
+    path = _write(tmp_path / "bad.json", {"traceEvents": events}, indent=1)
+    with pytest.raises(ParseError, match="non-numeric 'Total Allocated' 'lots'") as info:
+        parse(path)
+    assert info.value.line == 12  # where the event opens
+    events = [_memory(10, "cuda", 0)]  # type: ignore[arg-type]
+    with pytest.raises(ParseError, match="'Device Type' 'cuda', expected an integer"):
+        parse(_write(tmp_path / "bad2.json", {"traceEvents": events}))
+
+
+def test_perfci_block_peak_memory_wins_over_memory_events(tmp_path: Path) -> None:
+    """perfci.torch on CUDA writes per-step peaks; an instant's peak of the same name yields."""
+    doc = {
+        "traceEvents": [
+            _event("ProfilerStep#0", "user_annotation", 3),
+            _memory(999_999, 1, 0, **{"Total Reserved": 1 << 30}),
+            _memory(64, 0, -1),
+        ],
+        "perfci": {
+            "device": "gpu",
+            "samples_ns": [3000.0, 3100.0, 2900.0],
+            "peak_allocated_bytes": [1_048_576, 1_572_864, 1_310_720],
+            "peak_reserved_bytes": [2_097_152, 2_097_152, 4_194_304],
+        },
+    }
+    profile = parse(_write(tmp_path / "p.json", doc))
+    allocated = profile.find(K.MEASURE, "peak allocated memory", device=Device.GPU)
+    assert allocated is not None
+    assert allocated.samples == [1_048_576.0, 1_572_864.0, 1_310_720.0]
+    assert (allocated.value, allocated.warmup, allocated.unit) == (1_572_864.0, 0, "bytes")
+    assert allocated.attrs["source"] == (
+        "perfci step timer (torch.cuda.max_memory_allocated per step)"
+    )
+    reserved = profile.find(K.MEASURE, "peak reserved memory", device=Device.GPU)
+    assert reserved is not None and reserved.value == 4_194_304.0
+    names = [(m.name, m.device.value, m.value) for m in profile.by_kind(K.MEASURE)]
+    assert names == [
+        ("peak allocated memory", "gpu", 1_572_864.0),
+        ("peak reserved memory", "gpu", 4_194_304.0),
+        ("peak allocated memory", "cpu", 64.0),
+    ]
+    doc["perfci"]["peak_allocated_bytes"] = [1, -5]  # type: ignore[index]
+    del doc["perfci"]["peak_reserved_bytes"]  # type: ignore[attr-defined]
+    profile = parse(_write(tmp_path / "bad.json", doc))
+    assert profile.warnings == [
+        'the "perfci" block\'s peak_allocated_bytes is not a list of byte counts: '
+        "no peak allocated memory metric from it"
+    ]
+    # the block gave nothing, so the [memory] instants' peak stands
+    fallback = profile.find(K.MEASURE, "peak allocated memory", device=Device.GPU)
+    assert fallback is not None and fallback.value == 999_999.0
+
+
 def test_empty_trace_gives_a_warning(tmp_path: Path) -> None:
     profile = parse(_write(tmp_path / "empty.json", {"traceEvents": [], "traceName": "x"}))
     assert profile.metrics == []
@@ -526,6 +718,36 @@ def test_torch_profiler_trace(tmp_path: Path) -> None:
     assert profile_.find(K.OP, "aten::linear", device=Device.CPU).calls == 6  # type: ignore[union-attr]
     assert profile_.find(K.OP, "aten::relu", device=Device.CPU).calls == 3  # type: ignore[union-attr]
     assert profile_.by_kind(K.KERNEL) == []
+
+
+@pytest.mark.torch
+def test_torch_profile_memory_trace(tmp_path: Path) -> None:
+    """profile_memory=True on the CPU: [memory] instants of Device Type 0 give the peak."""
+    torch = pytest.importorskip("torch")
+    from torch.profiler import ProfilerActivity, profile
+
+    path = tmp_path / "memory.pt.trace.json"
+    layer = torch.nn.Linear(64, 64)
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        for _ in range(2):
+            layer(torch.randn(256, 64)).sum().backward()
+    prof.export_chrome_trace(str(path))
+    events = json.loads(path.read_text())["traceEvents"]
+    totals = [e["args"]["Total Allocated"] for e in events if e.get("name") == "[memory]"]
+    assert totals and {e["args"]["Device Type"] for e in events if e.get("name") == "[memory]"} == {
+        0
+    }
+    # 256 x 64 float32 inputs and outputs alone are 64 KiB each
+    assert max(totals) >= 65_536
+    profile_ = parse(path)
+    assert_matches_reference(profile_, reference(path))
+    [peak] = profile_.by_kind(K.MEASURE)
+    assert (peak.name, peak.device, peak.value) == (
+        "peak allocated memory",
+        Device.CPU,
+        max(totals),
+    )
+    assert (peak.unit, peak.better, peak.attrs["events"]) == ("bytes", "lower", len(totals))
 
 
 @pytest.mark.torch

@@ -27,6 +27,13 @@ def _get(profile: Profile, kind: MetricKind, name: str, device: Device = CPU) ->
     return metric
 
 
+def _counter(profile: Profile, scope: str, column: str, device: Device = CPU) -> Metric:
+    metric = profile.find(K.COUNTER, column, device=device, scope=scope)
+    assert metric is not None, f"no counter:{device.value} {scope!r} ▸ {column!r}"
+    assert metric.is_time is False and metric.total_ns is None
+    return metric
+
+
 def _times(metric: Metric) -> tuple[Any, ...]:
     return metric.calls, metric.self_ns, metric.total_ns, metric.avg_ns
 
@@ -159,6 +166,14 @@ def test_old_memory_units(corpus_dir: Path) -> None:
     assert (strided.attrs["mem_bytes"], strided.self_ns) == (492.0, None)
     assert _get(profile, K.OP, "aten::abs").attrs["self_mem_bytes"] == 240.0
     assert profile.metadata["self_cpu_time_total_ns"] == 69_332_000.0
+    # every cell is non-negative: 10 rows x 2 columns of byte counters, scoped by the op
+    counters = profile.by_kind(K.COUNTER)
+    assert len(counters) == 20
+    assert {(m.device, m.unit, m.better) for m in counters} == {(CPU, "bytes", "lower")}
+    assert _counter(profile, "aten::empty", "CPU Mem").value == 99_457_433.6  # 94.85 Mb
+    assert _counter(profile, "aten::addmm", "Self CPU Mem").value == 19_998.72  # 19.53 Kb
+    assert _counter(profile, "aten::abs", "CPU Mem").value == 480.0  # 480 b
+    assert _counter(profile, "aten::eq", "Self CPU Mem").value == 30.0  # 30 b
 
 
 def test_docs_table_with_omitted_columns(corpus_dir: Path) -> None:
@@ -204,6 +219,37 @@ def test_new_memory_units_truncated_names_and_two_tables(corpus_dir: Path) -> No
     # the GPU projection of the "forward" range and the range itself: both kept
     assert _get(by_cuda, K.RANGE, "forward", GPU).total_ns == 33_661_000.0
     assert _get(by_cuda, K.RANGE, "forward (2)", GPU).total_ns == 3_246_000.0
+
+
+def test_memory_columns_are_byte_counters(corpus_dir: Path) -> None:
+    """CPU Mem / Self CPU Mem / CUDA Mem / Self CUDA Mem cells become counters in bytes (1024-
+    based); negative cells (net frees) give none."""
+    by_cpu, by_cuda = _corpus(corpus_dir, "duoan_playground-cuda__blog_torch_profile.txt")
+    # forward: 4.50 KB  4.51 KB  587.86 MB  -1.13 GB
+    assert _counter(by_cpu, "forward", "CPU Mem").value == 4_608.0
+    assert _counter(by_cpu, "forward", "Self CPU Mem").value == 4.51 * 1024
+    assert _counter(by_cpu, "forward", "CUDA Mem", GPU).value == 587.86 * 1024**2
+    assert by_cpu.find(K.COUNTER, "Self CUDA Mem", device=GPU, scope="forward") is None
+    # aten::add: -8 B  -8 B  576.00 MB  576.00 MB
+    assert by_cpu.find(K.COUNTER, "CPU Mem", device=CPU, scope="aten::add") is None
+    assert _counter(by_cpu, "aten::add", "Self CUDA Mem", GPU).value == 603_979_776.0
+    # aten::mul: 0 B  0 B  1.12 GB  1.12 GB
+    assert _counter(by_cpu, "aten::mul", "CPU Mem").value == 0.0
+    assert _counter(by_cpu, "aten::mul", "CUDA Mem", GPU).value == 1.12 * 1024**3
+    # backward: all four negative; cudaLaunchKernel: no device side (all zero), so no CUDA Mem
+    assert [m for m in by_cpu.by_kind(K.COUNTER) if m.scope == "backward"] == []
+    assert _counter(by_cpu, "cudaLaunchKernel", "CPU Mem").value == 0.0
+    assert by_cpu.find(K.COUNTER, "CUDA Mem", device=GPU, scope="cudaLaunchKernel") is None
+    # step rows give none; the rest of the 12 rows give 30 counters
+    assert by_cpu.find(K.COUNTER, "CPU Mem", device=CPU, scope="ProfilerStep*") is None
+    assert len(by_cpu.by_kind(K.COUNTER)) == 30
+    # the second table's colliding names are the metrics' own: the GPU projection of
+    # "forward" (0 B) and the range ("forward (2)", 587.86 MB)
+    assert _counter(by_cuda, "forward", "CUDA Mem", GPU).value == 0.0
+    assert _counter(by_cuda, "forward (2)", "CUDA Mem", GPU).value == 587.86 * 1024**2
+    keys = [m.key for p in (by_cpu, by_cuda) for m in p.metrics]
+    assert len(set(keys[: len(by_cpu.metrics)])) == len(by_cpu.metrics)
+    assert len(set(keys[len(by_cpu.metrics) :])) == len(by_cuda.metrics)
 
 
 # --- damaged and noisy files ------------------------------------------------------------------
@@ -388,7 +434,7 @@ def test_torch_cpu_table_matches_function_events(torch_table: tuple[Path, list[A
     assert profile.metadata["rows"] == len(averages)
     assert profile.metadata["columns"][-2:] == ["Input Shapes", "Total KFLOPs"]
     assert profile.warnings == []
-    by_row = {m.attrs["row"]: m for m in profile.metrics if m.kind is not K.STEP}
+    by_row = {m.attrs["row"]: m for m in profile.metrics if m.kind not in (K.STEP, K.COUNTER)}
     steps = []
     for row, event in enumerate(averages, 1):
         if event.key.startswith("train_step-"):
@@ -400,6 +446,12 @@ def test_torch_cpu_table_matches_function_events(torch_table: tuple[Path, list[A
         assert _close_time(metric.self_ns, event.self_cpu_time_total), event.key
         assert _close_time(metric.total_ns, event.cpu_time_total), event.key
         assert _close_size(metric.attrs["mem_bytes"], event.cpu_memory_usage), event.key
+        counter = profile.find(K.COUNTER, "Self CPU Mem", device=CPU, scope=metric.name)
+        if metric.attrs["self_mem_bytes"] < 0:
+            assert counter is None and event.self_cpu_memory_usage < 0, event.key
+        else:
+            assert counter is not None and counter.unit == "bytes", event.key
+            assert _close_size(counter.value or 0.0, event.self_cpu_memory_usage), event.key
         assert metric.attrs["input_shapes"] == str(event.input_shapes)[:80]
         if event.flops:
             assert abs(metric.attrs["flops"] - event.flops) <= 0.5, event.key

@@ -1,5 +1,5 @@
-"""perfci.torch on the CPU with a real torch.profiler (no GPU here: the CUDA-event path is the
-only part not exercised)."""
+"""perfci.torch on the CPU with a real torch.profiler (no GPU here: the CUDA-event path is not
+exercised, and the CUDA peak-memory path runs against scripted allocator statistics)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from perfci.torch import STEP_KEY, profile_steps  # noqa: E402
+import perfci.torch  # noqa: E402
+from perfci.formats import registry  # noqa: E402
+from perfci.model import Better, Device, MetricKind  # noqa: E402
+from perfci.torch import STEP_KEY, _memory_recorder, profile_steps  # noqa: E402
 
 
 def test_profile_steps_writes_trace_with_step_times(tmp_path: Path) -> None:
@@ -38,3 +41,84 @@ def test_profile_steps_writes_trace_with_step_times(tmp_path: Path) -> None:
 def test_profile_steps_rejects_bad_counts() -> None:
     with pytest.raises(ValueError, match="active"):
         profile_steps(active=0)
+
+
+def _run(tmp_path: Path, log: list[str] | None = None) -> None:
+    layer = torch.nn.Linear(32, 32)
+    with profile_steps(warmup=2, active=3, label="unit", out_dir=tmp_path) as run:
+        for index in run:
+            if log is not None:
+                log.append(f"step {index}")
+            layer(torch.randn(8, 32)).sum().backward()
+
+
+def test_profile_steps_records_no_memory_on_the_cpu(tmp_path: Path) -> None:
+    """The CPU allocator keeps no peak statistics: no peak lists, no memory metric."""
+    assert _memory_recorder(torch.cuda) is None  # this torch has no CUDA
+    _run(tmp_path)
+    block = json.loads((tmp_path / "unit.pt.trace.json").read_text())[STEP_KEY]
+    assert "peak_allocated_bytes" not in block and "peak_reserved_bytes" not in block
+    sidecar = json.loads((tmp_path / "unit.steps.json").read_text())
+    assert set(sidecar) == {"step_times_ns", "device"}
+    [profile] = registry.parse_file(tmp_path / "unit.pt.trace.json", format="chrome_trace")
+    assert profile.by_kind(MetricKind.MEASURE) == []
+
+
+class FakeCudaMemory:
+    """The CUDA caching allocator's peak statistics, scripted per step.
+
+    This mocks only what cannot run here, a GPU: ``torch.cuda``'s ``is_available``,
+    ``reset_peak_memory_stats``, ``max_memory_allocated`` and ``max_memory_reserved``. The
+    profiler, the step loop and the trace are real (on the CPU).
+    """
+
+    def __init__(self, log: list[str], allocated: list[int], reserved: list[int]) -> None:
+        self.log = log
+        self.allocated = allocated
+        self.reserved = reserved
+        self.resets = 0
+
+    def is_available(self) -> bool:
+        return True
+
+    def reset_peak_memory_stats(self) -> None:
+        self.resets += 1
+        self.log.append("reset")
+
+    def max_memory_allocated(self) -> int:
+        self.log.append("allocated")
+        return self.allocated[self.resets - 1]
+
+    def max_memory_reserved(self) -> int:
+        self.log.append("reserved")
+        return self.reserved[self.resets - 1]
+
+
+def test_profile_steps_records_per_step_cuda_peaks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log: list[str] = []
+    allocated = [50_331_648, 52_428_800, 51_380_224]  # 48, 50 and 49 MiB
+    reserved = [67_108_864, 67_108_864, 83_886_080]  # 64, 64 and 80 MiB
+    fake = FakeCudaMemory(log, allocated, reserved)
+    monkeypatch.setattr(perfci.torch, "_memory_recorder", lambda cuda: _memory_recorder(fake))
+    _run(tmp_path, log)
+    # warm-up steps are not measured; each profiled step starts from a fresh peak
+    assert log == [
+        "step 0",
+        "step 1",
+        *[item for i in (2, 3, 4) for item in ("reset", f"step {i}", "allocated", "reserved")],
+    ]
+    path = tmp_path / "unit.pt.trace.json"
+    block = json.loads(path.read_text())[STEP_KEY]
+    assert (block["peak_allocated_bytes"], block["peak_reserved_bytes"]) == (allocated, reserved)
+    sidecar = json.loads((tmp_path / "unit.steps.json").read_text())
+    assert sidecar["peak_allocated_bytes"] == allocated
+    [profile] = registry.parse_file(path, format="chrome_trace")
+    peak = profile.find(MetricKind.MEASURE, "peak allocated memory", device=Device.GPU)
+    assert peak is not None
+    assert (peak.samples, peak.value) == ([float(v) for v in allocated], 52_428_800.0)
+    assert (peak.unit, peak.better, peak.warmup) == ("bytes", Better.LOWER, 0)
+    peak = profile.find(MetricKind.MEASURE, "peak reserved memory", device=Device.GPU)
+    assert peak is not None and peak.value == 83_886_080.0
+    assert peak.samples == [67_108_864.0, 67_108_864.0, 83_886_080.0]

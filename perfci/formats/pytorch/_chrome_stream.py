@@ -45,9 +45,14 @@ _MAX_WRONG_CUTS = 8
 
 
 class Args(msgspec.Struct, gc=False):
-    """The one ``args`` field perfci reads: memcpy/memset sizes (type checked by the caller)."""
+    """The ``args`` fields perfci reads (type checked by the caller): memcpy/memset sizes, and
+    the allocator totals of ``[memory]`` instants (``profile_memory=True``)."""
 
     bytes: Any = None
+    total_allocated: Any = msgspec.field(default=None, name="Total Allocated")
+    total_reserved: Any = msgspec.field(default=None, name="Total Reserved")
+    device_type: Any = msgspec.field(default=None, name="Device Type")
+    device_id: Any = msgspec.field(default=None, name="Device Id")
 
 
 class Event(msgspec.Struct, gc=False):

@@ -4,7 +4,8 @@ Each row gives a CPU metric and, in tables with device columns, a GPU metric; a 
 times and memory are all zero is left out when the other side has data. Each distinct cell
 text is parsed once (by ``perfci.units``) and remembered, since tables repeat a few thousand
 distinct cells. When a table ends, colliding names are told apart (``name_rows``) and the
-step rows become ``step`` metrics (``table_steps``).
+step rows become ``step`` metrics (``table_steps``), and the memory cells of the rows
+``counter`` metrics in bytes (``memory_counters``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any, TypeVar
 
 from perfci.formats._fixed_width import Layout
 from perfci.formats._steps import collect_steps, step_number
-from perfci.model import Device, Metric, MetricKind
+from perfci.model import Better, Device, Metric, MetricKind
 from perfci.units import parse_duration, parse_int, parse_number, parse_size
 
 _STEP_WILDCARD = re.compile(r"^(?P<stem>.*(?:step|Step|STEP|iter|Iter|ITER))\*$")
@@ -315,6 +316,53 @@ def _detail(row: Row) -> str | None:
         return row.shapes
     stack = row.metrics[0].attrs.get("stack")
     return f"@ {stack[0]}" if stack else None
+
+
+# A side's device name (CPU, CUDA, XPU ...) → its memory columns' headers.
+_MEMORY_HEADERS: dict[str, tuple[str, str]] = {}
+
+
+def memory_counters(rows: list[Row]) -> list[Metric]:
+    """One ``counter`` per non-negative memory cell: scope = the row's metric name, name = the
+    column (``CUDA Mem``, ``Self CPU Mem`` ...), value in bytes, lower is better.
+
+    A negative cell is a net free (``-540.00 MB``): a quantity perfci's store refuses and not
+    an allocation to watch grow, so it gives no counter (``attrs`` still hold every cell).
+    Only the kept side metrics of a row give counters, after ``name_rows``: an all-zero side
+    was left out, and colliding names are already told apart. Step rows give none.
+    """
+    counters: list[Metric] = []
+    seen: set[tuple[Device, str, str]] = set()
+    counter, lower = MetricKind.COUNTER, Better.LOWER
+    for row in rows:
+        for metric in row.metrics:
+            attrs = metric.attrs
+            sizes = (attrs.get("mem_bytes"), attrs.get("self_mem_bytes"))
+            if sizes == (None, None):
+                continue
+            side = "CPU" if metric.device is Device.CPU else attrs.get("device_name") or "CUDA"
+            headers = _MEMORY_HEADERS.get(side)
+            if headers is None:
+                headers = _MEMORY_HEADERS[side] = (f"{side} Mem", f"Self {side} Mem")
+            for size, name in zip(sizes, headers, strict=True):
+                if size is None or size < 0:
+                    continue
+                ident = (metric.device, metric.name, name)
+                if ident in seen:
+                    continue
+                seen.add(ident)
+                counters.append(
+                    Metric(
+                        counter,
+                        name,
+                        metric.device,
+                        scope=metric.name,
+                        unit="bytes",
+                        better=lower,
+                        value=float(size),
+                    )
+                )
+    return counters
 
 
 def table_steps(table: Table) -> tuple[list[Metric], int | None]:

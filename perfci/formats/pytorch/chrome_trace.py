@@ -22,9 +22,25 @@ metadata) are not metrics; their counts are kept in ``metadata["ignored_events"]
 ``metadata["events_by_phase"]`` so that nothing disappears unaccounted.
 
 Steps: ``ProfilerStep#N`` ranges become one ``step`` metric with per-step samples in numeric
-order (the same step written twice, as in an AMD sample, counts once). A trace written by
-``perfci.torch.profile_steps`` carries its own step timer under the top-level ``"perfci"`` key
-(CUDA events, no profiler overhead); those samples are preferred when present.
+order (the same step written twice, as in an AMD sample, counts once). torch 1.8/1.9 wrote
+them with ``cat: "Operator"`` (as operators, on the CPU thread): they are steps all the same.
+A trace written by ``perfci.torch.profile_steps`` carries its own step timer under the
+top-level ``"perfci"`` key (CUDA events, no profiler overhead); those samples are preferred
+when present.
+
+Peak memory (``measure`` metrics in bytes, lower is better):
+
+* ``[memory]`` instants (``profile_memory=True``, torch ≥ 1.10) carry the allocator's
+  ``Total Allocated`` (and ``Total Reserved``) after each allocation or free, per
+  ``Device Type`` / ``Device Id``: their maximum is the device's "peak allocated memory"
+  (device cpu for device type 0, gpu otherwise), and "peak reserved memory" for the
+  caching allocators of devices. With several devices of one side the name says which
+  (``peak allocated memory (cuda:1)``). Older traces carry only ``Bytes``: no peak.
+* ``perfci.torch.profile_steps`` on CUDA writes per-step peaks
+  (``torch.cuda.max_memory_allocated`` / ``max_memory_reserved``, reset each step) into
+  its ``"perfci"`` block: "peak allocated memory" / "peak reserved memory" on the gpu with
+  the per-step peaks as ``samples`` and their maximum as ``value``. These win over the
+  ``[memory]`` instants' metric of the same name.
 
 Reading is streamed (``_chrome_stream``): memory stays at a few MiB whatever the trace size.
 """
@@ -43,7 +59,7 @@ import numpy as np
 
 from perfci.formats._steps import step_metric, step_number
 from perfci.formats.pytorch._chrome_stream import Event, EventError, read_trace
-from perfci.model import Device, Metric, MetricKind, Profile
+from perfci.model import Better, Device, Metric, MetricKind, Profile
 
 if TYPE_CHECKING:
     from perfci.formats.protocol import Head
@@ -87,6 +103,28 @@ LEGACY_PIDS: dict[str, str] = {"cpu functions": "cpu_op", "cuda functions": "ker
 
 _COMM_KERNEL = re.compile(r"nccl|rccl", re.IGNORECASE)
 _PROFILER_STEP = re.compile(r"ProfilerStep#\d+")
+# ProfilerStep#N is a record_function range; torch 1.8/1.9 wrote it as an ``Operator``.
+_STEP_KINDS = frozenset({MetricKind.RANGE, MetricKind.OP})
+
+PEAK_ALLOCATED = "peak allocated memory"
+PEAK_RESERVED = "peak reserved memory"
+MEMORY_EVENT = "[memory]"
+# c10::DeviceType codes of ``[memory]`` events (0 is the CPU), for the names of per-device
+# metrics; ROCm builds report their GPUs as CUDA (1).
+DEVICE_TYPES: dict[int, str] = {
+    0: "cpu",
+    1: "cuda",
+    6: "hip",
+    8: "maia",
+    9: "xla",
+    12: "xpu",
+    13: "mps",
+    14: "meta",
+    15: "hpu",
+    18: "ipu",
+    19: "mtia",
+    20: "privateuse1",
+}
 _OBJECT_START = re.compile(r"^\s*\{")
 _ARRAY_OF_EVENTS = re.compile(r'^\s*\[\s*\{.*?"ph"\s*:\s*"[A-Za-z]"', re.DOTALL)
 
@@ -114,6 +152,7 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     profile.metadata = {"layout": "legacy array" if bare else "object", **_metadata(top)}
     aggregate.build(profile)
     _add_steps(profile, aggregate, top)
+    _add_memory(profile, aggregate.memory, top)
     if not profile.metrics:
         profile.warnings.append("no complete (ph X) events of a known category")
     return [profile]
@@ -135,9 +174,13 @@ class _Aggregate:
     byte_sums: dict[Key, float] = field(default_factory=dict)
     phases: Counter[str | None] = field(default_factory=Counter)
     steps: dict[str, dict[int, list[float]]] = field(default_factory=dict)
+    memory: dict[tuple[int, Any], _Peak] = field(default_factory=dict)  # (type, id) → peaks
 
     def add(self, events: list[Event]) -> None:
-        self.phases.update(map(_PHASE, events))
+        phases = Counter(map(_PHASE, events))
+        self.phases.update(phases)
+        if phases.get("i"):
+            self._add_memory(events)
         complete = [event for event in events if event.ph == "X"]
         if not complete:
             return
@@ -164,6 +207,34 @@ class _Aggregate:
         if memory:
             for index in [index for index, cat in enumerate(cats) if cat in memory]:
                 self._add_bytes(pairs[index], complete[index], events)
+
+    def _add_memory(self, events: list[Event]) -> None:
+        """The running maximum of the allocator totals of ``[memory]`` instants, per device."""
+        for event in [event for event in events if event.ph == "i"]:
+            args = event.args
+            if event.name != MEMORY_EVENT or args is None or args.total_allocated is None:
+                continue  # torch < 1.10 wrote only Bytes: no total, no peak
+            device_type = args.device_type
+            if not _is_int(device_type):
+                raise EventError(
+                    f"[memory] event with 'Device Type' {device_type!r}, expected an integer",
+                    _index(events, event),
+                )
+            allocated, reserved = args.total_allocated, args.total_reserved
+            for label, value in (("Total Allocated", allocated), ("Total Reserved", reserved)):
+                if value is not None and not _is_number(value):
+                    raise EventError(
+                        f"[memory] event with non-numeric {label!r} {value!r}",
+                        _index(events, event),
+                    )
+            key = (device_type, args.device_id if _is_int(args.device_id) else None)
+            peak = self.memory.get(key)
+            if peak is None:
+                peak = self.memory[key] = _Peak()
+            peak.events += 1
+            peak.allocated = max(peak.allocated, allocated)
+            if reserved is not None:
+                peak.reserved = reserved if peak.reserved is None else max(peak.reserved, reserved)
 
     def _ids(self, pairs: list[Key]) -> list[int]:
         ids = list(map(self.keys.get, pairs))
@@ -204,7 +275,7 @@ class _Aggregate:
             category = _category(cat)
             if category is None:
                 ignored[cat or "(none)"] += len(samples)
-            elif category.kind is MetricKind.RANGE and _PROFILER_STEP.fullmatch(name):
+            elif category.kind in _STEP_KINDS and _PROFILER_STEP.fullmatch(name):
                 self._keep_step(category.device, name, samples)
             else:
                 kind = category.kind
@@ -234,6 +305,15 @@ class _Aggregate:
         if parsed is not None:
             by_number = self.steps.setdefault(device.value, {})
             by_number.setdefault(parsed[1], []).extend(float(value) for value in samples)
+
+
+@dataclass(slots=True)
+class _Peak:
+    """The largest allocator totals seen for one device, in bytes."""
+
+    allocated: float = 0.0
+    reserved: float | None = None
+    events: int = 0
 
 
 # Durations beyond ~31 years are corrupt values, and would overflow int64 nanoseconds.
@@ -283,6 +363,14 @@ def _category(cat: str | None) -> Category | None:
 def _carries_bytes(cat: str | None) -> bool:
     category = _category(cat)
     return category is not None and category.carries_bytes
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _legacy_cat(pid: Any) -> str | None:
@@ -342,6 +430,97 @@ def _perfci_steps(block: Any, profile: Profile) -> tuple[str, Device, list[float
     if isinstance(block.get("warmup_skipped"), int):
         profile.metadata["warmup_skipped"] = block["warmup_skipped"]
     return name, device, [float(value) for value in samples]
+
+
+def _add_memory(
+    profile: Profile, peaks: Mapping[tuple[int, Any], _Peak], top: Mapping[str, Any]
+) -> None:
+    """Peak memory: perfci's per-step peaks first, then the ``[memory]`` instants' maxima."""
+    metrics = _perfci_memory(top.get(STEP_KEY), profile)
+    taken = {(metric.device, metric.name) for metric in metrics}
+    for metric in _event_memory(peaks):
+        if (metric.device, metric.name) not in taken:
+            metrics.append(metric)
+    profile.metrics.extend(metrics)
+
+
+def _perfci_memory(block: Any, profile: Profile) -> list[Metric]:
+    """The per-step CUDA peaks ``perfci.torch.profile_steps`` wrote (none on the CPU)."""
+    if not isinstance(block, dict):
+        return []
+    metrics = []
+    for key, name, call in (
+        ("peak_allocated_bytes", PEAK_ALLOCATED, "max_memory_allocated"),
+        ("peak_reserved_bytes", PEAK_RESERVED, "max_memory_reserved"),
+    ):
+        samples = block.get(key)
+        if samples is None:
+            continue
+        if (
+            not isinstance(samples, list)
+            or not samples
+            or not all(_is_number(value) and value >= 0 for value in samples)
+        ):
+            profile.warnings.append(
+                f'the "{STEP_KEY}" block\'s {key} is not a list of byte counts: '
+                f"no {name} metric from it"
+            )
+            continue
+        values = [float(value) for value in samples]
+        metrics.append(
+            _memory_metric(
+                name,
+                Device.GPU,
+                max(values),
+                samples=values,
+                source=f"perfci step timer (torch.cuda.{call} per step)",
+            )
+        )
+    return metrics
+
+
+def _event_memory(peaks: Mapping[tuple[int, Any], _Peak]) -> list[Metric]:
+    """Per device, the largest ``Total Allocated`` (and ``Total Reserved``) of its instants."""
+    by_device: dict[Device, list[tuple[int, Any]]] = {}
+    for key in peaks:
+        by_device.setdefault(Device.CPU if key[0] == 0 else Device.GPU, []).append(key)
+    metrics = []
+    for device, keys in by_device.items():
+        for key in sorted(keys, key=lambda key: (key[0], -2 if key[1] is None else key[1])):
+            peak = peaks[key]
+            device_type, device_id = key
+            label = DEVICE_TYPES.get(device_type, f"device type {device_type}")
+            # One device of its side keeps the plain name, comparable across ranks and hosts.
+            suffix = "" if len(keys) == 1 else f" ({label}:{device_id})"
+            attrs = {"device_type": label, "device_id": device_id, "events": peak.events}
+            source = "[memory] events (Total Allocated)"
+            metrics.append(
+                _memory_metric(PEAK_ALLOCATED + suffix, device, peak.allocated, source=source)
+            )
+            metrics[-1].attrs.update(attrs)
+            # The CPU allocator caches nothing: its Total Reserved is always 0.
+            if device is Device.GPU and peak.reserved is not None:
+                source = "[memory] events (Total Reserved)"
+                metrics.append(
+                    _memory_metric(PEAK_RESERVED + suffix, device, peak.reserved, source=source)
+                )
+                metrics[-1].attrs.update(attrs)
+    return metrics
+
+
+def _memory_metric(
+    name: str, device: Device, value: float, *, samples: list[float] | None = None, source: str
+) -> Metric:
+    return Metric(
+        kind=MetricKind.MEASURE,
+        name=name,
+        device=device,
+        unit="bytes",
+        better=Better.LOWER,
+        value=float(value),
+        samples=samples,
+        attrs={"source": source},
+    )
 
 
 def _label(path: Path, top: Mapping[str, Any]) -> str:

@@ -16,6 +16,10 @@ What becomes which metric:
   side has data (kernels have no CPU time, CUDA API calls no device time), so every row gives
   at least one metric. Memory columns go to ``attrs`` (``mem_bytes``, ``self_mem_bytes``), as
   do FLOPs, input shapes, node id, overload name and the stack of ``Source Location`` rows;
+* each non-negative memory cell (``CPU Mem``, ``Self CPU Mem``, ``CUDA Mem``, ``Self CUDA
+  Mem``, 1024-based: ``1.50 Mb`` = 1,572,864 bytes) is also a ``counter`` metric: scope = the
+  row's metric name, name = the column, unit bytes, lower is better. Negative cells are net
+  frees and give no counter (``_table_rows.memory_counters``);
 * the kind comes from the name (``_table_rows.kind_of``); unknown names are
   ``record_function`` ranges, except in legacy tables where unprefixed names (``to``,
   ``matmul``) are operators;
@@ -59,6 +63,7 @@ from perfci.formats.pytorch._table_rows import (
     Values,
     add_row,
     continuation,
+    memory_counters,
     name_rows,
     table_steps,
 )
@@ -308,6 +313,8 @@ def _profile(table: Table, label: str, source: str) -> Profile:
     name_rows(table.rows)
     steps, count = table_steps(table)
     metrics = [metric for row in table.rows for metric in row.metrics]
+    if any(side.mems is not None for side in layout.sides):
+        metrics += memory_counters(table.rows)
     devices = [side.name for side in layout.sides if side.device is Device.GPU]
     metadata: dict[str, Any] = {
         "columns": layout.headers,
