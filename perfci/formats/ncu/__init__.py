@@ -1,0 +1,1 @@
+"""Nsight Compute (ncu) command-line output."""
