@@ -47,6 +47,32 @@ EXPECTED: dict[str, Expected] = {
     # AICB communication CSVs hold only collectives, AIOB files only compute.
     "aicb_simai": Expected("workload_table", any_of=frozenset({K.LAYER, K.COMM})),
     "echo_megatron_trace": Expected("megatron_trace", all_of=frozenset({K.RANGE, K.COMM, K.STEP})),
+    # Issue 15: every MLPerf training log has its epochs or blocks and its headline values.
+    "mlperf_log": Expected("mlperf_log", all_of=frozenset({K.STEP, K.MEASURE})),
+    "ncu_csv": Expected("ncu_csv", all_of=frozenset({K.KERNEL, K.COUNTER})),
+    # Several tools' JSON in one folder: each file's own expectation is in BY_FILE.
+    "bench_json": Expected(""),
+}
+
+#: Expectations of single files, where a folder holds several formats.
+BY_FILE: dict[str, Expected] = {
+    "bench_json/bencher__report_bmf_mixed.json": Expected("bmf", all_of=frozenset({K.BENCH})),
+    "bench_json/bencher__report_dhat.json": Expected("bmf", all_of=frozenset({K.MEASURE})),
+    "bench_json/github-action-benchmark__customSmallerIsBetter_output.json": Expected(
+        "action_benchmark", all_of=frozenset({K.MEASURE})
+    ),
+    "bench_json/github-action-benchmark__googlecpp_output.json": Expected(
+        "google_benchmark", all_of=frozenset({K.BENCH})
+    ),
+    "bench_json/github-action-benchmark__pytest_output.json": Expected(
+        "pytest_benchmark", all_of=frozenset({K.BENCH})
+    ),
+    "bench_json/pytest-benchmark__test_storage_0030.json": Expected(
+        "pytest_benchmark", all_of=frozenset({K.BENCH})
+    ),
+    "bench_json/huggingface_optimum-benchmark__benchmark.json": Expected(
+        "optimum_benchmark", all_of=frozenset({K.BENCH, K.MEASURE})
+    ),
 }
 
 # Files that are documentation, not profiler output, named with the reason.
@@ -54,6 +80,16 @@ NOT_PROFILES = {
     "SOURCES.md": "provenance table written by whoever collected the corpus",
     # The ASTRA-sim README documents the workload layout in prose; it holds no workload.
     "astra-sim__ASTRA-sim-1.0__README.md": "format documentation without a workload",
+    # The compliance checker's verdict on a result file: no :::MLLOG event in it.
+    "training_results_v4.0__ASUSTeK__ESC8000A-E12-8xH100-PCIE-80GB__ssd__compliance_result.out": (
+        "MLPerf compliance-checker output (INFO - SUCCESS lines), not a log"
+    ),
+}
+
+#: Corpus folders of formats perfci does not read (yet): every file is refused, naming what
+#: it looks like.
+NOT_READ = {
+    "ncu_text": "Nsight Compute's default text report; perfci reads its --csv pages (ncu_csv)",
 }
 
 
@@ -72,7 +108,8 @@ def _cases() -> list[Any]:
 @pytest.mark.parametrize(("folder", "name"), _cases())
 def test_corpus_file(corpus_dir: Path, folder: str, name: str) -> None:
     path = corpus_dir / folder / name
-    expected = EXPECTED[folder]
+    expected = BY_FILE.get(f"{folder}/{name}", EXPECTED[folder])
+    assert expected.format, f"{folder}/{name} has no expectation in BY_FILE"
     assert registry.detect(path).name == expected.format
     profiles = registry.parse_file(path)
     assert profiles, "no profiles"
@@ -84,8 +121,25 @@ def test_corpus_file(corpus_dir: Path, folder: str, name: str) -> None:
 
 
 def test_every_expected_folder_exists(corpus_dir: Path) -> None:
-    missing = [folder for folder in EXPECTED if not (corpus_dir / folder).is_dir()]
+    missing = [folder for folder in [*EXPECTED, *NOT_READ] if not (corpus_dir / folder).is_dir()]
     assert missing == []
+    unlisted = [
+        path.name
+        for path in sorted(corpus_dir.iterdir())
+        if path.is_dir() and path.name not in EXPECTED and path.name not in NOT_READ
+    ]
+    assert unlisted == [], "a corpus folder nobody expects anything of"
+
+
+@pytest.mark.parametrize("folder", sorted(NOT_READ))
+def test_files_of_formats_not_read_are_refused_saying_what_they_look_like(
+    corpus_dir: Path, folder: str
+) -> None:
+    files = [p for p in sorted((corpus_dir / folder).glob("*")) if p.name != "SOURCES.md"]
+    assert files
+    for path in files:
+        with pytest.raises(UnknownFormatError, match="not a format perfci reads"):
+            registry.detect(path)
 
 
 def test_excluded_files_really_are_documentation(corpus_dir: Path) -> None:

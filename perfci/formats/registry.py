@@ -17,7 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfci.errors import ParseError, PerfciError, UnknownFormatError
+from perfci.formats._shape import describe
+from perfci.formats.bench import (
+    action_benchmark,
+    bmf,
+    google_benchmark,
+    optimum_benchmark,
+    pytest_benchmark,
+)
+from perfci.formats.mlperf import mlperf_log
 from perfci.formats.native import perfci_json
+from perfci.formats.ncu import ncu_csv
 from perfci.formats.nsys import nsys_sqlite, nsys_stats, nsys_stats_csv
 from perfci.formats.nvprof import nvprof
 from perfci.formats.protocol import FormatParser, Head
@@ -44,6 +54,13 @@ PARSERS: tuple[FormatParser, ...] = (
     nsys_sqlite,
     perfci_json,
     chrome_trace,
+    google_benchmark,
+    pytest_benchmark,
+    optimum_benchmark,
+    action_benchmark,
+    mlperf_log,
+    bmf,  # no marker key: after every other JSON format
+    ncu_csv,  # a quoted "ID",…,"Kernel Name" header: before the text and CSV tables
     nsys_stats,
     nsys_stats_csv,
     nvprof,
@@ -112,8 +129,8 @@ def detect(path: Path) -> FormatSpec:
         except Exception:  # noqa: BLE001 - a sniffer that chokes just means "not mine"
             continue
     raise UnknownFormatError(
-        f"{path}: no parser recognises this file; pass --format NAME "
-        f"(known: {', '.join(formats())})"
+        f"{path}: {describe(head.text)}: not a format perfci reads; see `perfci formats` "
+        "(or force one with --format NAME)"
     )
 
 
