@@ -781,3 +781,53 @@ def test_three_replicas_racing_the_same_runs_store_each_once_and_survive_a_kill(
         for replica in replicas[1:]:
             assert "Traceback" not in replica.output(), replica.output()
         drop_postgres(admin, url)
+
+
+def test_uploads_carry_units_and_direction_and_a_throughput_drop_regresses(
+    server: ServerProcess, engine: Engine, project: str
+) -> None:
+    """Schema 2 documents (issue 15): a tokens/s measure, higher is better, through the API."""
+    token = make_token(engine, project)
+    rng = np.random.default_rng(4)
+    start = datetime(2026, 2, 1, tzinfo=UTC)
+
+    def body(sha: str, branch: str, day: int, speed: float, base: str | None = None) -> Any:
+        repeats = []
+        for _ in range(3):
+            tokens = 12_000.0 * speed * float(np.exp(rng.normal(0, 0.004)))
+            measure = {
+                "kind": "measure",
+                "name": "throughput",
+                "unit": "tokens/s",
+                "better": "higher",
+                "value": tokens,
+            }
+            repeats.append(
+                {"schema_version": 2, "profiles": [{"label": "serve", "metrics": [measure]}]}
+            )
+        context = {
+            "commit": sha,
+            "branch": branch,
+            "commit_time": (start + timedelta(days=day)).isoformat(),
+            "environment": ENV,
+        }
+        if base:
+            context["base_branch"] = base
+        return {"benchmark": "serve", "context": context, "repeats": repeats}
+
+    for i in range(5):
+        response = upload(server, project, token, body(f"{i + 100:040x}", "main", i, 1.0))
+        assert response.status_code == 201, response.text
+    response = upload(server, project, token, body("e" * 40, "slow-serve", 6, 0.9, base="main"))
+    assert response.status_code == 201, response.text
+    run_id = response.json()["run_id"]
+    comparison = httpx.get(
+        f"{server.url}/api/v1/runs/{run_id}/comparison", headers=bearer(token)
+    ).json()
+    (line,) = comparison["metrics"]
+    assert line["series"]["unit"] == "tokens/s" and line["series"]["better"] == "higher"
+    assert line["verdict"] == "regression" and comparison["verdict"] == "regression"
+    assert line["change"] == pytest.approx(-0.10, abs=0.01)
+    bad = body("d" * 40, "main", 7, 1.0)
+    bad["repeats"][0]["profiles"][0]["metrics"][0]["better"] = "sideways"
+    assert_error(upload(server, project, token, bad), 422)

@@ -144,3 +144,25 @@ def test_rates_default_to_higher_is_better() -> None:
     assert default_better("items_per_second") is Better.HIGHER
     assert default_better("bytes") is Better.LOWER
     assert default_better("ns") is Better.LOWER
+
+
+def test_schema_1_documents_still_read_as_times_lower_is_better() -> None:
+    from perfci.jsondoc import from_document, to_document
+
+    old = {
+        "perfci_version": "0.1.0",
+        "schema_version": 1,
+        "profiles": [{"label": "t", "metrics": [{"kind": "kernel", "name": "k", "total_ns": 5.0}]}],
+    }
+    ((metric,),) = [p.metrics for p in from_document(old)]
+    assert metric.unit == "ns" and metric.better is Better.LOWER and metric.total_ns == 5.0
+    again = to_document(from_document(old))
+    assert again["schema_version"] == 2
+    assert again["profiles"][0]["metrics"][0] == {
+        "kind": "kernel",
+        "name": "k",
+        "device": "gpu",
+        "unit": "ns",
+        "better": "lower",
+        "total_ns": 5.0,
+    }
