@@ -266,8 +266,8 @@ def _remember(memo: dict[_Key, _Value], key: _Key, value: _Value | None) -> _Val
 
 
 # Positional arguments build a Metric faster than keywords, and building metrics is a large
-# share of a big table's parse; taken only while the model's fields are in the order written
-# above.
+# share of a big table's parse; taken only while the model's first fields are in the order
+# written here (later fields keep their defaults: a time, lower is better).
 _METRIC_FIELDS = (
     ("kind", MISSING_FIELD),
     ("name", MISSING_FIELD),
@@ -286,7 +286,9 @@ _METRIC_FIELDS = (
     ("scope", None),
     ("attrs", MISSING_FIELD),
 )
-_POSITIONAL = tuple((f.name, f.default) for f in fields(Metric)) == _METRIC_FIELDS
+_POSITIONAL = (
+    tuple((f.name, f.default) for f in fields(Metric))[: len(_METRIC_FIELDS)] == _METRIC_FIELDS
+)
 _LAYER, _COMM, _GPU = MetricKind.LAYER, MetricKind.COMM, Device.GPU
 
 
