@@ -47,6 +47,7 @@ from sqlalchemy import Engine, create_engine, text
 from perfci.context import fingerprint_hash
 from perfci.model import Metric, MetricKind, Profile, RunContext
 from perfci.store import db
+from perfci.store.partitions import day_number
 from perfci.store.queries import baseline_run_ids, environment_id, run_samples
 from perfci.store.schema import SAMPLE_COLUMNS
 from perfci.usecases.ingest import ingest_run
@@ -124,6 +125,11 @@ def make_profile(run: int, series: int, repeat: int) -> Profile:
     )
 
 
+def created_at(run: int) -> datetime:
+    """When run ``run`` is stored."""
+    return T0 + timedelta(minutes=run, seconds=30)
+
+
 def sample_row(run_id: int, series_id: int, run: int, j: int, repeat: int) -> tuple[object, ...]:
     """The row ingest stores for series ``j`` of ``run`` (same numbers, same column order)."""
     avg = _per_call(run, j, repeat)
@@ -132,6 +138,7 @@ def sample_row(run_id: int, series_id: int, run: int, j: int, repeat: int) -> tu
         run_id,
         series_id,
         repeat,
+        day_number(created_at(run)),  # the partition key (issue 17)
         total / STEPS,
         CALLS,
         total,
@@ -207,7 +214,7 @@ def ingest_and_copy(
                                 context=context(run),
                                 benchmark="train",
                                 repeats=profiles,
-                                created_at=T0 + timedelta(minutes=run, seconds=30),
+                                created_at=created_at(run),
                             )
                         samples += result.samples
                     else:
@@ -264,7 +271,7 @@ def baseline_query_ms(url: str, rounds: int) -> tuple[float, int]:
     return statistics.median(times) * 1000, values
 
 
-_RAW_TYPES = ("int4", "int4", "int2", "float8", "int8", *["float8"] * 8)
+_RAW_TYPES = ("int4", "int4", "int2", "int4", "float8", "int8", *["float8"] * 8)
 #: The raw COPYs' tables: the ingest's own table (primary key included), and its columns alone.
 RAW_TABLES = {"raw": "LIKE sample INCLUDING ALL", "bare": "LIKE sample"}
 

@@ -146,6 +146,25 @@ class Settings(BaseSettings):
     metrics_token: SecretStr | None = None
     public_metrics: bool = False
 
+    # --- storage at scale (PostgreSQL; docs/operations.md, issue 17) ---
+    # A read replica (hot standby) of database_url. The service's dashboard pages, series
+    # histories, run lists and weekly reports read there; uploads, comparisons, tokens and
+    # everything that writes stay on database_url. A replica lags: a run just uploaded may
+    # show on the dashboard a moment later. Default: none (everything on database_url).
+    read_database_url: str | None = None
+    # How long runs keep their raw per-repeat samples: "90d", "12w" or a number of days.
+    # `perfci db prune` / `perfci db maintain` roll older runs up into one summary per series
+    # (median, spread, count), which charts, change points and weekly reports read. Whole
+    # months go at once, so raw samples stay up to a month longer. Default: kept forever.
+    keep_samples: int | None = Field(None, ge=1)
+    # The same for base-branch runs (pushes to baseline_branch or to a branch that pull
+    # requests target); longer than keep_samples keeps the base branch's repeats for longer.
+    # Default: keep_samples.
+    keep_base_samples: int | None = Field(None, ge=1)
+    # Months of sample partitions made ahead of the current one by `perfci db upgrade` and
+    # `perfci db maintain` (an ingest makes a missing one itself; ahead is cheaper).
+    partitions_ahead: int = Field(3, ge=0, le=24)
+
     # --- GitHub ---
     github_token: SecretStr | None = None
     github_api_url: str = "https://api.github.com"
@@ -172,7 +191,7 @@ class Settings(BaseSettings):
         files = () if found is None else (ConfigFileSource(settings_cls, *found),)
         return init_settings, env_settings, *files, GitHubActionsSource(settings_cls)
 
-    @field_validator("database_url")
+    @field_validator("database_url", "read_database_url")
     @classmethod
     def _normalise_dsn(cls, value: str | None) -> str | None:
         if value is None or not value.strip():
@@ -183,6 +202,11 @@ class Settings(BaseSettings):
             if value.startswith(prefix):
                 return "postgresql+psycopg://" + value[len(prefix) :]
         return value
+
+    @field_validator("keep_samples", "keep_base_samples", mode="before")
+    @classmethod
+    def _days(cls, value: object) -> object:
+        return parse_days(value) if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _history_from_database_url(self) -> Settings:
@@ -347,6 +371,17 @@ def _problem(err: Any) -> str:
         # Only a flag can get here: the config file's keys are checked by ConfigFileSource.
         return unknown_setting_message(where, "given as an override")
     return f"{where}: {err['msg']}"
+
+
+_DURATION = re.compile(r"^\s*(\d+)\s*([dw]?)\s*$", re.IGNORECASE)
+
+
+def parse_days(text: str) -> int:
+    """Days in a retention period: ``"90d"``, ``"12w"`` or ``"90"``; else ``ValueError``."""
+    match = _DURATION.match(text)
+    if match is None:
+        raise ValueError(f"{text!r} is not a period: write days or weeks, e.g. 90d or 12w")
+    return int(match[1]) * (7 if match[2].lower() == "w" else 1)
 
 
 def redact_url(url: str) -> str:

@@ -149,10 +149,13 @@ def test_the_content_key_of_a_run_without_ci_ids_is_unchanged() -> None:
 def test_a_series_listed_twice_in_a_repeat_is_one_summed_sample() -> None:
     prepared = prepare_run([[_profile_listing_an_api_twice()]])
     assert prepared.merges and prepared.samples == 3
-    rows = {row[1]: row for row in sample_rows(prepared, 7, [10, 11, 12])}
+    rows = {row[1]: row for row in sample_rows(prepared, 7, [10, 11, 12], 20_000)}
     # calls and times add, the average is recomputed, the spread and median are unknown
-    assert rows[11] == (7, 11, 0, 42.0 / 4, 5, 42.0, None, 42.0 / 5, None, None, None, None, 7.0)
-    assert rows[10][:5] == (7, 10, 0, 1000.0, 8)
+    assert rows[11] == (
+        *(7, 11, 0, 20_000),
+        *(42.0 / 4, 5, 42.0, None, 42.0 / 5, None, None, None, None, 7.0),
+    )
+    assert rows[10][:6] == (7, 10, 0, 20_000, 1000.0, 8)
 
 
 def test_merged_values_keep_the_extremes_and_drop_what_the_parts_cannot_tell() -> None:

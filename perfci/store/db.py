@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,13 +23,15 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from perfci.errors import ConfigError, StorageError
 from perfci.settings import DEFAULT_DB_DIR, Settings, redact_url
+from perfci.store import partitions
+from perfci.store.partitions import Month
 
 if TYPE_CHECKING:
     from alembic.config import Config
 
 # The newest migration in migrations/versions (a test checks it against Alembic's head). Kept
 # as a constant so that opening an up-to-date store never loads Alembic (slow to import).
-HEAD_REVISION = "0005"
+HEAD_REVISION = "0006"
 
 # Seconds a SQLite writer waits for another one before giving up ("database is locked").
 SQLITE_BUSY_TIMEOUT_S = 30
@@ -36,8 +39,13 @@ SQLITE_BUSY_TIMEOUT_S = 30
 PING_AFTER_IDLE_S = 1.0
 
 
-def make_engine(url: str, **kwargs: Any) -> Engine:
+def make_engine(url: str, *, read_only: bool = False, **kwargs: Any) -> Engine:
     """An engine for ``url`` with perfci's per-dialect settings.
+
+    ``read_only`` (a read replica's engine, issue 17): every transaction is read-only, as on a
+    hot standby, so that a write sent there by mistake fails at once on any database
+    (PostgreSQL ``SET TRANSACTION READ ONLY``; SQLite ``PRAGMA query_only`` and deferred
+    transactions).
 
     SQLite: WAL (readers never block the writer), foreign keys on, a busy timeout, and
     ``BEGIN IMMEDIATE`` for every transaction: a deferred transaction that reads and then
@@ -51,8 +59,13 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
         _ensure_sqlite_directory(parsed.database)
         connect_args = {"timeout": SQLITE_BUSY_TIMEOUT_S, **kwargs.pop("connect_args", {})}
         engine = create_engine(parsed, connect_args=connect_args, **kwargs)
-        _configure_sqlite(engine)
+        _configure_sqlite(engine, read_only=read_only)
         return engine
+    if read_only:
+        kwargs["execution_options"] = {
+            **kwargs.get("execution_options", {}),
+            "postgresql_readonly": True,
+        }
     engine = create_engine(parsed, **kwargs)
     _ping_idle_connections(engine)
     return engine
@@ -116,7 +129,7 @@ def _ensure_sqlite_directory(database: str | None) -> None:
     folder.mkdir(parents=True, exist_ok=True)
 
 
-def _configure_sqlite(engine: Engine) -> None:
+def _configure_sqlite(engine: Engine, *, read_only: bool = False) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Hand transaction control to SQLAlchemy (pysqlite's own BEGIN handling is broken).
@@ -126,11 +139,16 @@ def _configure_sqlite(engine: Engine) -> None:
         cursor.execute("PRAGMA synchronous=NORMAL")  # durable on crash under WAL, faster
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_S * 1000}")
+        if read_only:
+            cursor.execute("PRAGMA query_only=ON")
         cursor.close()
+
+    # A reader's transaction is deferred: it takes no write lock (and query_only refuses one).
+    begin = "BEGIN" if read_only else "BEGIN IMMEDIATE"
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Connection) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        connection.exec_driver_sql(begin)
 
 
 def _ping_idle_connections(engine: Engine) -> None:
@@ -219,6 +237,20 @@ def downgrade(url: str, revision: str) -> str | None:
     with _migrating(url, "downgrade") as connection:
         command.downgrade(alembic_config(connection=connection), revision)
         return _current_of(connection)
+
+
+def make_partitions_ahead(url: str, now: datetime, ahead: int) -> list[Month]:
+    """Make the sample partitions of ``now``'s month and ``ahead`` more; the months made.
+
+    PostgreSQL at revision 0006 or later; nothing elsewhere (SQLite, older schemas).
+    """
+    if parse_database_url(url).get_backend_name() != "postgresql":
+        return []
+    with (
+        _migrating(url, "make the sample partitions of") as connection,
+        Session(bind=connection) as session,
+    ):
+        return partitions.ensure_ahead(session, now, ahead)
 
 
 def current(url: str) -> str | None:

@@ -17,9 +17,9 @@ from perfci.store._bulk import SampleRow
 
 
 class Values(NamedTuple):
-    """The numbers one sample stores, in the ``sample`` table's column order after its ids.
+    """The numbers one sample stores, in the ``sample`` table's column order after its keys.
 
-    A tuple, so that ``(run_id, series_id, repeat) + values`` is a sample row as it is.
+    A tuple, so that ``(run_id, series_id, repeat, run_day) + values`` is a sample row as it is.
     """
 
     value: float | None  # the compared value: per-step ns, or the value in its unit
@@ -120,14 +120,20 @@ def merge_values(a: Values, b: Values) -> Values:
     )
 
 
-def sample_rows(prepared: PreparedRun, run_id: int, series_ids: list[int]) -> Iterator[SampleRow]:
-    """The run's sample rows in primary key order for its series (series, then repeat)."""
+def sample_rows(
+    prepared: PreparedRun, run_id: int, series_ids: list[int], run_day: int
+) -> Iterator[SampleRow]:
+    """The run's sample rows in primary key order for its series (series, then repeat).
+
+    ``run_day`` is the run's day (:func:`perfci.store.partitions.day_number`), the same in
+    every row: the partition key on PostgreSQL.
+    """
     cells = zip(prepared.cells.values(), series_ids, strict=True)
     if prepared.merges:
         for cell, series_id in cells:
             for repeat, values in cell_values(cell):
                 # `(ids) + values`, not `(ids, *values)`: the unpacking goes through a list.
-                yield (run_id, series_id, repeat) + values  # noqa: RUF005
+                yield (run_id, series_id, repeat, run_day) + values  # noqa: RUF005
         return
     # Each cell its own sample: the common case, the same numbers as values_of, inlined
     # (this loop runs once per stored sample, and a NamedTuple per row would cost more).
@@ -137,6 +143,7 @@ def sample_rows(prepared: PreparedRun, run_id: int, series_ids: list[int]) -> It
                 run_id,
                 series_id,
                 repeat,
+                run_day,
                 compared_value(m, steps),
                 m.calls,
                 m.total_ns,

@@ -2,10 +2,17 @@
 
 A run's *time* is its commit's time when known, else when it was stored: history is ordered by
 what was measured (the commit), and re-runs of one commit by when they ran.
+
+Samples are read through :func:`_value_rows` (issue 17): a run's per-repeat values from
+``sample`` while it has them, else the one summary value (``sample_summary.median``) that
+``perfci db prune`` kept of them. On PostgreSQL the reads of ``sample`` name the month of each
+run (``run_day`` ranges, one arm per month), so that they touch only those months' partitions
+whatever the size of the table.
 """
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +28,7 @@ from perfci.errors import NotFoundError
 from perfci.model import Better, Device, MetricKind, SeriesKey
 from perfci.model import RunInfo as RunInfo  # re-exported: older callers import it here
 from perfci.store import _bulk
+from perfci.store.partitions import Month, day_number
 from perfci.store.schema import (
     Benchmark,
     Commit,
@@ -28,7 +36,6 @@ from perfci.store.schema import (
     ProfileRow,
     Project,
     Run,
-    Sample,
     Series,
     UTCDateTime,
     series_key_hash,
@@ -103,6 +110,9 @@ class CheckedSamples:
     #: Runs holding a value that is not a finite, non-negative number (stored by a perfci
     #: older than issue 13's checks), ascending; none of their values is in ``samples``.
     skipped: list[int] = field(default_factory=list)
+    #: Runs read from their summaries (pruned, issue 17), ascending: one value per series,
+    #: the median of the repeats they had.
+    summarised: list[int] = field(default_factory=list)
 
 
 def run_samples(
@@ -111,7 +121,8 @@ def run_samples(
     """Per series: run id → that run's per-step values in repeat order.
 
     Runs appear in ascending id order; samples without a time (bytes only) are left out, and
-    so are runs holding a bad value (see :func:`run_samples_checked`, which says which).
+    so are runs holding a bad value (see :func:`run_samples_checked`, which says which). A
+    pruned run has one value per series: the median of its repeats.
     """
     return run_samples_checked(session, run_ids).samples
 
@@ -132,15 +143,11 @@ def run_samples_checked(session: Session, run_ids: Sequence[int]) -> CheckedSamp
         return CheckedSamples({})
     postgres = session.get_bind().dialect.name == "postgresql"
     with _bulk.driver_cursor(session) as cursor, _bulk.no_cycle_collection():
-        if postgres:
-            # Binary results: no text parsing of 30,000 floats.
-            cursor.execute(_PG_SAMPLES, (ids,), binary=True)
-        else:
-            cursor.execute(_SQLITE_SAMPLES, (json.dumps(ids),))
-        rows, skipped = _drop_bad_runs(cursor.fetchall())
+        found = _value_rows(cursor, ids, postgres=postgres)
+        rows, skipped = _drop_bad_runs(found.rows)
         grouped = _group_samples(rows)
         if not grouped:
-            return CheckedSamples({}, skipped)
+            return CheckedSamples({}, skipped, found.summarised)
         series_ids = list(grouped)
         if postgres:
             cursor.execute(_PG_SERIES, (series_ids,), binary=True)
@@ -159,7 +166,82 @@ def run_samples_checked(session: Session, run_ids: Sequence[int]) -> CheckedSamp
             for series_id, kind, name, device, scope, section, unit, better in cursor.fetchall()
         }
     samples = {keys[series_id]: per_run for series_id, per_run in grouped.items()}
-    return CheckedSamples(samples, skipped)
+    return CheckedSamples(samples, skipped, found.summarised)
+
+
+@dataclass(frozen=True, slots=True)
+class _Values:
+    """(run, series, value) rows in (run, series, repeat) order, and the runs summarised."""
+
+    rows: list[tuple[int, int, float]]
+    summarised: list[int]
+
+
+def _value_rows(
+    cursor: Any,
+    run_ids: list[int],
+    *,
+    postgres: bool,
+    series_id: int | None = None,
+    created: Mapping[int, datetime] | None = None,
+) -> _Values:
+    """The values of ``run_ids`` (ascending), raw samples and summaries of pruned runs.
+
+    ``series_id`` keeps one series; ``created`` (run id → ``created_at``), when the caller
+    has it, spares PostgreSQL's lookup of the runs' months. A run has samples or summaries,
+    never both (the prune swaps them in one transaction), so the two reads merge without
+    duplicates, and a run being pruned meanwhile is found in one or the other.
+    """
+    one = "" if series_id is None else f" AND series_id = {int(series_id)}"
+    if postgres:
+        arms = _month_arms(cursor, run_ids, created)
+        raw: list[tuple[int, int, float]] = []
+        if arms:
+            sql, params = _pg_samples(arms, one)
+            cursor.execute(sql, params, binary=True)
+            raw = cursor.fetchall()
+        cursor.execute(_PG_SUMMARIES.format(one), (run_ids,), binary=True)
+    else:
+        cursor.execute(_SQLITE_SAMPLES.format(one), (json.dumps(run_ids),))
+        raw = cursor.fetchall()
+        cursor.execute(_SQLITE_SUMMARIES.format(one), (json.dumps(run_ids),))
+    summaries = cursor.fetchall()
+    if not summaries:  # the common case: every run still has its samples
+        return _Values(raw, [])
+    merged = list(heapq.merge(raw, summaries, key=itemgetter(0, 1)))
+    return _Values(merged, sorted({row[0] for row in summaries}))
+
+
+def _month_arms(
+    cursor: Any, run_ids: list[int], created: Mapping[int, datetime] | None
+) -> list[tuple[Month, list[int]]]:
+    """The runs grouped by the month of their samples' partition, oldest first."""
+    if created is None:
+        cursor.execute(_PG_RUN_TIMES, (run_ids,), binary=True)
+        created = dict(cursor.fetchall())
+    by_month: dict[Month, list[int]] = {}
+    for run_id in run_ids:
+        moment = created.get(run_id)
+        if moment is not None:
+            by_month.setdefault(Month.of_day(day_number(moment)), []).append(run_id)
+    return sorted(by_month.items())
+
+
+def _pg_samples(arms: list[tuple[Month, list[int]]], one: str) -> tuple[str, list[list[int]]]:
+    """The samples of each month's runs, each arm on its month's partition alone.
+
+    The month bounds are literals (numbers computed here), so the planner prunes at plan
+    time; each arm probes only its own runs' ids, where one ``run_id = ANY(all ids)`` would
+    probe every month's index with every id.
+    """
+    selects = [
+        _PG_SAMPLES_ARM.format(lo=month.first_day, hi=month.end_day, one=one) for month, _ in arms
+    ]
+    params = [ids for _, ids in arms]
+    if len(selects) == 1:
+        return selects[0].replace(", repeat", "", 1) + _ORDER, params
+    union = " UNION ALL ".join(selects)
+    return f"SELECT run_id, series_id, value FROM ({union}) AS s{_ORDER}", params
 
 
 def _drop_bad_runs(
@@ -194,12 +276,23 @@ def drop_bad_points(points: Sequence[HistoryPoint]) -> tuple[list[HistoryPoint],
 
 # Primary key order: SQLite reads it straight off the key (ordering by series first costs a
 # sort there), PostgreSQL sorts nearly sorted rows.
-_SAMPLES = (
-    "SELECT run_id, series_id, value FROM sample WHERE run_id {} "
-    "AND value IS NOT NULL ORDER BY run_id, series_id, repeat"
+_ORDER = " ORDER BY run_id, series_id, repeat"
+_PG_SAMPLES_ARM = (
+    "SELECT run_id, series_id, repeat, value FROM sample "
+    "WHERE run_day >= {lo} AND run_day < {hi} AND run_id = ANY(%s::int4[]){one} "
+    "AND value IS NOT NULL"
 )
-_PG_SAMPLES = _SAMPLES.format("= ANY(%s::int4[])")
-_SQLITE_SAMPLES = _SAMPLES.format("IN (SELECT value FROM json_each(?))")
+_PG_RUN_TIMES = "SELECT id, created_at FROM run WHERE id = ANY(%s::int4[])"
+_SQLITE_SAMPLES = (
+    "SELECT run_id, series_id, value FROM sample "
+    "WHERE run_id IN (SELECT value FROM json_each(?)){} AND value IS NOT NULL" + _ORDER
+)
+_SUMMARIES = (
+    "SELECT run_id, series_id, median FROM sample_summary WHERE run_id {}{{}} "
+    "ORDER BY run_id, series_id"
+)
+_PG_SUMMARIES = _SUMMARIES.format("= ANY(%s::int4[])")
+_SQLITE_SUMMARIES = _SUMMARIES.format("IN (SELECT value FROM json_each(?))")
 _SERIES = "SELECT id, kind, name, device, scope, section, unit, better FROM series WHERE id {}"
 _PG_SERIES = _SERIES.format("= ANY(%s::int4[])")
 _SQLITE_SERIES = _SERIES.format("IN (SELECT value FROM json_each(?))")
@@ -239,20 +332,14 @@ def series_history(
     """The values of one series over the runs of ``branch``, oldest first.
 
     ``since`` is inclusive and ``until`` exclusive, both on the run's time (commit time,
-    else stored time). Runs without a value for the series are left out.
+    else stored time). Runs without a value for the series are left out; a pruned run has
+    one value, the median of its repeats.
     """
     when = _run_time()
     query = (
         _runs_of(project, benchmark)
-        .add_columns(Commit.sha, Commit.committed_at, Run.created_at, Sample.value)
-        .join(Sample, Sample.run_id == Run.id)
-        .join(Series, Series.id == Sample.series_id)
-        .where(
-            Run.branch == branch,
-            Series.benchmark_id == Run.benchmark_id,
-            Series.key_hash == series_key_hash(series),
-            Sample.value.is_not(None),
-        )
+        .add_columns(Commit.sha, Commit.committed_at, Run.created_at)
+        .where(Run.branch == branch)
     )
     if environment_id is not None:
         query = query.where(Run.environment_id == environment_id)
@@ -260,20 +347,112 @@ def series_history(
         query = query.where(when >= since)
     if until is not None:
         query = query.where(when < until)
-    query = query.order_by(when, Run.created_at, Run.id, Sample.repeat)
-    points: dict[int, HistoryPoint] = {}
-    for run_id, sha, committed_at, created_at, value in session.execute(query):
-        point = points.get(run_id)
-        if point is None:
-            point = points[run_id] = HistoryPoint(
-                run_id=run_id,
-                commit=sha,
-                commit_time=committed_at,
-                created_at=created_at,
-                values=[],
-            )
-        point.values.append(value)
-    return list(points.values())
+    runs = session.execute(query.order_by(when, Run.created_at, Run.id)).all()
+    series_id = _series_id(session, project, benchmark, series) if runs else None
+    if series_id is None:
+        return []
+    values = series_values(session, series_id, {row[0]: row[3] for row in runs})
+    return [
+        HistoryPoint(
+            run_id=run_id,
+            commit=sha,
+            commit_time=committed_at,
+            created_at=created_at,
+            values=values[run_id],
+        )
+        for run_id, sha, committed_at, created_at in runs
+        if run_id in values
+    ]
+
+
+def _series_id(session: Session, project: str, benchmark: str, series: SeriesKey) -> int | None:
+    query = (
+        select(Series.id)
+        .join(Benchmark, Benchmark.id == Series.benchmark_id)
+        .join(Project, Project.id == Benchmark.project_id)
+        .where(
+            Project.name == project,
+            Benchmark.name == benchmark,
+            Series.key_hash == series_key_hash(series),
+        )
+    )
+    found = session.execute(query).scalar()
+    return None if found is None else int(found)
+
+
+def series_values(
+    session: Session, series_id: int, created: Mapping[int, datetime]
+) -> dict[int, list[float]]:
+    """Run id → the values of series ``series_id`` in that run (repeat order; a pruned run's
+    median alone), for the runs of ``created`` (run id → its ``created_at``) that have one."""
+    if not created:
+        return {}
+    postgres = session.get_bind().dialect.name == "postgresql"
+    with _bulk.driver_cursor(session) as cursor:
+        found = _value_rows(
+            cursor, sorted(created), postgres=postgres, series_id=series_id, created=created
+        )
+    values: dict[int, list[float]] = {}
+    for run_id, _, value in found.rows:
+        values.setdefault(run_id, []).append(value)
+    return values
+
+
+@dataclass(frozen=True, slots=True)
+class RunValues:
+    """One run's values of a series, with what a chart shows of the run."""
+
+    run_id: int
+    commit: str | None
+    branch: str | None
+    time: datetime  # the run's time: its commit's, else when it was stored
+    created_at: datetime
+    values: list[float]
+
+
+def latest_values(
+    session: Session,
+    series_id: int,
+    *,
+    branch: str | None,
+    limit: int,
+    not_branch: str | None = None,
+) -> list[RunValues]:
+    """The last ``limit`` runs with a value of series ``series_id``, newest first.
+
+    On ``branch`` and not on ``not_branch`` when given (a run without a branch is not on
+    any). Runs are read newest first, a page at a time, from the runs of the series'
+    benchmark (an index range), and their values by run: the query never scans ``sample``
+    for the series.
+    """
+    benchmark_id = session.execute(
+        select(Series.benchmark_id).where(Series.id == series_id)
+    ).scalar()
+    if benchmark_id is None or limit <= 0:
+        return []
+    when = _run_time()
+    query = (
+        select(Run.id, Commit.sha, Run.branch, when, type_coerce(Run.created_at, UTCDateTime()))
+        .outerjoin(Commit, Commit.id == Run.commit_id)
+        .where(Run.benchmark_id == benchmark_id)
+    )
+    if branch is not None:
+        query = query.where(Run.branch == branch)
+    if not_branch is not None:  # runs without a branch are "elsewhere" too
+        query = query.where((Run.branch != not_branch) | Run.branch.is_(None))
+    query = query.order_by(when.desc(), Run.id.desc())
+    found: list[RunValues] = []
+    offset, page = 0, max(limit, 16)
+    while len(found) < limit:
+        runs = session.execute(query.offset(offset).limit(page)).all()
+        values = series_values(session, series_id, {row[0]: row[4] for row in runs})
+        for run_id, sha, run_branch, moment, created_at in runs:
+            if run_id in values and len(found) < limit:
+                found.append(RunValues(run_id, sha, run_branch, moment, created_at, values[run_id]))
+        if len(runs) < page:
+            break
+        offset, page = offset + page, page * 2
+    return found
 
 
 def runs_in_period(

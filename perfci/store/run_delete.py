@@ -5,14 +5,27 @@ Uncommitted: :func:`perfci.usecases.runs.delete_run` makes it one transaction.
 
 from __future__ import annotations
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import ColumnElement, delete, func, select, true
 from sqlalchemy.orm import Session
 
-from perfci.store.schema import Alert, AuditEvent, Comparison, ProfileRow, Run, Sample
+from perfci.store.partitions import day_number
+from perfci.store.schema import (
+    Alert,
+    AuditEvent,
+    Comparison,
+    ProfileRow,
+    Run,
+    Sample,
+    SampleSummary,
+)
 
-#: What hangs off a run, by the name its count is reported under, deleted in this order.
-DEPENDENTS: tuple[tuple[str, type[Sample | ProfileRow | Comparison | Alert]], ...] = (
+Dependent = type[Sample | SampleSummary | ProfileRow | Comparison | Alert]
+
+#: What hangs off a run, by the name its count is reported under, deleted in this order. A
+#: pruned run's summaries count as its samples (it has one or the other).
+DEPENDENTS: tuple[tuple[str, Dependent], ...] = (
     ("samples", Sample),
+    ("samples", SampleSummary),
     ("profiles", ProfileRow),
     ("comparisons", Comparison),
     ("alerts", Alert),
@@ -21,7 +34,13 @@ DEPENDENTS: tuple[tuple[str, type[Sample | ProfileRow | Comparison | Alert]], ..
 
 def delete_run_rows(session: Session, run_id: int) -> dict[str, int]:
     """Delete run ``run_id`` and its dependents; how many of each there were."""
-    counts = {name: _delete(session, model, run_id) for name, model in DEPENDENTS}
+    created = session.execute(select(Run.created_at).where(Run.id == run_id)).scalar()
+    # The run's day names the one partition its samples are in (PostgreSQL prunes the rest).
+    day = Sample.run_day == day_number(created) if created is not None else true()
+    counts: dict[str, int] = {}
+    for name, model in DEPENDENTS:
+        where = day if model is Sample else true()
+        counts[name] = counts.get(name, 0) + _delete(session, model, run_id, where)
     session.execute(delete(Run).where(Run.id == run_id))
     return counts
 
@@ -43,12 +62,11 @@ def add_audit_event(
     )
 
 
-def _delete(
-    session: Session, model: type[Sample | ProfileRow | Comparison | Alert], run_id: int
-) -> int:
+def _delete(session: Session, model: Dependent, run_id: int, where: ColumnElement[bool]) -> int:
     """Delete ``model``'s rows of the run; returns how many there were."""
-    column = model.__table__.c.run_id
-    count = session.execute(select(func.count()).where(column == run_id)).scalar_one()
+    table = model.__table__
+    match = (table.c.run_id == run_id) & where
+    count = session.execute(select(func.count()).select_from(table).where(match)).scalar_one()
     if count:
-        session.execute(delete(model.__table__).where(column == run_id))  # type: ignore[arg-type]
+        session.execute(delete(table).where(match))  # type: ignore[arg-type]
     return int(count)

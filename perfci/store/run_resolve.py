@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from perfci.context import fingerprint_hash
 from perfci.errors import ConfigError, StorageError
 from perfci.model import Profile, RunContext
-from perfci.store import _bulk
+from perfci.store import _bulk, partitions
 from perfci.store.prepared import PreparedRun
 from perfci.store.schema import (
     Benchmark,
@@ -39,7 +39,8 @@ Resolved = tuple[int, int, list[int] | None] | None
 # PostgreSQL: everything an ingest needs before its COPY in ONE statement, since each round
 # trip is a sizeable share of a whole ingest (benchmarks/store_speed.py): get-or-create
 # project, benchmark, environment and commit, insert the run and its profiles, and fetch the
-# ids of the run's list of series (series_set). Each insert selects FROM the previous step's
+# ids of the run's list of series (series_set), and whether the month partition of sample the
+# run's rows go to exists (issue 17). Each insert selects FROM the previous step's
 # result, so every ingest takes the locks of new rows in the same order (project, benchmark,
 # environment, commit, run) and concurrent first ingests cannot deadlock. A name inserted
 # concurrently by an uncommitted transaction is neither in this statement's snapshot nor
@@ -104,7 +105,8 @@ SELECT (SELECT id FROM p), (SELECT id FROM b), (SELECT id FROM e), (SELECT id FR
        (SELECT id FROM r),
        (SELECT series_ids FROM series_set
         WHERE benchmark_id = (SELECT id FROM b) AND list_hash = %(list_hash)s::varchar
-          AND EXISTS (SELECT FROM r))
+          AND EXISTS (SELECT FROM r)),
+       to_regclass(%(partition)s::text) IS NOT NULL
 """
 _PG_RESOLVE_TRIES = 3
 
@@ -119,6 +121,7 @@ def resolve_postgres(
     created_at: datetime,
     list_hash: str,
 ) -> Resolved:
+    month = partitions.Month.of(created_at)
     params = {
         "project": context.project,
         "benchmark": benchmark,
@@ -151,28 +154,31 @@ def resolve_postgres(
             ]
         ),
         "list_hash": list_hash,
+        "partition": month.qualified,
     }
     with _bulk.driver_cursor(session, _PG_RESOLVE) as cursor:
         for _ in range(_PG_RESOLVE_TRIES):
             cursor.execute(_PG_RESOLVE, params, binary=True)
-            project_id, benchmark_id, environment_id, commit_id, run_id, packed_ids = (
+            project_id, benchmark_id, environment_id, commit_id, run_id, packed_ids, ready = (
                 cursor.fetchone()
             )
             if None in (project_id, benchmark_id, environment_id) or (
                 params["sha"] is not None and commit_id is None
             ):
                 continue  # lost a race to create one of them: run again, it is visible now
-            if run_id is None:
-                return None
-            return (
-                run_id,
-                benchmark_id,
-                (None if packed_ids is None else unpack_series_ids(packed_ids)),
+            break
+        else:
+            raise StorageError(
+                f"could not resolve the project, benchmark, environment and commit of "
+                f"the run of {benchmark!r}: they kept being created concurrently"
             )
-    raise StorageError(
-        f"could not resolve the project, benchmark, environment and commit of "
-        f"the run of {benchmark!r}: they kept being created concurrently"
-    )
+    if run_id is None:
+        return None
+    if not ready:
+        # A month without a partition (an old run imported, or no `perfci db maintain` for
+        # months): made in this transaction, so an ingest never fails for want of one.
+        partitions.create_partition(session, month)
+    return run_id, benchmark_id, None if packed_ids is None else unpack_series_ids(packed_ids)
 
 
 def _utc(value: datetime) -> datetime:

@@ -11,6 +11,7 @@ A run is stored once per key: when the key is already there, the stored run is r
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -20,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from perfci.errors import RunConflict, StorageError
 from perfci.model import SERIES_FIELDS, Metric, RunContext, SeriesParts
-from perfci.store import _bulk
+from perfci.store import _bulk, partitions
 from perfci.store.db import error_reason
 from perfci.store.prepared import PreparedRun, Values, cell_values
 from perfci.store.prepared import sample_rows as _sample_rows
@@ -31,6 +32,7 @@ from perfci.store.schema import (
     Project,
     Run,
     Sample,
+    SampleSummary,
     Series,
     SeriesSet,
     pack_series_ids,
@@ -173,7 +175,8 @@ def _write(
             ["benchmark_id", "list_hash"],
         )
     if prepared.samples:
-        _bulk.write_samples(session, _sample_rows(prepared, run_id, series_ids))
+        run_day = partitions.day_number(created_at)
+        _bulk.write_samples(session, _sample_rows(prepared, run_id, series_ids, run_day))
     return IngestResult(run_id=run_id, created=True, series=len(keys), samples=prepared.samples)
 
 
@@ -273,6 +276,8 @@ def _existing_result(session: Session, run_id: int, prepared: PreparedRun) -> In
     Read only on a retry (rare), so it compares every number: a retried CI job that measured
     again under the same run id and attempt must not be dropped silently (issue 13).
     """
+    if session.execute(select(Run.pruned_at).where(Run.id == run_id)).scalar() is not None:
+        return _existing_pruned(session, run_id, prepared)
     stored = _stored_values(session, run_id)
     mine = {
         (key_hash, repeat): values
@@ -295,6 +300,37 @@ def _existing_result(session: Session, run_id: int, prepared: PreparedRun) -> In
         )
     series = len({key_hash for key_hash, _ in stored})
     return IngestResult(run_id=run_id, created=False, series=series, samples=len(stored))
+
+
+def _existing_pruned(session: Session, run_id: int, prepared: PreparedRun) -> IngestResult:
+    """:func:`_existing_result` for a pruned run: only its summaries are left to compare.
+
+    The median and count of each series' values are what ``sample_summary`` kept; the same
+    numbers computed from ``prepared`` (as :mod:`perfci.store.retention` computes them)
+    must match, else the retry carries other numbers.
+    """
+    query = (
+        select(Series.key_hash, SampleSummary.median, SampleSummary.count)
+        .join(Series, Series.id == SampleSummary.series_id)
+        .where(SampleSummary.run_id == run_id)
+    )
+    stored = {key_hash: (median, count) for key_hash, median, count in session.execute(query)}
+    mine = {}
+    hashes = key_hashes(list(prepared.cells))
+    for key_hash, cell in zip(hashes, prepared.cells.values(), strict=True):
+        values = [v.value for _, v in cell_values(cell) if v.value is not None]
+        if values:
+            mine[key_hash] = (statistics.median(values), len(values))
+    if stored != mine:
+        raise RunConflict(
+            f"run {run_id} is already stored under this run's key (same CI run id and "
+            f"attempt, or Idempotency-Key), pruned to one summary per series, and this run's "
+            f"numbers do not match those summaries: nothing was written. Re-run with a new CI "
+            f"attempt, or delete run {run_id} first (perfci runs delete {run_id})",
+            run_id=run_id,
+        )
+    count = sum(n for _, n in stored.values())
+    return IngestResult(run_id=run_id, created=False, series=len(stored), samples=count)
 
 
 def _stored_values(session: Session, run_id: int) -> dict[tuple[str, int], Values]:

@@ -9,7 +9,10 @@ these models must match them, which ``tests/test_store_migrations.py`` checks wi
              ├─ commit                          │
              └─ run ── profile                  │   series_set (a run's series ids, in order,
                  │  (environment = fingerprint) │   by one digest of their keys)
-                 └──────────── sample ──────────┘  (run × series × repeat → numbers)
+                 ├──────────── sample ──────────┤  (run × series × repeat → numbers; on
+                 │                              │   PostgreSQL partitioned by month)
+                 └──────── sample_summary ──────┘  (run × series → median, spread, count:
+                                                    what a pruned run keeps, issue 17)
 
 Later tables (comparison, alert, api_token) reference ``run``/``project`` ids and arrive by new
 migrations; nothing here needs to change for them.
@@ -161,6 +164,9 @@ class Run(Base):
     repeats: Mapped[int] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     idempotency_key: Mapped[str] = mapped_column(String(255))
+    # When ``perfci db prune`` rolled the run's raw samples up into ``sample_summary`` rows
+    # (issue 17); NULL while its per-repeat samples are stored.
+    pruned_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
 class ProfileRow(Base):
@@ -230,13 +236,21 @@ class Sample(Base):
     key with a trigger per row, which made bulk ingest several times slower when measured
     (COPY with the primary key alone against both foreign keys). Rows are only written by
     :func:`perfci.store.runs.write_run`, with ids it has just resolved in the same transaction.
+
+    ``run_day`` is the run's ``created_at`` as a day number (UTC days since 1970-01-01,
+    :func:`perfci.store.partitions.day_number`): on PostgreSQL the table is partitioned by
+    month on it (:mod:`perfci.store.partitions`), and PostgreSQL wants the partition key in
+    the primary key. It sits in the alignment padding after ``repeat``, so rows and index
+    entries are no larger for it; on SQLite it is a plain column.
     """
 
     __tablename__ = "sample"
+    __table_args__ = {"postgresql_partition_by": "RANGE (run_day)"}  # noqa: RUF012
 
     run_id: Mapped[int] = mapped_column(Integer, primary_key=True)
     series_id: Mapped[int] = mapped_column(Integer, primary_key=True)
     repeat: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    run_day: Mapped[int] = mapped_column(Integer, primary_key=True)
     value: Mapped[float | None] = mapped_column(Double)
     calls: Mapped[int | None] = mapped_column(BigInteger)
     total_ns: Mapped[float | None] = mapped_column(Double)
@@ -247,6 +261,28 @@ class Sample(Base):
     std_ns: Mapped[float | None] = mapped_column(Double)
     median_ns: Mapped[float | None] = mapped_column(Double)
     bytes: Mapped[float | None] = mapped_column(Double)
+
+
+class SampleSummary(Base):
+    """What a pruned run keeps of one series: its repeats' ``value`` rolled up (issue 17).
+
+    Written by ``perfci db prune`` (:mod:`perfci.store.retention`) in the transaction that
+    removes the run's raw samples, so a run has either samples or summaries, never both.
+    ``median`` is the median of the repeats' values computed as Python's
+    ``statistics.median`` does (the middle value, or the mean of the two middle ones), so
+    every reader that takes a run's median (weekly reports, charts, change points) reads the
+    same number before and after the prune. ``spread`` is max − min of the repeats, ``count``
+    how many there were. A run holding a bad value (stored by an older perfci) keeps that
+    value as its median, so readers leave it out as before. No foreign keys, like ``sample``.
+    """
+
+    __tablename__ = "sample_summary"
+
+    run_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    series_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    median: Mapped[float] = mapped_column(Double)
+    spread: Mapped[float] = mapped_column(Double)
+    count: Mapped[int] = mapped_column(Integer)
 
 
 #: Column order of ``sample`` rows as the bulk writers take them.

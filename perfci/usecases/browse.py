@@ -25,11 +25,9 @@ from perfci.store import queries
 from perfci.store.queries import HistoryPoint, RunInfo
 from perfci.store.schema import (
     Benchmark,
-    Commit,
     Comparison,
     Project,
     Run,
-    Sample,
     Series,
     UTCDateTime,
 )
@@ -350,39 +348,11 @@ def _step_points(
 ) -> list[StepPoint]:
     """The last ``limit`` runs with a value of ``series_id`` (on ``branch``, and not on
     ``not_branch``, when given), oldest first."""
-    when = type_coerce(func.coalesce(Commit.committed_at, Run.created_at), UTCDateTime())
-    runs = (
-        select(Run.id)
-        .join(Sample, Sample.run_id == Run.id)
-        .outerjoin(Commit, Commit.id == Run.commit_id)
-        .where(Sample.series_id == series_id, Sample.value.is_not(None))
+    found = queries.latest_values(
+        session, series_id, branch=branch, limit=limit, not_branch=not_branch
     )
-    if branch is not None:
-        runs = runs.where(Run.branch == branch)
-    if not_branch is not None:  # runs without a branch are "elsewhere" too
-        runs = runs.where((Run.branch != not_branch) | Run.branch.is_(None))
-    runs = runs.group_by(Run.id, when).order_by(when.desc(), Run.id.desc()).limit(limit)
-    run_ids = [int(r) for r in session.execute(runs).scalars()]
-    if not run_ids:
-        return []
-    query = (
-        select(
-            Run.id,
-            Commit.sha,
-            Run.branch,
-            when,
-            Sample.value,
-            type_coerce(Run.created_at, UTCDateTime()),
-        )
-        .join(Sample, Sample.run_id == Run.id)
-        .outerjoin(Commit, Commit.id == Run.commit_id)
-        .where(Run.id.in_(run_ids), Sample.series_id == series_id, Sample.value.is_not(None))
-    )
-    values: dict[int, list[float]] = {}
-    meta: dict[int, tuple[str | None, str | None, datetime, datetime]] = {}
-    for run_id, sha, run_branch, moment, value, stored in session.execute(query):
-        values.setdefault(run_id, []).append(float(value or 0.0))
-        meta[run_id] = (sha, run_branch, moment, stored)
+    values = {r.run_id: r.values for r in found}
+    meta = {r.run_id: (r.commit, r.branch, r.time, r.created_at) for r in found}
     # A run stored by an older perfci with a negative or infinite value is left off the chart.
     points = [
         StepPoint(

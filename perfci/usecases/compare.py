@@ -122,6 +122,7 @@ def compare_stored_run(
     result.notes.extend(screen.notes)
     result.notes.extend(_skipped_notes(skipped, run.id in checked.skipped))
     used = [oldest_first[i] for i in result.baseline_runs_used if i < len(oldest_first)]
+    result.notes.extend(_summarised_notes(used, checked.summarised))
     result.baseline = _baseline_info(session, replace(choice, run_ids=used[::-1]))
     if result.baseline_level_start is not None:
         start = oldest_first[result.baseline_level_start]
@@ -264,6 +265,18 @@ def _skipped_notes(skipped: Sequence[int], candidate: bool) -> list[str]:
             "so none of its metrics could be compared."
         )
     return notes
+
+
+def _summarised_notes(baseline: Sequence[int], summarised: Sequence[int]) -> list[str]:
+    """Baseline runs whose raw repeats were pruned (issue 17): one value each, their median."""
+    pruned = set(summarised)
+    count = sum(r in pruned for r in baseline)
+    if not count:
+        return []
+    return [
+        f"{count} of the {len(baseline)} baseline runs are older than the raw-sample "
+        "retention (`perfci db prune`): each counts as one repeat, the median of its repeats."
+    ]
 
 
 def _baseline_info(session: Session, choice: BaselineChoice) -> BaselineInfo:

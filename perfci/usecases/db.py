@@ -7,8 +7,10 @@ so that where the database lives and how it is reached stays the store's busines
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from perfci.errors import StorageError
 from perfci.settings import Settings, get_settings, redact_url
 from perfci.store import db
 
@@ -22,12 +24,14 @@ class SchemaState:
     """Where a database's schema stands: its URL (password hidden) and revisions.
 
     ``found`` is ``None`` when the database has no perfci schema; ``head`` is the newest
-    revision this perfci ships.
+    revision this perfci ships; ``partitions_made`` the months whose sample partitions an
+    upgrade made ahead (PostgreSQL).
     """
 
     url: str
     found: str | None
     head: str
+    partitions_made: tuple[str, ...] = ()
 
 
 def resolve_url(database_url: str | None) -> str:
@@ -36,16 +40,31 @@ def resolve_url(database_url: str | None) -> str:
 
 
 def upgrade_schema(database_url: str | None, revision: str = "head") -> SchemaState:
-    """Migrate the database up to ``revision``; the state reached."""
-    url = resolve_url(database_url)
+    """Migrate the database up to ``revision``, then make the sample partitions of the
+    current month and ``partitions_ahead`` more (PostgreSQL); the state reached."""
+    settings = get_settings({"database_url": database_url})
+    url = settings.resolved_database_url()
     reached = db.upgrade(url, revision)
-    return SchemaState(url=redact_url(url), found=reached, head=db.head_revision())
+    made = db.make_partitions_ahead(url, datetime.now(UTC), settings.partitions_ahead)
+    return SchemaState(
+        url=redact_url(url),
+        found=reached,
+        head=db.head_revision(),
+        partitions_made=tuple(str(month) for month in made),
+    )
 
 
 def downgrade_schema(database_url: str | None, revision: str) -> SchemaState:
-    """Migrate the database down to ``revision`` (``base`` empties it); the state reached."""
+    """Migrate the database down to ``revision`` (``base`` empties it); the state reached.
+
+    A downgrade a migration refuses (one that would lose data it cannot hold) is a
+    ``StorageError`` with the migration's reason; nothing was changed.
+    """
     url = resolve_url(database_url)
-    reached = db.downgrade(url, revision)
+    try:
+        reached = db.downgrade(url, revision)
+    except RuntimeError as exc:  # a migration's refusal (see migrations/versions)
+        raise StorageError(f"could not downgrade database {redact_url(url)}: {exc}") from exc
     return SchemaState(url=redact_url(url), found=reached, head=db.head_revision())
 
 
@@ -68,6 +87,13 @@ def check_ready(settings: Settings) -> str:
 def service_engine(url: str) -> tuple[Engine, sessionmaker[Session]]:
     """The engine and session factory a service process works with, for ``url``."""
     engine = db.make_engine(url)
+    return engine, db.make_sessionmaker(engine)
+
+
+def read_engine(url: str) -> tuple[Engine, sessionmaker[Session]]:
+    """The engine and sessions of a read replica at ``url`` (``read_database_url``): every
+    transaction read-only, so a write sent there fails at once rather than on failover."""
+    engine = db.make_engine(url, read_only=True)
     return engine, db.make_sessionmaker(engine)
 
 
