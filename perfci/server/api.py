@@ -21,6 +21,7 @@ from perfci.server import auth, uploads
 from perfci.server.deps import (
     Limits,
     LimitsDep,
+    ReadSessionDep,
     RegistryDep,
     SessionDep,
     SettingsDep,
@@ -281,10 +282,12 @@ def get_comparison(run_id: RunId, session: SessionDep, token: TokenDep) -> Compa
 @router.get(
     "/projects/{project:path}/benchmarks", response_model=BenchmarksPublic, tags=["benchmarks"]
 )
-def list_benchmarks(project: ProjectName, session: SessionDep, token: TokenDep) -> BenchmarksPublic:
+def list_benchmarks(
+    project: ProjectName, session: SessionDep, reads: ReadSessionDep, token: TokenDep
+) -> BenchmarksPublic:
     """The project's benchmarks with their latest step time (ns per step)."""
     auth.require_read(session, token, project)
-    found = browse.list_benchmarks(session, project, trend_points=1)
+    found = browse.list_benchmarks(reads, project, trend_points=1)
     return BenchmarksPublic(
         project=project,
         benchmarks=[
@@ -310,6 +313,7 @@ def series_history(
     project: ProjectName,
     benchmark: BenchmarkName,
     session: SessionDep,
+    reads: ReadSessionDep,
     settings: SettingsDep,
     token: TokenDep,
     kind: Annotated[MetricKind, Query()],
@@ -326,7 +330,7 @@ def series_history(
     key = SeriesKey(kind=kind, name=name, device=device, scope=scope or "", section=section or "")
     chosen = branch or settings.baseline_branch
     points = browse.series_history(
-        session, project, benchmark, series=key, branch=chosen, since=_utc(since), until=_utc(until)
+        reads, project, benchmark, series=key, branch=chosen, since=_utc(since), until=_utc(until)
     )
     return SeriesHistoryPublic(
         project=project,
@@ -341,6 +345,7 @@ def series_history(
 def list_runs(
     project: ProjectName,
     session: SessionDep,
+    reads: ReadSessionDep,
     token: TokenDep,
     since: datetime | None = None,
     until: datetime | None = None,
@@ -352,7 +357,7 @@ def list_runs(
     browse.get_project(session, project)
     start, end = _period(_utc(since), _utc(until))
     runs = browse.runs_between(
-        session, project, since=start, until=end, branch=branch, benchmark=benchmark
+        reads, project, since=start, until=end, branch=branch, benchmark=benchmark
     )
     return RunsPublic(project=project, runs=[_run_public(r, v) for r, v in runs])
 
@@ -391,6 +396,7 @@ def update_alert(
 def weekly_report(
     project: ProjectName,
     session: SessionDep,
+    reads: ReadSessionDep,
     token: TokenDep,
     week: Annotated[
         str, Query(pattern=r"^\d{4}-[Ww]\d{2}$", description="ISO week, e.g. 2026-W47.")
@@ -407,7 +413,7 @@ def weekly_report(
     browse.get_project(session, project)
     since, until = week_bounds(week)
     report = build_weekly_report(
-        session, project=project, since=since, until=until, branch=branch, record=False
+        reads, project=project, since=since, until=until, branch=branch, record=False
     )
     return report_to_dict(report)
 

@@ -25,7 +25,7 @@ from perfci.server.metrics import CONTENT_TYPE, BodyLimitMiddleware, MetricsMidd
 from perfci.server.schemas import ErrorPublic, HealthPublic, RunCreate
 from perfci.server.security import SecurityHeadersMiddleware
 from perfci.settings import Settings, get_settings
-from perfci.usecases.db import database_answers, service_engine
+from perfci.usecases.db import database_answers, read_engine, service_engine
 
 STATIC = Path(__file__).parent / "static"
 
@@ -36,11 +36,15 @@ def create_app(
     """The perfci service for ``settings`` (database, thresholds) and upload ``limits``."""
     limits = limits or limits_from(settings)
     engine, sessions = service_engine(database_url or settings.resolved_database_url())
+    # History reads go to the read replica when there is one (issue 17, deps.get_read_session).
+    replica = read_engine(settings.read_database_url) if settings.read_database_url else None
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
         engine.dispose()
+        if replica is not None:
+            replica[0].dispose()
 
     # The interactive docs and the schema are off unless asked for (PERFCI_API_DOCS): they
     # describe every route to anyone, and docs/service.md documents the API anyway.
@@ -58,6 +62,7 @@ def create_app(
     app.state.limits = limits
     app.state.engine = engine
     app.state.sessions = sessions
+    app.state.read_sessions = replica[1] if replica is not None else None
     app.state.registry = Registry()
     app.state.templates = pages.make_templates()
     install_handlers(app, render_html=pages.render_error)

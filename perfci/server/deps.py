@@ -53,6 +53,24 @@ def get_session(request: Request) -> Iterator[Session]:
         yield session
 
 
+SessionDep = Annotated[Session, Depends(get_session)]
+
+
+def get_read_session(request: Request, session: SessionDep) -> Iterator[Session]:
+    """A Session for reading history: on the read replica when one is configured
+    (``read_database_url``), else this request's own Session (one connection, not two).
+
+    For the routes that only read what was stored a while ago (dashboard pages, series
+    histories, run lists, weekly reports); a replica may lag a moment behind the primary.
+    """
+    sessions = request.app.state.read_sessions
+    if sessions is None:
+        yield session
+        return
+    with sessions() as read_session:
+        yield read_session
+
+
 def get_settings(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
@@ -83,7 +101,7 @@ def get_registry(request: Request) -> Registry:
     return registry
 
 
-SessionDep = Annotated[Session, Depends(get_session)]
+ReadSessionDep = Annotated[Session, Depends(get_read_session)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 LimitsDep = Annotated[Limits, Depends(get_limits)]
 RegistryDep = Annotated[Registry, Depends(get_registry)]

@@ -26,7 +26,13 @@ from perfci.report.escape import safe_url, visible
 from perfci.report.json_report import comparison_from_dict
 from perfci.report.plots import step_trend_svg
 from perfci.server import auth
-from perfci.server.deps import TOKEN_COOKIE, CookieTokenDep, SessionDep, SettingsDep
+from perfci.server.deps import (
+    TOKEN_COOKIE,
+    CookieTokenDep,
+    ReadSessionDep,
+    SessionDep,
+    SettingsDep,
+)
 from perfci.server.schemas import INT32
 from perfci.server.security import require_same_origin
 from perfci.usecases import browse
@@ -96,10 +102,10 @@ def render_error(request: Request, status: int, message: str) -> Response:
 
 
 @router.get("/")
-def index(request: Request, session: SessionDep, token: CookieTokenDep) -> Response:
+def index(request: Request, reads: ReadSessionDep, token: CookieTokenDep) -> Response:
     projects = [
         p
-        for p in browse.list_projects(session)
+        for p in browse.list_projects(reads)
         if p.public or (token is not None and token.project == p.name)
     ]
     return render(request, "index.html", projects=projects, token=token)
@@ -151,17 +157,18 @@ def benchmark_page(
     project: str,
     benchmark: str,
     session: SessionDep,
+    reads: ReadSessionDep,
     settings: SettingsDep,
     token: CookieTokenDep,
     branch: str | None = None,
 ) -> Response:
     auth.require_read(session, token, project)
     chosen = (branch or settings.baseline_branch)[:255]
-    series, points = browse.step_history(session, project, benchmark, branch=chosen)
+    series, points = browse.step_history(reads, project, benchmark, branch=chosen)
     if not points and branch is None:
-        chosen, (series, points) = "", browse.step_history(session, project, benchmark, branch=None)
-    runs = browse.benchmark_runs(session, project, benchmark)
-    verdicts = browse.verdicts(session, [r.id for r in runs])
+        chosen, (series, points) = "", browse.step_history(reads, project, benchmark, branch=None)
+    runs = browse.benchmark_runs(reads, project, benchmark)
+    verdicts = browse.verdicts(reads, [r.id for r in runs])
     step_of = {p.run_id: p.value_ns for p in points}
     chart, changes = _chart(points)
     return render(
@@ -186,11 +193,12 @@ def project_page(
     request: Request,
     project: str,
     session: SessionDep,
+    reads: ReadSessionDep,
     settings: SettingsDep,
     token: CookieTokenDep,
 ) -> Response:
     auth.require_read(session, token, project)
-    benchmarks = browse.list_benchmarks(session, project, branch=settings.baseline_branch)
+    benchmarks = browse.list_benchmarks(reads, project, branch=settings.baseline_branch)
     sparks = {b.name: sparkline(b.trend_ns) for b in benchmarks}
     return render(
         request,
