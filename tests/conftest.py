@@ -67,3 +67,32 @@ def seed(name_prefix: str) -> Path:
     if not matches:
         pytest.fail(f"no seed {name_prefix}* in {folder}: ../shared is incomplete")
     return matches[0]
+
+
+#: CI and perfci variables a test of the CLI must not inherit from the job running the suite.
+CI_VARIABLES = (
+    "GITHUB_ACTIONS",
+    "GITHUB_REF",
+    "GITHUB_REF_NAME",
+    "GITHUB_HEAD_REF",
+    "GITHUB_BASE_REF",
+    "GITHUB_SHA",
+    "GITHUB_EVENT_PATH",
+    "GITHUB_REPOSITORY",
+    "GITHUB_OUTPUT",
+    "GITHUB_STEP_SUMMARY",
+    "PERFCI_DATABASE_URL",
+    "PERFCI_PROJECT",
+)
+
+
+@pytest.fixture
+def outside_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A working directory that is no git checkout, with no CI variables."""
+    for name in CI_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    folder = tmp_path / "work"
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))  # no repository above it
+    return folder

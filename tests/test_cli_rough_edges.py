@@ -39,29 +39,6 @@ from perfci.usecases.weekly import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
-CI_VARIABLES = (
-    "GITHUB_ACTIONS",
-    "GITHUB_REF_NAME",
-    "GITHUB_HEAD_REF",
-    "GITHUB_BASE_REF",
-    "GITHUB_SHA",
-    "GITHUB_EVENT_PATH",
-    "GITHUB_REPOSITORY",
-    "PERFCI_DATABASE_URL",
-    "PERFCI_PROJECT",
-)
-
-
-@pytest.fixture
-def outside_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A working directory that is no git checkout, with no CI variables."""
-    for name in CI_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    folder = tmp_path / "work"
-    folder.mkdir()
-    monkeypatch.chdir(folder)
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))  # no repository above it
-    return folder
 
 
 def _profile_doc(path: Path, kernel_ns: float, *, extra: str | None = None) -> Path:

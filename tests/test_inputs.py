@@ -21,19 +21,6 @@ from perfci.store.db import make_engine
 from perfci.store.schema import ProfileRow
 from perfci.usecases.inputs import expand_inputs
 
-CI_VARIABLES = ("CI", "GITHUB_ACTIONS", "GITHUB_SHA", "GITHUB_REF", "GITHUB_EVENT_PATH")
-
-
-@pytest.fixture
-def outside_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in CI_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
-    folder = tmp_path / "work"
-    folder.mkdir()
-    monkeypatch.chdir(folder)
-    return folder
-
 
 def _repeat(path: Path, step_ns: float) -> Path:
     profile = Profile(

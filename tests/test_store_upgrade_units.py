@@ -27,18 +27,6 @@ SERIES = {  # id: (kind, name, per-step ns)
     1: ("step", "train_step", 10e6),
     2: ("kernel", "ampere_sgemm_128x64_tn", 6e6),
 }
-CI_VARIABLES = ("CI", "GITHUB_ACTIONS", "GITHUB_SHA", "GITHUB_REF", "GITHUB_EVENT_PATH")
-
-
-@pytest.fixture
-def outside_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in CI_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
-    folder = tmp_path / "work"
-    folder.mkdir()
-    monkeypatch.chdir(folder)
-    return folder
 
 
 def _old_store(url: str, runs: int = 8, repeats: int = 3) -> None:

@@ -22,17 +22,6 @@ __all__ = ["github_server"]  # the fixture, imported for pytest
 REPO, PR = "acme/tokenizer", 7
 BENCH = "BM_Tokenize/4096"
 ITEMS_PER_S = 2.5e6  # items per second at the baseline level
-CI_VARIABLES = (
-    "CI",
-    "GITHUB_ACTIONS",
-    "GITHUB_EVENT_PATH",
-    "GITHUB_SHA",
-    "GITHUB_REF",
-    "GITHUB_OUTPUT",
-    "GITHUB_STEP_SUMMARY",
-    "PERFCI_DATABASE_URL",
-    "PERFCI_PROJECT",
-)
 
 
 def _google_benchmark(path: Path, rng: np.random.Generator, speed: float) -> str:
@@ -74,17 +63,6 @@ def _google_benchmark(path: Path, rng: np.random.Generator, speed: float) -> str
     }
     path.write_text(json.dumps(document, indent=2))
     return str(path)
-
-
-@pytest.fixture
-def outside_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in CI_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
-    folder = tmp_path / "work"
-    folder.mkdir()
-    monkeypatch.chdir(folder)
-    return folder
 
 
 def _check(url: str, files: list[str], *args: str) -> int:
