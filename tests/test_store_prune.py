@@ -339,3 +339,24 @@ def test_prune_without_a_period_is_refused(
     assert "say how long raw samples are kept" in capsys.readouterr().err
     assert main(["db", "prune", "--keep", "3 months", "--database-url", migrated_url]) == 2
     assert "not a period" in capsys.readouterr().err
+
+
+def test_deleting_a_pruned_run_deletes_its_summaries(migrated_url: str) -> None:
+    from perfci.usecases.runs import delete_run
+
+    engine = db.make_engine(migrated_url)
+    sessions = db.make_sessionmaker(engine)
+    try:
+        run_id = _ingest(sessions, 10, np.random.default_rng(5), branch="main")
+        kept = _ingest(sessions, 300, np.random.default_rng(6), branch="main")
+        prune_store(migrated_url, keep="30d", now=T0 + timedelta(days=320))
+        assert _counts(engine) == (15, 5, 1)
+        with sessions() as session:
+            deleted = delete_run(session, run_id=run_id, actor="test")
+        assert (deleted.samples, deleted.profiles) == (5, 3)  # its summaries, one per series
+        assert _counts(engine) == (15, 0, 0)
+        with sessions() as session:
+            assert delete_run(session, run_id=kept, actor="test").samples == 15
+        assert _counts(engine) == (0, 0, 0)
+    finally:
+        engine.dispose()

@@ -42,6 +42,7 @@ from perfci.store.schema import SAMPLE_COLUMNS, Run, SampleSummary
 LOCK_TIMEOUT_S = 10
 
 Scope = Literal["all", "not-base"]
+_PRUNE_LOCK = 0x7072_756E  # "prun": the advisory lock class of a month's prune
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +108,10 @@ def prune_month(
     """
     month, scope = month_plan.month, month_plan.scope
     postgres = session.get_bind().dialect.name == "postgresql"
+    if postgres and not dry_run:
+        # Two prunes at once (a cron job and an operator) take turns, month by month: the
+        # second then finds the month done, not a partition dropped under it.
+        session.execute(text("SELECT pg_advisory_xact_lock(:c, 0)"), {"c": _PRUNE_LOCK})
     partition = _partition(session, month) if postgres else None
     if partition is not None and not dry_run:
         # No ingest of an old run may add rows between the roll-up and the drop.
