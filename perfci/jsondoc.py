@@ -8,8 +8,9 @@
                                 "calls", "total_ns", ..., "value", "samples"}]}]}
 
 Absent fields are omitted, except ``unit`` and ``better``, written on every metric. Version 1
-had neither: its metrics were all times (``ns``, lower is better), which is how it reads. ``schema_version`` lets readers upgrade older documents by named
-functions; a document newer than this reader is rejected with a clear message.
+had neither: its metrics were all times (``ns``, lower is better), which is how it reads.
+``schema_version`` lets readers upgrade older documents by named functions; a document newer
+than this reader is rejected with a clear message.
 """
 
 from __future__ import annotations
