@@ -82,7 +82,10 @@ def _run_round_robin(work: Path, runs: dict[str, bool], repeats: int) -> dict[st
                 repeats=1,
                 work_dir=work / name / f"r{repeat}",
                 profiler="torch",
-                env={**os.environ, "PERFCI_EXAMPLE_SLOW_ATTENTION": "0"},
+                # One intra-op thread: on 2 shared cores, torch's spinning thread pool fights
+                # the other test worker and a step's time then measures the fight (a CI run saw
+                # the +35 % attention change come out at -4.6 %, every step 2x its quiet time).
+                env={**os.environ, "PERFCI_EXAMPLE_SLOW_ATTENTION": "0", "OMP_NUM_THREADS": "1"},
             )
             files[name].extend(result.repeats[0].files)
     return files

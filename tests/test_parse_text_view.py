@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from perfci.cli._console import console
 from perfci.cli.main import main
 from perfci.formats import registry
 from perfci.model import Device, MetricKind
@@ -42,7 +43,14 @@ def drop_columns(text: str, headers: tuple[str, ...]) -> str:
 
 
 def _view(path: Path, capsys: pytest.CaptureFixture[str]) -> str:
-    assert main(["parse", "--top", "50", str(path)]) == 0
+    # Wide enough that no name folds onto a second line, whatever width the console took
+    # when it was imported (a terminal, COLUMNS, or the log width).
+    width = console.width
+    console.width = 250
+    try:
+        assert main(["parse", "--top", "50", str(path)]) == 0
+    finally:
+        console.width = width
     return capsys.readouterr().out
 
 
