@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from perfci.model import Better, MetricComparison, MetricKind, RunComparison, SeriesKey, Verdict
+from perfci.model import Better, MetricComparison, MetricKind, RunComparison, Verdict
 from perfci.units import format_ns, format_value
 
 NO_VALUE = "—"
@@ -111,16 +111,13 @@ def delta(ns: float | None) -> str:
     return f"+{format_ns(ns)}" if ns > 0 else format_ns(ns)
 
 
-def value(number: float | None, series: SeriesKey | None) -> str:
-    """A metric's value in its unit (a duration for times and for the run factor's line)."""
+def measured(metric: MetricComparison, number: float | None) -> str:
+    """One of ``metric``'s values (baseline, this run) in its unit; a duration for the run
+    factor's line, which has no series."""
     if number is None:
         return NO_VALUE
+    series = metric.series
     return format_ns(number) if series is None else format_value(number, series.unit)
-
-
-def measured(metric: MetricComparison, number: float | None) -> str:
-    """One of ``metric``'s values (baseline, this run) in its unit."""
-    return value(number, metric.series)
 
 
 def direction(metric: MetricComparison) -> str:

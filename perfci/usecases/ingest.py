@@ -156,7 +156,14 @@ def parse_repeats(
     if skipped is not None:
         skipped.extend(inputs.skipped)
     groups = group_files(inputs.files, repeat)
-    repeats = [[p for path in group for p in _parse_one(path, format, options)] for group in groups]
+    repeats = [
+        [
+            p
+            for path in group
+            for p in _parse_one(path, format or inputs.detected.get(path), options)
+        ]
+        for group in groups
+    ]
     check_repeats_match(repeats)  # unrelated profiles as repeats of one run (issue 16)
     return repeats
 

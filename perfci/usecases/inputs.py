@@ -19,10 +19,15 @@ from perfci.formats.registry import detect, get_format, read_head
 
 @dataclass(slots=True)
 class Inputs:
-    """The files to read, and the files of given folders that were left out."""
+    """The files to read, and the files of given folders that were left out.
+
+    ``detected`` names the format found for a folder's file while it was sorted, so that
+    reading it does not sniff it again.
+    """
 
     files: list[Path] = field(default_factory=list)
     skipped: list[Path] = field(default_factory=list)
+    detected: dict[Path, str] = field(default_factory=dict)
 
 
 def expand_inputs(paths: Iterable[Path], *, format: str | None = None) -> Inputs:
@@ -41,7 +46,7 @@ def expand_inputs(paths: Iterable[Path], *, format: str | None = None) -> Inputs
         if not path.is_dir():
             found.files.append(path)
             continue
-        files, skipped = _profiles_in(path, format)
+        files, skipped = _profiles_in(path, format, found.detected)
         if not files:
             raise ConfigError(
                 f"{path}: no profile files in this folder"
@@ -53,13 +58,19 @@ def expand_inputs(paths: Iterable[Path], *, format: str | None = None) -> Inputs
     return found
 
 
-def _profiles_in(folder: Path, format: str | None) -> tuple[list[Path], list[Path]]:
+def _profiles_in(
+    folder: Path, format: str | None, detected: dict[Path, str]
+) -> tuple[list[Path], list[Path]]:
     files: list[Path] = []
     skipped: list[Path] = []
     spec = get_format(format) if format else None
     for path in sorted(_walk(folder), key=_natural):
         try:
-            recognised = spec.sniff(read_head(path)) if spec else bool(detect(path))
+            if spec is not None:
+                recognised = spec.sniff(read_head(path))
+            else:
+                detected[path] = detect(path).name
+                recognised = True
         except (UnknownFormatError, ParseError):
             recognised = False
         (files if recognised else skipped).append(path)

@@ -30,7 +30,8 @@ def parse_profiles(
         skipped.extend(inputs.skipped)
     profiles: list[Profile] = []
     for path in inputs.files:
-        profiles.extend(parse_file(path, format=format, options=options))
+        found = format or inputs.detected.get(path)
+        profiles.extend(parse_file(path, format=found, options=options))
     return profiles
 
 
