@@ -152,6 +152,40 @@ def test_a_broad_change_never_turns_unchanged_kernels_into_improvements() -> Non
     assert result.shared_factor is not None and abs(result.shared_factor.change) < 0.03
 
 
+def test_a_change_to_most_kernels_is_not_taken_for_the_machine() -> None:
+    """Two thirds of the kernels +10 %: the moved cluster is the larger one, but a third of
+    the metrics still sit where the baseline's usual run factors put them, so the factor stays
+    there, the step is a regression and the untouched kernels read as unchanged."""
+    rng = np.random.default_rng(12)
+    moved = [k for i, k in enumerate(KERNELS) if i % 3]
+    baseline, candidate = _world(rng, slower={**{k: 0.10 for k in moved}, STEP: 0.06})
+    result = compare_run(baseline, candidate, benchmark="b")
+    lines = _lines(result)
+    assert result.shared_factor is not None and abs(result.shared_factor.change) < 0.03
+    quiet = [k for k in KERNELS if k not in moved]
+    assert abs(np.median([lines[k].adjusted_change for k in quiet])) < 0.01
+    assert not [k for k in quiet if lines[k].verdict is Verdict.IMPROVEMENT]
+    assert lines[STEP].verdict is Verdict.REGRESSION
+
+
+def test_when_the_machine_moved_a_verdict_needs_the_metric_s_own_numbers() -> None:
+    """Nearly everything +10 %: the factor takes it (a machine and a change that slows all
+    look alike), and the few untouched kernels, −9 % beyond that factor but flat on their own
+    numbers, are not called improvements for it."""
+    rng = np.random.default_rng(15)
+    untouched = KERNELS[::12]
+    slower = {k: 0.10 for k in KERNELS if k not in untouched}
+    baseline, candidate = _world(rng, slower={**slower, STEP: 0.10}, shared_cv=0.005)
+    result = compare_run(baseline, candidate, benchmark="b")
+    lines = _lines(result)
+    assert result.shared_factor is not None
+    assert result.shared_factor.verdict is Verdict.REGRESSION
+    for key in untouched:
+        assert lines[key].adjusted_change < -0.04
+        if lines[key].change > -0.02:  # flat on its own numbers (one fell 3 %, and says so)
+            assert lines[key].verdict is not Verdict.IMPROVEMENT
+
+
 def test_a_machine_wide_shift_is_one_line_not_every_metric() -> None:
     """Everything 9 % slower (a throttled card): the factor line says so, kernels do not."""
     rng = np.random.default_rng(8)
@@ -197,6 +231,19 @@ def test_bh_weights_average_one_and_give_each_class_its_budget() -> None:
     assert weights[2:12].sum() == pytest.approx(0.5 * 100)
     only_gated = judge.bh_weights(["gated"] * 4, options)
     assert only_gated.tolist() == pytest.approx([1.0] * 4)
+
+
+def test_overlapping_views_get_the_smaller_part_of_the_gated_budget() -> None:
+    """Operators and ranges hold the kernels' time again: a third of the gated budget when
+    kernels are there, all of it when they are not (a CPU-only profile)."""
+    options = CompareOptions(step_budget=0.2, factor_budget=0.1, gated_budget=0.5)
+    classes = ["step", *["gated"] * 5, *["view"] * 20, *["other"] * 74]
+    weights = judge.bh_weights(classes, options)
+    assert weights.mean() == pytest.approx(1.0)
+    assert weights[1:6].sum() == pytest.approx(0.5 * (1 - judge.VIEW_SHARE) * 100 / 0.9)
+    assert weights[6:26].sum() == pytest.approx(0.5 * judge.VIEW_SHARE * 100 / 0.9)
+    cpu_only = judge.bh_weights(["step", *["view"] * 20, *["other"] * 79], options)
+    assert cpu_only[1:21].sum() == pytest.approx(0.5 * 100 / 0.9)
 
 
 def test_moderation_shrinks_towards_a_common_variance() -> None:

@@ -286,7 +286,8 @@ def _factor_notes(line: MetricComparison | None, found: MetricEstimate | None) -
             f"the baseline runs, beyond their usual spread (±{spread:.1%}). From one run on "
             "a shared runner, a machine-wide shift (load, throttling, another card) and a "
             "change that slows everything look the same: re-run it, or compare on one "
-            "runner with `perfci check --ab`."
+            "runner with `perfci check --ab`. A metric is called changed here only where its "
+            "own numbers moved too."
         ]
     if abs(line.change) >= 0.005:
         return [

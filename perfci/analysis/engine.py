@@ -71,9 +71,9 @@ class CompareOptions:
     remove_shared_factor: bool | None = None
     gate_share: float = 0.02
     top_contributors: int = 10
-    step_budget: float = 0.12
-    factor_budget: float = 0.05
-    gated_budget: float = 0.45
+    step_budget: float = 0.09
+    factor_budget: float = 0.03
+    gated_budget: float = 0.28
     moderate: bool = True
     robust_baseline: bool = True
     trim_change_points: bool = True

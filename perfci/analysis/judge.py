@@ -190,7 +190,14 @@ def run_verdict(metrics: Sequence[MetricComparison], *, primary: str | None = No
 
 # --- classes and weights ----------------------------------------------------------------------
 
-_STEP, _FACTOR, _GATED, _OTHER = "step", "factor", "gated", "other"
+_STEP, _FACTOR, _GATED, _VIEW, _OTHER = "step", "factor", "gated", "view", "other"
+#: Kinds that overlap the leaf-level work (an operator holds its kernels, a range its
+#: operators): a kernel's change shows in them again, so they add little that the leaves do
+#: not already test and get the smaller part of the gated budget when leaves are present.
+VIEW_KINDS = frozenset({MetricKind.RANGE, MetricKind.OP, MetricKind.LAYER})
+#: The views' part of ``gated_budget`` when the run also has gated leaves or headline values.
+VIEW_SHARE = 1 / 3
+_GATED_CLASSES = frozenset({_STEP, _FACTOR, _GATED, _VIEW})
 
 
 def _primary_step(
@@ -240,22 +247,28 @@ def _budget_class(
     if primary is not None and estimate.series == primary:
         return _STEP
     share = _share(estimate.series, estimate.baseline, levels)
-    return _GATED if _is_gated(estimate.series, share, options) else _OTHER
+    if not _is_gated(estimate.series, share, options):
+        return _OTHER
+    return _VIEW if estimate.series.kind in VIEW_KINDS else _GATED
 
 
 def bh_weights(classes: Sequence[str], options: CompareOptions) -> np.ndarray:
     """p-value weights averaging one: each class's budget share spread evenly inside it.
 
-    Budgets of classes with no member go to the others in proportion, so a run with no
+    ``gated_budget`` is split between gated leaves and headline values and the overlapping
+    views (:data:`VIEW_SHARE`); when one of the two is absent, the other has all of it.
+    Budgets of other classes with no member go to the rest in proportion, so a run with no
     step line (or no factor) spends its whole budget on what it has.
     """
+    counts = {name: sum(1 for c in classes if c == name) for name in (*_GATED_CLASSES, _OTHER)}
+    views = options.gated_budget * (VIEW_SHARE if counts[_GATED] else 1.0)
     budget = {
         _STEP: options.step_budget,
         _FACTOR: options.factor_budget,
-        _GATED: options.gated_budget,
+        _GATED: options.gated_budget - (views if counts[_VIEW] else 0.0),
+        _VIEW: views,
         _OTHER: max(0.0, 1.0 - options.step_budget - options.factor_budget - options.gated_budget),
     }
-    counts = {name: sum(1 for c in classes if c == name) for name in budget}
     total = sum(share for name, share in budget.items() if counts[name])
     n = len(classes)
     if not n or total <= 0:
@@ -291,7 +304,8 @@ def _judge(
     test_se = np.array([e.se if e.adjusted_se is None else e.adjusted_se for e in rows])
     test_dof = np.array([e.dof if e.adjusted_dof is None else e.adjusted_dof for e in rows])
     p = two_sided_p(test_log, test_se, test_dof)
-    q = weighted_bh(p, bh_weights(classes, options))
+    weights = bh_weights(classes, options)
+    q = weighted_bh(p, weights)
     plain = np.array([e.log_change for e in rows])
     low, high = _interval(
         plain, np.array([e.se for e in rows]), np.array([e.dof for e in rows]), options.confidence
@@ -310,6 +324,21 @@ def _judge(
         higher,
         options,
     )
+    if factor is not None:
+        plain_se = np.array([e.se for e in rows])
+        plain_q = weighted_bh(
+            two_sided_p(plain, plain_se, np.array([e.dof for e in rows])), weights
+        )
+        own = decide_on(
+            np.expm1(plain),
+            np.expm1(plain),
+            np.expm1(low),
+            np.expm1(high),
+            plain_q,
+            higher,
+            options,
+        )
+        _own_numbers_when_machine_moved(verdicts, own)
     lines = []
     for i, e in enumerate(rows):
         adjusted = e.adjusted_log_change is not None
@@ -329,7 +358,7 @@ def _judge(
                 q_value=None if math.isnan(q[i]) else float(q[i]),
                 n_baseline=e.n_baseline,
                 n_candidate=e.n_candidate,
-                gated=classes[i] in (_STEP, _FACTOR, _GATED),
+                gated=classes[i] in _GATED_CLASSES,
                 repeats_needed=e.repeats_needed if verdict is Verdict.INCONCLUSIVE else None,
                 series=None if classes[i] == _FACTOR else e.series,
                 adjusted_change=float(np.expm1(test_log[i])) if adjusted else None,
@@ -338,6 +367,23 @@ def _judge(
             )
         )
     return lines
+
+
+def _own_numbers_when_machine_moved(verdicts: np.ndarray, own: np.ndarray) -> None:
+    """When the run factor itself moved beyond its usual spread, verdicts need own numbers.
+
+    Then nobody can tell a machine that moved from a code change that moved most metrics
+    (the factor line says so). A metric keeps a regression or an improvement only if its own
+    numbers (``own``: the verdicts on the plain change, tested and BH-adjusted alike) say the
+    same; judged beyond an uncertain factor alone, an untouched kernel would read as an
+    improvement because the rest got slower. The factor line (last) keeps its verdict.
+    Edits ``verdicts`` in place.
+    """
+    if verdicts[-1] not in (Verdict.REGRESSION.value, Verdict.IMPROVEMENT.value):
+        return
+    decided = np.isin(verdicts[:-1], [Verdict.REGRESSION.value, Verdict.IMPROVEMENT.value])
+    differs = decided & (verdicts[:-1] != own[:-1])
+    verdicts[:-1][differs] = Verdict.INCONCLUSIVE.value
 
 
 def two_sided_p(estimate: np.ndarray, se: np.ndarray, dof: np.ndarray) -> np.ndarray:
