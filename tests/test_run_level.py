@@ -168,6 +168,20 @@ def test_a_change_to_most_kernels_is_not_taken_for_the_machine() -> None:
     assert lines[STEP].verdict is Verdict.REGRESSION
 
 
+def test_a_broad_change_does_not_loosen_the_machine_factor_s_own_test() -> None:
+    """Half the kernels +10 % on a machine 2.5 % slower (1.7 σ of the runner pool): within
+    the pool's usual spread, so the factor line stays quiet however many kernels moved, and
+    the step is judged beyond that factor as usual."""
+    rng = np.random.default_rng(14)
+    half = {k: 0.10 for k in KERNELS[::2]}
+    baseline, candidate = _world(rng, slower={**half, STEP: 0.05}, cand_factor=math.log(1.025))
+    result = compare_run(baseline, candidate, benchmark="b")
+    assert result.shared_factor is not None
+    assert 0.01 < result.shared_factor.change < 0.04
+    assert result.shared_factor.verdict is not Verdict.REGRESSION
+    assert _lines(result)[STEP].verdict is Verdict.REGRESSION
+
+
 def test_when_the_machine_moved_a_verdict_needs_the_metric_s_own_numbers() -> None:
     """Nearly everything +10 %: the factor takes it (a machine and a change that slows all
     look alike), and the few untouched kernels, −9 % beyond that factor but flat on their own

@@ -305,7 +305,7 @@ def _judge(
     test_dof = np.array([e.dof if e.adjusted_dof is None else e.adjusted_dof for e in rows])
     p = two_sided_p(test_log, test_se, test_dof)
     weights = bh_weights(classes, options)
-    q = weighted_bh(p, weights)
+    q = _adjust(p, weights, has_factor=factor is not None)
     plain = np.array([e.log_change for e in rows])
     low, high = _interval(
         plain, np.array([e.se for e in rows]), np.array([e.dof for e in rows]), options.confidence
@@ -326,8 +326,8 @@ def _judge(
     )
     if factor is not None:
         plain_se = np.array([e.se for e in rows])
-        plain_q = weighted_bh(
-            two_sided_p(plain, plain_se, np.array([e.dof for e in rows])), weights
+        plain_q = _adjust(
+            two_sided_p(plain, plain_se, np.array([e.dof for e in rows])), weights, has_factor=True
         )
         own = decide_on(
             np.expm1(plain),
@@ -367,6 +367,22 @@ def _judge(
             )
         )
     return lines
+
+
+def _adjust(p: np.ndarray, weights: np.ndarray, *, has_factor: bool) -> np.ndarray:
+    """q-values: weighted BH over the metrics; the factor line (last) on its budget alone.
+
+    The factor asks another question (is this machine unusual?) than the metrics (did the
+    code move this?). Inside BH, a broad real change's many discoveries would loosen its
+    threshold until an ordinary machine 2 % slower read as "moved beyond its usual spread";
+    so it is tested at its own share of ``alpha`` (Bonferroni), and BH runs over the rest
+    with the rest of the budget.
+    """
+    if not has_factor:
+        return weighted_bh(p, weights)
+    share = weights[-1] / len(weights)
+    factor_q = np.minimum(p[-1:] / share, 1.0) if share > 0 else np.ones(1)
+    return np.concatenate([weighted_bh(p[:-1], weights[:-1]), factor_q])
 
 
 def _own_numbers_when_machine_moved(verdicts: np.ndarray, own: np.ndarray) -> None:
