@@ -247,6 +247,31 @@ def test_bh_weights_average_one_and_give_each_class_its_budget() -> None:
     assert only_gated.tolist() == pytest.approx([1.0] * 4)
 
 
+def test_bh_runs_once_per_direction_of_change() -> None:
+    """Fifty strong slowdowns do not lower the bar for calling a lone speed-up significant:
+    two-sided BH would (q = 0.02 · 51/51), the speed-up's own family does not."""
+    p = np.array([1e-6] * 50 + [0.02])
+    estimate = np.array([0.1] * 50 + [-0.03])
+    weights = np.ones(51)
+    assert judge.weighted_bh(p, weights)[-1] == pytest.approx(0.02)
+    q = judge.directional_bh(p, estimate, weights)
+    assert q[-1] == 1.0
+    assert np.all(q[:50] < 1e-5)
+    # Alone, the speed-up is judged as before: the family of one direction, doubled.
+    assert judge.directional_bh(p[-1:], estimate[-1:], weights[-1:])[0] == pytest.approx(0.02)
+
+
+def test_a_broad_improvement_fails_nothing() -> None:
+    """Half the kernels 10 % faster: with BH over both directions at once, the speed-ups'
+    discoveries let an untouched gated kernel through as a regression and failed this run."""
+    rng = np.random.default_rng(20)
+    half = {k: -0.10 for k in KERNELS[::2]}
+    baseline, candidate = _world(rng, slower={**half, STEP: -0.05})
+    result = compare_run(baseline, candidate, benchmark="b")
+    assert result.verdict is Verdict.IMPROVEMENT
+    assert not [m.key for m in result.metrics if m.verdict is Verdict.REGRESSION]
+
+
 def test_overlapping_views_get_the_smaller_part_of_the_gated_budget() -> None:
     """Operators and ranges hold the kernels' time again: a third of the gated budget when
     kernels are there, all of it when they are not (a CPU-only profile)."""

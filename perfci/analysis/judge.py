@@ -305,7 +305,7 @@ def _judge(
     test_dof = np.array([e.dof if e.adjusted_dof is None else e.adjusted_dof for e in rows])
     p = two_sided_p(test_log, test_se, test_dof)
     weights = bh_weights(classes, options)
-    q = _adjust(p, weights, has_factor=factor is not None)
+    q = _adjust(p, test_log, weights, has_factor=factor is not None)
     plain = np.array([e.log_change for e in rows])
     low, high = _interval(
         plain, np.array([e.se for e in rows]), np.array([e.dof for e in rows]), options.confidence
@@ -326,9 +326,8 @@ def _judge(
     )
     if factor is not None:
         plain_se = np.array([e.se for e in rows])
-        plain_q = _adjust(
-            two_sided_p(plain, plain_se, np.array([e.dof for e in rows])), weights, has_factor=True
-        )
+        plain_p = two_sided_p(plain, plain_se, np.array([e.dof for e in rows]))
+        plain_q = _adjust(plain_p, plain, weights, has_factor=True)
         own = decide_on(
             np.expm1(plain),
             np.expm1(plain),
@@ -369,20 +368,40 @@ def _judge(
     return lines
 
 
-def _adjust(p: np.ndarray, weights: np.ndarray, *, has_factor: bool) -> np.ndarray:
-    """q-values: weighted BH over the metrics; the factor line (last) on its budget alone.
+def _adjust(
+    p: np.ndarray, estimate: np.ndarray, weights: np.ndarray, *, has_factor: bool
+) -> np.ndarray:
+    """q-values: directional weighted BH over the metrics; the factor line on its own budget.
 
-    The factor asks another question (is this machine unusual?) than the metrics (did the
-    code move this?). Inside BH, a broad real change's many discoveries would loosen its
-    threshold until an ordinary machine 2 % slower read as "moved beyond its usual spread";
-    so it is tested at its own share of ``alpha`` (Bonferroni), and BH runs over the rest
-    with the rest of the budget.
+    The factor (last, when present) asks another question (is this machine unusual?) than
+    the metrics (did the code move this?). Inside BH, a broad real change's many discoveries
+    would loosen its threshold until an ordinary machine 2 % slower read as "moved beyond its
+    usual spread"; so it is tested at its own share of ``alpha`` (Bonferroni), and BH runs
+    over the rest with the rest of the budget.
     """
     if not has_factor:
-        return weighted_bh(p, weights)
+        return directional_bh(p, estimate, weights)
     share = weights[-1] / len(weights)
     factor_q = np.minimum(p[-1:] / share, 1.0) if share > 0 else np.ones(1)
-    return np.concatenate([weighted_bh(p[:-1], weights[:-1]), factor_q])
+    return np.concatenate([directional_bh(p[:-1], estimate[:-1], weights[:-1]), factor_q])
+
+
+def directional_bh(p: np.ndarray, estimate: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Weighted BH run once per direction of change, each at half the level.
+
+    Each direction is a family of one-sided tests of every metric (half the two-sided p on
+    the side the estimate lies, ``1 − p/2`` on the other); a metric's q is its own side's,
+    doubled, so ``q ≤ alpha`` keeps each family's false-discovery rate at ``alpha/2``
+    (Benjamini & Yekutieli 2005 on directional errors). Under no change at all it rejects as
+    often as two-sided BH, but a broad real regression's hundred discoveries no longer
+    loosen the threshold for calling untouched metrics *improvements* (nor a broad
+    improvement's for calling them *regressions*, which would fail the run).
+    """
+    half = p / 2
+    up = estimate > 0
+    q_up = weighted_bh(np.where(up, half, 1 - half), weights)
+    q_down = weighted_bh(np.where(up, 1 - half, half), weights)
+    return np.asarray(np.minimum(2 * np.where(up, q_up, q_down), 1.0), dtype=np.float64)
 
 
 def _own_numbers_when_machine_moved(verdicts: np.ndarray, own: np.ndarray) -> None:
