@@ -24,7 +24,10 @@ a third of the runs and comparisons, and during another third it starts half-way
 a shared 2-core runner, load comes and goes. Adaptive repeats are off (``--max-repeats`` =
 repeats) unless ``--adaptive``, so both modes spend a fixed number of processes.
 
-The numpy MLP replaces the torch example because ``import torch`` alone takes 2–8 s per
+``--bench gpt`` runs the shipped example instead (``examples/gpt/bench.py``, small settings,
+under the torch profiler, CPU), its ``slower`` branch setting ``GELU_EXTRA`` so that the MLP's
+GELU does ``--change`` more work; the operator judged is ``aten::gelu``. By default the numpy
+MLP replaces the torch example because ``import torch`` alone takes 2–8 s per
 process on the loaded 2-core machine this was written on, which would allow a handful of
 comparisons in ten minutes; the numbers it produces are measured times all the same.
 
@@ -48,6 +51,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -149,18 +153,30 @@ def git(repo: Path, *args: str, date: str | None = None) -> str:
     ).stdout.strip()
 
 
-def make_repo(root: Path, change: float) -> Path:
+#: The example's command under ``--bench gpt``: small enough for many processes on 2 cores.
+GPT_ARGS = ["--steps", "3", "--warmup", "1", "--batch", "8", "--seq", "128", "--layers", "2"]
+
+
+def make_repo(root: Path, change: float, bench: str) -> Path:
     """``main`` (benchmark, then a docs commit), ``unchanged`` and ``slower`` on top of it."""
-    repo = root / "mlp"
+    repo = root / bench
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
-    (repo / "bench.py").write_text(BENCH, encoding="utf-8")
-    (repo / "factors.json").write_text("{}\n", encoding="utf-8")
     (repo / ".gitignore").write_text(".perfci/\n", encoding="utf-8")
+    if bench == "gpt":
+        source = (ROOT / "examples" / "gpt" / "bench.py").read_text(encoding="utf-8")
+        (repo / "bench.py").write_text(source, encoding="utf-8")
+        command = [sys.executable, "bench.py", *GPT_ARGS]
+        table = f'command = {json.dumps(command)}\nprofiler = "torch"\n'
+    else:
+        (repo / "bench.py").write_text(BENCH, encoding="utf-8")
+        (repo / "factors.json").write_text("{}\n", encoding="utf-8")
+        table = (
+            f'command = [{json.dumps(sys.executable)}, "bench.py"]\n'
+            'profiler = "none"\nglobs = ["*.json"]\n'
+        )
     (repo / "pyproject.toml").write_text(
-        '[tool.perfci]\nproject = "bench/ab-noise"\n\n[tool.perfci.benchmarks.mlp]\n'
-        f'command = [{json.dumps(sys.executable)}, "bench.py"]\n'
-        'profiler = "none"\nglobs = ["*.json"]\n',
+        f'[tool.perfci]\nproject = "bench/ab-noise"\n\n[tool.perfci.benchmarks.{bench}]\n{table}',
         encoding="utf-8",
     )
     git(repo, "add", ".")
@@ -169,7 +185,15 @@ def make_repo(root: Path, change: float) -> Path:
     git(repo, "checkout", "-q", "-b", "unchanged")
     git(repo, "commit", "-q", "--allow-empty", "-m", "docs only", date="2026-01-03T12:00:00Z")
     git(repo, "checkout", "-q", "-b", "slower", "main")
-    (repo / "factors.json").write_text(json.dumps({"gelu": 1 + change}) + "\n", encoding="utf-8")
+    if bench == "gpt":
+        text = (repo / "bench.py").read_text(encoding="utf-8")
+        slower = text.replace("GELU_EXTRA = 0.0\n", f"GELU_EXTRA = {change!r}\n")
+        assert slower != text, "examples/gpt/bench.py lost its GELU_EXTRA line"
+        (repo / "bench.py").write_text(slower, encoding="utf-8")
+    else:
+        (repo / "factors.json").write_text(
+            json.dumps({"gelu": 1 + change}) + "\n", encoding="utf-8"
+        )
     git(repo, "commit", "-q", "-am", "slower GELU", date="2026-01-03T12:00:00Z")
     return repo
 
@@ -200,26 +224,35 @@ def check(repo: Path, url: str, report: Path, *args: str) -> dict[str, object]:
     return result
 
 
-def score(tally: Tally, result: dict[str, object], *, changed: bool, seconds: float) -> None:
+#: The changed operator's series name, per benchmark.
+TARGET = {"mlp": "gelu", "gpt": "aten::gelu"}
+
+
+def _touched(metric: dict[str, Any]) -> bool:
+    """Lines the slower GELU may move for real: its forward and backward, and what holds them."""
+    series = metric["series"]
+    return "gelu" in series["name"].lower() or series["kind"] in ("step", "range")
+
+
+def score(
+    tally: Tally, result: dict[str, object], *, changed: bool, seconds: float, target: str
+) -> None:
     metrics = result["metrics"]
     assert isinstance(metrics, list)
     tally.comparisons += 1
     tally.seconds += seconds
     tally.verdicts[str(result["verdict"])] += 1
     tally.metrics += len(metrics)
-    gelu = [m for m in metrics if m["series"]["name"] == "gelu"]
+    gelu = [m for m in metrics if m["series"]["name"] == target and m["series"]["kind"] == "op"]
     tally.processes += max(m["n_candidate"] for m in metrics)  # repeats, or A/B pairs
     if gelu and gelu[0]["change"] is not None:
         tally.gelu.append((gelu[0]["change"], gelu[0]["ci_low"], gelu[0]["ci_high"]))
+    decided = ("regression", "improvement")
     if changed:
         tally.found += bool(gelu and gelu[0]["verdict"] == "regression")
-        tally.false_metrics += sum(
-            m["verdict"] in ("regression", "improvement")
-            and m["series"]["name"] not in ("gelu", "train_step")
-            for m in metrics
-        )
+        tally.false_metrics += sum(m["verdict"] in decided and not _touched(m) for m in metrics)
     else:
-        tally.false_metrics += sum(m["verdict"] in ("regression", "improvement") for m in metrics)
+        tally.false_metrics += sum(m["verdict"] in decided for m in metrics)
 
 
 def history_mode(
@@ -268,6 +301,7 @@ def history_mode(
             result,
             changed=branch == "slower",
             seconds=time.monotonic() - started,
+            target=TARGET[args.bench],
         )
         print(f"  history {branch} {i + 1}: {result['verdict']}", file=sys.stderr)
 
@@ -299,6 +333,7 @@ def ab_mode(
             result,
             changed=branch == "slower",
             seconds=time.monotonic() - started,
+            target=TARGET[args.bench],
         )
         print(f"  A/B {branch} {i + 1}: {result['verdict']}", file=sys.stderr)
 
@@ -340,6 +375,13 @@ def _median_change(tally: Tally) -> str:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a smoke run (< 1 min)")
+    parser.add_argument(
+        "--bench",
+        choices=("mlp", "gpt"),
+        default="mlp",
+        help="mlp: the numpy MLP (default); gpt: examples/gpt/bench.py under the torch "
+        "profiler, its GELU made --change slower",
+    )
     parser.add_argument("--history-runs", type=int, default=8)
     parser.add_argument("--candidates", type=int, default=10)
     parser.add_argument("--ab-comparisons", type=int, default=8)
@@ -365,7 +407,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.history_runs, args.candidates, args.ab_comparisons = 3, 1, 1
         args.changed, args.pairs, args.repeats = 1, 2, 2
         os.environ.update(AB_BATCH="64", AB_HIDDEN="256", AB_STEPS="5", AB_WARMUP="1")
-    args.run_seconds = 2.0 * args.repeats  # the load's span per run (bounded, killed after)
+    # The load's span per run (bounded, killed after): a torch process takes 5-10 s here.
+    args.run_seconds = (10.0 if args.bench == "gpt" else 2.0) * args.repeats
     return args
 
 
@@ -376,7 +419,7 @@ def run(args: argparse.Namespace) -> dict[str, Tally]:
     }
     with tempfile.TemporaryDirectory(prefix="perfci-ab-noise-") as scratch:
         work = Path(scratch)
-        repo = make_repo(work, args.change)
+        repo = make_repo(work, args.change, args.bench)
         cwd = Path.cwd()
         os.chdir(repo)
         try:

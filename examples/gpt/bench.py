@@ -19,6 +19,9 @@ from torch.nn import functional as F  # noqa: N812 - the conventional alias
 
 from perfci.torch import profile_steps
 
+#: The default of ``--gelu-extra``: a pull request that slows one operator edits this line.
+GELU_EXTRA = 0.0
+
 
 class Attention(nn.Module):
     def __init__(self, dim: int, heads: int, slow: bool) -> None:
@@ -53,13 +56,34 @@ class Attention(nn.Module):
         return torch.stack(heads, dim=1)
 
 
+class WastefulGELU(nn.Module):
+    """GELU that also runs over an ``extra`` share of its input again, result unused.
+
+    A small, deliberate regression of a single operator: ``aten::gelu`` does that much more
+    work and nothing else changes (the wasted call needs no backward). It stands for a
+    careless change, for measuring what perfci can find (``benchmarks/ab_noise.py --bench
+    gpt``).
+    """
+
+    def __init__(self, extra: float) -> None:
+        super().__init__()
+        self.extra = extra
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = F.gelu(x)
+        with torch.no_grad():
+            F.gelu(x.reshape(-1)[: max(1, round(x.numel() * self.extra))])
+        return out
+
+
 class Block(nn.Module):
-    def __init__(self, dim: int, heads: int, slow: bool) -> None:
+    def __init__(self, dim: int, heads: int, slow: bool, gelu_extra: float = 0.0) -> None:
         super().__init__()
         self.ln1 = nn.LayerNorm(dim)
         self.attn = Attention(dim, heads, slow)
         self.ln2 = nn.LayerNorm(dim)
-        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+        act = WastefulGELU(gelu_extra) if gelu_extra > 0 else nn.GELU()
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), act, nn.Linear(4 * dim, dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(self.ln1(x))
@@ -67,11 +91,20 @@ class Block(nn.Module):
 
 
 class TinyGPT(nn.Module):
-    def __init__(self, vocab: int, dim: int, heads: int, layers: int, seq: int, slow: bool) -> None:
+    def __init__(
+        self,
+        vocab: int,
+        dim: int,
+        heads: int,
+        layers: int,
+        seq: int,
+        slow: bool,
+        gelu_extra: float = 0.0,
+    ) -> None:
         super().__init__()
         self.tok = nn.Embedding(vocab, dim)
         self.pos = nn.Embedding(seq, dim)
-        self.blocks = nn.ModuleList(Block(dim, heads, slow) for _ in range(layers))
+        self.blocks = nn.ModuleList(Block(dim, heads, slow, gelu_extra) for _ in range(layers))
         self.ln = nn.LayerNorm(dim)
         self.head = nn.Linear(dim, vocab, bias=False)
 
@@ -98,12 +131,20 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=128)
     parser.add_argument("--heads", type=int, default=8)
     parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument(
+        "--gelu-extra",
+        type=float,
+        default=GELU_EXTRA,
+        help="make the MLP's GELU do this fraction more work, wasted (e.g. 0.05: +5 %%)",
+    )
     args = parser.parse_args()
 
     torch.manual_seed(0)
     torch.set_num_threads(1)  # steadier timings on shared CI CPUs
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    model = TinyGPT(512, args.dim, args.heads, args.layers, args.seq, args.slow_attention)
+    model = TinyGPT(
+        512, args.dim, args.heads, args.layers, args.seq, args.slow_attention, args.gelu_extra
+    )
     model.to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     data = torch.randint(0, 512, (args.batch, args.seq + 1), device=device)
