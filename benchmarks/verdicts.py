@@ -215,7 +215,8 @@ class Tally:
 
 def simulate(scenario: Scenario, args: argparse.Namespace, seed: int) -> dict[str, Tally]:
     rng = np.random.default_rng(seed)
-    tallies = {"perfci": Tally(), **{name: Tally() for name in PEERS}}
+    peers = {} if args.perfci_only else PEERS
+    tallies = {"perfci": Tally(), **{name: Tally() for name in peers}}
     options = CompareOptions()
     for _ in range(args.comparisons):
         world = make_world(rng, args.metrics, args.world)
@@ -251,7 +252,7 @@ def simulate(scenario: Scenario, args: argparse.Namespace, seed: int) -> dict[st
             world,
         )
         medians = np.stack([np.median(run, axis=1) for run in runs], axis=1)
-        for name, peer in PEERS.items():
+        for name, peer in peers.items():
             flagged = np.asarray(peer(medians, cand))
             failed = bool((flagged & world.gated).any())
             _count(tallies[name], flagged, np.zeros_like(flagged), failed, changed, world)
@@ -345,6 +346,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=None,
         help="run only scenarios whose name contains this text",
     )
+    parser.add_argument(
+        "--exact",
+        action="store_true",
+        help="--scenario names a scenario whole (e.g. just 'unchanged')",
+    )
+    parser.add_argument(
+        "--perfci-only", action="store_true", help="leave the peers' detectors out (faster)"
+    )
     parser.add_argument("--seed", type=int, default=20261123)
     parser.add_argument("--quick", action="store_true", help="10 comparisons, 100 metrics")
     args = parser.parse_args(argv)
@@ -362,7 +371,9 @@ def main(argv: list[str] | None = None) -> int:
         f"world: {args.world}\n"
     )
     for index, scenario in enumerate(scenarios()):
-        if args.scenario and not any(s in scenario.name for s in args.scenario):
+        if args.scenario and not any(
+            s == scenario.name if args.exact else s in scenario.name for s in args.scenario
+        ):
             continue
         tallies = simulate(scenario, args, args.seed + index)
         print("\n".join(table(scenario, tallies)), flush=True)
