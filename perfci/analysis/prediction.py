@@ -17,7 +17,9 @@ out of its values, and so is the candidate's. The candidate's factor is estimate
 metrics with the baseline's run-to-run spread of factors as a prior and a contaminated-normal
 likelihood (a metric moved by the code is an outlier to the factor, not evidence for it). So a
 change that moves half the kernels does not drag the factor along (the other half and the
-prior hold it), while a shift of everything — a faster or slower machine — is absorbed by it.
+prior hold it; and when noise makes the moved half the larger cluster, the mode at the
+baseline's usual factor still wins while a quarter of the metrics sit there), while a shift
+of everything — a faster or slower machine — is absorbed by it.
 
 References: Hahn & Meeker (1991), *Statistical Intervals*, Wiley; Huber (1964), "Robust
 estimation of a location parameter", *Ann. Math. Statist.* 35:73 (contaminated normal);
