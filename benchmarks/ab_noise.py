@@ -154,7 +154,7 @@ def git(repo: Path, *args: str, date: str | None = None) -> str:
 
 
 #: The example's command under ``--bench gpt``: small enough for many processes on 2 cores.
-GPT_ARGS = ["--steps", "3", "--warmup", "1", "--batch", "8", "--seq", "128", "--layers", "2"]
+GPT_ARGS = ["--steps", "8", "--warmup", "2", "--batch", "8", "--seq", "128", "--layers", "2"]
 
 
 def make_repo(root: Path, change: float, bench: str) -> Path:

@@ -20,12 +20,20 @@ On CUDA each profiled step also records the peak device memory it allocated and 
 before every step): the ``"perfci"`` block's ``peak_allocated_bytes`` / ``peak_reserved_bytes``,
 one value per step, which the Chrome-trace parser turns into "peak allocated memory" / "peak
 reserved memory" metrics. The CPU allocator keeps no peak statistics: nothing is recorded there.
+
+On the CPU (Linux), the allocator is first made to serve memory that is already paged in
+(:func:`steady_cpu_memory`; ``steady_memory=False`` leaves it alone): otherwise the profiler's
+own growing records push each step's tensors onto fresh pages, and element-wise operators time
+the kernel's page faults rather than their own work.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import json
 import os
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +41,11 @@ from types import TracebackType
 from typing import Any
 
 STEP_KEY = "perfci"
+#: glibc's ``mallopt`` parameters (``malloc.h``).
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+#: What :func:`steady_cpu_memory` pages in up front, by default.
+PREFAULT_BYTES = 256 << 20
+_PREFAULT_CHUNK = 16 << 20
 
 
 def output_dir() -> Path:
@@ -40,6 +53,47 @@ def output_dir() -> Path:
     path = Path(os.environ.get("PERFCI_OUTPUT_DIR", "perfci-out"))
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def steady_cpu_memory(prefault_bytes: int = PREFAULT_BYTES) -> bool:
+    """Make glibc's allocator hand out memory that is already paged in; ``False`` if not glibc.
+
+    PyTorch's CPU tensors come straight from ``malloc``. Under the profiler, whose event records
+    grow the heap all the time, every step's activations land partly on fresh pages, which the
+    kernel faults in and zeroes on first touch, so element-wise operators time page faults:
+    in the example benchmark on a 2-core VM, 1,500–2,500 page faults per profiled step, and
+    ``aten::gelu`` took 0.35 or 1.2 ms per call depending on where its output landed
+    (``benchmarks/RESULTS.md``). Here freed memory stays in the process (no ``munmap`` of big
+    blocks, no trimming of the heap) and ``prefault_bytes`` are touched once and freed, for
+    later allocations to reuse: no page faults per step after that. The process keeps that
+    much memory until it exits, which suits a benchmark. CUDA tensors come from PyTorch's
+    caching allocator and do not need this.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    name = ctypes.util.find_library("c")
+    libc = ctypes.CDLL(name) if name else None
+    if libc is None or not hasattr(libc, "mallopt"):
+        return False  # another C library (musl): its allocator has no such settings
+    # Older glibc refuses an mmap threshold above 32 MiB; tensors larger than what it accepts
+    # are still mapped afresh, the everyday activations are not.
+    if not libc.mallopt(_M_MMAP_THRESHOLD, 1 << 30):
+        libc.mallopt(_M_MMAP_THRESHOLD, _PREFAULT_CHUNK * 2)
+    if not libc.mallopt(_M_TRIM_THRESHOLD, 1 << 30):
+        return False
+    if prefault_bytes > 0:
+        import torch
+
+        # Chunks below the mmap threshold come from the heap and go back to it when freed;
+        # the touch is what pages them in (malloc alone only reserves addresses).
+        chunks = [
+            torch.empty(_PREFAULT_CHUNK, dtype=torch.uint8)
+            for _ in range(-(-prefault_bytes // _PREFAULT_CHUNK))
+        ]
+        for chunk in chunks:
+            chunk.fill_(1)
+        del chunks
+    return True
 
 
 class _StepTimer:
@@ -112,6 +166,7 @@ class profile_steps:  # noqa: N801 - used as a context manager, reads like a fun
         label: str = "train",
         record_shapes: bool = False,
         out_dir: Path | None = None,
+        steady_memory: bool = True,
     ) -> None:
         if warmup < 0 or active < 1:
             raise ValueError("warmup must be >= 0 and active >= 1")
@@ -123,6 +178,7 @@ class profile_steps:  # noqa: N801 - used as a context manager, reads like a fun
         self.label = label
         self.record_shapes = record_shapes
         self.out_dir = out_dir
+        self.steady_memory = steady_memory
         self.use_cuda = bool(torch.cuda.is_available())
         self.trace_path: Path | None = None
         self._profiler: Any = None
@@ -138,6 +194,8 @@ class profile_steps:  # noqa: N801 - used as a context manager, reads like a fun
         for index in range(self.warmup):
             yield index
         self._sync()
+        if self.steady_memory and not self.use_cuda:
+            steady_cpu_memory()
         activities = [ProfilerActivity.CPU]
         if self.use_cuda:
             activities.append(ProfilerActivity.CUDA)

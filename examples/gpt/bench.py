@@ -137,6 +137,11 @@ def main() -> None:
         default=GELU_EXTRA,
         help="make the MLP's GELU do this fraction more work, wasted (e.g. 0.05: +5 %%)",
     )
+    parser.add_argument(
+        "--no-steady-memory",
+        action="store_true",
+        help="leave glibc's allocator alone on the CPU (to measure the page faults it costs)",
+    )
     args = parser.parse_args()
 
     torch.manual_seed(0)
@@ -149,7 +154,12 @@ def main() -> None:
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     data = torch.randint(0, 512, (args.batch, args.seq + 1), device=device)
 
-    with profile_steps(warmup=args.warmup, active=args.steps, label="gpt") as run:
+    with profile_steps(
+        warmup=args.warmup,
+        active=args.steps,
+        label="gpt",
+        steady_memory=not args.no_steady_memory,
+    ) as run:
         for _ in run:
             with torch.profiler.record_function("forward"):
                 logits = model(data[:, :-1])
