@@ -199,3 +199,22 @@ def test_sequential_looks_compares_spending_policies() -> None:
     out = _run("sequential_looks.py", "--checks", "10")
     policies = [row["policy"] for row in _table(out, "policy")]
     assert policies[0].startswith("one look") and policies[-1].endswith("alpha / 3"), out
+
+
+def test_ab_factor_compares_plain_pairs_with_process_factors() -> None:
+    rows = _table(_run("ab_factor.py", "--checks", "4"), "scenario")
+    assert [row["way"] for row in rows[:2]] == ["plain paired", "process factors"]
+    assert len(rows) == 10 and rows[0]["scenario"] == "unchanged"
+    for row in rows:
+        counts = row["unchanged operators called regression / improvement, per run"]
+        assert re.fullmatch(r"\d+\.\d{3} / \d+\.\d{3}", counts), row
+        assert re.fullmatch(r"\d+\.\d%", row["step a regression"]), row
+
+
+def test_cpu_page_faults_times_the_example_both_ways() -> None:
+    pytest.importorskip("torch")
+    rows = _table(_run("cpu_page_faults.py", "--processes", "2", "--steps", "2"), "operator")
+    assert [row["operator"] for row in rows][:2] == ["`aten::gelu`", "`aten::gelu_backward`"]
+    for row in rows:
+        for cell in list(row.values())[1:]:
+            assert re.fullmatch(r"[\d,]+ \(±\d+\.\d%\)", cell), row

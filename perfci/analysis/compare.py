@@ -208,7 +208,7 @@ def _estimates(
     # judged beyond it; the others are judged on their own numbers.
     time = np.array([table.keys[i].is_time for i in rows], dtype=bool)
     relative, found = plain, None
-    if time.any():
+    if time.any() and options.remove_shared_factor is not False:
         factors = run_factors(base[time])
         relative = prediction.prediction(
             base - factors[None, :], cand, within, base_rep, cand_rep, moderate=options.moderate

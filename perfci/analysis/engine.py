@@ -46,7 +46,9 @@ class CompareOptions:
     ``higher_is_better`` names metric keys (or is a predicate on keys) whose larger values are
     better (throughput); times are lower-is-better. ``remove_shared_factor``: ``None`` (auto)
     means off in :func:`~perfci.analysis.compare.compare`, whose columns need not be aligned,
-    and on in :func:`~perfci.analysis.compare.compare_run`, whose repeats are. ``rank_guard``
+    and on in :func:`~perfci.analysis.compare.compare_run` and
+    :func:`~perfci.analysis.paired.compare_paired` (each process's factor), whose repeats are;
+    ``False`` turns it off there too. ``rank_guard``
     is the Mann–Whitney confirmation level of the default ``student-mw`` method. ``gate_share``
     and ``top_contributors`` are used by :func:`perfci.analysis.compare.compare_run`.
 

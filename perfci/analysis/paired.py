@@ -15,12 +15,20 @@ difference, so the comparison is a paired one:
 3. The values shown are on the same basis: ``baseline`` is the geometric mean of the base
    side over the kept pairs and ``candidate = baseline · exp(d̄)``, so ``candidate / baseline
    − 1`` is exactly the printed change.
-4. :func:`perfci.analysis.judge.judge_estimates` tests, adjusts (weighted Benjamini–Hochberg),
+4. Pairing does not cancel what differs between the two processes of a pair: on a shared
+   runner one process runs a few percent faster or slower than the next in every metric at
+   once (±5 % between processes of the example on a loaded 2-core VM). With 20 or more time
+   metrics complete in 3 or more pairs, each process's factor is estimated within its own
+   side, where the code is the same in every process (:func:`_machine_factor`), and taken
+   out; what stays common to all metrics, the factor between the two sides, is estimated like
+   history mode's run factor and judged as its own line. Operators, kernels and ranges are
+   then also judged beyond it (its own interval is a fraction as wide). The step and other
+   headline values are judged on their own numbers; so is everything when fewer than
+   :data:`MIN_MOVING_TOGETHER` of the metrics move with the factor (they do not move
+   together: half of them changed, say), or when the factor itself moved beyond what the
+   processes vary by (both sides ran here, alternately: that is the code's doing).
+5. :func:`perfci.analysis.judge.judge_estimates` tests, adjusts (weighted Benjamini–Hochberg),
    applies the practical margin and gates, exactly as history mode does.
-
-There is no run factor to take out: the pairing already removes what the machine shares
-between the two sides, and a change that touches every metric is then a real change of the
-code, not of the machine.
 
 Metrics only on the pull request's side are ``new``, only on the base side ``missing``; a
 metric with fewer than two complete pairs is ``inconclusive`` (two pairs needed). Values must
@@ -40,9 +48,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfci.analysis import stats
+from perfci.analysis import prediction, stats
 from perfci.analysis.engine import CompareOptions
-from perfci.analysis.judge import MetricEstimate, judge_estimates
+from perfci.analysis.judge import HEADLINE_KINDS, MetricEstimate, judge_estimates
 from perfci.analysis.stats import FloatArray
 from perfci.model import MetricComparison, RunComparison, SeriesKey, Verdict
 
@@ -60,6 +68,10 @@ __all__ = [
 MAX_PAIRS_NEEDED = 200
 #: Fewest degrees of freedom (pairs − 1) whose variance takes part in the moderation.
 MIN_MODERATED_DOF = 3
+#: Share of the time metrics that must move with the factor between the sides for it to be
+#: taken out: with fewer, the metrics do not move together (half of them changed, say) and
+#: which cluster is "the machine" cannot be told from one comparison.
+MIN_MOVING_TOGETHER = 0.75
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,16 +187,162 @@ def compare_paired(
                 )
             else:
                 found[key] = paired
-    estimates = _estimates(found, options)
-    return judge_estimates(
-        estimates, benchmark=benchmark, options=options, notes=notes, untested=untested
+    machine = _machine_factor(found, base, pr, options)
+    factor = machine.line if machine is not None else None
+    result = judge_estimates(
+        _estimates(found, options, machine, beyond=True),
+        benchmark=benchmark,
+        options=options,
+        notes=notes,
+        untested=untested,
+        factor=factor,
+    )
+    line = result.shared_factor
+    if machine is None or line is None:
+        return result
+    if line.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT):
+        # Both sides ran here, alternately: every metric moving together beyond what the
+        # runner's processes vary by is the code's doing. Each metric is judged on its own
+        # numbers.
+        result = judge_estimates(
+            _estimates(found, options, machine, beyond=False),
+            benchmark=benchmark,
+            options=options,
+            notes=notes,
+            untested=untested,
+        )
+    result.notes.extend(_factor_notes(line, machine))
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class MachineFactor:
+    """How the runner's speed moved between processes, and what is left of each metric's noise.
+
+    ``residual_var[key]`` is the variance over pairs of a metric's log difference once each
+    process's own factor is taken out, for every time metric complete in all pairs;
+    ``common_var`` the variance over pairs of the two processes' factor difference (what every
+    metric's difference shares); ``line`` the factor between the two sides as a line to judge,
+    or ``None`` when the metrics do not move together; ``se`` how well that factor is known
+    from the metrics; ``process_spread`` the standard deviation of one process's factor.
+    """
+
+    residual_var: dict[SeriesKey, float]
+    common_var: float
+    pairs: int
+    line: MetricEstimate | None
+    se: float
+    process_spread: float
+
+
+def _machine_factor(
+    found: Mapping[SeriesKey, PairedStats],
+    base: Mapping[SeriesKey, Sequence[float | None]],
+    pr: Mapping[SeriesKey, Sequence[float | None]],
+    options: CompareOptions,
+) -> MachineFactor | None:
+    """The runner's per-process speed, estimated within each side, and the factor between them.
+
+    On a shared runner one process runs a few percent faster or slower than the next in every
+    metric at once (another job on the host, the clock, the memory it got), so a pair's two
+    processes differ by that much even where the code did not change. Within one side the code
+    is the same in every process, so a process's factor (the median over time metrics of how
+    far it lies from its side's mean) is the machine alone, whatever the code change does to
+    the other side. Taking each process's factor out (centred, so each side's mean and each
+    metric's printed change stay as they are) leaves a metric's own noise. What stays common
+    to all metrics is the difference of the two sides' mean factors: it is estimated like
+    history mode's run factor (:func:`.prediction.factor_with_prior`: the mode most metrics
+    share, under a prior at no shift with the spread the processes' factors imply) and judged
+    as its own line; ``line`` is ``None`` when fewer than :data:`MIN_MOVING_TOGETHER` of the
+    metrics move with it.
+
+    ``None`` with fewer than 3 pairs or 20 time metrics complete in all of them, or with
+    ``remove_shared_factor=False``.
+    """
+    if options.remove_shared_factor is False:
+        return None
+    pairs = max((row.n for row in found.values()), default=0)
+    keys = [k for k, row in found.items() if k.is_time and row.n == pairs]
+    if pairs < 3 or len(keys) < prediction.MIN_METRICS_FOR_FACTOR:
+        return None
+    a = np.array([[math.nan if v is None else float(v) for v in base[k][:pairs]] for k in keys])
+    b = np.array([[math.nan if v is None else float(v) for v in pr[k][:pairs]] for k in keys])
+    logs = stats.safe_log(np.concatenate([a, b], axis=1))
+    log_a, log_b = logs[:, :pairs], logs[:, pairs:]
+    side_a = _process_factors(log_a)
+    side_b = _process_factors(log_b)
+    residual = (log_b - side_b[None, :]) - (log_a - side_a[None, :])
+    var = np.var(residual, axis=1, ddof=1)
+    change = residual.mean(axis=1)  # equals each metric's paired mean: the factors are centred
+    common = math.sqrt((np.var(side_a, ddof=1) + np.var(side_b, ddof=1)) / pairs)
+    found_factor = prediction.factor_with_prior(change, np.sqrt(var / pairs), 0.0, common)
+    line, se = None, 0.0
+    if found_factor is not None and found_factor[2] >= MIN_MOVING_TOGETHER:
+        value, se, _support = found_factor
+        line = MetricEstimate(
+            series=keys[0],
+            baseline=1.0,
+            candidate=math.exp(value),
+            log_change=value,
+            se=math.sqrt(common**2 + se**2),
+            dof=float(pairs - 1),
+            n_baseline=pairs,
+            n_candidate=pairs,
+        )
+    return MachineFactor(
+        residual_var=dict(zip(keys, var.tolist(), strict=True)),
+        common_var=float(np.var(side_b - side_a, ddof=1)),
+        pairs=pairs,
+        line=line,
+        se=se,
+        process_spread=math.sqrt((np.var(side_a, ddof=1) + np.var(side_b, ddof=1)) / 2),
     )
 
 
+def _process_factors(logs: FloatArray) -> FloatArray:
+    """Each process's factor on one side: median over metrics of its distance from their mean,
+    centred so that the factors of the side average zero."""
+    factors = np.median(logs - logs.mean(axis=1, keepdims=True), axis=0)
+    return np.asarray(factors - factors.mean(), dtype=np.float64)
+
+
+def _factor_notes(line: MetricComparison, machine: MachineFactor) -> list[str]:
+    """What the machine factor says about an A/B comparison, in words a reader can act on."""
+    change = line.change or 0.0
+    if line.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT):
+        way = "slower" if change > 0 else "faster"
+        return [
+            f"Every metric of the pull request's side moved together: {abs(change):.1%} "
+            f"{way} than the base side, more than this runner's speed varied between "
+            f"processes (±{machine.process_spread:.1%}). Both sides ran here, alternately, "
+            "so that is the code's doing: each metric is judged on its own numbers."
+        ]
+    if machine.process_spread >= 0.005:
+        return [
+            f"This runner's speed varied by ±{machine.process_spread:.1%} from one process to "
+            "the next, in every metric at once; operators and kernels are judged beyond that "
+            '(column "Beyond run factor"), the step on its own numbers.'
+        ]
+    return []
+
+
 def _estimates(
-    found: Mapping[SeriesKey, PairedStats], options: CompareOptions
+    found: Mapping[SeriesKey, PairedStats],
+    options: CompareOptions,
+    machine: MachineFactor | None = None,
+    *,
+    beyond: bool = False,
 ) -> list[MetricEstimate]:
-    """One estimate per metric with at least two pairs, variances moderated together."""
+    """One estimate per metric with at least two pairs, variances moderated together.
+
+    With ``machine``, a metric it covers has its variance in two parts: its own (residual,
+    moderated across those metrics) and the part every metric shares (the processes' factor
+    difference, ``pairs − 1`` degrees of freedom), combined with Satterthwaite's degrees of
+    freedom. Moderating the plain variances instead would treat that shared part as known
+    from every metric when it is known from the pairs only, and overstate the confidence.
+    With ``beyond`` and a factor line, operators, kernels and ranges are also judged beyond
+    the factor: their change less it, on their own variance.
+    """
     if not found:
         return []
     rows = list(found.values())
@@ -192,11 +350,34 @@ def _estimates(
     dof = np.array([r.n - 1 for r in rows], dtype=np.float64)
     if options.moderate:
         var, dof = _moderate(var, dof)
+    own: dict[SeriesKey, tuple[float, float]] = {}
+    if machine is not None:
+        keys = list(machine.residual_var)
+        r_var = np.array([machine.residual_var[k] for k in keys], dtype=np.float64)
+        r_dof = np.array([found[k].n - 1 for k in keys], dtype=np.float64)
+        if options.moderate:
+            r_var, r_dof = _moderate(r_var, r_dof)
+        own = dict(zip(keys, zip(r_var.tolist(), r_dof.tolist(), strict=True), strict=True))
+    factor = machine.line if machine is not None and beyond else None
     margin = math.log1p(options.delta)
     z = stats.norm_ppf(0.5 + options.confidence / 2)
     out = []
     for (key, row), s2, d in zip(found.items(), var.tolist(), dof.tolist(), strict=True):
         baseline = math.exp(row.log_base)
+        extra: dict[str, float] = {}
+        needed = pairs_needed(row.mean, s2, row.n, margin=margin, z=z)
+        if machine is not None and key in own:
+            r2, r_d = own[key]
+            s2, d = _satterthwaite(machine.common_var, machine.pairs - 1, r2, r_d)
+            needed = pairs_needed(row.mean, s2, row.n, margin=margin, z=z)
+            if factor is not None and key.kind not in HEADLINE_KINDS:
+                adjusted = row.mean - factor.log_change
+                extra = {
+                    "adjusted_log_change": adjusted,
+                    "adjusted_se": math.sqrt(r2 / row.n + machine.se**2),
+                    "adjusted_dof": r_d,
+                }
+                needed = pairs_needed(adjusted, r2, row.n, margin=margin, z=z)
         out.append(
             MetricEstimate(
                 series=key,
@@ -207,10 +388,18 @@ def _estimates(
                 dof=d,
                 n_baseline=row.n,
                 n_candidate=row.n,
-                repeats_needed=pairs_needed(row.mean, s2, row.n, margin=margin, z=z),
+                repeats_needed=needed,
+                **extra,
             )
         )
     return out
+
+
+def _satterthwaite(v1: float, d1: float, v2: float, d2: float) -> tuple[float, float]:
+    """The sum of two independent variance estimates and its Welch–Satterthwaite dof."""
+    total = v1 + v2
+    denominator = (v1**2 / d1 if d1 > 0 else 0.0) + (v2**2 / d2 if d2 > 0 else 0.0)
+    return total, (total**2 / denominator if denominator > 0 else max(d1, d2))
 
 
 def _moderate(var: FloatArray, dof: FloatArray) -> tuple[FloatArray, FloatArray]:

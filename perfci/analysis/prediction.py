@@ -132,36 +132,58 @@ def estimate_run_factor(
 
     ``deviation[i]`` is how far metric ``i`` of the candidate lies from its baseline centre
     beyond the baseline's own factors (log); ``noise_sd[i]`` its noise when nothing but the
-    factor moved. Maximises the posterior of a contaminated-normal likelihood under a normal
-    prior fitted to the baseline runs' ``factors``: a grid search for the mode, then EM.
+    factor moved. The prior is a normal fitted to the baseline runs' ``factors``
+    (:func:`factor_with_prior`).
     """
-    ok = np.isfinite(deviation) & np.isfinite(noise_sd) & (noise_sd > 0)
-    if ok.sum() < MIN_METRICS_FOR_FACTOR or len(factors) < 3:
+    if len(factors) < 3:
         return None
-    d, s = deviation[ok], noise_sd[ok]
     prior_mean = float(np.mean(factors))
     prior_sd = max(float(np.std(factors, ddof=1)), _MIN_FACTOR_SD)
+    found = factor_with_prior(deviation, noise_sd, prior_mean, prior_sd)
+    if found is None:
+        return None
+    value, se, _support = found
+    return RunFactor(
+        candidate=value,
+        candidate_se=se,
+        baseline_mean=prior_mean,
+        baseline_sd=prior_sd,
+        runs=len(factors),
+    )
+
+
+def factor_with_prior(
+    deviation: FloatArray, noise_sd: FloatArray, prior_mean: float, prior_sd: float
+) -> tuple[float, float, float] | None:
+    """The machine-wide factor shared by the metrics' deviations, its standard error, and the
+    share of the metrics that move with it (their mean posterior weight as inliers).
+
+    Maximises the posterior of a contaminated-normal likelihood under a normal prior
+    ``N(prior_mean, prior_sd²)`` (the usual factor): a grid search for the mode, then EM, and
+    the mode at the usual factor kept while :data:`MIN_SUPPORT_AT_USUAL` of the metrics sit
+    there. ``None`` with fewer than :data:`MIN_METRICS_FOR_FACTOR` usable metrics.
+    """
+    ok = np.isfinite(deviation) & np.isfinite(noise_sd) & (noise_sd > 0)
+    if ok.sum() < MIN_METRICS_FOR_FACTOR:
+        return None
+    d, s = deviation[ok], noise_sd[ok]
+    prior_sd = max(prior_sd, _MIN_FACTOR_SD)
     grid = np.unique(np.concatenate([np.quantile(d, np.linspace(0, 1, 201)), [prior_mean]]))
     best = grid[int(np.argmax(_log_posterior(grid, d, s, prior_mean, prior_sd)))]
     value = _em(float(best), d, s, prior_mean, prior_sd)
     # A machine-wide shift moves every time metric. When the best mode lies away from the
-    # baseline's usual factors while a good part of the metrics still sit where those factors
-    # put them, the others moved for the code's own reasons: half the kernels +10 % is a
-    # change, not a machine 10 % slower, even when noise makes that half the larger cluster.
+    # usual factor while a good part of the metrics still sit where it puts them, the others
+    # moved for the code's own reasons: half the kernels +10 % is a change, not a machine
+    # 10 % slower, even when noise makes that half the larger cluster.
     usual = _em(prior_mean, d, s, prior_mean, prior_sd)
     if (
         abs(usual - value) > 1e-6
         and float(np.mean(_inlier_weights(usual, d, s))) >= MIN_SUPPORT_AT_USUAL
     ):
         value = usual
-    precision = float(np.sum(_inlier_weights(value, d, s) / s**2)) + 1 / prior_sd**2
-    return RunFactor(
-        candidate=value,
-        candidate_se=1 / math.sqrt(precision),
-        baseline_mean=prior_mean,
-        baseline_sd=prior_sd,
-        runs=len(factors),
-    )
+    weights = _inlier_weights(value, d, s)
+    precision = float(np.sum(weights / s**2)) + 1 / prior_sd**2
+    return value, 1 / math.sqrt(precision), float(np.mean(weights))
 
 
 def _em(start: float, d: FloatArray, s: FloatArray, prior_mean: float, prior_sd: float) -> float:

@@ -81,7 +81,7 @@ def print_comparison(result: RunComparison, console: Console, *, max_rows: int =
         console.print(
             f"Machine-wide factor of this run: {fmt.pct(shared.change)} "
             f"(95 % interval {fmt.interval(shared.ci_low, shared.ci_high)}), "
-            f"{fmt.LABELS[shared.verdict].words}; verdicts are judged beyond it"
+            f"{fmt.LABELS[shared.verdict].words}; metrics with a value beyond it are judged on that"
         )
     if fmt.explains_change(result):
         console.print(_contributions_table(result, max_rows))
