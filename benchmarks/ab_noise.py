@@ -25,8 +25,11 @@ a shared 2-core runner, load comes and goes. Adaptive repeats are off (``--max-r
 repeats) unless ``--adaptive``, so both modes spend a fixed number of processes.
 
 ``--bench gpt`` runs the shipped example instead (``examples/gpt/bench.py``, small settings,
-under the torch profiler, CPU), its ``slower`` branch setting ``GELU_EXTRA`` so that the MLP's
-GELU does ``--change`` more work; the operator judged is ``aten::gelu``. By default the numpy
+under the torch profiler, CPU), its ``slower`` branch setting ``GELU_EXTRA = --change``: one
+more ``aten::gelu`` call per layer over that share of the values, result unused. Each call has
+a fixed cost under the profiler (about 35 µs on the VM this was written on), so the operator's
+measured change is larger than ``--change``; the table prints it. The operator judged is
+``aten::gelu``. By default the numpy
 MLP replaces the torch example because ``import torch`` alone takes 2–8 s per
 process on the loaded 2-core machine this was written on, which would allow a handful of
 comparisons in ten minutes; the numbers it produces are measured times all the same.
@@ -154,7 +157,7 @@ def git(repo: Path, *args: str, date: str | None = None) -> str:
 
 
 #: The example's command under ``--bench gpt``: small enough for many processes on 2 cores.
-GPT_ARGS = ["--steps", "8", "--warmup", "2", "--batch", "8", "--seq", "128", "--layers", "2"]
+GPT_ARGS = ["--steps", "8", "--warmup", "2", "--batch", "16", "--seq", "128", "--layers", "2"]
 
 
 def make_repo(root: Path, change: float, bench: str) -> Path:
@@ -228,10 +231,21 @@ def check(repo: Path, url: str, report: Path, *args: str) -> dict[str, object]:
 TARGET = {"mlp": "gelu", "gpt": "aten::gelu"}
 
 
+#: Operators the example's slower GELU adds calls to (a profile diff of the two branches): it
+#: takes a flat view of its input and a slice of that for the extra call.
+_PADDING_OPS = ("aten::slice", "aten::view", "aten::reshape", "aten::as_strided")
+
+
 def _touched(metric: dict[str, Any]) -> bool:
-    """Lines the slower GELU may move for real: its forward and backward, and what holds them."""
+    """Lines the slower GELU may move for real: its forward and backward, what holds them, and
+    (in the example) the views its extra call takes."""
     series = metric["series"]
-    return "gelu" in series["name"].lower() or series["kind"] in ("step", "range")
+    name = series["name"].lower()
+    return (
+        "gelu" in name
+        or series["kind"] in ("step", "range", "layer")
+        or any(op in name for op in _PADDING_OPS)
+    )
 
 
 def score(
@@ -338,11 +352,12 @@ def ab_mode(
         print(f"  A/B {branch} {i + 1}: {result['verdict']}", file=sys.stderr)
 
 
-def table(tallies: dict[str, Tally], change: float) -> str:
+def table(tallies: dict[str, Tally]) -> str:
+    """The results; the slower code's GELU change is as measured (``--change`` is the knob)."""
     lines = [
         "| mode | code | comparisons | regression | improvement | unchanged | "
         "inconclusive | false verdicts / comparison | false metrics / comparison | "
-        f"GELU +{change:.0%} found | GELU change, median (95 % interval) | "
+        "slower GELU found | GELU change, median (95 % interval) | "
         "repeats or pairs / comparison | s / comparison |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -434,7 +449,7 @@ def main_cli(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.monotonic()
     tallies = run(args)
-    print(table(tallies, args.change))
+    print(table(tallies))
     print(
         f"\n{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end; "
         f"{time.monotonic() - started:.0f} s in all; adaptive repeats "

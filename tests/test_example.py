@@ -179,3 +179,27 @@ def test_check_catches_slow_attention_and_passes_an_unchanged_candidate(
     result = json.loads(same.read_text(encoding="utf-8"))
     gated = [m["key"] for m in result["metrics"] if m["verdict"] == "regression" and m["gated"]]
     assert code == 0 and not gated, gated
+
+
+def test_gelu_extra_adds_one_small_gelu_call_and_keeps_the_result() -> None:
+    """``--gelu-extra`` (the slower operator of ``benchmarks/ab_noise.py --bench gpt``) adds one
+    ``aten::gelu`` call over that share of the values; values and gradients stay GELU's."""
+    torch = pytest.importorskip("torch")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpt_bench", EXAMPLE / "bench.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    x = torch.randn(2, 3, 512, requires_grad=True)
+    plain = x.detach().clone().requires_grad_(True)
+    out = bench.WastefulGELU(0.05)(x)
+    expected = torch.nn.functional.gelu(plain)
+    assert torch.equal(out, expected)
+    out.sum().backward()
+    expected.sum().backward()
+    assert torch.equal(x.grad, plain.grad)
+    with torch.profiler.profile(record_shapes=True) as profiler:
+        bench.WastefulGELU(0.05)(x.detach())
+    shapes = [e.input_shapes[0] for e in profiler.events() if e.name == "aten::gelu"]
+    assert shapes == [[2, 3, 512], [round(2 * 3 * 512 * 0.05)]]
