@@ -1,6 +1,6 @@
 """The example benchmark (examples/gpt): its shipped profiles parse, and end to end on the CPU
 with real torch, `perfci check` catches the slow-attention switch and blames attention, while
-an unchanged candidate passes."""
+an unchanged candidate (a baseline run's own profiles sent again) passes."""
 
 from __future__ import annotations
 
@@ -119,7 +119,7 @@ def test_check_catches_slow_attention_and_passes_an_unchanged_candidate(
     monkeypatch.setenv("PERFCI_DATABASE_URL", f"sqlite:///{tmp_path / 'perfci.db'}")
     # Not a git checkout: the flags below are the whole run context.
     monkeypatch.chdir(tmp_path)
-    runs = {"main-1": False, "main-2": False, "main-3": False, "slow": True, "same": False}
+    runs = {"main-1": False, "main-2": False, "main-3": False, "slow": True}
     files = _run_round_robin(tmp_path / "runs", runs, repeats=2)
 
     for number, name in enumerate(("main-1", "main-2", "main-3"), start=1):
@@ -156,13 +156,15 @@ def test_check_catches_slow_attention_and_passes_an_unchanged_candidate(
     assert any("attention" in key.lower() for key in top), top
     assert "attention" in (tmp_path / "slow.md").read_text(encoding="utf-8")
 
-    # The other test worker shares these 2 CPUs, so whole runs slow down by a few % at random
-    # (a +2.9 % common shift, significant, was seen): the default 2 % margin, meant for
-    # dedicated GPU runners, rightly flags that. A noisy CPU runner sets a wider margin, as
-    # here; the +35 % attention change above is far beyond either.
+    # The unchanged candidate sends the profiles of the median baseline run again. A live
+    # unchanged run is no fit for a test that must pass on a busy 2-core machine: with two
+    # suites running, one came out 2.2x slower than its baseline in every large operator (a
+    # run that looks exactly like a regression to history mode). How perfci fares on live
+    # unchanged runs under load is measured in benchmarks/ab_noise.py, not asserted here.
+    median = sorted(("main-1", "main-2", "main-3"), key=lambda name: _step_ms(files[name]))[1]
     same = tmp_path / "same.json"
     code = _check(
-        files["same"],
+        files[median],
         "--branch",
         "feature/same",
         "--baseline-branch",
@@ -173,12 +175,22 @@ def test_check_catches_slow_attention_and_passes_an_unchanged_candidate(
         "same",
         "--json-out",
         str(same),
-        "--delta",
-        "0.05",
     )
     result = json.loads(same.read_text(encoding="utf-8"))
     gated = [m["key"] for m in result["metrics"] if m["verdict"] == "regression" and m["gated"]]
     assert code == 0 and not gated, gated
+    assert result["verdict"] != "improvement"
+
+
+def _step_ms(files: list[Path]) -> float:
+    """A run's step time: the mean over its repeat files of the median step."""
+    steps = []
+    for path in files:
+        [profile] = parse_file(path)
+        [step] = profile.by_kind(MetricKind.STEP)
+        assert step.median_ns is not None
+        steps.append(step.median_ns / 1e6)
+    return sum(steps) / len(steps)
 
 
 def test_gelu_extra_adds_one_small_gelu_call_and_keeps_the_result() -> None:
