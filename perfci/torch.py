@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import json
 import os
 import sys
@@ -55,6 +56,7 @@ def output_dir() -> Path:
     return path
 
 
+@functools.cache
 def steady_cpu_memory(prefault_bytes: int = PREFAULT_BYTES) -> bool:
     """Make glibc's allocator hand out memory that is already paged in; ``False`` if not glibc.
 
@@ -67,7 +69,8 @@ def steady_cpu_memory(prefault_bytes: int = PREFAULT_BYTES) -> bool:
     blocks, no trimming of the heap) and ``prefault_bytes`` are touched once and freed, for
     later allocations to reuse: no page faults per step after that. The process keeps that
     much memory until it exits, which suits a benchmark. CUDA tensors come from PyTorch's
-    caching allocator and do not need this.
+    caching allocator and do not need this. The settings hold for the whole process, so it
+    runs once per process (a second ``profile_steps`` reuses what the first paged in).
     """
     if not sys.platform.startswith("linux"):
         return False

@@ -188,15 +188,18 @@ def compare_paired(
             else:
                 found[key] = paired
     machine = _machine_factor(found, base, pr, options)
-    factor = machine.line if machine is not None else None
-    result = judge_estimates(
-        _estimates(found, options, machine, beyond=True),
-        benchmark=benchmark,
-        options=options,
-        notes=notes,
-        untested=untested,
-        factor=factor,
-    )
+
+    def judge(*, beyond: bool) -> RunComparison:
+        return judge_estimates(
+            _estimates(found, options, machine, beyond=beyond),
+            benchmark=benchmark,
+            options=options,
+            notes=notes,
+            untested=untested,
+            factor=machine.line if machine is not None and beyond else None,
+        )
+
+    result = judge(beyond=True)
     line = result.shared_factor
     if machine is None or line is None:
         return result
@@ -204,13 +207,7 @@ def compare_paired(
         # Both sides ran here, alternately: every metric moving together beyond what the
         # runner's processes vary by is the code's doing. Each metric is judged on its own
         # numbers.
-        result = judge_estimates(
-            _estimates(found, options, machine, beyond=False),
-            benchmark=benchmark,
-            options=options,
-            notes=notes,
-            untested=untested,
-        )
+        result = judge(beyond=False)
     result.notes.extend(_factor_notes(line, machine))
     return result
 
@@ -265,8 +262,8 @@ def _machine_factor(
     keys = [k for k, row in found.items() if k.is_time and row.n == pairs]
     if pairs < 3 or len(keys) < prediction.MIN_METRICS_FOR_FACTOR:
         return None
-    a = np.array([[math.nan if v is None else float(v) for v in base[k][:pairs]] for k in keys])
-    b = np.array([[math.nan if v is None else float(v) for v in pr[k][:pairs]] for k in keys])
+    a = np.array([base[k][:pairs] for k in keys], dtype=np.float64)  # None reads as NaN
+    b = np.array([pr[k][:pairs] for k in keys], dtype=np.float64)
     logs = stats.safe_log(np.concatenate([a, b], axis=1))
     log_a, log_b = logs[:, :pairs], logs[:, pairs:]
     side_a = _process_factors(log_a)
@@ -274,7 +271,8 @@ def _machine_factor(
     residual = (log_b - side_b[None, :]) - (log_a - side_a[None, :])
     var = np.var(residual, axis=1, ddof=1)
     change = residual.mean(axis=1)  # equals each metric's paired mean: the factors are centred
-    common = math.sqrt((np.var(side_a, ddof=1) + np.var(side_b, ddof=1)) / pairs)
+    spread = float(np.var(side_a, ddof=1) + np.var(side_b, ddof=1))  # two processes' worth
+    common = math.sqrt(spread / pairs)
     found_factor = prediction.factor_with_prior(change, np.sqrt(var / pairs), 0.0, common)
     line, se = None, 0.0
     if found_factor is not None and found_factor[2] >= MIN_MOVING_TOGETHER:
@@ -295,7 +293,7 @@ def _machine_factor(
         pairs=pairs,
         line=line,
         se=se,
-        process_spread=math.sqrt((np.var(side_a, ddof=1) + np.var(side_b, ddof=1)) / 2),
+        process_spread=math.sqrt(spread / 2),
     )
 
 
@@ -365,19 +363,18 @@ def _estimates(
     for (key, row), s2, d in zip(found.items(), var.tolist(), dof.tolist(), strict=True):
         baseline = math.exp(row.log_base)
         extra: dict[str, float] = {}
-        needed = pairs_needed(row.mean, s2, row.n, margin=margin, z=z)
+        tested, tested_var = row.mean, s2  # what the pairs-needed plan is for
         if machine is not None and key in own:
             r2, r_d = own[key]
             s2, d = _satterthwaite(machine.common_var, machine.pairs - 1, r2, r_d)
-            needed = pairs_needed(row.mean, s2, row.n, margin=margin, z=z)
+            tested_var = s2
             if factor is not None and key.kind not in HEADLINE_KINDS:
-                adjusted = row.mean - factor.log_change
+                tested, tested_var = row.mean - factor.log_change, r2
                 extra = {
-                    "adjusted_log_change": adjusted,
+                    "adjusted_log_change": tested,
                     "adjusted_se": math.sqrt(r2 / row.n + machine.se**2),
                     "adjusted_dof": r_d,
                 }
-                needed = pairs_needed(adjusted, r2, row.n, margin=margin, z=z)
         out.append(
             MetricEstimate(
                 series=key,
@@ -388,7 +385,7 @@ def _estimates(
                 dof=d,
                 n_baseline=row.n,
                 n_candidate=row.n,
-                repeats_needed=needed,
+                repeats_needed=pairs_needed(tested, tested_var, row.n, margin=margin, z=z),
                 **extra,
             )
         )
