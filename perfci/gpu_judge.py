@@ -1,9 +1,10 @@
-"""Which repeats ran on a throttled GPU, judged against what is usual for the benchmark.
+"""Which repeats ran on a throttled GPU or a busy host, judged against what is usual.
 
-A repeat that ran on a throttled GPU (too hot, at its power cap, slowed by the hardware) is
-slower for reasons that have nothing to do with the code under test (issue 12 point 10): the
-comparison leaves such repeats out and names them. Pure functions of the ``gpu_state``
-summaries (:func:`perfci.gpu_readings.summarise`).
+A repeat that ran on a throttled GPU (too hot, at its power cap, slowed by the hardware), or
+while other processes took a good part of the host's CPU, is slower for reasons that have
+nothing to do with the code under test (issue 12 point 10): the comparison leaves such
+repeats out and names them. Pure functions of the ``gpu_state`` summaries
+(:func:`perfci.gpu_readings.summarise`, with ``host`` from :mod:`perfci.host_load`).
 """
 
 from __future__ import annotations
@@ -19,27 +20,52 @@ from perfci.gpu_readings import (
     THROTTLED_SHARE,
     median,
 )
+from perfci.host_load import BUSY_EXCESS
 
-__all__ = ["RepeatJudgement", "StateJudge", "repeat_clock"]
+__all__ = ["RepeatJudgement", "StateJudge", "others_cpu", "repeat_clock"]
 
 
 @dataclass(frozen=True, slots=True)
 class RepeatJudgement:
-    """Why one repeat's GPU state makes its numbers suspect (``suspect`` False: it does not)."""
+    """Why one repeat's state makes its numbers suspect (``suspect`` False: it does not).
+
+    ``others_cpu_share`` is set when the host was busy: the share of its CPU other
+    processes took, against ``usual_others_share``.
+    """
 
     suspect: bool
     reasons: tuple[str, ...] = ()
     sm_clock_mhz: float | None = None
     usual_clock_mhz: float | None = None
+    others_cpu_share: float | None = None
+    usual_others_share: float | None = None
+
+    @property
+    def gpu_suspect(self) -> bool:
+        """Whether the GPU (not only the host) made the repeat suspect."""
+        return self.suspect and (bool(self.reasons) or self._slow_clock())
+
+    def _slow_clock(self) -> bool:
+        return (
+            self.sm_clock_mhz is not None
+            and self.usual_clock_mhz is not None
+            and self.sm_clock_mhz < (1 - CLOCK_DROP) * self.usual_clock_mhz
+        )
+
+    def host_words(self) -> str | None:
+        """``"other processes took 48% of the host's CPU, usually 2%"`` when the host was busy."""
+        if self.others_cpu_share is None:
+            return None
+        usual = self.usual_others_share or 0.0
+        return (
+            f"other processes took {self.others_cpu_share:.0%} of the host's CPU, "
+            f"usually {usual:.0%}"
+        )
 
     def describe(self) -> str:
         """``"1410 MHz against 1980 MHz (hw_slowdown)"``, or the reasons alone."""
         reasons = f"({', '.join(self.reasons)})" if self.reasons else ""
-        if (
-            self.sm_clock_mhz is not None
-            and self.usual_clock_mhz is not None
-            and (self.sm_clock_mhz < (1 - CLOCK_DROP) * self.usual_clock_mhz)
-        ):
+        if self._slow_clock():
             clock = f"{self.sm_clock_mhz:.0f} MHz against {self.usual_clock_mhz:.0f} MHz"
             return f"{clock} {reasons}".strip()
         return reasons or "a low SM clock"
@@ -57,6 +83,9 @@ class StateJudge:
 
     usual_clock_mhz: float | None = None
     usual_reasons: frozenset[str] = field(default_factory=frozenset)
+    #: Median share of the host's CPU other processes took during the baseline's repeats
+    #: (0 when none was measured: a runner's usual state is to run the benchmark alone).
+    usual_others_share: float = 0.0
 
     @classmethod
     def from_history(
@@ -78,7 +107,12 @@ class StateJudge:
             for r in SLOWDOWN_REASONS
             if known and sum(r in reasons for reasons in known) > len(known) / 2
         )
-        return cls(usual_clock_mhz=median(clocks), usual_reasons=usual)
+        shares = [v for run in baseline_runs for s in run if s and (v := others_cpu(s)) is not None]
+        return cls(
+            usual_clock_mhz=median(clocks),
+            usual_reasons=usual,
+            usual_others_share=median(shares) or 0.0,
+        )
 
     def judge(self, state: Mapping[str, Any] | None) -> RepeatJudgement:
         """Whether a repeat with ``state`` ran throttled (no state: never suspect)."""
@@ -88,12 +122,23 @@ class StateJudge:
         clock = repeat_clock(state)
         usual = self.usual_clock_mhz or _limit(state)
         slow = clock is not None and usual is not None and clock < (1 - CLOCK_DROP) * usual
+        others = others_cpu(state)
+        busy = others is not None and others >= self.usual_others_share + BUSY_EXCESS
         return RepeatJudgement(
-            suspect=bool(reasons) or slow,
+            suspect=bool(reasons) or slow or busy,
             reasons=reasons,
             sm_clock_mhz=clock,
             usual_clock_mhz=usual,
+            others_cpu_share=others if busy else None,
+            usual_others_share=self.usual_others_share if busy else None,
         )
+
+
+def others_cpu(state: Mapping[str, Any]) -> float | None:
+    """The share of the host's CPU other processes took during the repeat, if measured."""
+    host = state.get("host")
+    value = host.get("others_cpu_share") if isinstance(host, Mapping) else None
+    return float(value) if isinstance(value, int | float) and 0 <= value <= 1 else None
 
 
 def _slowdowns(state: Mapping[str, Any]) -> list[str]:

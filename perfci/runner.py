@@ -25,6 +25,7 @@ from typing import Any
 
 from perfci import gpu_state
 from perfci.errors import BenchmarkFailed, ConfigError
+from perfci.host_load import HostLoadMeter
 
 PROFILERS = ("torch", "nsys", "none")
 DEFAULT_GLOBS: dict[str, tuple[str, ...]] = {
@@ -59,8 +60,9 @@ class RepeatResult:
     #: Names (never values) of the variables withheld from this repeat's environment.
     withheld: list[str] = field(default_factory=list)
     #: The GPUs' clocks, temperature, power and throttling during the repeat
-    #: (:mod:`perfci.gpu_state`; also left beside the profiles as ``perfci-gpu-state.json``);
-    #: ``None`` without a GPU.
+    #: (:mod:`perfci.gpu_state`; also left beside the profiles as ``perfci-gpu-state.json``),
+    #: and under ``host`` the share of the CPU other processes took (:mod:`perfci.host_load`);
+    #: ``None`` when neither could be measured.
     gpu_state: dict[str, Any] | None = None
 
 
@@ -216,6 +218,8 @@ def _run_once(
     tail: deque[str] = deque(maxlen=TAIL_LINES)
     # The GPU is sampled for exactly the repeat's lifetime (issue 12: its state is evidence).
     sampler = gpu_state.sample_while(child_env)
+    host = HostLoadMeter()  # and so is the CPU time other processes took meanwhile
+    host.start()
     started = time.perf_counter()
     try:
         returncode = _wait(
@@ -224,6 +228,9 @@ def _run_once(
     finally:
         seconds = time.perf_counter() - started
         state = sampler.stop()
+        host_state = host.stop()
+    if host_state is not None:
+        state = {**(state or {}), "host": host_state}
     if returncode != 0:
         raise BenchmarkFailed(
             f"repeat {index} of the benchmark exited with code {returncode}; last output:\n"

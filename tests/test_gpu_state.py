@@ -43,6 +43,11 @@ def _no_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", None)
 
 
+def _gpus_of(state: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A repeat's state without the host's load, which the runner measures beside the GPU."""
+    return None if state is None else {k: v for k, v in state.items() if k != "host"}
+
+
 def _state(name: str) -> dict[str, Any]:
     state = summarise(parse_smi_csv((DATA / name).read_text()), source="nvidia-smi")
     assert state is not None
@@ -191,7 +196,7 @@ def test_runner_samples_each_repeat_and_leaves_the_state_beside_its_profiles(
         env=env,
         pass_env=(),
     )
-    steady, thermal = (r.gpu_state for r in result.repeats)
+    steady, thermal = (_gpus_of(r.gpu_state) for r in result.repeats)
     assert steady == _state("h100-steady.csv")
     assert thermal == _state("h100-thermal.csv")
     for repeat in result.repeats:
@@ -290,7 +295,7 @@ def test_a_broken_nvml_falls_back_without_error(monkeypatch: pytest.MonkeyPatch)
     assert gpu_state.sample_while({"PATH": "/nonexistent"}).stop() is None
 
 
-def test_no_gpu_means_no_state_and_no_error(tmp_path: Path) -> None:
+def test_no_gpu_means_no_gpu_state_and_no_error(tmp_path: Path) -> None:
     result = run_benchmark(
         [sys.executable, "-c", WRITER],
         benchmark="b",
@@ -300,8 +305,10 @@ def test_no_gpu_means_no_state_and_no_error(tmp_path: Path) -> None:
         pass_env=(),
         env={"PATH": "/usr/bin:/bin"},
     )
-    assert result.repeats[0].gpu_state is None
-    assert not (result.repeats[0].output_dir / gpu_state.SIDECAR).exists()
+    # Without a GPU the state holds the host's load alone (Linux: /proc/stat is read).
+    state = result.repeats[0].gpu_state
+    assert state is not None and set(state) == {"host"}
+    assert 0.0 <= state["host"]["others_cpu_share"] <= 1.0
 
 
 def test_state_reaches_profile_metadata_the_store_and_perfci_json(
@@ -320,9 +327,9 @@ def test_state_reaches_profile_metadata_the_store_and_perfci_json(
     )
     repeats = [parse_repeats(files, repeat=1)[0] for files in result.files_per_repeat]
     gpu_state.attach(repeats, result.files_per_repeat)
-    assert repeats[1][0].metadata["gpu_state"] == _state("h100-thermal.csv")
+    assert _gpus_of(repeats[1][0].metadata["gpu_state"]) == _state("h100-thermal.csv")
     sent = json.loads(json.dumps(to_document(repeats[1])))  # what upload_run sends
-    assert from_document(sent)[0].metadata["gpu_state"] == _state("h100-thermal.csv")
+    assert from_document(sent)[0].metadata["gpu_state"] == repeats[1][0].metadata["gpu_state"]
     done = submit_run(
         session,
         context=_context("a" * 40, "main", "r1", T0),
@@ -332,8 +339,9 @@ def test_state_reaches_profile_metadata_the_store_and_perfci_json(
     )
     stored = queries.repeat_gpu_states(session, [done.ingest.run_id])
     assert stored == {
-        done.ingest.run_id: {0: _state("h100-steady.csv"), 1: _state("h100-thermal.csv")}
+        done.ingest.run_id: {i: r[0].metadata["gpu_state"] for i, r in enumerate(repeats)}
     }
+    assert _gpus_of(stored[done.ingest.run_id][1]) == _state("h100-thermal.csv")
 
 
 # --- the comparison ------------------------------------------------------------------------------
@@ -482,7 +490,49 @@ def test_perfci_check_stores_each_repeats_gpu_state_with_its_profile(
     try:
         with store.sessions() as session:
             rows = session.query(ProfileRow).order_by(ProfileRow.repeat).all()
-            states = [row.meta.get("gpu_state") for row in rows]
+            states = [_gpus_of(row.meta.get("gpu_state")) for row in rows]
     finally:
         store.close()
     assert states == [_state("h100-steady.csv"), _state("h100-thermal.csv")]
+
+
+def test_busy_host_baseline_run_and_candidate_repeat_are_left_out_and_named(
+    session: Session,
+) -> None:
+    """The host's load is judged like the GPU's state: a CPU-bound runner shared with a job."""
+    rng = np.random.default_rng(11)
+    quiet, busy = (
+        {"host": {"others_cpu_share": 0.02, "cpus": 2}},
+        {"host": {"others_cpu_share": 0.55, "cpus": 2}},
+    )
+    main_ids = []
+    for i in range(5):
+        states = [busy, busy, quiet, busy, quiet] if i == 1 else [quiet] * 5
+        repeats = [_repeat(rng, s, 1.3 if s is busy else 1.0) for s in states]
+        done = submit_run(
+            session,
+            context=_context(f"{i:040x}", "main", f"m{i}", T0 + timedelta(hours=i)),
+            benchmark="gpt",
+            repeats=repeats,
+            settings=Settings(),
+        )
+        main_ids.append(done.ingest.run_id)
+    pr = _context("d" * 40, "feature", "pr", T0 + timedelta(hours=6), merge_base=f"{4:040x}")
+    result = submit_run(
+        session,
+        context=pr,
+        benchmark="gpt",
+        settings=Settings(),
+        repeats=[_repeat(rng, s, 1.3 if s is busy else 1.0) for s in [quiet, quiet, busy]],
+    ).comparison
+    assert result.baseline is not None
+    assert sorted(result.baseline.run_ids) == sorted([main_ids[0], *main_ids[2:]])
+    assert (
+        "1 of 5 baseline runs left out: a busy host (other processes took 55% of the host's "
+        f"CPU, usually 2%) in 3 of 5 repeats (run {main_ids[1]})"
+    ) in result.notes
+    assert (
+        "repeat 3 of this run ran on a busy host: other processes took 55% of the host's CPU, "
+        "usually 2%; left out"
+    ) in result.notes
+    assert result.verdict is not Verdict.REGRESSION

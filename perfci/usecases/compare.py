@@ -6,8 +6,9 @@ fingerprint; the base branch (the PR's base, else the configured one, else ``mai
 the merge base is not in the store), so the merge base's own runs and repeated runs of one
 commit count; never the run itself, and never the PR's own runs (they live on its branch).
 
-The GPU's state is evidence (issue 12): a baseline run that ran throttled (thermal, power or
-hardware slowdown) or at a low SM clock in at least half its repeats is left out like a wrecked
+The machine's state is evidence (issue 12): a baseline run that ran throttled (thermal, power
+or hardware slowdown), at a low SM clock, or on a busy host (other processes took a good part
+of the CPU, :mod:`perfci.host_load`) in at least half its repeats is left out like a wrecked
 run, and a candidate repeat that did is named and, when other repeats remain, left out; each
 with a note in the comparison (:mod:`perfci.gpu_state` judges the repeats).
 """
@@ -182,18 +183,24 @@ def _baseline_note(suspects: Sequence[tuple[int, list[RepeatJudgement], int]], t
     """``"1 of 30 baseline runs left out: GPU throttled (sw_thermal_slowdown) in 3 of 5
     repeats (run 17)"``."""
     parts = [
-        f"({_what(bad)}) in {len(bad)} of {repeats} repeats (run {run_id})"
+        f"{_what(bad)} in {len(bad)} of {repeats} repeats (run {run_id})"
         for run_id, bad, repeats in suspects
     ]
-    return f"{len(suspects)} of {total} baseline runs left out: GPU throttled " + "; ".join(parts)
+    return f"{len(suspects)} of {total} baseline runs left out: " + "; ".join(parts)
 
 
 def _what(judged: Sequence[RepeatJudgement]) -> str:
-    reasons = list(dict.fromkeys(r for j in judged for r in j.reasons))
-    if reasons:
-        return ", ".join(reasons)
-    slowest = min(judged, key=lambda j: j.sm_clock_mhz or 0.0)
-    return slowest.describe()
+    """``"GPU throttled (hw_slowdown)"``, ``"a busy host (other processes took …)"``, or both."""
+    found = []
+    gpu = [j for j in judged if j.gpu_suspect]
+    if gpu:
+        reasons = list(dict.fromkeys(r for j in gpu for r in j.reasons))
+        slowest = min(gpu, key=lambda j: j.sm_clock_mhz or 0.0)
+        found.append(f"GPU throttled ({', '.join(reasons) if reasons else slowest.describe()})")
+    busiest = max(judged, key=lambda j: j.others_cpu_share or -1.0)
+    if (words := busiest.host_words()) is not None:
+        found.append(f"a busy host ({words})")
+    return " and ".join(found)
 
 
 def _screen_candidate(
@@ -206,15 +213,27 @@ def _screen_candidate(
     notes = []
     for index in suspect:
         j = judged[index]
-        described = j.describe()
-        what = (
-            f"ran at {described}"
-            if "MHz" in described
-            else f"ran with the GPU throttled {described}"
-        )
-        fate = "kept: no repeat ran unthrottled" if keep_all else "left out"
-        notes.append(f"repeat {index + 1} of this run {what}; {fate}")
+        whats = []
+        if j.gpu_suspect:
+            described = j.describe()
+            whats.append(
+                f"ran at {described}"
+                if "MHz" in described
+                else f"ran with the GPU throttled {described}"
+            )
+        if (words := j.host_words()) is not None:
+            whats.append(f"ran on a busy host: {words}")
+        fate = f"kept: no repeat ran {_unsuspect_words(j)}" if keep_all else "left out"
+        notes.append(f"repeat {index + 1} of this run {' and '.join(whats)}; {fate}")
     return (frozenset() if keep_all else frozenset(suspect)), notes
+
+
+def _unsuspect_words(judged: RepeatJudgement) -> str:
+    """What a repeat that is not suspect for ``judged``'s reasons would have run like."""
+    host = judged.host_words() is not None
+    if judged.gpu_suspect and host:
+        return "unthrottled on a quiet host"
+    return "on a quiet host" if host else "unthrottled"
 
 
 def _without(values: Sequence[float], left_out: frozenset[int], repeats: int) -> list[float]:
