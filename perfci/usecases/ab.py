@@ -71,6 +71,7 @@ __all__ = [
     "remove_worktree",
     "run_ab_check",
     "run_pairs",
+    "screen_pairs",
     "series_values",
 ]
 
@@ -323,13 +324,61 @@ def compare_pairs(
         "alternately on one runner (base first in even pairs, pull request first in odd "
         "ones) and compared pair by pair, so machine-level noise cancels."
     )
+    kept, screened = screen_pairs(pairs.base, pairs.pr)
     return compare_paired(
-        series_values(pairs.base),
-        series_values(pairs.pr),
+        series_values([pairs.base[k] for k in kept]),
+        series_values([pairs.pr[k] for k in kept]),
         benchmark=benchmark,
         options=options,
-        notes=[note],
+        notes=[note, *screened],
     )
+
+
+#: Fewest pairs kept when some are left out for their machine state.
+MIN_SCREENED_PAIRS = 3
+
+
+def screen_pairs(
+    base: Sequence[Sequence[Profile]], pr: Sequence[Sequence[Profile]]
+) -> tuple[list[int], list[str]]:
+    """The pairs to compare, leaving out those whose two processes ran on different machines.
+
+    A pair cancels what the machine did to both of its processes; when only one of them ran
+    throttled or on a busy host (a neighbour's job started between the two), the pair's
+    difference is the machine's, not the code's. Such a pair is left out and named, as long
+    as :data:`MIN_SCREENED_PAIRS` remain. What is usual (the SM clock, the host's load) is
+    learnt from every process of the comparison (:class:`perfci.gpu_state.StateJudge`); a
+    pair where both processes were suspect is kept: they shared the machine's state.
+    """
+    from perfci.gpu_state import StateJudge
+
+    every = list(range(min(len(base), len(pr))))
+    states = [(_state_of(base[k]), _state_of(pr[k])) for k in every]
+    if not any(b or p for b, p in states):
+        return every, []
+    judge = StateJudge.from_history([[s for pair in states for s in pair if s]])
+    kept, notes = [], []
+    for k, (b, p) in enumerate(states):
+        on_base, on_pr = judge.judge(b), judge.judge(p)
+        if on_base.suspect == on_pr.suspect:
+            kept.append(k)
+            continue
+        side, judged = ("base", on_base) if on_base.suspect else ("pull request", on_pr)
+        words, gpu = judged.host_words(), judged.describe()
+        what = (
+            f"on a busy host: {words}"
+            if words
+            else (f"at {gpu}" if "MHz" in gpu else f"with the GPU throttled {gpu}")
+        )
+        notes.append(f"pair {k + 1} left out: only its {side} process ran {what}")
+    if len(kept) < MIN_SCREENED_PAIRS:
+        return every, []
+    return kept, notes
+
+
+def _state_of(profiles: Sequence[Profile]) -> dict[str, object] | None:
+    state = profiles[0].metadata.get("gpu_state") if profiles else None
+    return state if isinstance(state, dict) else None
 
 
 def _store(
