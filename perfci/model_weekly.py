@@ -9,16 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
-from typing import TYPE_CHECKING
 
 from perfci.model import SeriesKey
 
-if TYPE_CHECKING:
-    # Only a type: the alerts a report recorded, as the alerts use case returns them.
-    from perfci.usecases.alerts import AlertInfo
-
 __all__ = [
     "COLLAPSE_EMPTY_DAYS",
+    "AlertInfo",
     "BenchmarkTrend",
     "ChangePointReport",
     "Coverage",
@@ -33,6 +29,29 @@ __all__ = [
     "TrendPoint",
     "WeeklyReport",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class AlertInfo:
+    """A stored alert. ``series`` is the metric's readable name (section ▸ scope ▸ name)."""
+
+    id: int
+    project: str
+    benchmark: str
+    series: str
+    environment_id: int
+    branch: str
+    run_id: int
+    commit: str | None
+    previous_commit: str | None
+    before: float
+    after: float
+    change: float
+    p_value: float
+    status: str
+    note: str | None
+    created_at: datetime
+    updated_at: datetime
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Literal, cast
 
 from sqlalchemy import Table, select
@@ -21,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from perfci.errors import ConfigError, NotFoundError, StorageError
 from perfci.model import SeriesKey
+from perfci.model_weekly import AlertInfo
 from perfci.store import _bulk
 from perfci.store.db import error_reason
 from perfci.store.schema import Alert, Benchmark, Project, Series, series_key_hash, utcnow
@@ -48,29 +48,6 @@ class NewAlert:
     change: float
     p_value: float
     nearby_run_ids: tuple[int, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class AlertInfo:
-    """A stored alert. ``series`` is the metric's readable name (section ▸ scope ▸ name)."""
-
-    id: int
-    project: str
-    benchmark: str
-    series: str
-    environment_id: int
-    branch: str
-    run_id: int
-    commit: str | None
-    previous_commit: str | None
-    before: float
-    after: float
-    change: float
-    p_value: float
-    status: str
-    note: str | None
-    created_at: datetime
-    updated_at: datetime
 
 
 def record_alerts(session: Session, *, project: str, alerts: Sequence[NewAlert]) -> list[AlertInfo]:
