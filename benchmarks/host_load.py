@@ -2,7 +2,8 @@
 
 Runs the shipped example (``examples/gpt/bench.py``, small settings, torch profiler, CPU)
 through perfci's runner in rounds: each round one repeat on a quiet host and one with
-``--loops`` busy-loop processes beside it (another job on a shared runner). Prints, per
+``--loops`` busy-loop processes beside it (another job on a shared runner), in alternating
+order. Prints, per
 condition, the share of the host's CPU the runner measured other processes taking
 (:mod:`perfci.host_load`), the step time, and how much slower the large and the small
 operators ran, then which repeats :class:`perfci.gpu_state.StateJudge` calls suspect
@@ -76,8 +77,13 @@ def main(argv: list[str] | None = None) -> int:
     loaded: list[tuple[dict[str, float], dict[str, object]]] = []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.rounds):
-            quiet.append(one_repeat(Path(tmp) / f"q{i}", 0))
-            loaded.append(one_repeat(Path(tmp) / f"b{i}", args.loops))
+            # Quiet first in even rounds, busy first in odd ones: an order effect (the first
+            # process after a pause) must not pass for the load's.
+            for busy in (False, True) if i % 2 == 0 else (True, False):
+                if busy:
+                    loaded.append(one_repeat(Path(tmp) / f"b{i}", args.loops))
+                else:
+                    quiet.append(one_repeat(Path(tmp) / f"q{i}", 0))
             print(f"round {i + 1}/{args.rounds} done", file=sys.stderr, flush=True)
 
     def share(state: dict[str, object]) -> float:
