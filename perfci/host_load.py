@@ -1,8 +1,8 @@
 """How busy the host was with other work while a repeat ran: CPU time used by other processes.
 
 On a shared runner another job can take the CPU cores a benchmark needs: on the 2-core VM
-perfci is developed on, two busy loops beside the example made its large operators 53 %
-slower and its small ones 9 % faster (``benchmarks/host_load.py``), so the run did not read
+perfci is developed on, two busy loops beside the example made its large operators 39–53 %
+slower and its small ones no slower (``benchmarks/host_load.py``), so the run did not read
 as "slower in everything" and the metrics alone could not tell it from a code change. The
 runner therefore measures, around each repeat, the CPU time the whole machine spent busy
 (``/proc/stat``) less the CPU time the benchmark's own processes used (``getrusage`` of the
