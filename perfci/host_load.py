@@ -11,13 +11,13 @@ machine other work took. It travels with the repeat's state (``host`` in ``gpu_s
 :class:`perfci.gpu_judge.StateJudge` calls a repeat suspect when that share was well above
 what is usual for the benchmark's runners.
 
-Linux only (``/proc/stat``); elsewhere nothing is measured and nothing is said.
+Linux only (``/proc/stat``, and ``resource`` for the benchmark's own CPU time); elsewhere
+nothing is measured and nothing is said.
 """
 
 from __future__ import annotations
 
 import os
-import resource
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,6 +106,10 @@ def _mark() -> _Mark | None:
     except OSError:
         return None
     if found is None:
+        return None
+    try:
+        import resource  # Unix only; without it there is nothing to subtract
+    except ImportError:
         return None
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     own = resource.getrusage(resource.RUSAGE_SELF)  # the runner's own threads (GPU sampler)
