@@ -140,3 +140,24 @@ def test_cpu_only_profiles_say_their_contributors_overlap() -> None:
     assert result.contributions and result.contributions[0].series in (op, rng_range)
     assert any("no GPU kernels" in note for note in result.notes)
     assert not any("explain 0%" in note for note in result.notes)
+
+
+def test_a_small_kernel_that_regressed_into_a_gated_share_fails_the_run() -> None:
+    """1.5 % of the step, now ten times slower (15 %): gated, even when the step says nothing.
+
+    The step is left unchanged here, as when its own interval is too wide to settle (a loaded
+    runner); a tiny kernel five times slower but still under the gate share is reported only.
+    """
+    bmm, fill = SeriesKey(MetricKind.KERNEL, "bmm"), SeriesKey(MetricKind.KERNEL, "fill")
+    rng = np.random.default_rng(8)
+    baseline, candidate = _runs(rng, {})
+    for key, level, factor in ((bmm, 1.5e5, 10.0), (fill, 1e4, 5.0)):
+        baseline[key] = (level * np.exp(rng.normal(0, 0.01, (30, 3)))).tolist()
+        candidate[key] = (level * factor * np.exp(rng.normal(0, 0.01, 5))).tolist()
+    result = compare_run(baseline, candidate, benchmark="b")
+    lines = {m.series: m for m in result.metrics}
+    assert lines[bmm].verdict is Verdict.REGRESSION and lines[bmm].gated
+    assert lines[bmm].share_of_step == pytest.approx(0.015, rel=0.05)  # the baseline's share
+    assert lines[fill].verdict is Verdict.REGRESSION and not lines[fill].gated
+    assert lines[STEP].verdict is Verdict.UNCHANGED
+    assert result.verdict is Verdict.REGRESSION

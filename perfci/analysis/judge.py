@@ -11,9 +11,11 @@ Multiple testing: Benjamini–Hochberg with p-value weights (Genovese, Roeder & 
 The metrics of a run are not equally important: the primary step is the question a pull
 request asks, the run factor is one line, and gated metrics (kernels and ranges holding at
 least ``gate_share`` of the step) can fail the check, while the long tail of tiny kernels
-and API calls is reported only. Each class gets a fixed share of the false-discovery budget
-(``CompareOptions.step_budget`` …), spread evenly inside it; the weights average one over
-all tested lines, which is what keeps the false-discovery rate at ``alpha``.
+and API calls is reported only. A tail metric found to regress into ``gate_share`` of the
+step (a kernel ten times slower) fails the check too; its test stays that of its class.
+Each class gets a fixed share of the false-discovery budget (``CompareOptions.step_budget``
+…), spread evenly inside it; the weights average one over all tested lines, which is what
+keeps the false-discovery rate at ``alpha``.
 
 Verdicts are decided on the basis the estimate names (``adjusted_*`` when the run factor was
 taken out, else the plain change) and must agree in sign with the plain change a reader can
@@ -137,7 +139,7 @@ def judge_estimates(
     shared = lines[len(estimates)] if factor is not None else None
     metrics = sorted(
         [
-            *(_with_share(m, step_levels) for m in tested),
+            *(_with_share(m, step_levels, options) for m in tested),
             *(_gate_untested(m, step_levels, options) for m in untested),
         ],
         key=lambda m: m.key,
@@ -441,11 +443,26 @@ def _interval(
 # --- shares, gating, attribution --------------------------------------------------------------
 
 
-def _with_share(metric: MetricComparison, levels: Mapping[str, float]) -> MetricComparison:
+def _with_share(
+    metric: MetricComparison, levels: Mapping[str, float], options: CompareOptions
+) -> MetricComparison:
+    """The metric's share of the step, and gated too when it regressed into a gated share.
+
+    A kernel that was 1.5 % of the step and now takes 13 % of it (ten times slower) is what a
+    pull request must not pass, even when the step's own interval is too wide to say so. Its
+    test and its BH weight stay those of its class (set before testing, from the baseline's
+    share alone); only the consequence of a regression already found changes.
+    """
     assert metric.series is not None
-    return dataclasses.replace(
-        metric, share_of_step=_share(metric.series, metric.baseline_median, levels)
+    share = _share(metric.series, metric.baseline_median, levels)
+    grown = _share(metric.series, metric.candidate_median, levels)
+    gated = metric.gated or (
+        metric.verdict is Verdict.REGRESSION
+        and metric.series.kind in GATE_KINDS
+        and grown is not None
+        and grown >= options.gate_share
     )
+    return dataclasses.replace(metric, share_of_step=share, gated=gated)
 
 
 def _gate_untested(
