@@ -62,6 +62,21 @@ class RepeatJudgement:
             f"usually {usual:.0%}"
         )
 
+    def what_happened(self) -> str:
+        """``"ran at 1410 MHz against 1980 MHz (sw_thermal_slowdown)"``, ``"ran on a busy
+        host: other processes took …"``, or both joined by "and"."""
+        found = []
+        if self.gpu_suspect:
+            described = self.describe()
+            found.append(
+                f"ran at {described}"
+                if "MHz" in described
+                else f"ran with the GPU throttled {described}"
+            )
+        if (words := self.host_words()) is not None:
+            found.append(f"ran on a busy host: {words}")
+        return " and ".join(found)
+
     def describe(self) -> str:
         """``"1410 MHz against 1980 MHz (hw_slowdown)"``, or the reasons alone."""
         reasons = f"({', '.join(self.reasons)})" if self.reasons else ""

@@ -364,13 +364,7 @@ def screen_pairs(
             kept.append(k)
             continue
         side, judged = ("base", on_base) if on_base.suspect else ("pull request", on_pr)
-        words, gpu = judged.host_words(), judged.describe()
-        what = (
-            f"on a busy host: {words}"
-            if words
-            else (f"at {gpu}" if "MHz" in gpu else f"with the GPU throttled {gpu}")
-        )
-        notes.append(f"pair {k + 1} left out: only its {side} process ran {what}")
+        notes.append(f"pair {k + 1} left out: only its {side} process {judged.what_happened()}")
     if len(kept) < MIN_SCREENED_PAIRS:
         return every, []
     return kept, notes

@@ -213,18 +213,8 @@ def _screen_candidate(
     notes = []
     for index in suspect:
         j = judged[index]
-        whats = []
-        if j.gpu_suspect:
-            described = j.describe()
-            whats.append(
-                f"ran at {described}"
-                if "MHz" in described
-                else f"ran with the GPU throttled {described}"
-            )
-        if (words := j.host_words()) is not None:
-            whats.append(f"ran on a busy host: {words}")
         fate = f"kept: no repeat ran {_unsuspect_words(j)}" if keep_all else "left out"
-        notes.append(f"repeat {index + 1} of this run {' and '.join(whats)}; {fate}")
+        notes.append(f"repeat {index + 1} of this run {j.what_happened()}; {fate}")
     return (frozenset() if keep_all else frozenset(suspect)), notes
 
 
