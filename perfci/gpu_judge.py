@@ -46,11 +46,7 @@ class RepeatJudgement:
         return self.suspect and (bool(self.reasons) or self._slow_clock())
 
     def _slow_clock(self) -> bool:
-        return (
-            self.sm_clock_mhz is not None
-            and self.usual_clock_mhz is not None
-            and self.sm_clock_mhz < (1 - CLOCK_DROP) * self.usual_clock_mhz
-        )
+        return _below_usual(self.sm_clock_mhz, self.usual_clock_mhz)
 
     def host_words(self) -> str | None:
         """``"other processes took 48% of the host's CPU, usually 2%"`` when the host was busy."""
@@ -67,12 +63,8 @@ class RepeatJudgement:
         host: other processes took …"``, or both joined by "and"."""
         found = []
         if self.gpu_suspect:
-            described = self.describe()
-            found.append(
-                f"ran at {described}"
-                if "MHz" in described
-                else f"ran with the GPU throttled {described}"
-            )
+            way = "ran at" if self._slow_clock() else "ran with the GPU throttled"
+            found.append(f"{way} {self.describe()}")
         if (words := self.host_words()) is not None:
             found.append(f"ran on a busy host: {words}")
         return " and ".join(found)
@@ -136,7 +128,7 @@ class StateJudge:
         reasons = tuple(r for r in _slowdowns(state) if r not in self.usual_reasons)
         clock = repeat_clock(state)
         usual = self.usual_clock_mhz or _limit(state)
-        slow = clock is not None and usual is not None and clock < (1 - CLOCK_DROP) * usual
+        slow = _below_usual(clock, usual)
         others = others_cpu(state)
         busy = others is not None and others >= self.usual_others_share + BUSY_EXCESS
         return RepeatJudgement(
@@ -147,6 +139,11 @@ class StateJudge:
             others_cpu_share=others if busy else None,
             usual_others_share=self.usual_others_share if busy else None,
         )
+
+
+def _below_usual(clock: float | None, usual: float | None) -> bool:
+    """Whether an SM clock is more than ``CLOCK_DROP`` below the usual one."""
+    return clock is not None and usual is not None and clock < (1 - CLOCK_DROP) * usual
 
 
 def others_cpu(state: Mapping[str, Any]) -> float | None:

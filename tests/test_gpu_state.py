@@ -395,16 +395,20 @@ def _repeat(rng: np.random.Generator, state: dict[str, Any], slow: float = 1.0) 
     ]
 
 
-def test_throttled_baseline_run_and_candidate_repeat_are_left_out_and_named(
+def _submit_main(
     session: Session,
-) -> None:
-    rng = np.random.default_rng(5)
-    steady, hot = _state("h100-steady.csv"), _state("h100-thermal.csv")
-    main_ids = []
-    for i in range(5):
-        wrecked = i == 2  # a hot card: 3 of its 5 repeats throttled, and 40 % slower
-        states = [hot, steady, hot, hot, steady] if wrecked else [steady] * 5
-        repeats = [_repeat(rng, s, 1.4 if s is hot else 1.0) for s in states]
+    rng: np.random.Generator,
+    runs: list[list[dict[str, Any]]],
+    *,
+    slow_state: dict[str, Any],
+    slow: float,
+) -> list[int]:
+    """Store one ``main`` run per list of repeat states, an hour apart; their run ids.
+
+    A repeat whose state is ``slow_state`` runs ``slow`` times slower."""
+    ids = []
+    for i, states in enumerate(runs):
+        repeats = [_repeat(rng, s, slow if s is slow_state else 1.0) for s in states]
         done = submit_run(
             session,
             context=_context(f"{i:040x}", "main", f"m{i}", T0 + timedelta(hours=i)),
@@ -412,7 +416,18 @@ def test_throttled_baseline_run_and_candidate_repeat_are_left_out_and_named(
             repeats=repeats,
             settings=Settings(),
         )
-        main_ids.append(done.ingest.run_id)
+        ids.append(done.ingest.run_id)
+    return ids
+
+
+def test_throttled_baseline_run_and_candidate_repeat_are_left_out_and_named(
+    session: Session,
+) -> None:
+    rng = np.random.default_rng(5)
+    steady, hot = _state("h100-steady.csv"), _state("h100-thermal.csv")
+    # Run 3 had a hot card: 3 of its 5 repeats throttled, and 40 % slower.
+    runs = [[hot, steady, hot, hot, steady] if i == 2 else [steady] * 5 for i in range(5)]
+    main_ids = _submit_main(session, rng, runs, slow_state=hot, slow=1.4)
     pr_states = [steady, hot, steady, steady, steady]
     pr = _context(
         "f" * 40, "feature", "pr", T0 + timedelta(hours=6), merge_base=f"{4:040x}", uuid=UUID_1
@@ -505,18 +520,8 @@ def test_busy_host_baseline_run_and_candidate_repeat_are_left_out_and_named(
         {"host": {"others_cpu_share": 0.02, "cpus": 2}},
         {"host": {"others_cpu_share": 0.55, "cpus": 2}},
     )
-    main_ids = []
-    for i in range(5):
-        states = [busy, busy, quiet, busy, quiet] if i == 1 else [quiet] * 5
-        repeats = [_repeat(rng, s, 1.3 if s is busy else 1.0) for s in states]
-        done = submit_run(
-            session,
-            context=_context(f"{i:040x}", "main", f"m{i}", T0 + timedelta(hours=i)),
-            benchmark="gpt",
-            repeats=repeats,
-            settings=Settings(),
-        )
-        main_ids.append(done.ingest.run_id)
+    runs = [[busy, busy, quiet, busy, quiet] if i == 1 else [quiet] * 5 for i in range(5)]
+    main_ids = _submit_main(session, rng, runs, slow_state=busy, slow=1.3)
     pr = _context("d" * 40, "feature", "pr", T0 + timedelta(hours=6), merge_base=f"{4:040x}")
     result = submit_run(
         session,
