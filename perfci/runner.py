@@ -1,12 +1,13 @@
 """Run a benchmark command N times, each repeat a fresh process, and collect its profile files.
 
-Each repeat gets its own output directory in ``PERFCI_OUTPUT_DIR`` and its index in
-``PERFCI_REPEAT``. With ``profiler="nsys"`` the command is wrapped in ``nsys profile`` and the
-report exported to SQLite, which perfci parses; with ``torch`` the command is expected to write
-its own traces (see ``perfci.torch``); with ``none`` every file the command leaves is collected.
+Each repeat gets its own output directory in ``PERFCI_OUTPUT_DIR``, its index in
+``PERFCI_REPEAT`` and the profiler's name in ``PERFCI_PROFILER``. With ``profiler="nsys"`` the
+command is wrapped in ``nsys profile`` and the report exported to SQLite, which perfci parses;
+with ``torch`` the command is expected to write its own traces (see ``perfci.torch``); with
+``none`` every file the command leaves is collected.
 
 The benchmark is the code under test (a pull request's code, in CI), so it never sees perfci's
-or the CI's secrets: it starts without any ``PERFCI_*`` variable except the two perfci sets for
+or the CI's secrets: it starts without any ``PERFCI_*`` variable except the three perfci sets for
 it, and without the CI tokens in :data:`WITHHELD_CI_VARIABLES` (issue 13). ``pass_env`` (the
 ``pass_env`` setting, ``--pass-env NAME``) lets named variables through.
 """
@@ -36,7 +37,7 @@ DEFAULT_GLOBS: dict[str, tuple[str, ...]] = {
 TAIL_LINES = 40
 
 #: What perfci sets for each repeat; every other ``PERFCI_*`` variable is withheld.
-BENCHMARK_VARIABLES = ("PERFCI_OUTPUT_DIR", "PERFCI_REPEAT")
+BENCHMARK_VARIABLES = ("PERFCI_OUTPUT_DIR", "PERFCI_REPEAT", "PERFCI_PROFILER")
 #: The CI's credentials, withheld from the benchmark: GitHub's API tokens, and the Actions
 #: runtime's tokens with the service URLs they unlock (cache, artifacts, OIDC id tokens).
 WITHHELD_CI_VARIABLES = (
@@ -214,6 +215,8 @@ def _run_once(
     child_env = dict(env)
     child_env["PERFCI_OUTPUT_DIR"] = str(out_dir)
     child_env["PERFCI_REPEAT"] = str(index)
+    # perfci.torch reads it: under nsys, a second CUPTI client (torch.profiler) must stay off.
+    child_env["PERFCI_PROFILER"] = profiler
     argv = wrap_command(command, profiler, out_dir)
     tail: deque[str] = deque(maxlen=TAIL_LINES)
     # The GPU is sampled for exactly the repeat's lifetime (issue 12: its state is evidence).

@@ -21,6 +21,10 @@ before every step): the ``"perfci"`` block's ``peak_allocated_bytes`` / ``peak_r
 one value per step, which the Chrome-trace parser turns into "peak allocated memory" / "peak
 reserved memory" metrics. The CPU allocator keeps no peak statistics: nothing is recorded there.
 
+Under ``perfci check --profiler nsys`` (``PERFCI_PROFILER=nsys``, set by the runner) nsys is
+the profiler: torch.profiler stays off, and each active step is an NVTX range
+``ProfilerStep#N`` that ends after a synchronize, which the nsys parsers read as the step.
+
 On the CPU (Linux), the allocator is first made to serve memory that is already paged in
 (:func:`steady_cpu_memory`; ``steady_memory=False`` leaves it alone): otherwise the profiler's
 own growing records push each step's tensors onto fresh pages, and element-wise operators time
@@ -187,6 +191,8 @@ class profile_steps:  # noqa: N801 - used as a context manager, reads like a fun
         self._profiler: Any = None
         self._timer = _StepTimer(self.use_cuda)
         self._memory = _memory_recorder(torch.cuda)
+        #: Under ``perfci check --profiler nsys`` nsys records the process; see _nvtx_steps.
+        self.external = os.environ.get("PERFCI_PROFILER") == "nsys"
 
     def __enter__(self) -> profile_steps:
         return self
@@ -199,6 +205,9 @@ class profile_steps:  # noqa: N801 - used as a context manager, reads like a fun
         self._sync()
         if self.steady_memory and not self.use_cuda:
             steady_cpu_memory()
+        if self.external:
+            yield from self._nvtx_steps()
+            return
         activities = [ProfilerActivity.CPU]
         if self.use_cuda:
             activities.append(ProfilerActivity.CUDA)
@@ -231,6 +240,33 @@ class profile_steps:  # noqa: N801 - used as a context manager, reads like a fun
         finally:
             self._sync()
             self._profiler.__exit__(None, None, None)
+
+    def _nvtx_steps(self) -> Iterator[int]:
+        """The active steps as NVTX ranges ``ProfilerStep#N``, for an outer nsys to record.
+
+        torch.profiler stays off: a second CUPTI client beside nsys's is refused or steals its
+        kernel records. Each range ends after a synchronize, so that it holds the step's GPU
+        work (an NVTX range is a CPU-thread interval); the nsys parsers turn the numbered
+        ranges into the ``step`` metric. ``cudaProfilerStart``/``Stop`` mark the active steps
+        too, for an nsys run with ``--capture-range=cudaProfilerApi``. No trace is written:
+        nsys's report is the repeat's profile.
+        """
+        nvtx = self._torch.cuda.nvtx if self.use_cuda else None
+        if self.use_cuda:
+            self._torch.cuda.profiler.start()  # type: ignore[no-untyped-call]
+        try:
+            for index in range(self.warmup, self.warmup + self.active):
+                if nvtx is not None:
+                    nvtx.range_push(f"ProfilerStep#{index}")
+                self._timer.begin()
+                yield index
+                self._timer.end()
+                self._sync()
+                if nvtx is not None:
+                    nvtx.range_pop()
+        finally:
+            if self.use_cuda:
+                self._torch.cuda.profiler.stop()  # type: ignore[no-untyped-call]
 
     def _save_trace(self, profiler: Any) -> None:
         directory = self.out_dir or output_dir()

@@ -65,6 +65,42 @@ def test_unknown_profiler_and_missing_command(tmp_path: Path) -> None:
         run_benchmark(["/nonexistent/bench"], benchmark="b", repeats=1, work_dir=tmp_path)
 
 
+#: Stands in for Nsight Systems, which is not installed here (and records nothing useful
+#: without a GPU): it checks the options perfci passes, runs the command and writes the
+#: ``-o`` report as the SQLite export would be named.
+FAKE_NSYS = """#!{python}
+import subprocess, sys
+args = sys.argv[1:]
+assert args[0] == "profile" and "--export=sqlite" in args, args
+out = args[args.index("-o") + 1]
+command = args[args.index("-o") + 2:]
+code = subprocess.call(command)
+open(out + ".sqlite", "w").write("stand-in report")
+sys.exit(code)
+"""
+
+
+def test_nsys_wraps_each_repeat_and_names_itself_to_the_benchmark(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``PERFCI_PROFILER=nsys`` is how perfci.torch knows to leave torch.profiler off."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nsys").write_text(FAKE_NSYS.format(python=sys.executable))
+    (bin_dir / "nsys").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    dump = tmp_path / "env.json"
+    result = run_benchmark(
+        [sys.executable, "-c", ENV_DUMPER, str(dump)],
+        benchmark="b",
+        repeats=1,
+        work_dir=tmp_path / "w",
+        profiler="nsys",
+    )
+    assert json.loads(dump.read_text())["PERFCI_PROFILER"] == "nsys"
+    assert [p.name for p in result.files_per_repeat[0]] == ["report.sqlite"]
+
+
 def test_cli_run_exits_with_the_benchmark_code(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -208,6 +244,7 @@ def test_run_benchmark_starts_the_benchmark_without_secrets(
     assert seen["GH_TOKEN"] == secrets["GH_TOKEN"]  # allow-listed
     assert seen["PERFCI_EXAMPLE_KNOB"] == "1"
     assert seen["PERFCI_REPEAT"] == "0" and seen["PERFCI_OUTPUT_DIR"].endswith("repeat-0")
+    assert seen["PERFCI_PROFILER"] == "none"
     assert seen["PATH"] == os.environ["PATH"]  # everything else is inherited
     assert "PERFCI_TOKEN" in result.repeats[0].withheld
     assert "GH_TOKEN" not in result.repeats[0].withheld

@@ -40,6 +40,24 @@ def test_profile_steps_writes_trace_with_step_times(tmp_path: Path) -> None:
     assert any(str(n).startswith("aten::") for n in names)
 
 
+def test_under_nsys_the_steps_run_without_torch_profiler(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """nsys records the process; a torch.profiler beside it would be a second CUPTI client."""
+    monkeypatch.setenv("PERFCI_PROFILER", "nsys")
+    started = []
+    monkeypatch.setattr(torch.profiler.profile, "__enter__", lambda self: started.append(self))
+    layer = torch.nn.Linear(32, 32)
+    iterations = []
+    with profile_steps(warmup=1, active=3, label="unit", out_dir=tmp_path) as run:
+        for index in run:
+            iterations.append(index)
+            layer(torch.randn(8, 32)).sum().backward()
+    assert iterations == [0, 1, 2, 3]
+    assert started == [] and run.trace_path is None
+    assert list(tmp_path.iterdir()) == []  # nsys's report is the repeat's profile
+
+
 def test_profile_steps_rejects_bad_counts() -> None:
     with pytest.raises(ValueError, match="active"):
         profile_steps(active=0)
