@@ -160,8 +160,11 @@ def git(repo: Path, *args: str, date: str | None = None) -> str:
 GPT_ARGS = ["--steps", "8", "--warmup", "2", "--batch", "16", "--seq", "128", "--layers", "2"]
 
 
-def make_repo(root: Path, change: float, bench: str) -> Path:
-    """``main`` (benchmark, then a docs commit), ``unchanged`` and ``slower`` on top of it."""
+def make_repo(root: Path, change: float, bench: str, gpt_args: list[str] | None = None) -> Path:
+    """``main`` (benchmark, then a docs commit), ``unchanged`` and ``slower`` on top of it.
+
+    ``gpt_args`` replaces :data:`GPT_ARGS` (``benchmarks/cuda_ab.py`` sizes the example for a
+    GPU)."""
     repo = root / bench
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
@@ -169,7 +172,7 @@ def make_repo(root: Path, change: float, bench: str) -> Path:
     if bench == "gpt":
         source = (ROOT / "examples" / "gpt" / "bench.py").read_text(encoding="utf-8")
         (repo / "bench.py").write_text(source, encoding="utf-8")
-        command = [sys.executable, "bench.py", *GPT_ARGS]
+        command = [sys.executable, "bench.py", *(GPT_ARGS if gpt_args is None else gpt_args)]
         table = f'command = {json.dumps(command)}\nprofiler = "torch"\n'
     else:
         (repo / "bench.py").write_text(BENCH, encoding="utf-8")

@@ -218,3 +218,16 @@ def test_cpu_page_faults_times_the_example_both_ways() -> None:
     for row in rows:
         for cell in list(row.values())[1:]:
             assert re.fullmatch(r"[\d,]+ \(±\d+\.\d%\)", cell), row
+
+
+def test_cuda_ab_runs_the_example_under_ab_on_the_cpu_too() -> None:
+    """On a GPU it is run as documented; here its CPU-sized smoke run (no GPU on this machine)."""
+    pytest.importorskip("torch")
+    out = _run("cuda_ab.py", "--small", "--pairs", "2", "--load", "0")
+    rows = _table(out, "code")
+    assert [row["code"] for row in rows] == ["slower", "unchanged"]
+    verdicts = {"regression", "improvement", "unchanged", "inconclusive"}
+    for row in rows:
+        assert row["run verdict"] in verdicts and row["pairs"] == "2", row
+        assert re.match(r"[+-]\d+\.\d% \([+-]\d+\.\d% … [+-]\d+\.\d%\) \w+", row["step"]), row
+        assert row["forward GELU kernel"] == "—"  # a CPU run has no kernels
