@@ -7,7 +7,7 @@ markup differs.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from perfci.model import Better, MetricComparison, MetricKind, RunComparison, Verdict
@@ -189,14 +189,35 @@ def primary_step(result: RunComparison) -> MetricComparison | None:
 
 
 def by_impact(metrics: Iterable[MetricComparison], verdict: Verdict) -> list[MetricComparison]:
-    """Metrics with ``verdict``, gated first, then largest per-step time change."""
-    chosen = [m for m in metrics if m.verdict is verdict]
-    return sorted(chosen, key=lambda m: (not m.gated, -abs(delta_ns(m)), m.key))
+    """Metrics with ``verdict``: gated first, the host's times on a GPU run last (their
+    changes are waits moved about), then the largest per-step time change."""
+    every = list(metrics)
+    host = _host_side(every)
+    chosen = [m for m in every if m.verdict is verdict]
+    return sorted(chosen, key=lambda m: (not m.gated, host(m), -abs(delta_ns(m)), m.key))
 
 
 def by_severity(metrics: Iterable[MetricComparison]) -> list[MetricComparison]:
+    every = list(metrics)
+    host = _host_side(every)
     rank = {verdict: i for i, verdict in enumerate(SEVERITY)}
-    return sorted(metrics, key=lambda m: (rank[m.verdict], not m.gated, -abs(delta_ns(m)), m.key))
+    return sorted(
+        every, key=lambda m: (rank[m.verdict], not m.gated, host(m), -abs(delta_ns(m)), m.key)
+    )
+
+
+def host_side_keys(metrics: Iterable[MetricComparison]) -> frozenset[str]:
+    """Keys of the host thread's times on a GPU run (:func:`perfci.analysis.judge.host_timing`)."""
+    every = list(metrics)
+    host = _host_side(every)
+    return frozenset(m.key for m in every if host(m))
+
+
+def _host_side(metrics: list[MetricComparison]) -> Callable[[MetricComparison], bool]:
+    from perfci.analysis.judge import gpu_run, host_timing
+
+    on_gpu = gpu_run(m.series for m in metrics if m.series is not None)
+    return lambda m: m.series is not None and host_timing(m.series, on_gpu)
 
 
 def counts(metrics: Iterable[MetricComparison]) -> dict[Verdict, int]:

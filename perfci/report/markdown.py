@@ -104,6 +104,7 @@ def _context(
         "contributions": contributions,
         "sections": _sections(result, max_rows),
         "all_rows": fmt.by_severity(result.metrics),
+        "host_keys": fmt.host_side_keys(result.metrics),
         "name_len": NAME_LEN,
         "footer": _footer(result, run_url or result.ci_url),
     }
@@ -176,8 +177,12 @@ def _size(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
-def _verdict(metric: MetricComparison) -> str:
+@jinja2.pass_context
+def _verdict(context: jinja2.runtime.Context, metric: MetricComparison) -> str:
     label = str(fmt.LABELS[metric.verdict])
+    decided = metric.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT)
+    if decided and metric.key in context.get("host_keys", ()):
+        return f"{label} (CPU side, not gating)"
     if metric.verdict is Verdict.REGRESSION and not metric.gated:
         return f"{label} (not gating)"
     return label

@@ -1,0 +1,127 @@
+"""On a GPU run, operators' and ranges' CPU-side times never decide the check.
+
+``data/h200_ab/gelu_ab.json`` is real: the per-process values perfci stored for two same-runner
+A/B comparisons of the example on an NVIDIA H200 (``benchmarks/cuda_ab.py``, quiet host,
+5 pairs; see its README). In the first, the pull request's GELU kernel runs 8 % longer and the
+step does not move, while the host thread's waits for the GPU moved between dozens of
+operators (``aten::fill_`` −87 %, ``aten::add`` +1,884 %). The second is a docs-only change.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from perfci.analysis.judge import gpu_run, host_timing
+from perfci.analysis.paired import compare_paired
+from perfci.model import Better, Device, MetricKind, RunComparison, SeriesKey, Verdict
+from perfci.report.markdown import render_comment
+
+DATA = Path(__file__).parent / "data" / "h200_ab" / "gelu_ab.json"
+DECIDED = (Verdict.REGRESSION, Verdict.IMPROVEMENT)
+
+
+def _recorded(name: str) -> RunComparison:
+    base: dict[SeriesKey, list[float | None]] = {}
+    pr: dict[SeriesKey, list[float | None]] = {}
+    for row in json.loads(DATA.read_text(encoding="utf-8"))[name]:
+        key = SeriesKey(
+            kind=MetricKind(row["kind"]),
+            name=row["name"],
+            device=Device(row["device"]),
+            scope=row["scope"],
+            section=row["section"],
+            unit=row["unit"],
+            better=Better(row["better"]),
+        )
+        base[key], pr[key] = row["base"], row["pr"]
+    return compare_paired(base, pr, benchmark="gpt")
+
+
+def _gelu_kernel(result: RunComparison) -> list[str]:
+    return [
+        m.key
+        for m in result.metrics
+        if m.series is not None
+        and m.series.kind is MetricKind.KERNEL
+        and "GeluCUDAKernelImpl" in m.series.name
+    ]
+
+
+def test_a_slower_kernel_is_found_and_the_host_s_moved_waits_do_not_fail_the_run() -> None:
+    result = _recorded("slower")
+    lines = {m.key: m for m in result.metrics}
+    [gelu] = _gelu_kernel(result)
+    assert lines[gelu].verdict is Verdict.REGRESSION
+    assert lines[gelu].change == pytest.approx(0.082, abs=0.005)
+    step = lines[result.primary_step or ""]
+    assert step.verdict is Verdict.UNCHANGED  # 20 µs more GELU in a 58.6 ms step
+    host = [m for m in result.metrics if m.series is not None and host_timing(m.series, True)]
+    moved = [m for m in host if m.verdict in DECIDED]
+    assert len(moved) > 40  # what used to fail the check: aten::fill_ -87 %, aten::add +1,884 %
+    assert lines["op:cpu:aten::fill_"].verdict is Verdict.IMPROVEMENT
+    assert not [m for m in host if m.gated]
+    assert result.verdict is not Verdict.REGRESSION
+    assert any(
+        f"{len(moved)} operator, range and API-call times changed" in n for n in result.notes
+    )
+
+
+def test_a_docs_only_change_on_the_h200_is_quiet() -> None:
+    result = _recorded("unchanged")
+    assert result.verdict is Verdict.UNCHANGED
+    assert not [m for m in result.metrics if m.verdict in DECIDED]
+    assert not any("operator, range and API-call" in n for n in result.notes)
+
+
+def test_the_comment_lists_the_kernel_first_and_names_the_host_lines() -> None:
+    comment = render_comment(_recorded("slower"))
+    regressions = comment.split("### Regressions", 1)[1].split("###", 1)[0]
+    rows = [r for r in regressions.splitlines() if r.startswith("| ")][1:]  # after the header
+    assert "GeluCUDAKernelImp" in rows[0] and rows[0].endswith("❌ regression (not gating) |")
+    assert all(r.endswith("❌ regression (CPU side, not gating) |") for r in rows[1:])
+    fill = next(r for r in comment.splitlines() if r.startswith("| aten::fill\\_ | op |"))
+    assert fill.endswith("🟢 improvement (CPU side, not gating) |")
+
+
+def _one_op_run(with_kernel: bool) -> RunComparison:
+    """A step and one operator holding a fifth of it that got 50 % slower, five pairs."""
+    step = SeriesKey(kind=MetricKind.STEP, name="step", device=Device.CPU)
+    op = SeriesKey(kind=MetricKind.OP, name="aten::mm", device=Device.CPU)
+    wobble = [math.exp(0.002 * i) for i in (-2, 1, 0, 2, -1)]
+    base: dict[SeriesKey, list[float | None]] = {
+        step: [1e8 * w for w in wobble],
+        op: [2e7 * w for w in wobble],
+    }
+    pr: dict[SeriesKey, list[float | None]] = {
+        step: [1e8 * w for w in reversed(wobble)],
+        op: [3e7 * w for w in reversed(wobble)],
+    }
+    if with_kernel:
+        kernel = SeriesKey(kind=MetricKind.KERNEL, name="gemm", device=Device.GPU)
+        base[kernel], pr[kernel] = [5e7 * w for w in wobble], [5e7 * w for w in wobble]
+    return compare_paired(base, pr, benchmark="b")
+
+
+def test_on_the_cpu_an_operator_s_time_still_gates() -> None:
+    """Without GPU work an operator's CPU time is the work itself: it fails the check."""
+    cpu = _one_op_run(with_kernel=False)
+    gpu = _one_op_run(with_kernel=True)
+    cpu_op, gpu_op = (next(m for m in r.metrics if m.key == "op:cpu:aten::mm") for r in (cpu, gpu))
+    assert cpu_op.verdict is gpu_op.verdict is Verdict.REGRESSION
+    assert cpu_op.gated and cpu.verdict is Verdict.REGRESSION
+    assert not gpu_op.gated and gpu.verdict is not Verdict.REGRESSION
+
+
+def test_what_counts_as_the_host_s_time() -> None:
+    kernel = SeriesKey(kind=MetricKind.KERNEL, name="k", device=Device.GPU)
+    cpu_op = SeriesKey(kind=MetricKind.OP, name="aten::mm", device=Device.CPU)
+    gpu_range = SeriesKey(kind=MetricKind.RANGE, name="fwd", device=Device.GPU)
+    step = SeriesKey(kind=MetricKind.STEP, name="step", device=Device.CPU)
+    assert gpu_run([cpu_op, kernel]) and not gpu_run([cpu_op, step])
+    assert host_timing(cpu_op, True) and not host_timing(cpu_op, False)
+    assert not host_timing(gpu_range, True)  # a range timed on the device is the GPU's own
+    assert not host_timing(step, True)  # the step is what the pull request is judged on
