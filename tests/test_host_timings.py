@@ -9,15 +9,18 @@ operators (``aten::fill_`` −87 %, ``aten::add`` +1,884 %). The second is a doc
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from perfci.analysis.judge import gpu_run, host_timing
 from perfci.analysis.paired import compare_paired
 from perfci.model import Better, Device, MetricKind, RunComparison, SeriesKey, Verdict
+from perfci.report.console import print_comparison
 from perfci.report.markdown import render_comment
 
 DATA = Path(__file__).parent / "data" / "h200_ab" / "gelu_ab.json"
@@ -85,6 +88,18 @@ def test_the_comment_lists_the_kernel_first_and_names_the_host_lines() -> None:
     assert all(r.endswith("❌ regression (CPU side, not gating) |") for r in rows[1:])
     fill = next(r for r in comment.splitlines() if r.startswith("| aten::fill\\_ | op |"))
     assert fill.endswith("🟢 improvement (CPU side, not gating) |")
+
+
+def test_the_terminal_names_the_host_lines_too() -> None:
+    out = io.StringIO()
+    print_comparison(_recorded("slower"), Console(file=out, width=250, color_system=None))
+    lines = out.getvalue().splitlines()
+    fill = next(line for line in lines if "aten::fill_ " in line)
+    assert fill.rstrip().endswith("improvement (CPU side, not gating)")
+    # The GELU kernel (its name shortened past "Gelu"): first, and a plain regression.
+    first = lines.index(next(line for line in lines if line.startswith("Regressions"))) + 4
+    assert " kernel " in lines[first] and "+8.2 %" in lines[first]
+    assert lines[first].rstrip().endswith("regression")
 
 
 def _one_op_run(with_kernel: bool) -> RunComparison:

@@ -91,7 +91,14 @@ def print_comparison(result: RunComparison, console: Console, *, max_rows: int =
     ):
         rows = fmt.by_impact(result.metrics, verdict)
         if rows:
-            console.print(_metric_table(f"{title} ({len(rows)})", rows[:max_rows], factor=factor))
+            console.print(
+                _metric_table(
+                    f"{title} ({len(rows)})",
+                    rows[:max_rows],
+                    factor=factor,
+                    host=fmt.host_side_keys(result.metrics),
+                )
+            )
     console.print(f"{len(result.metrics)} metrics: {fmt.counts_sentence(result.metrics)}")
     _print_context(result, console)
 
@@ -108,9 +115,12 @@ def _shown(name: str) -> str:
     return shorten(visible(name), NAME_LEN)
 
 
-def _metric_table(title: str, rows: list[MetricComparison], *, factor: bool) -> Table:
+def _metric_table(
+    title: str, rows: list[MetricComparison], *, factor: bool, host: frozenset[str] = frozenset()
+) -> Table:
     """Metrics on the measured basis; with a run factor, the change beyond it in its own
-    column (the basis the verdict was decided on)."""
+    column (the basis the verdict was decided on). Lines in ``host`` (the CPU's times on a
+    GPU run) say that they do not gate."""
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
     for header, justify in _COLUMNS:
         if header == "q" and factor:
@@ -129,7 +139,10 @@ def _metric_table(title: str, rows: list[MetricComparison], *, factor: bool) -> 
             cells.append(fmt.pct(m.adjusted_change))
         cells += [
             fmt.qvalue(m.q_value),
-            Text(fmt.LABELS[m.verdict].words, style=_STYLES[m.verdict]),
+            Text(
+                fmt.LABELS[m.verdict].words + (" (CPU side, not gating)" if m.key in host else ""),
+                style=_STYLES[m.verdict],
+            ),
         ]
         table.add_row(*cells)
     return table
