@@ -272,7 +272,7 @@ def test_runtime_only_database(tmp_path: Path) -> None:
     assert profile.steps is None and profile.metadata["tables"] == ["CUPTI_ACTIVITY_KIND_RUNTIME"]
 
 
-def _nvtx_db(path: Path) -> Path:
+def _nvtx_db(path: Path, step_name: str = "train_step {}") -> Path:
     pid_tid = (4242 << 24) | 4242
     strings = [(1, "forward"), (2, "cudaLaunchKernel_v7000")]
     events: list[tuple[Any, ...]] = [
@@ -290,7 +290,7 @@ def _nvtx_db(path: Path) -> Path:
                 None,
                 None,
                 None,
-                f"train_step {number}",
+                step_name.format(number),
                 pid_tid,
                 pid_tid,
                 None,
@@ -331,6 +331,14 @@ def test_nvtx_ranges_and_steps(tmp_path: Path) -> None:
     assert profile.find(K.RANGE, "a mark") is None  # marks are instants, not ranges
     assert len(profile.by_kind(K.RANGE)) == 2
     assert _get(profile, K.API, "cudaLaunchKernel").total_ns == 3.0
+
+
+def test_the_steps_perfci_torch_marks_under_nsys(tmp_path: Path) -> None:
+    """``profile_steps`` under ``--profiler nsys`` pushes ``ProfilerStep#N`` NVTX ranges."""
+    profile = _parse(_nvtx_db(tmp_path / "nvtx.sqlite", step_name="ProfilerStep#{}"))
+    step = _get(profile, K.STEP, "ProfilerStep")
+    assert step.samples_ns == [3000.0, 1000.0, 1010.0, 990.0, 1000.0] and profile.steps == 5
+    assert not [m for m in profile.by_kind(K.RANGE) if m.name.startswith("ProfilerStep")]
 
 
 def test_nccl_kernels_are_comm_and_memcpy_labels_without_enum(tmp_path: Path) -> None:
