@@ -68,6 +68,21 @@ def test_pairs_that_shared_the_load_are_kept() -> None:
     assert len(notes) == 1 and notes[0].startswith("pair 3 left out")
 
 
+def test_a_host_busy_throughout_is_said_once() -> None:
+    """No pair stands out when every process shared the load; the note says why the
+    intervals are wide, and stays when too few pairs would be left to screen any."""
+    pairs = _pairs([BUSY] * 4, [BUSY] * 4)
+    kept, notes = screen_pairs(pairs.base, pairs.pr)
+    assert kept == [0, 1, 2, 3]
+    assert notes == [
+        "Every process ran on a busy host (other processes took 60% of its CPU): pairing "
+        "cancels what both processes of a pair shared, but the timings spread more than on a "
+        "quiet runner."
+    ]
+    mostly = _pairs([BUSY, BUSY, BUSY], [BUSY, BUSY, QUIET])
+    assert not any(n.startswith("Every") for n in screen_pairs(mostly.base, mostly.pr)[1])
+
+
 def test_too_few_pairs_left_keeps_them_all() -> None:
     pairs = _pairs([QUIET, BUSY, QUIET, QUIET], [BUSY, QUIET, QUIET, BUSY])
     assert screen_pairs(pairs.base, pairs.pr) == ([0, 1, 2, 3], [])
