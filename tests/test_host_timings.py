@@ -86,6 +86,7 @@ def test_the_comment_lists_the_kernel_first_and_names_the_host_lines() -> None:
     rows = [r for r in regressions.splitlines() if r.startswith("| ")][1:]  # after the header
     assert "GeluCUDAKernelImp" in rows[0] and rows[0].endswith("❌ regression (not gating) |")
     assert all(r.endswith("❌ regression (CPU side, not gating) |") for r in rows[1:])
+    assert "180 metrics: 22 regressions (21 CPU-side), 32 improvements (all CPU-side)," in comment
     fill = next(r for r in comment.splitlines() if r.startswith("| aten::fill\\_ | op |"))
     assert fill.endswith("🟢 improvement (CPU side, not gating) |")
 

@@ -227,10 +227,16 @@ def counts(metrics: Iterable[MetricComparison]) -> dict[Verdict, int]:
 
 
 def counts_sentence(metrics: Iterable[MetricComparison]) -> str:
-    """``2 regressions, 1 improvement, 40 unchanged``."""
+    """``2 regressions, 1 improvement, 40 unchanged``; on a GPU run, how many of the
+    regressions and improvements are the CPU's times (``5 regressions (4 CPU-side)``)."""
+    every = list(metrics)
+    host = _host_side(every)
     parts = []
-    for verdict, count in counts(metrics).items():
+    for verdict, count in counts(every).items():
         word = _SINGULARS.get(verdict, _PLURALS[verdict]) if count == 1 else _PLURALS[verdict]
+        on_cpu = sum(1 for m in every if m.verdict is verdict and host(m))
+        if verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT) and on_cpu:
+            word += " (all CPU-side)" if on_cpu == count else f" ({on_cpu} CPU-side)"
         parts.append(f"{count} {word}")
     return ", ".join(parts) if parts else "no metrics"
 
