@@ -9,6 +9,8 @@ repeats out and names them. Pure functions of the ``gpu_state`` summaries
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +24,24 @@ from perfci.gpu_readings import (
 )
 from perfci.host_load import BUSY_EXCESS
 
-__all__ = ["RepeatJudgement", "StateJudge", "others_cpu", "repeat_clock"]
+__all__ = [
+    "MIN_STEP_MOVE",
+    "RepeatJudgement",
+    "StateJudge",
+    "others_cpu",
+    "repeat_clock",
+    "step_moved",
+    "step_tolerance",
+]
+
+#: A busy host is evidence against a repeat only when its step time moved with it: by at
+#: least this much, or three times the step's usual spread (:func:`step_tolerance`). The load
+#: of a neighbour that left the benchmark alone (one busy loop made the example's one-thread
+#: step 10 % *faster*, ``benchmarks/RESULTS.md``; a job beside a GPU-bound benchmark) is no
+#: reason to throw its numbers away, and leaving runs out on that ground alone once turned a
+#: +30 % regression into a pass (a test run beside another).
+MIN_STEP_MOVE = 0.05
+_MAD_TO_SD = 1.4826
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +58,11 @@ class RepeatJudgement:
     usual_clock_mhz: float | None = None
     others_cpu_share: float | None = None
     usual_others_share: float | None = None
+
+    @property
+    def host_only(self) -> bool:
+        """Whether only the busy host (not the GPU) made the repeat suspect."""
+        return self.suspect and not self.gpu_suspect
 
     @property
     def gpu_suspect(self) -> bool:
@@ -191,3 +215,26 @@ def _limit(state: Mapping[str, Any]) -> float | None:
 def _gpus(state: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     gpus = state.get("gpus")
     return [g for g in gpus if isinstance(g, Mapping)] if isinstance(gpus, list) else []
+
+
+def step_tolerance(groups: Sequence[Sequence[float]]) -> float:
+    """How far (log) a step may move without the host's load being the cause: three times the
+    robust spread of the step inside ``groups`` (the repeats of each run, or the pairs'
+    differences as one group), and at least :data:`MIN_STEP_MOVE`."""
+    deviations: list[float] = []
+    for group in groups:
+        logs = [math.log(v) for v in group if v > 0]
+        if len(logs) >= 2:
+            centre = statistics.median(logs)
+            deviations.extend(abs(x - centre) for x in logs)
+    spread = _MAD_TO_SD * statistics.median(deviations) if deviations else 0.0
+    return max(MIN_STEP_MOVE, 3 * spread)
+
+
+def step_moved(value: float | None, others: Sequence[float], tolerance: float) -> bool:
+    """Whether ``value`` lies more than ``tolerance`` (log) from the median of ``others``;
+    ``True`` when either is missing (no numbers to clear the repeat: the state decides)."""
+    usable = [v for v in others if v > 0]
+    if value is None or value <= 0 or not usable:
+        return True
+    return abs(math.log(value / statistics.median(usable))) > tolerance

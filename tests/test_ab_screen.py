@@ -60,6 +60,16 @@ def test_a_pair_with_one_busy_process_is_left_out_and_named() -> None:
     ]
 
 
+def test_a_busy_process_whose_step_did_not_move_keeps_its_pair() -> None:
+    """A neighbour that left the benchmark alone: the pair's step ratio is like the others'."""
+    rng = np.random.default_rng(3)
+    pairs = Pairs()
+    for share in (QUIET, QUIET, BUSY, QUIET, QUIET):
+        pairs.base.append(_process(rng, QUIET))
+        pairs.pr.append(_process(rng, share))  # busy, yet no slower
+    assert screen_pairs(pairs.base, pairs.pr) == ([0, 1, 2, 3, 4], [])
+
+
 def test_pairs_that_shared_the_load_are_kept() -> None:
     """A neighbour that started during pair 3 and stayed: pairs 4 and 5 were busy on both sides."""
     pairs = _pairs([QUIET, QUIET, QUIET, BUSY, BUSY], [QUIET, QUIET, BUSY, BUSY, BUSY])

@@ -541,3 +541,29 @@ def test_busy_host_baseline_run_and_candidate_repeat_are_left_out_and_named(
         "usually 2%; left out"
     ) in result.notes
     assert result.verdict is not Verdict.REGRESSION
+
+
+def test_a_busy_host_that_left_the_step_alone_costs_no_data(session: Session) -> None:
+    """The same busy repeats as above, but the benchmark did not slow down (a neighbour on
+    other cores, a GPU-bound step): nothing is left out, and a real +30 % is still caught."""
+    rng = np.random.default_rng(11)
+    quiet, busy = (
+        {"host": {"others_cpu_share": 0.02, "cpus": 2}},
+        {"host": {"others_cpu_share": 0.55, "cpus": 2}},
+    )
+    runs = [[busy, busy, quiet, busy, quiet] if i == 1 else [quiet] * 5 for i in range(5)]
+    main_ids = _submit_main(session, rng, runs, slow_state=busy, slow=1.0)
+    pr = _context("d" * 40, "feature", "pr", T0 + timedelta(hours=6), merge_base=f"{4:040x}")
+    result = submit_run(
+        session,
+        context=pr,
+        benchmark="gpt",
+        settings=Settings(),
+        repeats=[_repeat(rng, s, 1.3) for s in [quiet, busy, busy]],
+    ).comparison
+    assert result.baseline is not None
+    assert sorted(result.baseline.run_ids) == sorted(main_ids)
+    assert not [n for n in result.notes if "busy host" in n]
+    step = next(m for m in result.metrics if m.key == result.primary_step)
+    assert step.n_candidate == 3
+    assert result.verdict is Verdict.REGRESSION

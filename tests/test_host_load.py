@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from perfci.gpu_judge import MIN_STEP_MOVE, step_moved, step_tolerance
 from perfci.gpu_state import StateJudge
 from perfci.host_load import BUSY_EXCESS, busy_jiffies, others_share
 from perfci.runner import run_benchmark
@@ -104,3 +106,15 @@ def test_without_readings_in_the_baseline_a_quiet_host_is_usual() -> None:
     assert judge.usual_others_share == 0.0
     assert judge.judge(_host(0.30)).suspect
     assert not judge.judge({"host": {"others_cpu_share": "lots"}}).suspect
+
+
+def test_the_step_must_move_with_the_load() -> None:
+    """How far a step may move before a busy host is blamed: three times its spread, 5 % at
+    least; without numbers the state alone decides."""
+    steady = [[100.0, 101.0, 99.0], [200.0, 200.0, 202.0]]
+    assert step_tolerance(steady) == MIN_STEP_MOVE
+    wobbly = [[100.0, 110.0, 90.0], [100.0, 112.0, 91.0]]
+    assert step_tolerance(wobbly) == pytest.approx(3 * 1.4826 * math.log(1.1), rel=0.1)
+    assert step_moved(130.0, [100.0, 101.0], MIN_STEP_MOVE)
+    assert not step_moved(103.0, [100.0, 101.0], MIN_STEP_MOVE)
+    assert step_moved(None, [100.0], MIN_STEP_MOVE) and step_moved(100.0, [], MIN_STEP_MOVE)

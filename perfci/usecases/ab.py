@@ -30,6 +30,7 @@ sides, so a benchmark should import the code under test from its working directo
 from __future__ import annotations
 
 import dataclasses
+import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perfci.errors import ConfigError
-from perfci.model import BaselineInfo, Profile, RunComparison, RunContext, SeriesKey
+from perfci.model import BaselineInfo, MetricKind, Profile, RunComparison, RunContext, SeriesKey
 from perfci.settings import Settings
 from perfci.usecases import adaptive
 from perfci.usecases.ab_git import (
@@ -350,6 +351,7 @@ def screen_pairs(
     learnt from every process of the comparison (:class:`perfci.gpu_state.StateJudge`); a
     pair where both processes were suspect is kept: they shared the machine's state.
     """
+    from perfci.gpu_judge import step_moved, step_tolerance
     from perfci.gpu_state import StateJudge
 
     every = list(range(min(len(base), len(pr))))
@@ -358,17 +360,41 @@ def screen_pairs(
         return every, []
     judge = StateJudge.from_history([[s for pair in states for s in pair if s]])
     busy = _busy_throughout([s for pair in states for s in pair if s])
+    ratios = _step_ratios(base, pr)
+    tolerance = step_tolerance([[r for r in ratios if r is not None]])
     kept, notes = [], []
     for k, (b, p) in enumerate(states):
         on_base, on_pr = judge.judge(b), judge.judge(p)
-        if on_base.suspect == on_pr.suspect:
+        side, judged = ("base", on_base) if on_base.suspect else ("pull request", on_pr)
+        others = [r for i, r in enumerate(ratios) if i != k and r is not None]
+        # A busy host alone counts only when the pair's step ratio moved with it.
+        harmless = judged.host_only and not step_moved(ratios[k], others, tolerance)
+        if on_base.suspect == on_pr.suspect or harmless:
             kept.append(k)
             continue
-        side, judged = ("base", on_base) if on_base.suspect else ("pull request", on_pr)
         notes.append(f"pair {k + 1} left out: only its {side} process {judged.what_happened()}")
     if len(kept) < MIN_SCREENED_PAIRS:
         return every, busy
     return kept, [*busy, *notes]
+
+
+def _step_ratios(
+    base: Sequence[Sequence[Profile]], pr: Sequence[Sequence[Profile]]
+) -> list[float | None]:
+    """Per pair, the primary step of the pull request's process over the base's."""
+    from perfci.analysis.steps import primary_step
+
+    pairs = min(len(base), len(pr))
+    sides = series_values(base[:pairs]), series_values(pr[:pairs])
+    rows = [
+        (key, statistics.median(known), len(known))
+        for key, values in sides[0].items()
+        if key.kind is MetricKind.STEP and (known := [v for v in values if v is not None])
+    ]
+    step = primary_step(rows)
+    if step is None or step not in sides[1]:
+        return [None] * pairs
+    return [p / b if b and p else None for b, p in zip(sides[0][step], sides[1][step], strict=True)]
 
 
 def _busy_throughout(states: Sequence[Mapping[str, object]]) -> list[str]:

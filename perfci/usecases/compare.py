@@ -15,6 +15,7 @@ with a note in the comparison (:mod:`perfci.gpu_state` judges the repeats).
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -23,8 +24,10 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from perfci.analysis.compare import CompareOptions, compare_run
+from perfci.analysis.steps import primary_step
+from perfci.gpu_judge import step_moved, step_tolerance
 from perfci.gpu_state import RepeatJudgement, StateJudge
-from perfci.model import BaselineInfo, RunComparison, SeriesKey
+from perfci.model import BaselineInfo, MetricKind, RunComparison, SeriesKey
 from perfci.store import queries
 from perfci.store.queries import RunInfo
 
@@ -101,10 +104,10 @@ def compare_stored_run(
         merge_base=merge_base,
     )
     states = queries.repeat_gpu_states(session, [*choice.run_ids, run.id])
-    screen = screen_gpu_state(choice.run_ids, run, states)
-    choice = replace(choice, run_ids=screen.kept_run_ids)
     checked = queries.run_samples_checked(session, [*choice.run_ids, run.id])
     samples = checked.samples
+    screen = screen_gpu_state(choice.run_ids, run, states, steps=_step_values(samples))
+    choice = replace(choice, run_ids=screen.kept_run_ids)
     skipped = [r for r in choice.run_ids if r in set(checked.skipped)]
     choice = replace(choice, run_ids=[r for r in choice.run_ids if r not in set(skipped)])
     oldest_first = list(reversed(choice.run_ids))
@@ -151,32 +154,60 @@ def screen_gpu_state(
     baseline_run_ids: Sequence[int],
     run: RunInfo,
     states: Mapping[int, Mapping[int, Mapping[str, Any]]],
+    steps: Mapping[int, Sequence[float]] | None = None,
 ) -> GpuScreen:
-    """Leave out baseline runs and candidate repeats that ran on a throttled GPU.
+    """Leave out baseline runs and candidate repeats that ran on a throttled GPU or a busy host.
 
     ``states`` maps run id → repeat → ``gpu_state`` (:func:`queries.repeat_gpu_states`).
     A baseline run is left out when at least half of its sampled repeats were suspect; a
     candidate repeat is left out when it was suspect and an unsuspect repeat remains. What
     is usual for this runner (its usual SM clock, a power cap it always runs at) is learnt
     from the baseline, so only what is unusual counts (:class:`~perfci.gpu_state.StateJudge`).
+
+    ``steps`` maps run id → the primary step's value per repeat. A busy host alone (the GPU
+    unthrottled) counts only where the step moved with it (:func:`~perfci.gpu_judge.step_moved`:
+    a run's median step against the other baseline runs', a repeat's against its run's
+    unsuspect repeats); a throttled GPU always counts.
     """
     if not states:
         return GpuScreen(kept_run_ids=list(baseline_run_ids))
+    steps = steps or {}
     own = states.get(run.id, {})
     judge = StateJudge.from_history(
         [list(states.get(r, {}).values()) for r in baseline_run_ids], list(own.values())
     )
+    tolerance = step_tolerance([steps[r] for r in [*baseline_run_ids, run.id] if r in steps])
+    levels = {r: statistics.median(steps[r]) for r in baseline_run_ids if steps.get(r)}
     kept, suspects = [], []
     for run_id in baseline_run_ids:
         judged = [judge.judge(state) for state in states.get(run_id, {}).values()]
         bad = [j for j in judged if j.suspect]
-        if bad and 2 * len(bad) >= len(judged):
+        others = [v for r, v in levels.items() if r != run_id]
+        harmless = all(j.host_only for j in bad) and not step_moved(
+            levels.get(run_id), others, tolerance
+        )
+        if bad and 2 * len(bad) >= len(judged) and not harmless:
             suspects.append((run_id, bad, len(judged)))
         else:
             kept.append(run_id)
     notes = [_baseline_note(suspects, len(baseline_run_ids))] if suspects else []
-    left_out, candidate_notes = _screen_candidate(judge, own, run.repeats)
+    left_out, candidate_notes = _screen_candidate(
+        judge, own, run.repeats, steps.get(run.id), tolerance
+    )
     return GpuScreen(kept_run_ids=kept, left_out_repeats=left_out, notes=notes + candidate_notes)
+
+
+def _step_values(
+    samples: Mapping[SeriesKey, Mapping[int, Sequence[float]]],
+) -> dict[int, Sequence[float]]:
+    """Run id → the primary step's per-repeat values (none when there is no step series)."""
+    rows = [
+        (key, statistics.median(v for values in by_run.values() for v in values), len(by_run))
+        for key, by_run in samples.items()
+        if key.kind is MetricKind.STEP and key.is_time and any(by_run.values())
+    ]
+    step = primary_step(rows)
+    return dict(samples[step]) if step is not None else {}
 
 
 def _baseline_note(suspects: Sequence[tuple[int, list[RepeatJudgement], int]], total: int) -> str:
@@ -204,10 +235,20 @@ def _what(judged: Sequence[RepeatJudgement]) -> str:
 
 
 def _screen_candidate(
-    judge: StateJudge, states: Mapping[int, Mapping[str, Any]], repeats: int
+    judge: StateJudge,
+    states: Mapping[int, Mapping[str, Any]],
+    repeats: int,
+    steps: Sequence[float] | None,
+    tolerance: float,
 ) -> tuple[frozenset[int], list[str]]:
     judged = {index: judge.judge(state) for index, state in sorted(states.items())}
     suspect = [index for index, j in judged.items() if j.suspect]
+    if steps is not None and len(steps) == repeats:
+        # A busy host whose repeat's step stayed with the unsuspect repeats' did no harm.
+        clean = [steps[i] for i in range(repeats) if i not in suspect]
+        suspect = [
+            i for i in suspect if not judged[i].host_only or step_moved(steps[i], clean, tolerance)
+        ]
     # Leave a repeat out only when an unsuspect one remains: some data beats none.
     keep_all = len(suspect) >= repeats
     notes = []
