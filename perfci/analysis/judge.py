@@ -255,7 +255,7 @@ def gpu_run(series: Iterable[SeriesKey]) -> bool:
 
 
 def host_timing(series: SeriesKey, on_gpu: bool) -> bool:
-    """A CPU-side operator or range time of a GPU run: waits included (HOST_TIMING_KINDS)."""
+    """A CPU-side time (operator, range, layer, API or OS call) of a GPU run: waits included."""
     return on_gpu and series.device is Device.CPU and series.kind in HOST_TIMING_KINDS
 
 
