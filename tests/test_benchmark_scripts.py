@@ -231,3 +231,13 @@ def test_cuda_ab_runs_the_example_under_ab_on_the_cpu_too() -> None:
         assert row["run verdict"] in verdicts and row["pairs"] == "2", row
         assert re.match(r"[+-]\d+\.\d% \([+-]\d+\.\d% … [+-]\d+\.\d%\) \w+", row["step"]), row
         assert row["forward GELU kernel"] == "—"  # a CPU run has no kernels
+
+
+def test_ab_gpu_factor_compares_both_ways_of_estimating_the_factor() -> None:
+    rows = _table(_run("ab_gpu_factor.py", "--draws", "2"), "comparison")
+    assert len(rows) == 12
+    ways = {row["machine factor from"] for row in rows}
+    assert ways == {"all time lines", "GPU-side lines"}
+    for row in rows:
+        assert re.fullmatch(r"\d+/2", row["checks failed"]), row
+        assert re.fullmatch(r"\d+\.\d\d", row["other GPU-side lines decided, per check"]), row

@@ -50,7 +50,13 @@ import numpy as np
 
 from perfci.analysis import prediction, stats
 from perfci.analysis.engine import CompareOptions
-from perfci.analysis.judge import HEADLINE_KINDS, MetricEstimate, judge_estimates
+from perfci.analysis.judge import (
+    HEADLINE_KINDS,
+    MetricEstimate,
+    gpu_run,
+    host_timing,
+    judge_estimates,
+)
 from perfci.analysis.stats import FloatArray
 from perfci.model import MetricComparison, RunComparison, SeriesKey, Verdict
 
@@ -259,7 +265,14 @@ def _machine_factor(
     if options.remove_shared_factor is False:
         return None
     pairs = max((row.n for row in found.values()), default=0)
-    keys = [k for k, row in found.items() if k.is_time and row.n == pairs]
+    # On a GPU run the host's times move with where the CPU waits, not with the machine's
+    # speed (judge.HOST_TIMING_KINDS): the GPU's own times carry the factor. On an H200 with
+    # every CPU busy, the host's lines moved apart and vetoed a factor the kernels shared,
+    # and every kernel's interval took the processes' whole spread (±12 %).
+    on_gpu = gpu_run(found)
+    keys = [
+        k for k, row in found.items() if k.is_time and row.n == pairs and not host_timing(k, on_gpu)
+    ]
     if pairs < 3 or len(keys) < prediction.MIN_METRICS_FOR_FACTOR:
         return None
     a = np.array([base[k][:pairs] for k in keys], dtype=np.float64)  # None reads as NaN

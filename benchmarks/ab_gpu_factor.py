@@ -1,0 +1,109 @@
+"""A/B on a GPU whose processes differ in speed: the machine factor from the GPU's own lines.
+
+Usage::
+
+    .venv/bin/python benchmarks/ab_gpu_factor.py [--draws 100]
+
+Semi-synthetic, on real values: the two A/B comparisons recorded on an H200
+(``tests/data/h200_ab``: the example, its GELU 8 % slower, and a docs-only change; 5 pairs,
+180 lines), with each process's GPU-side times multiplied by a factor of its own (log-normal,
+``GPU factor sd``: a card that clocks differently from one process to the next) and its
+CPU-side times by another (``host factor sd``: a host whose load comes and goes). That is the
+shape the loaded H200 run showed: every kernel's interval ±12 % and identical.
+
+Each draw is compared twice: with the A/B machine factor estimated from every time line (as
+before this change) and from the GPU-side lines only (now, on a GPU run). Prints a Markdown
+table: how often the slower GELU kernel was found, how often the check failed, and how many
+other GPU-side lines were called a regression or an improvement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import perfci.analysis.paired as paired  # noqa: E402 - after the path set-up above
+from perfci.analysis.judge import host_timing  # noqa: E402
+from perfci.model import Better, Device, MetricKind, SeriesKey, Verdict  # noqa: E402
+
+DATA = ROOT / "tests" / "data" / "h200_ab" / "gelu_ab.json"
+DECIDED = (Verdict.REGRESSION, Verdict.IMPROVEMENT)
+
+
+def recorded(name: str) -> dict[SeriesKey, dict[str, list[float]]]:
+    out = {}
+    for row in json.loads(DATA.read_text(encoding="utf-8"))[name]:
+        key = SeriesKey(
+            kind=MetricKind(row["kind"]),
+            name=row["name"],
+            device=Device(row["device"]),
+            scope=row["scope"],
+            section=row["section"],
+            unit=row["unit"],
+            better=Better(row["better"]),
+        )
+        out[key] = {"base": row["base"], "pr": row["pr"]}
+    return out
+
+
+def score(name: str, gpu_sd: float, host_sd: float, draws: int, gpu_side: bool) -> str:
+    real = paired.gpu_run
+    # "All time lines" is the previous behaviour: no line counts as the host's.
+    paired.gpu_run = real if gpu_side else (lambda series: False)  # type: ignore[assignment]
+    try:
+        rows = recorded(name)
+        rng = np.random.default_rng(7)
+        found = failed = others = 0
+        for _ in range(draws):
+            gpu = rng.normal(0, gpu_sd, (2, 5))
+            host = rng.normal(0, host_sd, (2, 5))
+            base, pr = {}, {}
+            for key, row in rows.items():
+                factor = host if host_timing(key, True) else gpu
+                scale = np.exp(factor) if key.is_time else np.ones((2, 5))
+                base[key] = [v * float(scale[0, i]) for i, v in enumerate(row["base"])]
+                pr[key] = [v * float(scale[1, i]) for i, v in enumerate(row["pr"])]
+            result = paired.compare_paired(base, pr, benchmark="gpt")
+            failed += result.verdict is Verdict.REGRESSION
+            for m in result.metrics:
+                assert m.series is not None
+                if m.series.kind is MetricKind.KERNEL and "GeluCUDAKernelImpl" in m.series.name:
+                    found += m.verdict is Verdict.REGRESSION
+                elif not host_timing(m.series, True) and m.verdict in DECIDED:
+                    others += 1
+    finally:
+        paired.gpu_run = real  # type: ignore[assignment]
+    way = "GPU-side lines" if gpu_side else "all time lines"
+    gelu = f"{found}/{draws}" if name == "slower" else "—"
+    return (
+        f"| {name} | {gpu_sd:.2f} | {host_sd:.2f} | {way} | {gelu} | {failed}/{draws} | "
+        f"{others / draws:.2f} |"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--draws", type=int, default=100)
+    args = parser.parse_args(argv)
+    print(
+        "| comparison | GPU factor sd | host factor sd | machine factor from | "
+        "GELU kernel found | checks failed | other GPU-side lines decided, per check |"
+    )
+    print("|---|---:|---:|---|---:|---:|---:|")
+    for name in ("slower", "unchanged"):
+        for gpu_sd, host_sd in ((0.0, 0.0), (0.05, 0.10), (0.10, 0.20)):
+            for gpu_side in (False, True):
+                print(score(name, gpu_sd, host_sd, args.draws, gpu_side))
+    print(f"\ncommand: benchmarks/ab_gpu_factor.py {' '.join(argv or sys.argv[1:])}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
