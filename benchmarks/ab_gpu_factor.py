@@ -20,7 +20,6 @@ other GPU-side lines were called a regression or an improvement.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -28,29 +27,15 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # the recorded comparisons' reader
+
+from h200_ab import recorded, with_process_factors  # noqa: E402
 
 import perfci.analysis.paired as paired  # noqa: E402 - after the path set-up above
 from perfci.analysis.judge import host_timing  # noqa: E402
-from perfci.model import Better, Device, MetricKind, SeriesKey, Verdict  # noqa: E402
+from perfci.model import MetricKind, Verdict  # noqa: E402
 
-DATA = ROOT / "tests" / "data" / "h200_ab" / "gelu_ab.json"
 DECIDED = (Verdict.REGRESSION, Verdict.IMPROVEMENT)
-
-
-def recorded(name: str) -> dict[SeriesKey, dict[str, list[float]]]:
-    out = {}
-    for row in json.loads(DATA.read_text(encoding="utf-8"))[name]:
-        key = SeriesKey(
-            kind=MetricKind(row["kind"]),
-            name=row["name"],
-            device=Device(row["device"]),
-            scope=row["scope"],
-            section=row["section"],
-            unit=row["unit"],
-            better=Better(row["better"]),
-        )
-        out[key] = {"base": row["base"], "pr": row["pr"]}
-    return out
 
 
 def score(name: str, gpu_sd: float, host_sd: float, draws: int, gpu_side: bool) -> str:
@@ -64,12 +49,7 @@ def score(name: str, gpu_sd: float, host_sd: float, draws: int, gpu_side: bool) 
         for _ in range(draws):
             gpu = rng.normal(0, gpu_sd, (2, 5))
             host = rng.normal(0, host_sd, (2, 5))
-            base, pr = {}, {}
-            for key, row in rows.items():
-                factor = host if host_timing(key, True) else gpu
-                scale = np.exp(factor) if key.is_time else np.ones((2, 5))
-                base[key] = [v * float(scale[0, i]) for i, v in enumerate(row["base"])]
-                pr[key] = [v * float(scale[1, i]) for i, v in enumerate(row["pr"])]
+            base, pr = with_process_factors(rows, gpu, host)
             result = paired.compare_paired(base, pr, benchmark="gpt")
             failed += result.verdict is Verdict.REGRESSION
             for m in result.metrics:

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 from perfci import gpu_state
 from perfci.gpu_state import StateJudge, parse_smi_csv, reason_names, summarise
 from perfci.jsondoc import from_document, to_document
-from perfci.model import Device, Metric, MetricKind, Profile, RunContext, Verdict
+from perfci.model import Device, Metric, MetricKind, Profile, RunComparison, RunContext, Verdict
 from perfci.runner import run_benchmark
 from perfci.settings import Settings
 from perfci.store import queries
@@ -511,25 +511,38 @@ def test_perfci_check_stores_each_repeats_gpu_state_with_its_profile(
     assert states == [_state("h100-steady.csv"), _state("h100-thermal.csv")]
 
 
-def test_busy_host_baseline_run_and_candidate_repeat_are_left_out_and_named(
-    session: Session,
-) -> None:
-    """The host's load is judged like the GPU's state: a CPU-bound runner shared with a job."""
+def _busy_history(
+    session: Session, *, slow: float, pr_states: str, pr_slow: dict[str, float]
+) -> tuple[list[int], RunComparison]:
+    """Five ``main`` runs, the second busy in 3 of 5 repeats (those ``slow`` x slower), then a
+    pull request whose repeats are ``pr_states`` (``q`` quiet, ``b`` busy), each as slow as
+    ``pr_slow`` says for its state; the main run ids and the comparison."""
     rng = np.random.default_rng(11)
     quiet, busy = (
         {"host": {"others_cpu_share": 0.02, "cpus": 2}},
         {"host": {"others_cpu_share": 0.55, "cpus": 2}},
     )
     runs = [[busy, busy, quiet, busy, quiet] if i == 1 else [quiet] * 5 for i in range(5)]
-    main_ids = _submit_main(session, rng, runs, slow_state=busy, slow=1.3)
+    main_ids = _submit_main(session, rng, runs, slow_state=busy, slow=slow)
     pr = _context("d" * 40, "feature", "pr", T0 + timedelta(hours=6), merge_base=f"{4:040x}")
+    states = {"q": quiet, "b": busy}
     result = submit_run(
         session,
         context=pr,
         benchmark="gpt",
         settings=Settings(),
-        repeats=[_repeat(rng, s, 1.3 if s is busy else 1.0) for s in [quiet, quiet, busy]],
+        repeats=[_repeat(rng, states[c], pr_slow[c]) for c in pr_states],
     ).comparison
+    return main_ids, result
+
+
+def test_busy_host_baseline_run_and_candidate_repeat_are_left_out_and_named(
+    session: Session,
+) -> None:
+    """The host's load is judged like the GPU's state: a CPU-bound runner shared with a job."""
+    main_ids, result = _busy_history(
+        session, slow=1.3, pr_states="qqb", pr_slow={"q": 1.0, "b": 1.3}
+    )
     assert result.baseline is not None
     assert sorted(result.baseline.run_ids) == sorted([main_ids[0], *main_ids[2:]])
     assert (
@@ -546,21 +559,9 @@ def test_busy_host_baseline_run_and_candidate_repeat_are_left_out_and_named(
 def test_a_busy_host_that_left_the_step_alone_costs_no_data(session: Session) -> None:
     """The same busy repeats as above, but the benchmark did not slow down (a neighbour on
     other cores, a GPU-bound step): nothing is left out, and a real +30 % is still caught."""
-    rng = np.random.default_rng(11)
-    quiet, busy = (
-        {"host": {"others_cpu_share": 0.02, "cpus": 2}},
-        {"host": {"others_cpu_share": 0.55, "cpus": 2}},
+    main_ids, result = _busy_history(
+        session, slow=1.0, pr_states="qbb", pr_slow={"q": 1.3, "b": 1.3}
     )
-    runs = [[busy, busy, quiet, busy, quiet] if i == 1 else [quiet] * 5 for i in range(5)]
-    main_ids = _submit_main(session, rng, runs, slow_state=busy, slow=1.0)
-    pr = _context("d" * 40, "feature", "pr", T0 + timedelta(hours=6), merge_base=f"{4:040x}")
-    result = submit_run(
-        session,
-        context=pr,
-        benchmark="gpt",
-        settings=Settings(),
-        repeats=[_repeat(rng, s, 1.3) for s in [quiet, busy, busy]],
-    ).comparison
     assert result.baseline is not None
     assert sorted(result.baseline.run_ids) == sorted(main_ids)
     assert not [n for n in result.notes if "busy host" in n]

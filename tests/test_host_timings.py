@@ -10,39 +10,21 @@ operators (``aten::fill_`` −87 %, ``aten::add`` +1,884 %). The second is a doc
 from __future__ import annotations
 
 import io
-import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
+from h200_ab import recorded, with_process_factors
 from rich.console import Console
 
 from perfci.analysis.compare import compare_run
 from perfci.analysis.judge import gpu_run, host_timing
 from perfci.analysis.paired import compare_paired
-from perfci.model import Better, Device, MetricKind, RunComparison, SeriesKey, Verdict
+from perfci.model import Device, MetricKind, RunComparison, SeriesKey, Verdict
 from perfci.report.console import print_comparison
 from perfci.report.markdown import render_comment
 
-DATA = Path(__file__).parent / "data" / "h200_ab" / "gelu_ab.json"
 DECIDED = (Verdict.REGRESSION, Verdict.IMPROVEMENT)
-
-
-def _rows(name: str) -> dict[SeriesKey, dict[str, list[float]]]:
-    out = {}
-    for row in json.loads(DATA.read_text(encoding="utf-8"))[name]:
-        key = SeriesKey(
-            kind=MetricKind(row["kind"]),
-            name=row["name"],
-            device=Device(row["device"]),
-            scope=row["scope"],
-            section=row["section"],
-            unit=row["unit"],
-            better=Better(row["better"]),
-        )
-        out[key] = {"base": row["base"], "pr": row["pr"]}
-    return out
 
 
 def test_history_mode_on_a_busier_host_does_not_fail_unchanged_gpu_code() -> None:
@@ -50,7 +32,7 @@ def test_history_mode_on_a_busier_host_does_not_fail_unchanged_gpu_code() -> Non
     one-repeat baseline runs; the docs-only PR's five processes as the candidate, its CPU-side
     times made 25 % slower (a busier host, the GPU unchanged). Before this rule, 21 CPU-side
     lines gated and the check failed; the kernels must not turn into improvements either."""
-    rows, other = _rows("unchanged"), _rows("slower")
+    rows, other = recorded("unchanged"), recorded("slower")
     baseline = {
         key: [[v] for v in row["base"]] + [[v] for v in other[key]["base"]]
         for key, row in rows.items()
@@ -76,12 +58,7 @@ def test_on_a_gpu_the_ab_machine_factor_comes_from_the_gpu_s_own_lines() -> None
     and every kernel's interval took the processes' spread (the loaded H200 run: ±12 %)."""
     rng = np.random.default_rng(7)
     gpu, host = rng.normal(0, 0.05, (2, 5)), rng.normal(0, 0.10, (2, 5))
-    base: dict[SeriesKey, list[float | None]] = {}
-    pr: dict[SeriesKey, list[float | None]] = {}
-    for key, row in _rows("slower").items():
-        scale = np.exp(host if host_timing(key, True) else gpu) if key.is_time else np.ones((2, 5))
-        base[key] = [v * float(scale[0, i]) for i, v in enumerate(row["base"])]
-        pr[key] = [v * float(scale[1, i]) for i, v in enumerate(row["pr"])]
+    base, pr = with_process_factors(recorded("slower"), gpu, host)
     result = compare_paired(base, pr, benchmark="gpt")
     lines = {m.key: m for m in result.metrics}
     [gelu] = _gelu_kernel(result)
@@ -92,7 +69,7 @@ def test_on_a_gpu_the_ab_machine_factor_comes_from_the_gpu_s_own_lines() -> None
 
 def _recorded(name: str) -> RunComparison:
     """The A/B comparison ``name`` replayed with today's analysis."""
-    rows = _rows(name)
+    rows = recorded(name)
     base: dict[SeriesKey, list[float | None]] = {k: list(r["base"]) for k, r in rows.items()}
     pr: dict[SeriesKey, list[float | None]] = {k: list(r["pr"]) for k, r in rows.items()}
     return compare_paired(base, pr, benchmark="gpt")

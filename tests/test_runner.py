@@ -11,7 +11,7 @@ import pytest
 
 from perfci.cli.main import main
 from perfci.errors import BenchmarkFailed, ConfigError
-from perfci.runner import benchmark_environment, run_benchmark
+from perfci.runner import RunResult, benchmark_environment, run_benchmark
 
 WRITER = (
     "import os, pathlib, json\n"
@@ -89,15 +89,8 @@ def test_nsys_wraps_each_repeat_and_names_itself_to_the_benchmark(
     (bin_dir / "nsys").write_text(FAKE_NSYS.format(python=sys.executable))
     (bin_dir / "nsys").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    dump = tmp_path / "env.json"
-    result = run_benchmark(
-        [sys.executable, "-c", ENV_DUMPER, str(dump)],
-        benchmark="b",
-        repeats=1,
-        work_dir=tmp_path / "w",
-        profiler="nsys",
-    )
-    assert json.loads(dump.read_text())["PERFCI_PROFILER"] == "nsys"
+    result, seen = _run_env_dumper(tmp_path, profiler="nsys")
+    assert seen["PERFCI_PROFILER"] == "nsys"
     assert [p.name for p in result.files_per_repeat[0]] == ["report.sqlite"]
 
 
@@ -175,6 +168,24 @@ ENV_DUMPER = (
     "    'metrics': [{'kind': 'step', 'name': 'step', 'device': 'cpu', 'total_ns': 1e6}]}]}\n"
     "(out / 'profile.json').write_text(json.dumps(doc))\n"
 )
+
+
+def _run_env_dumper(
+    tmp_path: Path, *, profiler: str, pass_env: list[str] | None = None
+) -> tuple[RunResult, dict[str, str]]:
+    """One repeat of :data:`ENV_DUMPER`; the run and the environment the benchmark saw."""
+    dump = tmp_path / "env.json"
+    result = run_benchmark(
+        [sys.executable, "-c", ENV_DUMPER, str(dump)],
+        benchmark="b",
+        repeats=1,
+        work_dir=tmp_path / "w",
+        profiler=profiler,
+        pass_env=pass_env,
+    )
+    return result, json.loads(dump.read_text())
+
+
 SECRETS = {
     "PERFCI_DATABASE_URL": None,  # set per test: perfci itself needs it
     "PERFCI_TOKEN": "pct_s3cr3t-upload-token",
@@ -230,16 +241,9 @@ def test_run_benchmark_starts_the_benchmark_without_secrets(
 ) -> None:
     secrets = _secret_env(monkeypatch, tmp_path / "perfci.db")
     monkeypatch.setenv("PERFCI_EXAMPLE_KNOB", "1")
-    dump = tmp_path / "env.json"
-    result = run_benchmark(
-        [sys.executable, "-c", ENV_DUMPER, str(dump)],
-        benchmark="b",
-        repeats=1,
-        work_dir=tmp_path / "w",
-        profiler="none",
-        pass_env=["PERFCI_EXAMPLE_KNOB", "GH_TOKEN"],
+    result, seen = _run_env_dumper(
+        tmp_path, profiler="none", pass_env=["PERFCI_EXAMPLE_KNOB", "GH_TOKEN"]
     )
-    seen = json.loads(dump.read_text())
     assert not (set(secrets) - {"GH_TOKEN"}) & set(seen)
     assert seen["GH_TOKEN"] == secrets["GH_TOKEN"]  # allow-listed
     assert seen["PERFCI_EXAMPLE_KNOB"] == "1"
