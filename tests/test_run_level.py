@@ -136,6 +136,36 @@ def test_the_baseline_starts_at_the_last_accepted_change() -> None:
     assert off.baseline_level_start is None and len(off.baseline_runs_used) == 30
 
 
+def test_a_short_new_level_that_this_run_shares_starts_the_baseline() -> None:
+    """main got 15 % slower three runs ago, and the PR (which holds that change) is as slow:
+    three runs are enough for the new level when this run confirms it."""
+    rng = np.random.default_rng(6)
+    accepted = {STEP: 0.15, **{k: 0.15 for k in KERNELS[:10]}}
+    baseline, candidate = _world(rng, level_from=(27, accepted))
+    result = compare_run(baseline, candidate, benchmark="b")
+    assert result.baseline_runs_used == [27, 28, 29]
+    assert any("changed level +" in n and "3 runs ago" in n for n in result.notes)
+    assert _lines(result)[STEP].verdict is not Verdict.REGRESSION
+
+
+def test_a_short_episode_of_slow_runs_does_not_become_the_baseline() -> None:
+    """The last three main runs shared a loaded runner: the step and the large kernels 40 %
+    slower, the small ones not (so the runs are not off in everything). The PR, at the usual
+    level but with one large kernel 10 % slower, used to be compared with those three runs
+    alone: an "improvement" that hid the regression."""
+    rng = np.random.default_rng(7)
+    baseline, candidate = _world(rng, slower={KERNELS[2]: 0.10})
+    for key in [STEP, *KERNELS[:25]]:
+        for run in baseline[key][-3:]:
+            run[:] = [v * 1.4 for v in run]
+    result = compare_run(baseline, candidate, benchmark="b")
+    assert result.baseline_runs_used == list(range(27))
+    assert any("last 3 runs had train_step +" in n and "left out" in n for n in result.notes)
+    assert _lines(result)[KERNELS[2]].verdict is Verdict.REGRESSION
+    assert result.verdict is Verdict.REGRESSION
+    assert not [m for m in result.metrics if m.verdict is Verdict.IMPROVEMENT]
+
+
 def test_a_broad_change_never_turns_unchanged_kernels_into_improvements() -> None:
     rng = np.random.default_rng(6)
     half = {k: 0.10 for k in KERNELS[::2]}

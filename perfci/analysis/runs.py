@@ -47,6 +47,9 @@ WRECK_SIGMAS = 4.0
 MIN_RUNS_FOR_WRECKS = 5
 #: Fewest metrics for telling a repeat that is off in everything from a noisy metric.
 MIN_METRICS_FOR_REPEATS = 5
+#: Fewest runs at a new level of the step for it to start the baseline whatever this run
+#: shows: fewer, at the end of the window, may be one loaded runner's episode.
+MIN_RUNS_AT_LEVEL = 5
 
 
 @dataclass(slots=True)
@@ -369,7 +372,12 @@ def start_at_last_level(table: RunTable, *, delta: float) -> RunTable:
 
     The change-point detector (PELT with a corrected t-test, :mod:`.changepoints`) runs on
     the primary step's run values; changes smaller than the practical margin ``delta`` are
-    ignored, since they cannot make a verdict wrong.
+    ignored, since they cannot make a verdict wrong. A new level held by fewer than
+    :data:`MIN_RUNS_AT_LEVEL` runs at the end of the window may as well be a loaded runner's
+    episode: it starts the baseline only when this run's step sits nearer to it than to the
+    level before (the pull request holds the base branch's change); otherwise those runs are
+    left out, so that an episode of slow runs neither hides a regression nor makes an
+    unchanged run an "improvement".
     """
     row = primary_step_row(table)
     if row is None:
@@ -382,6 +390,24 @@ def start_at_last_level(table: RunTable, *, delta: float) -> RunTable:
     if not found:
         return table
     last = found[-1]
+    if present.size - last.index < MIN_RUNS_AT_LEVEL:
+        before = found[-2].index if len(found) > 1 else 0
+        new = float(np.mean(table.base[row, present[last.index :]]))
+        old = float(np.mean(table.base[row, present[before : last.index]]))
+        cand = float(table.cand[row])
+        if math.isfinite(cand) and abs(cand - old) < abs(cand - new):
+            episode = list(range(int(present[last.index]), table.base.shape[1]))
+            table.notes.append(
+                f"The base branch's last {len(episode)} "
+                f"run{'s' if len(episode) != 1 else ''} had "
+                f"{table.keys[row].display_name} {last.change:+.1%} off its level before, "
+                "too few to tell a new level from a loaded runner, and this run's step is "
+                "at the earlier level: those runs are left out."
+            )
+            table = _keep_columns(
+                table, [j for j in range(table.base.shape[1]) if j not in episode]
+            )
+            return start_at_last_level(table, delta=delta)
     first_column = int(present[last.index])
     kept = list(range(first_column, table.base.shape[1]))
     table.notes.append(
