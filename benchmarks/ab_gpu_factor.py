@@ -2,7 +2,7 @@
 
 Usage::
 
-    .venv/bin/python benchmarks/ab_gpu_factor.py [--draws 100]
+    .venv/bin/python benchmarks/ab_gpu_factor.py [--draws 100] [--history]
 
 Semi-synthetic, on real values: the two A/B comparisons recorded on an H200
 (``tests/data/h200_ab``: the example, its GELU 8 % slower, and a docs-only change; 5 pairs,
@@ -15,6 +15,10 @@ Each draw is compared twice: with the A/B machine factor estimated from every ti
 before this change) and from the GPU-side lines only (now, on a GPU run). Prints a Markdown
 table: how often the slower GELU kernel was found, how often the check failed, and how many
 other GPU-side lines were called a regression or an improvement.
+
+``--history`` asks the same of history mode (``compare_run``): the ten base-side processes
+are ten one-repeat baseline runs, each with its own GPU and host factor, and the pull
+request's five processes are one candidate run of five repeats with one factor of each.
 """
 
 from __future__ import annotations
@@ -29,28 +33,47 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # the recorded comparisons' reader
 
-from h200_ab import recorded, with_process_factors  # noqa: E402
+from h200_ab import as_history, recorded, with_process_factors  # noqa: E402
 
-import perfci.analysis.paired as paired  # noqa: E402 - after the path set-up above
+import perfci.analysis.compare as compare  # noqa: E402 - after the path set-up above
+import perfci.analysis.paired as paired  # noqa: E402
 from perfci.analysis.judge import host_timing  # noqa: E402
-from perfci.model import MetricKind, Verdict  # noqa: E402
+from perfci.model import MetricKind, RunComparison, SeriesKey, Verdict  # noqa: E402
 
 DECIDED = (Verdict.REGRESSION, Verdict.IMPROVEMENT)
+Rows = dict[SeriesKey, dict[str, list[float]]]
+_SLOWER = recorded("slower")
 
 
-def score(name: str, gpu_sd: float, host_sd: float, draws: int, gpu_side: bool) -> str:
-    real = paired.gpu_run
+def _ab(rows: Rows, rng: np.random.Generator, gpu_sd: float, host_sd: float) -> RunComparison:
+    gpu = rng.normal(0, gpu_sd, (2, 5))
+    host = rng.normal(0, host_sd, (2, 5))
+    base, pr = with_process_factors(rows, gpu, host)
+    return paired.compare_paired(base, pr, benchmark="gpt")
+
+
+def _history(rows: Rows, rng: np.random.Generator, gpu_sd: float, host_sd: float) -> RunComparison:
+    """Ten one-repeat baseline runs (both comparisons' base processes) and one candidate run
+    of five repeats, each run with its own GPU and host factor."""
+    other = recorded("unchanged" if rows is _SLOWER else "slower")
+    gpu, host = rng.normal(0, gpu_sd, 11), rng.normal(0, host_sd, 11)
+    baseline, candidate = as_history(rows, other, gpu, host)
+    return compare.compare_run(baseline, candidate, benchmark="gpt")
+
+
+def score(
+    name: str, gpu_sd: float, host_sd: float, draws: int, gpu_side: bool, history: bool
+) -> str:
+    module = compare if history else paired
+    real = module.gpu_run
     # "All time lines" is the previous behaviour: no line counts as the host's.
-    paired.gpu_run = real if gpu_side else (lambda series: False)  # type: ignore[assignment]
+    module.gpu_run = real if gpu_side else (lambda series: False)  # type: ignore[assignment]
     try:
-        rows = recorded(name)
+        rows = _SLOWER if name == "slower" else recorded(name)
         rng = np.random.default_rng(7)
         found = failed = others = 0
         for _ in range(draws):
-            gpu = rng.normal(0, gpu_sd, (2, 5))
-            host = rng.normal(0, host_sd, (2, 5))
-            base, pr = with_process_factors(rows, gpu, host)
-            result = paired.compare_paired(base, pr, benchmark="gpt")
+            result = (_history if history else _ab)(rows, rng, gpu_sd, host_sd)
             failed += result.verdict is Verdict.REGRESSION
             for m in result.metrics:
                 assert m.series is not None
@@ -59,7 +82,7 @@ def score(name: str, gpu_sd: float, host_sd: float, draws: int, gpu_side: bool) 
                 elif not host_timing(m.series, True) and m.verdict in DECIDED:
                     others += 1
     finally:
-        paired.gpu_run = real  # type: ignore[assignment]
+        module.gpu_run = real  # type: ignore[assignment]
     way = "GPU-side lines" if gpu_side else "all time lines"
     gelu = f"{found}/{draws}" if name == "slower" else "—"
     return (
@@ -71,8 +94,12 @@ def score(name: str, gpu_sd: float, host_sd: float, draws: int, gpu_side: bool) 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--draws", type=int, default=100)
+    parser.add_argument(
+        "--history", action="store_true", help="history mode (compare_run) instead of A/B"
+    )
     args = parser.parse_args(argv)
     print(
+        f"{'History mode' if args.history else 'A/B'}:\n\n"
         "| comparison | GPU factor sd | host factor sd | machine factor from | "
         "GELU kernel found | checks failed | other GPU-side lines decided, per check |"
     )
@@ -80,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("slower", "unchanged"):
         for gpu_sd, host_sd in ((0.0, 0.0), (0.05, 0.10), (0.10, 0.20)):
             for gpu_side in (False, True):
-                print(score(name, gpu_sd, host_sd, args.draws, gpu_side))
+                print(score(name, gpu_sd, host_sd, args.draws, gpu_side, args.history))
     print(f"\ncommand: benchmarks/ab_gpu_factor.py {' '.join(argv or sys.argv[1:])}")
     return 0
 

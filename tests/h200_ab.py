@@ -1,8 +1,9 @@
 """The A/B comparisons recorded on an H200 (``data/h200_ab``), for tests and benchmarks.
 
 :func:`recorded` reads one comparison's per-process values; :func:`with_process_factors` scales
-them the way a runner whose processes differ in speed would (used by
-``tests/test_host_timings.py`` and ``benchmarks/ab_gpu_factor.py``).
+them the way a runner whose processes differ in speed would, and :func:`as_history` turns them
+into history-mode runs (used by ``tests/test_host_timings.py`` and
+``benchmarks/ab_gpu_factor.py``).
 """
 
 from __future__ import annotations
@@ -51,3 +52,27 @@ def with_process_factors(
         base[key] = [v * float(scale[0, i]) for i, v in enumerate(row["base"])]
         pr[key] = [v * float(scale[1, i]) for i, v in enumerate(row["pr"])]
     return base, pr
+
+
+def as_history(
+    rows: dict[SeriesKey, dict[str, list[float]]],
+    other: dict[SeriesKey, dict[str, list[float]]],
+    gpu: np.ndarray,
+    host: np.ndarray,
+) -> tuple[dict[SeriesKey, list[list[float]]], dict[SeriesKey, list[float]]]:
+    """History-mode input: the base processes of ``rows`` and then ``other`` as ten one-repeat
+    baseline runs, and ``rows``' five PR processes as one candidate run of five repeats. Run
+    ``j``'s GPU-side times are scaled by ``exp(gpu[j])`` and its CPU-side times by
+    ``exp(host[j])``; index 10 is the candidate's."""
+    keys = [k for k in rows if k in other]
+
+    def scale(key: SeriesKey, run: int) -> float:
+        if not key.is_time:
+            return 1.0
+        return float(np.exp(host[run] if host_timing(key, True) else gpu[run]))
+
+    baseline = {
+        k: [[v * scale(k, j)] for j, v in enumerate([*rows[k]["base"], *other[k]["base"]])]
+        for k in keys
+    }
+    return baseline, {k: [v * scale(k, 10) for v in rows[k]["pr"]] for k in keys}

@@ -12,10 +12,13 @@ the same-runner A/B mode in :mod:`.paired`) into verdicts. All are pure: numpy/s
 2. The baseline starts at the base branch's last change of level (an accepted change), and
    baseline runs off in every metric (a loaded runner, a throttled GPU) are left out.
 3. Per metric, a t prediction interval for a new run from the baseline runs' spread, with
-   variances moderated across metrics (:mod:`.prediction`, :mod:`.moderation`).
+   variances moderated across metrics (:mod:`.prediction`, :mod:`.moderation`), and no
+   narrower than the baseline's own tails demand when they are heavier than normal
+   (:mod:`.tails`).
 4. With 20 or more metrics, the run's machine-wide factor is estimated (anchored by the
-   baseline's run-to-run spread of factors, robust to a change that moves many metrics) and
-   each metric is also judged beyond it; the factor is its own gated line.
+   baseline's run-to-run spread of factors, robust to a change that moves many metrics; on
+   a GPU run from the GPU's own time lines) and each metric it covers is also judged beyond
+   it; the factor is its own gated line.
 5. Weighted Benjamini–Hochberg across the run's metrics, the practical margin, gating,
    the run verdict and the attribution of the step's change (:mod:`.judge`).
 
@@ -23,8 +26,9 @@ The values printed for a metric (baseline: the geometric mean of the baseline ru
 run: its median repeat) and its change are on one basis: ``change = this / baseline − 1``.
 
 References: Student (1908), Biometrika 6:1; Hahn & Meeker (1991), *Statistical Intervals*;
-Smyth (2004), SAGMB 3(1):3; Genovese, Roeder & Wasserman (2006), Biometrika 93:509;
-Benjamini & Hochberg (1995), JRSS-B 57:289; Lakens (2017), Soc. Psychol. Personal. Sci. 8:355.
+Smyth (2004), SAGMB 3(1):3; Efron (2004), JASA 99:96; Genovese, Roeder & Wasserman (2006),
+Biometrika 93:509; Benjamini & Hochberg (1995), JRSS-B 57:289; Lakens (2017), Soc. Psychol.
+Personal. Sci. 8:355.
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ from perfci.analysis.judge import (
     GATE_KINDS,
     SHARED_FACTOR_KEY,
     MetricEstimate,
+    gpu_run,
+    host_timing,
     judge_estimates,
     run_verdict,
 )
@@ -51,6 +57,7 @@ from perfci.analysis.runs import (
     run_factors,
     start_at_last_level,
 )
+from perfci.analysis.tails import TailModel, fit_tails
 from perfci.errors import SampleError
 from perfci.model import MetricComparison, RunComparison, SeriesKey, Verdict
 
@@ -205,15 +212,23 @@ def _estimates(
     plain = prediction.prediction(base, cand, within, base_rep, cand_rep, moderate=options.moderate)
     # The machine-wide factor is a factor on times: a slower runner lowers a throughput and
     # leaves a peak memory or an accuracy alone, so only time metrics estimate it or are
-    # judged beyond it; the others are judged on their own numbers.
-    time = np.array([table.keys[i].is_time for i in rows], dtype=bool)
-    relative, found = plain, None
+    # judged beyond it; the others are judged on their own numbers. On a GPU run the
+    # operators', ranges' and API calls' CPU-side times hold the host thread's waits for the
+    # GPU, which move with the host's load and with where the thread blocks, not with the
+    # GPU's speed: the factor is the GPU's lines' alone, as in the A/B mode.
+    on_gpu = gpu_run(table.keys)
+    host = np.array([host_timing(table.keys[i], on_gpu) for i in rows], dtype=bool)
+    time = np.array([table.keys[i].is_time for i in rows], dtype=bool) & ~host
+    plain_tails = _tails_by_family(base, host) if options.calibrate_tails else [None] * len(rows)
+    relative, found, relative_tails = plain, None, None
     if time.any() and options.remove_shared_factor is not False:
         factors = run_factors(base[time])
         relative = prediction.prediction(
             base - factors[None, :], cand, within, base_rep, cand_rep, moderate=options.moderate
         )
         found = prediction.estimate_run_factor(relative.estimate[time], relative.se[time], factors)
+        if options.calibrate_tails:
+            relative_tails = fit_tails(base[time] - factors[None, :])
     beyond = time if found is not None else np.zeros_like(time)
     adjusted = relative.estimate - found.candidate if found is not None else None
     adjusted_se = np.sqrt(relative.se**2 + found.candidate_se**2) if found is not None else None
@@ -248,10 +263,20 @@ def _estimates(
                 if adjusted_se is not None and beyond[n]
                 else None,
                 adjusted_dof=float(relative.dof[n]) if beyond[n] else None,
+                tails=plain_tails[n],
+                adjusted_tails=relative_tails if beyond[n] else None,
             )
         )
     first_time = rows[int(np.argmax(time))]
     return estimates, _factor_estimate(found, table.keys[first_time])
+
+
+def _tails_by_family(base: np.ndarray, host: np.ndarray) -> list[TailModel | None]:
+    """Each row's tail model, fitted within its family: on a GPU run the CPU-side times (the
+    host thread's waits, which jump between operators) apart from the GPU's own lines and the
+    other metrics, so that their tails do not loosen or tighten the others' tests."""
+    models = {flag: fit_tails(base[host == flag]) for flag in (False, True) if (host == flag).any()}
+    return [models[bool(flag)] for flag in host]
 
 
 def _factor_estimate(

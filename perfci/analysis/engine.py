@@ -59,7 +59,8 @@ class CompareOptions:
     ``moderate`` shrinks per-metric variances towards a common prior
     (:mod:`perfci.analysis.moderation`); ``robust_baseline`` leaves wrecked baseline runs
     and outlier repeats out; ``trim_change_points`` starts the baseline after the base
-    branch's last change point.
+    branch's last change point; ``calibrate_tails`` makes the tests no less strict than
+    the baseline's own tails demand (:mod:`perfci.analysis.tails`).
     """
 
     delta: float = 0.02
@@ -79,6 +80,7 @@ class CompareOptions:
     moderate: bool = True
     robust_baseline: bool = True
     trim_change_points: bool = True
+    calibrate_tails: bool = True
 
     def __post_init__(self) -> None:
         for name, low, high in (

@@ -42,6 +42,7 @@ import numpy as np
 from perfci.analysis import attribution, stats
 from perfci.analysis.engine import CompareOptions, decide_on
 from perfci.analysis.steps import primary_step
+from perfci.analysis.tails import TailModel
 from perfci.model import (
     Better,
     Device,
@@ -90,7 +91,10 @@ class MetricEstimate:
     ``baseline`` and ``candidate`` are the values shown (``Baseline``, ``This run``) and
     ``log_change`` must equal ``log(candidate / baseline)`` so that the printed change can be
     checked from them; ``se`` and ``dof`` give its interval. ``adjusted_*`` (optional) is the
-    change beyond the run's machine-wide factor; when present, the test uses it.
+    change beyond the run's machine-wide factor; when present, the test uses it. ``tails``
+    and ``adjusted_tails`` (optional) are the baseline's heavy tails on each basis
+    (:mod:`perfci.analysis.tails`): p-values and intervals are made no narrower than they
+    demand.
     """
 
     series: SeriesKey
@@ -105,6 +109,8 @@ class MetricEstimate:
     adjusted_log_change: float | None = None
     adjusted_se: float | None = None
     adjusted_dof: float | None = None
+    tails: TailModel | None = None
+    adjusted_tails: TailModel | None = None
 
 
 def judge_estimates(
@@ -336,14 +342,21 @@ def _judge(
     )
     test_se = np.array([e.se if e.adjusted_se is None else e.adjusted_se for e in rows])
     test_dof = np.array([e.dof if e.adjusted_dof is None else e.adjusted_dof for e in rows])
-    p = two_sided_p(test_log, test_se, test_dof)
+    plain_tails = [e.tails for e in rows]
+    test_tails = [e.tails if e.adjusted_log_change is None else e.adjusted_tails for e in rows]
+    p = _with_tails(two_sided_p(test_log, test_se, test_dof), test_tails)
     weights = bh_weights(classes, options)
     q = _adjust(p, test_log, weights, has_factor=factor is not None)
     plain = np.array([e.log_change for e in rows])
     low, high = _interval(
-        plain, np.array([e.se for e in rows]), np.array([e.dof for e in rows]), options.confidence
+        plain,
+        np.array([e.se for e in rows]),
+        np.array([e.dof for e in rows]),
+        _confidences(options.confidence, plain_tails),
     )
-    adj_low, adj_high = _interval(test_log, test_se, test_dof, options.confidence)
+    adj_low, adj_high = _interval(
+        test_log, test_se, test_dof, _confidences(options.confidence, test_tails)
+    )
     higher = np.array(
         [e.series.better is Better.HIGHER or options.is_higher_better(e.series.key) for e in rows],
         dtype=bool,
@@ -359,7 +372,9 @@ def _judge(
     )
     if factor is not None:
         plain_se = np.array([e.se for e in rows])
-        plain_p = two_sided_p(plain, plain_se, np.array([e.dof for e in rows]))
+        plain_p = _with_tails(
+            two_sided_p(plain, plain_se, np.array([e.dof for e in rows])), plain_tails
+        )
         plain_q = _adjust(plain_p, plain, weights, has_factor=True)
         own = decide_on(
             np.expm1(plain),
@@ -463,10 +478,30 @@ def two_sided_p(estimate: np.ndarray, se: np.ndarray, dof: np.ndarray) -> np.nda
     return np.where(zero, np.where(estimate == 0, 1.0, 0.0), p)
 
 
+def _with_tails(p: np.ndarray, tails: Sequence[TailModel | None]) -> np.ndarray:
+    """``p`` with each row's tail model applied (rows without one unchanged)."""
+    out = p.copy()
+    for model in {t for t in tails if t is not None}:
+        rows = np.array([t is not None and t == model for t in tails])
+        out[rows] = model.p_values(p[rows])
+    return out
+
+
+def _confidences(confidence: float, tails: Sequence[TailModel | None]) -> np.ndarray:
+    """Per row, the normal-model confidence that covers ``confidence`` under its tails."""
+    levels = {t: t.confidence(confidence) for t in tails if t is not None}
+    return np.array([confidence if t is None else levels[t] for t in tails])
+
+
 def _interval(
-    estimate: np.ndarray, se: np.ndarray, dof: np.ndarray, confidence: float
+    estimate: np.ndarray, se: np.ndarray, dof: np.ndarray, confidence: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    half = stats.t_ppf(0.5 + confidence / 2, np.maximum(dof, 1e-9)) * se
+    """Two-sided t intervals, each row at its own confidence level."""
+    quantile = np.empty(np.shape(estimate))
+    for level in np.unique(confidence):
+        rows = confidence == level
+        quantile[rows] = stats.t_ppf(0.5 + float(level) / 2, np.maximum(dof[rows], 1e-9))
+    half = quantile * se
     half = np.where(se == 0, 0.0, half)
     return estimate - half, estimate + half
 

@@ -375,7 +375,7 @@ def _estimates(
     out = []
     for (key, row), s2, d in zip(found.items(), var.tolist(), dof.tolist(), strict=True):
         baseline = math.exp(row.log_base)
-        extra: dict[str, float] = {}
+        extra: dict[str, float | None] = {}
         tested, tested_var = row.mean, s2  # what the pairs-needed plan is for
         if machine is not None and key in own:
             r2, r_d = own[key]
@@ -399,7 +399,9 @@ def _estimates(
                 n_baseline=row.n,
                 n_candidate=row.n,
                 repeats_needed=pairs_needed(tested, tested_var, row.n, margin=margin, z=z),
-                **extra,
+                adjusted_log_change=extra.get("adjusted_log_change"),
+                adjusted_se=extra.get("adjusted_se"),
+                adjusted_dof=extra.get("adjusted_dof"),
             )
         )
     return out
