@@ -125,3 +125,18 @@ def test_a_large_real_change_is_still_found_in_a_heavy_tailed_history() -> None:
     result = compare_run(baseline, cand, benchmark="b")
     line = next(m for m in result.metrics if m.key == KEYS[target].key)
     assert line.verdict is Verdict.REGRESSION
+
+
+def test_a_short_baseline_is_scored_as_the_candidate_is_tested_with_moderated_variances() -> None:
+    """Five runs: the leave-one-out t has 3 degrees of freedom, whose own tails hide some of
+    the runs' (3 % of the cells 8 % off), while the candidate is tested with a variance
+    pooled across the metrics. Scored the same way, the tail comes out heavier."""
+    rng = np.random.default_rng(0)
+    base = rng.normal(0, 0.01, (300, 5))
+    base[rng.random((300, 5)) < 0.03] += 0.08
+    own = tails.fit_tails(base, moderate=False)
+    pooled = tails.fit_tails(base, moderate=True)
+    assert own is not None and pooled is not None
+    far = np.array([2 * stats.norm.sf(5.0)])
+    assert pooled.p_values(far)[0] > own.p_values(far)[0]
+    assert pooled.dof < own.dof

@@ -219,7 +219,11 @@ def _estimates(
     on_gpu = gpu_run(table.keys)
     host = np.array([host_timing(table.keys[i], on_gpu) for i in rows], dtype=bool)
     time = np.array([table.keys[i].is_time for i in rows], dtype=bool) & ~host
-    plain_tails = _tails_by_family(base, host) if options.calibrate_tails else [None] * len(rows)
+    plain_tails = (
+        _tails_by_family(base, host, options.moderate)
+        if options.calibrate_tails
+        else [None] * len(rows)
+    )
     relative, found, relative_tails = plain, None, None
     if time.any() and options.remove_shared_factor is not False:
         factors = run_factors(base[time])
@@ -228,7 +232,7 @@ def _estimates(
         )
         found = prediction.estimate_run_factor(relative.estimate[time], relative.se[time], factors)
         if options.calibrate_tails:
-            relative_tails = fit_tails(base[time] - factors[None, :])
+            relative_tails = fit_tails(base[time] - factors[None, :], moderate=options.moderate)
     beyond = time if found is not None else np.zeros_like(time)
     adjusted = relative.estimate - found.candidate if found is not None else None
     adjusted_se = np.sqrt(relative.se**2 + found.candidate_se**2) if found is not None else None
@@ -271,11 +275,15 @@ def _estimates(
     return estimates, _factor_estimate(found, table.keys[first_time])
 
 
-def _tails_by_family(base: np.ndarray, host: np.ndarray) -> list[TailModel | None]:
+def _tails_by_family(base: np.ndarray, host: np.ndarray, moderate: bool) -> list[TailModel | None]:
     """Each row's tail model, fitted within its family: on a GPU run the CPU-side times (the
     host thread's waits, which jump between operators) apart from the GPU's own lines and the
     other metrics, so that their tails do not loosen or tighten the others' tests."""
-    models = {flag: fit_tails(base[host == flag]) for flag in (False, True) if (host == flag).any()}
+    models = {
+        flag: fit_tails(base[host == flag], moderate=moderate)
+        for flag in (False, True)
+        if (host == flag).any()
+    }
     return [models[bool(flag)] for flag in host]
 
 

@@ -33,6 +33,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
+from perfci.analysis.moderation import squeeze_variances
+
 FloatArray = NDArray[np.float64]
 
 #: Fewest baseline runs of a metric for its leave-one-out scores (``t(K − 2)`` needs K ≥ 3;
@@ -79,13 +81,13 @@ class TailModel:
         return max(confidence, 1.0 - 2.0 * float(special.ndtr(-quantile)))
 
 
-def fit_tails(base: FloatArray) -> TailModel | None:
+def fit_tails(base: FloatArray, *, moderate: bool = True) -> TailModel | None:
     """The fitted tail of ``base`` (metrics × runs, logs, NaN where absent) when it is heavy.
 
     ``None`` when the normal model holds (the usual case), or when there are too few runs or
-    metrics to tell.
+    metrics to tell. ``moderate`` as the tests it calibrates (:func:`leave_one_out_scores`).
     """
-    scores = leave_one_out_scores(base)
+    scores = leave_one_out_scores(base, moderate=moderate)
     if scores.size < MIN_SCORES:
         return None
     dof, scale, gain = _fit_scaled_t(scores)
@@ -99,13 +101,20 @@ def fit_tails(base: FloatArray) -> TailModel | None:
     return TailModel(dof=dof, scale=scale, likelihood_ratio=gain, scores=int(scores.size))
 
 
-def leave_one_out_scores(base: FloatArray) -> FloatArray:
+def leave_one_out_scores(base: FloatArray, *, moderate: bool = False) -> FloatArray:
     """Normal scores of every baseline run judged as a new run against the metric's others.
 
     For run ``j`` of a metric with ``K`` runs, ``t = (y_j − ȳ₋ⱼ) / (s₋ⱼ √(1 + 1/(K−1)))``
     follows ``t(K − 2)`` under the normal model; its normal score is returned, so metrics
     with different run counts pool on one scale. Metrics with fewer than :data:`MIN_RUNS`
     runs, or no spread, give none.
+
+    With ``moderate``, the others' variances of each left-out run are moderated across the
+    metrics (:func:`.moderation.squeeze_variances`) and the degrees of freedom are the
+    moderated ones, as in the test of the candidate itself. That matters for a short
+    baseline: five runs give ``t(3)``, whose own heavy tails hide the runs' heavy tails,
+    while the candidate is tested with a variance pooled across metrics and many degrees
+    of freedom.
     """
     present = np.isfinite(base)
     runs = present.sum(axis=1)
@@ -123,10 +132,14 @@ def leave_one_out_scores(base: FloatArray) -> FloatArray:
         ss = np.sum(dev**2, axis=1, keepdims=True)
         others_mean = -dev / (k - 1)
         others_var = (ss - dev**2 - (k - 1) * others_mean**2) / (k - 2)
-        t = (dev - others_mean) / np.sqrt(others_var * (1 + 1 / (k - 1)))
-        dof = np.broadcast_to(k - 2, t.shape)
+        dof = np.broadcast_to(k - 2, others_var.shape).copy()
+        var = np.where(mask & (others_var > 0), others_var, np.nan)
+        if moderate:
+            for j in range(var.shape[1]):
+                var[:, j], dof[:, j] = squeeze_variances(var[:, j], dof[:, j])
+        t = (dev - others_mean) / np.sqrt(var * (1 + 1 / (k - 1)))
         score = -special.ndtri(special.stdtr(dof, -np.abs(t))) * np.sign(t)
-    usable = mask & np.isfinite(score) & (others_var > 0)
+    usable = mask & np.isfinite(score)
     return np.asarray(np.clip(score[usable], -_MAX_SCORE, _MAX_SCORE), dtype=np.float64)
 
 
