@@ -185,7 +185,7 @@ def test_changepoints_scores_perfci_on_real_and_synthetic_series(shared_dir: Pat
 
 def test_verdicts_scores_perfci_and_the_peers_per_scenario() -> None:
     out = _run(
-        "verdicts.py", "--quick", "--scenario", "heavy tails", "--scenario", "+10 % on one kernel"
+        "verdicts.py", "--quick", "--scenario", "heavy tails", "--scenario", "+10 % on one kernel ("
     )
     assert out.count("#### ") == 2, out
     rows = _table(out, "detector")
@@ -241,3 +241,23 @@ def test_ab_gpu_factor_compares_both_ways_of_estimating_the_factor() -> None:
     for row in rows:
         assert re.fullmatch(r"\d+/2", row["checks failed"]), row
         assert re.fullmatch(r"\d+\.\d\d", row["other GPU-side lines decided, per check"]), row
+
+
+def test_ab_gpu_factor_measures_history_mode_too() -> None:
+    out = _run("ab_gpu_factor.py", "--draws", "2", "--history")
+    assert out.startswith("History mode:"), out
+    rows = _table(out, "comparison")
+    assert len(rows) == 12
+    assert all(re.fullmatch(r"\d+/2|—", row["GELU kernel found"]) for row in rows), rows
+
+
+def test_noise_shapes_counts_false_verdicts_per_shape() -> None:
+    out = _run("noise_shapes.py", "--comparisons", "1", "--shape", "tiny", "--shape", "loaded")
+    rows = _table(out, "shape")
+    assert [row["shape"] for row in rows] == [
+        "tiny baseline (3 runs x 2)",
+        "loaded candidate: +30 % in everything",
+    ]
+    for row in rows:
+        assert re.fullmatch(r"\d+\.\d%", row["runs failed"]), row
+        assert re.fullmatch(r"\d+\.\d{3}", row["false regressions / comparison"]), row
