@@ -196,7 +196,7 @@ def _em_scale(squares: FloatArray, nu: float) -> float:
     for _ in range(100):
         weights = (nu + 1.0) / (nu + squares / var)
         updated = max(float(np.mean(weights * squares)), 1e-12)
-        if abs(updated - var) <= 1e-9 * var:
+        if abs(updated - var) <= 1e-6 * var:  # σ to 5·10⁻⁷: far finer than it is known
             break
         var = updated
     return math.sqrt(var)
