@@ -140,3 +140,23 @@ def test_a_short_baseline_is_scored_as_the_candidate_is_tested_with_moderated_va
     far = np.array([2 * stats.norm.sf(5.0)])
     assert pooled.p_values(far)[0] > own.p_values(far)[0]
     assert pooled.dof < own.dof
+
+
+def test_a_runner_pool_s_shared_factor_alone_is_not_a_heavy_tail() -> None:
+    """Every metric normal, each run on a runner up to a few percent faster or slower: in
+    the plain values every metric of a run lies out together, and twenty such clusters of
+    scores look heavy-tailed (the first assertion). The tails are fitted to what each metric
+    does beyond its run's factor, so the tests stay the normal model's."""
+    rng = np.random.default_rng(2)
+    logs = _runs(rng, runs=20, heavy=False) + rng.normal(0, 0.03, (1, 20, 1))
+    assert tails.fit_tails(np.median(logs, axis=2)) is not None
+    candidate = _runs(rng, runs=1, heavy=False)[:, 0, :]
+    baseline, cand = _as_inputs(logs, candidate)
+    calibrated = compare_run(baseline, cand, benchmark="b")
+    normal = compare_run(
+        baseline, cand, benchmark="b", options=CompareOptions(calibrate_tails=False)
+    )
+    assert [m.p_value for m in calibrated.metrics] == [m.p_value for m in normal.metrics]
+    assert [(m.ci_low, m.ci_high) for m in calibrated.metrics] == [
+        (m.ci_low, m.ci_high) for m in normal.metrics
+    ]

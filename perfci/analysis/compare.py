@@ -219,20 +219,16 @@ def _estimates(
     on_gpu = gpu_run(table.keys)
     host = np.array([host_timing(table.keys[i], on_gpu) for i in rows], dtype=bool)
     time = np.array([table.keys[i].is_time for i in rows], dtype=bool) & ~host
-    plain_tails = (
-        _tails_by_family(base, host, options.moderate)
-        if options.calibrate_tails
-        else [None] * len(rows)
-    )
-    relative, found, relative_tails = plain, None, None
-    if time.any() and options.remove_shared_factor is not False:
-        factors = run_factors(base[time])
+    factors = run_factors(base[time]) if time.any() else None
+    tails: list[TailModel | None] = [None] * len(rows)
+    if options.calibrate_tails:
+        tails = _tails_by_family(base, host, time, factors, options.moderate)
+    relative, found = plain, None
+    if factors is not None and options.remove_shared_factor is not False:
         relative = prediction.prediction(
             base - factors[None, :], cand, within, base_rep, cand_rep, moderate=options.moderate
         )
         found = prediction.estimate_run_factor(relative.estimate[time], relative.se[time], factors)
-        if options.calibrate_tails:
-            relative_tails = fit_tails(base[time] - factors[None, :], moderate=options.moderate)
     beyond = time if found is not None else np.zeros_like(time)
     adjusted = relative.estimate - found.candidate if found is not None else None
     adjusted_se = np.sqrt(relative.se**2 + found.candidate_se**2) if found is not None else None
@@ -267,20 +263,35 @@ def _estimates(
                 if adjusted_se is not None and beyond[n]
                 else None,
                 adjusted_dof=float(relative.dof[n]) if beyond[n] else None,
-                tails=plain_tails[n],
-                adjusted_tails=relative_tails if beyond[n] else None,
+                tails=tails[n],
+                adjusted_tails=tails[n] if beyond[n] else None,
             )
         )
     first_time = rows[int(np.argmax(time))]
     return estimates, _factor_estimate(found, table.keys[first_time])
 
 
-def _tails_by_family(base: np.ndarray, host: np.ndarray, moderate: bool) -> list[TailModel | None]:
-    """Each row's tail model, fitted within its family: on a GPU run the CPU-side times (the
-    host thread's waits, which jump between operators) apart from the GPU's own lines and the
-    other metrics, so that their tails do not loosen or tighten the others' tests."""
+def _tails_by_family(
+    base: np.ndarray,
+    host: np.ndarray,
+    time: np.ndarray,
+    factors: np.ndarray | None,
+    moderate: bool,
+) -> list[TailModel | None]:
+    """Each row's tail model (:mod:`.tails`), fitted within its family and for both bases.
+
+    The tails are fitted to what each metric does on its own: with enough time metrics,
+    each run's factor is taken out of their values first. Left in, a runner 2σ slower puts
+    every metric of that run 2σ out at once, and the pooled scores of twenty such clusters
+    look heavy-tailed when every metric is normal. On a GPU run the CPU-side times (the host
+    thread's waits, which jump between operators) are fitted apart from the GPU's own lines
+    and the other metrics, so that their tails do not loosen or tighten the others' tests.
+    """
+    own = base
+    if factors is not None and time.sum() >= prediction.MIN_METRICS_FOR_FACTOR:
+        own = base - np.where(time[:, None], factors[None, :], 0.0)
     models = {
-        flag: fit_tails(base[host == flag], moderate=moderate)
+        flag: fit_tails(own[host == flag], moderate=moderate)
         for flag in (False, True)
         if (host == flag).any()
     }
