@@ -32,6 +32,9 @@ MIN_METRICS = 5
 #: Prior degrees of freedom stand for "the variances are all alike"; a finite cap keeps
 #: the arithmetic finite (t with 10⁶ degrees of freedom is the normal distribution).
 MAX_PRIOR_DOF = 1e6
+#: A variance this far above the prior (upper tail of ``F(d, d0)``) is a metric unlike the
+#: others — two modes (an autotuner's choice), a jumpy wait — and keeps its own.
+HYPERVARIABLE_LEVEL = 0.001
 
 
 def squeeze_variances(s2: FloatArray, dof: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -49,7 +52,11 @@ def squeeze_variances(s2: FloatArray, dof: FloatArray) -> tuple[FloatArray, Floa
     -------
     (s2_post, dof_post)
         ``(d0·s0² + d·s²) / (d0 + d)`` and ``d0 + d``. Without enough usable variances
-        (:data:`MIN_METRICS`), the inputs unchanged.
+        (:data:`MIN_METRICS`), the inputs unchanged. A metric whose variance lies beyond the
+        prior's upper :data:`HYPERVARIABLE_LEVEL` point (``s²/s0² ~ F(d, d0)``) keeps its
+        own variance and degrees of freedom: shrunk towards the others, a kernel that is
+        8 % slower in one run of six would read as changed whenever this run is one of them.
+        (A simplified form of limma's robust hyperparameter estimation: Phipson et al. 2016.)
     """
     s2 = np.asarray(s2, dtype=np.float64)
     dof = np.broadcast_to(np.asarray(dof, dtype=np.float64), s2.shape).copy()
@@ -58,6 +65,12 @@ def squeeze_variances(s2: FloatArray, dof: FloatArray) -> tuple[FloatArray, Floa
         return s2.copy(), dof
     d0, s0 = fit_prior(s2[usable], dof[usable])
     moderated = np.isfinite(s2) & (dof > 0)
+    if d0 < MAX_PRIOR_DOF:
+        limit = special.fdtri(dof, d0, 1.0 - HYPERVARIABLE_LEVEL)
+    else:  # F(d, ∞) is χ²(d)/d
+        limit = special.chdtri(dof, HYPERVARIABLE_LEVEL) / np.maximum(dof, 1e-9)
+    with np.errstate(invalid="ignore"):
+        moderated &= ~(s2 > s0 * limit)
     post = s2.copy()
     post_dof = dof.copy()
     post[moderated] = (d0 * s0 + dof[moderated] * s2[moderated]) / (d0 + dof[moderated])
