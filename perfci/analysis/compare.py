@@ -264,7 +264,6 @@ def _estimates(
                 else None,
                 adjusted_dof=float(relative.dof[n]) if beyond[n] else None,
                 tails=tails[n],
-                adjusted_tails=tails[n] if beyond[n] else None,
             )
         )
     first_time = rows[int(np.argmax(time))]

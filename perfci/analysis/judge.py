@@ -92,9 +92,8 @@ class MetricEstimate:
     ``log_change`` must equal ``log(candidate / baseline)`` so that the printed change can be
     checked from them; ``se`` and ``dof`` give its interval. ``adjusted_*`` (optional) is the
     change beyond the run's machine-wide factor; when present, the test uses it. ``tails``
-    and ``adjusted_tails`` (optional) are the baseline's heavy tails on each basis
-    (:mod:`perfci.analysis.tails`): p-values and intervals are made no narrower than they
-    demand.
+    (optional) are the baseline's heavy tails (:mod:`perfci.analysis.tails`): p-values and
+    intervals on either basis are made no narrower than they demand.
     """
 
     series: SeriesKey
@@ -110,7 +109,6 @@ class MetricEstimate:
     adjusted_se: float | None = None
     adjusted_dof: float | None = None
     tails: TailModel | None = None
-    adjusted_tails: TailModel | None = None
 
 
 def judge_estimates(
@@ -342,9 +340,8 @@ def _judge(
     )
     test_se = np.array([e.se if e.adjusted_se is None else e.adjusted_se for e in rows])
     test_dof = np.array([e.dof if e.adjusted_dof is None else e.adjusted_dof for e in rows])
-    plain_tails = [e.tails for e in rows]
-    test_tails = [e.tails if e.adjusted_log_change is None else e.adjusted_tails for e in rows]
-    p = _with_tails(two_sided_p(test_log, test_se, test_dof), test_tails)
+    tails = [e.tails for e in rows]
+    p = _with_tails(two_sided_p(test_log, test_se, test_dof), tails)
     weights = bh_weights(classes, options)
     q = _adjust(p, test_log, weights, has_factor=factor is not None)
     plain = np.array([e.log_change for e in rows])
@@ -352,10 +349,10 @@ def _judge(
         plain,
         np.array([e.se for e in rows]),
         np.array([e.dof for e in rows]),
-        _confidences(options.confidence, plain_tails),
+        _confidences(options.confidence, tails),
     )
     adj_low, adj_high = _interval(
-        test_log, test_se, test_dof, _confidences(options.confidence, test_tails)
+        test_log, test_se, test_dof, _confidences(options.confidence, tails)
     )
     higher = np.array(
         [e.series.better is Better.HIGHER or options.is_higher_better(e.series.key) for e in rows],
@@ -372,9 +369,7 @@ def _judge(
     )
     if factor is not None:
         plain_se = np.array([e.se for e in rows])
-        plain_p = _with_tails(
-            two_sided_p(plain, plain_se, np.array([e.dof for e in rows])), plain_tails
-        )
+        plain_p = _with_tails(two_sided_p(plain, plain_se, np.array([e.dof for e in rows])), tails)
         plain_q = _adjust(plain_p, plain, weights, has_factor=True)
         own = decide_on(
             np.expm1(plain),
