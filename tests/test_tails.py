@@ -16,6 +16,7 @@ from scipy import stats
 from perfci.analysis import tails
 from perfci.analysis.compare import CompareOptions, compare_run
 from perfci.model import MetricKind, SeriesKey, Verdict
+from perfci.report.markdown import render_comment
 
 STEP = SeriesKey(MetricKind.STEP, "train_step")
 KERNELS = [SeriesKey(MetricKind.KERNEL, f"kernel_{i}") for i in range(300)]
@@ -116,6 +117,11 @@ def test_an_unchanged_kernel_far_off_in_a_heavy_tailed_history_is_not_a_regressi
     # Intervals widen with the tails too, around the same change.
     assert after.change == pytest.approx(before.change)
     assert after.ci_high - after.ci_low > before.ci_high - before.ci_low
+    # The comment says why, once.
+    said = [n for n in calibrated.notes if n.startswith("The baseline's metrics lie out")]
+    assert len(said) == 1 and "beyond 4 standard deviations" in said[0]
+    assert not [n for n in normal.notes if "lie out more often" in n]
+    assert "lie out more often than normal noise" in render_comment(calibrated)
 
 
 def test_a_large_real_change_is_still_found_in_a_heavy_tailed_history() -> None:

@@ -147,6 +147,7 @@ def compare_run(
         table = drop_wrecked_runs(table)
     untested, rows = _untested_lines(table, options)
     estimates, factor = _estimates(table, rows, options)
+    table.notes.extend(_tail_notes(estimates))
     result = judge_estimates(
         estimates,
         benchmark=benchmark,
@@ -268,6 +269,16 @@ def _estimates(
         )
     first_time = rows[int(np.argmax(time))]
     return estimates, _factor_estimate(found, table.keys[first_time])
+
+
+def _tail_notes(estimates: Sequence[MetricEstimate]) -> list[str]:
+    """A line per family whose tails made the tests stricter (:mod:`.tails`)."""
+    on_gpu = gpu_run(e.series for e in estimates)
+    found: dict[TailModel, bool] = {}
+    for e in estimates:
+        if e.tails is not None:
+            found.setdefault(e.tails, host_timing(e.series, on_gpu))
+    return [model.note("CPU-side times" if host else "metrics") for model, host in found.items()]
 
 
 def _tails_by_family(
