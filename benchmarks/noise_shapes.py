@@ -24,7 +24,8 @@ Shapes (per comparison):
 - ``slow episode at the end``: the same, in the last 3 runs;
 - ``warm-up``: every run's first repeat 15 % slower;
 - ``loaded candidate``: the candidate run 30 % slower in everything (a machine-wide shift:
-  one run cannot tell it from code that slows everything, and says so; counted apart).
+  one run cannot tell it from code that slows everything, and says so; counted apart);
+- ``candidate of 10 repeats``: more repeats than the baseline runs had (``--max-repeats``).
 
 Usage::
 
@@ -158,6 +159,10 @@ SHAPES: dict[str, Callable[[np.random.Generator, verdicts.World], Runs]] = {
     "loaded candidate: +30 % in everything": lambda rng, w: (
         [_run(rng, w, 5) for _ in range(30)],
         _run(rng, w, 5, shared=np.log(1.3)),
+    ),
+    "candidate of 10 repeats (baseline runs of 5)": lambda rng, w: (
+        [_run(rng, w, 5) for _ in range(30)],
+        _run(rng, w, 10),
     ),
 }
 
