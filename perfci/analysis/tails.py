@@ -26,7 +26,6 @@ the t distribution", *JASA* 84:881 (the EM fit of σ for a given ν).
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +33,7 @@ from numpy.typing import NDArray
 from scipy import special
 
 from perfci.analysis.moderation import squeeze_variances
+from perfci.analysis.stats import t_ppf, t_sf
 
 FloatArray = NDArray[np.float64]
 
@@ -74,7 +74,7 @@ class TailModel:
         p = np.asarray(p, dtype=np.float64)
         with np.errstate(divide="ignore", invalid="ignore"):
             score = -special.ndtri(np.clip(p, 0.0, 1.0) / 2.0)
-            tail = 2.0 * _t_sf(score / self.scale, self.dof)
+            tail = 2.0 * t_sf(score / self.scale, np.asarray(self.dof))
         return np.where(np.isfinite(tail), np.maximum(p, tail), p)
 
     def note(self, what: str) -> str:
@@ -90,7 +90,7 @@ class TailModel:
 
     def confidence(self, confidence: float) -> float:
         """The normal-model confidence whose interval covers ``confidence`` under this tail."""
-        quantile = self.scale * _t_isf((1.0 - confidence) / 2.0, self.dof)
+        quantile = self.scale * float(t_ppf(0.5 + confidence / 2.0, np.asarray(self.dof)))
         return max(confidence, 1.0 - 2.0 * float(special.ndtr(-quantile)))
 
 
@@ -103,12 +103,12 @@ def fit_tails(base: FloatArray, *, moderate: bool = True) -> TailModel | None:
     scores = leave_one_out_scores(base, moderate=moderate)
     if scores.size < MIN_SCORES:
         return None
-    dof, scale, gain = _fit_scaled_t(scores)
+    dof, gain, scales = _fit_scaled_t(scores)
     far = _exceedances(scores)
     beyond_normal = any(count >= MIN_EXCEEDANCES for c, count in far if c >= _FAR)
     if gain < MIN_LIKELIHOOD_RATIO and not beyond_normal:
         return None
-    dof, scale = _envelope(scores, dof, far)
+    dof, scale = _envelope(scores, dof, scales, far)
     if dof == math.inf and scale <= 1.0:
         return None
     return TailModel(
@@ -162,25 +162,26 @@ def leave_one_out_scores(base: FloatArray, *, moderate: bool = False) -> FloatAr
     return np.asarray(np.clip(score[usable], -_MAX_SCORE, _MAX_SCORE), dtype=np.float64)
 
 
-def _fit_scaled_t(scores: FloatArray) -> tuple[float, float, float]:
-    """Maximum-likelihood ``(ν, σ)`` of ``σ · t(ν)`` over :data:`_DOF_GRID`, and the
-    likelihood ratio of that fit against the standard normal."""
+def _fit_scaled_t(scores: FloatArray) -> tuple[float, float, dict[float, float]]:
+    """Maximum-likelihood ``ν`` of ``σ · t(ν)`` over :data:`_DOF_GRID`, the likelihood ratio
+    of that fit against the standard normal, and each ν's maximum-likelihood σ."""
     squares = scores**2
     n = scores.size
     standard = -0.5 * float(squares.sum()) - 0.5 * n * math.log(2 * math.pi)
-    best = (-math.inf, math.inf, 1.0)
+    scales: dict[float, float] = {}
+    best = (-math.inf, math.inf)
     for nu in _DOF_GRID:
         if nu == math.inf:
             var = float(squares.mean())
             loglik = -0.5 * n * (1.0 + math.log(2 * math.pi * var))
-            scale = math.sqrt(var)
+            scales[nu] = math.sqrt(var)
         else:
-            scale = _em_scale(squares, nu)
-            loglik = float(np.sum(_t_logpdf(scores / scale, nu))) - n * math.log(scale)
+            scales[nu] = _em_scale(squares, nu)
+            loglik = float(np.sum(_t_logpdf(scores / scales[nu], nu))) - n * math.log(scales[nu])
         if loglik > best[0]:
-            best = (loglik, nu, scale)
-    loglik, nu, scale = best
-    return nu, scale, 2.0 * (loglik - standard)
+            best = (loglik, nu)
+    loglik, nu = best
+    return nu, 2.0 * (loglik - standard), scales
 
 
 def _exceedances(scores: FloatArray) -> list[tuple[float, int]]:
@@ -188,7 +189,9 @@ def _exceedances(scores: FloatArray) -> list[tuple[float, int]]:
     return [(c, int(np.sum(size > c))) for c in _THRESHOLDS]
 
 
-def _envelope(scores: FloatArray, dof: float, far: list[tuple[float, int]]) -> tuple[float, float]:
+def _envelope(
+    scores: FloatArray, dof: float, scales: dict[float, float], far: list[tuple[float, int]]
+) -> tuple[float, float]:
     """The heaviest-needed fit: from the likelihood's ν down, the first whose tail expects at
     least the observed count beyond every threshold with :data:`MIN_EXCEEDANCES` or more.
 
@@ -196,17 +199,17 @@ def _envelope(scores: FloatArray, dof: float, far: list[tuple[float, int]]) -> t
     tail, where a mixture (most runs normal, a few far off) is heavier than any t that fits
     the bulk. Erring heavy there costs power; erring light calls unchanged metrics changed.
     """
-    squares = scores**2
     supported = [(c, count) for c, count in far if count >= MIN_EXCEEDANCES]
-    nu, scale = dof, 1.0
+    nu = dof
     for nu in sorted((v for v in _DOF_GRID if v <= dof), reverse=True):
-        scale = math.sqrt(float(squares.mean())) if nu == math.inf else _em_scale(squares, nu)
-        if all(
-            scores.size * 2.0 * float(_t_sf(np.asarray(c / scale), nu)) >= count
-            for c, count in supported
-        ):
+        expected = (
+            scores.size
+            * 2.0
+            * t_sf(np.array([c for c, _ in supported]) / scales[nu], np.asarray(nu))
+        )
+        if all(e >= count for e, (_, count) in zip(expected.tolist(), supported, strict=True)):
             break
-    return nu, scale
+    return nu, scales[nu]
 
 
 def _em_scale(squares: FloatArray, nu: float) -> float:
@@ -224,17 +227,3 @@ def _em_scale(squares: FloatArray, nu: float) -> float:
 def _t_logpdf(x: FloatArray, nu: float) -> FloatArray:
     const = special.gammaln((nu + 1) / 2) - special.gammaln(nu / 2) - 0.5 * math.log(nu * math.pi)
     return np.asarray(const - (nu + 1) / 2 * np.log1p(x**2 / nu), dtype=np.float64)
-
-
-def _t_sf(x: FloatArray, nu: float) -> FloatArray:
-    if nu == math.inf:
-        return np.asarray(special.ndtr(-np.asarray(x)), dtype=np.float64)
-    return np.asarray(special.stdtr(nu, -np.asarray(x)), dtype=np.float64)
-
-
-def _t_isf(p: float, nu: float) -> float:
-    if nu == math.inf:
-        return float(-special.ndtri(p))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return float(special.stdtrit(nu, 1.0 - p))
