@@ -38,26 +38,26 @@ from h200_ab import as_history, recorded, with_process_factors  # noqa: E402
 import perfci.analysis.compare as compare  # noqa: E402 - after the path set-up above
 import perfci.analysis.paired as paired  # noqa: E402
 from perfci.analysis.judge import host_timing  # noqa: E402
-from perfci.model import MetricKind, RunComparison, SeriesKey, Verdict  # noqa: E402
+from perfci.model import MetricKind, RunComparison, Verdict  # noqa: E402
 
 DECIDED = (Verdict.REGRESSION, Verdict.IMPROVEMENT)
-Rows = dict[SeriesKey, dict[str, list[float]]]
-_SLOWER = recorded("slower")
+#: Both recorded comparisons, read once.
+RECORDED = {name: recorded(name) for name in ("slower", "unchanged")}
 
 
-def _ab(rows: Rows, rng: np.random.Generator, gpu_sd: float, host_sd: float) -> RunComparison:
+def _ab(name: str, rng: np.random.Generator, gpu_sd: float, host_sd: float) -> RunComparison:
     gpu = rng.normal(0, gpu_sd, (2, 5))
     host = rng.normal(0, host_sd, (2, 5))
-    base, pr = with_process_factors(rows, gpu, host)
+    base, pr = with_process_factors(RECORDED[name], gpu, host)
     return paired.compare_paired(base, pr, benchmark="gpt")
 
 
-def _history(rows: Rows, rng: np.random.Generator, gpu_sd: float, host_sd: float) -> RunComparison:
+def _history(name: str, rng: np.random.Generator, gpu_sd: float, host_sd: float) -> RunComparison:
     """Ten one-repeat baseline runs (both comparisons' base processes) and one candidate run
     of five repeats, each run with its own GPU and host factor."""
-    other = recorded("unchanged" if rows is _SLOWER else "slower")
+    other = RECORDED["unchanged" if name == "slower" else "slower"]
     gpu, host = rng.normal(0, gpu_sd, 11), rng.normal(0, host_sd, 11)
-    baseline, candidate = as_history(rows, other, gpu, host)
+    baseline, candidate = as_history(RECORDED[name], other, gpu, host)
     return compare.compare_run(baseline, candidate, benchmark="gpt")
 
 
@@ -69,11 +69,10 @@ def score(
     # "All time lines" is the previous behaviour: no line counts as the host's.
     module.gpu_run = real if gpu_side else (lambda series: False)  # type: ignore[assignment]
     try:
-        rows = _SLOWER if name == "slower" else recorded(name)
         rng = np.random.default_rng(7)
         found = failed = others = 0
         for _ in range(draws):
-            result = (_history if history else _ab)(rows, rng, gpu_sd, host_sd)
+            result = (_history if history else _ab)(name, rng, gpu_sd, host_sd)
             failed += result.verdict is Verdict.REGRESSION
             for m in result.metrics:
                 assert m.series is not None
