@@ -43,6 +43,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -91,10 +92,12 @@ def _history(
     world: verdicts.World,
     runs: int = 30,
     repeats: int = 5,
-    **kwargs: object,
+    **kwargs: Any,
 ) -> Runs:
-    make: Callable[[], Array] = lambda: _run(rng, world, repeats, **kwargs)  # type: ignore[arg-type]  # noqa: E731
-    return [make() for _ in range(runs)], make()
+    """``runs`` baseline runs and a candidate, all of one noise (``_run``'s options)."""
+    return [_run(rng, world, repeats, **kwargs) for _ in range(runs)], _run(
+        rng, world, repeats, **kwargs
+    )
 
 
 def _large(world: verdicts.World) -> Array:
