@@ -147,7 +147,6 @@ def compare_run(
         table = drop_wrecked_runs(table)
     untested, rows = _untested_lines(table, options)
     estimates, factor = _estimates(table, rows, options)
-    table.notes.extend(_tail_notes(estimates))
     result = judge_estimates(
         estimates,
         benchmark=benchmark,
@@ -223,7 +222,7 @@ def _estimates(
     factors = run_factors(base[time]) if time.any() else None
     tails: list[TailModel | None] = [None] * len(rows)
     if options.calibrate_tails:
-        tails = _tails_by_family(base, host, time, factors, options.moderate)
+        tails = _tails_by_family(base, host, time, factors, options.moderate, table.notes)
     relative, found = plain, None
     if factors is not None and options.remove_shared_factor is not False:
         relative = prediction.prediction(
@@ -271,24 +270,16 @@ def _estimates(
     return estimates, _factor_estimate(found, table.keys[first_time])
 
 
-def _tail_notes(estimates: Sequence[MetricEstimate]) -> list[str]:
-    """A line per family whose tails made the tests stricter (:mod:`.tails`)."""
-    on_gpu = gpu_run(e.series for e in estimates)
-    found: dict[TailModel, bool] = {}
-    for e in estimates:
-        if e.tails is not None:
-            found.setdefault(e.tails, host_timing(e.series, on_gpu))
-    return [model.note("CPU-side times" if host else "metrics") for model, host in found.items()]
-
-
 def _tails_by_family(
     base: np.ndarray,
     host: np.ndarray,
     time: np.ndarray,
     factors: np.ndarray | None,
     moderate: bool,
+    notes: list[str],
 ) -> list[TailModel | None]:
-    """Each row's tail model (:mod:`.tails`), fitted within its family and for both bases.
+    """Each row's tail model (:mod:`.tails`), fitted within its family and for both bases;
+    a line in ``notes`` for each family whose tails made its tests stricter.
 
     The tails are fitted to what each metric does on its own: with enough time metrics,
     each run's factor is taken out of their values first. Left in, a runner 2σ slower puts
@@ -305,6 +296,11 @@ def _tails_by_family(
         for flag in (False, True)
         if (host == flag).any()
     }
+    notes.extend(
+        model.note("CPU-side times" if flag else "metrics")
+        for flag, model in models.items()
+        if model is not None
+    )
     return [models[bool(flag)] for flag in host]
 
 
