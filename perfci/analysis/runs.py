@@ -396,18 +396,15 @@ def start_at_last_level(table: RunTable, *, delta: float) -> RunTable:
         old = float(np.mean(table.base[row, present[before : last.index]]))
         cand = float(table.cand[row])
         if math.isfinite(cand) and abs(cand - old) < abs(cand - new):
-            episode = list(range(int(present[last.index]), table.base.shape[1]))
+            start = int(present[last.index])
+            episode = table.base.shape[1] - start
             table.notes.append(
-                f"The base branch's last {len(episode)} "
-                f"run{'s' if len(episode) != 1 else ''} had "
+                f"The base branch's last {episode} run{'s' if episode != 1 else ''} had "
                 f"{table.keys[row].display_name} {last.change:+.1%} off its level before, "
                 "too few to tell a new level from a loaded runner, and this run's step is "
                 "at the earlier level: those runs are left out."
             )
-            table = _keep_columns(
-                table, [j for j in range(table.base.shape[1]) if j not in episode]
-            )
-            return start_at_last_level(table, delta=delta)
+            return start_at_last_level(_keep_columns(table, list(range(start))), delta=delta)
     first_column = int(present[last.index])
     kept = list(range(first_column, table.base.shape[1]))
     table.notes.append(
