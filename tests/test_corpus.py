@@ -50,6 +50,7 @@ EXPECTED: dict[str, Expected] = {
     # Issue 15: every MLPerf training log has its epochs or blocks and its headline values.
     "mlperf_log": Expected("mlperf_log", all_of=frozenset({K.STEP, K.MEASURE})),
     "ncu_csv": Expected("ncu_csv", all_of=frozenset({K.KERNEL, K.COUNTER})),
+    "ncu_text": Expected("ncu_text", all_of=frozenset({K.KERNEL, K.COUNTER})),
     # Several tools' JSON in one folder: each file's own expectation is in BY_FILE.
     "bench_json": Expected(""),
 }
@@ -86,12 +87,6 @@ NOT_PROFILES = {
     ),
 }
 
-#: Corpus folders of formats perfci does not read (yet): every file is refused, naming what
-#: it looks like.
-NOT_READ = {
-    "ncu_text": "Nsight Compute's default text report; perfci reads its --csv pages (ncu_csv)",
-}
-
 
 def _cases() -> list[Any]:
     root = SHARED / "corpus"
@@ -121,25 +116,14 @@ def test_corpus_file(corpus_dir: Path, folder: str, name: str) -> None:
 
 
 def test_every_expected_folder_exists(corpus_dir: Path) -> None:
-    missing = [folder for folder in [*EXPECTED, *NOT_READ] if not (corpus_dir / folder).is_dir()]
+    missing = [folder for folder in EXPECTED if not (corpus_dir / folder).is_dir()]
     assert missing == []
     unlisted = [
         path.name
         for path in sorted(corpus_dir.iterdir())
-        if path.is_dir() and path.name not in EXPECTED and path.name not in NOT_READ
+        if path.is_dir() and path.name not in EXPECTED
     ]
     assert unlisted == [], "a corpus folder nobody expects anything of"
-
-
-@pytest.mark.parametrize("folder", sorted(NOT_READ))
-def test_files_of_formats_not_read_are_refused_saying_what_they_look_like(
-    corpus_dir: Path, folder: str
-) -> None:
-    files = [p for p in sorted((corpus_dir / folder).glob("*")) if p.name != "SOURCES.md"]
-    assert files
-    for path in files:
-        with pytest.raises(UnknownFormatError, match="not a format perfci reads"):
-            registry.detect(path)
 
 
 def test_excluded_files_really_are_documentation(corpus_dir: Path) -> None:

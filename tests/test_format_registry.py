@@ -29,6 +29,7 @@ DETECTION_ORDER = (
     "mlperf_log",
     "bmf",
     "ncu_csv",
+    "ncu_text",
     "nsys_stats",
     "nsys_stats_csv",
     "nvprof",

@@ -27,7 +27,7 @@ from perfci.formats.bench import (
 )
 from perfci.formats.mlperf import mlperf_log
 from perfci.formats.native import perfci_json
-from perfci.formats.ncu import ncu_csv
+from perfci.formats.ncu import ncu_csv, ncu_text
 from perfci.formats.nsys import nsys_sqlite, nsys_stats, nsys_stats_csv
 from perfci.formats.nvprof import nvprof
 from perfci.formats.protocol import FormatParser, Head
@@ -61,6 +61,7 @@ PARSERS: tuple[FormatParser, ...] = (
     mlperf_log,
     bmf,  # no marker key: after every other JSON format
     ncu_csv,  # a quoted "ID",…,"Kernel Name" header: before the text and CSV tables
+    ncu_text,  # ==PROF== lines, as ncu_csv's files have too: after it
     nsys_stats,
     nsys_stats_csv,
     nvprof,

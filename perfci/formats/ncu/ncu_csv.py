@@ -46,7 +46,7 @@ from decimal import Decimal, InvalidOperation
 from itertools import chain
 from operator import itemgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from perfci.errors import ParseError
 from perfci.formats._text_lines import open_text
@@ -120,12 +120,26 @@ def sniff(head: Head) -> bool:
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     """One profile per profiled process, in the order the file first names them."""
-    reader = _Reader(str(path))
     # settle: the cells read stay alive until the end; left young, the first collection
     # after the parse would walk them all for nothing.
     with gc_paused(settle=True), open_text(path, format=NAME) as handle:
-        reader.read(handle)
-        return reader.finish(options.get("decimal_mark") or None)
+        return read_csv(handle, source=str(path), options=options)
+
+
+def read_csv(
+    lines: Iterable[str],
+    *,
+    source: str,
+    options: Mapping[str, str],
+    format_name: str = NAME,
+    warnings: Iterable[str] = (),
+) -> list[Profile]:
+    """The profiles of ncu CSV ``lines``, for ``ncu_text``, which renders its report as the
+    details page it prints: one reader, one set of rules for both."""
+    reader = _Reader(source, format_name)
+    reader.warnings.extend(warnings)
+    reader.read(lines)
+    return reader.finish(options.get("decimal_mark") or None)
 
 
 # --- accumulation ---------------------------------------------------------------------------
@@ -196,8 +210,9 @@ class _Table:
 class _Reader:
     """Reads the CSV lines of one file into processes → kernels → metric series."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, format_name: str = NAME) -> None:
         self.source = source
+        self.format_name = format_name
         self.processes: dict[str, _Process] = {}
         self.tables: list[_Table] = []
         self.warnings: list[str] = []
@@ -208,7 +223,7 @@ class _Reader:
 
     # --- lines ------------------------------------------------------------------------------
 
-    def _csv_lines(self, handle: TextIO) -> Iterator[str]:
+    def _csv_lines(self, handle: Iterable[str]) -> Iterator[str]:
         """The lines that can be CSV rows: starting with a quote, quotes balanced."""
         for number, line in enumerate(handle, 1):
             if not line.startswith('"') and not line.startswith('\ufeff"'):
@@ -231,7 +246,7 @@ class _Reader:
         if self.first_skipped is None:
             self.first_skipped = number
 
-    def read(self, handle: TextIO) -> None:
+    def read(self, handle: Iterable[str]) -> None:
         """Read every table of ``handle``."""
         table: _Table | None = None
         process: _Process | None = None
@@ -293,7 +308,7 @@ class _Reader:
                 "profiled no kernels (check its ==PROF== / ==WARNING== lines)",
                 source=self.source,
                 line=first_table.line,
-                format=NAME,
+                format=self.format_name,
             )
 
     def _short_row(self, row: list[str], table: _Table) -> bool:
@@ -313,7 +328,7 @@ class _Reader:
             f"{len(table.header)} columns (at least {table.need} are needed)",
             source=self.source,
             line=self.lineno,
-            format=NAME,
+            format=self.format_name,
         )
 
     # --- headers ----------------------------------------------------------------------------
@@ -325,7 +340,7 @@ class _Reader:
                 "an ncu CSV header without a 'Kernel Name' column",
                 source=self.source,
                 line=self.lineno,
-                format=NAME,
+                format=self.format_name,
             )
         pid, pname, host = (columns.get(n) for n in ("Process ID", "Process Name", "Host Name"))
         attrs = [(columns[name], key) for name, key in _ATTR_COLUMNS.items() if name in columns]
@@ -344,7 +359,7 @@ class _Reader:
                     "an ncu details-page header without a 'Metric Unit' column",
                     source=self.source,
                     line=self.lineno,
-                    format=NAME,
+                    format=self.format_name,
                 )
             section = columns.get("Section Name")
             metric, unit, value = (
@@ -380,7 +395,7 @@ class _Reader:
                     "(details page) nor metric columns (raw page)",
                     source=self.source,
                     line=self.lineno,
-                    format=NAME,
+                    format=self.format_name,
                 )
             table = _Table(
                 number=number,
@@ -433,7 +448,7 @@ class _Reader:
                 '"Kernel Name",… with "Metric Name"/"Metric Value" columns (details page) '
                 "or metric-id columns (raw page), as ncu --csv prints it",
                 source=self.source,
-                format=NAME,
+                format=self.format_name,
             )
         mark = _decimal_mark(decimal_mark, self._value_cells())
         convert = _Converter(mark)
@@ -512,7 +527,7 @@ class _Reader:
             metadata["pid"] = int(process.pid)
         return Profile(
             label=label,
-            format=NAME,
+            format=self.format_name,
             source=self.source,
             metrics=metrics,
             metadata=metadata,
