@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from perfci.analysis.stats import MAD_TO_SD
 from perfci.gpu_readings import (
     CLOCK_DROP,
     SLOWDOWN_REASONS,
@@ -41,7 +42,6 @@ __all__ = [
 #: reason to throw its numbers away, and leaving runs out on that ground alone once turned a
 #: +30 % regression into a pass (a test run beside another).
 MIN_STEP_MOVE = 0.05
-_MAD_TO_SD = 1.4826
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,7 +227,7 @@ def step_tolerance(groups: Sequence[Sequence[float]]) -> float:
         if len(logs) >= 2:
             centre = statistics.median(logs)
             deviations.extend(abs(x - centre) for x in logs)
-    spread = _MAD_TO_SD * statistics.median(deviations) if deviations else 0.0
+    spread = MAD_TO_SD * statistics.median(deviations) if deviations else 0.0
     return max(MIN_STEP_MOVE, 3 * spread)
 
 

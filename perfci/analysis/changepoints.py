@@ -54,14 +54,12 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
-from perfci.analysis.stats import validate_sample
+from perfci.analysis.stats import MAD_TO_SD, validate_sample
 
 __all__ = ["ChangePoint", "ChangePointOptions", "detect_change_points", "segment_levels"]
 
 FloatArray = NDArray[np.float64]
 
-#: Consistency factor of the MAD for normal data (1 / Φ⁻¹(3/4)).
-_MAD_TO_SD = 1.4826
 #: Outliers are clipped at this many σ from the running median.
 _CLIP_SIGMAS = 2.0
 #: Points in the running median: a level must last ≥ 4 points (half of it plus one) to be
@@ -212,7 +210,7 @@ def _noise_scale(x: FloatArray) -> float:
     search still runs (then every real step is infinitely significant, as it should be).
     """
     diffs = np.diff(x)
-    sigma = _MAD_TO_SD * float(np.median(np.abs(diffs - np.median(diffs)))) / math.sqrt(2.0)
+    sigma = MAD_TO_SD * float(np.median(np.abs(diffs - np.median(diffs)))) / math.sqrt(2.0)
     if sigma > 0:
         return sigma
     sigma = float(np.std(diffs)) / math.sqrt(2.0)

@@ -31,13 +31,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from perfci.analysis.changepoints import ChangePointOptions, detect_change_points
-from perfci.analysis.stats import validate_sample
+from perfci.analysis.stats import MAD_TO_SD, validate_sample
 from perfci.errors import SampleError
 from perfci.model import MetricKind, SeriesKey
 
 FloatArray = NDArray[np.float64]
 
-_MAD_TO_SD = 1.4826
 #: A repeat or run must be at least this far off in everything (log scale) to be left out,
 #: whatever the spread: a quiet machine's 1 % is not a wreck.
 WRECK_FLOOR = math.log(1.05)
@@ -277,7 +276,7 @@ def _repeat_factor_spread(matrices: Sequence[FloatArray]) -> float:
     if not deviations:
         return 0.0
     every = np.concatenate(deviations)
-    return float(_MAD_TO_SD * np.median(np.abs(every)))
+    return float(MAD_TO_SD * np.median(np.abs(every)))
 
 
 def _drop_outlier_repeats(matrix: FloatArray, spread: float) -> tuple[FloatArray, list[float]]:
@@ -331,7 +330,7 @@ def drop_wrecked_runs(table: RunTable) -> RunTable:
     if not np.isfinite(factors).all():
         return table
     centre = float(np.median(factors))
-    spread = _MAD_TO_SD * float(np.median(np.abs(factors - centre)))
+    spread = MAD_TO_SD * float(np.median(np.abs(factors - centre)))
     distance = np.abs(factors - centre)
     limit = max(WRECK_FLOOR, WRECK_SIGMAS * spread)
     worst = np.argsort(-distance)[: runs // 3]

@@ -34,6 +34,9 @@ from perfci.errors import SampleError
 
 FloatArray = NDArray[np.float64]
 
+#: The MAD times this estimates σ for normal data (1 / Φ⁻¹(3/4)): robust spreads use it.
+MAD_TO_SD = 1.4826
+
 
 @dataclass(frozen=True, slots=True)
 class ShiftTest:

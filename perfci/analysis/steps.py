@@ -9,11 +9,12 @@ picks the same series from the same data.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
 
 from perfci.model import MetricKind, SeriesKey
 
-__all__ = ["primary_step"]
+__all__ = ["primary_step", "primary_step_in"]
 
 
 def primary_step(candidates: Iterable[tuple[SeriesKey, float | None, int]]) -> SeriesKey | None:
@@ -29,3 +30,13 @@ def primary_step(candidates: Iterable[tuple[SeriesKey, float | None, int]]) -> S
     if not rows:
         return None
     return max(rows, key=lambda row: (row[0], row[1], row[2]))[3]
+
+
+def primary_step_in(series: Mapping[SeriesKey, Sequence[float]]) -> SeriesKey | None:
+    """The primary step among series given by their values (typical value: the median;
+    seen: how many values)."""
+    return primary_step(
+        (key, statistics.median(values), len(values))
+        for key, values in series.items()
+        if key.kind is MetricKind.STEP and values
+    )

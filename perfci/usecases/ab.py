@@ -30,7 +30,6 @@ sides, so a benchmark should import the code under test from its working directo
 from __future__ import annotations
 
 import dataclasses
-import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perfci.errors import ConfigError
-from perfci.model import BaselineInfo, MetricKind, Profile, RunComparison, RunContext, SeriesKey
+from perfci.model import BaselineInfo, Profile, RunComparison, RunContext, SeriesKey
 from perfci.settings import Settings
 from perfci.usecases import adaptive
 from perfci.usecases.ab_git import (
@@ -382,16 +381,13 @@ def _step_ratios(
     base: Sequence[Sequence[Profile]], pr: Sequence[Sequence[Profile]]
 ) -> list[float | None]:
     """Per pair, the primary step of the pull request's process over the base's."""
-    from perfci.analysis.steps import primary_step
+    from perfci.analysis.steps import primary_step_in
 
     pairs = min(len(base), len(pr))
     sides = series_values(base[:pairs]), series_values(pr[:pairs])
-    rows = [
-        (key, statistics.median(known), len(known))
-        for key, values in sides[0].items()
-        if key.kind is MetricKind.STEP and (known := [v for v in values if v is not None])
-    ]
-    step = primary_step(rows)
+    step = primary_step_in(
+        {key: [v for v in values if v is not None] for key, values in sides[0].items()}
+    )
     if step is None or step not in sides[1]:
         return [None] * pairs
     return [p / b if b and p else None for b, p in zip(sides[0][step], sides[1][step], strict=True)]

@@ -24,10 +24,10 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from perfci.analysis.compare import CompareOptions, compare_run
-from perfci.analysis.steps import primary_step
+from perfci.analysis.steps import primary_step_in
 from perfci.gpu_judge import step_moved, step_tolerance
 from perfci.gpu_state import RepeatJudgement, StateJudge
-from perfci.model import BaselineInfo, MetricKind, RunComparison, SeriesKey
+from perfci.model import BaselineInfo, RunComparison, SeriesKey
 from perfci.store import queries
 from perfci.store.queries import RunInfo
 
@@ -201,12 +201,13 @@ def _step_values(
     samples: Mapping[SeriesKey, Mapping[int, Sequence[float]]],
 ) -> dict[int, Sequence[float]]:
     """Run id → the primary step's per-repeat values (none when there is no step series)."""
-    rows = [
-        (key, statistics.median(v for values in by_run.values() for v in values), len(by_run))
-        for key, by_run in samples.items()
-        if key.kind is MetricKind.STEP and key.is_time and any(by_run.values())
-    ]
-    step = primary_step(rows)
+    step = primary_step_in(
+        {
+            key: [v for values in by_run.values() for v in values]
+            for key, by_run in samples.items()
+            if key.is_time
+        }
+    )
     return dict(samples[step]) if step is not None else {}
 
 
