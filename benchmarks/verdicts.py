@@ -16,7 +16,8 @@ the kernels moved is half of all metrics.
 
 Scenarios: unchanged code; the same with 2 of 30 baseline runs 30–60 % slower in everything;
 an accepted +8 % step-time change inside the window; +10 % and +5 % on one kernel holding at
-least 2 % of the step; +10 % on half of the kernels (a broad change); heavy tails, of the
+least 2 % of the step; +10 % on half of the kernels (a broad change; also on kernels holding
+half of the kernels' time, the step's change then near +4.5 %); heavy tails, of the
 repeats and of the runs' own levels (``--no-tails`` turns off the tail calibration). The step is
 either an independent metric with the same noise (``--step independent``, the harder case) or
 the sum of its kernels plus 5 % overhead (``--step sum``).
@@ -193,6 +194,21 @@ def half_kernels(rng: np.random.Generator, world: World) -> tuple[Array, NDArray
     return with_step(world, out), changed
 
 
+def half_kernel_time(rng: np.random.Generator, world: World) -> tuple[Array, NDArray[np.bool_]]:
+    """+10 % on kernels (in random order) until they hold half of the kernels' time: the
+    broad change with the step's true change fixed near +4.5 % (kernels hold 90 % of the step),
+    where ``half_kernels`` (half by count) draws it anywhere from +0.7 to +9 %."""
+    order = rng.permutation(world.kernels)
+    share = np.cumsum(world.share[order])
+    chosen = order[: int(np.searchsorted(share, share[-1] / 2)) + 1]
+    out = np.zeros(len(world.keys))
+    out[chosen] = np.log1p(0.10)
+    changed = np.zeros(len(world.keys), dtype=bool)
+    changed[chosen] = True
+    changed[0] = True
+    return with_step(world, out), changed
+
+
 def accepted_step(rng: np.random.Generator, world: World) -> Array:
     """An accepted change: kernels holding ~40 % of the step +20 % (step ≈ +8 %)."""
     order = rng.permutation(world.kernels)
@@ -313,6 +329,7 @@ def scenarios() -> list[Scenario]:
             one_kernel(0.10),
             Noise(heavy_run_tails=True),
         ),
+        Scenario("+10 % on half of the kernel time", half_kernel_time),
     ]
 
 
