@@ -94,6 +94,21 @@ def test_an_unchanged_run_is_unchanged_and_no_history_is_no_baseline() -> None:
     assert {m.verdict for m in fresh.metrics} == {Verdict.NEW}
 
 
+@pytest.mark.parametrize(
+    ("baseline", "candidate"),
+    [({}, {STEP: []}), ({STEP: []}, {STEP: []}), ({STEP: [[]]}, {STEP: []})],
+    ids=["no-history", "no-runs", "an-empty-run"],
+)
+def test_series_without_a_single_value_are_no_baseline_not_a_crash(
+    baseline: dict[SeriesKey, list[list[float]]], candidate: dict[SeriesKey, list[float]]
+) -> None:
+    """Found by feeding compare_run odd shapes: with no value anywhere, summarising the runs
+    reduced an empty matrix and raised a bare ValueError out of the public API."""
+    result = compare_run(baseline, candidate, benchmark="b")
+    assert result.verdict is Verdict.NO_BASELINE
+    assert not result.gated_regressions
+
+
 def test_primary_step_is_the_longest_step_series() -> None:
     rng = np.random.default_rng(3)
     baseline, candidate = _runs(rng, {FWD_STEP: 0.2})

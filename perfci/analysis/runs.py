@@ -156,7 +156,10 @@ def _zero_offsets(matrices: Sequence[FloatArray]) -> FloatArray:
     offsets = np.zeros(rows)
     if not rows:
         return offsets
-    every = np.concatenate([m for m in matrices if m.size] or [np.full((rows, 0), np.nan)], axis=1)
+    given = [m for m in matrices if m.size]
+    if not given:
+        return offsets  # no values at all: nothing to offset
+    every = np.concatenate(given, axis=1)
     zero_rows = np.flatnonzero(np.nanmin(np.where(np.isnan(every), np.inf, every), axis=1) <= 0)
     for i in zero_rows:
         offsets[i] = _zero_offset(every[i][~np.isnan(every[i])])
