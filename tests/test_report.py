@@ -299,3 +299,28 @@ def test_an_inconclusive_step_suggests_how_many_repeats_would_settle_it(
     )
     comment = render_comment(result)
     assert "## ⚠️ Inconclusive" in comment and "Re-run with about 12 repeats" in comment
+
+
+def test_an_all_but_open_interval_prints_as_infinity_not_a_hundred_digits(
+    regression: RunComparison,
+) -> None:
+    """A wild baseline (a few runs, ±50 % apart, heavy tails) can leave a metric's 95 %
+    interval wider than a float holds: compare_run then reports ``ci_high`` as inf (found by
+    feeding it drawn shapes); a merely huge bound had printed as 300 digits."""
+    step = next(m for m in regression.metrics if m.series == STEP)
+    gemm = next(m for m in regression.metrics if m.series == GEMM)
+    wild = {
+        id(step): dataclasses.replace(step, ci_high=float("inf")),
+        id(gemm): dataclasses.replace(gemm, ci_high=1e300),
+    }
+    result = dataclasses.replace(
+        regression, metrics=[wild.get(id(m), m) for m in regression.metrics]
+    )
+    comment = render_comment(result)
+    console = Console(record=True, width=200, file=io.StringIO(), color_system=None)
+    print_comparison(result, console)
+    for text in (comment, console.export_text()):
+        assert "+∞ %" in text
+        assert "inf %" not in text
+        assert re.search(r"\d{12}", text.replace(",", "")) is None, "a number of 12+ digits"
+    assert "+1.0e+302 %" in comment

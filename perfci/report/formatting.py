@@ -6,6 +6,7 @@ markup differs.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -14,6 +15,8 @@ from perfci.model import Better, MetricComparison, MetricKind, RunComparison, Ve
 from perfci.units import format_ns, format_value
 
 NO_VALUE = "—"
+#: A change of ×10,000 or more is printed in scientific notation, not a hundred digits.
+_HUGE = 1e4
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +74,14 @@ _SINGULARS = {Verdict.REGRESSION: "regression", Verdict.IMPROVEMENT: "improvemen
 
 
 def pct(value: float | None, *, signed: bool = True) -> str:
-    """``0.0525`` as ``+5.2 %``; ``—`` for no value."""
+    """``0.0525`` as ``+5.2 %``; ``—`` for no value; ``+∞ %`` and ``+3.1e+12 %`` for the
+    bounds of an interval a wild baseline leaves all but open."""
     if value is None:
         return NO_VALUE
+    if not math.isfinite(value):
+        return NO_VALUE if math.isnan(value) else ("-∞ %" if value < 0 else "+∞ %")
+    if abs(value) >= _HUGE:
+        return f"{value * 100:+.1e} %" if signed else f"{value * 100:.1e} %"
     rounded = round(value * 100, 1)
     if rounded == 0:
         return "0.0 %"  # not "-0.0 %"
