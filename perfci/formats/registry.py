@@ -21,9 +21,11 @@ from perfci.formats._shape import describe
 from perfci.formats.bench import (
     action_benchmark,
     bmf,
+    dynamo_csv,
     google_benchmark,
     optimum_benchmark,
     pytest_benchmark,
+    torchbench,
 )
 from perfci.formats.mlperf import mlperf_log
 from perfci.formats.native import perfci_json
@@ -58,10 +60,12 @@ PARSERS: tuple[FormatParser, ...] = (
     pytest_benchmark,
     optimum_benchmark,
     action_benchmark,
+    torchbench,
     mlperf_log,
     bmf,  # no marker key: after every other JSON format
     ncu_csv,  # a quoted "ID",…,"Kernel Name" header: before the text and CSV tables
     ncu_text,  # ==PROF== lines, as ncu_csv's files have too: after it
+    dynamo_csv,  # a fixed "dev,name,batch_size," header: before the generic tables
     nsys_stats,
     nsys_stats_csv,
     nvprof,

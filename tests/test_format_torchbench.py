@@ -1,0 +1,162 @@
+"""TorchBench userbenchmark results (``metrics-*.json``), written here in the two key styles
+TorchBench's own userbenchmarks use (no public result file exists to copy: ../shared/FORMATS.md,
+"Gaps"), with its non-numeric values (failed, not implemented, accuracy) among them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from perfci.errors import ParseError
+from perfci.formats import registry
+from perfci.formats.bench import torchbench
+from perfci.model import Better, Device, Metric, MetricKind, Profile
+
+K = MetricKind
+RESNET = "model=resnet50, test=eval, device=cuda, bs=None, extra_args=[]"
+VIT = "model=timm_vit, test=eval, device=cpu, bs=8, extra_args=['--accuracy']"
+REGNET = "test_eval[timm_regnet-cuda-eager]"
+GIB = 2**30
+
+TEST_BENCH = {
+    "name": "test_bench",
+    "environ": {
+        "pytorch_git_version": "a1b2c3d4e5",
+        "pytorch_version": "2.4.0.dev20240501+cu121",
+        "device": "NVIDIA A100-SXM4-40GB",
+    },
+    "metrics": {
+        f"{RESNET}, metric=latencies": 7.25,
+        f"{RESNET}, metric=cpu_peak_mem": 2.5,
+        f"{RESNET}, metric=gpu_peak_mem": 1.25,
+        "model=BERT_pytorch, test=train, device=cuda, bs=None, extra_args=[], "
+        "metric=latencies": "not_implemented",
+        f"{VIT}, metric=accuracy": "pass",
+        "model=timm_vit, test=eval, device=cpu, bs=8, extra_args=[], metric=latencies": 41.0,
+    },
+}
+NIGHTLY = {
+    "name": "torch-nightly",
+    "environ": {"pytorch_git_version": "0f1e2d3c4b"},
+    "metrics": {
+        f"{REGNET}_latency": 12.5,
+        f"{REGNET}_cmem": 0.75,
+        f"{REGNET}_gmem": 3.0,
+        "v3_score": 1042.5,
+    },
+}
+
+
+def _write(tmp_path: Path, doc: object, name: str = "metrics-20240501093000.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(doc, indent=4))
+    return path
+
+
+def _one(path: Path) -> Profile:
+    assert registry.detect(path).name == "torchbench"
+    [profile] = registry.parse_file(path)
+    return profile
+
+
+def _get(profile: Profile, kind: MetricKind, name: str, scope: str | None = None) -> Metric:
+    metric = profile.find(kind, name, scope=scope)
+    assert metric is not None, f"no {kind.value} {name!r} in scope {scope!r}"
+    return metric
+
+
+def test_test_bench_keys_become_benchmarks_and_their_peak_memory(tmp_path: Path) -> None:
+    profile = _one(_write(tmp_path, TEST_BENCH))
+    assert (profile.label, profile.format) == ("test_bench", "torchbench")
+    assert profile.metadata["pytorch_git_version"] == "a1b2c3d4e5"
+    assert profile.metadata["device"] == "NVIDIA A100-SXM4-40GB"
+    resnet = _get(profile, K.BENCH, RESNET)
+    # TorchBench's latencies are milliseconds (the median of its timed iterations).
+    assert (resnet.avg_ns, resnet.device, resnet.unit) == (7.25e6, Device.GPU, "ns")
+    vit = _get(profile, K.BENCH, "model=timm_vit, test=eval, device=cpu, bs=8, extra_args=[]")
+    assert (vit.avg_ns, vit.device) == (41e6, Device.CPU)
+    cpu = _get(profile, K.MEASURE, "cpu_peak_mem", scope=RESNET)
+    assert (cpu.value, cpu.unit, cpu.device, cpu.better) == (
+        2.5 * GIB,
+        "bytes",
+        Device.CPU,
+        Better.LOWER,
+    )
+    gpu = _get(profile, K.MEASURE, "gpu_peak_mem", scope=RESNET)
+    assert (gpu.value, gpu.device) == (1.25 * GIB, Device.GPU)
+    assert len(profile.metrics) == 4
+    [warning] = profile.warnings
+    assert warning.startswith("2 metric(s) hold no number")
+    assert "BERT_pytorch" in warning
+
+
+def test_nightly_keys_and_the_score(tmp_path: Path) -> None:
+    profile = _one(_write(tmp_path, NIGHTLY))
+    regnet = _get(profile, K.BENCH, REGNET)
+    assert (regnet.avg_ns, regnet.device) == (12.5e6, Device.GPU)
+    assert _get(profile, K.MEASURE, "cmem", scope=REGNET).value == 0.75 * GIB
+    assert _get(profile, K.MEASURE, "gmem", scope=REGNET).device is Device.GPU
+    score = _get(profile, K.MEASURE, "v3_score")
+    assert (score.value, score.better, score.unit) == (1042.5, Better.HIGHER, "count")
+    assert profile.warnings == []
+
+
+def test_other_keys_are_measures_named_by_the_key_and_nested_ones_flattened(
+    tmp_path: Path,
+) -> None:
+    doc = {
+        "name": "optim",
+        "environ": {"pytorch_git_version": "abc"},
+        "metrics": {
+            "resnet18, Adam, cuda, (foreach=True)": 0.0123,
+            "summary": {"iterations_total_duration": 4.5, "note": "text"},
+            "throughputs": 250.0,
+        },
+    }
+    profile = _one(_write(tmp_path, doc))
+    optim = _get(profile, K.MEASURE, "resnet18, Adam, cuda, (foreach=True)")
+    assert (optim.value, optim.better, optim.device) == (0.0123, Better.LOWER, Device.GPU)
+    assert _get(profile, K.MEASURE, "summary.iterations_total_duration").value == 4.5
+    throughput = _get(profile, K.MEASURE, "throughputs")
+    assert (throughput.unit, throughput.better) == ("1/s", Better.HIGHER)
+    assert profile.warnings[0].startswith("1 metric(s) hold no number")
+
+
+def test_sniff_claims_torchbench_results_only(tmp_path: Path) -> None:
+    def claims(doc: object) -> bool:
+        return torchbench.sniff(registry.read_head(_write(tmp_path, doc, "x.json")))
+
+    assert claims(TEST_BENCH) and claims(NIGHTLY)
+    assert not claims({"name": "x", "metrics": {}})  # no environ
+    assert not claims({"name": "x", "environ": {}, "benchmarks": []})  # another tool's key
+    assert not claims({"bench": {"latency": {"value": 1.0}}})  # BMF
+
+
+@pytest.mark.parametrize(
+    ("doc", "expected"),
+    [
+        ({"name": "x", "environ": {}, "metrics": [1, 2]}, "got metrics as an array"),
+        ({"name": "x", "environ": {}}, "got metrics as null"),
+        (
+            {"name": "x", "environ": {}, "metrics": {"a, metric=latencies": -1.0}},
+            "a latency cannot be negative",
+        ),
+    ],
+)
+def test_shapes_it_cannot_read_are_named(tmp_path: Path, doc: object, expected: str) -> None:
+    path = _write(tmp_path, doc)
+    with pytest.raises(ParseError, match=expected) as caught:
+        registry.parse_file(path, format="torchbench")
+    assert caught.value.format == "torchbench"
+
+
+def test_a_cut_file_is_a_parse_error_naming_the_line(tmp_path: Path) -> None:
+    text = json.dumps(TEST_BENCH, indent=4)
+    path = tmp_path / "metrics-cut.json"
+    path.write_text(text[: len(text) // 2])
+    assert registry.detect(path).name == "torchbench"
+    with pytest.raises(ParseError, match="invalid JSON") as caught:
+        registry.parse_file(path)
+    assert caught.value.line is not None
