@@ -121,6 +121,25 @@ def test_unknown_format_lists_names(tmp_path: Path) -> None:
         registry.parse_file(path, format="nope")
 
 
+@pytest.mark.parametrize(
+    ("text", "looks_like"),
+    [
+        ("[RANK 0] comm op: all_reduce | time (ms): 12.5\n", "text starting '[RANK 0] comm op"),
+        ("{step 1} loss 2.5\n", "text starting '{step 1} loss 2.5'"),
+        ('[\n  {"case": "gemm"}\n]', "a JSON array of objects with keys case"),
+        ("[]", "a JSON array"),
+    ],
+)
+def test_a_log_line_in_brackets_is_not_called_json(
+    tmp_path: Path, text: str, looks_like: str
+) -> None:
+    path = tmp_path / "run.log"
+    path.write_text(text)
+    with pytest.raises(UnknownFormatError) as caught:
+        registry.parse_file(path)
+    assert f"{looks_like}" in str(caught.value)
+
+
 def test_an_unknown_json_document_is_refused_with_what_it_looks_like(tmp_path: Path) -> None:
     # A JSON tool output perfci does not read: the refusal says what it is, not "--format".
     path = tmp_path / "results.json"

@@ -13,10 +13,10 @@ _MAX_KEYS = 6
 def describe(text: str) -> str:
     """A short description of the content that starts with ``text``."""
     start = text.lstrip("\ufeff \t\r\n")
-    if start.startswith("{"):
+    if _json_opens(start, "{", '"}'):
         keys = _keys(start, depth=1)
         return "a JSON object" + (f" with keys {_listed(keys)}" if keys else "")
-    if start.startswith("["):
+    if _json_opens(start, "[", '{["]-0123456789tfn'):
         keys = _keys(start, depth=2)
         return "a JSON array" + (f" of objects with keys {_listed(keys)}" if keys else "")
     if not start:
@@ -25,6 +25,15 @@ def describe(text: str) -> str:
     if len(first) > 60:
         first = first[:57] + "…"
     return f"text starting {first!r}"
+
+
+def _json_opens(text: str, bracket: str, then: str) -> bool:
+    """Whether ``text`` opens a JSON object or array: ``bracket``, then (after blanks) what
+    JSON allows there; ``[RANK 0] comm op: …`` is a log line, not an array."""
+    if not text.startswith(bracket):
+        return False
+    rest = text[1:].lstrip(" \t\r\n")
+    return not rest or rest[0] in then
 
 
 def _listed(keys: list[str]) -> str:
