@@ -37,6 +37,7 @@ DETECTION_ORDER = (
     "nvprof",
     "pytorch_table",
     "megatron_trace",
+    "deepspeed_comms",
     "workload_table",
 )
 

@@ -34,7 +34,7 @@ from perfci.formats.nsys import nsys_sqlite, nsys_stats, nsys_stats_csv
 from perfci.formats.nvprof import nvprof
 from perfci.formats.protocol import FormatParser, Head
 from perfci.formats.pytorch import chrome_trace, pytorch_table
-from perfci.formats.workload import megatron_trace, workload_table
+from perfci.formats.workload import deepspeed_comms, megatron_trace, workload_table
 from perfci.model import Profile
 
 __all__ = [
@@ -71,6 +71,7 @@ PARSERS: tuple[FormatParser, ...] = (
     nvprof,
     pytorch_table,
     megatron_trace,
+    deepspeed_comms,
     workload_table,
 )
 
