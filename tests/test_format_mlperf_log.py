@@ -417,15 +417,49 @@ def test_log_cut_before_run_start_has_nothing_to_measure(tmp_path: Path) -> None
         registry.parse_file(path)
 
 
-def test_inference_loadgen_log_is_refused_saying_so(tmp_path: Path) -> None:
+def test_inference_loadgen_detail_log_gives_its_results(tmp_path: Path) -> None:
+    """LoadGen's detail log: its result_* keys, read by the rule mlperf_summary uses too."""
     lines = [
-        _line("loadgen_version", 0, "4.0 @ 3a1b2c"),
+        _line("loadgen_version", 0, "4.1 @ 3a1b2c"),
+        _line("sut_name", 0, "PySUT"),
+        _line("effective_scenario", 1, "Server"),
+        _line("effective_target_qps", 1, 1000),  # a setting, not a result
+        _line("result_scheduled_samples_per_sec", 2, 998.2),
+        _line("result_completed_samples_per_sec", 2, 997.9),
+        _line("result_99.00_percentile_latency_ns", 2, 14_500_000),
+        _line("early_stopping_latency_ms", 2, 15.25),
+        _line("result_validity", 2, "VALID"),
+        _line("result_min_duration_met", 2, True),
+    ]
+    profile = _one(_write(tmp_path, lines, "mlperf_log_detail.txt"))
+    assert (profile.label, profile.metadata["sut"], profile.metadata["result"]) == (
+        "Server",
+        "PySUT",
+        "VALID",
+    )
+    scheduled = _get(profile, MetricKind.MEASURE, "result_scheduled_samples_per_sec")
+    assert (scheduled.value, scheduled.unit, scheduled.better) == (998.2, "1/s", Better.HIGHER)
+    p99 = _get(profile, MetricKind.MEASURE, "result_99.00_percentile_latency_ns")
+    assert (p99.avg_ns, p99.unit, p99.better) == (14_500_000, "ns", Better.LOWER)
+    assert _get(profile, MetricKind.MEASURE, "early_stopping_latency_ms").avg_ns == 15.25e6
+    assert len(profile.metrics) == 4
+    assert profile.warnings == []
+
+
+def test_an_invalid_loadgen_run_is_read_with_a_warning_naming_what_was_unmet(
+    tmp_path: Path,
+) -> None:
+    lines = [
         _line("effective_scenario", 1, "Offline"),
         _line("result_samples_per_second", 2, 1234.5),
-        _line("result_validity", 2, "VALID"),
+        _line("result_validity", 2, "INVALID"),
+        _line("result_min_duration_met", 2, False),
+        _line("result_min_queries_met", 2, True),
     ]
-    with pytest.raises(ParseError, match="MLPerf inference \\(LoadGen\\) log"):
-        registry.parse_file(_write(tmp_path, lines, "mlperf_log_detail.txt"))
+    profile = _one(_write(tmp_path, lines, "mlperf_log_detail.txt"))
+    assert _get(profile, MetricKind.MEASURE, "result_samples_per_second").value == 1234.5
+    [warning] = profile.warnings
+    assert warning.startswith("LoadGen marked this run INVALID (min duration)")
 
 
 # --- several runs, status, eval directions ---------------------------------------------------

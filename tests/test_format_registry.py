@@ -32,6 +32,7 @@ DETECTION_ORDER = (
     "ncu_csv",
     "ncu_text",
     "dynamo_csv",
+    "mlperf_summary",
     "nsys_stats",
     "nsys_stats_csv",
     "nvprof",

@@ -27,7 +27,7 @@ from perfci.formats.bench import (
     pytest_benchmark,
     torchbench,
 )
-from perfci.formats.mlperf import mlperf_log
+from perfci.formats.mlperf import mlperf_log, mlperf_summary
 from perfci.formats.native import perfci_json
 from perfci.formats.ncu import ncu_csv, ncu_text
 from perfci.formats.nsys import nsys_sqlite, nsys_stats, nsys_stats_csv
@@ -66,6 +66,7 @@ PARSERS: tuple[FormatParser, ...] = (
     ncu_csv,  # a quoted "ID",…,"Kernel Name" header: before the text and CSV tables
     ncu_text,  # ==PROF== lines, as ncu_csv's files have too: after it
     dynamo_csv,  # a fixed "dev,name,batch_size," header: before the generic tables
+    mlperf_summary,  # its title between "====" rules
     nsys_stats,
     nsys_stats_csv,
     nvprof,

@@ -16,8 +16,9 @@ Decisions:
   output, and one torn line must not lose the run. A log in which no such line can be read
   is a ``ParseError`` naming the first bad line.
 * MLPerf *inference* LoadGen logs (``mlperf_log_detail.txt``) use the same marker for other
-  keys (``result_samples_per_second``…); with no real sample to test against they are
-  refused with a ``ParseError`` that says so rather than read by guesswork.
+  keys (``result_samples_per_second``, ``result_90.00_percentile_latency_ns``…): a log with
+  LoadGen's keys and no training run gives one profile of its results (``_loadgen``, the same
+  rule as ``mlperf_summary`` for the summary text).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING
 from perfci.errors import ParseError
 from perfci.formats._textio import gc_paused, open_maybe_gzip
 from perfci.formats.mlperf._events import Event, Unreadable, decode_event, marked_lines
+from perfci.formats.mlperf._loadgen import detail_profile
 from perfci.formats.mlperf._runs import RunSplitter, build_profiles
 from perfci.model import Profile
 
@@ -38,7 +40,10 @@ if TYPE_CHECKING:
     from perfci.formats.protocol import Head
 
 NAME = "mlperf_log"
-DESCRIPTION = "MLPerf training log (:::MLLOG lines): time to train, epochs, throughput, accuracy"
+DESCRIPTION = (
+    "MLPerf training log (:::MLLOG lines): time to train, epochs, throughput, accuracy; "
+    "inference LoadGen detail log: its results"
+)
 
 _SNIFF = re.compile(r":::MLLOG\s*\{")
 _READ_ERRORS = (OSError, EOFError, zlib.error)
@@ -57,6 +62,7 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     unreadable = Unreadable()  # over the whole file, for the error when nothing is readable
     events = 0
     inference = False
+    loadgen: dict[str, object] = {}  # every key's last value, for a LoadGen log
     seen: set[str] = set()  # JSON texts read in the current run
     try:
         with open_maybe_gzip(path, format=NAME) as handle, gc_paused():
@@ -70,6 +76,7 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
                     continue
                 events += 1
                 inference = inference or event.key in _INFERENCE_KEYS
+                loadgen[event.key] = event.value
                 if splitter.add(event):
                     seen = set()
                 seen.add(text)
@@ -85,11 +92,7 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     if profiles:
         return profiles
     if inference:
-        raise ParseError(
-            "an MLPerf inference (LoadGen) log: perfci reads MLPerf training logs only",
-            source=source,
-            format=NAME,
-        )
+        return [detail_profile(loadgen, source=source, format=NAME)]
     raise ParseError(
         f"{events} :::MLLOG event(s) but no run_start, epoch, block, throughput or "
         f"eval_accuracy: nothing to measure (a log cut before training started?)",
