@@ -3,14 +3,14 @@
 Usage::
 
     .venv/bin/python benchmarks/ab_factor.py [--checks 400] [--pairs 5] [--metrics 45]
-        [--process-cv 0.05] [--noise 0.02] [--seed 0]
+        [--process-cv 0.05] [--noise 0.02] [--tails] [--scenario TEXT] [--seed 0]
 
 Simulated ``perfci check --ab`` comparisons (:func:`perfci.analysis.paired.compare_paired`): a
 step and ``--metrics − 1`` operators with log-normal shares of it, ``--pairs`` alternating
 pairs, each side of each pair a fresh process. Every process has its own speed, shared by all
 its metrics (log-normal, ``--process-cv``: what a loaded 2-core VM showed, ±5 % between
 processes of the example, ``benchmarks/RESULTS.md``), and every value its own noise
-(``--noise``). Scenarios: unchanged code; one operator holding ≥ 2 % of the step +5 % and
+(``--noise``; ``--tails``: from Student t with 3 dof at that spread). Scenarios: unchanged code; one operator holding ≥ 2 % of the step +5 % and
 +10 %; half the operators +10 %; every operator +5 %.
 
 Two ways: *plain paired* (``remove_shared_factor=False``: the paired t on the log differences,
@@ -94,7 +94,10 @@ def side(
     rng: np.random.Generator, shares: Array, effect: Array, pairs: int, args: argparse.Namespace
 ) -> Array:
     process = rng.normal(0, args.process_cv, pairs)
-    noise = rng.normal(0, args.noise, (len(shares), pairs))
+    if args.tails:  # Student t with 3 dof at the same spread: now and then a value far off
+        noise = rng.standard_t(3, (len(shares), pairs)) * args.noise / np.sqrt(3.0)
+    else:
+        noise = rng.normal(0, args.noise, (len(shares), pairs))
     logs = np.log(20e6 * shares)[:, None] + effect[:, None] + process[None, :] + noise
     return np.asarray(np.exp(logs), dtype=np.float64)
 
@@ -143,6 +146,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--metrics", type=int, default=45)
     parser.add_argument("--process-cv", type=float, default=0.05)
     parser.add_argument("--noise", type=float, default=0.02)
+    parser.add_argument(
+        "--tails", action="store_true", help="each value's noise from Student t, 3 dof"
+    )
+    parser.add_argument("--scenario", default=None, help="only scenarios whose name holds this")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     print(
@@ -155,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print("|---|---|---:|---:|---:|---:|")
     for name, effect in SCENARIOS.items():
+        if args.scenario and args.scenario not in name:
+            continue
         for row in run(name, effect, args):
             print(row, flush=True)
     return 0
