@@ -200,19 +200,7 @@ class _TextReader:
                 pid = process[0]
                 launch_id = launches.get(pid, 0)
                 launches[pid] = launch_id + 1
-                launch = _Launch(
-                    [
-                        str(launch_id),
-                        *process,
-                        match["name"],
-                        match["context"],
-                        match["stream"],
-                        f"({match['block']})" if match["block"] else "",
-                        f"({match['grid']})" if match["grid"] else "",
-                        match["device"] or "",
-                        match["cc"] or "",
-                    ]
-                )
+                launch = _launch(match, process, launch_id)
                 section, in_nvtx = None, False
             elif launch is not None and _NVTX.match(text):
                 in_nvtx = True
@@ -247,6 +235,24 @@ class _TextReader:
                 "prints without --csv"
             )
         return ParseError(message, source=self.source, format=NAME)
+
+
+def _launch(kernel: re.Match[str], process: list[str], launch_id: int) -> _Launch:
+    """The identity cells of a kernel line's launch, in ``_COLUMNS`` order."""
+    block, grid = kernel["block"], kernel["grid"]
+    return _Launch(
+        [
+            str(launch_id),
+            *process,
+            kernel["name"],
+            kernel["context"],
+            kernel["stream"],
+            f"({block})" if block else "",
+            f"({grid})" if grid else "",
+            kernel["device"] or "",
+            kernel["cc"] or "",
+        ]
+    )
 
 
 def _starts(rule: str) -> tuple[int, int]:
