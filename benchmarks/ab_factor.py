@@ -10,8 +10,9 @@ step and ``--metrics − 1`` operators with log-normal shares of it, ``--pairs``
 pairs, each side of each pair a fresh process. Every process has its own speed, shared by all
 its metrics (log-normal, ``--process-cv``: what a loaded 2-core VM showed, ±5 % between
 processes of the example, ``benchmarks/RESULTS.md``), and every value its own noise
-(``--noise``; ``--tails``: from Student t with 3 dof at that spread). Scenarios: unchanged code; one operator holding ≥ 2 % of the step +5 % and
-+10 %; half the operators +10 %; every operator +5 %.
+(``--noise``; ``--tails``: from Student t with 3 dof at that spread). Scenarios (``--scenario``
+picks those whose name holds it): unchanged code; one operator holding ≥ 2 % of the step +5 %
+and +10 %; half the operators +10 %; every operator +5 %.
 
 Two ways: *plain paired* (``remove_shared_factor=False``: the paired t on the log differences,
 as before) and *process factors* (the default: each process's factor estimated within its side

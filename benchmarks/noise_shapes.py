@@ -25,7 +25,9 @@ Shapes (per comparison):
 - ``warm-up``: every run's first repeat 15 % slower;
 - ``loaded candidate``: the candidate run 30 % slower in everything (a machine-wide shift:
   one run cannot tell it from code that slows everything, and says so; counted apart);
-- ``candidate of 10 repeats``: more repeats than the baseline runs had (``--max-repeats``).
+- ``candidate of 10 repeats``: more repeats than the baseline runs had (``--max-repeats``);
+- ``quantized``: the smallest fifth of the metrics in whole units of 1/2 to 1/20 of their
+  level (a profiler printing whole microseconds for operators of a few microseconds).
 
 Usage::
 
@@ -139,6 +141,20 @@ def _bimodal(rng: np.random.Generator, world: verdicts.World) -> Runs:
     return [one() for _ in range(30)], one()
 
 
+def _quantized(rng: np.random.Generator, world: verdicts.World) -> Runs:
+    """The smallest fifth of the metrics read in whole units of 1/2 to 1/20 of their level (a
+    profiler printing whole microseconds for operators of a few microseconds)."""
+    small = world.share <= np.quantile(world.share, 0.2)
+    units = np.where(small, world.level / rng.uniform(2, 20, len(world.keys)), 0.0)
+
+    def one() -> Array:
+        values = _run(rng, world, 5)
+        rounded = np.round(values / np.where(small, units, 1.0)[:, None]) * units[:, None]
+        return np.where(small[:, None], rounded, values)
+
+    return [one() for _ in range(30)], one()
+
+
 SHAPES: dict[str, Callable[[np.random.Generator, verdicts.World], Runs]] = {
     "plain": lambda rng, w: _history(rng, w),
     "short baseline (5 runs x 3)": lambda rng, w: _history(rng, w, 5, 3),
@@ -167,6 +183,7 @@ SHAPES: dict[str, Callable[[np.random.Generator, verdicts.World], Runs]] = {
         [_run(rng, w, 5) for _ in range(30)],
         _run(rng, w, 10),
     ),
+    "quantized: the smallest fifth in whole units of 1/2-1/20 of their level": _quantized,
 }
 
 
