@@ -140,6 +140,28 @@ def test_a_log_line_in_brackets_is_not_called_json(
     assert f"{looks_like}" in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("name", "advice"),
+    [
+        ("step.nsys-rep", "Nsight Systems report: export it with `nsys export --type sqlite"),
+        ("old.qdrep", "Nsight Systems report: export it with `nsys export --type sqlite"),
+        ("kernels.ncu-rep", "Nsight Compute report: print it with `ncu --import FILE --csv`"),
+        ("blob.bin", "see `perfci formats`"),
+    ],
+)
+def test_a_profilers_binary_report_is_refused_saying_how_to_export_it(
+    tmp_path: Path, name: str, advice: str
+) -> None:
+    """Users upload the native report by mistake: the refusal says what to run on it."""
+    path = tmp_path / name
+    path.write_bytes(b"\x1fNV\x00\x07" + bytes(range(256)) * 8)
+    with pytest.raises(UnknownFormatError) as caught:
+        registry.parse_file(path)
+    message = str(caught.value)
+    assert f"{name}: binary data: not a format perfci reads; " in message
+    assert advice in message
+
+
 def test_an_unknown_json_document_is_refused_with_what_it_looks_like(tmp_path: Path) -> None:
     # A JSON tool output perfci does not read: the refusal says what it is, not "--format".
     path = tmp_path / "results.json"

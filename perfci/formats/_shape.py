@@ -21,10 +21,19 @@ def describe(text: str) -> str:
         return "a JSON array" + (f" of objects with keys {_listed(keys)}" if keys else "")
     if not start:
         return "an empty file"
+    if _binary(text):
+        return "binary data"
     first = start.splitlines()[0].strip()
     if len(first) > 60:
         first = first[:57] + "…"
     return f"text starting {first!r}"
+
+
+def _binary(text: str) -> bool:
+    """NUL bytes, or undecodable bytes (U+FFFD) in more than 1 % of the first 4,096 characters:
+    no text format perfci reads, and no use quoting."""
+    sample = text[:4096]
+    return "\x00" in sample or sample.count("\ufffd") > len(sample) // 100
 
 
 def _json_opens(text: str, bracket: str, then: str) -> bool:

@@ -51,6 +51,24 @@ __all__ = [
 
 HEAD_BYTES = 256 * 1024
 
+_NSYS_EXPORT = (
+    "export it with `nsys export --type sqlite FILE` (or print `nsys stats FILE`) and give "
+    "perfci the result"
+)
+#: Profilers' own binary reports, which perfci reads only once exported: what to run instead.
+_NATIVE_REPORTS = {
+    ".nsys-rep": f"it looks like an Nsight Systems report: {_NSYS_EXPORT}",
+    ".qdrep": f"it looks like an (older) Nsight Systems report: {_NSYS_EXPORT}",
+    ".qdstrm": (
+        "it looks like an unfinished Nsight Systems capture (.qdstrm): let nsys finish the "
+        "report, then export it with `nsys export --type sqlite`"
+    ),
+    ".ncu-rep": (
+        "it looks like an Nsight Compute report: print it with `ncu --import FILE --csv` "
+        "(or `--page raw --csv`) and give perfci that output"
+    ),
+}
+
 # Detection order matters: binary and strongly-marked formats first, generic tables last.
 PARSERS: tuple[FormatParser, ...] = (
     nsys_sqlite,
@@ -135,9 +153,10 @@ def detect(path: Path) -> FormatSpec:
                 return spec
         except Exception:  # noqa: BLE001 - a sniffer that chokes just means "not mine"
             continue
+    hint = _NATIVE_REPORTS.get(path.suffix.lower())
     raise UnknownFormatError(
-        f"{path}: {describe(head.text)}: not a format perfci reads; see `perfci formats` "
-        "(or force one with --format NAME)"
+        f"{path}: {describe(head.text)}: not a format perfci reads; "
+        + (hint if hint else "see `perfci formats` (or force one with --format NAME)")
     )
 
 
