@@ -14,8 +14,9 @@ Inputs (written to ``--out-dir``, gitignored, reused when already there):
 * text formats: the seed of that format repeated (for the TSV workload table, its rows under
   one header) up to ``--size-mb``: 000 pytorch_table, 001 nvprof, 002 workload_table,
   003 nsys_stats, 004 megatron_trace; the text formats without a seed from a corpus file:
-  ``mlperf_log`` (a ResNet log, each copy shifted in time: a new run) and ``ncu_csv`` (the
-  torch details page, data rows repeated under its header). ``nsys_sqlite`` is not built (a
+  ``mlperf_log`` (a ResNet log, each copy shifted in time: a new run), ``ncu_csv`` (the
+  torch details page, data rows repeated under its header) and ``ncu_text`` (the text report
+  of the same program, its process block repeated). ``nsys_sqlite`` is not built (a
   binary SQLite export cannot be grown by concatenation).
 
 Every measurement runs in a fresh subprocess: throughput is the decompressed size over the
@@ -62,6 +63,7 @@ TEXT_CORPUS: dict[str, tuple[str, str]] = {
         "mlperf_log/training_results_v4.0__NVIDIA__eos_n8_ngc24.04_mxnet__resnet__result_0.txt",
     ),
     "ncu_csv": ("ncu_csv", "ncu_csv/YKTian__ncu_metrics_show_torch.csv.txt"),
+    "ncu_text": ("ncu_text", "ncu_text/YKTian__ncu_metrics_prof_torch.txt"),
 }
 CHROME = ("chrome_trace", "chrome_trace_gz", "json.load", "json.load_gz")
 ALL = (*CHROME, *TEXT_SEEDS, *TEXT_CORPUS, "nsys_sqlite")
@@ -169,7 +171,8 @@ def build_corpus_text(out_dir: Path, name: str, size_mb: int) -> Path:
 
     ``mlperf_log``: the whole log again and again, each copy shifted in time so that it is a
     new run (one profile per run), as a file of many training runs. ``ncu_csv``: the data
-    rows repeated under the one header (launches of more kernels).
+    rows repeated under the one header (launches of more kernels). ``ncu_text``: the
+    process's block repeated (more launches of the same process).
     """
     _, relative = TEXT_CORPUS[name]
     source = SHARED / "corpus" / relative
@@ -188,6 +191,13 @@ def build_corpus_text(out_dir: Path, name: str, size_mb: int) -> Path:
                 shift = copy * 10**9  # ms: each copy a run of its own, ~11 days later
                 handle.write(_TIME_MS.sub(functools.partial(_shifted, shift=shift), text))
                 copy += 1
+        elif name == "ncu_text":
+            lines = text.splitlines(keepends=True)
+            start = next(i for i, line in enumerate(lines) if line.startswith(b"["))
+            handle.write(b"".join(lines[:start]))
+            body = b"".join(lines[start:])  # the process's report: its launches again
+            while handle.tell() < size_mb * MB:
+                handle.write(body)
         else:
             lines = text.splitlines(keepends=True)
             header = next(i for i, line in enumerate(lines) if line.startswith(b'"ID"'))

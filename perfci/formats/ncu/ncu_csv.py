@@ -127,18 +127,22 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
 
 
 def read_csv(
-    lines: Iterable[str],
-    *,
-    source: str,
-    options: Mapping[str, str],
-    format_name: str = NAME,
-    warnings: Iterable[str] = (),
+    lines: Iterable[str], *, source: str, options: Mapping[str, str], format_name: str = NAME
 ) -> list[Profile]:
-    """The profiles of ncu CSV ``lines``, for ``ncu_text``, which renders its report as the
-    details page it prints: one reader, one set of rules for both."""
+    """The profiles of ncu CSV ``lines``."""
     reader = _Reader(source, format_name)
-    reader.warnings.extend(warnings)
     reader.read(lines)
+    return reader.finish(options.get("decimal_mark") or None)
+
+
+def read_details_rows(
+    rows: Iterable[list[str]], *, source: str, options: Mapping[str, str], format_name: str
+) -> list[Profile]:
+    """The profiles of details-page ``rows`` (a header row, then one row per metric value),
+    for ``ncu_text``, which renders its report as them: one reader, one set of rules for both.
+    The rows are read as they come, so a generator keeps a large report out of memory."""
+    reader = _Reader(source, format_name)
+    reader.read_rows(rows)
     return reader.finish(options.get("decimal_mark") or None)
 
 
@@ -248,6 +252,10 @@ class _Reader:
 
     def read(self, handle: Iterable[str]) -> None:
         """Read every table of ``handle``."""
+        self.read_rows(csv.reader(self._csv_lines(handle)))
+
+    def read_rows(self, rows: Iterable[list[str]]) -> None:
+        """Read every table of ``rows``, lines already split into cells."""
         table: _Table | None = None
         process: _Process | None = None
         kernel: _Kernel | None = None
@@ -255,7 +263,7 @@ class _Reader:
         # A launch is a run of rows with one (pid, ID); per pid, the ID and kernel of its
         # latest launch, so that rows of processes printed in turn still find their launch.
         current: dict[str, tuple[str, _Kernel]] = {}
-        for row in csv.reader(self._csv_lines(handle)):
+        for row in rows:
             first = row[0] if row else ""
             if table is not None and first.isdigit():
                 cells = len(row)
@@ -277,10 +285,10 @@ class _Reader:
                 assert kernel is not None
                 table.rows += 1
                 if table.raw:
-                    rows = kernel.raw_rows.get(table.number)
-                    if rows is None:
-                        rows = kernel.raw_rows[table.number] = []
-                    rows.append(row)
+                    kept = kernel.raw_rows.get(table.number)
+                    if kept is None:
+                        kept = kernel.raw_rows[table.number] = []
+                    kept.append(row)
                     continue
                 name = row[table.metric]
                 if not name:

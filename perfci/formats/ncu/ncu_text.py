@@ -27,11 +27,10 @@ runs of the table's rule line put them, never on spaces: metric names hold space
 
 from __future__ import annotations
 
-import csv
-import io
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -104,18 +103,21 @@ def sniff(head: Head) -> bool:
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     """One profile per profiled process, as ``ncu_csv`` makes them from the same report."""
     reader = _TextReader(str(path))
+    # settle: the values read stay alive until the end (see ncu_csv.parse).
     with gc_paused(settle=True), open_text(path, format=NAME) as handle:
         rows = reader.rows(handle)
-    if not rows:
-        raise reader.nothing_found()
-    out = io.StringIO()
-    writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
-    writer.writerow(_COLUMNS)
-    writer.writerows(rows)
-    out.seek(0)
-    return ncu_csv.read_csv(
-        out, source=str(path), options=options, format_name=NAME, warnings=reader.warnings
-    )
+        first = next(rows, None)
+        if first is None:
+            raise reader.nothing_found()
+        profiles = ncu_csv.read_details_rows(
+            chain([list(_COLUMNS), first], rows),
+            source=str(path),
+            options=options,
+            format_name=NAME,
+        )
+    for profile in profiles:
+        profile.warnings[:0] = reader.warnings  # found while the rows were read
+    return profiles
 
 
 @dataclass(slots=True)
@@ -144,6 +146,7 @@ class _Table:
 
     section: str
     starts: tuple[int, int]  # the unit and value columns
+    identity: tuple[str, ...]  # the cells every row of the table starts with
     rows: int = 0
     underline_next: bool = False  # after the header row, whose underline is not the end
 
@@ -157,9 +160,8 @@ class _TextReader:
         self.kernel_lines = 0
         self.csv_header_line: int | None = None
 
-    def rows(self, lines: Iterable[str]) -> list[list[str]]:
-        """One row per metric value, in the details page's columns (``_COLUMNS``)."""
-        rows: list[list[str]] = []
+    def rows(self, lines: Iterable[str]) -> Iterator[list[str]]:
+        """One row per metric value, in the details page's columns (``_COLUMNS``), as read."""
         process = ["", "", ""]  # pid, name, host
         launches: dict[str, int] = {}  # launches so far, per pid
         launch: _Launch | None = None
@@ -169,7 +171,7 @@ class _TextReader:
         for number, line in enumerate(lines, 1):
             text = line.rstrip("\r\n")
             if table is not None:
-                if _RULE_LINE.match(text):
+                if text[4:5] == "-" and _RULE_LINE.match(text):
                     if table.underline_next:
                         table.underline_next = False  # the header's underline: rows follow
                     else:
@@ -188,9 +190,8 @@ class _TextReader:
                         f"'{table.section}' table and was left out"
                     )
                     break
-                assert launch is not None
                 table.rows += 1
-                rows.append([*launch.cells, "; ".join(launch.nvtx), table.section, *cells])
+                yield [*table.identity, *cells]
                 continue
             if match := _PROCESS.match(text):
                 process = [match["pid"], match["name"].strip(), match["host"]]
@@ -207,7 +208,8 @@ class _TextReader:
             elif launch is not None and (match := _SECTION.match(text)):
                 section, in_nvtx = match["section"], False
             elif launch is not None and section is not None and _RULE_LINE.match(text):
-                table = _Table(section, _starts(text))
+                identity = (*launch.cells, "; ".join(launch.nvtx), section)
+                table = _Table(section, _starts(text), identity)
             elif in_nvtx and text.startswith("      ") and text.strip():
                 assert launch is not None
                 launch.nvtx_line(text)
@@ -215,7 +217,6 @@ class _TextReader:
                 self.csv_header_line = number
             else:
                 in_nvtx = False  # app output, ==PROF== lines, a rule's advice, blank lines
-        return rows
 
     def nothing_found(self) -> ParseError:
         if self.csv_header_line is not None:
