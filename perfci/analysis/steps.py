@@ -10,7 +10,7 @@ picks the same series from the same data.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 
 from perfci.model import MetricKind, SeriesKey
 
@@ -32,11 +32,13 @@ def primary_step(candidates: Iterable[tuple[SeriesKey, float | None, int]]) -> S
     return max(rows, key=lambda row: (row[0], row[1], row[2]))[3]
 
 
-def primary_step_in(series: Mapping[SeriesKey, Sequence[float]]) -> SeriesKey | None:
-    """The primary step among series given by their values (typical value: the median;
-    seen: how many values)."""
-    return primary_step(
-        (key, statistics.median(values), len(values))
-        for key, values in series.items()
-        if key.kind is MetricKind.STEP and values
-    )
+def primary_step_in(series: Mapping[SeriesKey, Iterable[float | None]]) -> SeriesKey | None:
+    """The primary step among series given by their values (typical value: the median of the
+    known ones; seen: how many). Only step series' values are read."""
+    rows = []
+    for key, values in series.items():
+        if key.kind is MetricKind.STEP:
+            known = [v for v in values if v is not None]
+            if known:
+                rows.append((key, statistics.median(known), len(known)))
+    return primary_step(rows)

@@ -385,9 +385,7 @@ def _step_ratios(
 
     pairs = min(len(base), len(pr))
     sides = series_values(base[:pairs]), series_values(pr[:pairs])
-    step = primary_step_in(
-        {key: [v for v in values if v is not None] for key, values in sides[0].items()}
-    )
+    step = primary_step_in(sides[0])
     if step is None or step not in sides[1]:
         return [None] * pairs
     return [p / b if b and p else None for b, p in zip(sides[0][step], sides[1][step], strict=True)]

@@ -19,6 +19,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from itertools import chain
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -202,11 +203,7 @@ def _step_values(
 ) -> dict[int, Sequence[float]]:
     """Run id → the primary step's per-repeat values (none when there is no step series)."""
     step = primary_step_in(
-        {
-            key: [v for values in by_run.values() for v in values]
-            for key, by_run in samples.items()
-            if key.is_time
-        }
+        {key: chain.from_iterable(runs.values()) for key, runs in samples.items() if key.is_time}
     )
     return dict(samples[step]) if step is not None else {}
 
