@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 from perfci.errors import ParseError
 from perfci.formats._text_lines import open_text
 from perfci.model import Metric, MetricKind, Profile
+from perfci.units import parse_size
 
 if TYPE_CHECKING:
     from perfci.formats.protocol import Head
@@ -43,7 +44,7 @@ NAME = "deepspeed_comms"
 DESCRIPTION = "DeepSpeed comms_logger output: per-collective lines and log_summary() tables"
 
 _NUMBER = r"[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?"
-_SIZE = rf"(?P<size>{_NUMBER} ?(?:B|KB|MB|GB|TB|PB))"
+_SIZE = rf"(?P<size>{_NUMBER} ?(?:B|KB|MB|GB|TB))"
 _OP_LINE = re.compile(
     r"(?:\[Rank (?P<rank>\d+)\] )?(?:rank=\d+ \| )?comm op: (?P<op>[^|]+?)"
     r"(?: \| \[Caller Func: (?P<caller>[^\]]*)\])?"
@@ -61,8 +62,9 @@ _SUMMARY_OP = re.compile(
 )
 _STRAGGLER = re.compile(r"^_{5,}\s*$|^Breakdown with straggler effect")
 _SIZE_PARTS = re.compile(rf"^({_NUMBER}) ?([A-Z]+)$")
-_UNITS = {"B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4, "PB": 1024**5}
 _NS_PER_MS = 1e6
+#: A series: (operation, caller or None, message size as printed).
+_Key = tuple[str, str | None, str]
 
 _SNIFF_OP = re.compile(
     rf"comm op: [^|\n]+(?: \| \[Caller Func: [^\]\n]*\])? \| time \(ms\): {_NUMBER} \| msg size: "
@@ -97,8 +99,8 @@ class _Series:
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     """A profile per rank of the per-operation lines, else one of the summary."""
-    ranks: dict[str, dict[str, _Series]] = {}
-    summary: dict[str, _Series] = {}
+    ranks: dict[str, dict[_Key, _Series]] = {}
+    summary: dict[_Key, _Series] = {}
     in_summary = False
     op: tuple[str, str | None] | None = None
     warnings: list[str] = []
@@ -145,9 +147,9 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     )
 
 
-def _add_call(series: dict[str, _Series], match: re.Match[str]) -> None:
+def _add_call(series: dict[_Key, _Series], match: re.Match[str]) -> None:
     op, caller, size = match["op"].strip(), match["caller"], _size_text(match["size"])
-    found = series.setdefault(f"{op}\0{caller}\0{size}", _Series(op, caller, size))
+    found = series.setdefault((op, caller, size), _Series(op, caller, size))
     found.calls += 1
     found.times_ms.append(float(match["ms"]))
     if match["algbw"] is not None:
@@ -157,11 +159,11 @@ def _add_call(series: dict[str, _Series], match: re.Match[str]) -> None:
 
 
 def _add_summary_row(
-    summary: dict[str, _Series], op: tuple[str, str | None], row: re.Match[str]
+    summary: dict[_Key, _Series], op: tuple[str, str | None], row: re.Match[str]
 ) -> None:
     name, caller = op
     size = _size_text(row["size"])
-    found = summary.setdefault(f"{name}\0{caller}\0{size}", _Series(name, caller, size))
+    found = summary.setdefault((name, caller, size), _Series(name, caller, size))
     # A summary printed twice (every N steps) counts from the start: the last one holds all.
     found.calls = int(row["count"])
     found.total_ms, found.avg_ms = float(row["total"]), float(row["avg"])
@@ -174,13 +176,8 @@ def _size_text(text: str) -> str:
     return _SIZE_PARTS.sub(r"\1 \2", text)
 
 
-def _bytes(size: str) -> float:
-    number, unit = size.split(" ")
-    return float(number) * _UNITS[unit]
-
-
 def _profile(
-    path: Path, rank: str, series: dict[str, _Series], warnings: list[str], ranks: int
+    path: Path, rank: str, series: dict[_Key, _Series], warnings: list[str], ranks: int
 ) -> Profile:
     label = f"rank{rank}" if rank and ranks > 1 else "deepspeed"
     profile = Profile(label=label, format=NAME, source=str(path), warnings=list(warnings))
@@ -192,7 +189,8 @@ def _profile(
 
 
 def _metric(found: _Series) -> Metric:
-    attrs: dict[str, object] = {"op": found.op, "msg_size_bytes": _bytes(found.size)}
+    size = parse_size(found.size) or 0.0  # 1024-based, as DeepSpeed's convert_size prints
+    attrs: dict[str, object] = {"op": found.op, "msg_size_bytes": size}
     if found.caller:
         attrs["caller"] = found.caller
     if found.algbw:
@@ -206,7 +204,7 @@ def _metric(found: _Series) -> Metric:
         kind=MetricKind.COMM,
         name=found.name,
         calls=found.calls,
-        bytes=_bytes(found.size) * found.calls,
+        bytes=size * found.calls,
         total_ns=total,
         avg_ns=avg,
         min_ns=min(times) if times else None,
