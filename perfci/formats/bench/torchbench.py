@@ -58,8 +58,12 @@ _CONFIG_STYLE = re.compile(r"^(?P<config>.+), metric=(?P<what>[^,]+)$")
 _NIGHTLY_STYLE = re.compile(r"^(?P<config>test_\w+\[.+\])_(?P<what>[a-z_]+)$")
 _CUDA = re.compile(r"device=cuda\b|-cuda-|\bcuda\b")
 _LATENCY = frozenset({"latencies", "latency"})
-_MEMORY = {"cpu_peak_mem": Device.CPU, "cmem": Device.CPU, "gpu_peak_mem": Device.GPU}
-_MEMORY["gmem"] = Device.GPU
+_MEMORY = {
+    "cpu_peak_mem": Device.CPU,
+    "cmem": Device.CPU,
+    "gpu_peak_mem": Device.GPU,
+    "gmem": Device.GPU,
+}
 _THROUGHPUT = frozenset({"throughputs", "throughput"})
 
 

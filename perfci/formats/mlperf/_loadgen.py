@@ -7,7 +7,7 @@ way a result is a ``MEASURE`` of the run, named as the file names it:
 
 * a latency (a name with ``(ns)``, ``latency_ns`` or ``_latency_ss``/``_ms`` estimates) is a time
   in ns, lower is better (``early_stopping_latency_ms`` is in ms);
-* a rate (``per second``, ``per_sec``, ``QPS``, ``tokens_per_second``) is in 1/s, higher is
+* a rate (``per second``, ``per_sec``, ``tokens_per_second``, ``QPS``) is in 1/s, higher is
   better;
 * ``samples per query`` (MultiStream's legacy result) is a count, higher is better.
 
@@ -26,9 +26,9 @@ from typing import Any
 from perfci.model import TIME_UNIT, Better, Metric, MetricKind, Profile
 
 _NS_PER_MS = 1e6
-_LATENCY = re.compile(r"\(ns\)|latency_ns$|_latency_ss$|latency estimate|percentile estimate", re.I)
+_LATENCY = re.compile(r"\(ns\)|latency_ns$|_latency_ss$", re.I)
 _LATENCY_MS = re.compile(r"latency_ms$", re.I)
-_RATE = re.compile(r"per[ _]second|per_sec|\bQPS\b|tokens_per_second", re.I)
+_RATE = re.compile(r"per[ _]sec|\bQPS\b", re.I)
 _PER_QUERY = re.compile(r"samples[ _]per[ _]query", re.I)
 #: Detail-log keys whose values are results (the rest are settings and bookkeeping).
 _RESULT_PREFIXES = ("result_", "early_stopping_")
@@ -44,8 +44,9 @@ _DETAIL_META = {
 
 def result_metric(name: str, value: float) -> Metric | None:
     """The metric of one LoadGen result, or ``None`` when ``name`` is no result."""
-    if _LATENCY.search(name) or _LATENCY_MS.search(name):
-        ns = value * _NS_PER_MS if _LATENCY_MS.search(name) else value
+    in_ms = _LATENCY_MS.search(name) is not None
+    if in_ms or _LATENCY.search(name):
+        ns = value * _NS_PER_MS if in_ms else value
         if ns < 0:
             return None
         return Metric(kind=MetricKind.MEASURE, name=name, unit=TIME_UNIT, avg_ns=ns)

@@ -122,17 +122,10 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     """One profile per profiled process, in the order the file first names them."""
     # settle: the cells read stay alive until the end; left young, the first collection
     # after the parse would walk them all for nothing.
+    reader = _Reader(str(path), NAME)
     with gc_paused(settle=True), open_text(path, format=NAME) as handle:
-        return read_csv(handle, source=str(path), options=options)
-
-
-def read_csv(
-    lines: Iterable[str], *, source: str, options: Mapping[str, str], format_name: str = NAME
-) -> list[Profile]:
-    """The profiles of ncu CSV ``lines``."""
-    reader = _Reader(source, format_name)
-    reader.read(lines)
-    return reader.finish(options.get("decimal_mark") or None)
+        reader.read(handle)
+        return reader.finish(options.get("decimal_mark") or None)
 
 
 def read_details_rows(
@@ -214,7 +207,7 @@ class _Table:
 class _Reader:
     """Reads the CSV lines of one file into processes → kernels → metric series."""
 
-    def __init__(self, source: str, format_name: str = NAME) -> None:
+    def __init__(self, source: str, format_name: str) -> None:
         self.source = source
         self.format_name = format_name
         self.processes: dict[str, _Process] = {}
