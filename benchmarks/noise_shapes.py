@@ -145,12 +145,12 @@ def _quantized(rng: np.random.Generator, world: verdicts.World) -> Runs:
     """The smallest fifth of the metrics read in whole units of 1/2 to 1/20 of their level (a
     profiler printing whole microseconds for operators of a few microseconds)."""
     small = world.share <= np.quantile(world.share, 0.2)
-    units = np.where(small, world.level / rng.uniform(2, 20, len(world.keys)), 0.0)
+    units = (world.level / rng.uniform(2, 20, len(world.keys)))[small, None]
 
     def one() -> Array:
         values = _run(rng, world, 5)
-        rounded = np.round(values / np.where(small, units, 1.0)[:, None]) * units[:, None]
-        return np.where(small[:, None], rounded, values)
+        values[small] = np.round(values[small] / units) * units
+        return values
 
     return [one() for _ in range(30)], one()
 

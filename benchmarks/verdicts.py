@@ -186,12 +186,7 @@ def one_kernel(
 
 def half_kernels(rng: np.random.Generator, world: World) -> tuple[Array, NDArray[np.bool_]]:
     chosen = rng.choice(world.kernels, size=len(world.kernels) // 2, replace=False)
-    out = np.zeros(len(world.keys))
-    out[chosen] = np.log1p(0.10)
-    changed = np.zeros(len(world.keys), dtype=bool)
-    changed[chosen] = True
-    changed[0] = True
-    return with_step(world, out), changed
+    return _broad(world, chosen)
 
 
 def half_kernel_time(rng: np.random.Generator, world: World) -> tuple[Array, NDArray[np.bool_]]:
@@ -201,6 +196,11 @@ def half_kernel_time(rng: np.random.Generator, world: World) -> tuple[Array, NDA
     order = rng.permutation(world.kernels)
     share = np.cumsum(world.share[order])
     chosen = order[: int(np.searchsorted(share, share[-1] / 2)) + 1]
+    return _broad(world, chosen)
+
+
+def _broad(world: World, chosen: NDArray[np.int64]) -> tuple[Array, NDArray[np.bool_]]:
+    """+10 % on the ``chosen`` kernels; they and the step are the changed metrics."""
     out = np.zeros(len(world.keys))
     out[chosen] = np.log1p(0.10)
     changed = np.zeros(len(world.keys), dtype=bool)
