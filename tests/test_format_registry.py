@@ -39,6 +39,7 @@ DETECTION_ORDER = (
     "pytorch_table",
     "megatron_trace",
     "deepspeed_comms",
+    "simai_results",
     "workload_table",
 )
 

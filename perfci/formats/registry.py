@@ -34,7 +34,12 @@ from perfci.formats.nsys import nsys_sqlite, nsys_stats, nsys_stats_csv
 from perfci.formats.nvprof import nvprof
 from perfci.formats.protocol import FormatParser, Head
 from perfci.formats.pytorch import chrome_trace, pytorch_table
-from perfci.formats.workload import deepspeed_comms, megatron_trace, workload_table
+from perfci.formats.workload import (
+    deepspeed_comms,
+    megatron_trace,
+    simai_results,
+    workload_table,
+)
 from perfci.model import Profile
 
 __all__ = [
@@ -91,6 +96,7 @@ PARSERS: tuple[FormatParser, ...] = (
     pytorch_table,
     megatron_trace,
     deepspeed_comms,
+    simai_results,  # a fixed SimAI header or summary line 1: before the generic tables
     workload_table,
 )
 
