@@ -26,6 +26,7 @@ DETECTION_ORDER = (
     "pytest_benchmark",
     "optimum_benchmark",
     "action_benchmark",
+    "action_benchmark_history",
     "torchbench",
     "mlperf_log",
     "bmf",

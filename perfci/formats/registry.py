@@ -20,6 +20,7 @@ from perfci.errors import ParseError, PerfciError, UnknownFormatError
 from perfci.formats._shape import describe
 from perfci.formats.bench import (
     action_benchmark,
+    action_benchmark_history,
     bmf,
     dynamo_csv,
     google_benchmark,
@@ -44,6 +45,7 @@ from perfci.model import Profile
 
 __all__ = [
     "HEAD_BYTES",
+    "HISTORY_FORMATS",
     "PARSERS",
     "FormatSpec",
     "Head",
@@ -74,6 +76,10 @@ _NATIVE_REPORTS = {
     ),
 }
 
+#: Formats whose file is a history (a profile per commit), not the repeats of one run: stored
+#: by ``perfci import-history``, refused as a run.
+HISTORY_FORMATS = frozenset({action_benchmark_history.NAME})
+
 # Detection order matters: binary and strongly-marked formats first, generic tables last.
 PARSERS: tuple[FormatParser, ...] = (
     nsys_sqlite,
@@ -83,6 +89,7 @@ PARSERS: tuple[FormatParser, ...] = (
     pytest_benchmark,
     optimum_benchmark,
     action_benchmark,
+    action_benchmark_history,  # window.BENCHMARK_DATA = {...}, or its JSON object
     torchbench,
     mlperf_log,
     bmf,  # no marker key: after every other JSON format

@@ -83,7 +83,7 @@ _RANGE = re.compile(r"^\s*(?:±|\+/-|\+-)?\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)
 
 
 @dataclass(frozen=True, slots=True)
-class _Unit:
+class EntryUnit:
     """What an entry's unit says: its kind, the factor to ns or bytes, and its direction."""
 
     text: str  # as the file gives it
@@ -118,8 +118,8 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
             )
         used: set[str] = set()
         for index, entry in enumerate(doc, start=1):
-            metric, unit = _metric(index, entry, chosen)
-            metric.name = _unique(metric.name, used, profile.warnings)
+            metric, unit = entry_metric(index, entry, chosen)
+            metric.name = unique_name(metric.name, used, profile.warnings)
             if chosen is None and unit.better is None:
                 assumed.append(f"{metric.name!r} ({metric.unit})")
             elif chosen is not None and unit.better not in (None, chosen):
@@ -162,7 +162,7 @@ def _assumed_warning(entries: list[str]) -> str:
     )
 
 
-def _unique(name: str, used: set[str], warnings: list[str]) -> str:
+def unique_name(name: str, used: set[str], warnings: list[str]) -> str:
     """``name``, or ``name (2)``... when taken: a series name is unique within a profile."""
     renamed, count = name, 1
     while renamed in used:
@@ -174,15 +174,24 @@ def _unique(name: str, used: set[str], warnings: list[str]) -> str:
     return renamed
 
 
-def _metric(index: int, entry: Any, chosen: Better | None) -> tuple[Metric, _Unit]:
+def entry_metric(
+    index: int, entry: Any, chosen: Better | None, *, where: str = "entry"
+) -> tuple[Metric, EntryUnit]:
+    """The metric of one ``{name, unit, value, range?, extra?}`` entry and what its unit says.
+
+    ``chosen`` is the direction every entry takes (None: the unit's, else lower-is-better);
+    errors name the entry as ``<where> <index>``.
+    """
     if not isinstance(entry, dict):
         raise ShapeError(
-            f"entry {index}: expected an object {{name, unit, value}}, got {describe(entry)}"
+            f"{where} {index}: expected an object {{name, unit, value}}, got {describe(entry)}"
         )
     name, unit_text, raw = entry.get("name"), entry.get("unit"), entry.get("value")
     if not isinstance(name, str) or not name.strip():
-        raise ShapeError(f"entry {index}: 'name' must be a non-empty string; got {describe(name)}")
-    where = f"entry {index} ({name!r})"
+        raise ShapeError(
+            f"{where} {index}: 'name' must be a non-empty string; got {describe(name)}"
+        )
+    where = f"{where} {index} ({name!r})"
     if not isinstance(unit_text, str):
         raise ShapeError(f"{where}: 'unit' must be a string; got {describe(unit_text)}")
     value = number(raw)
@@ -220,20 +229,20 @@ def _metric(index: int, entry: Any, chosen: Better | None) -> tuple[Metric, _Uni
     return metric, unit
 
 
-def classify(unit: str) -> _Unit:
+def classify(unit: str) -> EntryUnit:
     """What ``unit`` says: a time (factor to ns), a size (factor to bytes), a rate, or nothing."""
     text = unit.strip()
     lowered = text.lower()
     factor = _time_factor(_PER_ITERATION.sub("", lowered).strip())
     if factor is not None:
-        return _Unit(text, "time", factor, Better.LOWER)
+        return EntryUnit(text, "time", factor, Better.LOWER)
     size = _SIZE_WORDS.get(lowered.removesuffix("s"), lowered)
     if text in BYTES_PER_UNIT or size.lower() in _BYTES_BY_LOWER:
         factor = BYTES_PER_UNIT.get(text) or _BYTES_BY_LOWER[size.lower()]
-        return _Unit(text, "size", factor, Better.LOWER)
+        return EntryUnit(text, "size", factor, Better.LOWER)
     if _RATE.search(lowered):
-        return _Unit(text, "rate", better=Better.HIGHER)
-    return _Unit(text, "other")
+        return EntryUnit(text, "rate", better=Better.HIGHER)
+    return EntryUnit(text, "other")
 
 
 def _time_factor(base: str) -> int | None:

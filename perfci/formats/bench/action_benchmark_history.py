@@ -1,0 +1,232 @@
+"""github-action-benchmark's history: the ``data.js`` it keeps on ``gh-pages``.
+
+The action appends every run of a benchmark suite to one file,
+``window.BENCHMARK_DATA = {lastUpdate, repoUrl, entries: {<suite>: [<entry>, ...]}}``, the
+JSON text after the ``window.BENCHMARK_DATA = `` prefix being ``JSON.stringify(data, null, 2)``
+(``src/write.ts``, ``SCRIPT_PREFIX``). With ``external-data-json-path`` it writes the same
+object as plain JSON. Each entry is one run of one commit, oldest first::
+
+    {"commit": {"id", "timestamp", "url", "message", "author", ...},
+     "date": <ms since the epoch>, "tool": "cargo" | "go" | "pytest" | ... ,
+     "benches": [{"name", "value", "unit", "range"?, "extra"?}, ...]}
+
+Here every entry becomes one profile labelled ``<suite> @ <commit>``, with the commit's id,
+its time, the entry's date, the suite and the tool in ``metadata``: a history, not the repeats
+of one run. ``perfci parse`` shows it; ``perfci import-history`` stores each entry as a run of its
+commit, so that a project moving from the action starts with its baseline.
+
+The benches are read as :mod:`.action_benchmark` reads its input, one metric each, so that
+an imported history lines up with the runs perfci stores afterwards from the same benchmark:
+
+* ``custom*`` tools: as the custom JSON itself (``perfci check --format action_benchmark``);
+* ``pytest``: the action keeps ``stats.ops`` in ``iter/sec``, which is ``1 / stats.mean``; it
+  becomes the ``BENCH`` time ``1 / value`` seconds, the series :mod:`.pytest_benchmark` makes
+  of the same test from its ``--benchmark-json`` file;
+* ``googlecpp``: ``real_time`` in ``<time_unit>/iter``, the series :mod:`.google_benchmark`
+  makes of the same benchmark;
+* the others (``cargo``'s ``ns/iter``, ``go``'s ``ns/op``, ``benchmarkjs``'s ``ops/sec``): by
+  their unit.
+
+Which way is good: the ``custom*`` tools say it for every bench; for the others a unit that
+says it decides, else the action's own ``biggerIsBetter`` table for the tool
+(``src/write.ts``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from perfci.errors import ParseError
+from perfci.formats._textio import read_text
+from perfci.formats.bench._json_doc import (
+    ShapeError,
+    describe,
+    leading_items,
+    number,
+    shape_errors,
+)
+from perfci.formats.bench.action_benchmark import classify, entry_metric, unique_name
+from perfci.model import Better, Profile
+
+if TYPE_CHECKING:
+    from perfci.formats.protocol import Head
+
+NAME = "action_benchmark_history"
+DESCRIPTION = (
+    "github-action-benchmark history (gh-pages data.js: window.BENCHMARK_DATA = {entries}); "
+    "one profile per commit and suite"
+)
+
+#: What the action writes before the JSON text of ``data.js``.
+SCRIPT_PREFIX = "window.BENCHMARK_DATA"
+_BOM = "\ufeff"
+#: The action's ``biggerIsBetter(tool)`` (``src/write.ts``).
+_TOOL_BETTER = {
+    "cargo": Better.LOWER,
+    "go": Better.LOWER,
+    "benchmarkjs": Better.HIGHER,
+    "benchmarkluau": Better.LOWER,
+    "pytest": Better.HIGHER,
+    "googlecpp": Better.LOWER,
+    "catch2": Better.LOWER,
+    "julia": Better.LOWER,
+    "jmh": Better.LOWER,
+    "benchmarkdotnet": Better.LOWER,
+    "customBiggerIsBetter": Better.HIGHER,
+    "customSmallerIsBetter": Better.LOWER,
+}
+_CUSTOM_TOOLS = frozenset({"customBiggerIsBetter", "customSmallerIsBetter"})
+
+
+def sniff(head: Head) -> bool:
+    """``window.BENCHMARK_DATA = {`` at the start, or a JSON object whose first keys are the
+    action's ``lastUpdate`` / ``repoUrl`` / ``entries``."""
+    text = head.text.removeprefix(_BOM).lstrip()
+    if text.startswith(SCRIPT_PREFIX):
+        return text[len(SCRIPT_PREFIX) :].lstrip().startswith("=")
+    keys = {key for key, _ in leading_items(text, limit=3)}
+    return "entries" in keys and bool(keys & {"lastUpdate", "repoUrl"})
+
+
+def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
+    """One profile per entry of every suite in the history ``path``, oldest first per suite."""
+    doc = _load(path)
+    profiles: list[Profile] = []
+    with shape_errors(path, format=NAME):
+        if not isinstance(doc, dict) or not isinstance(doc.get("entries"), dict):
+            got = describe(doc) if not isinstance(doc, dict) else "no 'entries' object"
+            raise ShapeError(
+                f"expected {{lastUpdate, repoUrl, entries: {{suite: [...]}}}}, got {got}"
+            )
+        repository = doc.get("repoUrl") if isinstance(doc.get("repoUrl"), str) else None
+        for suite, entries in doc["entries"].items():
+            if not isinstance(entries, list):
+                raise ShapeError(
+                    f"suite {suite!r}: expected an array of entries, got {describe(entries)}"
+                )
+            for index, entry in enumerate(entries, start=1):
+                profile = _profile(path, suite, index, entry)
+                if repository:
+                    profile.metadata["repository"] = repository
+                profiles.append(profile)
+    return profiles
+
+
+def _load(path: Path) -> Any:
+    """The JSON object of ``path``, with the ``window.BENCHMARK_DATA =`` prefix taken off."""
+    text = read_text(path, format=NAME).removeprefix(_BOM)
+    stripped = text.lstrip()
+    offset_lines = text[: len(text) - len(stripped)].count("\n")
+    if stripped.startswith(SCRIPT_PREFIX):
+        rest = stripped[len(SCRIPT_PREFIX) :].lstrip()
+        if not rest.startswith("="):
+            raise ParseError(
+                f"expected '{SCRIPT_PREFIX} = {{...}}'", source=str(path), line=1, format=NAME
+            )
+        body = rest[1:]
+        offset_lines += stripped[: len(stripped) - len(body)].count("\n")
+        stripped = body.rstrip().removesuffix(";")
+    try:
+        return json.loads(stripped)
+    except json.JSONDecodeError as exc:
+        raise ParseError(
+            f"invalid JSON: {exc.msg} (column {exc.colno})",
+            source=str(path),
+            line=exc.lineno + offset_lines,
+            format=NAME,
+        ) from exc
+    except RecursionError as exc:
+        raise ParseError("JSON nested too deeply", source=str(path), format=NAME) from exc
+
+
+def _profile(path: Path, suite: str, index: int, entry: Any) -> Profile:
+    where = f"suite {suite!r}, entry {index}"
+    if not isinstance(entry, dict):
+        raise ShapeError(
+            f"{where}: expected an object {{commit, date, tool, benches}}, got {describe(entry)}"
+        )
+    commit, benches = entry.get("commit"), entry.get("benches")
+    if not isinstance(commit, dict) or not isinstance(commit.get("id"), str) or not commit["id"]:
+        raise ShapeError(f"{where}: 'commit' must be an object with a string 'id'")
+    if not isinstance(benches, list):
+        raise ShapeError(f"{where}: 'benches' must be an array, got {describe(benches)}")
+    tool = entry.get("tool") if isinstance(entry.get("tool"), str) else None
+    # The label tells the entries apart in ``perfci parse``; the suite itself is in metadata.
+    profile = Profile(label=f"{suite} @ {commit['id'][:12]}", format=NAME, source=str(path))
+    profile.metadata.update(
+        suite=suite,
+        entry=index,
+        commit=commit["id"],
+        commit_time=_commit_time(commit.get("timestamp"), where),
+        date=_date(entry.get("date"), where),
+        tool=tool,
+    )
+    if isinstance(commit.get("url"), str):
+        profile.metadata["commit_url"] = commit["url"]
+    used: set[str] = set()
+    assumed: list[str] = []
+    for number_in_entry, found in enumerate(benches, start=1):
+        bench = _as_time(found) if tool == "pytest" else found
+        chosen = _direction(tool, bench)
+        metric, unit = entry_metric(number_in_entry, bench, chosen, where=f"{where}: bench")
+        metric.name = unique_name(metric.name, used, profile.warnings)
+        if chosen is None and unit.better is None:
+            assumed.append(metric.name)
+        profile.metrics.append(metric)
+    if assumed:
+        profile.warnings.append(
+            f"tool {tool!r}: direction assumed lower-is-better for {len(assumed)} "
+            f"bench(es) whose unit does not say ({', '.join(map(repr, assumed[:5]))})"
+        )
+    if not profile.metrics:
+        profile.warnings.append(f"{where} holds no benches")
+    return profile
+
+
+def _as_time(bench: Any) -> Any:
+    """A pytest bench's ``iter/sec`` (pytest-benchmark's ``ops``, ``1 / mean``) as its mean
+    time in seconds; anything else as it is, for :func:`entry_metric` to judge."""
+    if not isinstance(bench, dict) or bench.get("unit") != "iter/sec":
+        return bench
+    ops = number(bench.get("value"))
+    if ops is None or ops <= 0:
+        return bench
+    return {**bench, "value": 1.0 / ops, "unit": "s"}
+
+
+def _direction(tool: str | None, bench: Any) -> Better | None:
+    """The ``custom*`` tool's direction; else the unit's, else the action's table's."""
+    if tool in _CUSTOM_TOOLS:
+        return _TOOL_BETTER[tool]
+    unit = bench.get("unit") if isinstance(bench, dict) else None
+    said = classify(unit).better if isinstance(unit, str) else None
+    return said or (_TOOL_BETTER.get(tool) if tool else None)
+
+
+def _commit_time(value: Any, where: str) -> str | None:
+    """The commit's ISO 8601 time, checked (git's ``%cI``; the action copies GitHub's)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ShapeError(f"{where}: commit 'timestamp' must be a string, got {describe(value)}")
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise ShapeError(f"{where}: commit 'timestamp' {value!r} is not an ISO 8601 time") from exc
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.isoformat()
+
+
+def _date(value: Any, where: str) -> str | None:
+    """The entry's ``date`` (ms since the epoch, JavaScript's ``Date.now()``) as ISO 8601."""
+    if value is None:
+        return None
+    millis = number(value)
+    if millis is None or not 0 <= millis < 1e14:
+        raise ShapeError(f"{where}: 'date' must be milliseconds since 1970, got {describe(value)}")
+    return datetime.fromtimestamp(millis / 1000, tz=UTC).isoformat()
