@@ -79,31 +79,67 @@ def record_history(
         return []
 
     def append() -> list[str]:
-        root = find_project_root(cwd)
-        created_at = datetime.now(UTC)
-        document = encode_run(
-            context=context, benchmark=benchmark, repeats=repeats, created_at=created_at
-        )
-        path = run_path(
-            context=context, benchmark=benchmark, created_at=created_at, document=document
-        )
-        done = _branch(settings, branch, root).append(
-            {path: document},
-            max_bytes=settings.history_max_bytes,
-            prefix=f"{RUNS_DIR}/",
-            message=f"perfci: {benchmark} at {(context.commit or 'unknown')[:12]}",
-        )
-        logger.info(
-            "history: %s %s on %s (%d push(es), %d old run(s) dropped)",
-            "found" if done.already_there else "appended",
-            path,
-            branch,
-            done.attempts,
-            len(done.dropped),
-        )
+        entry = HistoryEntry(context, benchmark, repeats, datetime.now(UTC))
+        message = f"perfci: {benchmark} at {(context.commit or 'unknown')[:12]}"
+        append_history(settings, branch, [entry], message=message, cwd=cwd)
         return []
 
     return _guarded(settings, append)
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """One run as the history branch keeps it."""
+
+    context: RunContext
+    benchmark: str
+    repeats: Sequence[Sequence[Profile]]
+    created_at: datetime
+
+
+def append_history(
+    settings: Settings,
+    branch: str,
+    entries: Sequence[HistoryEntry],
+    *,
+    message: str,
+    cwd: Path | None = None,
+) -> int:
+    """Append the runs' documents to the history ``branch`` in one push; how many it pushed
+    (0 when every one was there already: an import run twice).
+
+    Raises
+    ------
+    StorageError
+        git failed: no ``origin``, no permission to push, or the race lost too often.
+    """
+    documents: dict[str, bytes] = {}
+    for entry in entries:
+        document = encode_run(
+            context=entry.context,
+            benchmark=entry.benchmark,
+            repeats=entry.repeats,
+            created_at=entry.created_at,
+        )
+        path = run_path(
+            context=entry.context,
+            benchmark=entry.benchmark,
+            created_at=entry.created_at,
+            document=document,
+        )
+        documents[path] = document
+    done = _branch(settings, branch, find_project_root(cwd)).append(
+        documents, max_bytes=settings.history_max_bytes, prefix=f"{RUNS_DIR}/", message=message
+    )
+    logger.info(
+        "history: %s %d run(s) on %s (%d push(es), %d old run(s) dropped)",
+        "found" if done.already_there else "appended",
+        len(documents),
+        branch,
+        done.attempts,
+        len(done.dropped),
+    )
+    return 0 if done.already_there else len(documents)
 
 
 def is_base_branch_push(context: RunContext, baseline_branch: str) -> bool:

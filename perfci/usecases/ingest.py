@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from perfci.analysis.values import compared_value
 from perfci.errors import ConfigError, InvalidValue, ParseError, UnknownFormatError
-from perfci.formats.registry import parse_file
+from perfci.formats.registry import HISTORY_FORMATS, parse_file
 from perfci.model import MetricKind, Profile, RunContext, SeriesParts
 from perfci.store.prepared import Cell, PreparedRun, Values, cell_values
 from perfci.store.runs import IngestResult, storage_error, stored_run, write_run
@@ -193,6 +193,12 @@ def _parse_one(
         raise UnknownFormatError(f"{path}: {exc}") from exc
     if not profiles:
         raise ParseError("no profiles found in this file", source=str(path))
+    if profiles[0].format in HISTORY_FORMATS:
+        commits = len({p.metadata.get("commit") for p in profiles})
+        raise ConfigError(
+            f"{path}: a history of {commits} commit(s) ({profiles[0].format}), not "
+            f"one run; store it with `perfci import-history {path}`"
+        )
     return profiles
 
 
