@@ -107,21 +107,50 @@ def test_other_keys_are_measures_named_by_the_key_and_nested_ones_flattened(
     tmp_path: Path,
 ) -> None:
     doc = {
-        "name": "optim",
+        "name": "my_userbenchmark",
         "environ": {"pytorch_git_version": "abc"},
         "metrics": {
-            "resnet18, Adam, cuda, (foreach=True)": 0.0123,
+            "resnet18, widgets, cuda": 0.0123,
             "summary": {"iterations_total_duration": 4.5, "note": "text"},
             "throughputs": 250.0,
         },
     }
     profile = _one(_write(tmp_path, doc))
-    optim = _get(profile, K.MEASURE, "resnet18, Adam, cuda, (foreach=True)")
-    assert (optim.value, optim.better, optim.device) == (0.0123, Better.LOWER, Device.GPU)
+    other = _get(profile, K.MEASURE, "resnet18, widgets, cuda")
+    assert (other.value, other.better, other.device) == (0.0123, Better.LOWER, Device.GPU)
+    assert other.unit == "count"
     assert _get(profile, K.MEASURE, "summary.iterations_total_duration").value == 4.5
     throughput = _get(profile, K.MEASURE, "throughputs")
     assert (throughput.unit, throughput.better) == ("1/s", Better.HIGHER)
     assert profile.warnings[0].startswith("1 metric(s) hold no number")
+
+
+def test_the_optim_userbenchmark_keys_are_step_times_in_seconds(tmp_path: Path) -> None:
+    # userbenchmark/optim/run.py: f"{sub_label}, {description}" -> Measurement.mean (s), and
+    # "compile_time, ..." (the first pt2 step less the mean of three later ones) under pt2_.
+    doc = {
+        "name": "optim",
+        "environ": {"pytorch_git_version": "abc"},
+        "metrics": {
+            "resnet18, Adam, cuda, (foreach=True)": 0.0123,
+            "mt5-small, SGD, cpu, default": 0.25,
+            "compile_time, resnet18, Adam, cuda, pt2_ (foreach=True)": 3.5,
+            "compile_time, resnet18, SGD, cuda, pt2_ default": -0.002,
+        },
+    }
+    profile = _one(_write(tmp_path, doc))
+    adam = _get(profile, K.BENCH, "resnet18, Adam, cuda, (foreach=True)")
+    assert (adam.avg_ns, adam.unit, adam.better) == (12_300_000.0, "ns", Better.LOWER)
+    assert adam.device is Device.GPU
+    assert _get(profile, K.BENCH, "mt5-small, SGD, cpu, default").device is Device.CPU
+    compile_time = _get(profile, K.BENCH, "compile_time, resnet18, Adam, cuda, pt2_ (foreach=True)")
+    assert compile_time.avg_ns == 3.5e9
+    # A negative compile time (nothing to compile, and noise) is no time to store.
+    assert len(profile.metrics) == 3
+    assert profile.warnings == [
+        "1 metric(s) hold no number (failed, not implemented, an error or a pass/fail) or a "
+        "negative time, and were left out, first 'compile_time, resnet18, SGD, cuda, pt2_ default'"
+    ]
 
 
 def test_sniff_claims_torchbench_results_only(tmp_path: Path) -> None:

@@ -17,9 +17,12 @@ What becomes which metric:
 * peak memory (``cpu_peak_mem``/``_cmem``, ``gpu_peak_mem``/``_gmem``; GiB, as TorchBench's
   model analyzer reports them) is a ``MEASURE`` in bytes scoped by the configuration;
 * throughput (``throughputs``) a ``MEASURE`` in 1/s, higher is better; a score, higher is better;
-* any other numeric key (``optim``'s ``"resnet18, Adam, cuda, (foreach=True)"`` means, other
-  userbenchmarks' own metrics) a ``MEASURE`` named by the key, lower is better, with no unit
-  (``count``): TorchBench does not say it.
+* the ``optim`` userbenchmark's keys (``"resnet18, Adam, cuda, (foreach=True)"``, and
+  ``"compile_time, …"`` under ``pt2_``) are the mean time of one ``optimizer.step()`` and the
+  compile time, in seconds (``userbenchmark/optim/run.py::get_metrics``, ``Measurement.mean``):
+  ``BENCH`` metrics in ns named by the key;
+* any other numeric key (other userbenchmarks' own metrics) a ``MEASURE`` named by the key,
+  lower is better, with no unit (``count``): TorchBench does not say it.
 
 Values that are not numbers (``"failed"``, ``"not_implemented"``, an error message, an
 accuracy ``"pass"``) are left out, counted in one warning. Nested objects are flattened one
@@ -50,6 +53,9 @@ NAME = "torchbench"
 DESCRIPTION = "TorchBench userbenchmark metrics JSON (metrics-*.json: {name, environ, metrics})"
 
 _NS_PER_MS = 1e6
+_NS_PER_S = 1e9
+#: The userbenchmark whose keys are all times in seconds.
+_OPTIM = "optim"
 _BYTES_PER_GIB = 2**30
 _TOP_KEYS = frozenset({"name", "environ", "metrics", "args"})
 #: ``model=…, extra_args=[…], metric=<what>``
@@ -97,8 +103,9 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
             )
         left_out: list[str] = []
         seen: set[str] = set()
+        read = _optim_metric if label == _OPTIM else _metric
         for key, value in _flat(doc["metrics"]):
-            metric = _metric(key, value)
+            metric = read(key, value)
             if metric is None:
                 left_out.append(key)
                 continue
@@ -109,7 +116,7 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     if left_out:
         profile.warnings.append(
             f"{len(left_out)} metric(s) hold no number (failed, not implemented, an error or a "
-            f"pass/fail) and were left out, first {left_out[0]!r}"
+            f"pass/fail) or a negative time, and were left out, first {left_out[0]!r}"
         )
     if not profile.metrics:
         profile.warnings.append("the result holds no numeric metric")
@@ -153,6 +160,19 @@ def _metric(key: str, raw: Any) -> Metric | None:
         return _measure(name, scope, device, value, unit="1/s", better=Better.HIGHER)
     higher = name.endswith("score")
     return _measure(name, scope, device, value, better=Better.HIGHER if higher else None)
+
+
+def _optim_metric(key: str, raw: Any) -> Metric | None:
+    """A key of the ``optim`` userbenchmark: a time in seconds (see the module docstring)."""
+    value = number(raw)
+    if value is None or not key.strip():
+        return None
+    if value < 0:
+        # compile_time is the first step less the mean of three later ones: noise can make
+        # it negative when there is nothing to compile; not a time to store.
+        return None
+    device = Device.GPU if _CUDA.search(key) else Device.CPU
+    return Metric(kind=MetricKind.BENCH, name=key, device=device, avg_ns=value * _NS_PER_S)
 
 
 def _measure(
