@@ -27,7 +27,11 @@ Shapes (per comparison):
   one run cannot tell it from code that slows everything, and says so; counted apart);
 - ``candidate of 10 repeats``: more repeats than the baseline runs had (``--max-repeats``);
 - ``quantized``: the smallest fifth of the metrics in whole units of 1/2 to 1/20 of their
-  level (a profiler printing whole microseconds for operators of a few microseconds).
+  level (a profiler printing whole microseconds for operators of a few microseconds);
+- ``noise by size``: each metric's repeat and run noise scaled by ``(median level / its
+  level) ** 0.35`` within 0.3-5x: short kernels noisier than long ones, as on real GPUs;
+- ``ragged baseline``: baseline runs of 2 to 8 repeats; ``candidate of 2 repeats``;
+- ``thermal``: within every run each repeat 1 % slower than the one before.
 
 Usage::
 
@@ -155,6 +159,33 @@ def _quantized(rng: np.random.Generator, world: verdicts.World) -> Runs:
     return [one() for _ in range(30)], one()
 
 
+def _by_size(world: verdicts.World) -> Array:
+    """Each metric's noise multiplier: small metrics noisier, ``(median / level) ** 0.35``
+    within 0.3-5x (a 5 µs kernel's timer and launch jitter against a 5 ms one's)."""
+    scale = (np.median(world.level) / world.level) ** 0.35
+    return np.clip(scale, 0.3, 5.0)[:, None]
+
+
+def _sized(rng: np.random.Generator, world: verdicts.World) -> Runs:
+    scale = _by_size(world)
+    return _history(rng, world, repeat_cv=0.02 * scale, run_cv=0.01 * scale)
+
+
+def _ragged(rng: np.random.Generator, world: verdicts.World) -> Runs:
+    """Baseline runs of 2 to 8 repeats (adaptive repeats, budgets, retried jobs)."""
+    base = [_run(rng, world, int(rng.integers(2, 9))) for _ in range(30)]
+    return base, _run(rng, world, 5)
+
+
+def _thermal(rng: np.random.Generator, world: verdicts.World) -> Runs:
+    """Each repeat 1 % slower than the one before, in every run (a GPU warming up)."""
+
+    def one() -> Array:
+        return _run(rng, world, 5) * np.exp(0.01 * np.arange(5))[None, :]
+
+    return [one() for _ in range(30)], one()
+
+
 SHAPES: dict[str, Callable[[np.random.Generator, verdicts.World], Runs]] = {
     "plain": lambda rng, w: _history(rng, w),
     "short baseline (5 runs x 3)": lambda rng, w: _history(rng, w, 5, 3),
@@ -184,6 +215,13 @@ SHAPES: dict[str, Callable[[np.random.Generator, verdicts.World], Runs]] = {
         _run(rng, w, 10),
     ),
     "quantized: the smallest fifth in whole units of 1/2-1/20 of their level": _quantized,
+    "noise by size: small metrics up to 5x noisier, large ones down to 0.3x": _sized,
+    "ragged baseline: runs of 2-8 repeats": _ragged,
+    "candidate of 2 repeats": lambda rng, w: (
+        [_run(rng, w, 5) for _ in range(30)],
+        _run(rng, w, 2),
+    ),
+    "thermal: each repeat 1 % slower than the one before": _thermal,
 }
 
 
