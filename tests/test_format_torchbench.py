@@ -125,6 +125,32 @@ def test_other_keys_are_measures_named_by_the_key_and_nested_ones_flattened(
     assert profile.warnings[0].startswith("1 metric(s) hold no number")
 
 
+def test_flat_keys_as_the_field_guide_gives_them(tmp_path: Path) -> None:
+    # FORMATS.md: "metrics": {"<model>-<test>-<device>_latency": float, ...}
+    doc = {
+        "name": "torch-nightly",
+        "environ": {"pytorch_git_version": "abc"},
+        "metrics": {
+            "resnet50-eval-cuda_latency": 12.5,
+            "resnet50-eval-cuda_gmem": 1.5,
+            "BERT_pytorch-train-cpu_latency": 300.0,
+            "hf_T5-eval-cuda_throughput": 55.0,
+            "v3_score": 1000.0,
+        },
+    }
+    profile = _one(_write(tmp_path, doc))
+    resnet = _get(profile, K.BENCH, "resnet50-eval-cuda")
+    assert (resnet.avg_ns, resnet.device) == (12_500_000.0, Device.GPU)
+    # The model's own underscore stays in its name: the split is at the known suffix only.
+    bert = _get(profile, K.BENCH, "BERT_pytorch-train-cpu")
+    assert (bert.avg_ns, bert.device) == (300_000_000.0, Device.CPU)
+    memory = _get(profile, K.MEASURE, "gmem", scope="resnet50-eval-cuda")
+    assert (memory.value, memory.unit) == (1.5 * 2**30, "bytes")
+    rate = _get(profile, K.MEASURE, "throughput", scope="hf_T5-eval-cuda")
+    assert (rate.value, rate.unit, rate.better) == (55.0, "1/s", Better.HIGHER)
+    assert _get(profile, K.MEASURE, "v3_score").better is Better.HIGHER
+
+
 def test_the_optim_userbenchmark_keys_are_step_times_in_seconds(tmp_path: Path) -> None:
     # userbenchmark/optim/run.py: f"{sub_label}, {description}" -> Measurement.mean (s), and
     # "compile_time, ..." (the first pt2 step less the mean of three later ones) under pt2_.

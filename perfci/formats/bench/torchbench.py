@@ -7,7 +7,8 @@ metrics are a flat mapping whose keys carry the meaning, in the two styles Torch
 * ``test_bench`` / ``group_bench``: ``model=resnet50, test=eval, device=cuda, bs=None,
   extra_args=[], metric=latencies``;
 * ``torch-nightly``: ``test_eval[resnet50-cuda-eager]_latency`` (``_cmem``, ``_gmem``), and a
-  score such as ``v3_score``.
+  score such as ``v3_score``; and, as the field guide gives a flat key,
+  ``<model>-<test>-<device>_latency`` (any configuration before a known measure's suffix).
 
 What becomes which metric:
 
@@ -62,6 +63,12 @@ _TOP_KEYS = frozenset({"name", "environ", "metrics", "args"})
 _CONFIG_STYLE = re.compile(r"^(?P<config>.+), metric=(?P<what>[^,]+)$")
 #: ``test_eval[resnet50-cuda-eager]_<what>``
 _NIGHTLY_STYLE = re.compile(r"^(?P<config>test_\w+\[.+\])_(?P<what>[a-z_]+)$")
+#: ``<model>-<test>-<device>_<what>`` and the like: a known measure after the last ``_``
+#: (the field guide's form of a flat key; only the names below, so ``v3_score`` stays whole).
+_SUFFIX_STYLE = re.compile(
+    r"^(?P<config>.+?)_(?P<what>latency|latencies|throughput|throughputs|cmem|gmem"
+    r"|cpu_peak_mem|gpu_peak_mem)$"
+)
 _CUDA = re.compile(r"device=cuda\b|-cuda-|\bcuda\b")
 _LATENCY = frozenset({"latencies", "latency"})
 _MEMORY = {
@@ -138,7 +145,7 @@ def _metric(key: str, raw: Any) -> Metric | None:
     value = number(raw)
     if value is None or not key.strip():
         return None
-    match = _CONFIG_STYLE.match(key) or _NIGHTLY_STYLE.match(key)
+    match = _CONFIG_STYLE.match(key) or _NIGHTLY_STYLE.match(key) or _SUFFIX_STYLE.match(key)
     config, what = (match["config"], match["what"]) if match else (key, "")
     device = Device.GPU if _CUDA.search(config) else Device.CPU
     if what in _LATENCY and match is not None:
