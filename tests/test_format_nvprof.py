@@ -399,6 +399,29 @@ def test_gzip_input(tmp_path: Path) -> None:
 # --- layouts from the documentation, written here ----------------------------------------------
 
 
+def test_output_interleaved_in_a_summary_table_is_skipped(tmp_path: Path) -> None:
+    """Application output written while nvprof prints its summary does not end the table:
+    the continuation rows after it (no Type) still belong to their group."""
+    text = (
+        "==17612== Profiling result:\n" + HEADER + "\n"
+        " GPU activities:   49.75%  2.2027ms       400  5.5060us  5.4390us  6.1110us  fill(void)\n"
+        "Average running time for Block Reduction 0.0121805 ms\n"
+        "                   14.66%  648.83us       100  6.4880us  6.4630us  6.9760us  "
+        "parallel_redution_block(void)\n"
+        "      API calls:   87.72%  98.832ms         2  49.416ms     564ns  98.831ms  "
+        "cudaEventCreate\n"
+    )
+    profile = _one(_write(tmp_path, text))
+    block = _get(profile, K.KERNEL, "parallel_redution_block(void)")
+    assert (block.calls, block.total_ns, block.avg_ns, block.max_ns) == (100, 648_830, 6_488, 6_976)
+    assert _get(profile, K.API, "cudaEventCreate").min_ns == 564
+    assert len(profile.metrics) == 3
+    assert profile.warnings == [
+        "line 4: not a row of the table at line 2 (interleaved output?), skipped: "
+        "'Average running time for Block Reduction 0.0121805 ms'"
+    ]
+
+
 def test_several_runs_are_separate_profiles(tmp_path: Path) -> None:
     def run(pid: int, flag: str, time: str) -> str:
         return (

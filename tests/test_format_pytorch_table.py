@@ -502,6 +502,59 @@ def test_torch_stack_rows_and_flops_column(tmp_path: Path) -> None:
     assert "flops" not in added.attrs and added.attrs["stack"][0] == "model.py(11): forward"
 
 
+def test_name_that_ends_in_a_space_is_a_row(tmp_path: Path) -> None:
+    """torch 2.13 with stacks prints python functions without a name (``file.py(0): ``): the
+    right-aligned cell ends in a blank, and the row must still be read, not skipped."""
+    sep = "-" * 55 + "  " + "  ".join(["-" * 12] * 6) + "  "
+    headers = ("Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg", "# of Calls")
+    header = f"{'Name':>55}" + "".join(f"  {h:>12}" for h in headers)
+    row = "".join(
+        f"  {cell:>12}" for cell in ("0.09%", "72.338us", "0.20%", "168.001us", "168.001us", "1")
+    )
+    text = "\n".join([sep, header, sep, f"{'torch/profiler/_cupti_monitor.py(0): ':>55}{row}", sep])
+    path = tmp_path / "blank_end.txt"
+    path.write_text(text + "\nSelf CPU time total: 82.493ms\n")
+    profile = _one(path)
+    assert profile.warnings == [] and profile.metadata["rows"] == 1
+    metric = _get(profile, K.RANGE, "torch/profiler/_cupti_monitor.py(0):")
+    assert _times(metric) == (1, 72_338.0, 168_001.0, 168_001.0)
+
+
+def test_stack_frames_of_a_step_row_stay_with_it(tmp_path: Path) -> None:
+    """A ``ProfilerStep#N`` row's further stack frames belong to it, not to the row above."""
+    pytest.importorskip("torch")
+    from torch.autograd.profiler_util import EventList, FunctionEvent
+
+    events = [
+        FunctionEvent(
+            id=i,
+            name=name,
+            thread=0,
+            start_us=i * 1000,
+            end_us=i * 1000 + duration,
+            stack=stack,
+        )
+        for i, (name, duration, stack) in enumerate(
+            [
+                ("aten::mm", 500, ["model.py(10): forward", "train.py(3): <module>"]),
+                ("ProfilerStep#3", 400, ["loop.py(5): train", "loop.py(9): <module>"]),
+            ]
+        )
+    ]
+    event_list = EventList(events, use_device=None)
+    event_list._build_tree()
+    table = event_list.key_averages(group_by_stack_n=2).table(row_limit=-1)
+    path = tmp_path / "step_stack.txt"
+    path.write_text(table)
+    profile = _one(path)
+    assert profile.warnings == [] and profile.steps == 1
+    mm = _get(profile, K.OP, "aten::mm")
+    assert mm.attrs["stack"] == ["model.py(10): forward", "train.py(3): <module>"]
+    assert _times(mm) == (1, 500_000.0, 500_000.0, 500_000.0)
+    step = _get(profile, K.STEP, "ProfilerStep")
+    assert step.samples_ns == [400_000.0]
+
+
 def test_table_without_closing_separator_then_another(tmp_path: Path) -> None:
     """Doc excerpts sometimes drop the closing separator; the footer or the next table ends it."""
     lines = _seed_lines()

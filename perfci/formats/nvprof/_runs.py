@@ -334,10 +334,19 @@ class RunReader:
             raise self._error(
                 lineno, f"cannot read this {_TABLE_NAMES[table.kind]} row: {line.strip()[:120]!r}"
             )
+        header = any(h.match(line) for h in _HEADERS)
+        if table.text_summary and not header:
+            # Output of the application (or of another process of the job) written while nvprof
+            # printed its summary: the table goes on after it, as the next rows have no Type.
+            self._warning(
+                f"line {lineno}: not a row of the table at line {table.line} "
+                f"(interleaved output?), skipped: {line.strip()[:80]!r}"
+            )
+            return True
         self.table = None
         # Unified memory tables end at their device and page-fault lines; other tables end at
         # a blank line or a header, so other text here is worth a word.
-        if table.kind != "um" and not any(h.match(line) for h in _HEADERS):
+        if table.kind != "um" and not header:
             self._warning(f"line {lineno}: text after a table was not read: {line.strip()[:80]!r}")
         return False
 

@@ -23,7 +23,8 @@ What becomes which metric:
 
 Every ``Profiling result:`` block is its own profile, labelled by the profiled command (plus
 ``#N`` when one log holds several). Lines the tables do not explain (application output,
-nvprof notes) are ignored outside tables; inside a table a line that starts like a row but
+nvprof notes) are ignored outside tables and skipped with a warning inside a summary table,
+which goes on after them; inside a table a line that starts like a row but
 cannot be read is a ``ParseError``, except the file's unterminated last line, which a cut
 file leaves behind and which gives a warning instead.
 

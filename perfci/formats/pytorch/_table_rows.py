@@ -69,6 +69,7 @@ class Table:
     heading: str | None
     rows: list[Row] = field(default_factory=list)
     step_rows: list[Row] = field(default_factory=list)
+    last: Row | None = None  # the row read last, step row or not: its stack grows
     count: int = 0  # rows read so far
     warnings: list[str] = field(default_factory=list)
 
@@ -155,6 +156,7 @@ def add_row(table: Table, raw: tuple[str, ...], values: Values) -> None:
         attrs.get("input_shapes"),
     )
     (table.step_rows if kind is _STEP else table.rows).append(row)
+    table.last = row
 
 
 def _row_attrs(layout: Layout, cells: list[str], values: Values) -> dict[str, Any]:
@@ -254,9 +256,8 @@ def continuation(table: Table, layout: Layout, cells: tuple[str, ...]) -> None:
     if layout.stack is None:
         return
     frame = cells[layout.stack].strip()
-    rows = table.rows or table.step_rows
-    if frame and rows:
-        for metric in rows[-1].metrics:
+    if frame and table.last is not None:
+        for metric in table.last.metrics:
             metric.attrs.setdefault("stack", []).append(frame)
 
 
