@@ -595,3 +595,37 @@ def test_cut_gzip_is_an_error_naming_the_file(tmp_path: Path) -> None:
     path.write_bytes(packed[: len(packed) // 2])
     with pytest.raises(ParseError, match=r"cut\.txt\.gz: cannot read file: .*\(pytorch_table\)"):
         registry.parse_file(path, format="pytorch_table")
+
+
+# Rows of a table torch 2.13 printed (CPU, ``with_stack=True``): the Python function ``work``
+# holds the autograd engine's backward ops, which run on another thread, as its children, and
+# torch's self time (total less the children's) falls below zero.
+NEGATIVE_SELF_LINES = (
+    "-------------------------------------------------------  ------------  ------------  ------------  ------------  ------------  ------------  ------------  ------------  ------------",  # noqa: E501
+    "                                                   Name    Self CPU %      Self CPU   CPU total %     CPU total  CPU time avg       CPU Mem  Self CPU Mem    # of Calls  Total MFLOPs",  # noqa: E501
+    "-------------------------------------------------------  ------------  ------------  ------------  ------------  ------------  ------------  ------------  ------------  ------------",  # noqa: E501
+    "                             gen_torch.py(12): <module>         0.03%      23.064us       100.00%      82.493ms      82.493ms           0 B     -48.00 KB             1            --",  # noqa: E501
+    "                                  gen_torch.py(4): work        -2.37%   -1955.860us        99.55%      82.125ms      82.125ms      48.00 KB           0 B             1            --",  # noqa: E501
+    "                                           train_step-0         0.01%       7.570us        69.37%      57.227ms      57.227ms      16.00 KB           0 B             1            --",  # noqa: E501
+    "-------------------------------------------------------  ------------  ------------  ------------  ------------  ------------  ------------  ------------  ------------  ------------",  # noqa: E501
+    "Self CPU time total: 82.493ms",
+)
+# torch ends every table line but the footer with two spaces.
+NEGATIVE_SELF_TABLE = "".join(f"{line}  \n" for line in NEGATIVE_SELF_LINES[:-1]) + (
+    NEGATIVE_SELF_LINES[-1] + "\n"
+)
+
+
+def test_a_negative_self_time_is_left_out_and_the_run_can_be_stored(tmp_path: Path) -> None:
+    from perfci.usecases.ingest import check_values, prepare_run
+
+    path = tmp_path / "stack_table.txt"
+    path.write_text(NEGATIVE_SELF_TABLE)
+    profile = _one(path)
+    work = _get(profile, MetricKind.RANGE, "gen_torch.py(4): work")
+    assert work.self_ns is None
+    assert (work.total_ns, work.calls) == (82_125_000.0, 1)
+    assert _get(profile, MetricKind.RANGE, "gen_torch.py(12): <module>").self_ns == 23_064.0
+    [warning] = [w for w in profile.warnings if "negative Self time" in w]
+    assert "'gen_torch.py(4): work': -1.956 ms" in warning
+    check_values(prepare_run([[profile]]))  # before: InvalidValue, the whole run refused

@@ -134,6 +134,9 @@ def _remember(cache: dict[_K, _V], key: _K, value: _V) -> _V:
     return value
 
 
+_NEGATIVE_SELF = "a negative Self time"
+
+
 def add_row(table: Table, raw: tuple[str, ...], values: Values) -> None:
     layout = table.layout
     cells = list(map(str.strip, raw))
@@ -149,14 +152,31 @@ def add_row(table: Table, raw: tuple[str, ...], values: Values) -> None:
     attrs["row"] = table.count
     if "overload" in attrs:
         name = f"{name}.{attrs['overload']}"
-    row = Row(
-        name,
-        kind,
-        _side_metrics(layout, cells, values, kind, name, calls, attrs),
-        attrs.get("input_shapes"),
-    )
+    metrics = _side_metrics(layout, cells, values, kind, name, calls, attrs)
+    for metric in metrics:
+        if metric.self_ns is not None and metric.self_ns < 0:
+            _negative_self(table, metric)
+    row = Row(name, kind, metrics, attrs.get("input_shapes"))
     (table.step_rows if kind is _STEP else table.rows).append(row)
     table.last = row
+
+
+def _negative_self(table: Table, metric: Metric) -> None:
+    """Leave out a negative self time, saying so once per table.
+
+    torch derives a row's self time as its total less its children's. Where the children
+    overlap or ran on another thread (``with_stack=True``: a Python function "holds" the
+    autograd engine's backward ops), the difference falls below zero: torch 2.13 prints
+    ``-1955.860us`` for such a row. It is no measurement, and a stored negative time would have
+    the whole run refused, so it is dropped; the row's total is kept.
+    """
+    if not any(w.startswith(_NEGATIVE_SELF) for w in table.warnings):
+        table.warnings.append(
+            f"{_NEGATIVE_SELF} ({metric.name!r}: {metric.self_ns / 1e6:.3f} ms, first of "
+            f"possibly several): torch subtracts the children's times, which may overlap or "
+            f"run on another thread; such self times are left out, totals kept"
+        )
+    metric.self_ns = None
 
 
 def _row_attrs(layout: Layout, cells: list[str], values: Values) -> dict[str, Any]:
