@@ -942,3 +942,20 @@ def test_csv_row_with_wrong_cell_count(tmp_path: Path) -> None:
         nsys_stats_csv.parse(path, options={})
     assert error.value.line == 2
     assert "expected 9 comma-separated cells as in the header, got 10" in str(error.value)
+
+
+def test_csv_2021_memory_size_file_is_detected(tmp_path: Path) -> None:
+    # 2020/2021 gpumemsizesum: no unit in the titles (KiB), "Operations" counts, "Name".
+    path = _write(
+        tmp_path,
+        '"Total","Operations","Average","Minimum","Maximum","Name"\n'
+        '781250.000,2,390625.000,390625.000,390625.000,"[CUDA memcpy HtoD]"\n',
+        "report3_gpumemsizesum.csv",
+    )
+    assert registry.detect(path).name == "nsys_stats_csv"
+    [profile] = registry.parse_file(path)
+    assert profile.metadata["reports"] == ["gpumemsizesum"]
+    [memory] = profile.by_kind(K.MEMORY)
+    assert memory.name == H2D
+    assert (memory.calls, memory.bytes) == (2, 781_250 * 1024)
+    assert memory.attrs["avg_bytes"] == 390_625 * 1024

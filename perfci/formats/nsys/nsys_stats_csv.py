@@ -29,11 +29,15 @@ NAME = "nsys_stats_csv"
 DESCRIPTION = "Nsight Systems 'nsys stats --format csv' report blocks or base_<report>.csv files"
 
 _HEADER = re.compile(r'^"?(?:Time ?\(%\)|Total(?: \(\w+\))?)"?,"?(?:Total Time|Count|Operations)')
-_SNIFF = re.compile(r'(?m)^"?(?:Time ?\(%\)"?,"?Total Time|Total \(MB\)"?,"?Count)')
+# The 2020/2021 size report has no unit in its titles (KiB): "Total","Operations",...
+_SNIFF = re.compile(
+    r'(?m)^"?(?:Time ?\(%\)"?,"?Total Time|Total \(MB\)"?,"?Count|Total"?,"?Operations"?,)'
+)
 
 
 def sniff(head: Head) -> bool:
-    """A ``Time (%),Total Time ...`` or ``Total (MB),Count,...`` header row."""
+    """A ``Time (%),Total Time ...``, ``Total (MB),Count,...`` or ``Total,Operations,...``
+    header row."""
     return bool(_SNIFF.search(head.text))
 
 
