@@ -155,13 +155,13 @@ def add_row(table: Table, raw: tuple[str, ...], values: Values) -> None:
     metrics = _side_metrics(layout, cells, values, kind, name, calls, attrs)
     for metric in metrics:
         if metric.self_ns is not None and metric.self_ns < 0:
-            _negative_self(table, metric)
+            _negative_self(table, metric, metric.self_ns)
     row = Row(name, kind, metrics, attrs.get("input_shapes"))
     (table.step_rows if kind is _STEP else table.rows).append(row)
     table.last = row
 
 
-def _negative_self(table: Table, metric: Metric) -> None:
+def _negative_self(table: Table, metric: Metric, self_ns: float) -> None:
     """Leave out a negative self time, saying so once per table.
 
     torch derives a row's self time as its total less its children's. Where the children
@@ -172,7 +172,7 @@ def _negative_self(table: Table, metric: Metric) -> None:
     """
     if not any(w.startswith(_NEGATIVE_SELF) for w in table.warnings):
         table.warnings.append(
-            f"{_NEGATIVE_SELF} ({metric.name!r}: {metric.self_ns / 1e6:.3f} ms, first of "
+            f"{_NEGATIVE_SELF} ({metric.name!r}: {self_ns / 1e6:.3f} ms, first of "
             f"possibly several): torch subtracts the children's times, which may overlap or "
             f"run on another thread; such self times are left out, totals kept"
         )
