@@ -597,6 +597,37 @@ def test_truncated_after_the_events_array(tmp_path: Path) -> None:
     assert "truncated" in _error(path).message
 
 
+@pytest.mark.parametrize("chunk", [40, 4096])
+def test_torch_1_8_bare_inf_bandwidth_is_read_as_null(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    """libkineto of torch 1.8 wrote a zero-length memcpy's bandwidth with fmt: a bare ``inf``
+    (pytorch/kineto#105), which no JSON parser takes; the trace is read, and says so."""
+    monkeypatch.setattr(_chrome_stream, "CHUNK_BYTES", chunk)
+    memcpy = _kineto_1_9(
+        "Memcpy HtoD (Pageable -> Device)", "Memcpy", 1621401187225400, 0, bytes=4, **{"x": 0}
+    )
+    events = [
+        _kineto_1_9("aten::copy_", "Operator", 1621401187225112, 197),
+        memcpy,
+        _kineto_1_9("volta_sgemm_128x32_nt", "Kernel", 1621401187235025, 3, stream=7),
+    ]
+    text = json.dumps({"schemaVersion": 1, "traceEvents": events}, indent=1)
+    text = text.replace('"x": 0', '"memory bandwidth (GB/s)": inf')
+    path = tmp_path / "worker0.pt.trace.json"
+    path.write_text(text)
+    profile = parse(path)
+    copy = profile.find(K.MEMORY, "Memcpy HtoD (Pageable -> Device)")
+    assert copy is not None and (copy.calls, copy.bytes, copy.total_ns) == (1, 4.0, 0.0)
+    assert profile.find(K.KERNEL, "volta_sgemm_128x32_nt").total_ns == 3_000.0  # type: ignore[union-attr]
+    assert profile.find(K.OP, "aten::copy_").total_ns == 197_000.0  # type: ignore[union-attr]
+    assert any("bare inf or nan" in warning for warning in profile.warnings)
+
+    # Not a licence for any bad text: a bare word that is no number is still an error.
+    path.write_text(text.replace("inf", "infinite"))
+    assert "invalid JSON" in _error(path).message
+
+
 def test_syntax_error_names_the_line(tmp_path: Path) -> None:
     lines = ['{"traceEvents": ['] + [
         json.dumps(_event(f"op{i}", "cpu_op", 1)) + "," for i in range(50)

@@ -94,15 +94,26 @@ class EventError(Exception):
 BatchConsumer = Callable[[list[Event]], None]
 
 
-def read_trace(path: Path, consume: BatchConsumer, *, format: str) -> tuple[dict[str, Any], bool]:
+def read_trace(
+    path: Path, consume: BatchConsumer, *, format: str, warnings: list[str] | None = None
+) -> tuple[dict[str, Any], bool]:
     """Hand every event of ``path`` to ``consume`` in batches; return the top-level metadata.
 
     The second value says whether the file is a bare JSON array (the legacy autograd
     profiler's layout). Raises ``ParseError`` naming the file and line on any bad input.
+    What was read in spite of the JSON (bare ``inf`` / ``nan``) is said in ``warnings``.
     """
     try:
         with _open(path, format) as handle:
-            return _Reader(handle, consume).run()
+            reader = _Reader(handle, consume)
+            result = reader.run()
+            if reader.non_finite and warnings is not None:
+                warnings.append(
+                    f"{reader.non_finite} chunk(s) of events held a bare inf or nan, which JSON "
+                    f"has no word for (Kineto before torch 1.9 wrote a zero-length memcpy's "
+                    f'"memory bandwidth (GB/s)" so); read as null'
+                )
+            return result
     except TraceSyntaxError as exc:
         line = _line_at(path, exc.offset)
         raise ParseError(exc.message, source=str(path), line=line, format=format) from exc
@@ -144,6 +155,7 @@ class _Reader:
         self._buf = b""
         self._offset = 0
         self._eof = False
+        self.non_finite = 0  # pieces decoded with bare inf / nan read as null
 
     def run(self) -> tuple[dict[str, Any], bool]:
         first = self._first_byte()
@@ -322,6 +334,15 @@ class _Reader:
                 return where
             if where is None or where >= len(piece) - 1:
                 return _WRONG_CUT
+            if _NON_FINITE_AT.match(piece, where):
+                cleaned = _NON_FINITE.sub(rb"\1null", piece)
+                try:
+                    events = _DECODE_EVENTS(cleaned)
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    pass  # something else is wrong too: report the first error as it is
+                else:
+                    self.non_finite += 1
+                    return events
             detail = text.removeprefix("JSON is malformed: ")
             raise TraceSyntaxError(
                 f"invalid JSON in traceEvents: {detail}", self._offset + where - 1
@@ -347,6 +368,10 @@ class _Reader:
 
 
 _WRONG_CUT = object()
+# A bare non-finite number where a JSON value goes: after ``:``, ``,`` or ``[``, before ``,``,
+# ``}`` or ``]``. Only tried on a piece that failed to decode at such a token.
+_NON_FINITE = re.compile(rb"([:,\[][ \t\r\n]*)[-+]?(?:inf(?:inity)?|nan)(?=[ \t\r\n]*[,}\]])", re.I)
+_NON_FINITE_AT = re.compile(rb"[-+]?(?:inf|nan)", re.I)
 
 
 def _last_boundary(buf: bytes, end: int) -> int | None:

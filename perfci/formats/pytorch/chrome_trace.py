@@ -147,8 +147,10 @@ def sniff(head: Head) -> bool:
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     """The one profile of a trace file (one rank)."""
     aggregate = _Aggregate()
-    top, bare = read_trace(path, aggregate.add, format=NAME)
+    read_warnings: list[str] = []
+    top, bare = read_trace(path, aggregate.add, format=NAME, warnings=read_warnings)
     profile = Profile(label=_label(path, top), format=NAME, source=str(path))
+    profile.warnings.extend(read_warnings)
     profile.metadata = {"layout": "legacy array" if bare else "object", **_metadata(top)}
     aggregate.build(profile)
     _add_steps(profile, aggregate, top)
