@@ -959,3 +959,100 @@ def test_csv_2021_memory_size_file_is_detected(tmp_path: Path) -> None:
     assert memory.name == H2D
     assert (memory.calls, memory.bytes) == (2, 781_250 * 1024)
     assert memory.attrs["avg_bytes"] == 390_625 * 1024
+
+
+GPU_SUM = [
+    "Time (%)",
+    "Total Time (ns)",
+    "Instances",
+    "Avg (ns)",
+    "Med (ns)",
+    "Min (ns)",
+    "Max (ns)",
+    "StdDev (ns)",
+    "Category",
+    "Operation",
+]
+KERN_SUM = [*GPU_SUM[:8], "Name"]
+MEM_TIME_SUM = [*GPU_SUM[:3], *GPU_SUM[3:8], "Operation"]
+GEMM = "void gemm<float, 128>(const float *, float *)"
+
+
+@pytest.mark.parametrize("combined_first", [False, True])
+def test_the_combined_gpu_report_does_not_count_kernels_and_copies_twice(
+    tmp_path: Path, combined_first: bool
+) -> None:
+    """``nsys stats --report cuda_gpu_kern_sum,cuda_gpu_mem_time_sum,cuda_gpu_sum``: the
+    combined report lists the same kernels and copies again, by Category."""
+    kernels = "[1/3] Executing 'cuda_gpu_kern_sum' stats report\n\n" + _table(
+        KERN_SUM,
+        [
+            ["75.0", "9,000", "3", "3,000.0", "3,000.0", "2,900", "3,100", "100.0", GEMM],
+            ["8.3", "1,000", "1", "1,000.0", "1,000.0", "1,000", "1,000", "0.0", GEMM],
+        ],
+    )
+    copies = "[2/3] Executing 'cuda_gpu_mem_time_sum' stats report\n\n" + _table(
+        MEM_TIME_SUM,
+        [
+            [
+                "16.7",
+                "2,000",
+                "2",
+                "1,000.0",
+                "1,000.0",
+                "900",
+                "1,100",
+                "141.4",
+                "[CUDA memcpy Host-to-Device]",
+            ]
+        ],
+    )
+    combined = "[3/3] Executing 'cuda_gpu_sum' stats report\n\n" + _table(
+        GPU_SUM,
+        [
+            [
+                "75.0",
+                "9,000",
+                "3",
+                "3,000.0",
+                "3,000.0",
+                "2,900",
+                "3,100",
+                "100.0",
+                "CUDA_KERNEL",
+                GEMM,
+            ],
+            [
+                "16.7",
+                "2,000",
+                "2",
+                "1,000.0",
+                "1,000.0",
+                "900",
+                "1,100",
+                "141.4",
+                "MEMORY_OPER",
+                "[CUDA memcpy Host-to-Device]",
+            ],
+            [
+                "8.3",
+                "1,000",
+                "1",
+                "1,000.0",
+                "1,000.0",
+                "1,000",
+                "1,000",
+                "0.0",
+                "CUDA_KERNEL",
+                GEMM,
+            ],
+        ],
+    )
+    text = combined + kernels + copies if combined_first else kernels + copies + combined
+    [profile] = registry.parse_file(_write(tmp_path, text))
+    kernels_read = [(m.name, m.total_ns) for m in profile.by_kind(K.KERNEL)]
+    # The kernel report's two rows (one name, two kernels the 100-character cap made equal).
+    assert kernels_read == [(GEMM, 9_000), (f"{GEMM} #2", 1_000)]
+    [copy] = profile.by_kind(K.MEMORY)
+    assert (copy.name, copy.calls, copy.total_ns) == ("[CUDA memcpy Host-to-Device]", 2, 2_000)
+    assert any("cuda_gpu_sum" in w and "3 rows" in w for w in profile.warnings)

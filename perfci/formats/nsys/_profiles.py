@@ -222,6 +222,7 @@ class ProfileBuilder:
         return f"{name} #{count}"
 
     def build(self, label: str) -> Profile:
+        self.metrics = _without_overlaps(self.metrics, self.warnings)
         steps = _step_metrics(self.metrics)
         profile = Profile(
             label=label,
@@ -234,6 +235,57 @@ class ProfileBuilder:
         if steps:
             profile.steps = steps[0].calls
         return profile
+
+
+#: Reports that list again, by Category, what the per-kind reports list.
+COMBINED_REPORTS = frozenset({"cuda_gpu_sum", "cuda_api_gpu_sum"})
+
+
+def _reports_of(metric: Metric) -> list[str]:
+    reports = metric.attrs.get("reports")
+    return list(reports) if reports else [metric.attrs.get("report", "")]
+
+
+def _without_overlaps(metrics: list[Metric], warnings: list[str]) -> list[Metric]:
+    """Leave out the combined reports' rows that a per-kind report in the same profile gave.
+
+    ``cuda_gpu_sum`` lists every kernel and memory operation that ``cuda_gpu_kern_sum`` and
+    ``cuda_gpu_mem_time_sum`` list (``cuda_api_gpu_sum`` those and the API calls): read both,
+    each would count twice, the second as ``<name> #2``. The per-kind report wins (it has the
+    kind's own columns); the names left are numbered again in their order.
+    """
+
+    def base(metric: Metric) -> tuple[MetricKind, str]:
+        return metric.kind, metric.attrs.get("base_name", metric.name)
+
+    dedicated = {base(m) for m in metrics if not set(_reports_of(m)) <= COMBINED_REPORTS}
+    dropped = [
+        m for m in metrics if set(_reports_of(m)) <= COMBINED_REPORTS and base(m) in dedicated
+    ]
+    if not dropped:
+        return metrics
+    gone = {id(m) for m in dropped}
+    kept = [m for m in metrics if id(m) not in gone]
+    touched = {base(m) for m in dropped}
+    count: dict[tuple[MetricKind, str], int] = {}
+    for metric in kept:
+        key = base(metric)
+        if key not in touched:
+            continue
+        count[key] = count.get(key, 0) + 1
+        metric.attrs.pop("occurrence", None)
+        metric.attrs.pop("base_name", None)
+        if count[key] == 1:
+            metric.name = key[1]
+        else:
+            metric.name = f"{key[1]} #{count[key]}"
+            metric.attrs.update(occurrence=count[key], base_name=key[1])
+    reports = sorted({r for m in dropped for r in _reports_of(m)})
+    warnings.append(
+        f"{', '.join(reports)}: {len(dropped)} rows left out, the kernels, copies or calls "
+        f"another report of this profile lists too (counted once)"
+    )
+    return kept
 
 
 def _assign(metric: Metric, values: dict[str, Any], *, keep_calls: bool = False) -> None:
