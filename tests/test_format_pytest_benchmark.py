@@ -209,3 +209,57 @@ def test_sniff_claims_no_other_corpus_file(corpus_dir: Path) -> None:
         if path.is_file() and pytest_benchmark.sniff(registry.read_head(path))
     }
     assert claimed == {OLD, ACTION}
+
+
+@pytest.mark.parametrize(
+    ("info", "saved", "expected"),
+    [
+        (
+            {
+                "id": "9d55ab0434c9088746ae2d134702d782bf088644",
+                "time": "2019-11-16T12:10:30+09:00",
+                "author_time": "2019-11-16T12:10:30+09:00",
+                "dirty": True,
+                "project": "github-action-benchmark",
+                "branch": "pytest",
+            },
+            "2019-11-17T02:22:16.817862",
+            {
+                "commit": "9d55ab0434c9088746ae2d134702d782bf088644",
+                "commit_time": "2019-11-16T12:10:30+09:00",
+                "branch": "pytest",
+                "dirty": True,
+                "date": "2019-11-17T02:22:16.817862+00:00",
+            },
+        ),
+        (  # the 2.x schema: id and dirty only; a detached checkout names no branch
+            {
+                "id": "5b78858eb718649a31fb93d8dc96ca2cee41a4cd",
+                "dirty": False,
+                "branch": "(detached head)",
+            },
+            "2015-08-15T00:04:18.687119+00:00",
+            {
+                "commit": "5b78858eb718649a31fb93d8dc96ca2cee41a4cd",
+                "dirty": False,
+                "date": "2015-08-15T00:04:18.687119+00:00",
+            },
+        ),
+        ({"id": "unversioned", "dirty": False, "branch": "(unknown)"}, None, {}),
+    ],
+)
+def test_the_commit_a_saved_run_measured(
+    tmp_path: Path, info: dict[str, Any], saved: str | None, expected: dict[str, Any]
+) -> None:
+    """``commit_info`` (pytest-benchmark's ``get_commit_info``) as the keys every format uses
+    to say which commit a run measured (``perfci import-history`` reads them)."""
+    bench = {"name": "test_a", "fullname": "t.py::test_a", "stats": {"mean": 0.5, "rounds": 3}}
+    doc: dict[str, Any] = {"machine_info": {}, "commit_info": info, "benchmarks": [bench]}
+    if saved:
+        doc["datetime"] = saved
+    path = tmp_path / "0001_run.json"
+    path.write_text(json.dumps(doc))
+    [profile] = registry.parse_file(path)
+    keys = ("commit", "commit_time", "branch", "dirty", "date")
+    assert {k: profile.metadata[k] for k in keys if k in profile.metadata} == expected
+    assert profile.metadata["commit_info"] == info  # the source's own block, kept as it is

@@ -67,8 +67,11 @@ def _data_js(folder: Path, entries: int = 10, suites: tuple[str, ...] = (SUITE,)
     return path
 
 
-def _pytest_benchmark_json(path: Path, slower: dict[str, float], seed: int) -> Path:
-    """What ``pytest --benchmark-json`` writes: 20 rounds of each test."""
+def _pytest_benchmark_json(
+    path: Path, slower: dict[str, float], seed: int, commit_info: dict[str, Any] | None = None
+) -> Path:
+    """What ``pytest --benchmark-json`` writes: 20 rounds of each test (``--benchmark-autosave``
+    adds the ``commit_info`` of the checkout)."""
     rng = np.random.default_rng(seed)
     benchmarks = []
     for name, mean in MEAN_S.items():
@@ -88,7 +91,10 @@ def _pytest_benchmark_json(path: Path, slower: dict[str, float], seed: int) -> P
         benchmarks.append(
             {"group": None, "name": name.split("::")[1], "fullname": name} | {"stats": stats}
         )
-    path.write_text(json.dumps({"machine_info": {"node": "runner"}, "benchmarks": benchmarks}))
+    doc: dict[str, Any] = {"machine_info": {"node": "runner"}, "benchmarks": benchmarks}
+    if commit_info is not None:
+        doc |= {"commit_info": commit_info, "datetime": "2026-10-02T08:00:00.123456"}
+    path.write_text(json.dumps(doc))
     return path
 
 
@@ -102,7 +108,8 @@ def _stored_commits(url: str, benchmark: str, capsys: pytest.CaptureFixture[str]
     args = ["-b", benchmark, "--project", PROJECT, "--database-url", url, "--json"]
     code = main(["runs", "list", *args])
     said = capsys.readouterr()
-    if code == 2 and f"has no benchmark named {benchmark!r}" in said.err:
+    nothing = (f"has no benchmark named {benchmark!r}", f"no project named {PROJECT!r}")
+    if code == 2 and any(text in said.err for text in nothing):
         return []
     assert code == 0, said.err
     return [run["commit"] for run in json.loads(said.out)]
@@ -170,7 +177,7 @@ def test_one_suite_of_several_and_the_errors_that_store_nothing(
     assert _import(migrated_url, history, "--benchmark", "kernels") == 2
     assert "--benchmark names one benchmark, but 2 suites" in capsys.readouterr().err
     assert _import(migrated_url, history, "--suite", "TPU") == 2
-    assert "no suite 'TPU'; it holds 'GPU', 'CPU'" in capsys.readouterr().err
+    assert "no suite 'TPU' in the history; it holds 'GPU', 'CPU'" in capsys.readouterr().err
 
     assert _import(migrated_url, history, "--suite", "CPU", "--branch", "develop", "--json") == 0
     result = json.loads(capsys.readouterr().out)
@@ -200,7 +207,8 @@ def test_a_history_is_not_one_run_and_one_run_is_not_a_history(
     run = _pytest_benchmark_json(tmp_path / "run.json", {}, seed=1)
     assert _import(migrated_url, run) == 2
     err = capsys.readouterr().err
-    assert "pytest_benchmark holds one run, not a history: store it with `perfci ingest`" in err
+    assert "pytest_benchmark holds one run that does not say its commit, not a history" in err
+    assert "perfci ingest --commit SHA" in err
 
 
 def test_an_import_goes_to_the_history_branch_in_one_push_for_ephemeral_runners(
@@ -261,3 +269,67 @@ def test_an_import_goes_to_the_history_branch_in_one_push_for_ephemeral_runners(
     assert result["baseline"]["runs"] == 8
     line = next(m for m in result["metrics"] if m["series"]["name"] == TEST_ID)
     assert line["verdict"] == "regression"
+
+
+def test_pytest_benchmark_saved_runs_are_a_history_of_their_commits(
+    migrated_url: str, tmp_path: Path, outside_git: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``pytest --benchmark-autosave`` keeps one file per run under ``.benchmarks/<machine>/``,
+    each with the commit it measured; a run of another branch is no baseline of main."""
+    saved = tmp_path / ".benchmarks" / "Linux-CPython-3.11-64bit"
+    saved.mkdir(parents=True)
+    for index in range(7):
+        sha = f"{index + 1:040x}"
+        info = {
+            "id": sha,
+            "time": f"2026-10-{index + 1:02d}T12:00:00+02:00",
+            "author_time": f"2026-10-{index + 1:02d}T11:00:00+02:00",
+            "dirty": index == 2,
+            "project": "kernels",
+            "branch": "feature/fused" if index == 6 else "main" if index else "(detached head)",
+        }
+        name = f"{index + 1:04d}_{sha}_20261002_080000_uncommited-changes.json"
+        _pytest_benchmark_json(saved / name, {}, 100 + index, commit_info=info)
+    capsys.readouterr()
+    assert _import(migrated_url, tmp_path / ".benchmarks", "-b", "attention", "--json") == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["created"], result["benchmarks"]) == (6, ["attention"])
+    assert result["other_branches"] == {"feature/fused": 1}
+    assert _stored_commits(migrated_url, "attention", capsys) == [
+        f"{i:040x}" for i in range(6, 0, -1)
+    ]
+
+    repeats = [
+        _pytest_benchmark_json(tmp_path / f"pr-{r}.json", {TEST_ID: 1.2}, 60 + r) for r in range(3)
+    ]
+    out = tmp_path / "report.json"
+    code = main(
+        [
+            "check",
+            *(a for f in repeats for a in ("--profile", str(f))),
+            *("--benchmark", "attention", "--project", PROJECT, "--database-url", migrated_url),
+            *("--branch", "feature", "--base-branch", "main", "--commit", "f" * 40),
+            *("--json-out", str(out)),
+        ]
+    )
+    report = json.loads(out.read_text())
+    assert code == 1 and report["baseline"]["runs"] == 6
+    line = next(m for m in report["metrics"] if m["series"]["name"] == TEST_ID)
+    assert line["verdict"] == "regression"
+
+
+def test_a_saved_run_without_its_commit_is_refused_and_nothing_is_written(
+    migrated_url: str, tmp_path: Path, outside_git: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "saved"
+    folder.mkdir()
+    sha = "a" * 40
+    _pytest_benchmark_json(folder / "0001.json", {}, 1, commit_info={"id": sha, "dirty": False})
+    # Outside git pytest-benchmark writes "unversioned": no commit to place the run on.
+    _pytest_benchmark_json(folder / "0002.json", {}, 2, commit_info={"id": "unversioned"})
+    capsys.readouterr()
+    assert _import(migrated_url, folder, "-b", "attention") == 2
+    assert "0002.json: pytest_benchmark holds one run that does not say its commit" in (
+        capsys.readouterr().err
+    )
+    assert _stored_commits(migrated_url, "attention", capsys) == []

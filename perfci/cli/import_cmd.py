@@ -15,10 +15,11 @@ if TYPE_CHECKING:
 
 
 def import_history_command(
-    file: Path = typer.Argument(
+    files: list[Path] = typer.Argument(
         ...,
         help="The history: github-action-benchmark's data.js (gh-pages) or its "
-        "external-data-json-path file.",
+        "external-data-json-path file; or saved runs that name their commit, such as "
+        "pytest-benchmark's .benchmarks/ folder (--benchmark-autosave).",
         show_default=False,
     ),
     suite: list[str] = typer.Option(
@@ -68,7 +69,7 @@ def import_history_command(
             bar.update(task, completed=done, total=total)
 
         result = import_history(
-            file,
+            files,
             suites=suite,
             benchmark=benchmark,
             branch=branch,
@@ -97,6 +98,7 @@ def _report(result: ImportResult, *, as_json: bool) -> None:
                     "runs": len(result.runs),
                     "created": result.created,
                     "empty_entries": result.empty,
+                    "other_branches": result.other_branches,
                     "benchmarks": result.benchmarks,
                     "history_branch": result.history_branch,
                     "history_pushed": result.history_pushed,
@@ -123,6 +125,11 @@ def _report(result: ImportResult, *, as_json: bool) -> None:
                 else "every run was there already"
             )
         )
+    if result.other_branches:
+        named = ", ".join(
+            f"{visible(name)}: {count}" for name, count in sorted(result.other_branches.items())
+        )
+        typer.echo(f"saved runs of other branches left out ({named})")
     if result.empty:
         typer.echo(f"{result.empty} entries without benches left out")
     if not result.runs:

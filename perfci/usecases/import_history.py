@@ -1,9 +1,15 @@
 """``perfci import-history``: store another tool's benchmark history as runs of its commits.
 
-A project moving from github-action-benchmark keeps its ``data.js``: every run of every suite
-since it started. Imported, each entry becomes one run of its commit on the baseline branch,
-at the commit's time, so that the first pull request checked by perfci already has a baseline
-and the weekly report a trend.
+Two kinds of history are read:
+
+* a history file (``registry.HISTORY_FORMATS``): github-action-benchmark's ``data.js``, every
+  run of every suite since it started, one profile per entry;
+* saved runs that each name their commit (``metadata["commit"]``): pytest-benchmark's
+  ``.benchmarks/`` folder (``--benchmark-autosave``), one run per file.
+
+Imported, each entry becomes one run of its commit on the baseline branch, at the commit's
+time, so that the first pull request checked by perfci already has a baseline and the weekly
+report a trend. A saved run that names another branch than the one imported is left out.
 
 Everything is parsed and checked before anything is written; then each run is stored in its
 own transaction under a key made of its commit and content, so an import that stops half way
@@ -17,8 +23,9 @@ runner the history was measured on.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -30,6 +37,7 @@ from perfci.model import Profile, RunContext
 from perfci.settings import Settings, get_settings
 from perfci.usecases.history import HistoryEntry, append_history
 from perfci.usecases.ingest import check_values, prepare_run
+from perfci.usecases.inputs import expand_inputs
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +60,8 @@ class ImportResult:
     runs: list[ImportedRun]
     #: Entries left out because they hold no benches.
     empty: int = 0
+    #: Saved runs left out because they name another branch: branch → runs.
+    other_branches: dict[str, int] = field(default_factory=dict)
     #: The history branch the runs were also pushed to, and how many it took (0: all there).
     history_branch: str | None = None
     history_pushed: int = 0
@@ -66,14 +76,30 @@ class ImportResult:
 
 
 @dataclass(frozen=True, slots=True)
+class _Entry:
+    """One run of the history: its suite, its profiles, and where its commit is said."""
+
+    suite: str
+    profiles: list[Profile]
+
+    @property
+    def metadata(self) -> dict[str, object]:
+        return self.profiles[0].metadata
+
+
+@dataclass(frozen=True, slots=True)
 class _Planned:
     benchmark: str
     context: RunContext
-    profile: Profile
+    entry: _Entry
+
+    @property
+    def repeats(self) -> list[list[Profile]]:
+        return [self.entry.profiles]
 
 
 def import_history(
-    path: Path,
+    paths: Path | Sequence[Path],
     *,
     suites: Sequence[str] = (),
     benchmark: str | None = None,
@@ -85,12 +111,15 @@ def import_history(
     format: str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> ImportResult:
-    """Store every entry of the history file ``path`` as a run of its commit.
+    """Store every entry of the history in ``paths`` as a run of its commit.
 
     Parameters
     ----------
+    paths
+        A history file, or saved runs that name their commit (files, or folders of them).
     suites
-        The suites to import (default: all); each is a benchmark of the same name.
+        The suites to import (default: all); each is a benchmark of the same name (saved runs
+        are one suite, named by their format's label, ``pytest-benchmark``).
     benchmark
         The benchmark name to store one suite under, instead of the suite's name.
     branch
@@ -106,8 +135,8 @@ def import_history(
     Raises
     ------
     ConfigError
-        The file is not a history, a named suite is not in it, or ``benchmark`` with several
-        suites; nothing is written.
+        A file is neither a history nor a run that names its commit, a named suite is not in
+        it, or ``benchmark`` with several suites; nothing is written.
     InvalidValue
         An entry holds a value perfci cannot store (negative, not finite); nothing is written.
     ParseError, UnknownFormatError
@@ -115,63 +144,82 @@ def import_history(
     """
     settings = get_settings({"database_url": database_url, "project": project, "history": history})
     branch = branch or settings.baseline_branch
-    profiles = _history_profiles(path, format)
-    chosen = _choose_suites(profiles, suites, benchmark, path)
+    entries = _entries([paths] if isinstance(paths, Path) else list(paths), format)
+    chosen = _choose_suites(entries, suites, benchmark)
     base = detect_run_context(
         settings.project, {"branch": branch, "environment": dict(environment or {})}
     )
-    selected = [p for p in profiles if _suite(p) in chosen]
+    selected = [e for e in entries if e.suite in chosen]
+    elsewhere = Counter(
+        str(e.metadata["branch"])
+        for e in selected
+        if e.metadata.get("branch") not in (None, branch)
+    )
     # An entry without benches (a failed job the action still recorded) is no run.
     planned = [
-        _Planned(benchmark or _suite(p), _entry_context(base, p), p) for p in selected if p.metrics
+        _Planned(benchmark or e.suite, _entry_context(base, e), e)
+        for e in selected
+        if any(p.metrics for p in e.profiles) and e.metadata.get("branch") in (None, branch)
     ]
     for plan in planned:  # every entry checked before the first write
-        check_values(prepare_run([[plan.profile]]))
+        check_values(prepare_run(plan.repeats))
     runs, where = _store(settings, planned, progress)
     history_branch = None if settings.server_url else parse_history(settings.history)
     pushed = 0
     if history_branch and planned:
-        entries = [
-            HistoryEntry(plan.context, plan.benchmark, [[plan.profile]], _when(plan.profile))
+        documents = [
+            HistoryEntry(plan.context, plan.benchmark, plan.repeats, _when(plan.entry))
             for plan in planned
         ]
-        message = f"perfci: import {len(entries)} run(s) from {path.name}"
-        pushed = append_history(settings, history_branch, entries, message=message)
+        message = f"perfci: import {len(documents)} run(s) of {', '.join(sorted(chosen))}"
+        pushed = append_history(settings, history_branch, documents, message=message)
     return ImportResult(
         project=base.project,
         branch=branch,
         where=where,
         runs=runs,
-        empty=len(selected) - len(planned),
+        empty=len(selected) - len(planned) - sum(elsewhere.values()),
+        other_branches=dict(elsewhere),
         history_branch=history_branch,
         history_pushed=pushed,
     )
 
 
-def _history_profiles(path: Path, format: str | None) -> list[Profile]:
-    profiles = parse_file(path, format=format)
-    kinds = {p.format for p in profiles}
-    if not profiles or not kinds <= HISTORY_FORMATS:
-        found = ", ".join(sorted(kinds)) or "no profiles"
-        raise ConfigError(
-            f"{path}: {found} holds one run, not a history: store it with `perfci ingest`"
-            f" (histories: {', '.join(sorted(HISTORY_FORMATS))})"
-        )
-    return profiles
+def _entries(paths: Sequence[Path], format: str | None) -> list[_Entry]:
+    """The runs of the history in ``paths`` (folders opened), each checked to name its commit.
 
-
-def _suite(profile: Profile) -> str:
-    return str(profile.metadata["suite"])
+    Raises
+    ------
+    ConfigError
+        A file that is neither a history nor a run naming its commit.
+    """
+    inputs = expand_inputs(paths, format=format)
+    entries: list[_Entry] = []
+    for path in inputs.files:
+        profiles = parse_file(path, format=format or inputs.detected.get(path))
+        if profiles and all(p.format in HISTORY_FORMATS for p in profiles):
+            entries += [_Entry(str(p.metadata["suite"]), [p]) for p in profiles]
+        elif profiles and all(p.metadata.get("commit") for p in profiles):
+            entries.append(_Entry(profiles[0].label, profiles))
+        else:
+            found = ", ".join(sorted({p.format for p in profiles})) or "no profiles"
+            raise ConfigError(
+                f"{path}: {found} holds one run that does not say its commit, not a history: "
+                f"store it with `perfci ingest --commit SHA` (histories: "
+                f"{', '.join(sorted(HISTORY_FORMATS))}, or saved runs that name their commit, "
+                f"such as pytest-benchmark's .benchmarks/ files)"
+            )
+    return entries
 
 
 def _choose_suites(
-    profiles: Sequence[Profile], suites: Sequence[str], benchmark: str | None, path: Path
+    entries: Sequence[_Entry], suites: Sequence[str], benchmark: str | None
 ) -> list[str]:
-    present = list(dict.fromkeys(_suite(p) for p in profiles))
+    present = list(dict.fromkeys(e.suite for e in entries))
     missing = [s for s in suites if s not in present]
     if missing:
         raise ConfigError(
-            f"{path}: no suite {', '.join(map(repr, missing))}; it holds "
+            f"no suite {', '.join(map(repr, missing))} in the history; it holds "
             f"{', '.join(map(repr, present))}"
         )
     chosen = list(suites) or present
@@ -183,12 +231,13 @@ def _choose_suites(
     return chosen
 
 
-def _entry_context(base: RunContext, profile: Profile) -> RunContext:
+def _entry_context(base: RunContext, entry: _Entry) -> RunContext:
     """The run context of one entry: its commit and time; no CI run or pull request of ours."""
+    commit_time = entry.metadata.get("commit_time")
     return replace(
         base,
-        commit=str(profile.metadata["commit"]),
-        commit_time=profile.metadata.get("commit_time"),
+        commit=str(entry.metadata["commit"]),
+        commit_time=str(commit_time) if commit_time else None,
         base_branch=None,
         merge_base=None,
         pr_number=None,
@@ -199,14 +248,14 @@ def _entry_context(base: RunContext, profile: Profile) -> RunContext:
     )
 
 
-def _created_at(profile: Profile) -> datetime | None:
-    """When the entry was measured (the action's ``date``), else its commit's time."""
-    moment = profile.metadata.get("date") or profile.metadata.get("commit_time")
-    return datetime.fromisoformat(moment) if moment else None
+def _created_at(entry: _Entry) -> datetime | None:
+    """When the entry was measured (its ``date``), else its commit's time."""
+    moment = entry.metadata.get("date") or entry.metadata.get("commit_time")
+    return datetime.fromisoformat(str(moment)) if moment else None
 
 
-def _when(profile: Profile) -> datetime:
-    return _created_at(profile) or datetime.now(UTC)
+def _when(entry: _Entry) -> datetime:
+    return _created_at(entry) or datetime.now(UTC)
 
 
 def _store(
@@ -219,7 +268,7 @@ def _store(
 
         for plan in planned:
             answer = submit_remote(
-                settings, context=plan.context, benchmark=plan.benchmark, repeats=[[plan.profile]]
+                settings, context=plan.context, benchmark=plan.benchmark, repeats=plan.repeats
             ).ingest
             runs.append(_imported(plan, answer.run_id, answer.created))
             if progress:
@@ -236,8 +285,8 @@ def _store(
                     session,
                     context=plan.context,
                     benchmark=plan.benchmark,
-                    repeats=[[plan.profile]],
-                    created_at=_created_at(plan.profile),
+                    repeats=plan.repeats,
+                    created_at=_created_at(plan.entry),
                 )
             runs.append(_imported(plan, result.run_id, result.created))
             if progress:

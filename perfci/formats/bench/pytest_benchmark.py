@@ -14,7 +14,9 @@ fixture ends it with a string) would make a mean of a few rounds look like the b
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +36,10 @@ LABEL = "pytest-benchmark"
 METADATA_KEYS = ("machine_info", "commit_info", "datetime", "version")
 #: Benchmark keys kept in a metric's attrs when the file gives them a value.
 ATTR_KEYS = ("group", "name", "param", "params", "extra_info")
+#: A git or Mercurial commit id (``unversioned`` outside a repository is none).
+_SHA = re.compile(r"^[0-9a-fA-F]{7,64}$")
+#: What ``get_commit_info`` writes when git names no branch.
+_NO_BRANCH = frozenset({"(unknown)", "(detached head)", "HEAD"})
 
 
 def sniff(head: Head) -> bool:
@@ -61,6 +67,7 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
             format=NAME,
         )
     metadata = {key: doc[key] for key in METADATA_KEYS if doc.get(key) is not None}
+    metadata.update(_provenance(doc))
     profile = Profile(label=LABEL, format=NAME, source=source, metadata=metadata)
     seen: set[str] = set()
     for index, entry in enumerate(doc["benchmarks"]):
@@ -74,6 +81,43 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     if not profile.metrics:
         profile.warnings.append("the file holds no benchmarks")
     return [profile]
+
+
+def _provenance(doc: dict[str, Any]) -> dict[str, Any]:
+    """The commit a saved run measured, as ``perfci import-history`` reads it from any format:
+    ``commit``, ``commit_time``, ``branch`` (when git named one), ``dirty``, and ``date`` (when
+    the run was saved).
+
+    pytest-benchmark's ``get_commit_info`` writes ``id`` (``unversioned`` outside git),
+    ``time`` (``%cI``), ``branch`` (``(detached head)``, ``(unknown)``) and ``dirty``;
+    ``datetime`` is the save time, naive UTC in older versions.
+    """
+    found: dict[str, Any] = {}
+    info = doc.get("commit_info")
+    if isinstance(info, dict) and _SHA.match(str(info.get("id", ""))):
+        found["commit"] = info["id"]
+        found["dirty"] = bool(info.get("dirty"))
+        when = _iso(info.get("time") or info.get("author_time"))
+        if when:
+            found["commit_time"] = when
+        branch = info.get("branch")
+        if isinstance(branch, str) and branch and branch not in _NO_BRANCH:
+            found["branch"] = branch
+    saved = _iso(doc.get("datetime"))
+    if saved:
+        found["date"] = saved
+    return found
+
+
+def _iso(value: Any) -> str | None:
+    """``value`` as an ISO 8601 time with its offset (UTC when it has none), or None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).isoformat()
 
 
 def _metric(entry: object, index: int, warnings: list[str], source: str) -> Metric:
