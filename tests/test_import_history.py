@@ -204,6 +204,13 @@ def test_a_history_is_not_one_run_and_one_run_is_not_a_history(
     assert "a history of 4 commit(s) (action_benchmark_history), not one run" in err
     assert "perfci import-history" in err
 
+    # A configured server without the database: the upload API would date every run today.
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("PERFCI_SERVER_URL", "https://perfci.example.com")
+        code = main(["import-history", str(history), "--project", PROJECT])
+    assert code == 2
+    assert "writes to the database, not through the upload API" in capsys.readouterr().err
+
     run = _pytest_benchmark_json(tmp_path / "run.json", {}, seed=1)
     assert _import(migrated_url, run) == 2
     err = capsys.readouterr().err

@@ -34,7 +34,7 @@ from perfci.errors import ConfigError
 from perfci.formats.registry import HISTORY_FORMATS, parse_file
 from perfci.history import parse_history
 from perfci.model import Profile, RunContext
-from perfci.settings import Settings, get_settings
+from perfci.settings import Settings, get_settings, redact_url
 from perfci.usecases.history import HistoryEntry, append_history
 from perfci.usecases.ingest import check_values, prepare_run
 from perfci.usecases.inputs import expand_inputs
@@ -136,13 +136,23 @@ def import_history(
     ------
     ConfigError
         A file is neither a history nor a run that names its commit, a named suite is not in
-        it, or ``benchmark`` with several suites; nothing is written.
+        it, ``benchmark`` with several suites, or a server URL without a database URL;
+        nothing is written.
     InvalidValue
         An entry holds a value perfci cannot store (negative, not finite); nothing is written.
     ParseError, UnknownFormatError
         The file cannot be read; nothing is written.
     """
     settings = get_settings({"database_url": database_url, "project": project, "history": history})
+    if settings.server_url and not database_url:
+        # The upload API stamps a run with the time it arrives: a year of history would all
+        # land in this week's report. The store takes each run's own time.
+        raise ConfigError(
+            f"PERFCI_SERVER_URL is set ({redact_url(settings.server_url)}): import-history "
+            f"writes to the "
+            f"database, not through the upload API (which dates every run by its upload); pass "
+            f"the server's --database-url"
+        )
     branch = branch or settings.baseline_branch
     entries = _entries([paths] if isinstance(paths, Path) else list(paths), format)
     chosen = _choose_suites(entries, suites, benchmark)
@@ -164,7 +174,7 @@ def import_history(
     for plan in planned:  # every entry checked before the first write
         check_values(prepare_run(plan.repeats))
     runs, where = _store(settings, planned, progress)
-    history_branch = None if settings.server_url else parse_history(settings.history)
+    history_branch = parse_history(settings.history)
     pushed = 0
     if history_branch and planned:
         documents = [
@@ -263,17 +273,6 @@ def _store(
 ) -> tuple[list[ImportedRun], str]:
     """Store each planned run in its own transaction; the runs and where they went."""
     runs: list[ImportedRun] = []
-    if settings.server_url:
-        from perfci.usecases.submit import submit_remote
-
-        for plan in planned:
-            answer = submit_remote(
-                settings, context=plan.context, benchmark=plan.benchmark, repeats=plan.repeats
-            ).ingest
-            runs.append(_imported(plan, answer.run_id, answer.created))
-            if progress:
-                progress(len(runs), len(planned))
-        return runs, settings.server_url
     from perfci.store.db import open_store
     from perfci.usecases.ingest import ingest_run
 
