@@ -461,6 +461,26 @@ def test_imported_log_with_equals_prefix_and_no_kernels(tmp_path: Path) -> None:
     ]
 
 
+def test_a_table_without_its_banner_is_read_whole(tmp_path: Path) -> None:
+    """A summary pasted alone (no ``Profiling result:`` line): the run starts at its header,
+    so every row is read, not only the first."""
+    text = (
+        HEADER + "\n"
+        " GPU activities:   62.64%  5.11732s     11200  456.90us  13.695us  1.3693ms  "
+        "kmeans_kernel(float*, int*, float*, int, int)\n"
+        "                   36.63%  2.99263s     11200  267.20us  13.695us  1.3693ms  other(int)\n"
+        "      API calls:  100.00%  624.30ms         1  624.30ms  624.30ms  624.30ms  "
+        "cudaMallocHost\n"
+    )
+    profile = _one(_write(tmp_path, text))
+    assert [(m.kind, m.name, m.total_ns) for m in profile.metrics] == [
+        (K.KERNEL, "kmeans_kernel(float*, int*, float*, int, int)", 5_117_320_000),
+        (K.KERNEL, "other(int)", 2_992_630_000),
+        (K.API, "cudaMallocHost", 624_300_000),
+    ]
+    assert profile.metadata["line"] == 1
+
+
 def test_old_layout_without_type_column(tmp_path: Path) -> None:
     text = (
         "==7== Profiling application: ./old\n"

@@ -1,1 +1,1 @@
-"""nvprof (CUDA <= 11 profiler): summary text and ``--csv`` output."""
+"""nvprof (CUDA <= 11 profiler): summary text and ``--csv`` output, ``--csv`` traces included."""

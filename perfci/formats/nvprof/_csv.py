@@ -3,12 +3,14 @@
 Each table is a quoted header row, an optional units row under it (``,%,us,,us,us,us,``:
 bare numbers in a column are in that unit), then one row per line. The rows go to the same
 metric builders as the text tables (``RunReader``): summary, unified memory, and the values
-of ``--metrics`` / ``--events`` kernels.
+of ``--metrics`` / ``--events`` kernels. Trace tables (``"Start","Duration",…,"Name"``) are
+summed per name by ``_trace``; their units row also names sizes and rates (``KB``, ``GB/s``).
 """
 
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable
 
 from perfci.formats.nvprof._runs import (
     COUNT_START,
@@ -18,9 +20,14 @@ from perfci.formats.nvprof._runs import (
     RunReader,
     Table,
 )
-from perfci.units import parse_int
+from perfci.formats.nvprof._trace import TraceSeries, classify
+from perfci.units import parse_duration, parse_int, parse_size
 
 _CSV_HEADER_FIRST = frozenset({"Type", "Time(%)", "Device", "Start", "Invocations", "Count"})
+_SIZE_UNITS = ("B", "KB", "MB", "GB", "TB")
+#: The cells a units row may hold: times, %, sizes and (trace tables) rates such as GB/s.
+_UNIT_CELLS = TIME_UNITS | {"", *_SIZE_UNITS} | {f"{unit}/s" for unit in _SIZE_UNITS}
+_LAUNCH = (("grids", ("Grid X", "Grid Y", "Grid Z")), ("blocks", ("Block X", "Block Y", "Block Z")))
 
 
 class CsvReader(RunReader):
@@ -36,10 +43,12 @@ class CsvReader(RunReader):
             kind = "metrics"
         elif {"Kernel", "Invocations", "Event Name", "Total"} <= columns.keys():
             kind = "events"
+        elif {"Start", "Duration", "Name"} <= columns.keys():
+            kind = "trace"
         else:
             self._skip(lineno, f"rows of the CSV table at line {lineno} with columns {line[:80]}")
             return
-        self.table = Table(kind, lineno, group=GPU, columns=columns)
+        self._open(Table(kind, lineno, group=GPU, columns=columns))
 
     def _csv_line(self, lineno: int, line: str, raw: str, table: Table) -> bool:
         cells = _csv(line)
@@ -47,11 +56,17 @@ class CsvReader(RunReader):
             return False  # the next table's header
         if table.expect_units:
             table.expect_units = False
-            if not line.startswith('"') and all(
-                c.strip() in TIME_UNITS or c.strip() in ("", "B", "KB", "MB", "GB") for c in cells
+            # A trace's units row may name a unit perfci has no use for (its Unified Memory
+            # column); any row without a digit is its units row, as data rows have a Start.
+            if not line.startswith('"') and (
+                all(c.strip() in _UNIT_CELLS for c in cells)
+                or (table.kind == "trace" and not any(c.isdigit() for c in line))
             ):
                 table.csv_units = [c.strip() or "" for c in cells]
                 return True
+        if table.kind == "trace" and not raw.endswith("\n"):
+            # A cut trace row may hold a cut name, which would start a series of its own.
+            return self._not_a_row(lineno, line, raw, table, COUNT_START)
         if len(cells) != len(table.columns or {}):
             if not raw.endswith("\n"):
                 return self._not_a_row(lineno, line, raw, table, COUNT_START)
@@ -89,6 +104,57 @@ class CsvReader(RunReader):
             self._ns(lineno, *self._cell(table, cells, column), column) for column in TIME_COLUMNS
         )
         self._add_summary(lineno, group, pct_value, count, name, times)
+
+    def _csv_trace(self, lineno: int, table: Table, cells: list[str]) -> None:
+        """One launch, copy or API call of a trace table, added to its name's series."""
+        columns = table.columns or {}
+        device = columns.get("Device")
+        kind, name, group = classify(
+            cells[columns["Name"]], None if device is None else cells[device].strip()
+        )
+        run = self.run or self._current(lineno)
+        series = run.traces.get((kind, name))
+        if series is None:
+            series = run.traces[kind, name] = TraceSeries(kind, name, group, table.line)
+        duration = self._trace_value(lineno, table, cells, "Duration", parse_duration)
+        size = (
+            self._trace_value(lineno, table, cells, "Size", parse_size)
+            if "Size" in columns
+            else None
+        )
+        if size is not None:
+            size = float(round(size))  # whole bytes: 1.003906 KB is 1028, not 1027.999744
+        launch = [
+            (what, "x".join(dims))
+            for what, axes in _LAUNCH
+            if all(dims := tuple(self._cell(table, cells, axis)[0].strip() for axis in axes))
+        ]
+        if device is not None and cells[device].strip():
+            launch.append(("devices", cells[device].strip()))
+        series.add(duration, size, launch)
+
+    def _trace_value(
+        self,
+        lineno: int,
+        table: Table,
+        cells: list[str],
+        column: str,
+        parse: Callable[..., float | None],
+    ) -> float | None:
+        """A Duration (ns) or Size (bytes) cell in the unit of the units row; not memoised, as
+        nearly every duration of a trace differs."""
+        cell, unit = self._cell(table, cells, column)
+        try:
+            return parse(cell, unit=unit)
+        except ValueError as exc:
+            noun, example = (
+                ("duration", "1.888000") if parse is parse_duration else ("size", "0.125000")
+            )
+            raise self._error(
+                lineno,
+                f"expected a {noun} such as {example} (in the units row's unit) in column "
+                f"{column}, got {cell!r} ({exc})",
+            ) from exc
 
     def _csv_um(self, lineno: int, table: Table, cells: list[str]) -> None:
         if device := self._cell(table, cells, "Device")[0]:

@@ -3,7 +3,8 @@
 ``RunReader`` holds the reader's state (the current ``Profiling result:`` run, section, NVTX
 scope, device, kernel and table) and turns the cells of one row, however it was read (text
 or ``--csv``), into metrics: summary rows, NVTX ranges, unified memory rows and the values
-of ``--metrics`` / ``--events`` kernels. ``finish_run`` adds the steps and the warnings.
+of ``--metrics`` / ``--events`` kernels; trace rows are summed per name (``_trace``).
+``finish_run`` adds the trace metrics, the steps and the warnings.
 """
 
 from __future__ import annotations
@@ -14,6 +15,14 @@ from typing import Any
 
 from perfci.errors import ParseError
 from perfci.formats._steps import collect_steps
+from perfci.formats.nvprof._trace import (
+    API_TRACE,
+    GPU_TRACE,
+    NCCL_PREFIXES,
+    UM_TRACE,
+    TraceSeries,
+    trace_metrics,
+)
 from perfci.model import Device, Metric, MetricKind, Profile
 from perfci.units import NS_PER_UNIT, parse_duration, parse_size
 
@@ -32,7 +41,7 @@ _HEADERS = (SUMMARY_HEADER, UM_HEADER, METRIC_HEADER, EVENT_HEADER, TRACE_HEADER
 COUNT_START = re.compile(r"\s*\d+\s")
 TIME_UNITS = frozenset(NS_PER_UNIT) | {"%"}
 TIME_COLUMNS = ("Time", "Avg", "Min", "Max")
-_NCCL = ("nccl", "void nccl")
+_NCCL = NCCL_PREFIXES
 
 GPU = "GPU activities"
 API = "API calls"
@@ -45,6 +54,7 @@ _TABLE_NAMES = {
     "um": "unified memory (Count Avg Size Min Size Max Size Total Size Total Time Name)",
     "metrics": "metric (Invocations Metric Name Description Min Max Avg)",
     "events": "event (Invocations Event Name Min Max Avg Total)",
+    "trace": "trace (Start Duration ... Name)",
 }
 
 
@@ -52,7 +62,7 @@ _TABLE_NAMES = {
 class Table:
     """The table being read: its kind, where it started, and per-column units."""
 
-    kind: str  # summary | um | metrics | events | skip
+    kind: str  # summary | um | metrics | events | trace | skip
     line: int
     group: str | None = None  # current Type group, for continuation rows
     units: tuple[str | None, ...] | None = None  # Time, Avg, Min, Max (``-u`` units row)
@@ -78,6 +88,7 @@ class Run:
     kernels: dict[tuple[str, str], Metric] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)
     um_names: set[str] = field(default_factory=set)
+    traces: dict[tuple[MetricKind, str], TraceSeries] = field(default_factory=dict)
 
 
 class RunReader:
@@ -101,13 +112,21 @@ class RunReader:
         self.table: Table | None = None
         self.cache: dict[Any, float | None] = {}
         self.cut_noted = False
+        self.text_trace: int | None = None  # the line of the first text trace table
 
     # --- runs ------------------------------------------------------------------------------
 
     def _skip(self, lineno: int, what: str) -> None:
         """Count the rows of a table perfci does not read, for a warning."""
-        self.table = Table("skip", lineno, what=what)
+        self._open(Table("skip", lineno, what=what))
         self._current(lineno).skipped[what] = 0
+
+    def _open(self, table: Table) -> None:
+        """Read the lines after ``table``'s header as its rows. A table before any ``Profiling
+        result:`` line (a log cut at its top, a table pasted alone) starts a run here, not at
+        its first row: starting a run ends the table being read."""
+        self._current(table.line)
+        self.table = table
 
     def _start_run(self, lineno: int, pid: str | None) -> None:
         command = self.command if pid is None or self.pid == pid else None
@@ -352,8 +371,10 @@ class RunReader:
 
 
 def finish_run(run: Run) -> Profile:
-    """Steps from the numbered ranges, and warnings for what was not read."""
+    """The trace metrics, steps from the numbered ranges, and warnings for what was not read."""
     profile = run.profile
+    if run.traces:
+        _add_traces(run)
     steps = collect_steps(run.ranges, device=Device.CPU)
     if steps:
         profile.metrics.extend(steps)
@@ -371,3 +392,25 @@ def finish_run(run: Run) -> Profile:
             "and have no times"
         )
     return profile
+
+
+def _add_traces(run: Run) -> None:
+    """The trace tables' metrics, less the groups and names other tables already give."""
+    names = run.names
+    covered = {
+        group
+        for group, summarised in (
+            (
+                GPU_TRACE,
+                names[MetricKind.KERNEL] or names[MetricKind.MEMORY] or names[MetricKind.COMM],
+            ),
+            (API_TRACE, names[MetricKind.API]),
+            (UM_TRACE, run.um_names),
+        )
+        if summarised
+    }
+    profile = run.profile
+    taken = {(m.kind, m.name) for m in profile.metrics if m.scope is None}
+    metrics, warnings = trace_metrics(run.traces, covered=covered, taken=taken)
+    profile.metrics.extend(metrics)
+    profile.warnings.extend(warnings)

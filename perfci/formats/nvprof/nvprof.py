@@ -1,4 +1,4 @@
-"""nvprof (CUDA ≤ 11 profiler) summary text and ``--csv`` output.
+"""nvprof (CUDA ≤ 11 profiler) summary text and ``--csv`` output, ``--csv`` traces included.
 
 What becomes which metric:
 
@@ -17,7 +17,22 @@ What becomes which metric:
 * ``Metric result`` / ``Event result`` (``--metrics`` / ``--events``) carry no times: each
   kernel becomes a ``kernel`` metric with ``calls`` = invocations and the raw values in
   ``attrs["nvprof_metrics"]`` / ``attrs["nvprof_events"]``, and the profile gets a warning.
-* GPU/API trace tables (``--print-gpu-trace``) are skipped with a warning naming the rows.
+* ``--csv`` GPU/API trace tables (``--print-gpu-trace`` / ``--print-api-trace``:
+  ``"Start","Duration",…,"Name"``, one row per launch, copy or call) are summed per name into
+  the metrics a summary row gives, with the same kind, name and device (``_trace``; a row
+  without a Device in a GPU trace is an API call, ``[Unified Memory …]`` rows are ``memory``
+  under their own name): ``calls``
+  = rows, ``samples_ns`` = each row's Duration in file order, ``total_ns`` / ``avg_ns`` /
+  ``min_ns`` / ``max_ns`` from them, ``bytes`` = the sum of Size (each row in whole bytes;
+  KB = 1024 bytes, as in the summary's unified memory table), the first distinct grids /
+  blocks / devices in ``attrs``. Rows without a Duration count as calls only. Kernel names
+  lose the `` [123]`` correlation id older builds append. When the same result also has a
+  summary table of a group (GPU activities, API calls, unified memory), the summary wins and a
+  warning names the trace rows not read. A trace row cut by the end of the file is not read
+  (a cut name would start a series of its own), with a warning.
+* Text trace tables (``--print-gpu-trace`` without ``--csv``) are not read: device and kernel
+  names hold spaces and cells overflow their columns. Beside a summary they are skipped with a
+  warning; a log with nothing else is a ``ParseError`` that says to re-run with ``--csv``.
 * ``--csv`` tables are read by column name, bare numbers in the unit of the units row under
   the header (``,%,us,,us,us,us,``); a text table's ``-u`` units line works the same way.
 
@@ -28,9 +43,10 @@ which goes on after them; inside a table a line that starts like a row but
 cannot be read is a ``ParseError``, except the file's unterminated last line, which a cut
 file leaves behind and which gives a warning instead.
 
-The file is streamed line by line; duration cells repeat a lot, so conversions are memoised.
-This module reads the text lines; ``_runs`` turns rows into metrics and
-``_csv`` reads the ``--csv`` tables.
+The file is streamed line by line; summary duration cells repeat a lot, so their conversions
+are memoised (a trace's are not: nearly all differ). This module reads the text lines;
+``_runs`` turns rows into metrics, ``_csv`` reads the ``--csv`` tables and ``_trace`` sums
+trace rows per name.
 """
 
 from __future__ import annotations
@@ -65,7 +81,7 @@ if TYPE_CHECKING:
 NAME = "nvprof"
 DESCRIPTION = (
     "nvprof summary text and --csv (GPU activities, API calls, NVTX ranges, "
-    "unified memory, metrics/events)"
+    "unified memory, metrics/events, --csv GPU/API traces)"
 )
 
 _RESULT_WORDS = (
@@ -76,6 +92,9 @@ _SNIFF = re.compile(
     rf"(?m)^(?:==\d+==|={{8}})\s*{_RESULT_WORDS}"
     r"|^\s*(?:Type\s+)?Time\(%\)\s+Time\s+Calls\s+Avg\s+Min\s+Max\s+Name\s*$"
     r'|^"Type","Time\(%\)","Time","Calls","Avg","Min","Max","Name"\r?\n,%,'
+    # Trace tables: the --csv header with its units row, or the text GPU trace header.
+    r'|^"Start","Duration","(?:Grid X","Grid Y","Grid Z"|Name")[^\n]*\n(?:[mun]?s,){2}'
+    r"|^\s*Start\s+Duration\s+Grid Size\s+Block Size\s+Regs\*"
 )
 _BANNER = re.compile(r"(?:==(\d+)==|={8})\s*(.*)")
 _ROW = re.compile(
@@ -95,7 +114,8 @@ _TOTAL = re.compile(r"(Total [A-Za-z ]+):\s*(\d+)")
 
 
 def sniff(head: Head) -> bool:
-    """An nvprof banner (``==PID== Profiling result:`` …), summary header or CSV header."""
+    """An nvprof banner (``==PID== Profiling result:`` …), a summary or trace header, or a
+    ``--csv`` summary or trace header with its units row."""
     return _SNIFF.search(head.text) is not None
 
 
@@ -186,20 +206,22 @@ class _Reader(CsvReader):
         stripped = line.strip()
         if header := SUMMARY_HEADER.match(line):
             group = None if header.group(1) else (API if self.section == "api" else GPU)
-            self.table = Table("summary", lineno, group=group, text_summary=True)
+            self._open(Table("summary", lineno, group=group, text_summary=True))
         elif line.startswith('"') and '","' in line:
             self._csv_header(lineno, line)
         elif UM_HEADER.match(line):
-            self.table = Table("um", lineno)
+            self._open(Table("um", lineno))
         elif METRIC_HEADER.match(line):
-            self.table = Table("metrics", lineno)
+            self._open(Table("metrics", lineno))
         elif EVENT_HEADER.match(line):
-            self.table = Table("events", lineno)
+            self._open(Table("events", lineno))
         elif TRACE_HEADER.match(line):
+            if self.text_trace is None:
+                self.text_trace = lineno
             self._skip(
                 lineno,
-                f"rows of the trace table at line {lineno} (perfci reads the "
-                "summary: run without --print-gpu-trace / --print-api-trace)",
+                f"rows of the trace table at line {lineno} (perfci reads trace tables "
+                "printed with --csv only)",
             )
         elif self.run is not None and _ROW.fullmatch(line):
             raise self._error(
@@ -322,10 +344,20 @@ class _Reader(CsvReader):
 
     def finish(self) -> list[Profile]:
         profiles = [profile for run in self.runs if (profile := finish_run(run)).metrics]
+        if not profiles and self.text_trace is not None:
+            raise ParseError(
+                "this is nvprof's text trace (--print-gpu-trace / --print-api-trace without "
+                "--csv), which perfci cannot read reliably: device and kernel names hold "
+                "spaces. Re-run nvprof with --csv, e.g. "
+                "'nvprof --print-gpu-trace --csv --log-file trace.csv ./app'",
+                source=self.source,
+                line=self.text_trace,
+                format=NAME,
+            )
         if not profiles:
             raise ParseError(
                 "no nvprof result found: expected a 'Profiling result:' block "
-                "with GPU activities / API calls rows, or nvprof --csv tables",
+                "with GPU activities / API calls rows, or nvprof --csv tables (summary or trace)",
                 source=self.source,
                 format=NAME,
             )
