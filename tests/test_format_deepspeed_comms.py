@@ -126,3 +126,40 @@ def test_a_log_without_records_is_an_error_naming_what_was_expected(tmp_path: Pa
     with pytest.raises(ParseError, match="no DeepSpeed communication record") as caught:
         registry.parse_file(path, format="deepspeed_comms")
     assert caught.value.format == "deepspeed_comms"
+
+
+def _aicb(op: str, group: str, ms: float, size: str, algbw: str, busbw: str) -> str:
+    """AICB's ``LogItem.view_as_ds_log`` (``log_analyzer/log.py``): DeepSpeed's line with a
+    comm group, AICB's enums as they print, and its GiB/s bandwidths labelled "(GB)"."""
+    line = f"[RANK 0] comm op: {op} | comm group: {group} | time (ms): {ms:.2f}"
+    if size == "0":
+        return line + " | msg size: 0 | algbw (GB): 0 | busbw (GB): 0"
+    return line + f" | msg size: {size} | algbw (GB): {algbw}  | busbw (GB): {busbw} "
+
+
+def test_aicb_log_lines_are_collectives_of_their_group(tmp_path: Path) -> None:
+    lines = [
+        _aicb("CommType.all_reduce", "CommGroup.dp_group", 12.5, "64.0 MB", "5.00", "8.75"),
+        _aicb("CommType.computation", "None", 3.1, "0", "", ""),
+        _aicb("CommType.all_reduce", "CommGroup.dp_group", 12.7, "64.0 MB", "4.92", "8.61"),
+        _aicb("CommType.all_gather", "CommGroup.tp_group", 0.8, "2.0 MB", "2.44", "1.83"),
+    ]
+    path = _write(tmp_path, lines)
+    assert registry.detect(path).name == "deepspeed_comms"
+    profile = _one(path)
+    assert [m.name for m in profile.metrics] == [
+        "all_reduce[dp_group] 64.0 MB",
+        "all_gather[tp_group] 2.0 MB",
+    ]
+    reduce = _get(profile, "all_reduce[dp_group] 64.0 MB")
+    assert (reduce.calls, reduce.samples_ns, reduce.bytes) == (
+        2,
+        [12_500_000.0, 12_700_000.0],
+        2 * 64 * 2**20,
+    )
+    assert reduce.attrs["busbw_gib_s"] == pytest.approx(8.68)
+    assert "algbw_gbps" not in reduce.attrs  # AICB's "(GB)" is GiB/s, not DeepSpeed's Gbps
+    assert profile.warnings == [
+        "1 line(s) of compute time or of no message (AICB's CommType.computation, msg size 0) "
+        "are not communication; not read"
+    ]

@@ -14,6 +14,16 @@ The summary, per operation and message size::
     all_reduce
                         98.25 MB            12                  113.52              9.46 ...
 
+Alibaba AICB prints its measured collectives in the same shape (``LogItem.view_as_ds_log``,
+``log_analyzer/log.py``), with the comm group and its enums as they print::
+
+    [RANK 0] comm op: CommType.all_reduce | comm group: CommGroup.dp_group | time (ms): 12.50 |
+    msg size: 64.0 MB | algbw (GB): 5.00  | busbw (GB): 8.75
+
+The op is then AICB's own name for it, ``all_reduce[dp_group]`` (its CSV's), and the
+bandwidths are GiB/s (``calc_bw_log``), kept as ``algbw_gib_s``; a ``computation`` entry (or a
+zero-size message) is compute time, not communication, and is counted in a warning.
+
 What becomes which metric: each (operation, message size) is one ``comm`` metric named
 ``<op> <size>`` (``all_reduce 98.25 MB``; a caller goes in brackets after the op), with
 ``calls``, ``bytes`` (the size × calls; DeepSpeed prints sizes in 1024-based units, rounded to
@@ -46,12 +56,15 @@ DESCRIPTION = "DeepSpeed comms_logger output: per-collective lines and log_summa
 _NUMBER = r"[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?"
 _SIZE = rf"(?P<size>{_NUMBER} ?(?:B|KB|MB|GB|TB))"
 _OP_LINE = re.compile(
-    r"(?:\[Rank (?P<rank>\d+)\] )?(?:rank=\d+ \| )?comm op: (?P<op>[^|]+?)"
+    r"(?:\[(?:Rank|RANK) (?P<rank>\d+)\] )?(?:rank=\d+ \| )?comm op: (?P<op>[^|]+?)"
+    r"(?: \| comm group: (?P<group>[^|]+?))?"
     r"(?: \| \[Caller Func: (?P<caller>[^\]]*)\])?"
-    rf" \| time \(ms\): (?P<ms>{_NUMBER}) \| msg size: {_SIZE}"
-    rf"(?: \| algbw \(Gbps\): (?P<algbw>{_NUMBER}))?"
-    rf"(?: +\| busbw \(Gbps\): (?P<busbw>{_NUMBER}))?"
+    rf" \| time \(ms\): (?P<ms>{_NUMBER}) \| msg size: (?:{_SIZE}|(?P<zero>0))"
+    rf"(?: \| algbw \((?P<unit>Gbps|GB)\): (?P<algbw>{_NUMBER}))?"
+    rf"(?: +\| busbw \((?:Gbps|GB)\): (?P<busbw>{_NUMBER}))?"
 )
+#: AICB's stand-in for compute time between collectives (``CommType.computation``).
+_COMPUTATION = "computation"
 _SUMMARY_HEADER = re.compile(r"^Comm\. Op +Message Size +Count +Total Latency\(ms\)")
 _SUMMARY_ROW = re.compile(
     rf"^ {{10,}}{_SIZE} +(?P<count>\d+) +(?P<total>{_NUMBER}) +(?P<avg>{_NUMBER})"
@@ -67,7 +80,8 @@ _NS_PER_MS = 1e6
 _Key = tuple[str, str | None, str]
 
 _SNIFF_OP = re.compile(
-    rf"comm op: [^|\n]+(?: \| \[Caller Func: [^\]\n]*\])? \| time \(ms\): {_NUMBER} \| msg size: "
+    r"comm op: [^|\n]+(?: \| comm group: [^|\n]+)?(?: \| \[Caller Func: [^\]\n]*\])?"
+    rf" \| time \(ms\): {_NUMBER} \| msg size: "
 )
 _SNIFF_SUMMARY = re.compile(r"(?m)^Comm\. Op +Message Size +Count +Total Latency\(ms\)")
 
@@ -90,6 +104,8 @@ class _Series:
     calls: int = 0
     total_ms: float | None = None
     avg_ms: float | None = None
+    #: DeepSpeed prints Gbps (gigabits); AICB prints "(GB)", its GiB/s (``calc_bw_log``).
+    bandwidth: str = "gbps"
 
     @property
     def name(self) -> str:
@@ -104,6 +120,7 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     in_summary = False
     op: tuple[str, str | None] | None = None
     warnings: list[str] = []
+    computations = 0
     with open_text(path, format=NAME) as handle:
         for number, line in enumerate(handle, 1):
             text = line.rstrip("\r\n")
@@ -111,6 +128,9 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
                 if not line.endswith("\n"):
                     warnings.append(f"line {number}, the file's last line, was cut short")
                     break
+                if _enum_value(match["op"]) == _COMPUTATION or match["zero"] is not None:
+                    computations += 1
+                    continue
                 _add_call(ranks.setdefault(match["rank"] or "", {}), match)
                 continue
             if _SUMMARY_HEADER.match(text):
@@ -133,6 +153,11 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
                 op = (named["op"], named["caller"])
             else:
                 in_summary = False
+    if computations:
+        warnings.append(
+            f"{computations} line(s) of compute time or of no message (AICB's "
+            f"CommType.computation, msg size 0) are not communication; not read"
+        )
     if ranks:
         return [
             _profile(path, rank, series, warnings, len(ranks)) for rank, series in ranks.items()
@@ -148,9 +173,14 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
 
 
 def _add_call(series: dict[_Key, _Series], match: re.Match[str]) -> None:
-    op, caller, size = match["op"].strip(), match["caller"], _size_text(match["size"])
+    op, caller, size = _enum_value(match["op"]), match["caller"], _size_text(match["size"])
+    group = _enum_value(match["group"] or "")
+    if group and group != "None":
+        op = f"{op}[{group}]"  # AICB's own name for a collective of a group (its CSV's)
     found = series.setdefault((op, caller, size), _Series(op, caller, size))
     found.calls += 1
+    if match["unit"] == "GB":
+        found.bandwidth = "gib_s"
     found.times_ms.append(float(match["ms"]))
     if match["algbw"] is not None:
         found.algbw.append(float(match["algbw"]))
@@ -169,6 +199,11 @@ def _add_summary_row(
     found.total_ms, found.avg_ms = float(row["total"]), float(row["avg"])
     if row["algbw"] is not None:
         found.algbw, found.busbw = [float(row["algbw"])], [float(row["busbw"])]
+
+
+def _enum_value(text: str) -> str:
+    """``CommType.all_reduce`` (AICB prints its enums) → ``all_reduce``; DeepSpeed's as is."""
+    return text.strip().rpartition(".")[2] if text.strip().startswith("Comm") else text.strip()
 
 
 def _size_text(text: str) -> str:
@@ -194,9 +229,9 @@ def _metric(found: _Series) -> Metric:
     if found.caller:
         attrs["caller"] = found.caller
     if found.algbw:
-        attrs["algbw_gbps"] = statistics.fmean(found.algbw)
+        attrs[f"algbw_{found.bandwidth}"] = statistics.fmean(found.algbw)
     if found.busbw:
-        attrs["busbw_gbps"] = statistics.fmean(found.busbw)
+        attrs[f"busbw_{found.bandwidth}"] = statistics.fmean(found.busbw)
     times = [ms * _NS_PER_MS for ms in found.times_ms]
     total: float | None = sum(times) if times else _ns(found.total_ms)
     avg: float | None = statistics.fmean(times) if times else _ns(found.avg_ms)
