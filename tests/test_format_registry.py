@@ -28,6 +28,7 @@ DETECTION_ORDER = (
     "action_benchmark",
     "action_benchmark_history",
     "torchbench",
+    "hf_trainer",
     "mlperf_log",
     "bmf",
     "ncu_csv",

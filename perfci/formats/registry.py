@@ -24,6 +24,7 @@ from perfci.formats.bench import (
     bmf,
     dynamo_csv,
     google_benchmark,
+    hf_trainer,
     optimum_benchmark,
     pytest_benchmark,
     torchbench,
@@ -91,6 +92,7 @@ PARSERS: tuple[FormatParser, ...] = (
     action_benchmark,
     action_benchmark_history,  # window.BENCHMARK_DATA = {...}, or its JSON object
     torchbench,
+    hf_trainer,  # trainer_state.json's keys, or a flat object of numbers with <split>_runtime
     mlperf_log,
     bmf,  # no marker key: after every other JSON format
     ncu_csv,  # a quoted "ID",…,"Kernel Name" header: before the text and CSV tables
