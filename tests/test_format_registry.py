@@ -41,6 +41,7 @@ DETECTION_ORDER = (
     "pytorch_table",
     "megatron_trace",
     "deepspeed_comms",
+    "megatron_log",
     "simai_results",
     "workload_table",
 )

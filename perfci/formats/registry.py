@@ -38,6 +38,7 @@ from perfci.formats.protocol import FormatParser, Head
 from perfci.formats.pytorch import chrome_trace, pytorch_table
 from perfci.formats.workload import (
     deepspeed_comms,
+    megatron_log,
     megatron_trace,
     simai_results,
     workload_table,
@@ -105,6 +106,7 @@ PARSERS: tuple[FormatParser, ...] = (
     pytorch_table,
     megatron_trace,
     deepspeed_comms,
+    megatron_log,  # a Megatron-DeepSpeed log with comms_logger lines stays deepspeed_comms's
     simai_results,  # a fixed SimAI header or summary line 1: before the generic tables
     workload_table,
 )

@@ -1,0 +1,770 @@
+"""Megatron-LM's training log: the stdout of ``pretrain_gpt.py`` & co. that every Megatron CI
+job prints, read for its iteration time, throughput, timers and memory.
+
+What Megatron prints (NVIDIA/Megatron-LM ``megatron/training/training.py::training_log``, before
+it ``megatron/training.py``; microsoft/Megatron-DeepSpeed's copy adds fields), from the last rank,
+one line every ``--log-interval`` iterations (current versions also after the first iteration)::
+
+     [2025-11-28 18:48:17.123456] iteration       50/    5000 | consumed samples:  51200 |
+     elapsed time per iteration (ms): 61674.3 | throughput per GPU (TFLOP/s/GPU): 68.2 |
+     learning rate: 1.000000E-04 | global batch size:  1024 | lm loss: 6.258318E+00 |
+     loss scale: 1.0 | grad norm: 1.520 | number of skipped iterations:   0 |
+     number of nan iterations:   0 |
+
+(one line; older versions print no timestamp, or one without microseconds). After the first
+logged iterations (and around checkpoint saves), ``report_memory`` (``megatron/training/
+utils.py``; MB = 1024² bytes), one line per model-parallel rank of data-parallel rank 0::
+
+    [Rank 0] (after 10 iterations) memory (MB) | allocated: 1550.40 | max allocated: 20561.49 |
+    reserved: 28404.00 | max reserved: 28404.00
+
+and, with ``--timing-log-level`` ≥ 1, ``Timers.log`` (``megatron/core/timers.py``) in one of
+``--timing-log-option``'s shapes (``minmax`` by default; current versions log it through
+``logging``, whose prefix ``INFO:megatron.core.timers:`` goes before the header)::
+
+    (min, max) time across ranks (ms):            max time across ranks (ms):
+        forward-backward ...............: (1.0, 2.0)     forward-backward ........: 2.00
+    times across ranks (ms):
+      forward-backward:
+         rank  0: 1.00
+
+or, in old Megatron (``megatron/global_vars.py``), one line of rank 0's times:
+``time (ms) | forward-compute: 1.23 | backward-compute: 4.56``.
+
+What becomes which metric (times in ns):
+
+* ``iteration`` (``step``, gpu): one sample per logged line, its ``elapsed time per iteration
+  (ms)`` (``(s)`` in BigScience's Megatron-DeepSpeed): the ``interval-time`` timer over the
+  iterations since the previous line, divided by their number, skipped ones included. Megatron's
+  timers synchronise the device at both ends (``torch.cuda.synchronize``): this is the GPU's time
+  as the host sees it, marked ``gpu`` like ``megatron_trace``'s iteration. Warm-up: the first
+  interval of a run (its first iteration compiles, grows the allocator, waits for a checkpoint)
+  when there are at least 3; when the first line is off the ``--log-interval`` grid (the first
+  iteration printed on its own) the next interval too when there are at least 4, as it averages
+  that iteration in again (current Megatron keeps its accumulators) or starts right after it;
+  then any further leading interval ``_steps.detect_warmup`` finds slow. ``--option warmup=N``
+  sets the count instead.
+* ``throughput per GPU`` (``TFLOP/s/GPU``, in ``flop/s``), ``energy per iteration per GPU``
+  (``J``), and Megatron-DeepSpeed's ``samples per second``, ``tokens per second per GPU``
+  (``tgs``) and ``TFLOPs``: ``measure`` metrics with one sample per line (the same warm-up),
+  their steady mean as ``value``; rates are higher-is-better. Loss, learning rate, grad norm and
+  loss scale are not performance: the last line's values go to ``metadata["last_values"]``.
+* each timer printed after an iteration line: a ``range`` (gpu, as above) with one sample per
+  interval, its maximum across ranks (the minimums in ``attrs``). Megatron divides a timer's
+  interval total by ``--log-interval``, also for the lone first-iteration line: that one is
+  scaled back to the iteration's time. ``total_ns`` sums the intervals' totals (sample × log
+  interval), the first-iteration line left out (the next line holds it again in current
+  Megatron). Timers printed elsewhere (setup, checkpoint save and load, anything before the first
+  iteration line) time one event, not iterations: their max in ms goes to
+  ``metadata["other_timers_ms"]``.
+* ``peak allocated memory`` / ``peak reserved memory`` (``measure``, bytes, lower is better): the
+  largest ``max allocated`` / ``max reserved`` of every ``report_memory`` line, over ranks; with
+  several ranks, each rank's own as a ``counter`` scoped ``rank N``.
+* ``profile.steps``: the iterations the logged intervals cover (the last logged iteration minus
+  the run's start: ``successfully loaded checkpoint … at iteration N``, else the first line's).
+
+Metadata: ``train_iters``, the first and last logged iteration, ``log_interval`` (from the
+``arguments`` block Megatron prints first, else the spacing of the lines), the global batch size
+(a warning when it changes: ``--rampup-batch-size`` mixes iteration times of different sizes),
+skipped and NaN iteration counts (a warning when not 0), parallel sizes and intervals from the
+arguments (``metadata["arguments"]``), the first and last timestamp.
+
+Several runs in one log (a restart appended to the same file: a new ``arguments`` block or
+``[before the start of training step]`` after iteration lines, or iteration numbers going back)
+give one profile per run, labelled ``megatron #N``: each run has its own warm-up and may have
+another configuration, so their intervals cannot be one series with leading warm-up only. A log
+of one run gives one profile labelled ``megatron``.
+
+Noise is skipped line by line (records are found anywhere in a line): rank prefixes of
+torchrun/srun (``[default7]:``, `` 7: ``), logger prefixes, warnings, NCCL output, tqdm,
+validation results. A last line cut short is left out with a warning.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from itertools import pairwise
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from perfci.errors import ConfigError, ParseError
+from perfci.formats._steps import detect_warmup, step_metric
+from perfci.formats._text_lines import open_text
+from perfci.model import Better, Device, Metric, MetricKind, Profile
+
+if TYPE_CHECKING:
+    from perfci.formats.protocol import Head
+
+NAME = "megatron_log"
+DESCRIPTION = (
+    "Megatron-LM training log (pretrain_gpt.py stdout): iteration time, throughput, timers, memory"
+)
+
+LABEL = "megatron"
+NS_PER_MS = 1e6
+BYTES_PER_MB = 1024 * 1024  # report_memory: mega_bytes = 1024.0 * 1024.0
+_NUMBER = r"[-+]?\d{1,30}(?:\.\d{0,30})?(?:[eE][-+]?\d{1,4})?"
+_NUMBER_TEXT = re.compile(_NUMBER)
+
+# " iteration      50/    5000 |" (Megatron-DeepSpeed: the same; some forks "==> iteration").
+_ITERATION = re.compile(r"(?<![\w-])iteration\s+(?P<n>\d{1,15})\s*/\s*(?P<of>\d{1,15})\s*\|")
+_ELAPSED = re.compile(r"^elapsed time per iteration \((?P<unit>ms|s)\)$")
+_TIMESTAMP = re.compile(r"\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)\]\s+$")
+_TIMER_HEADER = re.compile(
+    r"(?P<kind>\(min, max\) time|(?<![\w)])max time|(?<!\w)times) across ranks \(ms\):\s*$"
+)
+# "    forward-backward ......: (1.00, 2.00)": the name and a space, padded with dots to 48.
+_TIMER_ENTRY = re.compile(
+    rf"(?:^|\s)(?P<name>[^\s.]\S*?) \.*: (?:\((?P<min>{_NUMBER}), (?P<max>{_NUMBER})\)"
+    rf"|(?P<value>{_NUMBER}))\s*$"
+)
+_TIMER_ALL_NAME = re.compile(r"(?:^|\s)(?P<name>[^\s:]\S*?):\s*$")
+_TIMER_ALL_RANK = re.compile(rf"(?:^|\s)rank\s+(?P<rank>\d{{1,9}}): (?P<value>{_NUMBER})\s*$")
+_TIMER_LINE = re.compile(r"(?:^|[\s:\]>])time \(ms\) \|(?P<fields>.*)$")  # old Megatron
+_DEEPSPEED_TIMER = re.compile(r"\[Rank \d+\] time \(ms\)")  # DeepSpeed's engine timers
+_MEMORY = re.compile(r"(?:\[Rank (?P<rank>\d{1,9})\] )?\([^)]*\) memory \(MB\) \|(?P<fields>.*)$")
+_ARGS_START = re.compile(r"-{24} arguments -{24}")
+# "  log_interval ........ 10": two spaces, the name, dots to column 50, the value (no colon).
+_ARG = re.compile(r"(?<![\w.])(?P<name>[a-z][a-z0-9_]*) \.{3,} (?P<value>\S.*?)\s*$")
+_LOADED = re.compile(r"successfully loaded checkpoint from .* at iteration (?P<n>\d{1,15})")
+
+_SNIFF_ITERATION = re.compile(
+    r"(?<![\w-])iteration\s+\d+\s*/\s*\d+\s*\|[^\n]*?elapsed time per iteration \((?:ms|s)\):"
+)
+# A long preamble (the arguments alone are tens of KB, NCCL_DEBUG output far more) can push the
+# first iteration line past the sniffed head: Megatron's own banners mark the log as well.
+_SNIFF_SETUP = re.compile(r"-{24} arguments -{24}|using world size: \d+, data-parallel size: \d+")
+
+#: Per-line fields that are performance: printed key → (metric name, unit, scale, better).
+_MEASURES: dict[str, tuple[str, str, float, Better]] = {
+    "throughput per GPU (TFLOP/s/GPU)": ("throughput per GPU", "flop/s", 1e12, Better.HIGHER),
+    "energy per GPU (J/iter/GPU)": ("energy per iteration per GPU", "J", 1.0, Better.LOWER),
+    # microsoft/Megatron-DeepSpeed's training_log.
+    "samples per second": ("samples per second", "samples/s", 1.0, Better.HIGHER),
+    "tokens per gpu per second (tgs)": ("tokens per second per GPU", "tokens/s", 1, Better.HIGHER),
+    # argonne-lcf/Megatron-DeepSpeed's spelling, seen in its README's logs.
+    "tokens per gpu per second(tgs)": ("tokens per second per GPU", "tokens/s", 1, Better.HIGHER),
+    "TFLOPs": ("TFLOPs", "flop/s", 1e12, Better.HIGHER),
+}
+_ONE_LINE = "time (ms)"  # the shape of old Megatron's one-line timers
+_SKIPPED = "number of skipped iterations"
+_NAN = "number of nan iterations"
+_BATCH = "global batch size"
+#: Fields kept neither as metrics nor as last values.
+_NOT_VALUES = frozenset({_SKIPPED, _NAN, _BATCH, "power per GPU (W/GPU)"})
+#: Timers that time one event, not the iterations of an interval.
+_ONE_OFF_TIMERS = frozenset(
+    {
+        "save-checkpoint",
+        "save-checkpoint-non-persistent",
+        "load-checkpoint",
+        "model-and-optimizer-setup",
+        "train/valid/test-data-iterators-setup",
+        "evaluate",
+    }
+)
+#: Arguments (of Megatron's ``arguments`` block) kept as metadata.
+_ARGS = frozenset(
+    {
+        "log_interval",
+        "train_iters",
+        "world_size",
+        "data_parallel_size",
+        "tensor_model_parallel_size",
+        "pipeline_model_parallel_size",
+        "context_parallel_size",
+        "expert_model_parallel_size",
+        "micro_batch_size",
+        "global_batch_size",
+        "seq_length",
+        "num_layers",
+        "hidden_size",
+        "timing_log_level",
+        "timing_log_option",
+    }
+)
+_MEMORY_FIELDS = (
+    ("max allocated", "peak allocated memory"),
+    ("max reserved", "peak reserved memory"),
+)
+
+
+def sniff(head: Head) -> bool:
+    """An iteration line with its elapsed time, or Megatron's ``arguments`` / world-size banner."""
+    return bool(_SNIFF_ITERATION.search(head.text) or _SNIFF_SETUP.search(head.text))
+
+
+# --- reading --------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Interval:
+    """One iteration line: the interval since the previous one."""
+
+    iteration: int
+    line: int
+    elapsed_ns: float
+    fields: dict[str, float]
+    raw: str  # the fields as printed: a repeated line is a duplicate, not a new run
+
+
+@dataclass(slots=True)
+class _Run:
+    """One training run of the log: its arguments, iteration lines, timers and memory."""
+
+    args: dict[str, str] = field(default_factory=dict)
+    loaded: int | None = None
+    train_iters: int | None = None
+    intervals: list[_Interval] = field(default_factory=list)
+    # timer name → (interval index, max ms, min ms or None) per interval it was printed in
+    timers: dict[str, list[tuple[int, float, float | None]]] = field(default_factory=dict)
+    timer_shapes: dict[str, str] = field(default_factory=dict)  # timer name → block kind
+    other_timers: dict[str, float] = field(default_factory=dict)
+    timed: int = -1  # the last interval a timer block was attached to
+    memory: dict[int | None, dict[str, float]] = field(default_factory=dict)
+    memory_reports: int = 0
+    timestamps: tuple[str, str] | None = None  # the first and the last
+    duplicates: int = 0
+    unreadable: int = 0
+
+
+@dataclass(slots=True)
+class _Block:
+    """A timer block being read: its shape and ``name → (max ms, min ms or None)``."""
+
+    kind: str
+    entries: dict[str, tuple[float, float | None]] = field(default_factory=dict)
+    current: str | None = None  # the ``times across ranks`` shape: the timer being read
+    ranks: list[float] = field(default_factory=list)
+
+
+class _Reader:
+    """Feeds the log line by line into runs."""
+
+    def __init__(self) -> None:
+        self.runs: list[_Run] = [_Run()]
+        self.block: _Block | None = None
+        self.warnings: list[str] = []
+
+    @property
+    def run(self) -> _Run:
+        return self.runs[-1]
+
+    def _new_run(self) -> _Run:
+        if self.run.intervals:
+            self.runs.append(_Run())
+        return self.run
+
+    def feed(self, number: int, text: str) -> None:
+        if self.block is not None and self._block_line(text):
+            return
+        if "iteration" in text and (self._iteration(number, text) or self._loaded(text)):
+            return
+        if "across ranks (ms):" in text and (header := _TIMER_HEADER.search(text)):
+            self.block = _Block(kind=header["kind"])
+        elif "memory (MB)" in text and (memory := _MEMORY.search(text)):
+            self._memory(memory)
+        elif " ...." in text and (arg := _ARG.search(text)):
+            if arg["name"] in _ARGS:
+                self.run.args[arg["name"]] = arg["value"]
+        elif "time (ms) |" in text and (timers := _TIMER_LINE.search(text)):
+            if not _DEEPSPEED_TIMER.search(text):
+                self._one_line_timers(timers["fields"])
+        elif "before the start of training step" in text or (
+            "arguments" in text and _ARGS_START.search(text)
+        ):
+            self._new_run()
+
+    def close(self) -> None:
+        if self.block is not None:
+            self._end_block()
+
+    # --- the kinds of line ---
+
+    def _iteration(self, number: int, text: str) -> bool:
+        match = _ITERATION.search(text)
+        if match is None:
+            return False
+        rest = text[match.end() :]
+        fields = _fields(rest)
+        elapsed = _elapsed_ns(fields)
+        if elapsed is None:
+            return False  # an iteration line of another tool (NeMo's "train_step_timing")
+        run = self.run
+        iteration = int(match["n"])
+        previous = run.intervals[-1] if run.intervals else None
+        if previous is not None and iteration <= previous.iteration:
+            if iteration == previous.iteration and rest.strip() == previous.raw:
+                run.duplicates += 1
+                return True
+            run = self._new_run()
+            self.warnings.append(
+                f"line {number}: the iteration numbers start again ({previous.iteration} → "
+                f"{iteration}): a new run"
+            )
+        if elapsed <= 0.0:
+            run.unreadable += 1
+            return True
+        run.train_iters = int(match["of"])
+        if stamp := _TIMESTAMP.search(text, 0, match.start()):
+            first = run.timestamps[0] if run.timestamps else stamp["ts"]
+            run.timestamps = (first, stamp["ts"])
+        run.intervals.append(
+            _Interval(iteration, number, elapsed, _values(fields), raw=rest.strip())
+        )
+        return True
+
+    def _loaded(self, text: str) -> bool:
+        if "loaded checkpoint" not in text or not (match := _LOADED.search(text)):
+            return False
+        self.run.loaded = int(match["n"])
+        return True
+
+    def _memory(self, match: re.Match[str]) -> None:
+        rank = int(match["rank"]) if match["rank"] is not None else None
+        values = _values(_fields(match["fields"]))
+        peaks = self.run.memory.setdefault(rank, {})
+        for key, _ in _MEMORY_FIELDS:
+            if (value := values.get(key)) is not None and value >= 0:
+                peaks[key] = max(peaks.get(key, 0.0), value * BYTES_PER_MB)
+        self.run.memory_reports += 1
+
+    def _one_line_timers(self, text: str) -> None:
+        block = _Block(kind=_ONE_LINE)
+        for name, value in _values(_fields(text)).items():
+            block.entries[name] = (value, None)
+        self.block = block
+        self._end_block()
+
+    def _block_line(self, text: str) -> bool:
+        """Whether ``text`` continues the timer block; ends the block when it does not."""
+        block = self.block
+        assert block is not None
+        if block.kind == "times":
+            if rank := _TIMER_ALL_RANK.search(text):
+                if (value := _number(rank["value"])) is not None:
+                    block.ranks.append(value)
+                return True
+            if name := _TIMER_ALL_NAME.search(text):
+                self._close_all_rank_timer(block)
+                block.current = name["name"]
+                return True
+        elif entry := _TIMER_ENTRY.search(text):
+            high = _number(entry["value"] or entry["max"])
+            low = None if entry["min"] is None else _number(entry["min"])
+            if high is not None:
+                block.entries[entry["name"]] = (high, low)
+            return True
+        self._end_block()
+        return False
+
+    @staticmethod
+    def _close_all_rank_timer(block: _Block) -> None:
+        if block.current is not None and block.ranks:
+            block.entries[block.current] = (max(block.ranks), min(block.ranks))
+        block.current, block.ranks = None, []
+
+    def _end_block(self) -> None:
+        """File the block: the interval's timers when it is the first block after an iteration
+        line and times no one-off event, else one-off durations."""
+        block, run = self.block, self.run
+        assert block is not None
+        self.block = None
+        self._close_all_rank_timer(block)
+        index = len(run.intervals) - 1
+        per_interval = (
+            index >= 0 and run.timed < index and not (_ONE_OFF_TIMERS & block.entries.keys())
+        )
+        for name, (max_ms, min_ms) in block.entries.items():
+            if per_interval:
+                run.timers.setdefault(name, []).append((index, max_ms, min_ms))
+                run.timer_shapes[name] = block.kind
+            else:
+                run.other_timers[name] = max_ms
+        if per_interval:
+            run.timed = index
+
+
+def _fields(text: str) -> dict[str, str]:
+    """``key: value`` cells of a ``|``-separated record, as printed."""
+    fields: dict[str, str] = {}
+    for cell in text.split("|"):
+        key, colon, value = cell.partition(":")
+        if colon and (key := key.strip()):
+            fields[key] = value.strip()
+    return fields
+
+
+def _values(fields: Mapping[str, str]) -> dict[str, float]:
+    """The cells that start with a number (``496.3 (avg 496.1)`` → 496.3)."""
+    values: dict[str, float] = {}
+    for key, text in fields.items():
+        if (match := _NUMBER_TEXT.match(text)) and (value := _number(match.group())) is not None:
+            values[key] = value
+    return values
+
+
+def _number(text: str) -> float | None:
+    """A printed number; ``None`` beyond what any counter, time or rate reaches (``1e999``)."""
+    value = float(text)
+    return value if abs(value) < 1e30 else None
+
+
+def _elapsed_ns(fields: Mapping[str, str]) -> float | None:
+    """The elapsed time per iteration in ns; ``None`` when the line has none, -1 when it is
+    not a finite, positive number."""
+    for key, text in fields.items():
+        if unit := _ELAPSED.match(key):
+            match = _NUMBER_TEXT.fullmatch(text)
+            value = (_number(match.group()) if match else None) or -1.0
+            scale = NS_PER_MS if unit["unit"] == "ms" else NS_PER_MS * 1000
+            return value * scale if value > 0.0 else -1.0
+    return None
+
+
+# --- parsing --------------------------------------------------------------------------------
+
+
+def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
+    """One profile per training run of the log at ``path`` (plain or gzip)."""
+    source = str(path)
+    warmup = _warmup_option(options)
+    reader = _Reader()
+    with open_text(path, format=NAME) as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.endswith("\n") and _cut_short(line):
+                reader.warnings.append(
+                    f"line {number}, the file's last line, was cut short: left out"
+                )
+                break
+            reader.feed(number, line.rstrip("\r\n"))
+    reader.close()
+    runs = [run for run in reader.runs if run.intervals]
+    if not runs:
+        unreadable = sum(run.unreadable for run in reader.runs)
+        raise ParseError(
+            (
+                f"{unreadable} iteration line(s) but none with a positive elapsed time per "
+                "iteration (ms)"
+                if unreadable
+                else "no Megatron-LM iteration line found: expected ' iteration N/ M | "
+                "consumed samples: … | elapsed time per iteration (ms): T | …' (training_log). "
+                "Megatron prints it on the last rank only, once --log-interval iterations have "
+                "run: is this that rank's output, and did training get that far?"
+            ),
+            source=source,
+            format=NAME,
+        )
+    empty = len([run for run in reader.runs if not run.intervals and run.args])
+    if empty:
+        reader.warnings.append(
+            f"{empty} run(s) of the log printed their arguments but no iteration line: left out"
+        )
+    profiles = [_profile(run, source=source, warmup=warmup) for run in runs]
+    for index, profile in enumerate(profiles, start=1):
+        profile.warnings[:0] = reader.warnings
+        if len(profiles) > 1:
+            profile.label = f"{LABEL} #{index}"
+            profile.metadata["run"] = index
+    return profiles
+
+
+def _warmup_option(options: Mapping[str, str]) -> int | None:
+    text = options.get("warmup")
+    if text is None or text == "":
+        return None
+    if not (text.isascii() and text.isdigit()):
+        raise ConfigError(
+            f"{NAME}: warmup must be a whole number of logged intervals, not {text!r}"
+        )
+    return int(text)
+
+
+def _cut_short(line: str) -> bool:
+    """Whether the file's last line, which has no line end, is a record cut short (an
+    iteration line is complete with its closing ``|``)."""
+    if line.rstrip().endswith("|"):
+        return False
+    return any(mark in line for mark in ("iteration", "memory (MB)", "(ms)", " ....")) or bool(
+        _TIMER_ENTRY.search(line)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Schedule:
+    """How a run's lines lie on its iterations."""
+
+    log_interval: int
+    from_arguments: bool
+    off_grid_first: bool  # the first line is the run's first iteration alone
+    start: int  # the iteration the run started after
+
+
+def _schedule(run: _Run) -> _Schedule:
+    iterations = [interval.iteration for interval in run.intervals]
+    given = _int(run.args.get("log_interval"))
+    interval = given if given and given > 0 else _inferred_interval(iterations, run.loaded)
+    off_grid = len(iterations) > 1 and interval > 1 and iterations[0] % interval != 0
+    if run.loaded is not None and run.loaded < iterations[0]:
+        start = run.loaded
+    elif off_grid:
+        start = iterations[0] - 1
+    else:
+        start = max(iterations[0] - interval, 0)
+    return _Schedule(interval, bool(given and given > 0), off_grid, start)
+
+
+def _inferred_interval(iterations: list[int], loaded: int | None) -> int:
+    """The spacing of the lines after the first, else of the two lines, else of the first."""
+    gaps = Counter(b - a for a, b in pairwise(iterations[1:]))
+    if gaps:
+        return max(1, min(gaps, key=lambda gap: (-gaps[gap], gap)))
+    if len(iterations) == 2:
+        first, second = iterations
+        # "1, 10": the first-iteration line and then the grid.
+        return max(1, second if first == 1 and second > 2 else second - first)
+    return max(1, iterations[0] - (loaded or 0))
+
+
+def _warmup(samples: list[float], schedule: _Schedule, forced: int | None) -> int:
+    if forced is not None:
+        return min(forced, len(samples))
+    count = len(samples)
+    structural = 0
+    if count >= 3:
+        structural = 2 if schedule.off_grid_first and count >= 4 else 1
+    return structural + detect_warmup(samples[structural:])
+
+
+def _profile(run: _Run, *, source: str, warmup: int | None) -> Profile:
+    schedule = _schedule(run)
+    samples = [interval.elapsed_ns for interval in run.intervals]
+    warm = _warmup(samples, schedule, warmup)
+    step = step_metric("iteration", samples, device=Device.GPU, warmup=warm)
+    step.attrs = {
+        "definition": "Megatron's elapsed time per iteration, one sample per logged interval",
+        "log_interval": schedule.log_interval,
+    }
+    profile = Profile(
+        label=LABEL,
+        format=NAME,
+        source=source,
+        metrics=[step],
+        steps=run.intervals[-1].iteration - schedule.start,
+        metadata=_metadata(run, schedule),
+    )
+    profile.metrics += _measures(run, warm)
+    profile.metrics += [
+        _timer_metric(name, entries, shape=run.timer_shapes[name], warm=warm, schedule=schedule)
+        for name, entries in run.timers.items()
+    ]
+    profile.metrics += _memory_metrics(run)
+    profile.warnings += _run_warnings(run, profile.metadata, warm)
+    return profile
+
+
+def _measures(run: _Run, warm: int) -> list[Metric]:
+    """A ``measure`` per performance field, one sample per line that has it."""
+    found: dict[str, list[tuple[int, float]]] = {}
+    for index, interval in enumerate(run.intervals):
+        for key, value in interval.fields.items():
+            if key in _MEASURES and value >= 0:
+                found.setdefault(key, []).append((index, value))
+    metrics = []
+    for key, rows in found.items():
+        name, unit, scale, better = _MEASURES[key]
+        values = [value * scale for _, value in rows]
+        leading = sum(1 for index, _ in rows if index < warm)
+        steady = values[leading:] or values
+        metrics.append(
+            Metric(
+                kind=MetricKind.MEASURE,
+                name=name,
+                unit=unit,
+                better=better,
+                value=statistics.fmean(steady),
+                samples=values,
+                warmup=leading,
+                calls=len(values),
+                attrs={"source": key},
+            )
+        )
+    return metrics
+
+
+def _timer_metric(
+    name: str,
+    entries: list[tuple[int, float, float | None]],
+    *,
+    shape: str,
+    warm: int,
+    schedule: _Schedule,
+) -> Metric:
+    """A timer's ``range``: per interval its max across ranks, per iteration, in ns."""
+    samples: list[float] = []
+    mins: list[float] = []
+    total = 0.0
+    for index, max_ms, min_ms in entries:
+        first_alone = schedule.off_grid_first and index == 0
+        scale = NS_PER_MS * (schedule.log_interval if first_alone else 1)
+        samples.append(max_ms * scale)
+        if min_ms is not None:
+            mins.append(min_ms * scale)
+        if not first_alone:
+            total += max_ms * NS_PER_MS * schedule.log_interval
+    attrs: dict[str, Any] = {"across_ranks": "max", "log_interval": schedule.log_interval}
+    if shape == _ONE_LINE:
+        attrs["across_ranks"] = "rank 0 only"
+    if mins:
+        attrs["min_across_ranks_ns"] = mins
+    return Metric(
+        kind=MetricKind.RANGE,
+        name=name,
+        device=Device.GPU,
+        calls=len(samples),
+        total_ns=total,
+        avg_ns=statistics.fmean(samples),
+        min_ns=min(samples),
+        max_ns=max(samples),
+        median_ns=statistics.median(samples),
+        std_ns=statistics.stdev(samples) if len(samples) > 1 else None,
+        samples_ns=samples,
+        warmup=sum(1 for index, _, _ in entries if index < warm),
+        attrs=attrs,
+    )
+
+
+def _memory_metrics(run: _Run) -> list[Metric]:
+    """Peak memory over ranks (``measure``), and each rank's (``counter``) when several."""
+    metrics = []
+    ranks = sorted(run.memory, key=lambda rank: -1 if rank is None else rank)
+    for key, name in _MEMORY_FIELDS:
+        per_rank = {rank: run.memory[rank][key] for rank in ranks if key in run.memory[rank]}
+        if not per_rank:
+            continue
+        top = max(per_rank, key=lambda rank: per_rank[rank])
+        attrs: dict[str, Any] = {"source": f"report_memory: {key} (MB)", "ranks": len(per_rank)}
+        if top is not None:
+            attrs["rank"] = top
+        metrics.append(_bytes_metric(MetricKind.MEASURE, name, per_rank[top], attrs=attrs))
+        if len(per_rank) > 1:
+            metrics += [
+                _bytes_metric(MetricKind.COUNTER, name, value, scope=f"rank {rank}")
+                for rank, value in per_rank.items()
+                if rank is not None
+            ]
+    return metrics
+
+
+def _bytes_metric(
+    kind: MetricKind,
+    name: str,
+    value: float,
+    *,
+    scope: str | None = None,
+    attrs: dict[str, Any] | None = None,
+) -> Metric:
+    return Metric(
+        kind=kind,
+        name=name,
+        scope=scope,
+        unit="bytes",
+        better=Better.LOWER,
+        value=value,
+        attrs=attrs or {},
+    )
+
+
+# --- metadata and warnings ------------------------------------------------------------------
+
+
+def _metadata(run: _Run, schedule: _Schedule) -> dict[str, Any]:
+    first, last = run.intervals[0], run.intervals[-1]
+    batches = [int(v) for i in run.intervals if (v := i.fields.get(_BATCH)) is not None]
+    meta: dict[str, Any] = {
+        "train_iters": run.train_iters,
+        "first_iteration": first.iteration,
+        "last_iteration": last.iteration,
+        "start_iteration": schedule.start,
+        "logged_intervals": len(run.intervals),
+        "log_interval": schedule.log_interval,
+        "log_interval_from": "arguments" if schedule.from_arguments else "line spacing",
+        "first_line": first.line,
+        "time_unit": "ms (converted to ns)",
+    }
+    if batches:
+        meta["global_batch_size"] = batches[-1]
+        if len(set(batches)) > 1:
+            meta["global_batch_sizes"] = sorted(set(batches))
+    meta["skipped_iterations"] = _count(run, _SKIPPED, schedule)
+    meta["nan_iterations"] = _count(run, _NAN, schedule)
+    meta["last_values"] = {
+        key: value
+        for key, value in last.fields.items()
+        if key not in _MEASURES and key not in _NOT_VALUES and not _ELAPSED.match(key)
+    }
+    if run.args:
+        meta["arguments"] = {
+            name: text if (number := _int(text)) is None else number
+            for name, text in sorted(run.args.items())
+        }
+    if run.other_timers:
+        meta["other_timers_ms"] = dict(run.other_timers)
+    if run.memory_reports:
+        meta["memory_reports"] = run.memory_reports
+    if run.loaded is not None:
+        meta["loaded_iteration"] = run.loaded
+    if run.timestamps:
+        meta["first_timestamp"], meta["last_timestamp"] = run.timestamps
+    return meta
+
+
+def _count(run: _Run, key: str, schedule: _Schedule) -> int | None:
+    """Skipped or NaN iterations over the run: each line counts its interval. Current Megatron
+    counts the first-iteration line's again in the next line, the versions that first printed
+    that line do not: the fewest iterations both readings allow."""
+    counts = [int(v) for i in run.intervals if (v := i.fields.get(key)) is not None]
+    if not counts:
+        return None
+    if schedule.off_grid_first and len(counts) > 1:
+        return sum(counts[1:]) + max(0, counts[0] - counts[1])
+    return sum(counts)
+
+
+def _run_warnings(run: _Run, meta: Mapping[str, Any], warm: int) -> list[str]:
+    warnings = []
+    if skipped := meta.get("skipped_iterations"):
+        warnings.append(
+            f"Megatron reports {skipped} skipped iteration(s) (loss-scale overflow or "
+            "--iterations-to-skip): their time counts in the elapsed time per iteration"
+        )
+    if nans := meta.get("nan_iterations"):
+        warnings.append(f"Megatron reports {nans} iteration(s) with a NaN or infinite loss")
+    if "global_batch_sizes" in meta:
+        sizes = ", ".join(str(size) for size in meta["global_batch_sizes"])
+        warnings.append(
+            f"the global batch size changed during the run ({sizes}; --rampup-batch-size?): "
+            "iteration times of different batch sizes are mixed"
+        )
+    if len(run.intervals) < 3 and warm == 0:
+        warnings.append(
+            f"only {len(run.intervals)} logged interval(s): none is left out as warm-up"
+        )
+    if run.duplicates:
+        warnings.append(f"{run.duplicates} repeated iteration line(s) read once")
+    if run.unreadable:
+        warnings.append(
+            f"{run.unreadable} iteration line(s) without a positive elapsed time: left out"
+        )
+    return warnings
+
+
+def _int(text: str | None) -> int | None:
+    if text is None:
+        return None
+    text = text.strip()
+    return int(text) if text.isascii() and text.isdigit() and len(text) < 19 else None
