@@ -19,6 +19,7 @@ from perfci.formats.protocol import FormatParser
 #: The detection order ``perfci formats`` has always printed: most specific sniff first.
 DETECTION_ORDER = (
     "nsys_sqlite",
+    "vllm_bench",
     "perfci_json",
     "chrome_trace",
     # JSON benchmark harnesses: marked by their keys; BMF, which has none, last of them.

@@ -28,6 +28,7 @@ from perfci.formats.bench import (
     optimum_benchmark,
     pytest_benchmark,
     torchbench,
+    vllm_bench,
 )
 from perfci.formats.mlperf import mlperf_log, mlperf_summary
 from perfci.formats.native import perfci_json
@@ -85,6 +86,7 @@ HISTORY_FORMATS = frozenset({action_benchmark_history.NAME})
 # Detection order matters: binary and strongly-marked formats first, generic tables last.
 PARSERS: tuple[FormatParser, ...] = (
     nsys_sqlite,
+    vllm_bench,  # typed leading keys: before the sniffers that find a word anywhere in the head
     perfci_json,
     chrome_trace,
     google_benchmark,

@@ -1,0 +1,558 @@
+"""vLLM's and SGLang's LLM-inference benchmark results: serving, latency and throughput.
+
+What the tools write (key lists from their source; ``[...]`` only in some versions or modes):
+
+* vLLM ``benchmarks/benchmark_serving.py --save-result`` and ``vllm bench serve --save-result``
+  (``vllm/benchmarks/serve.py::main_async``): one JSON object on one line, the setup ``date,
+  [endpoint_type], backend, [label], model_id, tokenizer_id, [best_of, use_beam_search],
+  num_prompts``, the ``--metadata KEY=VALUE`` pairs, ``request_rate`` (a number or ``"inf"``),
+  ``burstiness, max_concurrency, [ramp_up_strategy, ramp_up_start_rps, ramp_up_end_rps]``, then
+  the result ``duration`` (s), ``completed, [failed], total_input_tokens, total_output_tokens,
+  request_throughput, request_goodput`` (``"request_goodput:"`` in older releases; null
+  without ``--goodput``), ``output_throughput, total_token_throughput``, the per-request
+  ``input_lens, output_lens, ttfts`` (s), ``itls`` (s, a list per request), ``generated_texts,
+  errors`` (newer releases: only with ``--save-detailed``, which older ones ignored),
+  ``[max_output_tokens_per_s, max_concurrent_requests]``, and for each of ``ttft, tpot, itl,
+  e2el`` in ``--percentile-metrics``: ``mean_X_ms, median_X_ms, std_X_ms`` and ``pN_X_ms`` per
+  ``--metric-percentiles`` (``p99``, ``p99.9``). ``--append-result`` adds a line per run.
+* vLLM ``benchmark_latency.py`` / ``vllm bench latency --output-json``: ``{avg_latency,
+  latencies, percentiles: {"10": .., "25", "50", "75", "90", "99"}}``, seconds.
+* vLLM ``benchmark_throughput.py`` / ``vllm bench throughput --output-json``: ``{elapsed_time,
+  num_requests, total_num_tokens, requests_per_second, tokens_per_second}``.
+* SGLang ``python -m sglang.bench_serving --output-file`` (``python/sglang/bench_serving.py``):
+  JSONL, a line appended per run: ``[tag], backend, dataset_name, request_rate`` (a number,
+  ``Infinity`` or ``"trace"``), ``max_concurrency``, the dataset lengths, ``[server_info]``,
+  ``duration, completed, total_input_tokens, ..., request_throughput, input_throughput,
+  output_throughput, total_throughput``, ``mean/median/std/p99_e2e_latency_ms`` and the same of
+  ``ttft, tpot, itl`` (``p95``, ``max`` of ITL), ``concurrency, accept_length``; with
+  ``--output-details`` the per-request arrays as vLLM's. Its first releases wrote medians only.
+* SGLang ``bench_offline_throughput --result-filename`` (JSONL): ``backend,
+  successful_requests, total_latency, total_input_tokens, total_output_tokens,
+  request_throughput, input_throughput, output_throughput, total_throughput``.
+* SGLang ``bench_one_batch --result-filename`` (JSONL, a line per batch size and lengths):
+  ``run_name, batch_size, input_len, output_len, prefill_latency, prefill_throughput,
+  median_decode_latency, median_decode_throughput, total_latency, overall_throughput``.
+
+What becomes which metric (one profile per run, i.e. per object):
+
+* latencies: ``BENCH`` metrics in ns, lower is better: ``ttft``, ``tpot``, ``itl``, ``e2el``
+  (SGLang's ``e2e_latency``), the latency benchmark's ``latency``, one batch's ``prefill``,
+  ``decode`` and ``total``. The summary's mean is the compared value (its median where the
+  source gives no mean), with ``median_ns``, ``std_ns``, ``max_ns`` and the percentiles in
+  ``attrs`` (``p99_ns``). Per-request values become ``samples_ns``: the ``ttfts`` of the
+  requests that succeeded (their mean is the summary's mean) and the latency benchmark's
+  ``latencies``; inter-token latencies stay summarised, being millions. A latency that is 0
+  (TTFT and ITL of a backend that does not stream) is left out, with a warning.
+* throughputs: ``MEASURE`` metrics named by their key, higher is better, in ``requests/s``
+  (``request_throughput``, ``request_goodput``, ``requests_per_second``) or ``tokens/s``
+  (``output_throughput``, ``total_token_throughput``, ``input_throughput``,
+  ``total_throughput``, ``max_output_tokens_per_s``, ``tokens_per_second`` and one batch's);
+  SGLang's speculative ``accept_length`` in ``tokens``, higher is better.
+* everything else that is a scalar (configuration, ``--metadata`` pairs, duration, counts) is
+  metadata; the per-request arrays and generated texts are dropped. Failed requests (``failed``,
+  non-empty ``errors``, or ``num_prompts`` beyond ``completed``) give a warning with the first
+  error; a run whose every request failed keeps no metric.
+
+A serving run is labelled by its traffic, ``request_rate=inf, max_concurrency=64`` (after
+vLLM's ``label`` / SGLang's ``tag``), so that each configuration of a sweep keeps its series
+across runs; one batch's by its sizes. A label that repeats in a file gets `` #2``...
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import zlib
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from perfci.errors import ParseError
+from perfci.formats._textio import open_maybe_gzip
+from perfci.formats.bench._json_doc import ShapeError, describe, leading_items, number, scaled
+from perfci.model import Better, Metric, MetricKind, Profile
+
+if TYPE_CHECKING:
+    from perfci.formats.protocol import Head
+
+NAME = "vllm_bench"
+DESCRIPTION = "vLLM / SGLang bench serve, latency and throughput results (JSON, or JSONL of runs)"
+
+_NS_PER_S = 10**9
+_NS_PER_MS = 10**6
+#: Leading keys the sniff reads: vLLM's setup keys and ``--metadata`` pairs come before its
+#: result keys, and before the per-request arrays that can run past the head.
+_SNIFF_ITEMS = 64
+#: The service's cap on one metric's samples: a run with more requests keeps its summary.
+_MAX_SAMPLES = 100_000
+_BOM = "\ufeff"
+_READ_ERRORS = (OSError, EOFError, zlib.error)
+_REQUESTS, _TOKENS = "requests/s", "tokens/s"
+#: Throughput keys (any version, any tool) and their metric name and unit.
+_RATES: dict[str, tuple[str, str]] = {
+    "request_throughput": ("request_throughput", _REQUESTS),
+    "request_goodput": ("request_goodput", _REQUESTS),
+    "request_goodput:": ("request_goodput", _REQUESTS),
+    "requests_per_second": ("requests_per_second", _REQUESTS),
+    "output_throughput": ("output_throughput", _TOKENS),
+    "total_token_throughput": ("total_token_throughput", _TOKENS),
+    "input_throughput": ("input_throughput", _TOKENS),
+    "total_throughput": ("total_throughput", _TOKENS),
+    "max_output_tokens_per_s": ("max_output_tokens_per_s", _TOKENS),
+    "tokens_per_second": ("tokens_per_second", _TOKENS),
+    "prefill_throughput": ("prefill_throughput", _TOKENS),
+    "median_decode_throughput": ("median_decode_throughput", _TOKENS),
+    "overall_throughput": ("overall_throughput", _TOKENS),
+    "accept_length": ("accept_length", "tokens"),
+}
+#: ``mean_ttft_ms``, ``p99.9_itl_ms``, ``median_e2e_latency_ms``...
+_STAT_KEY = re.compile(
+    r"^(?P<stat>mean|median|std|max|p\d+(?:\.\d+)?)_(?P<what>ttft|tpot|itl|e2el|e2e_latency)_ms$"
+)
+_LATENCIES = ("ttft", "tpot", "itl", "e2el")
+#: bench_one_batch's times in seconds: metric name, key, whether the value is a median.
+_ONE_BATCH_TIMES = (
+    ("prefill", "prefill_latency", False),
+    ("decode", "median_decode_latency", True),
+    ("total", "total_latency", False),
+)
+#: Per-request arrays that perfci does not read and that make a ``--save-detailed`` result
+#: large (10k requests: ~90 MB of inter-token times, ~20 MB of texts): cut out before decoding.
+_NUMBERS = re.compile(rb"[-+0-9.eE, \[\]]*")
+_STRINGS = re.compile(rb'\[(?:"(?:[^"\\]++|\\.)*+"(?:, "(?:[^"\\]++|\\.)*+")*+)?\]')
+#: A few scalars of SGLang's ``server_info`` (the server's arguments) worth keeping.
+_SERVER_INFO = ("version", "model_path", "tp_size", "dp_size", "pp_size", "ep_size", "dtype")
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _kind(doc: Mapping[str, Any]) -> str | None:
+    """Which benchmark wrote ``doc`` (a whole result or its leading items), None if none."""
+    numbers = {key for key, value in doc.items() if _is_number(value)}
+    if "avg_latency" in numbers and isinstance(doc.get("latencies"), list):
+        return "latency"
+    if {"elapsed_time", "requests_per_second", "tokens_per_second"} <= numbers:
+        return "throughput"
+    if isinstance(doc.get("run_name"), str) and {"batch_size", "prefill_latency"} <= numbers:
+        return "one_batch"
+    if not isinstance(doc.get("backend"), str):
+        return None
+    if {"successful_requests", "total_latency"} <= numbers:
+        return "offline"
+    if "completed" in numbers and numbers & {"request_throughput", "output_throughput"}:
+        return "serving"
+    return None
+
+
+def sniff(head: Head) -> bool:
+    """A JSON object whose leading keys are those of one of the benchmarks above."""
+    return _kind(dict(leading_items(head.text, limit=_SNIFF_ITEMS))) is not None
+
+
+def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
+    """One profile per benchmark run (JSON object) in ``path``."""
+    profiles: list[Profile] = []
+    seen: dict[str, int] = {}
+    for line, doc in _documents(path):
+        try:
+            profile = _profile(doc, str(path))
+        except ShapeError as exc:
+            raise ParseError(str(exc), source=str(path), line=line, format=NAME) from exc
+        _make_unique(profile, seen)
+        profiles.append(profile)
+    if not profiles:
+        raise ParseError("the file holds no benchmark result", source=str(path), format=NAME)
+    return profiles
+
+
+def _documents(path: Path) -> Iterator[tuple[int, Any]]:
+    """``(line, value)`` of each JSON text: one per line (JSONL, vLLM's one-line result), or
+    one spanning many lines (``indent=4``), read whole then."""
+    try:
+        with open_maybe_gzip(path, format=NAME) as handle:
+            yield from _texts(handle, str(path))
+    except _READ_ERRORS as exc:
+        raise ParseError(f"cannot read file: {exc}", source=str(path), format=NAME) from exc
+
+
+def _texts(handle: IO[bytes], source: str) -> Iterator[tuple[int, Any]]:
+    first = True
+    for line, raw in enumerate(handle, start=1):
+        text = _without_bulk(raw).decode("utf-8", errors="replace").strip()
+        del raw  # a --save-detailed result is one line of up to hundreds of MB
+        text = text.removeprefix(_BOM).lstrip() if first else text
+        if not text:
+            continue
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            if not (first and exc.pos >= len(text)):
+                raise _json_error(exc, source, line) from exc
+            # The line ends inside the value: a document written over several lines.
+            rest = handle.read().decode("utf-8", errors="replace")
+            yield from _spanning(f"{text}\n{rest}" if rest else text, source, line)
+            return
+        except RecursionError as exc:
+            raise ParseError(
+                "JSON nested too deeply", source=source, line=line, format=NAME
+            ) from exc
+        first = False
+        yield line, value
+
+
+def _without_bulk(raw: bytes) -> bytes:
+    """``raw`` with the arrays of ``_BULK`` replaced by ``null`` where they are in the form
+    ``json.dump`` writes them; as it is otherwise (it is then decoded whole)."""
+    for key, end_of in _BULK:
+        start = raw.find(key)
+        end = end_of(raw, start + len(key)) if start >= 0 else None
+        if end is not None:
+            raw = raw[: start + len(key)] + b"null" + raw[end:]
+    return raw
+
+
+def _end_of_itls(raw: bytes, start: int) -> int | None:
+    """The end of a list of lists of numbers at ``start``: its first ``]]`` (the inner lists
+    hold no bracket), when nothing but numbers lies before it."""
+    if raw.startswith(b"[]", start):
+        return start + 2
+    end = raw.find(b"]]", start) + 2
+    ok = end > 1 and raw.startswith(b"[[", start) and _NUMBERS.fullmatch(raw, start, end)
+    return end if ok else None
+
+
+def _end_of_texts(raw: bytes, start: int) -> int | None:
+    """The end of a list of JSON strings at ``start``."""
+    match = _STRINGS.match(raw, start)
+    return match.end() if match else None
+
+
+def _spanning(text: str, source: str, start: int) -> Iterator[tuple[int, Any]]:
+    """The JSON values of ``text`` (which starts at line ``start``), one after another."""
+    decoder = json.JSONDecoder()
+    pos = 0
+    while (pos := len(text) - len(text[pos:].lstrip())) < len(text):
+        line = start + text.count("\n", 0, pos)
+        try:
+            value, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            raise _json_error(exc, source, start + exc.lineno - 1) from exc
+        except RecursionError as exc:
+            raise ParseError(
+                "JSON nested too deeply", source=source, line=line, format=NAME
+            ) from exc
+        yield line, value
+
+
+def _json_error(exc: json.JSONDecodeError, source: str, line: int) -> ParseError:
+    ends = exc.pos >= len(exc.doc.rstrip()) or exc.msg.startswith("Unterminated string")
+    cut = " (the text ends inside it: cut short?)" if ends else ""
+    return ParseError(
+        f"invalid JSON: {exc.msg} (column {exc.colno}){cut}", source=source, line=line, format=NAME
+    )
+
+
+def _profile(doc: Any, source: str) -> Profile:
+    if not isinstance(doc, dict):
+        raise ShapeError(f"expected a JSON object (one benchmark run), got {describe(doc)}")
+    kind = _kind(doc)
+    if kind is None:
+        keys = ", ".join(list(doc)[:8]) or "none"
+        raise ShapeError(
+            f"not a vLLM or SGLang benchmark result (its first keys: {keys}); serving results "
+            "need backend, completed and request_throughput or output_throughput"
+        )
+    return _READERS[kind](doc, source)
+
+
+def _make_unique(profile: Profile, seen: dict[str, int]) -> None:
+    """Number a label the file holds again: ``request_rate=4 #2``."""
+    count = seen[profile.label] = seen.get(profile.label, 0) + 1
+    if count > 1:
+        profile.label = f"{profile.label} #{count}"
+        profile.warnings.append(
+            f"the file holds this configuration {count} times (results appended to a file "
+            f"that was not emptied?); this run is labelled {profile.label!r}"
+        )
+
+
+# --- serving (vLLM bench serve, SGLang bench_serving) -------------------------------------
+
+
+def _serving(doc: dict[str, Any], source: str) -> Profile:
+    profile = Profile(label=_serving_label(doc), format=NAME, source=source)
+    profile.metadata = _metadata(doc)
+    completed = int(number(doc["completed"]) or 0)
+    outcome = _Outcome(doc, completed)
+    if outcome.failed:
+        profile.warnings.append(outcome.warning())
+    if completed <= 0:
+        profile.warnings.append("every request failed: the run has no latency or throughput")
+        return profile
+    stats = _latency_stats(doc)
+    ttfts = _request_seconds(doc, "ttfts", outcome, profile.warnings)
+    zero: list[str] = []
+    for name in _LATENCIES:
+        samples = ttfts if name == "ttft" else None
+        metric = _latency(name, stats.get(name, {}), _NS_PER_MS, samples, profile.warnings)
+        if metric is not None and name in ("ttft", "e2el"):
+            metric.calls = completed  # one per completed request
+        if metric is not None and metric.avg_ns == 0:
+            zero.append(name)
+        elif metric is not None:
+            profile.metrics.append(metric)
+    if zero:
+        profile.warnings.append(
+            f"{', '.join(zero)} 0 for every request (a backend that does not stream gives no "
+            "first-token or inter-token time): left out"
+        )
+    profile.metrics.extend(_rates(doc, profile.warnings))
+    return profile
+
+
+def _serving_label(doc: Mapping[str, Any]) -> str:
+    """``request_rate=inf, max_concurrency=64``, after vLLM's label or SGLang's tag."""
+    traffic = f"request_rate={_rate_text(doc.get('request_rate'))}"
+    if isinstance(doc.get("ramp_up_strategy"), str):
+        start, end = doc.get("ramp_up_start_rps"), doc.get("ramp_up_end_rps")
+        traffic = f"ramp_up={doc['ramp_up_strategy']}:{start}-{end}"
+    parts = [traffic] if "request_rate" in doc or "ramp_up_strategy" in doc else []
+    if _is_number(doc.get("max_concurrency")):
+        parts.append(f"max_concurrency={doc['max_concurrency']}")
+    name = doc.get("label") or doc.get("tag")
+    prefix = f"{name.strip()} " if isinstance(name, str) and name.strip() else ""
+    return prefix + (", ".join(parts) or "serving")
+
+
+def _rate_text(value: Any) -> str:
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    if _is_number(value):
+        return "inf" if value == float("inf") else f"{value:g}"
+    return "?"
+
+
+class _Outcome:
+    """Which requests failed, from ``failed``, ``errors`` or ``num_prompts`` − ``completed``."""
+
+    def __init__(self, doc: Mapping[str, Any], completed: int) -> None:
+        errors = doc.get("errors")
+        self.errors: list[Any] | None = errors if isinstance(errors, list) else None
+        failed = number(doc.get("failed"))
+        prompts = number(doc.get("num_prompts"))
+        if failed is None and self.errors is not None:
+            failed = sum(1 for error in self.errors if error)
+        if failed is None and prompts is not None:
+            failed = max(prompts - completed, 0)
+        self.completed = completed
+        self.failed = int(failed or 0)
+
+    def warning(self) -> str:
+        first = next((str(e) for e in self.errors or () if e), "")
+        lines = [text.strip() for text in first.splitlines() if text.strip()]
+        shown = f" (first error: {lines[-1][:200]!r})" if lines else ""
+        total = self.failed + self.completed
+        return (
+            f"{self.failed} of {total} requests failed{shown}; the latencies and throughputs "
+            f"are those of the {self.completed} that completed"
+        )
+
+    def successes(self, count: int) -> list[bool] | None:
+        """Which of ``count`` per-request values are of completed requests; None if unknown."""
+        if self.errors is not None and len(self.errors) == count:
+            mask = [not error for error in self.errors]
+            return mask if sum(mask) == self.completed else None
+        return [True] * count if count == self.completed and not self.failed else None
+
+
+def _request_seconds(
+    doc: Mapping[str, Any], key: str, outcome: _Outcome, warnings: list[str]
+) -> list[float] | None:
+    """The completed requests' values of the per-request array ``key`` (seconds) in ns."""
+    values = doc.get(key)
+    if not isinstance(values, list) or not values:
+        return None
+    mask = outcome.successes(len(values))
+    if mask is None:
+        warnings.append(
+            f"{key} ({len(values)} values) does not line up with the {outcome.completed} "
+            "completed requests: the summary is compared instead"
+        )
+        return None
+    kept = [value for value, ok in zip(values, mask, strict=True) if ok]
+    if len(kept) > _MAX_SAMPLES:
+        warnings.append(f"{key}: {len(kept)} values, over {_MAX_SAMPLES}: the summary is kept")
+        return None
+    return _seconds(kept, key, warnings)
+
+
+def _seconds(values: list[Any], key: str, warnings: list[str]) -> list[float] | None:
+    """``values`` (seconds) in ns; None, with a warning, when one is no time."""
+    samples: list[float] = []
+    for index, raw in enumerate(values):
+        value = number(raw)
+        if value is None or value < 0:
+            warnings.append(f"{key}[{index}] is {describe(raw)}, not a time: {key} left out")
+            return None
+        samples.append(scaled(value, _NS_PER_S))
+    return samples
+
+
+def _latency_stats(doc: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """``{"ttft": {"mean": <ms>, "p99": <ms>, ...}, ...}`` from the summary keys."""
+    stats: dict[str, dict[str, Any]] = {}
+    for key, value in doc.items():
+        match = _STAT_KEY.match(key)
+        if match:
+            name = "e2el" if match["what"] == "e2e_latency" else match["what"]
+            stats.setdefault(name, {})[match["stat"]] = value
+    return stats
+
+
+def _latency(
+    name: str,
+    stats: Mapping[str, Any],
+    factor: int,
+    samples: list[float] | None,
+    warnings: list[str],
+) -> Metric | None:
+    """The ``BENCH`` metric of one latency from its summary ``stats`` (``{"mean": .., "p99":
+    ..}`` in a unit of ``factor`` ns) and its per-request ``samples`` (ns)."""
+    ns = {stat: scaled(v, factor) for stat, raw in stats.items() if (v := number(raw)) is not None}
+    mean = ns.get("mean")
+    if mean is None and samples:
+        mean = statistics.fmean(samples)
+    if mean is None:
+        mean = ns.get("median")  # SGLang's first releases: medians only
+    if mean is None:
+        return None
+    if mean < 0 or min(ns.values(), default=0.0) < 0:
+        warnings.append(f"{name}: a negative time in its summary: left out")
+        return None
+    metric = Metric(
+        kind=MetricKind.BENCH,
+        name=name,
+        avg_ns=mean,
+        std_ns=ns.get("std"),
+        median_ns=ns.get("median"),
+        max_ns=ns.get("max"),
+        attrs={f"{stat}_ns": v for stat, v in ns.items() if stat.startswith("p")},
+    )
+    if samples:
+        metric.samples_ns, metric.calls = samples, len(samples)
+        metric.min_ns = min(samples)
+        metric.max_ns = metric.max_ns if metric.max_ns is not None else max(samples)
+        if metric.median_ns is None:
+            metric.median_ns = statistics.median(samples)
+    return metric
+
+
+# --- the other benchmarks -----------------------------------------------------------------
+
+
+def _latency_run(doc: dict[str, Any], source: str) -> Profile:
+    """vLLM bench latency: one batch's end-to-end time, ``num_iters`` times (seconds)."""
+    profile = Profile(label="latency", format=NAME, source=source, metadata=_metadata(doc))
+    latencies = doc["latencies"]
+    samples = _seconds(latencies, "latencies", profile.warnings) if latencies else None
+    stats: dict[str, Any] = {"mean": doc["avg_latency"]}
+    percentiles = doc.get("percentiles")
+    if isinstance(percentiles, dict):
+        stats |= {f"p{key}": value for key, value in percentiles.items()}
+        stats["median"] = percentiles.get("50")
+    metric = _latency("latency", stats, _NS_PER_S, samples, profile.warnings)
+    if metric is not None:
+        profile.metrics.append(metric)
+    return profile
+
+
+def _one_batch(doc: dict[str, Any], source: str) -> Profile:
+    """SGLang bench_one_batch: one (batch size, input, output length)'s prefill and decode."""
+    sizes = ", ".join(f"{key}={doc.get(key)}" for key in ("batch_size", "input_len", "output_len"))
+    run = doc["run_name"].strip()
+    label = f"{run} {sizes}" if run and run != "default" else sizes
+    profile = Profile(label=label, format=NAME, source=source)
+    profile.metadata = _metadata(doc, also=frozenset(key for _, key, _ in _ONE_BATCH_TIMES))
+    for name, key, is_median in _ONE_BATCH_TIMES:
+        seconds = number(doc.get(key))
+        if seconds is None or seconds < 0:
+            continue
+        ns = scaled(seconds, _NS_PER_S)
+        profile.metrics.append(
+            Metric(kind=MetricKind.BENCH, name=name, avg_ns=ns, median_ns=ns if is_median else None)
+        )
+    profile.metrics.extend(_rates(doc, profile.warnings))
+    return profile
+
+
+def _rates_only(label: str) -> Callable[[dict[str, Any], str], Profile]:
+    """A reader of a result of throughputs only (vLLM bench throughput, SGLang offline)."""
+
+    def read(doc: dict[str, Any], source: str) -> Profile:
+        profile = Profile(label=label, format=NAME, source=source, metadata=_metadata(doc))
+        profile.metrics.extend(_rates(doc, profile.warnings))
+        return profile
+
+    return read
+
+
+def _rates(doc: Mapping[str, Any], warnings: list[str]) -> list[Metric]:
+    """A higher-is-better ``MEASURE`` per throughput key the result holds a number for."""
+    metrics: list[Metric] = []
+    for key, (name, unit) in _RATES.items():
+        value = number(doc.get(key))
+        if value is None:
+            continue
+        if value < 0:
+            warnings.append(f"{key} is {value!r}: left out")
+            continue
+        metrics.append(
+            Metric(kind=MetricKind.MEASURE, name=name, unit=unit, better=Better.HIGHER, value=value)
+        )
+    return metrics
+
+
+def _metadata(doc: Mapping[str, Any], also: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The result's scalars that are no metric (``also`` names more that are): configuration,
+    ``--metadata`` pairs, duration, counts."""
+    meta: dict[str, Any] = {}
+    for key, value in doc.items():
+        if key in _RATES or key in also or key == "avg_latency" or _STAT_KEY.match(key):
+            continue
+        scalar = _scalar(value)
+        if scalar is not None:
+            meta[key] = scalar
+    info = doc.get("server_info")
+    if isinstance(info, dict):
+        for key in _SERVER_INFO:
+            scalar = _scalar(info.get(key))
+            if scalar is not None:
+                meta[f"server_info.{key}"] = scalar
+    return meta
+
+
+def _scalar(value: Any) -> Any:
+    """A metadata value: text, a boolean, a finite number or an infinity as text; else None."""
+    if isinstance(value, str | int):  # booleans too
+        return value
+    if not isinstance(value, float) or value != value:  # not a number, or NaN
+        return None
+    if number(value) is None:  # an infinity
+        return "inf" if value > 0 else "-inf"
+    return value
+
+
+_READERS: dict[str, Callable[[dict[str, Any], str], Profile]] = {
+    "serving": _serving,
+    "latency": _latency_run,
+    "throughput": _rates_only("throughput"),
+    "offline": _rates_only("offline_throughput"),
+    "one_batch": _one_batch,
+}
+_BULK: tuple[tuple[bytes, Callable[[bytes, int], int | None]], ...] = (
+    (b'"itls": ', _end_of_itls),
+    (b'"generated_texts": ', _end_of_texts),
+)
