@@ -43,6 +43,7 @@ DETECTION_ORDER = (
     "megatron_trace",
     "deepspeed_comms",
     "megatron_log",
+    "nccl_tests",
     "simai_results",
     "workload_table",
 )

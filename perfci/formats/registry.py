@@ -41,6 +41,7 @@ from perfci.formats.workload import (
     deepspeed_comms,
     megatron_log,
     megatron_trace,
+    nccl_tests,
     simai_results,
     workload_table,
 )
@@ -109,6 +110,7 @@ PARSERS: tuple[FormatParser, ...] = (
     megatron_trace,
     deepspeed_comms,
     megatron_log,  # a Megatron-DeepSpeed log with comms_logger lines stays deepspeed_comms's
+    nccl_tests,  # its '# nThread' header; after the training logs a pre-flight run may open
     simai_results,  # a fixed SimAI header or summary line 1: before the generic tables
     workload_table,
 )
