@@ -259,6 +259,8 @@ def simulate(scenario: Scenario, args: argparse.Namespace, seed: int) -> dict[st
         cand = sample_run(rng, world, cand_effect, args.repeats, scenario.noise, args.step)
         baseline = {k: [run[i].tolist() for run in runs] for i, k in enumerate(world.keys)}
         candidate = {k: cand[i].tolist() for i, k in enumerate(world.keys)}
+        if args.no_step:  # profiles with no iteration in them (nsys stats, nvprof, ncu)
+            del baseline[world.keys[0]], candidate[world.keys[0]]
         start = time.perf_counter()
         result = compare_run(baseline, candidate, benchmark="sim", options=options)
         tallies["perfci"].seconds += time.perf_counter() - start
@@ -390,6 +392,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--no-tails",
         action="store_true",
         help="judge on the normal model alone (CompareOptions.calibrate_tails=False)",
+    )
+    parser.add_argument(
+        "--no-step",
+        action="store_true",
+        help="leave the step series out of what compare_run is given (profiles with no "
+        "iteration: nsys stats without NVTX steps, nvprof, Nsight Compute)",
     )
     parser.add_argument("--seed", type=int, default=20261123)
     parser.add_argument("--quick", action="store_true", help="10 comparisons, 100 metrics")

@@ -176,3 +176,51 @@ def test_a_small_kernel_that_regressed_into_a_gated_share_fails_the_run() -> Non
     assert lines[fill].verdict is Verdict.REGRESSION and not lines[fill].gated
     assert lines[STEP].verdict is Verdict.UNCHANGED
     assert result.verdict is Verdict.REGRESSION
+
+
+def test_without_a_step_the_summed_gpu_work_stands_in_for_it() -> None:
+    """nsys stats without NVTX steps, nvprof, Nsight Compute: kernels and copies, no step.
+
+    Before, no kernel could reach the gate share of a step that was not there: a gemm 35 %
+    slower, holding most of the GPU time, left the run "no baseline" and the check passed.
+    """
+    kernels = {key: LEVELS[key] for key in (GEMM, SOFTMAX, TINY, MEMCPY, LAUNCH)}
+    work = LEVELS[GEMM] + LEVELS[SOFTMAX] + LEVELS[TINY] + LEVELS[MEMCPY]
+    rng = np.random.default_rng(21)
+
+    def runs(slow: dict[SeriesKey, float]) -> Runs:
+        baseline, candidate = _runs(rng, slow)
+        keep = set(kernels)
+        return (
+            {k: v for k, v in baseline.items() if k in keep},
+            {k: v for k, v in candidate.items() if k in keep},
+        )
+
+    result = compare_run(*runs({GEMM: 0.35}), benchmark="kernels-only")
+    lines = {m.series: m for m in result.metrics}
+    assert result.verdict is Verdict.REGRESSION
+    assert lines[GEMM].verdict is Verdict.REGRESSION and lines[GEMM].gated
+    # Shares of the summed kernel and copy time; API calls are no part of it and never gate.
+    assert lines[GEMM].share_of_step == pytest.approx(LEVELS[GEMM] / work, rel=0.02)
+    assert lines[MEMCPY].gated and not lines[TINY].gated and not lines[LAUNCH].gated
+    assert any("No step time in these profiles" in note for note in result.notes)
+
+    unchanged = compare_run(*runs({}), benchmark="kernels-only")
+    assert unchanged.verdict in (Verdict.UNCHANGED, Verdict.INCONCLUSIVE)
+
+
+def test_a_cpu_profile_without_a_step_takes_its_longest_range_for_the_work() -> None:
+    top, inner = SeriesKey(MetricKind.RANGE, "train"), SeriesKey(MetricKind.OP, "aten::addmm")
+    rng = np.random.default_rng(5)
+    baseline = {
+        top: (1e7 * np.exp(rng.normal(0, 0.01, (20, 3)))).tolist(),
+        inner: (4e6 * np.exp(rng.normal(0, 0.01, (20, 3)))).tolist(),
+    }
+    candidate = {
+        top: (1.12e7 * np.exp(rng.normal(0, 0.01, 5))).tolist(),
+        inner: (4e6 * 1.3 * np.exp(rng.normal(0, 0.01, 5))).tolist(),
+    }
+    lines = {m.series: m for m in compare_run(baseline, candidate, benchmark="cpu").metrics}
+    # Nested: the operator's share is of the range that holds it, not of their sum.
+    assert lines[inner].share_of_step == pytest.approx(0.4, rel=0.03)
+    assert lines[inner].gated and lines[inner].verdict is Verdict.REGRESSION

@@ -233,14 +233,45 @@ def _primary_step(
 def _step_levels(
     estimates: Sequence[MetricEstimate], untested: Sequence[MetricComparison]
 ) -> dict[str, float]:
-    """The longest step's baseline value of each section ("" included): its iteration time."""
+    """The longest step's baseline value of each section ("" included): its iteration time.
+
+    Without any step series, :func:`_work_levels` stands in for it.
+    """
     found: dict[str, float] = {}
     rows: list[tuple[SeriesKey, float | None]] = [(e.series, e.baseline) for e in estimates]
     rows += [(m.series, m.baseline_median) for m in untested if m.series is not None]
     for key, value in rows:
         if key.kind is MetricKind.STEP and key.is_time and value:
             found[key.section] = max(found.get(key.section, 0.0), value)
-    return found
+    return found or _work_levels(rows)
+
+
+#: Parts of one unit of work that run one after another: without a step, their sum stands in.
+SUMMED_KINDS = frozenset({MetricKind.KERNEL, MetricKind.MEMORY, MetricKind.COMM, MetricKind.LAYER})
+#: Nested parts (an operator holds the operators it calls): the longest stands in.
+NESTED_KINDS = frozenset({MetricKind.RANGE, MetricKind.OP})
+
+
+def _work_levels(rows: Iterable[tuple[SeriesKey, float | None]]) -> dict[str, float]:
+    """Each section's stand-in for a step time when the profiles hold none.
+
+    Many profiles have no iteration in them (``nsys stats`` without NVTX steps, nvprof, Nsight
+    Compute, DeepSpeed's comm log, a workload table): with no level, no kernel would ever reach
+    the gate share, and a kernel 35 % slower holding half the GPU time would pass the check.
+    The level is the section's summed kernel, copy, collective and layer time (one stream's
+    work, one layer after another), else, in a CPU profile, its longest range or operator (the
+    top-level call holds the rest). Shares are then shares of that work.
+    """
+    summed: dict[str, float] = {}
+    longest: dict[str, float] = {}
+    for key, value in rows:
+        if not value or not key.is_time:
+            continue
+        if key.kind in SUMMED_KINDS:
+            summed[key.section] = summed.get(key.section, 0.0) + value
+        elif key.kind in NESTED_KINDS:
+            longest[key.section] = max(longest.get(key.section, 0.0), value)
+    return {section: summed.get(section) or longest[section] for section in {*summed, *longest}}
 
 
 def _share(series: SeriesKey, value: float | None, levels: Mapping[str, float]) -> float | None:
@@ -602,5 +633,9 @@ def _step_note(primary: SeriesKey | None, series: Iterable[SeriesKey]) -> list[s
                 "No step time in these profiles: each benchmark case and headline value "
                 "gates on its own."
             ]
-        return ["No step metric with a baseline: only per-metric gates apply."]
+        return [
+            "No step time in these profiles: a kernel, copy, collective or layer gates at the "
+            "gate share of their summed time (a range or operator: of the longest one), and "
+            "each benchmark case and headline value on its own."
+        ]
     return [f"Primary step: {primary.display_name} (the longest step series)."]
