@@ -31,6 +31,7 @@ Shapes (per comparison):
 - ``noise by size``: each metric's repeat and run noise scaled by ``(median level / its
   level) ** 0.35`` within 0.3-5x: short kernels noisier than long ones, as on real GPUs;
 - ``ragged baseline``: baseline runs of 2 to 8 repeats; ``candidate of 2 repeats``;
+  ``candidate of 1 repeat`` (``perfci check --profile`` with one file);
 - ``thermal``: within every run each repeat 1 % slower than the one before.
 
 Usage::
@@ -220,6 +221,10 @@ SHAPES: dict[str, Callable[[np.random.Generator, verdicts.World], Runs]] = {
     "candidate of 2 repeats": lambda rng, w: (
         [_run(rng, w, 5) for _ in range(30)],
         _run(rng, w, 2),
+    ),
+    "candidate of 1 repeat (one profile file)": lambda rng, w: (
+        [_run(rng, w, 5) for _ in range(30)],
+        _run(rng, w, 1),
     ),
     "thermal: each repeat 1 % slower than the one before": _thermal,
 }

@@ -256,7 +256,8 @@ def simulate(scenario: Scenario, args: argparse.Namespace, seed: int) -> dict[st
                 sample_run(rng, world, base_effect, args.repeats, scenario.noise, args.step, wreck)
             )
         cand_effect = effect + (accepted if accepted is not None else 0.0)
-        cand = sample_run(rng, world, cand_effect, args.repeats, scenario.noise, args.step)
+        cand_repeats = args.candidate_repeats or args.repeats
+        cand = sample_run(rng, world, cand_effect, cand_repeats, scenario.noise, args.step)
         baseline = {k: [run[i].tolist() for run in runs] for i, k in enumerate(world.keys)}
         candidate = {k: cand[i].tolist() for i, k in enumerate(world.keys)}
         if args.no_step:  # profiles with no iteration in them (nsys stats, nvprof, ncu)
@@ -366,6 +367,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--metrics", type=int, default=500)
     parser.add_argument("--baseline", type=int, default=30)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--candidate-repeats",
+        type=int,
+        default=None,
+        help="repeats of the candidate run (default: --repeats); 1 is one profile file",
+    )
     parser.add_argument("--step", choices=("independent", "sum"), default="independent")
     parser.add_argument(
         "--world",

@@ -224,3 +224,23 @@ def test_a_cpu_profile_without_a_step_takes_its_longest_range_for_the_work() -> 
     # Nested: the operator's share is of the range that holds it, not of their sum.
     assert lines[inner].share_of_step == pytest.approx(0.4, rel=0.03)
     assert lines[inner].gated and lines[inner].verdict is Verdict.REGRESSION
+
+
+def test_a_candidate_of_one_repeat_is_judged_as_one_draw_of_a_run() -> None:
+    """One profile file (a harness's single JSON): the run-level prediction interval needs no
+    more; until stop 26 it was always inconclusive, and a 35 % slower gemm passed."""
+    rng = np.random.default_rng(13)
+    baseline, candidate = _runs(rng, {GEMM: 0.35, STEP: 0.21}, repeats=1)
+    result = compare_run(baseline, candidate, benchmark="one-file")
+    lines = {m.series: m for m in result.metrics}
+    assert lines[GEMM].n_candidate == 1
+    assert lines[GEMM].verdict is Verdict.REGRESSION and lines[GEMM].repeats_needed is None
+    assert result.verdict is Verdict.REGRESSION
+    baseline, candidate = _runs(rng, {}, repeats=1)
+    unchanged = compare_run(baseline, candidate, benchmark="one-file")
+    assert unchanged.verdict is not Verdict.REGRESSION
+    # Asking for two repeats, as before, leaves it undecided and says what would settle it.
+    two = compare_run(
+        baseline, candidate, benchmark="one-file", options=CompareOptions(min_candidate_repeats=2)
+    )
+    assert {m.repeats_needed for m in two.metrics} == {2}

@@ -185,8 +185,8 @@ def _untested_lines(
             lines.append(dataclasses.replace(line, verdict=Verdict.MISSING))
         elif runs[i] < options.min_baseline:
             lines.append(dataclasses.replace(line, verdict=Verdict.NO_BASELINE))
-        elif table.cand_repeats[i] < options.min_candidate:
-            lines.append(dataclasses.replace(line, repeats_needed=options.min_candidate))
+        elif table.cand_repeats[i] < options.min_candidate_repeats:
+            lines.append(dataclasses.replace(line, repeats_needed=options.min_candidate_repeats))
         else:
             rows.append(i)
     return lines, rows
@@ -222,7 +222,14 @@ def _estimates(
     factors = run_factors(base[time]) if time.any() else None
     tails: list[TailModel | None] = [None] * len(rows)
     if options.calibrate_tails:
-        tails = _tails_by_family(base, host, time, factors, options.moderate, table.notes)
+        # A candidate of one or two repeats is judged against runs of its own size.
+        like_cand, like_factors = base, factors
+        if table.base_few is not None:
+            like_cand = table.base_few[rows]
+            like_factors = run_factors(like_cand[time]) if time.any() else None
+        tails = _tails_by_family(
+            like_cand, host, time, like_factors, options.moderate, table.notes, table.few_repeats
+        )
     relative, found = plain, None
     if factors is not None and options.remove_shared_factor is not False:
         relative = prediction.prediction(
@@ -277,9 +284,12 @@ def _tails_by_family(
     factors: np.ndarray | None,
     moderate: bool,
     notes: list[str],
+    few: int | None = None,
 ) -> list[TailModel | None]:
     """Each row's tail model (:mod:`.tails`), fitted within its family and for both bases;
-    a line in ``notes`` for each family whose tails made its tests stricter.
+    a line in ``notes`` for each family whose tails made its tests stricter. ``few``: the
+    baseline's runs were taken from that many repeats each, as the candidate's
+    (:func:`.runs.few_repeat_values`).
 
     The tails are fitted to what each metric does on its own: with enough time metrics,
     each run's factor is taken out of their values first. Left in, a runner 2σ slower puts
@@ -296,8 +306,9 @@ def _tails_by_family(
         for flag in (False, True)
         if (host == flag).any()
     }
+    size = "" if few is None else f" (each run from {few} repeat{'s' * (few > 1)}, as this run)"
     notes.extend(
-        model.note("CPU-side times" if flag else "metrics")
+        model.note(("CPU-side times" if flag else "metrics") + size)
         for flag, model in models.items()
         if model is not None
     )

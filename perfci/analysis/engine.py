@@ -48,7 +48,11 @@ class CompareOptions:
     means off in :func:`~perfci.analysis.compare.compare`, whose columns need not be aligned,
     and on in :func:`~perfci.analysis.compare.compare_run` and
     :func:`~perfci.analysis.paired.compare_paired` (each process's factor), whose repeats are;
-    ``False`` turns it off there too. ``rank_guard``
+    ``False`` turns it off there too. ``min_candidate`` is the fewest candidate values
+    :func:`~perfci.analysis.compare.compare` tests (two samples); ``min_candidate_repeats``
+    the fewest repeats of a candidate *run* :func:`~perfci.analysis.compare.compare_run`
+    judges: one repeat is one draw of the run-level distribution, which the prediction
+    interval is for, and more repeats only sharpen it. ``rank_guard``
     is the Mann–Whitney confirmation level of the default ``student-mw`` method. ``gate_share``
     and ``top_contributors`` are used by :func:`perfci.analysis.compare.compare_run`.
 
@@ -68,6 +72,7 @@ class CompareOptions:
     confidence: float = 0.95
     min_baseline: int = 3
     min_candidate: int = 2
+    min_candidate_repeats: int = 1
     higher_is_better: frozenset[str] | Callable[[str], bool] = field(default=frozenset())
     method: Method = "student-mw"
     rank_guard: float = 0.002
@@ -98,10 +103,11 @@ class CompareOptions:
                 raise ConfigError(
                     f"compare option {name}={value!r} must lie in ({low:g}, {high:g})"
                 )
-        if self.min_baseline < 2 or self.min_candidate < 1:
+        if self.min_baseline < 2 or self.min_candidate < 1 or self.min_candidate_repeats < 1:
             raise ConfigError(
-                "compare options need min_baseline ≥ 2 and min_candidate ≥ 1, got "
-                f"{self.min_baseline} and {self.min_candidate}"
+                "compare options need min_baseline ≥ 2, min_candidate ≥ 1 and "
+                f"min_candidate_repeats ≥ 1, got {self.min_baseline}, {self.min_candidate} "
+                f"and {self.min_candidate_repeats}"
             )
         if self.step_budget + self.factor_budget + self.gated_budget > 1.0 + 1e-9:
             raise ConfigError(
