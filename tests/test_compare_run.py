@@ -244,3 +244,32 @@ def test_a_candidate_of_one_repeat_is_judged_as_one_draw_of_a_run() -> None:
         baseline, candidate, benchmark="one-file", options=CompareOptions(min_candidate_repeats=2)
     )
     assert {m.repeats_needed for m in two.metrics} == {2}
+
+
+def test_without_a_step_a_kernel_replaced_by_a_slower_one_fails_on_the_gpu_work() -> None:
+    """A kernel replaced by a slower one under another name is a ``missing`` and a ``new``
+    line: neither is tested. The GPU work step (their summed time) is, and explains it."""
+    old, new = SeriesKey(MetricKind.KERNEL, "gemm_v1"), SeriesKey(MetricKind.KERNEL, "gemm_v2")
+    rng = np.random.default_rng(17)
+    others = {SOFTMAX: 2e6, MEMCPY: 5e5, TINY: 1e4}
+    baseline = {
+        key: (level * np.exp(rng.normal(0, 0.01, (20, 5)))).tolist()
+        for key, level in {old: 6e6, **others}.items()
+    }
+    candidate = {
+        key: (level * np.exp(rng.normal(0, 0.01, 5))).tolist()
+        for key, level in {new: 8e6, **others}.items()
+    }
+    result = compare_run(baseline, candidate, benchmark="renamed")
+    lines = {m.series.name: m for m in result.metrics if m.series is not None}
+    work = lines["GPU work (kernels + copies + collectives)"]
+    assert work.series is not None and work.series.kind is MetricKind.STEP
+    assert work.verdict is Verdict.REGRESSION and work.gated
+    assert work.change == pytest.approx(2e6 / 8.51e6, rel=0.05)
+    assert lines["gemm_v1"].verdict is Verdict.MISSING and lines["gemm_v2"].verdict is Verdict.NEW
+    assert result.verdict is Verdict.REGRESSION
+    assert result.contributions and result.contributions[0].series == new
+    assert any("the step line is GPU work" in note for note in result.notes)
+    # A profile with its own step gets no such line.
+    with_step = compare_run(*_runs(rng, {}), benchmark="b")
+    assert all(m.series is None or "GPU work" not in m.series.name for m in with_step.metrics)

@@ -58,6 +58,7 @@ from perfci.analysis.runs import (
     start_at_last_level,
 )
 from perfci.analysis.tails import TailModel, fit_tails
+from perfci.analysis.work import with_work_step
 from perfci.errors import SampleError
 from perfci.model import MetricComparison, RunComparison, SeriesKey, Verdict
 
@@ -140,7 +141,9 @@ def compare_run(
         A value is NaN, infinite or negative.
     """
     options = options or CompareOptions()
+    baseline, candidate, work_notes = with_work_step(baseline, candidate)
     table = build_run_table(baseline, candidate)
+    table.notes.extend(work_notes)
     if options.trim_change_points:
         table = start_at_last_level(table, delta=options.delta)
     if options.robust_baseline:

@@ -43,6 +43,7 @@ from perfci.analysis import attribution, stats
 from perfci.analysis.engine import CompareOptions, decide_on
 from perfci.analysis.steps import primary_step
 from perfci.analysis.tails import TailModel
+from perfci.analysis.work import WORK_NAME
 from perfci.model import (
     Better,
     Device,
@@ -638,4 +639,6 @@ def _step_note(primary: SeriesKey | None, series: Iterable[SeriesKey]) -> list[s
             "gate share of their summed time (a range or operator: of the longest one), and "
             "each benchmark case and headline value on its own."
         ]
+    if primary.name == WORK_NAME:
+        return []  # the note of analysis.work says what this step is
     return [f"Primary step: {primary.display_name} (the longest step series)."]

@@ -1,0 +1,89 @@
+"""A step for profiles that have none: the summed time of their GPU work.
+
+Many profiles hold no iteration (``nsys stats`` without NVTX steps, nvprof, Nsight Compute, a
+DeepSpeed comm log). Without a step, nothing judges the run as a whole: a kernel replaced by a
+slower one under another name is one ``missing`` and one ``new`` line, and no attribution says
+what explains a change. So :func:`with_work_step` adds, per section, a ``step`` series named
+:data:`WORK_NAME`: each repeat's summed kernel, copy and collective time on the GPU. It is the
+primary step of such a comparison, judged, gated and explained like any other.
+
+A part absent from a run adds nothing to it (the kernel did not run, or fell out of a table's
+top rows, which is then noise of the total); a part with fewer repeats than the run's others
+adds its mean for the missing ones.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+
+from perfci.model import Device, MetricKind, SeriesKey
+
+__all__ = ["WORK_NAME", "with_work_step"]
+
+#: The added step's name.
+WORK_NAME = "GPU work (kernels + copies + collectives)"
+#: The kinds of GPU time that make up the work, one after another on a stream.
+_PARTS = frozenset({MetricKind.KERNEL, MetricKind.MEMORY, MetricKind.COMM})
+#: Fewest parts for a total to say more than its one part does.
+_MIN_PARTS = 2
+
+Baseline = Mapping[SeriesKey, Sequence[Sequence[float]]]
+Candidate = Mapping[SeriesKey, Sequence[float]]
+
+
+def with_work_step(
+    baseline: Baseline, candidate: Candidate
+) -> tuple[Baseline, Candidate, list[str]]:
+    """``baseline`` and ``candidate`` with a work step per section when neither has a step;
+    the notes saying so. Unchanged when any step series exists or the GPU work has fewer than
+    two parts."""
+    keys = [*baseline, *(k for k in candidate if k not in baseline)]
+    if any(k.kind is MetricKind.STEP for k in keys):
+        return baseline, candidate, []
+    parts: dict[str, list[SeriesKey]] = {}
+    for key in keys:
+        if key.kind in _PARTS and key.is_time and key.device is Device.GPU:
+            parts.setdefault(key.section, []).append(key)
+    sections = {s: found for s, found in parts.items() if len(found) >= _MIN_PARTS}
+    if not sections:
+        return baseline, candidate, []
+    base = dict(baseline)
+    cand = dict(candidate)
+    runs = max((len(v) for v in baseline.values()), default=0)
+    for section, found in sections.items():
+        work = SeriesKey(MetricKind.STEP, WORK_NAME, device=Device.GPU, section=section)
+        base[work] = [
+            _total([_run(baseline.get(k, ()), j, runs) for k in found]) for j in range(runs)
+        ]
+        cand[work] = _total([candidate.get(k, ()) for k in found])
+    return (
+        base,
+        cand,
+        [
+            f"No step time in these profiles: the step line is {WORK_NAME}, each repeat's summed "
+            "GPU time, so that a change of the whole (a kernel replaced by a slower one under "
+            "another name) is judged and explained."
+        ],
+    )
+
+
+def _run(given: Sequence[Sequence[float]], j: int, runs: int) -> Sequence[float]:
+    """Run ``j`` of a series with ``len(given)`` runs, aligned on the newest run (as
+    :func:`.runs.build_run_table` aligns them)."""
+    index = j - (runs - len(given))
+    return given[index] if index >= 0 else ()
+
+
+def _total(parts: Sequence[Sequence[float]]) -> list[float]:
+    """Each repeat's sum over the parts present in the run; ``[]`` when none is."""
+    present = [list(p) for p in parts if len(p)]
+    if not present:
+        return []
+    repeats = max(len(p) for p in present)
+    totals = [0.0] * repeats
+    for values in present:
+        filler = statistics.fmean(values)
+        for i in range(repeats):
+            totals[i] += values[i] if i < len(values) else filler
+    return totals
