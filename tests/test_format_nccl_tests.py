@@ -9,7 +9,7 @@ import gzip
 from pathlib import Path
 
 import pytest
-from conftest import SHARED
+from conftest import shared_path
 
 from perfci.errors import ParseError
 from perfci.formats import registry
@@ -541,11 +541,10 @@ def test_nccl_init_chatter_past_the_head_does_not_hide_the_test(tmp_path: Path) 
 
 
 def _shared_files() -> list[Path]:
-    folders = [SHARED / "corpus", SHARED / "seeds"]
+    folders = [shared_path("corpus"), shared_path("seeds")]
     return [p for folder in folders for p in sorted(folder.rglob("*")) if p.is_file()]
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason="../shared is absent")
 def test_no_file_of_another_format_looks_like_nccl_tests() -> None:
     files = _shared_files()
     assert len(files) > 50
