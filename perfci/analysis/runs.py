@@ -93,7 +93,7 @@ def build_run_table(
     # One matrix per run (metrics × repeats, NaN-padded) built from the lists in one go: a
     # numpy call per run, not per metric and run.
     series = [baseline.get(k, ()) for k in keys]  # one lookup per key: hashing keys is slow
-    built = [_padded_lists([_run_of(given, j, runs) for given in series]) for j in range(runs)]
+    built = [_padded_lists([run_of(given, j, runs) for given in series]) for j in range(runs)]
     cand_raw, cand_count = _padded_lists([list(candidate.get(k, ())) for k in keys])
     raw = [matrix for matrix, _ in built]
     counts = [count for _, count in built] + [cand_count]
@@ -104,7 +104,7 @@ def build_run_table(
     return _summarise(keys, logs, np.log(cand_raw + offsets[:, None]), runs)
 
 
-def _run_of(given: Sequence[Sequence[float]], j: int, runs: int) -> Sequence[float]:
+def run_of(given: Sequence[Sequence[float]], j: int, runs: int) -> Sequence[float]:
     """Run ``j`` of a series with ``len(given)`` runs, aligned on the newest run."""
     index = j - (runs - len(given))
     return given[index] if index >= 0 else ()

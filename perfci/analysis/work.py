@@ -17,6 +17,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 
+from perfci.analysis.runs import run_of
 from perfci.model import Device, MetricKind, SeriesKey
 
 __all__ = ["WORK_NAME", "with_work_step"]
@@ -54,7 +55,7 @@ def with_work_step(
     for section, found in sections.items():
         work = SeriesKey(MetricKind.STEP, WORK_NAME, device=Device.GPU, section=section)
         base[work] = [
-            _total([_run(baseline.get(k, ()), j, runs) for k in found]) for j in range(runs)
+            _total([run_of(baseline.get(k, ()), j, runs) for k in found]) for j in range(runs)
         ]
         cand[work] = _total([candidate.get(k, ()) for k in found])
     return (
@@ -66,13 +67,6 @@ def with_work_step(
             "another name) is judged and explained."
         ],
     )
-
-
-def _run(given: Sequence[Sequence[float]], j: int, runs: int) -> Sequence[float]:
-    """Run ``j`` of a series with ``len(given)`` runs, aligned on the newest run (as
-    :func:`.runs.build_run_table` aligns them)."""
-    index = j - (runs - len(given))
-    return given[index] if index >= 0 else ()
 
 
 def _total(parts: Sequence[Sequence[float]]) -> list[float]:

@@ -9,13 +9,14 @@ the git side (a private bare repository under ``.perfci/``: the user's checkout,
 branches are never touched).
 """
 
-from perfci.history.documents import decode_run, encode_run, run_path
+from perfci.history.documents import HistoryRun, decode_run, encode_run, run_path
 from perfci.history.git_branch import AppendResult, BranchFile, GitBranch, parse_history
 
 __all__ = [
     "AppendResult",
     "BranchFile",
     "GitBranch",
+    "HistoryRun",
     "decode_run",
     "encode_run",
     "parse_history",

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perfci.errors import PerfciError
-from perfci.history import GitBranch, decode_run, encode_run, parse_history, run_path
+from perfci.history import GitBranch, HistoryRun, decode_run, encode_run, parse_history, run_path
 from perfci.history.documents import RUNS_DIR
 from perfci.model import Profile, RunContext
 from perfci.settings import DEFAULT_DB_DIR, Settings, find_project_root
@@ -79,7 +79,7 @@ def record_history(
         return []
 
     def append() -> list[str]:
-        entry = HistoryEntry(context, benchmark, repeats, datetime.now(UTC))
+        entry = HistoryRun(benchmark, context, [list(r) for r in repeats], datetime.now(UTC))
         message = f"perfci: {benchmark} at {(context.commit or 'unknown')[:12]}"
         append_history(settings, branch, [entry], message=message, cwd=cwd)
         return []
@@ -87,20 +87,10 @@ def record_history(
     return _guarded(settings, append)
 
 
-@dataclass(frozen=True, slots=True)
-class HistoryEntry:
-    """One run as the history branch keeps it."""
-
-    context: RunContext
-    benchmark: str
-    repeats: Sequence[Sequence[Profile]]
-    created_at: datetime
-
-
 def append_history(
     settings: Settings,
     branch: str,
-    entries: Sequence[HistoryEntry],
+    entries: Sequence[HistoryRun],
     *,
     message: str,
     cwd: Path | None = None,

@@ -32,10 +32,10 @@ from pathlib import Path
 from perfci.context import detect_run_context
 from perfci.errors import ConfigError
 from perfci.formats.registry import HISTORY_FORMATS, parse_file
-from perfci.history import parse_history
+from perfci.history import HistoryRun, parse_history
 from perfci.model import Profile, RunContext
 from perfci.settings import Settings, get_settings, redact_url
-from perfci.usecases.history import HistoryEntry, append_history
+from perfci.usecases.history import append_history
 from perfci.usecases.ingest import check_values, prepare_run
 from perfci.usecases.inputs import expand_inputs
 
@@ -178,7 +178,7 @@ def import_history(
     pushed = 0
     if history_branch and planned:
         documents = [
-            HistoryEntry(plan.context, plan.benchmark, plan.repeats, _when(plan.entry))
+            HistoryRun(plan.benchmark, plan.context, plan.repeats, _when(plan.entry))
             for plan in planned
         ]
         message = f"perfci: import {len(documents)} run(s) of {', '.join(sorted(chosen))}"
@@ -258,24 +258,20 @@ def _entry_context(base: RunContext, entry: _Entry) -> RunContext:
     )
 
 
-def _created_at(entry: _Entry) -> datetime | None:
-    """When the entry was measured (its ``date``), else its commit's time."""
-    moment = entry.metadata.get("date") or entry.metadata.get("commit_time")
-    return datetime.fromisoformat(str(moment)) if moment else None
-
-
 def _when(entry: _Entry) -> datetime:
-    return _created_at(entry) or datetime.now(UTC)
+    """When the entry was measured (its ``date``), else its commit's time, else now."""
+    moment = entry.metadata.get("date") or entry.metadata.get("commit_time")
+    return datetime.fromisoformat(str(moment)) if moment else datetime.now(UTC)
 
 
 def _store(
     settings: Settings, planned: Sequence[_Planned], progress: Callable[[int, int], None] | None
 ) -> tuple[list[ImportedRun], str]:
     """Store each planned run in its own transaction; the runs and where they went."""
-    runs: list[ImportedRun] = []
     from perfci.store.db import open_store
     from perfci.usecases.ingest import ingest_run
 
+    runs: list[ImportedRun] = []
     store = open_store(settings)
     try:
         for plan in planned:
@@ -285,7 +281,7 @@ def _store(
                     context=plan.context,
                     benchmark=plan.benchmark,
                     repeats=plan.repeats,
-                    created_at=_created_at(plan.entry),
+                    created_at=_when(plan.entry),
                 )
             runs.append(_imported(plan, result.run_id, result.created))
             if progress:

@@ -11,6 +11,7 @@ import json
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -26,10 +27,17 @@ _BOM = "\ufeff"
 
 def load(path: Path, *, format: str) -> Any:
     """The JSON document in ``path`` (plain or gzip); a ``ParseError`` with the line if invalid."""
+    # Inflated within _textio's caps: a gzip bomb stops with InputTooLarge (issue 13).
+    with json_errors(path, format=format), open_maybe_gzip(path, format=format) as handle:
+        return json.load(handle)
+
+
+@contextmanager
+def json_errors(path: Path, *, format: str) -> Iterator[None]:
+    """Turn the JSON decoder's errors raised inside the block into a ``ParseError`` naming
+    ``path`` and the line."""
     try:
-        # Inflated within _textio's caps: a gzip bomb stops with InputTooLarge (issue 13).
-        with open_maybe_gzip(path, format=format) as handle:
-            return json.load(handle)
+        yield
     except json.JSONDecodeError as exc:
         raise ParseError(
             f"invalid JSON: {exc.msg} (column {exc.colno})",
@@ -141,3 +149,15 @@ def scaled(value: float, factor: int) -> float:
     that is off in its last bit.
     """
     return float(Decimal(repr(value)) * factor)
+
+
+def iso_time(value: object) -> str | None:
+    """``value`` as an ISO 8601 time with its offset (UTC when it names none: the naive UTC
+    of ``datetime.utcnow().isoformat()``), or None when it is no such text."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).isoformat()

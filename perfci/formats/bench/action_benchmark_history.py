@@ -35,6 +35,7 @@ says it decides, else the action's own ``biggerIsBetter`` table for the tool
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,6 +46,8 @@ from perfci.formats._textio import read_text
 from perfci.formats.bench._json_doc import (
     ShapeError,
     describe,
+    iso_time,
+    json_errors,
     leading_items,
     number,
     shape_errors,
@@ -61,6 +64,7 @@ DESCRIPTION = (
     "one profile per commit and suite"
 )
 
+_NOT_NEWLINE = re.compile(r"[^\n]")
 #: What the action writes before the JSON text of ``data.js``.
 SCRIPT_PREFIX = "window.BENCHMARK_DATA"
 _BOM = "\ufeff"
@@ -117,30 +121,23 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
 
 
 def _load(path: Path) -> Any:
-    """The JSON object of ``path``, with the ``window.BENCHMARK_DATA =`` prefix taken off."""
+    """The JSON object of ``path``, with the ``window.BENCHMARK_DATA =`` prefix taken off.
+
+    The prefix is blanked rather than cut, so that the decoder's line and column are the
+    file's.
+    """
     text = read_text(path, format=NAME).removeprefix(_BOM)
-    stripped = text.lstrip()
-    offset_lines = text[: len(text) - len(stripped)].count("\n")
-    if stripped.startswith(SCRIPT_PREFIX):
-        rest = stripped[len(SCRIPT_PREFIX) :].lstrip()
+    body = text.lstrip()
+    if body.startswith(SCRIPT_PREFIX):
+        rest = body[len(SCRIPT_PREFIX) :].lstrip()
         if not rest.startswith("="):
             raise ParseError(
                 f"expected '{SCRIPT_PREFIX} = {{...}}'", source=str(path), line=1, format=NAME
             )
-        body = rest[1:]
-        offset_lines += stripped[: len(stripped) - len(body)].count("\n")
-        stripped = body.rstrip().removesuffix(";")
-    try:
-        return json.loads(stripped)
-    except json.JSONDecodeError as exc:
-        raise ParseError(
-            f"invalid JSON: {exc.msg} (column {exc.colno})",
-            source=str(path),
-            line=exc.lineno + offset_lines,
-            format=NAME,
-        ) from exc
-    except RecursionError as exc:
-        raise ParseError("JSON nested too deeply", source=str(path), format=NAME) from exc
+        cut = len(text) - len(rest) + 1
+        text = _NOT_NEWLINE.sub(" ", text[:cut]) + text[cut:].rstrip().removesuffix(";")
+    with json_errors(path, format=NAME):
+        return json.loads(text)
 
 
 def _profile(path: Path, suite: str, index: int, entry: Any) -> Profile:
@@ -213,13 +210,10 @@ def _commit_time(value: Any, where: str) -> str | None:
         return None
     if not isinstance(value, str):
         raise ShapeError(f"{where}: commit 'timestamp' must be a string, got {describe(value)}")
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise ShapeError(f"{where}: commit 'timestamp' {value!r} is not an ISO 8601 time") from exc
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.isoformat()
+    moment = iso_time(value)
+    if moment is None:
+        raise ShapeError(f"{where}: commit 'timestamp' {value!r} is not an ISO 8601 time")
+    return moment
 
 
 def _date(value: Any, where: str) -> str | None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -97,27 +96,16 @@ def _provenance(doc: dict[str, Any]) -> dict[str, Any]:
     if isinstance(info, dict) and _SHA.match(str(info.get("id", ""))):
         found["commit"] = info["id"]
         found["dirty"] = bool(info.get("dirty"))
-        when = _iso(info.get("time") or info.get("author_time"))
+        when = _json_doc.iso_time(info.get("time") or info.get("author_time"))
         if when:
             found["commit_time"] = when
         branch = info.get("branch")
         if isinstance(branch, str) and branch and branch not in _NO_BRANCH:
             found["branch"] = branch
-    saved = _iso(doc.get("datetime"))
+    saved = _json_doc.iso_time(doc.get("datetime"))
     if saved:
         found["date"] = saved
     return found
-
-
-def _iso(value: Any) -> str | None:
-    """``value`` as an ISO 8601 time with its offset (UTC when it has none), or None."""
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).isoformat()
 
 
 def _metric(entry: object, index: int, warnings: list[str], source: str) -> Metric:

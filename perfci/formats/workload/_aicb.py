@@ -109,7 +109,7 @@ def _scan_rows(
                 f"expected {len(header)} comma-separated fields, found {len(cells)}", line
             )
         row = dict(zip(header, (cell.strip() for cell in cells), strict=True))
-        comm_type = _enum_value(row["comm_type"])
+        comm_type = enum_value(row["comm_type"])
         elapsed = _elapsed_ns(row.get("_elapsed_time", ""), line)
         if comm_type == _EPOCH_END:
             _close_segment(segment_stages, elapsed, iterations, metadata)
@@ -142,7 +142,7 @@ def _add_call(
     elapsed: float | None,
     line: int,
 ) -> None:
-    group_name = _enum_value(row.get("comm_group", ""))
+    group_name = enum_value(row.get("comm_group", ""))
     name = f"{comm_type}[{group_name}]" if group_name else comm_type
     stage = row.get("stage") or None
     size = row.get("comm_group_size", "")
@@ -173,7 +173,7 @@ def _comm_metric(key: tuple[str | None, str], group: CommGroup) -> Metric:
     )
 
 
-def _enum_value(text: str) -> str:
+def enum_value(text: str) -> str:
     """``CommType.all_reduce`` → ``all_reduce``; ``None`` → ``""``."""
     cleaned = text.strip()
     return "" if cleaned in MISSING else cleaned.rpartition(".")[2]

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING
 
 from perfci.errors import ParseError
 from perfci.formats._text_lines import open_text
+from perfci.formats.workload._aicb import enum_value
 from perfci.model import Metric, MetricKind, Profile
 from perfci.units import parse_size
 
@@ -128,7 +129,7 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
                 if not line.endswith("\n"):
                     warnings.append(f"line {number}, the file's last line, was cut short")
                     break
-                if _enum_value(match["op"]) == _COMPUTATION or match["zero"] is not None:
+                if enum_value(match["op"]) == _COMPUTATION or match["zero"] is not None:
                     computations += 1
                     continue
                 _add_call(ranks.setdefault(match["rank"] or "", {}), match)
@@ -173,9 +174,9 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
 
 
 def _add_call(series: dict[_Key, _Series], match: re.Match[str]) -> None:
-    op, caller, size = _enum_value(match["op"]), match["caller"], _size_text(match["size"])
-    group = _enum_value(match["group"] or "")
-    if group and group != "None":
+    op, caller, size = enum_value(match["op"]), match["caller"], _size_text(match["size"])
+    group = enum_value(match["group"] or "")  # AICB's "None" is no group
+    if group:
         op = f"{op}[{group}]"  # AICB's own name for a collective of a group (its CSV's)
     found = series.setdefault((op, caller, size), _Series(op, caller, size))
     found.calls += 1
@@ -199,11 +200,6 @@ def _add_summary_row(
     found.total_ms, found.avg_ms = float(row["total"]), float(row["avg"])
     if row["algbw"] is not None:
         found.algbw, found.busbw = [float(row["algbw"])], [float(row["busbw"])]
-
-
-def _enum_value(text: str) -> str:
-    """``CommType.all_reduce`` (AICB prints its enums) → ``all_reduce``; DeepSpeed's as is."""
-    return text.strip().rpartition(".")[2] if text.strip().startswith("Comm") else text.strip()
 
 
 def _size_text(text: str) -> str:
