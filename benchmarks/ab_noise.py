@@ -29,7 +29,11 @@ under the torch profiler, CPU), its ``slower`` branch setting ``GELU_EXTRA = --c
 more ``aten::gelu`` call per layer over that share of the values, result unused. Each call has
 a fixed cost under the profiler (about 35 µs on the VM this was written on), so the operator's
 measured change is larger than ``--change``; the table prints it. The operator judged is
-``aten::gelu``. By default the numpy
+``aten::gelu``, 1.7 % of the step: under the 2 % gate share, so found but never failing the
+check. ``--operator linear`` slows the example's largest forward operator instead:
+``LINEAR_EXTRA = --change`` runs each block's first MLP projection again over that share of
+its rows (a third of the block's ``aten::addmm`` work, so ``--change 0.18`` is about +5 % of
+``aten::addmm``, which holds about a sixth of the step and gates). By default the numpy
 MLP replaces the torch example because ``import torch`` alone takes 2–8 s per
 process on the loaded 2-core machine this was written on, which would allow a handful of
 comparisons in ten minutes; the numbers it produces are measured times all the same.
@@ -143,7 +147,7 @@ class Tally:
     metrics: int = 0
     found: int = 0
     seconds: float = 0.0
-    gelu: list[tuple[float, float, float]] = field(default_factory=list)  # change, low, high
+    target: list[tuple[float, float, float]] = field(default_factory=list)  # change, low, high
     processes: int = 0  # the candidate's repeats (history) or pairs (A/B), summed
 
 
@@ -160,11 +164,17 @@ def git(repo: Path, *args: str, date: str | None = None) -> str:
 GPT_ARGS = ["--steps", "8", "--warmup", "2", "--batch", "16", "--seq", "128", "--layers", "2"]
 
 
-def make_repo(root: Path, change: float, bench: str, gpt_args: list[str] | None = None) -> Path:
+def make_repo(
+    root: Path,
+    change: float,
+    bench: str,
+    gpt_args: list[str] | None = None,
+    operator: str = "gelu",
+) -> Path:
     """``main`` (benchmark, then a docs commit), ``unchanged`` and ``slower`` on top of it.
 
     ``gpt_args`` replaces :data:`GPT_ARGS` (``benchmarks/cuda_ab.py`` sizes the example for a
-    GPU)."""
+    GPU); ``operator`` is the example's operator the ``slower`` branch slows (gelu, linear)."""
     repo = root / bench
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
@@ -193,14 +203,15 @@ def make_repo(root: Path, change: float, bench: str, gpt_args: list[str] | None 
     git(repo, "checkout", "-q", "-b", "slower", "main")
     if bench == "gpt":
         text = (repo / "bench.py").read_text(encoding="utf-8")
-        slower = text.replace("GELU_EXTRA = 0.0\n", f"GELU_EXTRA = {change!r}\n")
-        assert slower != text, "examples/gpt/bench.py lost its GELU_EXTRA line"
+        knob = f"{operator.upper()}_EXTRA"
+        slower = text.replace(f"{knob} = 0.0\n", f"{knob} = {change!r}\n")
+        assert slower != text, f"examples/gpt/bench.py lost its {knob} line"
         (repo / "bench.py").write_text(slower, encoding="utf-8")
     else:
         (repo / "factors.json").write_text(
             json.dumps({"gelu": 1 + change}) + "\n", encoding="utf-8"
         )
-    git(repo, "commit", "-q", "-am", "slower GELU", date="2026-01-03T12:00:00Z")
+    git(repo, "commit", "-q", "-am", f"slower {operator}", date="2026-01-03T12:00:00Z")
     return repo
 
 
@@ -230,29 +241,39 @@ def check(repo: Path, url: str, report: Path, *args: str) -> dict[str, object]:
     return result
 
 
-#: The changed operator's series name, per benchmark.
-TARGET = {"mlp": "gelu", "gpt": "aten::gelu"}
+#: The changed operator's series name, per benchmark and slowed operator.
+TARGET = {("mlp", "gelu"): "gelu", ("gpt", "gelu"): "aten::gelu", ("gpt", "linear"): "aten::addmm"}
 
+#: Names (lower case, substrings) of the lines each slowed operator moves for real.
+_OWN_LINES = {"gelu": ("gelu",), "linear": ("addmm", "linear")}
 
-#: Operators the example's slower GELU adds calls to (a profile diff of the two branches): it
-#: takes a flat view of its input and a slice of that for the extra call.
+#: Operators the example's extra calls add calls to (a profile diff of the two branches): a
+#: flat view of the input, a slice of it, and (for the linear layer) the weight's transpose.
 _PADDING_OPS = ("aten::slice", "aten::view", "aten::reshape", "aten::as_strided")
+_PADDING_EXACT = ("aten::t", "aten::transpose")
 
 
-def _touched(metric: dict[str, Any]) -> bool:
-    """Lines the slower GELU may move for real: its forward and backward, what holds them, and
-    (in the example) the views its extra call takes."""
+def _touched(metric: dict[str, Any], operator: str = "gelu") -> bool:
+    """Lines the slower operator may move for real: its forward and backward, what holds them,
+    and (in the example) the views its extra call takes."""
     series = metric["series"]
     name = series["name"].lower()
     return (
-        "gelu" in name
+        any(own in name for own in _OWN_LINES[operator])
         or series["kind"] in ("step", "range", "layer")
         or any(op in name for op in _PADDING_OPS)
+        or name in _PADDING_EXACT
     )
 
 
 def score(
-    tally: Tally, result: dict[str, object], *, changed: bool, seconds: float, target: str
+    tally: Tally,
+    result: dict[str, object],
+    *,
+    changed: bool,
+    seconds: float,
+    target: str,
+    operator: str = "gelu",
 ) -> None:
     metrics = result["metrics"]
     assert isinstance(metrics, list)
@@ -260,14 +281,16 @@ def score(
     tally.seconds += seconds
     tally.verdicts[str(result["verdict"])] += 1
     tally.metrics += len(metrics)
-    gelu = [m for m in metrics if m["series"]["name"] == target and m["series"]["kind"] == "op"]
+    line = [m for m in metrics if m["series"]["name"] == target and m["series"]["kind"] == "op"]
     tally.processes += max(m["n_candidate"] for m in metrics)  # repeats, or A/B pairs
-    if gelu and gelu[0]["change"] is not None:
-        tally.gelu.append((gelu[0]["change"], gelu[0]["ci_low"], gelu[0]["ci_high"]))
+    if line and line[0]["change"] is not None:
+        tally.target.append((line[0]["change"], line[0]["ci_low"], line[0]["ci_high"]))
     decided = ("regression", "improvement")
     if changed:
-        tally.found += bool(gelu and gelu[0]["verdict"] == "regression")
-        tally.false_metrics += sum(m["verdict"] in decided and not _touched(m) for m in metrics)
+        tally.found += bool(line and line[0]["verdict"] == "regression")
+        tally.false_metrics += sum(
+            m["verdict"] in decided and not _touched(m, operator) for m in metrics
+        )
     else:
         tally.false_metrics += sum(m["verdict"] in decided for m in metrics)
 
@@ -318,7 +341,8 @@ def history_mode(
             result,
             changed=branch == "slower",
             seconds=time.monotonic() - started,
-            target=TARGET[args.bench],
+            target=TARGET[args.bench, args.operator],
+            operator=args.operator,
         )
         print(f"  history {branch} {i + 1}: {result['verdict']}", file=sys.stderr)
 
@@ -350,17 +374,18 @@ def ab_mode(
             result,
             changed=branch == "slower",
             seconds=time.monotonic() - started,
-            target=TARGET[args.bench],
+            target=TARGET[args.bench, args.operator],
+            operator=args.operator,
         )
         print(f"  A/B {branch} {i + 1}: {result['verdict']}", file=sys.stderr)
 
 
 def table(tallies: dict[str, Tally]) -> str:
-    """The results; the slower code's GELU change is as measured (``--change`` is the knob)."""
+    """The results; the slower operator's change is as measured (``--change`` is the knob)."""
     lines = [
         "| mode | code | comparisons | regression | improvement | unchanged | "
         "inconclusive | false verdicts / comparison | false metrics / comparison | "
-        "slower GELU found | GELU change, median (95 % interval) | "
+        "slower operator found | its change, median (95 % interval) | "
         "repeats or pairs / comparison | s / comparison |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -384,9 +409,9 @@ def table(tallies: dict[str, Tally]) -> str:
 
 
 def _median_change(tally: Tally) -> str:
-    if not tally.gelu:
+    if not tally.target:
         return "—"
-    change, low, high = (statistics.median(v[i] for v in tally.gelu) for i in range(3))
+    change, low, high = (statistics.median(v[i] for v in tally.target) for i in range(3))
     return f"{change:+.1%} ({low:+.1%} … {high:+.1%})"
 
 
@@ -399,6 +424,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default="mlp",
         help="mlp: the numpy MLP (default); gpt: examples/gpt/bench.py under the torch "
         "profiler, its GELU made --change slower",
+    )
+    parser.add_argument(
+        "--operator",
+        choices=("gelu", "linear"),
+        default="gelu",
+        help="the operator the slower branch slows, under --bench gpt: gelu (aten::gelu, under "
+        "the gate share) or linear (the MLP's first projection: aten::addmm, gated)",
     )
     parser.add_argument("--history-runs", type=int, default=8)
     parser.add_argument("--candidates", type=int, default=10)
@@ -420,6 +452,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "time, which does not count time spent preempted by the load",
     )
     args = parser.parse_args(argv)
+    if args.operator != "gelu" and args.bench != "gpt":
+        parser.error("--operator linear needs --bench gpt (the numpy MLP slows its GELU)")
     os.environ["AB_CLOCK"] = args.clock
     if args.quick:
         args.history_runs, args.candidates, args.ab_comparisons = 3, 1, 1
@@ -437,7 +471,7 @@ def run(args: argparse.Namespace) -> dict[str, Tally]:
     }
     with tempfile.TemporaryDirectory(prefix="perfci-ab-noise-") as scratch:
         work = Path(scratch)
-        repo = make_repo(work, args.change, args.bench)
+        repo = make_repo(work, args.change, args.bench, operator=args.operator)
         cwd = Path.cwd()
         os.chdir(repo)
         try:

@@ -261,3 +261,28 @@ def test_noise_shapes_counts_false_verdicts_per_shape() -> None:
     for row in rows:
         assert re.fullmatch(r"\d+\.\d%", row["runs failed"]), row
         assert re.fullmatch(r"\d+\.\d{3}", row["false regressions / comparison"]), row
+
+
+def test_ab_noise_slows_the_chosen_operator_of_the_example(tmp_path: Path) -> None:
+    """``ab_noise.py --operator linear`` edits the example's ``LINEAR_EXTRA`` on ``slower`` only,
+    and counts the lines that operator moves as touched, not as false verdicts."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import ab_noise
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    repo = ab_noise.make_repo(tmp_path, 0.18, "gpt", operator="linear")
+    slower = ab_noise.git(repo, "show", "slower:bench.py")
+    unchanged = ab_noise.git(repo, "show", "unchanged:bench.py")
+    assert "LINEAR_EXTRA = 0.18\n" in slower and "GELU_EXTRA = 0.0\n" in slower
+    assert "LINEAR_EXTRA = 0.0\n" in unchanged
+    assert ab_noise.TARGET["gpt", "linear"] == "aten::addmm"
+
+    def line(kind: str, name: str) -> dict[str, dict[str, str]]:
+        return {"series": {"kind": kind, "name": name}}
+
+    assert ab_noise._touched(line("op", "aten::addmm"), "linear")
+    assert ab_noise._touched(line("op", "aten::t"), "linear")
+    assert not ab_noise._touched(line("op", "aten::tanh"), "linear")
+    assert not ab_noise._touched(line("op", "aten::gelu"), "linear")
+    assert not ab_noise._touched(line("op", "aten::addmm"), "gelu")

@@ -215,3 +215,31 @@ def test_gelu_extra_adds_one_small_gelu_call_and_keeps_the_result() -> None:
         bench.WastefulGELU(0.05)(x.detach())
     shapes = [e.input_shapes[0] for e in profiler.events() if e.name == "aten::gelu"]
     assert shapes == [[2, 3, 512], [round(2 * 3 * 512 * 0.05)]]
+
+
+def test_linear_extra_adds_one_smaller_addmm_call_and_keeps_the_layer() -> None:
+    """``--linear-extra`` (``ab_noise.py --bench gpt --operator linear``) adds one ``aten::addmm``
+    call over that share of the rows; parameters, values and gradients stay the layer's own."""
+    torch = pytest.importorskip("torch")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpt_bench", EXAMPLE / "bench.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    torch.manual_seed(0)
+    wasteful = bench.WastefulLinear(16, 64, 0.25)
+    plain = torch.nn.Linear(16, 64)
+    plain.load_state_dict(wasteful.state_dict())  # the same parameter names and shapes
+    x = torch.randn(2, 10, 16)
+    out = wasteful(x)
+    expected = plain(x)
+    assert torch.equal(out, expected)
+    out.sum().backward()
+    expected.sum().backward()
+    assert wasteful.weight.grad is not None and plain.weight.grad is not None
+    assert torch.equal(wasteful.weight.grad, plain.weight.grad)
+    with torch.profiler.profile(record_shapes=True) as profiler:
+        wasteful(x)
+    shapes = [e.input_shapes[1] for e in profiler.events() if e.name == "aten::addmm"]
+    assert shapes == [[20, 16], [5, 16]]  # the 2 × 10 rows, then a quarter of them again

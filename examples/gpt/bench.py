@@ -19,8 +19,10 @@ from torch.nn import functional as F  # noqa: N812 - the conventional alias
 
 from perfci.torch import profile_steps
 
-#: The default of ``--gelu-extra``: a pull request that slows one operator edits this line.
+#: The defaults of ``--gelu-extra`` and ``--linear-extra``: a pull request that slows one
+#: operator edits one of these lines.
 GELU_EXTRA = 0.0
+LINEAR_EXTRA = 0.0
 
 
 class Attention(nn.Module):
@@ -76,14 +78,46 @@ class WastefulGELU(nn.Module):
         return out
 
 
+class WastefulLinear(nn.Linear):
+    """A linear layer that also runs over an ``extra`` share of its input rows again, unused.
+
+    The same kind of deliberate regression on the example's largest forward operator:
+    ``aten::addmm`` gets one more, smaller call; parameters, values and gradients stay the
+    layer's own.
+    """
+
+    def __init__(self, in_features: int, out_features: int, extra: float) -> None:
+        super().__init__(in_features, out_features)
+        self.extra = extra
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = super().forward(x)
+        with torch.no_grad():
+            rows = x.reshape(-1, x.shape[-1])
+            F.linear(rows[: max(1, round(rows.shape[0] * self.extra))], self.weight, self.bias)
+        return out
+
+
 class Block(nn.Module):
-    def __init__(self, dim: int, heads: int, slow: bool, gelu_extra: float = 0.0) -> None:
+    def __init__(
+        self,
+        dim: int,
+        heads: int,
+        slow: bool,
+        gelu_extra: float = 0.0,
+        linear_extra: float = 0.0,
+    ) -> None:
         super().__init__()
         self.ln1 = nn.LayerNorm(dim)
         self.attn = Attention(dim, heads, slow)
         self.ln2 = nn.LayerNorm(dim)
         act = WastefulGELU(gelu_extra) if gelu_extra > 0 else nn.GELU()
-        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), act, nn.Linear(4 * dim, dim))
+        up = (
+            WastefulLinear(dim, 4 * dim, linear_extra)
+            if linear_extra > 0
+            else nn.Linear(dim, 4 * dim)
+        )
+        self.mlp = nn.Sequential(up, act, nn.Linear(4 * dim, dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(self.ln1(x))
@@ -100,11 +134,14 @@ class TinyGPT(nn.Module):
         seq: int,
         slow: bool,
         gelu_extra: float = 0.0,
+        linear_extra: float = 0.0,
     ) -> None:
         super().__init__()
         self.tok = nn.Embedding(vocab, dim)
         self.pos = nn.Embedding(seq, dim)
-        self.blocks = nn.ModuleList(Block(dim, heads, slow, gelu_extra) for _ in range(layers))
+        self.blocks = nn.ModuleList(
+            Block(dim, heads, slow, gelu_extra, linear_extra) for _ in range(layers)
+        )
         self.ln = nn.LayerNorm(dim)
         self.head = nn.Linear(dim, vocab, bias=False)
 
@@ -138,6 +175,13 @@ def main() -> None:
         help="make the MLP's GELU do this fraction more work, wasted (e.g. 0.05: +5 %%)",
     )
     parser.add_argument(
+        "--linear-extra",
+        type=float,
+        default=LINEAR_EXTRA,
+        help="make the MLP's first linear layer run over this share of its rows again, wasted "
+        "(a third of the aten::addmm work in each block: 0.15 is about +5 %% addmm)",
+    )
+    parser.add_argument(
         "--no-steady-memory",
         action="store_true",
         help="leave glibc's allocator alone on the CPU (to measure the page faults it costs)",
@@ -148,7 +192,14 @@ def main() -> None:
     torch.set_num_threads(1)  # steadier timings on shared CI CPUs
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model = TinyGPT(
-        512, args.dim, args.heads, args.layers, args.seq, args.slow_attention, args.gelu_extra
+        512,
+        args.dim,
+        args.heads,
+        args.layers,
+        args.seq,
+        args.slow_attention,
+        args.gelu_extra,
+        args.linear_extra,
     )
     model.to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
