@@ -4,6 +4,7 @@
 
     PerfciError
     ├── ParseError            a profile could not be read (names file, line, what was expected)
+    │   ├── NoMeasurements    a readable file with no measurement yet (skipped in a folder)
     │   └── InputTooLarge     a compressed input inflates beyond the configured cap
     ├── InvalidValue          a value of an upload is not finite, negative, or overflows
     ├── SampleError           a sample cannot be compared (NaN, infinite, negative time)
@@ -50,6 +51,16 @@ class ParseError(PerfciError):
             where = f"{where}:{self.line}"
         fmt = f" ({self.format})" if self.format else ""
         return f"{where}: {self.message}{fmt}"
+
+
+class NoMeasurements(ParseError):
+    """The file is in a format perfci reads but holds no measurement yet.
+
+    A Megatron rank that never prints the training log, a job stopped before its first
+    logged interval. Named directly, such a file is refused like any bad input; found in a
+    folder or by a benchmark's globs beside its siblings, it is skipped and named instead, so
+    that one quiet rank does not stop the whole job's ingest.
+    """
 
 
 class InputTooLarge(ParseError):

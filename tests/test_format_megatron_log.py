@@ -16,9 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from perfci.errors import ConfigError, ParseError, UnknownFormatError
+from perfci.cli.main import main
+from perfci.errors import ConfigError, NoMeasurements, ParseError, UnknownFormatError
 from perfci.formats import registry
 from perfci.model import Better, Device, Metric, MetricKind, Profile
+from perfci.usecases.ingest import parse_repeats
 
 K = MetricKind
 MS = 1e6  # ns
@@ -565,6 +567,51 @@ def test_a_log_without_iteration_lines_is_a_parse_error_naming_what_was_expected
     assert "elapsed time per iteration (ms)" in message
     assert "last rank" in message
     assert caught.value.format == "megatron_log"
+
+
+def _job_folder(tmp_path: Path, *, last_rank: bool = True) -> Path:
+    """A multi-GPU job's logs, one per rank: rank 0 prints the set-up, the last rank trains."""
+    folder = tmp_path / "logs"
+    folder.mkdir(parents=True)
+    write(folder, [*SETUP, memory_line(0, 10, 1000.0, 2000.0)], name="rank0.log")
+    if last_rank:
+        write(folder, CURRENT, name="rank7.log")
+    return folder
+
+
+def test_a_quiet_ranks_log_in_a_folder_is_skipped_and_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = _job_folder(tmp_path)
+    assert main(["parse", str(folder), "--json"]) == 0
+    captured = capsys.readouterr()
+    [profile] = json.loads(captured.out)["profiles"]
+    assert Path(profile["source"]).name == "rank7.log"
+    assert "hold no measurement yet" in captured.err and "rank0.log" in captured.err
+    skipped: list[Path] = []
+    [[repeat]] = parse_repeats([folder], skipped=skipped)  # what `perfci ingest` stores
+    assert Path(repeat.source).name == "rank7.log"
+    assert [p.name for p in skipped] == ["rank0.log"]
+
+
+def test_a_quiet_ranks_log_named_on_its_own_is_refused_with_the_reason(tmp_path: Path) -> None:
+    folder = _job_folder(tmp_path)
+    with pytest.raises(NoMeasurements, match="last rank only"):
+        parse_repeats([folder / "rank0.log", folder / "rank7.log"])
+    with pytest.raises(NoMeasurements, match=r"rank0\.log: no Megatron-LM iteration line"):
+        parse_repeats([_job_folder(tmp_path / "quiet", last_rank=False)])
+
+
+def test_a_benchmarks_globs_finding_a_quiet_rank_leave_it_out_with_a_warning(
+    tmp_path: Path,
+) -> None:
+    """``perfci run``/``check`` hand each repeat's globbed files over as found, not named."""
+    folder = _job_folder(tmp_path)
+    [[profile]] = parse_repeats([folder / "rank0.log", folder / "rank7.log"], repeat=1, found=True)
+    assert Path(profile.source).name == "rank7.log"
+    assert any(
+        w.startswith(f"left out {folder / 'rank0.log'}: no Megatron") for w in profile.warnings
+    )
 
 
 def test_the_iteration_line_is_found_after_a_long_preamble(tmp_path: Path) -> None:

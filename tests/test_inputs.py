@@ -69,7 +69,7 @@ def test_perfci_parse_reads_a_folder_and_names_what_it_skipped(
     document = json.loads(captured.out)
     sources = [p["source"] for p in document["profiles"]]
     assert [Path(s).name for s in sources] == ["rep1.json", "rep2.json", "rep10.json"]
-    assert "skipped 1 file that no parser recognises" in captured.err
+    assert "skipped 1 file that no parser recognises or that hold" in captured.err
     assert "README.md" in captured.err
 
 

@@ -103,7 +103,8 @@ def output_formats(values: list[str], *, allowed: tuple[str, ...], option: str) 
 
 
 def warn_skipped(skipped: list[Path], *, shown: int = 5) -> None:
-    """Name the files of given folders that no parser recognised (they were not read)."""
+    """Name the files of given folders that no parser recognised, or that held no measurement
+    yet (they were not read)."""
     if not skipped:
         return
     from perfci.cli._console import err_console
@@ -112,7 +113,7 @@ def warn_skipped(skipped: list[Path], *, shown: int = 5) -> None:
     more = f" and {len(skipped) - shown} more" if len(skipped) > shown else ""
     err_console.print(
         f"warning: skipped {len(skipped)} file{'s' if len(skipped) != 1 else ''} that no "
-        f"parser recognises: {names}{more}",
+        f"parser recognises or that hold no measurement yet: {names}{more}",
         markup=False,
         soft_wrap=True,
     )

@@ -38,7 +38,7 @@ def collect_repeats(
 
     files = runner(spec, work_dir(spec.name, cwd))
     repeats = [
-        parse_repeats(group, format=spec.format, repeat=1, options=spec.options)[0]
+        parse_repeats(group, format=spec.format, repeat=1, options=spec.options, found=True)[0]
         for group in files
     ]
     gpu_state.attach(repeats, files)  # each repeat's GPU clocks and throttling, if sampled

@@ -15,19 +15,22 @@ import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
 from perfci.analysis.values import compared_value
-from perfci.errors import ConfigError, InvalidValue, ParseError, UnknownFormatError
+from perfci.errors import ConfigError, InvalidValue, NoMeasurements, ParseError, UnknownFormatError
 from perfci.formats.registry import HISTORY_FORMATS, parse_file
 from perfci.model import MetricKind, Profile, RunContext, SeriesParts
 from perfci.store.prepared import Cell, PreparedRun, Values, cell_values
 from perfci.store.runs import IngestResult, storage_error, stored_run, write_run
 from perfci.usecases.inputs import expand_inputs
 from perfci.usecases.repeats import check_repeats_match
+
+_T = TypeVar("_T")
 
 __all__ = [
     "IngestResult",
@@ -146,40 +149,51 @@ def parse_repeats(
     repeat: int | None = None,
     skipped: list[Path] | None = None,
     options: Mapping[str, str] | None = None,
+    found: bool = False,
 ) -> list[list[Profile]]:
     """The profiles of each repeat (see :func:`parse_and_ingest`); errors name the file.
 
-    A folder stands for the profile files in it (:mod:`.inputs`); those no parser recognises
-    are appended to ``skipped`` when it is given.
+    A folder stands for the profile files in it (:mod:`.inputs`); those no parser recognises,
+    and those that hold no measurement yet (:class:`~perfci.errors.NoMeasurements`), are
+    appended to ``skipped`` when it is given. ``found``: every file was found by a benchmark's
+    globs rather than named, so an empty one is skipped like a folder's.
     """
     inputs = expand_inputs(files, format=format)
     if skipped is not None:
         skipped.extend(inputs.skipped)
-    groups = group_files(inputs.files, repeat)
-    repeats = [
-        [
-            p
-            for path in group
-            for p in _parse_one(path, format or inputs.detected.get(path), options)
-        ]
-        for group in groups
-    ]
+    parsed: list[list[Profile]] = []  # per file kept; a file named twice is two repeats
+    empty: list[NoMeasurements] = []
+    for path in inputs.files:
+        try:
+            parsed.append(_parse_one(path, format or inputs.detected.get(path), options))
+        except NoMeasurements as exc:
+            if not (found or path in inputs.found):
+                raise
+            empty.append(exc)
+            if skipped is not None:
+                skipped.append(path)
+    if empty and not parsed:
+        raise empty[0]  # every file is empty: say why for the first
+    if empty and skipped is None and parsed[0]:  # no one else to name them to
+        parsed[0][0].warnings.extend(f"left out {e.source}: {e.message}" for e in empty)
+    repeats = [[p for file in group for p in file] for group in group_files(parsed, repeat)]
     check_repeats_match(repeats)  # unrelated profiles as repeats of one run (issue 16)
     return repeats
 
 
-def group_files(files: Sequence[Path], repeats: int | None) -> list[list[Path]]:
-    """Files per repeat: one each, or ``repeats`` equal consecutive groups."""
+def group_files(files: Sequence[_T], repeats: int | None) -> list[list[_T]]:
+    """Files (or their parsed profiles) per repeat: one each, or ``repeats`` equal consecutive
+    groups."""
     if not files:
         raise ConfigError("no profile files given")
     if repeats is None:
-        return [[Path(f)] for f in files]
+        return [[f] for f in files]
     if repeats < 1 or len(files) % repeats:
         raise ConfigError(
             f"{len(files)} files cannot be split into {repeats} repeats of equal size"
         )
     size = len(files) // repeats
-    return [[Path(f) for f in files[i : i + size]] for i in range(0, len(files), size)]
+    return [list(files[i : i + size]) for i in range(0, len(files), size)]
 
 
 def _parse_one(

@@ -3,7 +3,9 @@
 ``perfci parse profiles/`` and ``perfci ingest profiles/`` read every profile file in the folder
 (and its subfolders), in natural order (``rep2`` before ``rep10``), so that a CI job can hand
 over its output folder. Files no parser recognises there (a README, a log) are skipped and
-named; hidden files and folders are not looked at.
+named; hidden files and folders are not looked at. A folder's file in a format perfci reads
+that holds no measurement yet (:class:`~perfci.errors.NoMeasurements`: the Megatron log of a
+rank that prints no training log) is skipped and named by the reader too.
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ class Inputs:
     """The files to read, and the files of given folders that were left out.
 
     ``detected`` names the format found for a folder's file while it was sorted, so that
-    reading it does not sniff it again.
+    reading it does not sniff it again; ``found`` holds the files that came from a folder
+    rather than being named.
     """
 
     files: list[Path] = field(default_factory=list)
     skipped: list[Path] = field(default_factory=list)
     detected: dict[Path, str] = field(default_factory=dict)
+    found: set[Path] = field(default_factory=set)
 
 
 def expand_inputs(paths: Iterable[Path], *, format: str | None = None) -> Inputs:
@@ -54,6 +58,7 @@ def expand_inputs(paths: Iterable[Path], *, format: str | None = None) -> Inputs
                 + "; `perfci formats` lists the formats perfci reads"
             )
         found.files += files
+        found.found.update(files)
         found.skipped += skipped
     return found
 

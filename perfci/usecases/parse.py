@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from perfci.analysis.values import compared_value
+from perfci.errors import NoMeasurements
 from perfci.formats.registry import parse_file
 from perfci.jsondoc import to_document
 from perfci.model import Metric, Profile
@@ -23,15 +24,26 @@ def parse_profiles(
     """Parse every file, and every profile file of every folder (:mod:`.inputs`).
 
     The first unreadable file stops with a ``ParseError`` naming it; a folder's files that no
-    parser recognises are appended to ``skipped`` when it is given.
+    parser recognises, or that hold no measurement yet, are appended to ``skipped`` when it is
+    given.
     """
     inputs = expand_inputs(paths, format=format)
     if skipped is not None:
         skipped.extend(inputs.skipped)
     profiles: list[Profile] = []
+    empty: list[NoMeasurements] = []
     for path in inputs.files:
         found = format or inputs.detected.get(path)
-        profiles.extend(parse_file(path, format=found, options=options))
+        try:
+            profiles.extend(parse_file(path, format=found, options=options))
+        except NoMeasurements as exc:
+            if path not in inputs.found:
+                raise
+            empty.append(exc)
+            if skipped is not None:
+                skipped.append(path)
+    if empty and len(empty) == len(inputs.files):
+        raise empty[0]  # every file of the folders is empty: say why for the first
     return profiles
 
 

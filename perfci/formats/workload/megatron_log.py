@@ -91,7 +91,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from perfci.errors import ConfigError, ParseError
+from perfci.errors import ConfigError, NoMeasurements, ParseError
 from perfci.formats._steps import detect_warmup, step_metric
 from perfci.formats._text_lines import open_text
 from perfci.model import Better, Device, Metric, MetricKind, Profile
@@ -446,16 +446,18 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     runs = [run for run in reader.runs if run.intervals]
     if not runs:
         unreadable = sum(run.unreadable for run in reader.runs)
-        raise ParseError(
-            (
+        if unreadable:
+            raise ParseError(
                 f"{unreadable} iteration line(s) but none with a positive elapsed time per "
-                "iteration (ms)"
-                if unreadable
-                else "no Megatron-LM iteration line found: expected ' iteration N/ M | "
-                "consumed samples: … | elapsed time per iteration (ms): T | …' (training_log). "
-                "Megatron prints it on the last rank only, once --log-interval iterations have "
-                "run: is this that rank's output, and did training get that far?"
-            ),
+                "iteration (ms)",
+                source=source,
+                format=NAME,
+            )
+        raise NoMeasurements(
+            "no Megatron-LM iteration line found: expected ' iteration N/ M | "
+            "consumed samples: … | elapsed time per iteration (ms): T | …' (training_log). "
+            "Megatron prints it on the last rank only, once --log-interval iterations have "
+            "run: is this that rank's output, and did training get that far?",
             source=source,
             format=NAME,
         )
