@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from perfci.analysis.compare import CompareOptions, compare_run
+from perfci.analysis.paired import compare_paired
 from perfci.model import MetricKind, SeriesKey, Verdict
 
 STEP = SeriesKey(MetricKind.STEP, "train_step")
@@ -273,3 +274,29 @@ def test_without_a_step_a_kernel_replaced_by_a_slower_one_fails_on_the_gpu_work(
     # A profile with its own step gets no such line.
     with_step = compare_run(*_runs(rng, {}), benchmark="b")
     assert all(m.series is None or "GPU work" not in m.series.name for m in with_step.metrics)
+
+
+def test_same_runner_pairs_without_a_step_fail_on_the_gpu_work_too() -> None:
+    """``perfci check --ab`` on profiles with no step: the same renamed, slower kernel."""
+    old, new = SeriesKey(MetricKind.KERNEL, "gemm_v1"), SeriesKey(MetricKind.KERNEL, "gemm_v2")
+    rng = np.random.default_rng(18)
+    others = {SOFTMAX: 2e6, MEMCPY: 5e5, TINY: 1e4}
+    pairs = 6
+    base = {
+        key: (level * np.exp(rng.normal(0, 0.01, pairs))).tolist()
+        for key, level in {old: 6e6, **others}.items()
+    }
+    pr: dict[SeriesKey, list[float | None]] = {
+        key: (level * np.exp(rng.normal(0, 0.01, pairs))).tolist()
+        for key, level in {new: 8e6, **others}.items()
+    }
+    pr[MEMCPY][2] = None  # a copy absent from one process adds nothing to its total
+    result = compare_paired(base, pr, benchmark="renamed")
+    lines = {m.series.name: m for m in result.metrics if m.series is not None}
+    work = lines["GPU work (kernels + copies + collectives)"]
+    assert work.verdict is Verdict.REGRESSION and work.gated
+    assert work.n_candidate == pairs
+    assert work.change == pytest.approx(2e6 / 8.51e6, rel=0.1)
+    assert result.verdict is Verdict.REGRESSION
+    assert result.contributions and result.contributions[0].series == new
+    assert any("each process's summed GPU time" in note for note in result.notes)

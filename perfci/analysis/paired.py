@@ -58,6 +58,7 @@ from perfci.analysis.judge import (
     judge_estimates,
 )
 from perfci.analysis.stats import FloatArray
+from perfci.analysis.work import with_paired_work_step
 from perfci.model import MetricComparison, RunComparison, SeriesKey, Verdict
 
 __all__ = [
@@ -171,6 +172,8 @@ def compare_paired(
         inconclusive line is the number of pairs that would settle it.
     """
     options = options or CompareOptions()
+    base, pr, work_notes = with_paired_work_step(base, pr)
+    notes = [*notes, *work_notes]
     keys = sorted({*base, *pr}, key=lambda k: k.key)
     found: dict[SeriesKey, PairedStats] = {}
     untested: list[MetricComparison] = []
