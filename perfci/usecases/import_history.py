@@ -35,6 +35,7 @@ from perfci.formats.registry import HISTORY_FORMATS, parse_file
 from perfci.history import HistoryRun, parse_history
 from perfci.model import Profile, RunContext
 from perfci.settings import Settings, get_settings, redact_url
+from perfci.store.prepared import PreparedRun
 from perfci.usecases.history import append_history
 from perfci.usecases.ingest import check_values, prepare_run
 from perfci.usecases.inputs import expand_inputs
@@ -92,6 +93,7 @@ class _Planned:
     benchmark: str
     context: RunContext
     entry: _Entry
+    prepared: PreparedRun  # the rows to store, prepared once
 
     @property
     def repeats(self) -> list[list[Profile]]:
@@ -167,12 +169,12 @@ def import_history(
     )
     # An entry without benches (a failed job the action still recorded) is no run.
     planned = [
-        _Planned(benchmark or e.suite, _entry_context(base, e), e)
+        _Planned(benchmark or e.suite, _entry_context(base, e), e, prepare_run([e.profiles]))
         for e in selected
         if any(p.metrics for p in e.profiles) and e.metadata.get("branch") in (None, branch)
     ]
     for plan in planned:  # every entry checked before the first write
-        check_values(prepare_run(plan.repeats))
+        check_values(plan.prepared)
     runs, where = _store(settings, planned, progress)
     history_branch = parse_history(settings.history)
     pushed = 0
@@ -269,18 +271,18 @@ def _store(
 ) -> tuple[list[ImportedRun], str]:
     """Store each planned run in its own transaction; the runs and where they went."""
     from perfci.store.db import open_store
-    from perfci.usecases.ingest import ingest_run
+    from perfci.usecases.ingest import ingest_prepared
 
     runs: list[ImportedRun] = []
     store = open_store(settings)
     try:
         for plan in planned:
             with store.sessions() as session:
-                result = ingest_run(
+                result = ingest_prepared(
                     session,
                     context=plan.context,
                     benchmark=plan.benchmark,
-                    repeats=plan.repeats,
+                    prepared=plan.prepared,
                     created_at=_when(plan.entry),
                 )
             runs.append(_imported(plan, result.run_id, result.created))

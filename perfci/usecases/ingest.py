@@ -37,6 +37,7 @@ __all__ = [
     "Values",
     "check_values",
     "group_files",
+    "ingest_prepared",
     "ingest_run",
     "parse_and_ingest",
     "parse_repeats",
@@ -91,6 +92,29 @@ def ingest_run(
     """
     prepared = prepare_run(repeats)
     check_values(prepared)  # before any SQL: bad input writes nothing
+    return ingest_prepared(
+        session,
+        context=context,
+        benchmark=benchmark,
+        prepared=prepared,
+        idempotency_key=idempotency_key,
+        created_at=created_at,
+        commit=commit,
+    )
+
+
+def ingest_prepared(
+    session: Session,
+    *,
+    context: RunContext,
+    benchmark: str,
+    prepared: PreparedRun,
+    idempotency_key: str | None = None,
+    created_at: datetime | None = None,
+    commit: bool = True,
+) -> IngestResult:
+    """:func:`ingest_run` for a run already prepared and checked (:func:`check_values`): an
+    import that checks every run before its first write prepares each once."""
     key = idempotency_key or run_key(context, prepared)
     try:
         result = write_run(
