@@ -86,7 +86,7 @@ import re
 import statistics
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -94,6 +94,18 @@ from typing import TYPE_CHECKING, Any
 from perfci.errors import ConfigError, NoMeasurements, ParseError
 from perfci.formats._steps import detect_warmup, step_metric
 from perfci.formats._text_lines import open_text
+from perfci.formats.workload._megatron_reader import (
+    BATCH,
+    ELAPSED,
+    MEMORY_FIELDS,
+    NAN,
+    NS_PER_MS,
+    ONE_LINE,
+    SKIPPED,
+    TIMER_ENTRY,
+    Reader,
+    Run,
+)
 from perfci.model import Better, Device, Metric, MetricKind, Profile
 
 if TYPE_CHECKING:
@@ -105,39 +117,13 @@ DESCRIPTION = (
 )
 
 LABEL = "megatron"
-NS_PER_MS = 1e6
-BYTES_PER_MB = 1024 * 1024  # report_memory: mega_bytes = 1024.0 * 1024.0
-_NUMBER = r"[-+]?\d{1,30}(?:\.\d{0,30})?(?:[eE][-+]?\d{1,4})?"
-_NUMBER_TEXT = re.compile(_NUMBER)
-
-# " iteration      50/    5000 |" (Megatron-DeepSpeed: the same; some forks "==> iteration").
-_ITERATION = re.compile(r"(?<![\w-])iteration\s+(?P<n>\d{1,15})\s*/\s*(?P<of>\d{1,15})\s*\|")
-_ELAPSED = re.compile(r"^elapsed time per iteration \((?P<unit>ms|s)\)$")
-_TIMESTAMP = re.compile(r"\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)\]\s+$")
-_TIMER_HEADER = re.compile(
-    r"(?P<kind>\(min, max\) time|(?<![\w)])max time|(?<!\w)times) across ranks \(ms\):\s*$"
-)
-# "    forward-backward ......: (1.00, 2.00)": the name and a space, padded with dots to 48.
-_TIMER_ENTRY = re.compile(
-    rf"(?:^|\s)(?P<name>[^\s.]\S*?) \.*: (?:\((?P<min>{_NUMBER}), (?P<max>{_NUMBER})\)"
-    rf"|(?P<value>{_NUMBER}))\s*$"
-)
-_TIMER_ALL_NAME = re.compile(r"(?:^|\s)(?P<name>[^\s:]\S*?):\s*$")
-_TIMER_ALL_RANK = re.compile(rf"(?:^|\s)rank\s+(?P<rank>\d{{1,9}}): (?P<value>{_NUMBER})\s*$")
-_TIMER_LINE = re.compile(r"(?:^|[\s:\]>])time \(ms\) \|(?P<fields>.*)$")  # old Megatron
-_DEEPSPEED_TIMER = re.compile(r"\[Rank \d+\] time \(ms\)")  # DeepSpeed's engine timers
-_MEMORY = re.compile(r"(?:\[Rank (?P<rank>\d{1,9})\] )?\([^)]*\) memory \(MB\) \|(?P<fields>.*)$")
-_ARGS_START = re.compile(r"-{24} arguments -{24}")
-# "  log_interval ........ 10": two spaces, the name, dots to column 50, the value (no colon).
-_ARG = re.compile(r"(?<![\w.])(?P<name>[a-z][a-z0-9_]*) \.{3,} (?P<value>\S.*?)\s*$")
-_LOADED = re.compile(r"successfully loaded checkpoint from .* at iteration (?P<n>\d{1,15})")
-
 _SNIFF_ITERATION = re.compile(
     r"(?<![\w-])iteration\s+\d+\s*/\s*\d+\s*\|[^\n]*?elapsed time per iteration \((?:ms|s)\):"
 )
 # A long preamble (the arguments alone are tens of KB, NCCL_DEBUG output far more) can push the
 # first iteration line past the sniffed head: Megatron's own banners mark the log as well.
 _SNIFF_SETUP = re.compile(r"-{24} arguments -{24}|using world size: \d+, data-parallel size: \d+")
+
 
 #: Per-line fields that are performance: printed key → (metric name, unit, scale, better).
 _MEASURES: dict[str, tuple[str, str, float, Better]] = {
@@ -150,280 +136,13 @@ _MEASURES: dict[str, tuple[str, str, float, Better]] = {
     "tokens per gpu per second(tgs)": ("tokens per second per GPU", "tokens/s", 1, Better.HIGHER),
     "TFLOPs": ("TFLOPs", "flop/s", 1e12, Better.HIGHER),
 }
-_ONE_LINE = "time (ms)"  # the shape of old Megatron's one-line timers
-_SKIPPED = "number of skipped iterations"
-_NAN = "number of nan iterations"
-_BATCH = "global batch size"
 #: Fields kept neither as metrics nor as last values.
-_NOT_VALUES = frozenset({_SKIPPED, _NAN, _BATCH, "power per GPU (W/GPU)"})
-#: Timers that time one event, not the iterations of an interval.
-_ONE_OFF_TIMERS = frozenset(
-    {
-        "save-checkpoint",
-        "save-checkpoint-non-persistent",
-        "load-checkpoint",
-        "model-and-optimizer-setup",
-        "train/valid/test-data-iterators-setup",
-        "evaluate",
-    }
-)
-#: Arguments (of Megatron's ``arguments`` block) kept as metadata.
-_ARGS = frozenset(
-    {
-        "log_interval",
-        "train_iters",
-        "world_size",
-        "data_parallel_size",
-        "tensor_model_parallel_size",
-        "pipeline_model_parallel_size",
-        "context_parallel_size",
-        "expert_model_parallel_size",
-        "micro_batch_size",
-        "global_batch_size",
-        "seq_length",
-        "num_layers",
-        "hidden_size",
-        "timing_log_level",
-        "timing_log_option",
-    }
-)
-_MEMORY_FIELDS = (
-    ("max allocated", "peak allocated memory"),
-    ("max reserved", "peak reserved memory"),
-)
+_NOT_VALUES = frozenset({SKIPPED, NAN, BATCH, "power per GPU (W/GPU)"})
 
 
 def sniff(head: Head) -> bool:
     """An iteration line with its elapsed time, or Megatron's ``arguments`` / world-size banner."""
     return bool(_SNIFF_ITERATION.search(head.text) or _SNIFF_SETUP.search(head.text))
-
-
-# --- reading --------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Interval:
-    """One iteration line: the interval since the previous one."""
-
-    iteration: int
-    line: int
-    elapsed_ns: float
-    fields: dict[str, float]
-    raw: str  # the fields as printed: a repeated line is a duplicate, not a new run
-
-
-@dataclass(slots=True)
-class _Run:
-    """One training run of the log: its arguments, iteration lines, timers and memory."""
-
-    args: dict[str, str] = field(default_factory=dict)
-    loaded: int | None = None
-    train_iters: int | None = None
-    intervals: list[_Interval] = field(default_factory=list)
-    # timer name → (interval index, max ms, min ms or None) per interval it was printed in
-    timers: dict[str, list[tuple[int, float, float | None]]] = field(default_factory=dict)
-    timer_shapes: dict[str, str] = field(default_factory=dict)  # timer name → block kind
-    other_timers: dict[str, float] = field(default_factory=dict)
-    timed: int = -1  # the last interval a timer block was attached to
-    memory: dict[int | None, dict[str, float]] = field(default_factory=dict)
-    memory_reports: int = 0
-    timestamps: tuple[str, str] | None = None  # the first and the last
-    duplicates: int = 0
-    unreadable: int = 0
-
-
-@dataclass(slots=True)
-class _Block:
-    """A timer block being read: its shape and ``name → (max ms, min ms or None)``."""
-
-    kind: str
-    entries: dict[str, tuple[float, float | None]] = field(default_factory=dict)
-    current: str | None = None  # the ``times across ranks`` shape: the timer being read
-    ranks: list[float] = field(default_factory=list)
-
-
-class _Reader:
-    """Feeds the log line by line into runs."""
-
-    def __init__(self) -> None:
-        self.runs: list[_Run] = [_Run()]
-        self.block: _Block | None = None
-        self.warnings: list[str] = []
-
-    @property
-    def run(self) -> _Run:
-        return self.runs[-1]
-
-    def _new_run(self) -> _Run:
-        if self.run.intervals:
-            self.runs.append(_Run())
-        return self.run
-
-    def feed(self, number: int, text: str) -> None:
-        if self.block is not None and self._block_line(text):
-            return
-        if "iteration" in text and (self._iteration(number, text) or self._loaded(text)):
-            return
-        if "across ranks (ms):" in text and (header := _TIMER_HEADER.search(text)):
-            self.block = _Block(kind=header["kind"])
-        elif "memory (MB)" in text and (memory := _MEMORY.search(text)):
-            self._memory(memory)
-        elif " ...." in text and (arg := _ARG.search(text)):
-            if arg["name"] in _ARGS:
-                self.run.args[arg["name"]] = arg["value"]
-        elif "time (ms) |" in text and (timers := _TIMER_LINE.search(text)):
-            if not _DEEPSPEED_TIMER.search(text):
-                self._one_line_timers(timers["fields"])
-        elif "before the start of training step" in text or (
-            "arguments" in text and _ARGS_START.search(text)
-        ):
-            self._new_run()
-
-    def close(self) -> None:
-        if self.block is not None:
-            self._end_block()
-
-    # --- the kinds of line ---
-
-    def _iteration(self, number: int, text: str) -> bool:
-        match = _ITERATION.search(text)
-        if match is None:
-            return False
-        rest = text[match.end() :]
-        fields = _fields(rest)
-        elapsed = _elapsed_ns(fields)
-        if elapsed is None:
-            return False  # an iteration line of another tool (NeMo's "train_step_timing")
-        run = self.run
-        iteration = int(match["n"])
-        previous = run.intervals[-1] if run.intervals else None
-        if previous is not None and iteration <= previous.iteration:
-            if iteration == previous.iteration and rest.strip() == previous.raw:
-                run.duplicates += 1
-                return True
-            run = self._new_run()
-            self.warnings.append(
-                f"line {number}: the iteration numbers start again ({previous.iteration} → "
-                f"{iteration}): a new run"
-            )
-        if elapsed <= 0.0:
-            run.unreadable += 1
-            return True
-        run.train_iters = int(match["of"])
-        if stamp := _TIMESTAMP.search(text, 0, match.start()):
-            first = run.timestamps[0] if run.timestamps else stamp["ts"]
-            run.timestamps = (first, stamp["ts"])
-        run.intervals.append(
-            _Interval(iteration, number, elapsed, _values(fields), raw=rest.strip())
-        )
-        return True
-
-    def _loaded(self, text: str) -> bool:
-        if "loaded checkpoint" not in text or not (match := _LOADED.search(text)):
-            return False
-        self.run.loaded = int(match["n"])
-        return True
-
-    def _memory(self, match: re.Match[str]) -> None:
-        rank = int(match["rank"]) if match["rank"] is not None else None
-        values = _values(_fields(match["fields"]))
-        peaks = self.run.memory.setdefault(rank, {})
-        for key, _ in _MEMORY_FIELDS:
-            if (value := values.get(key)) is not None and value >= 0:
-                peaks[key] = max(peaks.get(key, 0.0), value * BYTES_PER_MB)
-        self.run.memory_reports += 1
-
-    def _one_line_timers(self, text: str) -> None:
-        block = _Block(kind=_ONE_LINE)
-        for name, value in _values(_fields(text)).items():
-            block.entries[name] = (value, None)
-        self.block = block
-        self._end_block()
-
-    def _block_line(self, text: str) -> bool:
-        """Whether ``text`` continues the timer block; ends the block when it does not."""
-        block = self.block
-        assert block is not None
-        if block.kind == "times":
-            if rank := _TIMER_ALL_RANK.search(text):
-                if (value := _number(rank["value"])) is not None:
-                    block.ranks.append(value)
-                return True
-            if name := _TIMER_ALL_NAME.search(text):
-                self._close_all_rank_timer(block)
-                block.current = name["name"]
-                return True
-        elif entry := _TIMER_ENTRY.search(text):
-            high = _number(entry["value"] or entry["max"])
-            low = None if entry["min"] is None else _number(entry["min"])
-            if high is not None:
-                block.entries[entry["name"]] = (high, low)
-            return True
-        self._end_block()
-        return False
-
-    @staticmethod
-    def _close_all_rank_timer(block: _Block) -> None:
-        if block.current is not None and block.ranks:
-            block.entries[block.current] = (max(block.ranks), min(block.ranks))
-        block.current, block.ranks = None, []
-
-    def _end_block(self) -> None:
-        """File the block: the interval's timers when it is the first block after an iteration
-        line and times no one-off event, else one-off durations."""
-        block, run = self.block, self.run
-        assert block is not None
-        self.block = None
-        self._close_all_rank_timer(block)
-        index = len(run.intervals) - 1
-        per_interval = (
-            index >= 0 and run.timed < index and not (_ONE_OFF_TIMERS & block.entries.keys())
-        )
-        for name, (max_ms, min_ms) in block.entries.items():
-            if per_interval:
-                run.timers.setdefault(name, []).append((index, max_ms, min_ms))
-                run.timer_shapes[name] = block.kind
-            else:
-                run.other_timers[name] = max_ms
-        if per_interval:
-            run.timed = index
-
-
-def _fields(text: str) -> dict[str, str]:
-    """``key: value`` cells of a ``|``-separated record, as printed."""
-    fields: dict[str, str] = {}
-    for cell in text.split("|"):
-        key, colon, value = cell.partition(":")
-        if colon and (key := key.strip()):
-            fields[key] = value.strip()
-    return fields
-
-
-def _values(fields: Mapping[str, str]) -> dict[str, float]:
-    """The cells that start with a number (``496.3 (avg 496.1)`` → 496.3)."""
-    values: dict[str, float] = {}
-    for key, text in fields.items():
-        if (match := _NUMBER_TEXT.match(text)) and (value := _number(match.group())) is not None:
-            values[key] = value
-    return values
-
-
-def _number(text: str) -> float | None:
-    """A printed number; ``None`` beyond what any counter, time or rate reaches (``1e999``)."""
-    value = float(text)
-    return value if abs(value) < 1e30 else None
-
-
-def _elapsed_ns(fields: Mapping[str, str]) -> float | None:
-    """The elapsed time per iteration in ns; ``None`` when the line has none, -1 when it is
-    not a finite, positive number."""
-    for key, text in fields.items():
-        if unit := _ELAPSED.match(key):
-            match = _NUMBER_TEXT.fullmatch(text)
-            value = (_number(match.group()) if match else None) or -1.0
-            scale = NS_PER_MS if unit["unit"] == "ms" else NS_PER_MS * 1000
-            return value * scale if value > 0.0 else -1.0
-    return None
 
 
 # --- parsing --------------------------------------------------------------------------------
@@ -433,7 +152,7 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     """One profile per training run of the log at ``path`` (plain or gzip)."""
     source = str(path)
     warmup = _warmup_option(options)
-    reader = _Reader()
+    reader = Reader()
     with open_text(path, format=NAME) as handle:
         for number, line in enumerate(handle, 1):
             if not line.endswith("\n") and _cut_short(line):
@@ -492,7 +211,7 @@ def _cut_short(line: str) -> bool:
     if line.rstrip().endswith("|"):
         return False
     return any(mark in line for mark in ("iteration", "memory (MB)", "(ms)", " ....")) or bool(
-        _TIMER_ENTRY.search(line)
+        TIMER_ENTRY.search(line)
     )
 
 
@@ -506,7 +225,7 @@ class _Schedule:
     start: int  # the iteration the run started after
 
 
-def _schedule(run: _Run) -> _Schedule:
+def _schedule(run: Run) -> _Schedule:
     iterations = [interval.iteration for interval in run.intervals]
     given = _int(run.args.get("log_interval"))
     interval = given if given and given > 0 else _inferred_interval(iterations, run.loaded)
@@ -542,7 +261,7 @@ def _warmup(samples: list[float], schedule: _Schedule, forced: int | None) -> in
     return structural + detect_warmup(samples[structural:])
 
 
-def _profile(run: _Run, *, source: str, warmup: int | None) -> Profile:
+def _profile(run: Run, *, source: str, warmup: int | None) -> Profile:
     schedule = _schedule(run)
     samples = [interval.elapsed_ns for interval in run.intervals]
     warm = _warmup(samples, schedule, warmup)
@@ -569,7 +288,7 @@ def _profile(run: _Run, *, source: str, warmup: int | None) -> Profile:
     return profile
 
 
-def _measures(run: _Run, warm: int) -> list[Metric]:
+def _measures(run: Run, warm: int) -> list[Metric]:
     """A ``measure`` per performance field, one sample per line that has it."""
     found: dict[str, list[tuple[int, float]]] = {}
     for index, interval in enumerate(run.intervals):
@@ -619,7 +338,7 @@ def _timer_metric(
         if not first_alone:
             total += max_ms * NS_PER_MS * schedule.log_interval
     attrs: dict[str, Any] = {"across_ranks": "max", "log_interval": schedule.log_interval}
-    if shape == _ONE_LINE:
+    if shape == ONE_LINE:
         attrs["across_ranks"] = "rank 0 only"
     if mins:
         attrs["min_across_ranks_ns"] = mins
@@ -640,11 +359,11 @@ def _timer_metric(
     )
 
 
-def _memory_metrics(run: _Run) -> list[Metric]:
+def _memory_metrics(run: Run) -> list[Metric]:
     """Peak memory over ranks (``measure``), and each rank's (``counter``) when several."""
     metrics = []
     ranks = sorted(run.memory, key=lambda rank: -1 if rank is None else rank)
-    for key, name in _MEMORY_FIELDS:
+    for key, name in MEMORY_FIELDS:
         per_rank = {rank: run.memory[rank][key] for rank in ranks if key in run.memory[rank]}
         if not per_rank:
             continue
@@ -684,9 +403,9 @@ def _bytes_metric(
 # --- metadata and warnings ------------------------------------------------------------------
 
 
-def _metadata(run: _Run, schedule: _Schedule) -> dict[str, Any]:
+def _metadata(run: Run, schedule: _Schedule) -> dict[str, Any]:
     first, last = run.intervals[0], run.intervals[-1]
-    batches = [int(v) for i in run.intervals if (v := i.fields.get(_BATCH)) is not None]
+    batches = [int(v) for i in run.intervals if (v := i.fields.get(BATCH)) is not None]
     meta: dict[str, Any] = {
         "train_iters": run.train_iters,
         "first_iteration": first.iteration,
@@ -702,12 +421,12 @@ def _metadata(run: _Run, schedule: _Schedule) -> dict[str, Any]:
         meta["global_batch_size"] = batches[-1]
         if len(set(batches)) > 1:
             meta["global_batch_sizes"] = sorted(set(batches))
-    meta["skipped_iterations"] = _count(run, _SKIPPED, schedule)
-    meta["nan_iterations"] = _count(run, _NAN, schedule)
+    meta["skipped_iterations"] = _count(run, SKIPPED, schedule)
+    meta["nan_iterations"] = _count(run, NAN, schedule)
     meta["last_values"] = {
         key: value
         for key, value in last.fields.items()
-        if key not in _MEASURES and key not in _NOT_VALUES and not _ELAPSED.match(key)
+        if key not in _MEASURES and key not in _NOT_VALUES and not ELAPSED.match(key)
     }
     if run.args:
         meta["arguments"] = {
@@ -725,7 +444,7 @@ def _metadata(run: _Run, schedule: _Schedule) -> dict[str, Any]:
     return meta
 
 
-def _count(run: _Run, key: str, schedule: _Schedule) -> int | None:
+def _count(run: Run, key: str, schedule: _Schedule) -> int | None:
     """Skipped or NaN iterations over the run: each line counts its interval. Current Megatron
     counts the first-iteration line's again in the next line, the versions that first printed
     that line do not: the fewest iterations both readings allow."""
@@ -737,7 +456,7 @@ def _count(run: _Run, key: str, schedule: _Schedule) -> int | None:
     return sum(counts)
 
 
-def _run_warnings(run: _Run, meta: Mapping[str, Any], warm: int) -> list[str]:
+def _run_warnings(run: Run, meta: Mapping[str, Any], warm: int) -> list[str]:
     warnings = []
     if skipped := meta.get("skipped_iterations"):
         warnings.append(
