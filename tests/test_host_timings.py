@@ -18,7 +18,7 @@ from h200_ab import as_history, recorded, with_process_factors
 from rich.console import Console
 
 from perfci.analysis.compare import compare_run
-from perfci.analysis.judge import gpu_run, host_timing
+from perfci.analysis.gating import gpu_run, host_timing
 from perfci.analysis.paired import compare_paired
 from perfci.model import Device, MetricKind, RunComparison, SeriesKey, Verdict
 from perfci.report.console import print_comparison

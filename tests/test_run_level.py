@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from perfci.analysis import judge, moderation, runs
+from perfci.analysis import gating, judge, moderation, runs
 from perfci.analysis.compare import CompareOptions, compare_run
 from perfci.model import MetricKind, SeriesKey, Verdict
 
@@ -269,11 +269,11 @@ def test_the_run_verdict_follows_the_step_when_nothing_gated_moved() -> None:
 def test_bh_weights_average_one_and_give_each_class_its_budget() -> None:
     options = CompareOptions(step_budget=0.2, factor_budget=0.1, gated_budget=0.5)
     classes = ["step", "factor", *["gated"] * 10, *["other"] * 88]
-    weights = judge.bh_weights(classes, options)
+    weights = gating.bh_weights(classes, options)
     assert weights.mean() == pytest.approx(1.0)
     assert weights[0] == pytest.approx(0.2 * 100)
     assert weights[2:12].sum() == pytest.approx(0.5 * 100)
-    only_gated = judge.bh_weights(["gated"] * 4, options)
+    only_gated = gating.bh_weights(["gated"] * 4, options)
     assert only_gated.tolist() == pytest.approx([1.0] * 4)
 
 
@@ -283,12 +283,12 @@ def test_bh_runs_once_per_direction_of_change() -> None:
     p = np.array([1e-6] * 50 + [0.02])
     estimate = np.array([0.1] * 50 + [-0.03])
     weights = np.ones(51)
-    assert judge.weighted_bh(p, weights)[-1] == pytest.approx(0.02)
-    q = judge.directional_bh(p, estimate, weights)
+    assert gating.weighted_bh(p, weights)[-1] == pytest.approx(0.02)
+    q = gating.directional_bh(p, estimate, weights)
     assert q[-1] == 1.0
     assert np.all(q[:50] < 1e-5)
     # Alone, the speed-up is judged as before: the family of one direction, doubled.
-    assert judge.directional_bh(p[-1:], estimate[-1:], weights[-1:])[0] == pytest.approx(0.02)
+    assert gating.directional_bh(p[-1:], estimate[-1:], weights[-1:])[0] == pytest.approx(0.02)
 
 
 def test_a_broad_improvement_fails_nothing() -> None:
@@ -307,11 +307,11 @@ def test_overlapping_views_get_the_smaller_part_of_the_gated_budget() -> None:
     kernels are there, all of it when they are not (a CPU-only profile)."""
     options = CompareOptions(step_budget=0.2, factor_budget=0.1, gated_budget=0.5)
     classes = ["step", *["gated"] * 5, *["view"] * 20, *["other"] * 74]
-    weights = judge.bh_weights(classes, options)
+    weights = gating.bh_weights(classes, options)
     assert weights.mean() == pytest.approx(1.0)
-    assert weights[1:6].sum() == pytest.approx(0.5 * (1 - judge.VIEW_SHARE) * 100 / 0.9)
-    assert weights[6:26].sum() == pytest.approx(0.5 * judge.VIEW_SHARE * 100 / 0.9)
-    cpu_only = judge.bh_weights(["step", *["view"] * 20, *["other"] * 79], options)
+    assert weights[1:6].sum() == pytest.approx(0.5 * (1 - gating.VIEW_SHARE) * 100 / 0.9)
+    assert weights[6:26].sum() == pytest.approx(0.5 * gating.VIEW_SHARE * 100 / 0.9)
+    cpu_only = gating.bh_weights(["step", *["view"] * 20, *["other"] * 79], options)
     assert cpu_only[1:21].sum() == pytest.approx(0.5 * 100 / 0.9)
 
 

@@ -14,10 +14,10 @@ ones and never summed with them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from perfci.model import Contribution, MetricKind, SeriesKey
+from perfci.model import Contribution, MetricComparison, MetricKind, SeriesKey
 
 PRIMARY_KINDS = frozenset({MetricKind.KERNEL, MetricKind.MEMORY, MetricKind.COMM})
 NESTED_KINDS = frozenset(
@@ -112,3 +112,42 @@ def _contributions(metrics: list[MetricDelta], step_delta: float) -> list[Contri
         )
         for m in moved
     ]
+
+
+def attribute_step(
+    metrics: Sequence[MetricComparison], step: MetricComparison, *, top: int
+) -> Attribution | None:
+    """Attribute the primary step's change to the metrics of its own section.
+
+    Deltas are taken on the printed values (this run − baseline, ns per step), so the table
+    adds up to the step's printed change.
+    """
+    assert step.series is not None
+    section = step.series.section
+    others = [
+        MetricDelta(m.series, m.baseline_median, m.candidate_median)
+        for m in metrics
+        if m.series is not None
+        and m.series.section == section
+        and m.series.kind is not MetricKind.STEP
+        and m.series.is_time  # a step's time is explained by times, never by bytes or rates
+    ]
+    target = MetricDelta(step.series, step.baseline_median, step.candidate_median)
+    if target.candidate_ns is None or target.baseline_ns is None:
+        return None
+    return attribute(target, others, top=top)
+
+
+def explained_note(found: Attribution) -> str:
+    if found.primary:
+        return (
+            f"Kernels, memory operations and collectives explain {found.explained:.0%} of "
+            "the step-time change; ranges, operators and API calls overlap them and are "
+            "listed after them."
+        )
+    # CPU-only profiles (and tables without device time) have no leaf-level GPU work.
+    return (
+        "These profiles have no GPU kernels, memory operations or collectives: the ranges "
+        "and operators listed overlap one another (a range contains its operators), so "
+        "their shares do not add up."
+    )

@@ -41,12 +41,10 @@ import numpy as np
 
 from perfci.analysis import prediction
 from perfci.analysis.engine import CompareOptions, compare_core
+from perfci.analysis.gating import GATE_KINDS, gpu_run, host_timing
 from perfci.analysis.judge import (
-    GATE_KINDS,
     SHARED_FACTOR_KEY,
     MetricEstimate,
-    gpu_run,
-    host_timing,
     judge_estimates,
     run_verdict,
 )

@@ -41,12 +41,28 @@ import numpy as np
 
 from perfci.analysis import attribution, stats
 from perfci.analysis.engine import CompareOptions, decide_on
+from perfci.analysis.gating import (
+    FACTOR,
+    GATE_KINDS,
+    GATED,
+    GATED_CLASSES,
+    OTHER,
+    STEP,
+    VIEW,
+    VIEW_KINDS,
+    bh_weights,
+    directional_bh,
+    gpu_run,
+    host_timing,
+    is_gated,
+    share_of_step,
+    work_levels,
+)
 from perfci.analysis.steps import primary_step
 from perfci.analysis.tails import TailModel
 from perfci.analysis.work import WORK_NAME
 from perfci.model import (
     Better,
-    Device,
     MetricComparison,
     MetricKind,
     RunComparison,
@@ -54,33 +70,8 @@ from perfci.model import (
     Verdict,
 )
 
-__all__ = ["GATE_KINDS", "MetricEstimate", "judge_estimates", "run_verdict"]
+__all__ = ["MetricEstimate", "judge_estimates", "run_verdict"]
 
-#: Kinds that may fail the check when their share of step time reaches ``gate_share``.
-#: API and OS calls are left out: their time is mostly the CPU *waiting* for GPU work, an
-#: effect of a kernel slowdown rather than a cause, and they are noisy.
-GATE_KINDS = frozenset(
-    {
-        MetricKind.KERNEL,
-        MetricKind.MEMORY,
-        MetricKind.COMM,
-        MetricKind.RANGE,
-        MetricKind.OP,
-        MetricKind.LAYER,
-    }
-)
-#: Kinds that always may fail the check: a benchmark case, or a headline value of the whole
-#: profile (throughput, peak memory, accuracy, time-to-train) is what a team gates on.
-HEADLINE_KINDS = frozenset({MetricKind.STEP, MetricKind.BENCH, MetricKind.MEASURE})
-#: On a run with GPU work, these kinds' CPU-side times are the host thread's, its waits for
-#: the GPU included. When any kernel changes, the thread blocks somewhere else, and the wait
-#: moves between operators, ranges and API calls: on an H200, a GELU kernel 8 % slower (the
-#: step unchanged) moved 59 of their CPU times by −92 … +1,884 % (``benchmarks/cuda_ab.py``).
-#: They are tested and listed after the GPU's own times, never gating; the step, the kernels
-#: and the device-side ranges judge the run.
-HOST_TIMING_KINDS = frozenset(
-    {MetricKind.RANGE, MetricKind.OP, MetricKind.LAYER, MetricKind.API, MetricKind.OS}
-)
 _UNTESTED = frozenset({Verdict.NEW, Verdict.MISSING, Verdict.NO_BASELINE})
 SHARED_FACTOR_KEY = "shared:run-factor"
 
@@ -175,10 +166,12 @@ def judge_estimates(
         primary_step=primary.key if primary is not None else None,
     )
     step = next((m for m in metrics if primary is not None and m.key == primary.key), None)
-    found = _attribution(metrics, step, options) if step else None
+    found = (
+        attribution.attribute_step(metrics, step, top=options.top_contributors) if step else None
+    )
     if found is not None:
         result.contributions = found.contributions
-        result.notes.append(_attribution_note(found))
+        result.notes.append(attribution.explained_note(found))
     return result
 
 
@@ -210,15 +203,6 @@ def run_verdict(metrics: Sequence[MetricComparison], *, primary: str | None = No
 
 # --- classes and weights ----------------------------------------------------------------------
 
-_STEP, _FACTOR, _GATED, _VIEW, _OTHER = "step", "factor", "gated", "view", "other"
-#: Kinds that overlap the leaf-level work (an operator holds its kernels, a range its
-#: operators): a kernel's change shows in them again, so they add little that the leaves do
-#: not already test and get the smaller part of the gated budget when leaves are present.
-VIEW_KINDS = frozenset({MetricKind.RANGE, MetricKind.OP, MetricKind.LAYER})
-#: The views' part of ``gated_budget`` when the run also has gated leaves or headline values.
-VIEW_SHARE = 1 / 3
-_GATED_CLASSES = frozenset({_STEP, _FACTOR, _GATED, _VIEW})
-
 
 def _primary_step(
     estimates: Sequence[MetricEstimate], untested: Sequence[MetricComparison]
@@ -236,7 +220,7 @@ def _step_levels(
 ) -> dict[str, float]:
     """The longest step's baseline value of each section ("" included): its iteration time.
 
-    Without any step series, :func:`_work_levels` stands in for it.
+    Without any step series, :func:`work_levels` stands in for it.
     """
     found: dict[str, float] = {}
     rows: list[tuple[SeriesKey, float | None]] = [(e.series, e.baseline) for e in estimates]
@@ -244,66 +228,7 @@ def _step_levels(
     for key, value in rows:
         if key.kind is MetricKind.STEP and key.is_time and value:
             found[key.section] = max(found.get(key.section, 0.0), value)
-    return found or _work_levels(rows)
-
-
-#: Parts of one unit of work that run one after another: without a step, their sum stands in.
-SUMMED_KINDS = frozenset({MetricKind.KERNEL, MetricKind.MEMORY, MetricKind.COMM, MetricKind.LAYER})
-#: Nested parts (an operator holds the operators it calls): the longest stands in.
-NESTED_KINDS = frozenset({MetricKind.RANGE, MetricKind.OP})
-
-
-def _work_levels(rows: Iterable[tuple[SeriesKey, float | None]]) -> dict[str, float]:
-    """Each section's stand-in for a step time when the profiles hold none.
-
-    Many profiles have no iteration in them (``nsys stats`` without NVTX steps, nvprof, Nsight
-    Compute, DeepSpeed's comm log, a workload table): with no level, no kernel would ever reach
-    the gate share, and a kernel 35 % slower holding half the GPU time would pass the check.
-    The level is the section's summed kernel, copy, collective and layer time (one stream's
-    work, one layer after another), else, in a CPU profile, its longest range or operator (the
-    top-level call holds the rest). Shares are then shares of that work.
-    """
-    summed: dict[str, float] = {}
-    longest: dict[str, float] = {}
-    for key, value in rows:
-        if not value or not key.is_time:
-            continue
-        if key.kind in SUMMED_KINDS:
-            summed[key.section] = summed.get(key.section, 0.0) + value
-        elif key.kind in NESTED_KINDS:
-            longest[key.section] = max(longest.get(key.section, 0.0), value)
-    return {section: summed.get(section) or longest[section] for section in {*summed, *longest}}
-
-
-def _share(series: SeriesKey, value: float | None, levels: Mapping[str, float]) -> float | None:
-    """The metric's time as a share of its section's step time (times only)."""
-    if not series.is_time:
-        return None
-    step = levels.get(series.section) or (max(levels.values()) if levels else None)
-    return None if value is None or not step else value / step
-
-
-def gpu_run(series: Iterable[SeriesKey]) -> bool:
-    """Whether the profiles hold GPU work (kernels or collectives timed on the device)."""
-    return any(
-        s.device is Device.GPU and s.kind in (MetricKind.KERNEL, MetricKind.COMM) for s in series
-    )
-
-
-def host_timing(series: SeriesKey, on_gpu: bool) -> bool:
-    """A CPU-side time (operator, range, layer, API or OS call) of a GPU run: waits included."""
-    return on_gpu and series.device is Device.CPU and series.kind in HOST_TIMING_KINDS
-
-
-def _is_gated(
-    series: SeriesKey, share: float | None, options: CompareOptions, on_gpu: bool
-) -> bool:
-    return series.kind in HEADLINE_KINDS or (
-        series.kind in GATE_KINDS
-        and not host_timing(series, on_gpu)
-        and share is not None
-        and share >= options.gate_share
-    )
+    return found or work_levels(rows)
 
 
 def _budget_class(
@@ -314,43 +239,11 @@ def _budget_class(
     on_gpu: bool,
 ) -> str:
     if primary is not None and estimate.series == primary:
-        return _STEP
-    share = _share(estimate.series, estimate.baseline, levels)
-    if not _is_gated(estimate.series, share, options, on_gpu):
-        return _OTHER
-    return _VIEW if estimate.series.kind in VIEW_KINDS else _GATED
-
-
-def bh_weights(classes: Sequence[str], options: CompareOptions) -> np.ndarray:
-    """p-value weights averaging one: each class's budget share spread evenly inside it.
-
-    ``gated_budget`` is split between gated leaves and headline values and the overlapping
-    views (:data:`VIEW_SHARE`); when one of the two is absent, the other has all of it.
-    Budgets of other classes with no member go to the rest in proportion, so a run with no
-    step line (or no factor) spends its whole budget on what it has.
-    """
-    counts = {name: sum(1 for c in classes if c == name) for name in (*_GATED_CLASSES, _OTHER)}
-    views = options.gated_budget * (VIEW_SHARE if counts[_GATED] else 1.0)
-    budget = {
-        _STEP: options.step_budget,
-        _FACTOR: options.factor_budget,
-        _GATED: options.gated_budget - (views if counts[_VIEW] else 0.0),
-        _VIEW: views,
-        _OTHER: max(0.0, 1.0 - options.step_budget - options.factor_budget - options.gated_budget),
-    }
-    total = sum(share for name, share in budget.items() if counts[name])
-    n = len(classes)
-    if not n or total <= 0:
-        return np.ones(n)
-    return np.array([budget[c] / total * n / counts[c] for c in classes], dtype=np.float64)
-
-
-def weighted_bh(p_values: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Weighted Benjamini–Hochberg q-values: BH on ``p / w`` (Genovese et al. 2006), ≤ 1."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        scaled = np.where(weights > 0, p_values / weights, np.inf)
-    scaled = np.where(np.isnan(p_values), np.nan, np.minimum(scaled, 1.0))
-    return np.asarray(stats.benjamini_hochberg(scaled), dtype=np.float64)
+        return STEP
+    share = share_of_step(estimate.series, estimate.baseline, levels)
+    if not is_gated(estimate.series, share, options, on_gpu):
+        return OTHER
+    return VIEW if estimate.series.kind in VIEW_KINDS else GATED
 
 
 # --- tests and verdicts -----------------------------------------------------------------------
@@ -364,7 +257,7 @@ def _judge(
 ) -> list[MetricComparison]:
     """One line per estimate (then the factor's), tested and decided together."""
     rows = [*estimates, factor] if factor is not None else list(estimates)
-    classes = [*classes, _FACTOR] if factor is not None else classes
+    classes = [*classes, FACTOR] if factor is not None else classes
     if not rows:
         return []
     test_log = np.array(
@@ -432,9 +325,9 @@ def _judge(
                 q_value=None if math.isnan(q[i]) else float(q[i]),
                 n_baseline=e.n_baseline,
                 n_candidate=e.n_candidate,
-                gated=classes[i] in _GATED_CLASSES,
+                gated=classes[i] in GATED_CLASSES,
                 repeats_needed=e.repeats_needed if verdict is Verdict.INCONCLUSIVE else None,
-                series=None if classes[i] == _FACTOR else e.series,
+                series=None if classes[i] == FACTOR else e.series,
                 adjusted_change=float(np.expm1(test_log[i])) if adjusted else None,
                 adjusted_ci_low=float(np.expm1(adj_low[i])) if adjusted else None,
                 adjusted_ci_high=float(np.expm1(adj_high[i])) if adjusted else None,
@@ -459,24 +352,6 @@ def _adjust(
     share = weights[-1] / len(weights)
     factor_q = np.minimum(p[-1:] / share, 1.0) if share > 0 else np.ones(1)
     return np.concatenate([directional_bh(p[:-1], estimate[:-1], weights[:-1]), factor_q])
-
-
-def directional_bh(p: np.ndarray, estimate: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Weighted BH run once per direction of change, each at half the level.
-
-    Each direction is a family of one-sided tests of every metric (half the two-sided p on
-    the side the estimate lies, ``1 − p/2`` on the other); a metric's q is its own side's,
-    doubled, so ``q ≤ alpha`` keeps each family's false-discovery rate at ``alpha/2``
-    (Benjamini & Yekutieli 2005 on directional errors). Under no change at all it rejects as
-    often as two-sided BH, but a broad real regression's hundred discoveries no longer
-    loosen the threshold for calling untouched metrics *improvements* (nor a broad
-    improvement's for calling them *regressions*, which would fail the run).
-    """
-    half = p / 2
-    up = estimate > 0
-    q_up = weighted_bh(np.where(up, half, 1 - half), weights)
-    q_down = weighted_bh(np.where(up, 1 - half, half), weights)
-    return np.asarray(np.minimum(2 * np.where(up, q_up, q_down), 1.0), dtype=np.float64)
 
 
 def _own_numbers_when_machine_moved(verdicts: np.ndarray, own: np.ndarray) -> None:
@@ -547,8 +422,8 @@ def _with_share(
     share alone); only the consequence of a regression already found changes.
     """
     assert metric.series is not None
-    share = _share(metric.series, metric.baseline_median, levels)
-    grown = _share(metric.series, metric.candidate_median, levels)
+    share = share_of_step(metric.series, metric.baseline_median, levels)
+    grown = share_of_step(metric.series, metric.candidate_median, levels)
     gated = metric.gated or (
         metric.verdict is Verdict.REGRESSION
         and metric.series.kind in GATE_KINDS
@@ -564,48 +439,9 @@ def _gate_untested(
 ) -> MetricComparison:
     if metric.series is None:
         return metric
-    share = _share(metric.series, metric.baseline_median, levels)
+    share = share_of_step(metric.series, metric.baseline_median, levels)
     return dataclasses.replace(
-        metric, share_of_step=share, gated=_is_gated(metric.series, share, options, on_gpu)
-    )
-
-
-def _attribution(
-    metrics: Sequence[MetricComparison], step: MetricComparison, options: CompareOptions
-) -> attribution.Attribution | None:
-    """Attribute the primary step's change to the metrics of its own section.
-
-    Deltas are taken on the printed values (this run − baseline, ns per step), so the table
-    adds up to the step's printed change.
-    """
-    assert step.series is not None
-    section = step.series.section
-    others = [
-        attribution.MetricDelta(m.series, m.baseline_median, m.candidate_median)
-        for m in metrics
-        if m.series is not None
-        and m.series.section == section
-        and m.series.kind is not MetricKind.STEP
-        and m.series.is_time  # a step's time is explained by times, never by bytes or rates
-    ]
-    target = attribution.MetricDelta(step.series, step.baseline_median, step.candidate_median)
-    if target.candidate_ns is None or target.baseline_ns is None:
-        return None
-    return attribution.attribute(target, others, top=options.top_contributors)
-
-
-def _attribution_note(found: attribution.Attribution) -> str:
-    if found.primary:
-        return (
-            f"Kernels, memory operations and collectives explain {found.explained:.0%} of "
-            "the step-time change; ranges, operators and API calls overlap them and are "
-            "listed after them."
-        )
-    # CPU-only profiles (and tables without device time) have no leaf-level GPU work.
-    return (
-        "These profiles have no GPU kernels, memory operations or collectives: the ranges "
-        "and operators listed overlap one another (a range contains its operators), so "
-        "their shares do not add up."
+        metric, share_of_step=share, gated=is_gated(metric.series, share, options, on_gpu)
     )
 
 

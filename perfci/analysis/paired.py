@@ -50,13 +50,8 @@ import numpy as np
 
 from perfci.analysis import prediction, stats
 from perfci.analysis.engine import CompareOptions
-from perfci.analysis.judge import (
-    HEADLINE_KINDS,
-    MetricEstimate,
-    gpu_run,
-    host_timing,
-    judge_estimates,
-)
+from perfci.analysis.gating import HEADLINE_KINDS, gpu_run, host_timing
+from perfci.analysis.judge import MetricEstimate, judge_estimates
 from perfci.analysis.stats import FloatArray
 from perfci.analysis.work import with_paired_work_step
 from perfci.model import MetricComparison, RunComparison, SeriesKey, Verdict
@@ -269,7 +264,7 @@ def _machine_factor(
         return None
     pairs = max((row.n for row in found.values()), default=0)
     # On a GPU run the host's times move with where the CPU waits, not with the machine's
-    # speed (judge.HOST_TIMING_KINDS): the GPU's own times carry the factor. On an H200 with
+    # speed (gating.HOST_TIMING_KINDS): the GPU's own times carry the factor. On an H200 with
     # every CPU busy, the host's lines moved apart and vetoed a factor the kernels shared,
     # and every kernel's interval took the processes' whole spread (±12 %).
     on_gpu = gpu_run(found)

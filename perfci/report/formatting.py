@@ -215,14 +215,14 @@ def by_severity(metrics: Iterable[MetricComparison]) -> list[MetricComparison]:
 
 
 def host_side_keys(metrics: Iterable[MetricComparison]) -> frozenset[str]:
-    """Keys of the host thread's times on a GPU run (:func:`perfci.analysis.judge.host_timing`)."""
+    """Keys of the host thread's times on a GPU run (:func:`perfci.analysis.gating.host_timing`)."""
     every = list(metrics)
     host = _host_side(every)
     return frozenset(m.key for m in every if host(m))
 
 
 def _host_side(metrics: list[MetricComparison]) -> Callable[[MetricComparison], bool]:
-    from perfci.analysis.judge import gpu_run, host_timing
+    from perfci.analysis.gating import gpu_run, host_timing
 
     on_gpu = gpu_run(m.series for m in metrics if m.series is not None)
     return lambda m: m.series is not None and host_timing(m.series, on_gpu)
