@@ -146,6 +146,7 @@ class Tally:
     false_metrics: int = 0
     metrics: int = 0
     found: int = 0
+    failed_right: int = 0  # the check failed, and only on lines the change moves
     seconds: float = 0.0
     target: list[tuple[float, float, float]] = field(default_factory=list)  # change, low, high
     processes: int = 0  # the candidate's repeats (history) or pairs (A/B), summed
@@ -288,6 +289,10 @@ def score(
     decided = ("regression", "improvement")
     if changed:
         tally.found += bool(line and line[0]["verdict"] == "regression")
+        gating = [m for m in metrics if m["verdict"] == "regression" and m["gated"]]
+        tally.failed_right += result["verdict"] == "regression" and all(
+            _touched(m, operator) for m in gating
+        )
         tally.false_metrics += sum(
             m["verdict"] in decided and not _touched(m, operator) for m in metrics
         )
@@ -344,7 +349,7 @@ def history_mode(
             target=TARGET[args.bench, args.operator],
             operator=args.operator,
         )
-        print(f"  history {branch} {i + 1}: {result['verdict']}", file=sys.stderr)
+        print(f"  history {branch} {i + 1}: {_outcome(result)}", file=sys.stderr)
 
 
 def ab_mode(
@@ -377,7 +382,17 @@ def ab_mode(
             target=TARGET[args.bench, args.operator],
             operator=args.operator,
         )
-        print(f"  A/B {branch} {i + 1}: {result['verdict']}", file=sys.stderr)
+        print(f"  A/B {branch} {i + 1}: {_outcome(result)}", file=sys.stderr)
+
+
+def _outcome(result: dict[str, Any]) -> str:
+    """The run verdict and the lines called changed, for the progress log."""
+    moved = [
+        f"{m['series']['name']} {m['change']:+.1%}{' (gated)' if m['gated'] else ''}"
+        for m in result["metrics"]
+        if m["verdict"] in ("regression", "improvement") and m["change"] is not None
+    ]
+    return f"{result['verdict']}" + (f": {'; '.join(moved[:8])}" if moved else "")
 
 
 def table(tallies: dict[str, Tally]) -> str:
@@ -385,11 +400,14 @@ def table(tallies: dict[str, Tally]) -> str:
     lines = [
         "| mode | code | comparisons | regression | improvement | unchanged | "
         "inconclusive | false verdicts / comparison | false metrics / comparison | "
-        "slower operator found | its change, median (95 % interval) | "
+        "slower operator found | check failed on the change's lines | "
+        "its change, median (95 % interval) | "
         "repeats or pairs / comparison | s / comparison |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, t in tallies.items():
+        if not t.comparisons:  # a mode left out with --modes
+            continue
         mode, _, code = name.rpartition("/")
         n = max(t.comparisons, 1)
         false_runs = (
@@ -398,11 +416,12 @@ def table(tallies: dict[str, Tally]) -> str:
             else (f"{(t.verdicts['regression'] + t.verdicts['improvement']) / n:.2f}")
         )
         found = f"{t.found}/{t.comparisons}" if code == "slower" else "—"
+        right = f"{t.failed_right}/{t.comparisons}" if code == "slower" else "—"
         lines.append(
             f"| {mode} | {code} | {t.comparisons} | {t.verdicts['regression']} | "
             f"{t.verdicts['improvement']} | {t.verdicts['unchanged']} | "
             f"{t.verdicts['inconclusive']} | {false_runs} | {t.false_metrics / n:.2f} | "
-            f"{found} | {_median_change(t)} | {t.processes / n:.1f} | "
+            f"{found} | {right} | {_median_change(t)} | {t.processes / n:.1f} | "
             f"{t.seconds / n:.0f} |"
         )
     return "\n".join(lines)
@@ -431,6 +450,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default="gelu",
         help="the operator the slower branch slows, under --bench gpt: gelu (aten::gelu, under "
         "the gate share) or linear (the MLP's first projection: aten::addmm, gated)",
+    )
+    parser.add_argument(
+        "--modes",
+        default="history,ab",
+        help="which modes to measure, comma-separated: history, ab (default both)",
     )
     parser.add_argument("--history-runs", type=int, default=8)
     parser.add_argument("--candidates", type=int, default=10)
@@ -475,8 +499,11 @@ def run(args: argparse.Namespace) -> dict[str, Tally]:
         cwd = Path.cwd()
         os.chdir(repo)
         try:
-            history_mode(repo, f"sqlite:///{work / 'history.db'}", args, work, tallies)
-            ab_mode(repo, f"sqlite:///{work / 'ab.db'}", args, work, tallies)
+            modes = {m.strip() for m in args.modes.split(",")}
+            if "history" in modes:
+                history_mode(repo, f"sqlite:///{work / 'history.db'}", args, work, tallies)
+            if "ab" in modes:
+                ab_mode(repo, f"sqlite:///{work / 'ab.db'}", args, work, tallies)
         finally:
             os.chdir(cwd)
     return tallies
