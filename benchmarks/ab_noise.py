@@ -249,9 +249,13 @@ TARGET = {("mlp", "gelu"): "gelu", ("gpt", "gelu"): "aten::gelu", ("gpt", "linea
 _OWN_LINES = {"gelu": ("gelu",), "linear": ("addmm", "linear")}
 
 #: Operators the example's extra calls add calls to (a profile diff of the two branches): a
-#: flat view of the input, a slice of it, and (for the linear layer) the weight's transpose.
+#: flat view of the input and a slice of it; for the linear layer also the weight's transpose
+#: and the bias, broadcast and copied into the output before the product (CPU ``addmm``).
 _PADDING_OPS = ("aten::slice", "aten::view", "aten::reshape", "aten::as_strided")
-_PADDING_EXACT = ("aten::t", "aten::transpose")
+_PADDING_EXACT = {
+    "gelu": (),
+    "linear": ("aten::t", "aten::transpose", "aten::expand", "aten::copy_"),
+}
 
 
 def _touched(metric: dict[str, Any], operator: str = "gelu") -> bool:
@@ -263,7 +267,7 @@ def _touched(metric: dict[str, Any], operator: str = "gelu") -> bool:
         any(own in name for own in _OWN_LINES[operator])
         or series["kind"] in ("step", "range", "layer")
         or any(op in name for op in _PADDING_OPS)
-        or name in _PADDING_EXACT
+        or name in _PADDING_EXACT[operator]
     )
 
 

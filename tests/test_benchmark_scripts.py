@@ -283,6 +283,8 @@ def test_ab_noise_slows_the_chosen_operator_of_the_example(tmp_path: Path) -> No
 
     assert ab_noise._touched(line("op", "aten::addmm"), "linear")
     assert ab_noise._touched(line("op", "aten::t"), "linear")
+    assert ab_noise._touched(line("op", "aten::copy_"), "linear")
+    assert not ab_noise._touched(line("op", "aten::copy_"), "gelu")
     assert not ab_noise._touched(line("op", "aten::tanh"), "linear")
     assert not ab_noise._touched(line("op", "aten::gelu"), "linear")
     assert not ab_noise._touched(line("op", "aten::addmm"), "gelu")
