@@ -63,12 +63,8 @@ from sqlalchemy import Engine, create_engine, text
 from perfci.context import fingerprint_hash
 from perfci.model import Metric, MetricKind, Profile, RunContext, SeriesKey
 from perfci.store import db, partitions
-from perfci.store.queries import (
-    baseline_run_ids,
-    environment_id,
-    run_samples_checked,
-    series_history,
-)
+from perfci.store.queries import baseline_run_ids, environment_id, series_history
+from perfci.store.samples import run_samples_checked
 from perfci.usecases.ingest import ingest_run
 from perfci.usecases.prune import prune_store
 from perfci.usecases.weekly import build_weekly_report, report_to_dict

@@ -48,7 +48,8 @@ from perfci.context import fingerprint_hash
 from perfci.model import Metric, MetricKind, Profile, RunContext
 from perfci.store import db
 from perfci.store.partitions import day_number
-from perfci.store.queries import baseline_run_ids, environment_id, run_samples
+from perfci.store.queries import baseline_run_ids, environment_id
+from perfci.store.samples import run_samples
 from perfci.store.schema import SAMPLE_COLUMNS
 from perfci.usecases.ingest import ingest_run
 

@@ -49,6 +49,7 @@ from perfci.report.weekly_markdown import render_markdown, render_slack
 from perfci.settings import Settings
 from perfci.store import db, queries
 from perfci.store.queries import HistoryPoint
+from perfci.store.samples import run_samples, run_samples_checked
 from perfci.store.schema import AuditEvent, Comparison, ProfileRow, Run, Sample
 from perfci.usecases import submit as submit_module
 from perfci.usecases.ingest import ingest_run
@@ -227,11 +228,11 @@ def test_a_stored_bad_run_is_left_out_of_the_baseline_with_its_id(
 ) -> None:
     ids = _history(session)
     _spoil(session, ids[2], value)
-    checked = queries.run_samples_checked(session, ids)
+    checked = run_samples_checked(session, ids)
     assert checked.skipped == [ids[2]]
     assert all(ids[2] not in by_run for by_run in checked.samples.values())
     assert all(len(by_run) == len(ids) - 1 for by_run in checked.samples.values())
-    assert ids[2] not in next(iter(queries.run_samples(session, ids).values()))
+    assert ids[2] not in next(iter(run_samples(session, ids).values()))
     # The next upload of the benchmark is compared, not refused (it was 400 before).
     pr = make_context(
         commit="f" * 40,

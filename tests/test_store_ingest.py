@@ -25,7 +25,8 @@ from perfci.errors import ConfigError, ParseError, StorageError, UnknownFormatEr
 from perfci.formats.registry import formats, parse_file
 from perfci.model import MetricKind, SeriesKey
 from perfci.store import db
-from perfci.store.queries import get_run, run_samples
+from perfci.store.queries import get_run
+from perfci.store.samples import run_samples
 from perfci.store.schema import (
     ProfileRow,
     Run,

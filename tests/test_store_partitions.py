@@ -16,7 +16,7 @@ from sqlalchemy import Engine, func, inspect, select, text
 from sqlalchemy.orm import Session
 
 from perfci.cli.main import main
-from perfci.store import _bulk, db, partitions, queries
+from perfci.store import _bulk, db, partitions, samples
 from perfci.store.partitions import Month
 from perfci.store.schema import Run, Sample
 from perfci.usecases.ingest import ingest_run
@@ -52,7 +52,7 @@ def _ingest(engine: Engine, when: datetime, i: int, *, branch: str = "main") -> 
 
 def _samples(engine: Engine, run_ids: list[int]) -> Any:
     with Session(engine) as session:
-        return queries.run_samples(session, run_ids)
+        return samples.run_samples(session, run_ids)
 
 
 def _postgres(engine: Engine) -> bool:
@@ -201,8 +201,8 @@ def test_reads_name_their_months_so_only_those_partitions_are_read(migrated_url:
                 ([ids[2]], {"sample_y2025m04"}),
                 (ids[:2], {"sample_y2025m01", "sample_y2025m02"}),
             ):
-                arms = queries._month_arms(cursor, runs, None)
-                statement, params = queries._pg_samples(arms, "")
+                arms = samples._month_arms(cursor, runs, None)
+                statement, params = samples._pg_samples(arms, "")
                 cursor.execute("EXPLAIN " + statement, params)
                 plan = "\n".join(row[0] for row in cursor.fetchall())
                 read = {name for name in _partition_names(session) if f" {name} " in plan}

@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from perfci.cli.main import main
 from perfci.model import Metric, MetricKind, Profile, SeriesKey
 from perfci.store import db, partitions, queries
+from perfci.store.samples import run_samples_checked
 from perfci.store.schema import Run, Sample, SampleSummary
 from perfci.usecases import browse
 from perfci.usecases.compare import compare_stored_run
@@ -258,7 +259,7 @@ def test_a_pruned_run_serves_as_a_baseline_run_of_one_repeat_with_a_note(
     )
     with sessions() as session:
         result = compare_stored_run(session, new_run, baseline_runs=60)
-        checked = queries.run_samples_checked(session, result.baseline.run_ids)
+        checked = run_samples_checked(session, result.baseline.run_ids)
     summarised = set(checked.summarised)
     # The last 60 main runs reach back past October; the comparison keeps those since the
     # day-200 change (day 201 on): days 201..267 (to Sep 30) are summaries, 23 runs.

@@ -15,11 +15,11 @@ from perfci.store.queries import (
     baseline_run_ids,
     environment_id,
     get_run,
-    run_samples,
     runs_by_time,
     runs_in_period,
     series_history,
 )
+from perfci.store.samples import run_samples
 from perfci.usecases.ingest import ingest_run
 
 T0 = datetime(2025, 3, 3, 12, 0, tzinfo=UTC)

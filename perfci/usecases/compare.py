@@ -31,6 +31,7 @@ from perfci.gpu_state import RepeatJudgement, StateJudge
 from perfci.model import BaselineInfo, RunComparison, SeriesKey
 from perfci.store import queries
 from perfci.store.queries import RunInfo
+from perfci.store.samples import run_samples_checked
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +106,7 @@ def compare_stored_run(
         merge_base=merge_base,
     )
     states = queries.repeat_gpu_states(session, [*choice.run_ids, run.id])
-    checked = queries.run_samples_checked(session, [*choice.run_ids, run.id])
+    checked = run_samples_checked(session, [*choice.run_ids, run.id])
     samples = checked.samples
     screen = screen_gpu_state(choice.run_ids, run, states, steps=_step_values(samples))
     choice = replace(choice, run_ids=screen.kept_run_ids)

@@ -58,6 +58,7 @@ from perfci.model_weekly import (
 )
 from perfci.store import queries
 from perfci.store.queries import RunInfo
+from perfci.store.samples import run_samples_checked
 from perfci.usecases.alerts import AlertInfo, NewAlert, record_alerts
 
 # The report's types live in perfci.model_weekly; they are re-exported here for callers that
@@ -241,7 +242,7 @@ def _benchmark_trends(
     until: datetime,
     options: ChangePointOptions | None,
 ) -> list[BenchmarkTrend]:
-    checked = queries.run_samples_checked(session, [r.id for r in runs])  # one query
+    checked = run_samples_checked(session, [r.id for r in runs])  # one query
     # A run stored with a bad value by an older perfci is left out with a note (issue 13).
     skipped = set(checked.skipped)
     by_environment: dict[int, list[RunInfo]] = {}

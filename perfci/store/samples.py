@@ -1,0 +1,242 @@
+"""Reading the stored values of runs: every series of a set of runs, or one series of them.
+
+Samples are read through :func:`_value_rows` (issue 17): a run's per-repeat values from
+``sample`` while it has them, else the one summary value (``sample_summary.median``) that
+``perfci db prune`` kept of them. On PostgreSQL the reads of ``sample`` name the month of each
+run (``run_day`` ranges, one arm per month), so that they touch only those months' partitions
+whatever the size of the table.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from operator import itemgetter
+from typing import Any
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from perfci.model import Better, Device, MetricKind, SeriesKey
+from perfci.store import _bulk
+from perfci.store.partitions import Month, day_number
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedSamples:
+    """:func:`run_samples_checked`'s answer: the samples, and the runs left out of them."""
+
+    samples: dict[SeriesKey, dict[int, list[float]]]
+    #: Runs holding a value that is not a finite, non-negative number (stored by a perfci
+    #: older than issue 13's checks), ascending; none of their values is in ``samples``.
+    skipped: list[int] = field(default_factory=list)
+    #: Runs read from their summaries (pruned, issue 17), ascending: one value per series,
+    #: the median of the repeats they had.
+    summarised: list[int] = field(default_factory=list)
+
+
+def run_samples(
+    session: Session, run_ids: Sequence[int]
+) -> dict[SeriesKey, dict[int, list[float]]]:
+    """Per series: run id → that run's per-step values in repeat order.
+
+    Runs appear in ascending id order; samples without a time (bytes only) are left out, and
+    so are runs holding a bad value (see :func:`run_samples_checked`, which says which). A
+    pruned run has one value per series: the median of its repeats.
+    """
+    return run_samples_checked(session, run_ids).samples
+
+
+def run_samples_checked(session: Session, run_ids: Sequence[int]) -> CheckedSamples:
+    """:func:`run_samples`, and which runs were left out for a bad stored value.
+
+    A run stored before values were checked at ingest may hold a negative, infinite or NaN
+    value; one such run must not break every later comparison or chart of its benchmark
+    (issue 13), so the whole run is left out (its other values are suspect too) and named.
+    This is the baseline query (30 runs × 1,000 series): plain driver tuples, one parameter
+    for all ids (an ``IN`` list would be a new statement for every baseline), one vectorised
+    check of the values, and the rows grouped in one pass in the order the database sorted
+    them.
+    """
+    ids = sorted(set(run_ids))
+    if not ids:
+        return CheckedSamples({})
+    postgres = session.get_bind().dialect.name == "postgresql"
+    with _bulk.driver_cursor(session) as cursor, _bulk.no_cycle_collection():
+        found = _value_rows(cursor, ids, postgres=postgres)
+        rows, skipped = _drop_bad_runs(found.rows)
+        grouped = _group_samples(rows)
+        if not grouped:
+            return CheckedSamples({}, skipped, found.summarised)
+        series_ids = list(grouped)
+        if postgres:
+            cursor.execute(_PG_SERIES, (series_ids,), binary=True)
+        else:
+            cursor.execute(_SQLITE_SERIES, (json.dumps(series_ids),))
+        keys = {
+            series_id: SeriesKey(
+                kind=_KINDS[kind],
+                name=name,
+                device=_DEVICES[device],
+                scope=scope,
+                section=section,
+                unit=unit,
+                better=_BETTER[better],
+            )
+            for series_id, kind, name, device, scope, section, unit, better in cursor.fetchall()
+        }
+    samples = {keys[series_id]: per_run for series_id, per_run in grouped.items()}
+    return CheckedSamples(samples, skipped, found.summarised)
+
+
+def series_values(
+    session: Session, series_id: int, created: Mapping[int, datetime]
+) -> dict[int, list[float]]:
+    """Run id → the values of series ``series_id`` in that run (repeat order; a pruned run's
+    median alone), for the runs of ``created`` (run id → its ``created_at``) that have one."""
+    if not created:
+        return {}
+    postgres = session.get_bind().dialect.name == "postgresql"
+    with _bulk.driver_cursor(session) as cursor:
+        found = _value_rows(
+            cursor, sorted(created), postgres=postgres, series_id=series_id, created=created
+        )
+    values: dict[int, list[float]] = {}
+    for run_id, _, value in found.rows:
+        values.setdefault(run_id, []).append(value)
+    return values
+
+
+@dataclass(frozen=True, slots=True)
+class _Values:
+    """(run, series, value) rows in (run, series, repeat) order, and the runs summarised."""
+
+    rows: list[tuple[int, int, float]]
+    summarised: list[int]
+
+
+def _value_rows(
+    cursor: Any,
+    run_ids: list[int],
+    *,
+    postgres: bool,
+    series_id: int | None = None,
+    created: Mapping[int, datetime] | None = None,
+) -> _Values:
+    """The values of ``run_ids`` (ascending), raw samples and summaries of pruned runs.
+
+    ``series_id`` keeps one series; ``created`` (run id → ``created_at``), when the caller
+    has it, spares PostgreSQL's lookup of the runs' months. A run has samples or summaries,
+    never both (the prune swaps them in one transaction), so the two reads merge without
+    duplicates, and a run being pruned meanwhile is found in one or the other.
+    """
+    one = "" if series_id is None else f" AND series_id = {int(series_id)}"
+    if postgres:
+        arms = _month_arms(cursor, run_ids, created)
+        raw: list[tuple[int, int, float]] = []
+        if arms:
+            sql, params = _pg_samples(arms, one)
+            cursor.execute(sql, params, binary=True)
+            raw = cursor.fetchall()
+        cursor.execute(_PG_SUMMARIES.format(one), (run_ids,), binary=True)
+    else:
+        cursor.execute(_SQLITE_SAMPLES.format(one), (json.dumps(run_ids),))
+        raw = cursor.fetchall()
+        cursor.execute(_SQLITE_SUMMARIES.format(one), (json.dumps(run_ids),))
+    summaries = cursor.fetchall()
+    if not summaries:  # the common case: every run still has its samples
+        return _Values(raw, [])
+    merged = list(heapq.merge(raw, summaries, key=itemgetter(0, 1)))
+    return _Values(merged, sorted({row[0] for row in summaries}))
+
+
+def _month_arms(
+    cursor: Any, run_ids: list[int], created: Mapping[int, datetime] | None
+) -> list[tuple[Month, list[int]]]:
+    """The runs grouped by the month of their samples' partition, oldest first."""
+    if created is None:
+        cursor.execute(_PG_RUN_TIMES, (run_ids,), binary=True)
+        created = dict(cursor.fetchall())
+    by_month: dict[Month, list[int]] = {}
+    for run_id in run_ids:
+        moment = created.get(run_id)
+        if moment is not None:
+            by_month.setdefault(Month.of_day(day_number(moment)), []).append(run_id)
+    return sorted(by_month.items())
+
+
+def _pg_samples(arms: list[tuple[Month, list[int]]], one: str) -> tuple[str, list[list[int]]]:
+    """The samples of each month's runs, each arm on its month's partition alone.
+
+    The month bounds are literals (numbers computed here), so the planner prunes at plan
+    time; each arm probes only its own runs' ids, where one ``run_id = ANY(all ids)`` would
+    probe every month's index with every id.
+    """
+    selects = [
+        _PG_SAMPLES_ARM.format(lo=month.first_day, hi=month.end_day, one=one) for month, _ in arms
+    ]
+    params = [ids for _, ids in arms]
+    if len(selects) == 1:
+        return selects[0].replace(", repeat", "", 1) + _ORDER, params
+    union = " UNION ALL ".join(selects)
+    return f"SELECT run_id, series_id, value FROM ({union}) AS s{_ORDER}", params
+
+
+def _drop_bad_runs(
+    rows: list[tuple[int, int, float]],
+) -> tuple[list[tuple[int, int, float]], list[int]]:
+    """``rows`` without the runs holding a value that is not finite and non-negative."""
+    values = np.fromiter(map(itemgetter(2), rows), dtype=np.float64, count=len(rows))
+    bad = ~(values >= 0) | np.isinf(values)  # NaN fails ">= 0"
+    if not bad.any():
+        return rows, []
+    skipped = sorted({int(rows[i][0]) for i in np.flatnonzero(bad)})
+    drop = set(skipped)
+    return [row for row in rows if row[0] not in drop], skipped
+
+
+# Primary key order: SQLite reads it straight off the key (ordering by series first costs a
+# sort there), PostgreSQL sorts nearly sorted rows.
+_ORDER = " ORDER BY run_id, series_id, repeat"
+_PG_SAMPLES_ARM = (
+    "SELECT run_id, series_id, repeat, value FROM sample "
+    "WHERE run_day >= {lo} AND run_day < {hi} AND run_id = ANY(%s::int4[]){one} "
+    "AND value IS NOT NULL"
+)
+_PG_RUN_TIMES = "SELECT id, created_at FROM run WHERE id = ANY(%s::int4[])"
+_SQLITE_SAMPLES = (
+    "SELECT run_id, series_id, value FROM sample "
+    "WHERE run_id IN (SELECT value FROM json_each(?)){} AND value IS NOT NULL" + _ORDER
+)
+_SUMMARIES = (
+    "SELECT run_id, series_id, median FROM sample_summary WHERE run_id {}{{}} "
+    "ORDER BY run_id, series_id"
+)
+_PG_SUMMARIES = _SUMMARIES.format("= ANY(%s::int4[])")
+_SQLITE_SUMMARIES = _SUMMARIES.format("IN (SELECT value FROM json_each(?))")
+_SERIES = "SELECT id, kind, name, device, scope, section, unit, better FROM series WHERE id {}"
+_PG_SERIES = _SERIES.format("= ANY(%s::int4[])")
+_SQLITE_SERIES = _SERIES.format("IN (SELECT value FROM json_each(?))")
+_KINDS = {kind.value: kind for kind in MetricKind}  # MetricKind(value) is a slow call
+_DEVICES = {device.value: device for device in Device}
+_BETTER = {better.value: better for better in Better}
+
+
+def _group_samples(rows: Iterable[tuple[int, int, float]]) -> dict[int, dict[int, list[float]]]:
+    """(run, series, value) rows in primary key order → series → run → values by repeat."""
+    grouped: dict[int, dict[int, list[float]]] = {}
+    values: list[float] = []
+    last_run = last_series = None
+    for run_id, series_id, value in rows:
+        if series_id == last_series and run_id == last_run:
+            values.append(value)  # the next repeat
+            continue
+        per_run = grouped.get(series_id)
+        if per_run is None:
+            per_run = grouped[series_id] = {}
+        values = per_run[run_id] = [value]
+        last_run, last_series = run_id, series_id
+    return grouped
