@@ -477,6 +477,9 @@ def test_a_run_throttled_in_every_repeat_keeps_its_repeats_and_says_so(session: 
     kept = [n for n in result.notes if n.endswith("kept: no repeat ran unthrottled")]
     assert len(kept) == 3 and kept[0].startswith("repeat 1 of this run ran at 1410 MHz")
     assert result.baseline is not None and result.baseline.runs == 3
+    # A throttled GPU can be the code's doing (heavier kernels at the card's power cap): unlike
+    # a busy host, it does not make the run inconclusive.
+    assert result.verdict is Verdict.REGRESSION
 
 
 def test_perfci_check_stores_each_repeats_gpu_state_with_its_profile(
@@ -554,6 +557,25 @@ def test_busy_host_baseline_run_and_candidate_repeat_are_left_out_and_named(
         "usually 2%; left out"
     ) in result.notes
     assert result.verdict is not Verdict.REGRESSION
+
+
+def test_a_run_on_a_busy_host_in_every_repeat_is_inconclusive_not_a_regression(
+    session: Session,
+) -> None:
+    """A docs-only pull request whose every repeat shared the host with a neighbour's job: 30 %
+    slower in everything, and no quiet repeat to tell the load from the code. Nothing fails;
+    the lines that moved say how many repeats (one on a quiet host) would settle them."""
+    _main_ids, result = _busy_history(session, slow=1.3, pr_states="bbb", pr_slow={"b": 1.3})
+    assert result.verdict is Verdict.INCONCLUSIVE
+    moved = [m for m in result.metrics if m.change is not None and m.change > 0.2]
+    assert moved and all(m.verdict is Verdict.INCONCLUSIVE for m in moved)
+    assert all(m.repeats_needed == m.n_candidate + 1 for m in moved)
+    assert not [m for m in result.metrics if m.verdict is Verdict.REGRESSION]
+    [note] = [n for n in result.notes if n.startswith("Every repeat of this run ran on a busy")]
+    assert "other processes took 55% of the host's CPU, usually 2%" in note
+    assert "perfci check --ab" in note
+    kept = [n for n in result.notes if n.endswith("kept: no repeat ran on a quiet host")]
+    assert len(kept) == 3
 
 
 def test_a_busy_host_that_left_the_step_alone_costs_no_data(session: Session) -> None:

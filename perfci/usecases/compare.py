@@ -10,7 +10,11 @@ The machine's state is evidence (issue 12): a baseline run that ran throttled (t
 or hardware slowdown), at a low SM clock, or on a busy host (other processes took a good part
 of the CPU, :mod:`perfci.host_load`) in at least half its repeats is left out like a wrecked
 run, and a candidate repeat that did is named and, when other repeats remain, left out; each
-with a note in the comparison (:mod:`perfci.gpu_state` judges the repeats).
+with a note in the comparison (:mod:`perfci.gpu_state` judges the repeats). When *every*
+candidate repeat ran on a busy host and its step moved, nothing is left to tell the code from
+the neighbour's load: the lines that moved are inconclusive, not regressions or improvements
+(a loaded 2-core runner made the example's large operators 40–140 % slower, and a docs-only
+pull request failed on them), and the note says to rerun or use ``--ab``.
 """
 
 from __future__ import annotations
@@ -25,10 +29,11 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from perfci.analysis.compare import CompareOptions, compare_run
+from perfci.analysis.judge import run_verdict
 from perfci.analysis.steps import primary_step_in
 from perfci.gpu_judge import step_moved, step_tolerance
 from perfci.gpu_state import RepeatJudgement, StateJudge
-from perfci.model import BaselineInfo, RunComparison, SeriesKey
+from perfci.model import BaselineInfo, RunComparison, SeriesKey, Verdict
 from perfci.store import queries
 from perfci.store.queries import RunInfo
 from perfci.store.samples import run_samples_checked
@@ -126,6 +131,8 @@ def compare_stored_run(
     }
     result = compare_run(baseline, candidate, benchmark=run.benchmark, options=options)
     result.notes.extend(screen.notes)
+    if screen.candidate_busy is not None:
+        _undecided_on_a_busy_host(result, screen.candidate_busy)
     result.notes.extend(_skipped_notes(skipped, run.id in checked.skipped))
     used = [oldest_first[i] for i in result.baseline_runs_used if i < len(oldest_first)]
     result.notes.extend(_summarised_notes(used, checked.summarised))
@@ -150,6 +157,10 @@ class GpuScreen:
     kept_run_ids: list[int]
     left_out_repeats: frozenset[int] = frozenset()
     notes: list[str] = field(default_factory=list)
+    #: When every candidate repeat ran on a busy host (the GPU, if any, unthrottled) and its
+    #: step moved: the busiest repeat's words ("other processes took 68% of the host's CPU,
+    #: usually 1%"). Its timings cannot tell a code change from the load.
+    candidate_busy: str | None = None
 
 
 def screen_gpu_state(
@@ -193,10 +204,15 @@ def screen_gpu_state(
         else:
             kept.append(run_id)
     notes = [_baseline_note(suspects, len(baseline_run_ids))] if suspects else []
-    left_out, candidate_notes = _screen_candidate(
+    left_out, candidate_notes, busy = _screen_candidate(
         judge, own, run.repeats, steps.get(run.id), tolerance
     )
-    return GpuScreen(kept_run_ids=kept, left_out_repeats=left_out, notes=notes + candidate_notes)
+    return GpuScreen(
+        kept_run_ids=kept,
+        left_out_repeats=left_out,
+        notes=notes + candidate_notes,
+        candidate_busy=busy,
+    )
 
 
 def _step_values(
@@ -239,7 +255,9 @@ def _screen_candidate(
     repeats: int,
     steps: Sequence[float] | None,
     tolerance: float,
-) -> tuple[frozenset[int], list[str]]:
+) -> tuple[frozenset[int], list[str], str | None]:
+    """The candidate repeats to leave out, the notes naming them, and the busiest repeat's
+    words when every repeat ran on a busy host alone (see :attr:`GpuScreen.candidate_busy`)."""
     judged = {index: judge.judge(state) for index, state in sorted(states.items())}
     suspect = [index for index, j in judged.items() if j.suspect]
     if steps is not None and len(steps) == repeats:
@@ -255,7 +273,41 @@ def _screen_candidate(
         j = judged[index]
         fate = f"kept: no repeat ran {_unsuspect_words(j)}" if keep_all else "left out"
         notes.append(f"repeat {index + 1} of this run {j.what_happened()}; {fate}")
-    return (frozenset() if keep_all else frozenset(suspect)), notes
+    busy = None
+    if keep_all and suspect and all(judged[i].host_only for i in suspect):
+        busiest = max((judged[i] for i in suspect), key=lambda j: j.others_cpu_share or 0.0)
+        busy = busiest.host_words()
+    return (frozenset() if keep_all else frozenset(suspect)), notes, busy
+
+
+def _undecided_on_a_busy_host(result: RunComparison, words: str) -> None:
+    """Every repeat ran on a busy host: what moved is inconclusive, and the note says why.
+
+    A neighbour's load slows some metrics far more than others (large CPU operators, not
+    small ones), so neither the run factor nor the metrics themselves can tell it from a
+    change of the code. One more repeat on a quiet host would settle it: that is the number
+    of repeats each such line needs, so adaptive repeats keep going while the plan allows.
+    """
+    decided = (Verdict.REGRESSION, Verdict.IMPROVEMENT)
+    moved = [m for m in result.metrics if m.verdict in decided]
+    if not moved:
+        return
+    result.metrics = [
+        replace(m, verdict=Verdict.INCONCLUSIVE, repeats_needed=m.n_candidate + 1)
+        if m.verdict in decided
+        else m
+        for m in result.metrics
+    ]
+    if result.shared_factor is not None and result.shared_factor.verdict in decided:
+        result.shared_factor = replace(result.shared_factor, verdict=Verdict.INCONCLUSIVE)
+    result.verdict = run_verdict(result.metrics, primary=result.primary_step)
+    result.notes.append(
+        f"Every repeat of this run ran on a busy host ({words}) and its step moved with the "
+        f"load: a neighbour's load slows some metrics far more than others, so it cannot be "
+        f"told from a change of the code, and the {len(moved)} line(s) that moved are "
+        "inconclusive, not regressions or improvements. Rerun on a quiet runner, or compare "
+        "on this one with `perfci check --ab` (both sides share the load)."
+    )
 
 
 def _unsuspect_words(judged: RepeatJudgement) -> str:
