@@ -217,18 +217,23 @@ def make_repo(
 
 
 @contextlib.contextmanager
-def load(index: int, seconds: float):  # type: ignore[no-untyped-def]
-    """Busy-loop load for runs with ``index % 3 == 1``, from half-way for ``index % 3 == 2``."""
+def load(index: int, seconds: float, processes: int = 1):  # type: ignore[no-untyped-def]
+    """Busy-loop load for runs with ``index % 3 == 1``, from half-way for ``index % 3 == 2``;
+    ``processes`` loops at once (two take both cores of a 2-core runner)."""
     if index % 3 == 0:
         yield "none"
         return
     delay = 0.0 if index % 3 == 1 else seconds / 2
-    process = subprocess.Popen([sys.executable, "-c", LOAD, str(delay), str(seconds * 3)])
+    loops = [
+        subprocess.Popen([sys.executable, "-c", LOAD, str(delay), str(seconds * 3)])
+        for _ in range(processes)
+    ]
     try:
         yield "all" if delay == 0 else "half"
     finally:
-        process.kill()
-        process.wait()
+        for process in loops:
+            process.kill()
+            process.wait()
 
 
 def check(repo: Path, url: str, report: Path, *args: str) -> dict[str, object]:
@@ -313,7 +318,7 @@ def history_mode(
     git(repo, "checkout", "-q", "main~1")
     sha = git(repo, "rev-parse", "HEAD")
     for run in range(args.history_runs):
-        with load(run, args.run_seconds):
+        with load(run, args.run_seconds, args.load_processes):
             check(
                 repo,
                 url,
@@ -332,7 +337,7 @@ def history_mode(
     for number, (branch, i) in enumerate(plan):
         git(repo, "checkout", "-q", branch)
         started = time.monotonic()
-        with load(number, args.run_seconds):
+        with load(number, args.run_seconds, args.load_processes):
             result = check(
                 repo,
                 url,
@@ -367,7 +372,7 @@ def ab_mode(
     for number, (branch, i) in enumerate(plan):
         git(repo, "checkout", "-q", branch)
         started = time.monotonic()
-        with load(number, args.run_seconds * args.pairs * 2 / args.repeats):
+        with load(number, args.run_seconds * args.pairs * 2 / args.repeats, args.load_processes):
             result = check(
                 repo,
                 url,
@@ -459,6 +464,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--modes",
         default="history,ab",
         help="which modes to measure, comma-separated: history, ab (default both)",
+    )
+    parser.add_argument(
+        "--load-processes",
+        type=int,
+        default=1,
+        help="busy loops the load generator starts at once (default 1; 2 take both cores of "
+        "a 2-core runner)",
     )
     parser.add_argument("--history-runs", type=int, default=8)
     parser.add_argument("--candidates", type=int, default=10)
