@@ -2,7 +2,7 @@
 
 Complete (``ph: "X"``) events are aggregated per (kind, name, device); ``ts``/``dur`` are
 microseconds with ns precision and become integer nanoseconds. What each ``cat`` becomes is the
-table ``CATEGORIES`` (case-insensitive, legacy torch 1.8/1.9 names are aliases):
+table ``_chrome_events.CATEGORIES`` (case-insensitive, legacy torch 1.8/1.9 names are aliases):
 
 ========================== ============================================== =============
 ``cat``                    metric kind                                    device
@@ -42,23 +42,20 @@ Peak memory (``measure`` metrics in bytes, lower is better):
   the per-step peaks as ``samples`` and their maximum as ``value``. These win over the
   ``[memory]`` instants' metric of the same name.
 
-Reading is streamed (``_chrome_stream``): memory stays at a few MiB whatever the trace size.
+Reading is streamed (``_chrome_stream``) and aggregated batch by batch (``_chrome_events``):
+memory stays at a few MiB whatever the trace size.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from operator import attrgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from perfci.formats._steps import step_metric, step_number
-from perfci.formats.pytorch._chrome_stream import Event, EventError, read_trace
+from perfci.formats._steps import step_metric
+from perfci.formats.pytorch._chrome_events import Aggregate, Peak, is_number
+from perfci.formats.pytorch._chrome_stream import read_trace
 from perfci.model import Better, Device, Metric, MetricKind, Profile
 
 if TYPE_CHECKING:
@@ -69,46 +66,8 @@ DESCRIPTION = "PyTorch profiler / Kineto Chrome-trace JSON (.json, .json.gz, leg
 
 STEP_KEY = "perfci"  # perfci.torch.STEP_KEY; not imported so that parsing never needs torch
 
-
-@dataclass(frozen=True, slots=True)
-class Category:
-    kind: MetricKind
-    device: Device
-    carries_bytes: bool = False
-
-
-_OP = Category(MetricKind.OP, Device.CPU)
-_API = Category(MetricKind.API, Device.CPU)
-_KERNEL = Category(MetricKind.KERNEL, Device.GPU)
-_MEMORY = Category(MetricKind.MEMORY, Device.GPU, carries_bytes=True)
-
-# Lower-cased ``cat`` → metric. Legacy names (torch 1.8/1.9) alias the current ones.
-CATEGORIES: dict[str, Category] = {
-    "cpu_op": _OP,
-    "operator": _OP,
-    "user_annotation": Category(MetricKind.RANGE, Device.CPU),
-    "gpu_user_annotation": Category(MetricKind.RANGE, Device.GPU),
-    "kernel": _KERNEL,
-    "gpu_memcpy": _MEMORY,
-    "memcpy": _MEMORY,
-    "gpu_memset": _MEMORY,
-    "memset": _MEMORY,
-    "cuda_runtime": _API,
-    "runtime": _API,
-    "cuda_driver": _API,
-}
-
-# The legacy autograd profiler has no ``cat``: its rows are told apart by ``pid``.
-LEGACY_PIDS: dict[str, str] = {"cpu functions": "cpu_op", "cuda functions": "kernel"}
-
-_COMM_KERNEL = re.compile(r"nccl|rccl", re.IGNORECASE)
-_PROFILER_STEP = re.compile(r"ProfilerStep#\d+")
-# ProfilerStep#N is a record_function range; torch 1.8/1.9 wrote it as an ``Operator``.
-_STEP_KINDS = frozenset({MetricKind.RANGE, MetricKind.OP})
-
 PEAK_ALLOCATED = "peak allocated memory"
 PEAK_RESERVED = "peak reserved memory"
-MEMORY_EVENT = "[memory]"
 # c10::DeviceType codes of ``[memory]`` events (0 is the CPU), for the names of per-device
 # metrics; ROCm builds report their GPUs as CUDA (1).
 DEVICE_TYPES: dict[int, str] = {
@@ -128,9 +87,6 @@ DEVICE_TYPES: dict[int, str] = {
 _OBJECT_START = re.compile(r"^\s*\{")
 _ARRAY_OF_EVENTS = re.compile(r'^\s*\[\s*\{.*?"ph"\s*:\s*"[A-Za-z]"', re.DOTALL)
 
-Key = tuple[str | None, str]
-_PHASE = attrgetter("ph")
-
 
 def sniff(head: Head) -> bool:
     """A JSON object with ``"traceEvents"`` (or Kineto's leading keys), or an array of events."""
@@ -146,7 +102,7 @@ def sniff(head: Head) -> bool:
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     """The one profile of a trace file (one rank)."""
-    aggregate = _Aggregate()
+    aggregate = Aggregate()
     read_warnings: list[str] = []
     top, bare = read_trace(path, aggregate.add, format=NAME, warnings=read_warnings)
     profile = Profile(label=_label(path, top), format=NAME, source=str(path))
@@ -160,226 +116,7 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     return [profile]
 
 
-@dataclass
-class _Aggregate:
-    """Per-(cat, name) durations in ns, filled batch by batch while streaming.
-
-    Each batch is reduced with list comprehensions and numpy rather than a per-event Python
-    loop, which is much faster: its complete events become an array of key ids and one of durations.
-    Only these two numbers per event are kept, so memory grows with the event count, never
-    with the file size.
-    """
-
-    keys: dict[Key, int] = field(default_factory=dict)  # (cat, name) → id, first-seen order
-    id_chunks: list[np.ndarray] = field(default_factory=list)
-    ns_chunks: list[np.ndarray] = field(default_factory=list)
-    byte_sums: dict[Key, float] = field(default_factory=dict)
-    phases: Counter[str | None] = field(default_factory=Counter)
-    steps: dict[str, dict[int, list[float]]] = field(default_factory=dict)
-    memory: dict[tuple[int, Any], _Peak] = field(default_factory=dict)  # (type, id) → peaks
-
-    def add(self, events: list[Event]) -> None:
-        phases = Counter(map(_PHASE, events))
-        self.phases.update(phases)
-        if phases.get("i"):
-            self._add_memory(events)
-        complete = [event for event in events if event.ph == "X"]
-        if not complete:
-            return
-        durations = [event.dur for event in complete]
-        names = [event.name for event in complete]
-        if None in durations or None in names:
-            raise _missing_field(complete, events)
-        cats = [event.cat for event in complete]
-        if None in cats:
-            cats = [
-                cat if cat is not None else _legacy_cat(event.pid)
-                for cat, event in zip(cats, complete, strict=True)
-            ]
-        pairs = cast(list[Key], list(zip(cats, names, strict=True)))
-        self.id_chunks.append(np.array(self._ids(pairs), dtype=np.int32))
-        micros = np.array(durations, dtype=np.float64)
-        if not np.all(np.abs(micros) < _MAX_DUR_US):
-            index = int(np.argmax(np.abs(micros) >= _MAX_DUR_US))
-            raise EventError(
-                f"implausible dur {durations[index]!r} µs", _index(events, complete[index])
-            )
-        self.ns_chunks.append(np.rint(micros * 1000.0).astype(np.int64))
-        memory = {cat for cat in set(cats) if _carries_bytes(cat)}
-        if memory:
-            for index in [index for index, cat in enumerate(cats) if cat in memory]:
-                self._add_bytes(pairs[index], complete[index], events)
-
-    def _add_memory(self, events: list[Event]) -> None:
-        """The running maximum of the allocator totals of ``[memory]`` instants, per device."""
-        for event in [event for event in events if event.ph == "i"]:
-            args = event.args
-            if event.name != MEMORY_EVENT or args is None or args.total_allocated is None:
-                continue  # torch < 1.10 wrote only Bytes: no total, no peak
-            device_type = args.device_type
-            if not _is_int(device_type):
-                raise EventError(
-                    f"[memory] event with 'Device Type' {device_type!r}, expected an integer",
-                    _index(events, event),
-                )
-            allocated, reserved = args.total_allocated, args.total_reserved
-            for label, value in (("Total Allocated", allocated), ("Total Reserved", reserved)):
-                if value is not None and not _is_number(value):
-                    raise EventError(
-                        f"[memory] event with non-numeric {label!r} {value!r}",
-                        _index(events, event),
-                    )
-            key = (device_type, args.device_id if _is_int(args.device_id) else None)
-            peak = self.memory.get(key)
-            if peak is None:
-                peak = self.memory[key] = _Peak()
-            peak.events += 1
-            peak.allocated = max(peak.allocated, allocated)
-            if reserved is not None:
-                peak.reserved = reserved if peak.reserved is None else max(peak.reserved, reserved)
-
-    def _ids(self, pairs: list[Key]) -> list[int]:
-        ids = list(map(self.keys.get, pairs))
-        if None in ids:
-            for index, value in enumerate(ids):
-                if value is None:
-                    ids[index] = self.keys.setdefault(pairs[index], len(self.keys))
-        return cast(list[int], ids)
-
-    def _add_bytes(self, key: Key, event: Event, events: list[Event]) -> None:
-        value = event.args.bytes if event.args is not None else None
-        if value is None:
-            return
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise EventError(
-                f"{key[0]} event with non-numeric args.bytes {value!r}", _index(events, event)
-            )
-        self.byte_sums[key] = self.byte_sums.get(key, 0.0) + value
-
-    def samples(self) -> list[np.ndarray]:
-        """Per key id, its durations in ns in trace order."""
-        if not self.id_chunks:
-            return []
-        ids = np.concatenate(self.id_chunks)
-        durations = np.concatenate(self.ns_chunks)
-        self.id_chunks, self.ns_chunks = [], []
-        order = np.argsort(ids, kind="stable")
-        bounds = np.cumsum(np.bincount(ids, minlength=len(self.keys)))[:-1]
-        return np.split(durations[order], bounds)
-
-    def build(self, profile: Profile) -> None:
-        """Metrics per (kind, name, device); ``ProfilerStep#N`` ranges are set aside as steps."""
-        merged: dict[tuple[MetricKind, str, Device], list[np.ndarray]] = {}
-        byte_sums: dict[tuple[MetricKind, str, Device], float] = {}
-        ignored: Counter[str] = Counter()
-        for key, samples in zip(self.keys, self.samples(), strict=True):
-            cat, name = key
-            category = _category(cat)
-            if category is None:
-                ignored[cat or "(none)"] += len(samples)
-            elif category.kind in _STEP_KINDS and _PROFILER_STEP.fullmatch(name):
-                self._keep_step(category.device, name, samples)
-            else:
-                kind = category.kind
-                if kind is MetricKind.KERNEL and _COMM_KERNEL.search(name):
-                    kind = MetricKind.COMM
-                ident = (kind, name, category.device)
-                merged.setdefault(ident, []).append(samples)
-                if key in self.byte_sums:
-                    byte_sums[ident] = byte_sums.get(ident, 0.0) + self.byte_sums[key]
-        profile.metrics = [
-            _metric(ident, np.concatenate(parts), byte_sums.get(ident))
-            for ident, parts in merged.items()
-        ]
-        phases = {phase or "(none)": count for phase, count in self.phases.items()}
-        profile.metadata["events_by_phase"] = dict(sorted(phases.items()))
-        if ignored:
-            profile.metadata["ignored_events"] = dict(sorted(ignored.items()))
-        begin_end = phases.get("B", 0) + phases.get("E", 0)
-        if begin_end:
-            profile.warnings.append(
-                f"{begin_end} begin/end (ph B/E) events were not "
-                "aggregated: only complete (X) events are"
-            )
-
-    def _keep_step(self, device: Device, name: str, samples: np.ndarray) -> None:
-        parsed = step_number(name)
-        if parsed is not None:
-            by_number = self.steps.setdefault(device.value, {})
-            by_number.setdefault(parsed[1], []).extend(float(value) for value in samples)
-
-
-@dataclass(slots=True)
-class _Peak:
-    """The largest allocator totals seen for one device, in bytes."""
-
-    allocated: float = 0.0
-    reserved: float | None = None
-    events: int = 0
-
-
-# Durations beyond ~31 years are corrupt values, and would overflow int64 nanoseconds.
-_MAX_DUR_US = 1e15
-
-
-def _metric(
-    ident: tuple[MetricKind, str, Device], values: np.ndarray, byte_sum: float | None
-) -> Metric:
-    kind, name, device = ident
-    count = int(values.size)
-    total = int(values.sum())
-    return Metric(
-        kind=kind,
-        name=name,
-        device=device,
-        calls=count,
-        total_ns=float(total),
-        avg_ns=total / count,
-        min_ns=float(values.min()),
-        max_ns=float(values.max()),
-        median_ns=float(np.median(values)),
-        std_ns=float(np.std(values, ddof=1)) if count > 1 else None,
-        bytes=byte_sum,
-    )
-
-
-def _index(events: list[Event], event: Event) -> int:
-    """Position of ``event`` in its batch (error path only)."""
-    return next(index for index, candidate in enumerate(events) if candidate is event)
-
-
-def _missing_field(complete: list[Event], events: list[Event]) -> EventError:
-    for event in complete:
-        for field_name in ("name", "dur"):
-            if getattr(event, field_name) is None:
-                return EventError(
-                    f"complete event (ph X) without {field_name!r}", _index(events, event)
-                )
-    raise AssertionError("no event is missing a field")  # pragma: no cover
-
-
-def _category(cat: str | None) -> Category | None:
-    return CATEGORIES.get(cat.lower()) if cat is not None else None
-
-
-def _carries_bytes(cat: str | None) -> bool:
-    category = _category(cat)
-    return category is not None and category.carries_bytes
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _legacy_cat(pid: Any) -> str | None:
-    return LEGACY_PIDS.get(pid.lower()) if isinstance(pid, str) else None
-
-
-def _add_steps(profile: Profile, aggregate: _Aggregate, top: Mapping[str, Any]) -> None:
+def _add_steps(profile: Profile, aggregate: Aggregate, top: Mapping[str, Any]) -> None:
     """The step metric: perfci's own step timer when present, else ``ProfilerStep#N``."""
     # CPU ranges are the iterations as the host ran them; the GPU copies only when alone.
     numbered = aggregate.steps.get("cpu") or aggregate.steps.get("gpu") or {}
@@ -435,7 +172,7 @@ def _perfci_steps(block: Any, profile: Profile) -> tuple[str, Device, list[float
 
 
 def _add_memory(
-    profile: Profile, peaks: Mapping[tuple[int, Any], _Peak], top: Mapping[str, Any]
+    profile: Profile, peaks: Mapping[tuple[int, Any], Peak], top: Mapping[str, Any]
 ) -> None:
     """Peak memory: perfci's per-step peaks first, then the ``[memory]`` instants' maxima."""
     metrics = _perfci_memory(top.get(STEP_KEY), profile)
@@ -461,7 +198,7 @@ def _perfci_memory(block: Any, profile: Profile) -> list[Metric]:
         if (
             not isinstance(samples, list)
             or not samples
-            or not all(_is_number(value) and value >= 0 for value in samples)
+            or not all(is_number(value) and value >= 0 for value in samples)
         ):
             profile.warnings.append(
                 f'the "{STEP_KEY}" block\'s {key} is not a list of byte counts: '
@@ -481,7 +218,7 @@ def _perfci_memory(block: Any, profile: Profile) -> list[Metric]:
     return metrics
 
 
-def _event_memory(peaks: Mapping[tuple[int, Any], _Peak]) -> list[Metric]:
+def _event_memory(peaks: Mapping[tuple[int, Any], Peak]) -> list[Metric]:
     """Per device, the largest ``Total Allocated`` (and ``Total Reserved``) of its instants."""
     by_device: dict[Device, list[tuple[int, Any]]] = {}
     for key in peaks:
