@@ -22,7 +22,7 @@ import pytest
 
 from perfci.errors import ParseError
 from perfci.formats import registry
-from perfci.formats.bench import bmf, google_benchmark, pytest_benchmark, vllm_bench
+from perfci.formats.bench import _vllm_json, bmf, google_benchmark, pytest_benchmark, vllm_bench
 from perfci.model import Better, Metric, MetricKind, Profile
 
 K = MetricKind
@@ -682,13 +682,13 @@ def test_skipped_arrays_leave_the_rest_as_it_was(texts: list[str]) -> None:
         "mean_ttft_ms": 1.0,
     }
     raw = json.dumps(doc).encode()
-    kept = json.loads(vllm_bench._without_bulk(raw))
+    kept = json.loads(_vllm_json.without_bulk(raw))
     assert kept == doc | {"itls": None, "generated_texts": None}
 
 
 def test_arrays_in_another_form_are_decoded_as_they_are() -> None:
     raw = b'{"itls": [[NaN, 0.1]], "generated_texts": ["a", null]}'
-    assert vllm_bench._without_bulk(raw) == raw
+    assert _vllm_json.without_bulk(raw) == raw
 
 
 # --- errors -----------------------------------------------------------------------------------

@@ -60,17 +60,15 @@ across runs; one batch's by its sizes. A label that repeats in a file gets `` #2
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
-import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 from perfci.errors import ParseError
-from perfci.formats._textio import open_maybe_gzip
 from perfci.formats.bench._json_doc import ShapeError, describe, leading_items, number, scaled
+from perfci.formats.bench._vllm_json import documents
 from perfci.model import Better, Metric, MetricKind, Profile
 
 if TYPE_CHECKING:
@@ -86,8 +84,6 @@ _NS_PER_MS = 10**6
 _SNIFF_ITEMS = 64
 #: The service's cap on one metric's samples: a run with more requests keeps its summary.
 _MAX_SAMPLES = 100_000
-_BOM = "\ufeff"
-_READ_ERRORS = (OSError, EOFError, zlib.error)
 _REQUESTS, _TOKENS = "requests/s", "tokens/s"
 #: Throughput keys (any version, any tool) and their metric name and unit.
 _RATES: dict[str, tuple[str, str]] = {
@@ -117,10 +113,6 @@ _ONE_BATCH_TIMES = (
     ("decode", "median_decode_latency", True),
     ("total", "total_latency", False),
 )
-#: Per-request arrays that perfci does not read and that make a ``--save-detailed`` result
-#: large (10k requests: ~90 MB of inter-token times, ~20 MB of texts): cut out before decoding.
-_NUMBERS = re.compile(rb"[-+0-9.eE, \[\]]*")
-_STRINGS = re.compile(rb'\[(?:"(?:[^"\\]++|\\.)*+"(?:, "(?:[^"\\]++|\\.)*+")*+)?\]')
 #: A few scalars of SGLang's ``server_info`` (the server's arguments) worth keeping.
 _SERVER_INFO = ("version", "model_path", "tp_size", "dp_size", "pp_size", "ep_size", "dtype")
 
@@ -156,7 +148,7 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     """One profile per benchmark run (JSON object) in ``path``."""
     profiles: list[Profile] = []
     seen: dict[str, int] = {}
-    for line, doc in _documents(path):
+    for line, doc in documents(path, format=NAME):
         try:
             profile = _profile(doc, str(path))
         except ShapeError as exc:
@@ -166,93 +158,6 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     if not profiles:
         raise ParseError("the file holds no benchmark result", source=str(path), format=NAME)
     return profiles
-
-
-def _documents(path: Path) -> Iterator[tuple[int, Any]]:
-    """``(line, value)`` of each JSON text: one per line (JSONL, vLLM's one-line result), or
-    one spanning many lines (``indent=4``), read whole then."""
-    try:
-        with open_maybe_gzip(path, format=NAME) as handle:
-            yield from _texts(handle, str(path))
-    except _READ_ERRORS as exc:
-        raise ParseError(f"cannot read file: {exc}", source=str(path), format=NAME) from exc
-
-
-def _texts(handle: IO[bytes], source: str) -> Iterator[tuple[int, Any]]:
-    first = True
-    for line, raw in enumerate(handle, start=1):
-        text = _without_bulk(raw).decode("utf-8", errors="replace").strip()
-        del raw  # a --save-detailed result is one line of up to hundreds of MB
-        text = text.removeprefix(_BOM).lstrip() if first else text
-        if not text:
-            continue
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            if not (first and exc.pos >= len(text)):
-                raise _json_error(exc, source, line) from exc
-            # The line ends inside the value: a document written over several lines.
-            rest = handle.read().decode("utf-8", errors="replace")
-            yield from _spanning(f"{text}\n{rest}" if rest else text, source, line)
-            return
-        except RecursionError as exc:
-            raise ParseError(
-                "JSON nested too deeply", source=source, line=line, format=NAME
-            ) from exc
-        first = False
-        yield line, value
-
-
-def _without_bulk(raw: bytes) -> bytes:
-    """``raw`` with the arrays of ``_BULK`` replaced by ``null`` where they are in the form
-    ``json.dump`` writes them; as it is otherwise (it is then decoded whole)."""
-    for key, end_of in _BULK:
-        start = raw.find(key)
-        end = end_of(raw, start + len(key)) if start >= 0 else None
-        if end is not None:
-            raw = raw[: start + len(key)] + b"null" + raw[end:]
-    return raw
-
-
-def _end_of_itls(raw: bytes, start: int) -> int | None:
-    """The end of a list of lists of numbers at ``start``: its first ``]]`` (the inner lists
-    hold no bracket), when nothing but numbers lies before it."""
-    if raw.startswith(b"[]", start):
-        return start + 2
-    end = raw.find(b"]]", start) + 2
-    ok = end > 1 and raw.startswith(b"[[", start) and _NUMBERS.fullmatch(raw, start, end)
-    return end if ok else None
-
-
-def _end_of_texts(raw: bytes, start: int) -> int | None:
-    """The end of a list of JSON strings at ``start``."""
-    match = _STRINGS.match(raw, start)
-    return match.end() if match else None
-
-
-def _spanning(text: str, source: str, start: int) -> Iterator[tuple[int, Any]]:
-    """The JSON values of ``text`` (which starts at line ``start``), one after another."""
-    decoder = json.JSONDecoder()
-    pos = 0
-    while (pos := len(text) - len(text[pos:].lstrip())) < len(text):
-        line = start + text.count("\n", 0, pos)
-        try:
-            value, pos = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError as exc:
-            raise _json_error(exc, source, start + exc.lineno - 1) from exc
-        except RecursionError as exc:
-            raise ParseError(
-                "JSON nested too deeply", source=source, line=line, format=NAME
-            ) from exc
-        yield line, value
-
-
-def _json_error(exc: json.JSONDecodeError, source: str, line: int) -> ParseError:
-    ends = exc.pos >= len(exc.doc.rstrip()) or exc.msg.startswith("Unterminated string")
-    cut = " (the text ends inside it: cut short?)" if ends else ""
-    return ParseError(
-        f"invalid JSON: {exc.msg} (column {exc.colno}){cut}", source=source, line=line, format=NAME
-    )
 
 
 def _profile(doc: Any, source: str) -> Profile:
@@ -552,7 +457,3 @@ _READERS: dict[str, Callable[[dict[str, Any], str], Profile]] = {
     "offline": _rates_only("offline_throughput"),
     "one_batch": _one_batch,
 }
-_BULK: tuple[tuple[bytes, Callable[[bytes, int], int | None]], ...] = (
-    (b'"itls": ', _end_of_itls),
-    (b'"generated_texts": ', _end_of_texts),
-)

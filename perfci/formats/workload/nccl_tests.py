@@ -53,17 +53,15 @@ and GPU models are metadata.
 
 from __future__ import annotations
 
-import math
 import re
 import statistics
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perfci.errors import ParseError
 from perfci.formats._text_lines import open_text
+from perfci.formats.workload._nccl_reader import Reader, Test
 from perfci.model import Better, Device, Metric, MetricKind, Profile
 
 if TYPE_CHECKING:
@@ -77,39 +75,6 @@ _SNIFF = re.compile(
     r"#\s+size\s+count\s+type\s+(?:\S+\s+){0,2}(?:cpu)?time\s+algbw\s+busbw\s"
     r"|# nThread \d+ nGpus \d+ minBytes \d+ maxBytes \d+"
 )
-#: GitHub Actions' raw-log timestamp, then ``mpirun --tag-output``'s or ``srun -l``'s prefix.
-_PREFIX = re.compile(
-    r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z )?"
-    r"(?:\[\d+,(?P<tag>\d+)\]<std(?:out|err)>: ?|\s*(?P<srun>\d+): )?"
-)
-#: A result row starts with its size and element count, both whole numbers.
-_ROW = re.compile(r"\s*\d+\s+\d+\s")
-#: The rest of a row after a log line NCCL printed into it: the next result cells.
-_CONTINUATION = re.compile(r"\s+(?:[-+.\d]|N/A)")
-_CELL = re.compile(r"\S+")
-_NUMBER = re.compile(r"[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf|nan)")
-_COLUMNS = re.compile(r"#\s+size\s+count\s+type\s")
-_CONFIG = re.compile(r"# nThread (\d+) nGpus (\d+) minBytes (\d+) maxBytes (\d+)")
-_SETTING = re.compile(
-    r"\b(step|warmup iters|agg iters|iters|validation|graph|unalign): (\d+)(?:\((factor|bytes)\))?"
-)
-_VERSION = re.compile(r"# nccl-tests version (\S+) nccl-headers=\d+ nccl-library=(\d+)")
-_STARTING = re.compile(r"# Collective test starting: (\S+)")
-_CONCLUDED = re.compile(r"# Collective test concluded:")
-_DEVICE = re.compile(
-    r"#\s+Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+"
-    r"\[[^\]]*\]\s+(\S.*?)\s*$"
-)
-_CHECK = re.compile(r"# (Out of bounds values|Bitwise mismatches)\s*:\s*(\d+)")
-_AVG = re.compile(r"# Avg bus bandwidth\s*:\s*(\S+)(?:\s+(FAILED))?")
-_REDUCED = re.compile(r"# Reducing maxBytes to (\d+)")
-_NCCL_LOG = re.compile(r"\S+:\d+:\d+ \[\d+\] NCCL [A-Z]+")
-_NCCL_VERSION = re.compile(r"\bNCCL version (\d[\w.+-]*)")
-_FAILURE = re.compile(r"Test (?:NCCL |CUDA )?failure|Test timeout")
-_BINARY = re.compile(
-    r"\b(all_reduce|all_gather|alltoallv?|broadcast|gather|hypercube|reduce_scatter|reduce|"
-    r"scatter|sendrecv)_perf(?:_mpi)?\b"
-)
 _UNITS = ((1024**3, "GiB"), (1024**2, "MiB"), (1024, "KiB"))
 _LISTED = 5  # wrong results named in a warning
 
@@ -119,279 +84,32 @@ def sniff(head: Head) -> bool:
     return bool(_SNIFF.search(head.text))
 
 
-@dataclass(frozen=True, slots=True)
-class _Columns:
-    """A test's column header: the cells of a row by name, and where each ends."""
-
-    line: int
-    names: tuple[str, ...]
-    ends: tuple[int, ...]  # the header's cells are right-aligned with the rows'
-    key: dict[str, int]  # size, count, type, redop, root
-    halves: tuple[dict[str, int], ...]  # out-of-place, in-place: field → cell
-
-    @property
-    def cells(self) -> int:
-        """Cells of a row: a timestamp (``-Z``) prints as a date and a time."""
-        return len(self.names) + ("timestamp" in self.names)
-
-
-@dataclass(frozen=True, slots=True)
-class _Row:
-    size: int
-    count: int
-    qualifiers: tuple[str | None, str | None, str | None]  # type, redop, root
-    halves: tuple[dict[str, float | None], ...]
-
-
-@dataclass(slots=True)
-class _Test:
-    line: int
-    op: str | None  # as the test names itself
-    mentioned: str | None  # the last ``<op>_perf`` a line before the test named
-    metadata: dict[str, Any]
-    columns: _Columns | None = None
-    rows: list[_Row] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    hosts: list[str] = field(default_factory=list)
-    gpus: list[str] = field(default_factory=list)
-    avg_busbw: float | None = None
-    done: bool = False  # its footer was printed: later rows are not its own
-
-
-@dataclass(slots=True)
-class _Stream:
-    """The lines of one launcher prefix (one rank's output)."""
-
-    test: _Test | None = None
-    pending: dict[str, Any] = field(default_factory=dict)  # printed before the settings line
-    partial: tuple[int, str] | None = None  # a row NCCL printed a log line into
-
-
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     """A profile per test run in the log."""
-    reader = _Reader(path)
+    reader = Reader(path, format=NAME)
     with open_text(path, format=NAME) as handle:
         for number, line in enumerate(handle, 1):
             reader.feed(number, line)
-    return reader.profiles(options.get("op") or None)
+    reader.close()
+    return _profiles(reader, path, options.get("op") or None)
 
 
-class _Reader:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.tests: list[_Test] = []
-        self.streams: dict[str, _Stream] = {}
-        self.mentioned: str | None = None  # the last ``<op>_perf`` a line named
-        self.cut: list[str] = []
-
-    def feed(self, number: int, line: str) -> None:
-        prefix = _PREFIX.match(line)  # always matches: every part is optional
-        offset = prefix.end() if prefix else 0
-        text = line[offset:].rstrip("\r\n")
-        tag = (prefix["tag"] or prefix["srun"] or "") if prefix else ""
-        stream = self.streams.setdefault(tag, _Stream())
-        cut = not line.endswith("\n")
-        if stream.partial is not None and self._continued(stream, text, offset, cut):
-            return
-        if text.startswith("#"):
-            self._comment(stream, number, text)
-        elif _ROW.match(text):
-            self._row(stream, number, text, offset, cut)
-        else:
-            self._noise(stream, text)
-
-    def _open(self, stream: _Stream, number: int) -> _Test:
-        op = _op_of(stream.pending.get("program", ""))
-        test = _Test(line=number, op=op, mentioned=self.mentioned, metadata=stream.pending)
-        stream.test, stream.pending, self.mentioned = test, {}, None
-        self.tests.append(test)
-        return test
-
-    def _comment(self, stream: _Stream, number: int, text: str) -> None:
-        test = stream.test
-        if match := _VERSION.match(text):
-            stream.pending["nccl_tests_version"] = match[1]
-            stream.pending["nccl_version"] = _nccl_version(int(match[2]))
-        elif match := _STARTING.match(text):
-            stream.pending["program"] = match[1]
-        elif match := _CONFIG.match(text):
-            _settings(self._open(stream, number).metadata, match, text)
-        elif _COLUMNS.match(text) and (columns := _columns(text, number)):
-            if test is None or test.columns is not None:
-                test = self._open(stream, number)
-            test.columns = columns
-        elif test is not None:
-            _footer(test, text)
-
-    def _row(self, stream: _Stream, number: int, text: str, offset: int, cut: bool) -> None:
-        test = stream.test
-        if test is None or test.columns is None or test.done:
-            return  # numbers outside a results table
-        if _FAILURE.search(text):  # the test died while printing the row
-            test.warnings.append(f"the test failed at line {number}: {text.strip()}")
-            test.done = True
-        elif log := _NCCL_LOG.search(text):
-            # NCCL logged into the row being printed: the row's text ends at a cell's end.
-            ends = [end for end in test.columns.ends if end > log.start()]
-            stream.partial = (number, text[: ends[0] if ends else log.start()])
-        elif cut:
-            self.cut.append(f"line {number}, the file's last line, was cut short")
-        else:
-            test.rows.append(self._cells(test.columns, number, text, offset))
-
-    def _continued(self, stream: _Stream, text: str, offset: int, cut: bool) -> bool:
-        """Whether the line was the rest of a row NCCL printed a log line into."""
-        start, head = stream.partial or (0, "")
-        if _CONTINUATION.match(text) and not _ROW.match(text):
-            stream.partial = None
-            self._row(stream, start, head + text, offset, cut)
-            return True
-        if text.startswith("#") or _ROW.match(text) or _FAILURE.search(text):
-            stream.partial = None
-            if stream.test is not None:
-                stream.test.warnings.append(f"the row at line {start} was never finished")
-        return False
-
-    def _cells(self, columns: _Columns, number: int, text: str, offset: int) -> _Row:
-        cells = [(m.group(), offset + m.start() + 1) for m in _CELL.finditer(text)]
-        if len(cells) != columns.cells:
-            column = cells[columns.cells][1] if len(cells) > columns.cells else offset + len(text)
-            raise self._error(
-                number,
-                column,
-                f"the row has {len(cells)} cells where the column header (line "
-                f"{columns.line}) names {columns.cells}",
-            )
-        key = {name: cells[index] for name, index in columns.key.items()}
-        size, count = int(key["size"][0]), int(key["count"][0])  # whole numbers, as _ROW found
-        kind, redop, root = (key[name][0] if name in key else None for name in _QUALIFIERS)
-        halves = tuple(
-            {name: self._value(number, *cells[index], name) for name, index in half.items()}
-            for half in columns.halves
+def _profiles(reader: Reader, path: Path, op: str | None) -> list[Profile]:
+    tests = [test for test in reader.tests if test.rows]
+    if not tests:
+        raise ParseError(
+            "no nccl-tests result found: expected a '#  size  count  type …  time  algbw  "
+            "busbw …' column header followed by rows of results",
+            source=str(path),
+            format=NAME,
         )
-        return _Row(size, count, (kind, redop, root), halves)
-
-    def _value(self, number: int, text: str, column: int, name: str) -> float | None:
-        """A result cell; ``N/A`` (no data check) and an infinite bandwidth are ``None``."""
-        if name not in _READ or (text == "N/A" and name != "time"):
-            return None
-        # rccl-tests marks an ``error`` beyond its threshold with a "*".
-        found = _NUMBER.fullmatch(text.rstrip("*") if name == "error" else text)
-        value = float(found.group()) if found else None
-        if value is None or (name == "time" and not 0 <= value < math.inf):
-            raise self._error(number, column, f"the {name} {text!r} is not a number")
-        return value if math.isfinite(value) else None
-
-    def _noise(self, stream: _Stream, text: str) -> None:
-        if _NCCL_LOG.match(text):
-            return
-        test = stream.test
-        if match := _NCCL_VERSION.search(text):
-            # NCCL prints its version as the test initialises its communicators.
-            running = test is not None and not test.done
-            (test.metadata if test and running else stream.pending).setdefault(
-                "nccl_version", match[1]
-            )
-        if _FAILURE.search(text) and test is not None:
-            test.warnings.append(f"the test failed: {text.strip()}")
-        elif named := _BINARY.findall(text):
-            self.mentioned = named[-1]
-
-    def _error(self, number: int, column: int, message: str) -> ParseError:
-        return ParseError(
-            f"column {column}: {message}", source=str(self.path), line=number, format=NAME
-        )
-
-    def profiles(self, op: str | None) -> list[Profile]:
-        for stream in self.streams.values():
-            if stream.partial is not None:
-                self.cut.append(f"line {stream.partial[0]}, a row the file ends in, was cut short")
-        tests = [test for test in self.tests if test.rows]
-        if not tests:
-            raise ParseError(
-                "no nccl-tests result found: expected a '#  size  count  type …  time  algbw  "
-                "busbw …' column header followed by rows of results",
-                source=str(self.path),
-                format=NAME,
-            )
-        labels: dict[str, int] = {}
-        profiles = [_profile(test, self.path, op, labels) for test in tests]
-        empty = len(self.tests) - len(tests)
-        if empty:
-            profiles[0].warnings.append(f"{empty} test(s) of the log printed no results")
-        profiles[-1].warnings.extend(self.cut)
-        return profiles
-
-
-#: Row cells that may name a result apart from its size: ``-d all``, ``-o all``, ``-r -1``.
-_QUALIFIERS = ("type", "redop", "root")
-#: Result cells read; the others (a timestamp, a fork's extras) are skipped.
-_READ = frozenset(
-    {"time", "algbw", "busbw", "#wrong", "error", "#bitdiff", "i_min", "i_max", "i_p99", "i_cv%"}
-)
-
-
-def _columns(text: str, number: int) -> _Columns | None:
-    """The header's cells; ``None`` for a header without a time column (not a results table)."""
-    found = list(_CELL.finditer(text[1:]))
-    names = tuple(m.group() for m in found)
-    starts = [i for i, name in enumerate(names) if name in ("time", "cputime")]
-    if not starts:
-        return None
-    bounds = [*starts[:2], len(names)]
-    return _Columns(
-        line=number,
-        names=names,
-        ends=tuple(m.end() + 1 for m in found),
-        key={name: i for i, name in enumerate(names[: starts[0]])},
-        halves=tuple(
-            {"time" if i == start else names[i]: i for i in range(start, end)}
-            for start, end in pairwise(bounds)
-        ),
-    )
-
-
-def _settings(metadata: dict[str, Any], match: re.Match[str], text: str) -> None:
-    metadata["threads"], metadata["gpus_per_thread"] = int(match[1]), int(match[2])
-    metadata["min_bytes"], metadata["max_bytes"] = int(match[3]), int(match[4])
-    for setting in _SETTING.finditer(text, match.end()):
-        name, value, unit = setting.groups()
-        key = "cuda_graph_launches" if name == "graph" else name.replace(" ", "_")
-        metadata[f"step_{unit}" if name == "step" else key] = int(value)
-
-
-def _footer(test: _Test, text: str) -> None:
-    """What a test prints after its settings: devices, summary lines."""
-    if match := _DEVICE.match(text):
-        test.hosts.append(match[1])
-        test.gpus.append(match[2])
-    elif match := _CHECK.match(text):
-        if int(match[2]):
-            test.warnings.append(f"{match[1]}: {match[2]} (nccl-tests' data check FAILED)")
-    elif match := _AVG.match(text):
-        found = _NUMBER.fullmatch(match[1])
-        test.avg_busbw = float(found.group()) if found else None
-        test.done = True
-        if match[2]:
-            test.warnings.append("Avg bus bandwidth FAILED: under 0.9 × NCCL_TESTS_MIN_BW")
-    elif _CONCLUDED.match(text):
-        test.done = True
-    elif match := _REDUCED.match(text):
-        test.warnings.append(f"nccl-tests reduced maxBytes to {match[1]} (GPU memory)")
-
-
-def _op_of(program: str) -> str | None:
-    if not program:
-        return None
-    found = _BINARY.search(program)
-    return found[1] if found else program.removesuffix("_mpi").removesuffix("_perf")
-
-
-def _nccl_version(code: int) -> str:
-    """``22907`` → ``2.29.7``; before 2.9 the code was ``2708`` for 2.7.8."""
-    if code >= 10000:
-        return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
-    return f"{code // 1000}.{code // 100 % 10}.{code % 100}"
+    labels: dict[str, int] = {}
+    profiles = [_profile(test, path, op, labels) for test in tests]
+    empty = len(reader.tests) - len(tests)
+    if empty:
+        profiles[0].warnings.append(f"{empty} test(s) of the log printed no results")
+    profiles[-1].warnings.extend(reader.cut)
+    return profiles
 
 
 def _size_name(size: int) -> str:
@@ -401,7 +119,7 @@ def _size_name(size: int) -> str:
     return f"{size} B"
 
 
-def _profile(test: _Test, path: Path, option: str | None, labels: dict[str, int]) -> Profile:
+def _profile(test: Test, path: Path, option: str | None, labels: dict[str, int]) -> Profile:
     op = test.op or option or test.mentioned
     label = op or "collective"
     labels[label] = labels.get(label, 0) + 1
@@ -431,7 +149,7 @@ def _profile(test: _Test, path: Path, option: str | None, labels: dict[str, int]
     return profile
 
 
-def _metadata(test: _Test) -> dict[str, Any]:
+def _metadata(test: Test) -> dict[str, Any]:
     metadata = dict(test.metadata)
     if test.gpus:
         metadata["ranks"], metadata["hosts"] = len(test.gpus), len(set(test.hosts))
@@ -453,7 +171,7 @@ _Key = tuple[str | None, str | None, str | None, int, bool]
 _Half = dict[str, float | None]
 
 
-def _results(test: _Test) -> tuple[dict[_Key, list[_Half]], tuple[bool, ...]]:
+def _results(test: Test) -> tuple[dict[_Key, list[_Half]], tuple[bool, ...]]:
     """Each result's printed halves (several with ``-N``), and which qualifiers vary."""
     results: dict[_Key, list[_Half]] = {}
     for row in test.rows:
