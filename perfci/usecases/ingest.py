@@ -22,12 +22,12 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
 from perfci.analysis.values import compared_value
-from perfci.errors import ConfigError, InvalidValue, NoMeasurements, ParseError, UnknownFormatError
+from perfci.errors import ConfigError, InvalidValue, ParseError, UnknownFormatError
 from perfci.formats.registry import HISTORY_FORMATS, parse_file
 from perfci.model import MetricKind, Profile, RunContext, SeriesParts
 from perfci.store.prepared import Cell, PreparedRun, Values, cell_values
 from perfci.store.runs import IngestResult, storage_error, stored_run, write_run
-from perfci.usecases.inputs import expand_inputs
+from perfci.usecases.inputs import expand_inputs, parse_each
 from perfci.usecases.repeats import check_repeats_match
 
 _T = TypeVar("_T")
@@ -185,21 +185,13 @@ def parse_repeats(
     inputs = expand_inputs(files, format=format)
     if skipped is not None:
         skipped.extend(inputs.skipped)
-    parsed: list[list[Profile]] = []  # per file kept; a file named twice is two repeats
-    empty: list[NoMeasurements] = []
-    for path in inputs.files:
-        try:
-            parsed.append(_parse_one(path, format or inputs.detected.get(path), options))
-        except NoMeasurements as exc:
-            if not (found or path in inputs.found):
-                raise
-            empty.append(exc)
-            if skipped is not None:
-                skipped.append(path)
-    if empty and not parsed:
-        raise empty[0]  # every file is empty: say why for the first
-    if empty and skipped is None and parsed[0]:  # no one else to name them to
-        parsed[0][0].warnings.extend(f"left out {e.source}: {e.message}" for e in empty)
+    parsed = parse_each(
+        inputs,
+        lambda path, name: _parse_one(path, name, options),
+        format=format,
+        found=found,
+        skipped=skipped,
+    )
     repeats = [[p for file in group for p in file] for group in group_files(parsed, repeat)]
     check_repeats_match(repeats)  # unrelated profiles as repeats of one run (issue 16)
     return repeats

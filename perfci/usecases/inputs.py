@@ -11,12 +11,13 @@ rank that prints no training log) is skipped and named by the reader too.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from perfci.errors import ConfigError, ParseError, UnknownFormatError
+from perfci.errors import ConfigError, NoMeasurements, ParseError, UnknownFormatError
 from perfci.formats.registry import detect, get_format, read_head
+from perfci.model import Profile
 
 
 @dataclass(slots=True)
@@ -61,6 +62,41 @@ def expand_inputs(paths: Iterable[Path], *, format: str | None = None) -> Inputs
         found.found.update(files)
         found.skipped += skipped
     return found
+
+
+def parse_each(
+    inputs: Inputs,
+    parse: Callable[[Path, str | None], list[Profile]],
+    *,
+    format: str | None = None,
+    found: bool = False,
+    skipped: list[Path] | None = None,
+) -> list[list[Profile]]:
+    """Each file's profiles, in order (a file named twice is read twice), by ``parse(path,
+    format name or None)``.
+
+    A file that holds no measurement yet (:class:`~perfci.errors.NoMeasurements`) is refused
+    when it was named, and skipped when it came from a folder (or every file was ``found`` by
+    a benchmark's globs): appended to ``skipped``, or, when that is not given, named in a
+    warning of the first profile. If every file is empty, the first one's reason is raised.
+    """
+    parsed: list[list[Profile]] = []
+    empty: list[NoMeasurements] = []
+    for path in inputs.files:
+        try:
+            parsed.append(parse(path, format or inputs.detected.get(path)))
+        except NoMeasurements as exc:
+            if not (found or path in inputs.found):
+                raise
+            empty.append(exc)
+            if skipped is not None:
+                skipped.append(path)
+    if empty and not parsed:
+        raise empty[0]
+    first = next((profiles for profiles in parsed if profiles), None)
+    if empty and skipped is None and first:
+        first[0].warnings.extend(f"left out {e.source}: {e.message}" for e in empty)
+    return parsed
 
 
 def _profiles_in(

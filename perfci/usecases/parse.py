@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from perfci.analysis.values import compared_value
-from perfci.errors import NoMeasurements
 from perfci.formats.registry import parse_file
 from perfci.jsondoc import to_document
 from perfci.model import Metric, Profile
-from perfci.usecases.inputs import expand_inputs
+from perfci.usecases.inputs import expand_inputs, parse_each
 
 
 def parse_profiles(
@@ -30,21 +29,13 @@ def parse_profiles(
     inputs = expand_inputs(paths, format=format)
     if skipped is not None:
         skipped.extend(inputs.skipped)
-    profiles: list[Profile] = []
-    empty: list[NoMeasurements] = []
-    for path in inputs.files:
-        found = format or inputs.detected.get(path)
-        try:
-            profiles.extend(parse_file(path, format=found, options=options))
-        except NoMeasurements as exc:
-            if path not in inputs.found:
-                raise
-            empty.append(exc)
-            if skipped is not None:
-                skipped.append(path)
-    if empty and len(empty) == len(inputs.files):
-        raise empty[0]  # every file of the folders is empty: say why for the first
-    return profiles
+    parsed = parse_each(
+        inputs,
+        lambda path, name: parse_file(path, format=name, options=options),
+        format=format,
+        skipped=skipped,
+    )
+    return [profile for profiles in parsed for profile in profiles]
 
 
 def metric_value(metric: Metric) -> float | None:
