@@ -151,6 +151,7 @@ def metric_from_dict(raw: Any, where: str) -> Metric:
         calls=calls,
         samples_ns=samples,
         samples=_numbers(raw.get("samples"), "samples", where),
+        step_totals_ns=_numbers(raw.get("step_totals_ns"), "step_totals_ns", where),
         unit=unit,
         better=better,
         warmup=warmup,

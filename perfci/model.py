@@ -67,6 +67,10 @@ class Metric:
     ``unit`` is ``ns`` for times, whose numbers live in the ``*_ns`` fields; any other unit
     keeps its numbers in ``value`` (the source's summary) and ``samples`` (per-instance
     values, with ``warmup`` as for times), in that unit. ``better`` is the good direction.
+
+    ``step_totals_ns`` (a time that is part of every profiled step's work, where the source
+    says which step each call ran in) is its summed time in each step, in step order: what
+    same-runner A/B compares on the fastest step (:func:`perfci.analysis.values.compared_value`).
     """
 
     kind: MetricKind
@@ -89,6 +93,7 @@ class Metric:
     better: Better = Better.LOWER
     value: float | None = None
     samples: list[float] | None = None
+    step_totals_ns: list[float] | None = None
 
     @property
     def is_time(self) -> bool:

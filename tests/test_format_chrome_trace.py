@@ -818,3 +818,103 @@ def test_perfci_block_without_samples_falls_back(tmp_path: Path) -> None:
         'the "perfci" block has no list of step times (samples_ns); '
         "ProfilerStep ranges are used instead"
     ]
+
+
+# --- per-step totals of host-side events ---------------------------------------------------
+
+EXAMPLE_TRACE = (
+    Path(__file__).resolve().parents[1] / "examples/gpt/profiles/main-1/r1.pt.trace.json.gz"
+)
+
+
+def _span(name: str, cat: str, ts: float, dur: float) -> dict[str, Any]:
+    return _event(name, cat, dur, ts=ts)
+
+
+def test_host_events_get_their_total_in_each_profiler_step(tmp_path: Path) -> None:
+    events = [
+        _span("ProfilerStep#2", "user_annotation", 200, 40),  # out of order on purpose
+        _span("ProfilerStep#1", "user_annotation", 100, 50),
+        _span("ProfilerStep#1", "gpu_user_annotation", 130, 50),
+        _span("aten::mm", "cpu_op", 110, 10),
+        _span("aten::mm", "cpu_op", 120, 5),
+        _span("aten::mm", "cpu_op", 210, 7),
+        _span("aten::mm", "cpu_op", 160, 100),  # between the steps: in neither
+        _span("aten::copy_", "cpu_op", 111, 3),  # step 1 only
+        _span("forward", "user_annotation", 101, 30),
+        _span("forward", "user_annotation", 201, 20),
+        _span("cudaLaunchKernel", "cuda_runtime", 112, 1),
+        _span("cudaLaunchKernel", "cuda_runtime", 212, 2),
+        _span("gemm_kernel", "kernel", 140, 20),
+        _span("gemm_kernel", "kernel", 230, 20),
+    ]
+    profile = parse(_write(tmp_path / "t.json", {"traceEvents": events}))
+    totals = {m.name: m.step_totals_ns for m in profile.metrics}
+    assert totals["aten::mm"] == [15_000.0, 7_000.0]
+    assert totals["forward"] == [30_000.0, 20_000.0]
+    assert totals["cudaLaunchKernel"] == [1_000.0, 2_000.0]
+    assert totals["aten::copy_"] is None  # not part of every step's work
+    assert totals["gemm_kernel"] is None  # the GPU's clock: its step is not its start time
+    mm = next(m for m in profile.metrics if m.name == "aten::mm")
+    assert mm.total_ns == 122_000.0  # the totals leave the metric's own numbers alone
+    # perfci's own document carries them (perfci parse --json, then perfci ingest).
+    from perfci.jsondoc import metric_from_dict, metric_to_dict
+
+    assert metric_from_dict(metric_to_dict(mm), "m").step_totals_ns == [15_000.0, 7_000.0]
+
+
+def test_overlapping_or_single_steps_give_no_per_step_totals(tmp_path: Path) -> None:
+    overlapping = [
+        _span("ProfilerStep#1", "user_annotation", 100, 50),
+        _span("ProfilerStep#2", "user_annotation", 120, 50),  # another thread's step
+        _span("aten::mm", "cpu_op", 110, 10),
+        _span("aten::mm", "cpu_op", 160, 10),
+    ]
+    single = [
+        _span("ProfilerStep#1", "user_annotation", 100, 50),
+        _span("aten::mm", "cpu_op", 110, 10),
+    ]
+    no_ts = [
+        {"ph": "X", "name": "ProfilerStep#1", "cat": "user_annotation", "dur": 5},
+        {"ph": "X", "name": "ProfilerStep#2", "cat": "user_annotation", "ts": 9, "dur": 5},
+        _span("aten::mm", "cpu_op", 10, 1),
+    ]
+    for name, events in (("o", overlapping), ("s", single), ("n", no_ts)):
+        profile = parse(_write(tmp_path / f"{name}.json", {"traceEvents": events}))
+        mm = next(m for m in profile.metrics if m.name == "aten::mm")
+        assert mm.step_totals_ns is None, name
+        assert mm.total_ns is not None
+
+
+def test_example_profile_per_step_totals_equal_a_plain_loop_over_its_events() -> None:
+    """Real torch profiler output (the shipped example, 4 profiled steps on a CPU)."""
+    doc = json.loads(gzip.decompress(EXAMPLE_TRACE.read_bytes()))
+    events = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+    steps = sorted(
+        (e["ts"], e["ts"] + e["dur"])
+        for e in events
+        if e.get("cat") == "user_annotation" and re.fullmatch(r"ProfilerStep#\d+", e["name"])
+    )
+    expected: dict[str, list[float]] = {}
+    for event in events:
+        if event.get("cat") not in ("cpu_op", "user_annotation") or event["name"].startswith(
+            "ProfilerStep#"
+        ):
+            continue
+        row = expected.setdefault(event["name"], [0.0] * len(steps))
+        for index, (start, end) in enumerate(steps):
+            if start <= event["ts"] < end:
+                row[index] += round(event["dur"] * 1000)
+    profile = parse(EXAMPLE_TRACE)
+    assert len(steps) == profile.steps == 4
+    host = [m for m in profile.metrics if m.kind in (MetricKind.OP, MetricKind.RANGE)]
+    with_totals = [m for m in host if m.step_totals_ns is not None]
+    assert len(with_totals) >= 80
+    for metric in host:
+        want = expected[metric.name]
+        if all(want):
+            assert metric.step_totals_ns == pytest.approx(want), metric.name
+        else:
+            assert metric.step_totals_ns is None, metric.name
+    addmm = next(m for m in host if m.name == "aten::addmm")
+    assert [round(t / 1000) for t in addmm.step_totals_ns or []] == [3466, 3429, 3446, 3456]

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from perfci.analysis.values import PerStep, compared_value
 from perfci.errors import ConfigError
 from perfci.model import BaselineInfo, Profile, RunComparison, RunContext, SeriesKey
 from perfci.settings import Settings
@@ -289,21 +290,21 @@ def command_for(command: Sequence[str], *, checkout: Path, tree: Path) -> list[s
 # --- comparing and storing --------------------------------------------------------------------
 
 
-def series_values(repeats: Sequence[Sequence[Profile]]) -> dict[SeriesKey, list[float | None]]:
+def series_values(
+    repeats: Sequence[Sequence[Profile]], per_step: PerStep = PerStep.MEAN
+) -> dict[SeriesKey, list[float | None]]:
     """Per series, its per-step value in each repeat (``None`` where the repeat lacks it).
 
-    The same values the store keeps (:mod:`perfci.usecases.ingest`): a repeat with several
-    profiles keys its series by section = profile label, and a series appearing twice in
-    one repeat is summed.
+    With ``per_step`` left at the mean, the values the store keeps
+    (:mod:`perfci.usecases.ingest`): a repeat with several profiles keys its series by
+    section = profile label, and a series appearing twice in one repeat is summed.
     """
-    from perfci.analysis.values import compared_value
-
     out: dict[SeriesKey, list[float | None]] = {}
     for index, repeat in enumerate(repeats):
         for profile in repeat:
             section = profile.label if len(repeat) > 1 else ""
             for metric in profile.metrics:
-                value = compared_value(metric, profile.steps)
+                value = compared_value(metric, profile.steps, per_step)
                 if value is None:
                     continue
                 row = out.setdefault(SeriesKey.of(metric, section), [None] * len(repeats))
@@ -325,13 +326,34 @@ def compare_pairs(
         "ones) and compared pair by pair, so machine-level noise cancels."
     )
     kept, screened = screen_pairs(pairs.base, pairs.pr)
+    base, pr = [pairs.base[k] for k in kept], [pairs.pr[k] for k in kept]
+    fastest = _fastest_step_note(base + pr)
     return compare_paired(
-        series_values([pairs.base[k] for k in kept]),
-        series_values([pairs.pr[k] for k in kept]),
+        series_values(base, PerStep.FASTEST),
+        series_values(pr, PerStep.FASTEST),
         benchmark=benchmark,
         options=options,
-        notes=[note, *screened],
+        notes=[note, *fastest, *screened],
     )
+
+
+def _fastest_step_note(repeats: Sequence[Sequence[Profile]]) -> list[str]:
+    """One line when some series are compared on their fastest step, saying which and why."""
+    steps = [
+        len(metric.step_totals_ns)
+        for repeat in repeats
+        for profile in repeat
+        for metric in profile.metrics
+        if metric.step_totals_ns
+    ]
+    if not steps:
+        return []
+    counts = f"{min(steps)}" if min(steps) == max(steps) else f"{min(steps)}–{max(steps)}"
+    return [
+        "Host-side operators and ranges that run in every profiled step are compared on "
+        f"their fastest of the {counts} steps: another process on the runner only adds "
+        "time, to some steps more than others. The step time is compared on its mean."
+    ]
 
 
 #: Fewest pairs kept when some are left out for their machine state.

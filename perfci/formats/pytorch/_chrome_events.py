@@ -78,9 +78,13 @@ class Aggregate:
     keys: dict[Key, int] = field(default_factory=dict)  # (cat, name) → id, first-seen order
     id_chunks: list[np.ndarray] = field(default_factory=list)
     ns_chunks: list[np.ndarray] = field(default_factory=list)
+    ts_chunks: list[np.ndarray] = field(default_factory=list)  # starts in µs, NaN if unknown
     byte_sums: dict[Key, float] = field(default_factory=dict)
     phases: Counter[str | None] = field(default_factory=Counter)
     steps: dict[str, dict[int, list[float]]] = field(default_factory=dict)
+    # The host's ProfilerStep#N ranges as (start, end) in µs: the steps that per-step totals of
+    # CPU-side events are counted in.
+    step_spans: dict[int, tuple[float, float]] = field(default_factory=dict)
     memory: dict[tuple[int, Any], Peak] = field(default_factory=dict)  # (type, id) → peaks
 
     def add(self, events: list[Event]) -> None:
@@ -110,6 +114,7 @@ class Aggregate:
                 f"implausible dur {durations[index]!r} µs", _index(events, complete[index])
             )
         self.ns_chunks.append(np.rint(micros * 1000.0).astype(np.int64))
+        self.ts_chunks.append(_starts([event.ts for event in complete]))
         memory = {cat for cat in set(cats) if _carries_bytes(cat)}
         if memory:
             for index in [index for index, cat in enumerate(cats) if cat in memory]:
@@ -161,41 +166,51 @@ class Aggregate:
             )
         self.byte_sums[key] = self.byte_sums.get(key, 0.0) + value
 
-    def samples(self) -> list[np.ndarray]:
-        """Per key id, its durations in ns in trace order."""
+    def samples(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per key id, its durations in ns and its starts in µs, in trace order."""
         if not self.id_chunks:
             return []
         ids = np.concatenate(self.id_chunks)
         durations = np.concatenate(self.ns_chunks)
-        self.id_chunks, self.ns_chunks = [], []
+        starts = np.concatenate(self.ts_chunks)
+        self.id_chunks, self.ns_chunks, self.ts_chunks = [], [], []
         order = np.argsort(ids, kind="stable")
         bounds = np.cumsum(np.bincount(ids, minlength=len(self.keys)))[:-1]
-        return np.split(durations[order], bounds)
+        return list(
+            zip(np.split(durations[order], bounds), np.split(starts[order], bounds), strict=True)
+        )
 
     def build(self, profile: Profile) -> None:
         """Metrics per (kind, name, device); ``ProfilerStep#N`` ranges are set aside as steps."""
-        merged: dict[tuple[MetricKind, str, Device], list[np.ndarray]] = {}
+        merged: dict[tuple[MetricKind, str, Device], list[tuple[np.ndarray, np.ndarray]]] = {}
         byte_sums: dict[tuple[MetricKind, str, Device], float] = {}
         ignored: Counter[str] = Counter()
-        for key, samples in zip(self.keys, self.samples(), strict=True):
+        for key, (samples, starts) in zip(self.keys, self.samples(), strict=True):
             cat, name = key
             category = _category(cat)
             if category is None:
                 ignored[cat or "(none)"] += len(samples)
             elif category.kind in _STEP_KINDS and _PROFILER_STEP.fullmatch(name):
-                self._keep_step(category.device, name, samples)
+                self._keep_step(category.device, name, samples, starts)
             else:
                 kind = category.kind
                 if kind is MetricKind.KERNEL and _COMM_KERNEL.search(name):
                     kind = MetricKind.COMM
                 ident = (kind, name, category.device)
-                merged.setdefault(ident, []).append(samples)
+                merged.setdefault(ident, []).append((samples, starts))
                 if key in self.byte_sums:
                     byte_sums[ident] = byte_sums.get(ident, 0.0) + self.byte_sums[key]
-        profile.metrics = [
-            _metric(ident, np.concatenate(parts), byte_sums.get(ident))
-            for ident, parts in merged.items()
-        ]
+        spans = StepSpans.of(self.step_spans)
+        profile.metrics = []
+        for ident, parts in merged.items():
+            durations = np.concatenate([part[0] for part in parts])
+            metric = _metric(ident, durations, byte_sums.get(ident))
+            # Host-side events only: a kernel runs on the GPU's clock, after its step's launch.
+            if spans is not None and ident[2] is Device.CPU:
+                metric.step_totals_ns = spans.totals(
+                    durations, np.concatenate([part[1] for part in parts])
+                )
+            profile.metrics.append(metric)
         phases = {phase or "(none)": count for phase, count in self.phases.items()}
         profile.metadata["events_by_phase"] = dict(sorted(phases.items()))
         if ignored:
@@ -207,11 +222,54 @@ class Aggregate:
                 "aggregated: only complete (X) events are"
             )
 
-    def _keep_step(self, device: Device, name: str, samples: np.ndarray) -> None:
+    def _keep_step(
+        self, device: Device, name: str, samples: np.ndarray, starts: np.ndarray
+    ) -> None:
         parsed = step_number(name)
         if parsed is not None:
             by_number = self.steps.setdefault(device.value, {})
             by_number.setdefault(parsed[1], []).extend(float(value) for value in samples)
+            if device is Device.CPU and parsed[1] not in self.step_spans and len(samples) == 1:
+                start = float(starts[0])
+                self.step_spans[parsed[1]] = (start, start + float(samples[0]) / 1000.0)
+
+
+@dataclass(frozen=True, slots=True)
+class StepSpans:
+    """The host's profiled steps, in time order, for per-step totals of its events."""
+
+    starts: np.ndarray  # µs
+    ends: np.ndarray  # µs
+
+    #: Fewest steps worth a per-step total: with one, the total is the metric's own.
+    MIN_STEPS = 2
+
+    @classmethod
+    def of(cls, spans: dict[int, tuple[float, float]]) -> StepSpans | None:
+        """The spans of ``spans`` (step number → (start, end)), or ``None`` when they cannot
+        be used: too few, an unknown start, or overlapping (two threads' steps)."""
+        if len(spans) < cls.MIN_STEPS:
+            return None
+        ordered = np.array(sorted(spans.values()), dtype=np.float64)
+        starts, ends = ordered[:, 0], ordered[:, 1]
+        if not np.all(np.isfinite(ordered)) or np.any(starts[1:] < ends[:-1]):
+            return None
+        return cls(starts, ends)
+
+    def totals(self, durations_ns: np.ndarray, starts_us: np.ndarray) -> list[float] | None:
+        """The summed duration of the events that start inside each step, in step order;
+        ``None`` when some step has none (the metric is not part of every step's work)."""
+        index = np.searchsorted(self.starts, starts_us, side="right") - 1
+        clipped = np.clip(index, 0, None)
+        inside = (index >= 0) & (starts_us < self.ends[clipped])  # NaN starts compare False
+        totals = np.bincount(
+            index[inside],
+            weights=durations_ns[inside].astype(np.float64),
+            minlength=self.starts.size,
+        )
+        if not np.all(totals > 0):
+            return None
+        return [float(total) for total in totals]
 
 
 @dataclass(slots=True)
@@ -270,6 +328,16 @@ def _category(cat: str | None) -> Category | None:
 def _carries_bytes(cat: str | None) -> bool:
     category = _category(cat)
     return category is not None and category.carries_bytes
+
+
+def _starts(values: list[Any]) -> np.ndarray:
+    """Events' ``ts`` as float µs; a missing or non-numeric one is NaN (in no step)."""
+    try:
+        return np.array(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        return np.array(
+            [float(value) if is_number(value) else np.nan for value in values], dtype=np.float64
+        )
 
 
 def _is_int(value: Any) -> bool:

@@ -56,11 +56,13 @@ class Args(msgspec.Struct, gc=False):
 
 
 class Event(msgspec.Struct, gc=False):
-    """One trace event, reduced to what the aggregation needs. ``dur`` is in microseconds."""
+    """One trace event, reduced to what the aggregation needs. ``ts`` and ``dur`` are in
+    microseconds."""
 
     ph: str | None = None
     name: str | None = None
     cat: str | None = None
+    ts: Any = None  # a number in valid traces; anything else only loses per-step totals
     dur: float | None = None
     pid: Any = None
     args: Args | None = None
