@@ -222,6 +222,21 @@ def test_cpu_page_faults_times_the_example_both_ways() -> None:
             assert re.fullmatch(r"[\d,]+ \(±\d+\.\d%\)", cell), row
 
 
+def test_fastest_step_times_the_example_both_ways_beside_each_load() -> None:
+    pytest.importorskip("torch")
+    rows = _table(_run("fastest_step.py", "--rounds", "2", "--steps", "2"), "busy loops")
+    assert [(row["busy loops"], row["per step"]) for row in rows] == [
+        (loops, way) for loops in ("0", "1", "2") for way in ("mean", "fastest")
+    ]
+    for row in rows:
+        cells = list(row.values())[2:]
+        assert "`aten::addmm`" in row
+        for cell in cells[:-1]:
+            level = "" if row["busy loops"] == "0" else r", [+-]\d+\.\d %"
+            assert re.fullmatch(rf"±\d+\.\d %{level}", cell), row
+        assert re.fullmatch(r"±\d+\.\d %", cells[-1]), row
+
+
 def test_cuda_ab_runs_the_example_under_ab_on_the_cpu_too() -> None:
     """On a GPU it is run as documented; here its CPU-sized smoke run (no GPU on this machine)."""
     pytest.importorskip("torch")

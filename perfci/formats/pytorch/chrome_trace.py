@@ -28,6 +28,12 @@ A trace written by ``perfci.torch.profile_steps`` carries its own step timer und
 top-level ``"perfci"`` key (CUDA events, no profiler overhead); those samples are preferred
 when present.
 
+Per-step totals: with two or more host-side ``ProfilerStep#N`` ranges that do not overlap,
+each host-side metric (operators, CPU ranges, API calls) that has events starting inside every
+one of them gets ``step_totals_ns``, its summed time in each step, in step order. Same-runner
+A/B compares such metrics on their fastest step (:mod:`perfci.analysis.values`). Kernels get
+none: they run on the GPU's clock, after the step that launched them.
+
 Peak memory (``measure`` metrics in bytes, lower is better):
 
 * ``[memory]`` instants (``profile_memory=True``, torch ≥ 1.10) carry the allocator's
