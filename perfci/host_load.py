@@ -23,11 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BUSY_EXCESS", "HostLoadMeter", "busy_jiffies", "others_share"]
+__all__ = ["BUSY_EXCESS", "MIN_WALL_S", "HostLoadMeter", "busy_jiffies", "others_share"]
 
 #: A repeat is suspect when other work took at least this share of all cores more than usual
 #: (half a core's worth on a 2-core runner, 4 cores on a 16-core one).
 BUSY_EXCESS = 0.25
+#: Shortest repeat whose share is read. ``/proc/stat`` counts in clock ticks (10 ms at the
+#: usual 100 Hz), read at both ends on every core: the share is off by up to 2 / (wall × Hz),
+#: ±2 % over a second but ±40 % over a 50 ms repeat, where a neighbour's two ticks read as a
+#: busy host (a test benchmark's repeats beside another test worker did).
+MIN_WALL_S = 1.0
 _PROC_STAT = Path("/proc/stat")
 #: ``/proc/stat`` fields (after "cpu") that are idle time: idle and iowait.
 _IDLE_FIELDS = (3, 4)
@@ -55,8 +60,9 @@ def busy_jiffies(text: str) -> tuple[int, int] | None:
 def others_share(
     busy_ticks: int, own_cpu_s: float, wall_s: float, cpus: int, ticks_per_s: float
 ) -> float | None:
-    """Share of all cores other processes used: (machine busy − own CPU) / (wall × cores)."""
-    if wall_s <= 0 or cpus <= 0 or ticks_per_s <= 0:
+    """Share of all cores other processes used: (machine busy − own CPU) / (wall × cores);
+    ``None`` when it cannot be told: a repeat shorter than :data:`MIN_WALL_S`."""
+    if wall_s < MIN_WALL_S or cpus <= 0 or ticks_per_s <= 0:
         return None
     others = busy_ticks / ticks_per_s - own_cpu_s
     return min(1.0, max(0.0, others / (wall_s * cpus)))

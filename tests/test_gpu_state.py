@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 
 from perfci import gpu_state
 from perfci.gpu_state import StateJudge, parse_smi_csv, reason_names, summarise
+from perfci.host_load import MIN_WALL_S
 from perfci.jsondoc import from_document, to_document
 from perfci.model import Device, Metric, MetricKind, Profile, RunComparison, RunContext, Verdict
 from perfci.runner import run_benchmark
@@ -305,10 +306,14 @@ def test_no_gpu_means_no_gpu_state_and_no_error(tmp_path: Path) -> None:
         pass_env=(),
         env={"PATH": "/usr/bin:/bin"},
     )
-    # Without a GPU the state holds the host's load alone (Linux: /proc/stat is read).
+    # Without a GPU the state holds the host's load alone (Linux: /proc/stat is read), and
+    # only for a repeat long enough for its clock ticks: this one is not
+    # (tests/test_host_load.py measures a 1.5 s repeat).
     state = result.repeats[0].gpu_state
-    assert state is not None and set(state) == {"host"}
-    assert 0.0 <= state["host"]["others_cpu_share"] <= 1.0
+    if result.repeats[0].seconds < MIN_WALL_S:  # what it takes on any but a crawling machine
+        assert state is None
+    else:
+        assert state is not None and set(state) == {"host"}
 
 
 def test_state_reaches_profile_metadata_the_store_and_perfci_json(

@@ -12,7 +12,7 @@ import pytest
 
 from perfci.gpu_judge import MIN_STEP_MOVE, step_moved, step_tolerance
 from perfci.gpu_state import StateJudge
-from perfci.host_load import BUSY_EXCESS, busy_jiffies, others_share
+from perfci.host_load import BUSY_EXCESS, MIN_WALL_S, busy_jiffies, others_share
 from perfci.runner import run_benchmark
 
 # /proc/stat of this project's 2-core VM: user nice system idle iowait irq softirq steal guest
@@ -42,6 +42,13 @@ def test_others_share_is_the_machine_busy_time_less_the_benchmarks_own() -> None
     assert others_share(900, 10.0, 10.0, 2, 100.0) == 0.0  # tick rounding: never below 0
     assert others_share(9000, 0.0, 10.0, 2, 100.0) == 1.0
     assert others_share(100, 0.0, 0.0, 2, 100.0) is None
+
+
+def test_a_repeat_too_short_for_the_clock_ticks_gives_no_share() -> None:
+    """50 ms on 2 cores is 10 ticks: a neighbour's 2 ticks would read as a 20 % busy host."""
+    assert others_share(2, 0.0, 0.05, 2, 100.0) is None
+    assert others_share(2, 0.0, MIN_WALL_S - 0.01, 2, 100.0) is None
+    assert others_share(20, 0.0, MIN_WALL_S, 2, 100.0) == pytest.approx(0.1)
 
 
 BUSY_LOOP = "import time\nend = time.time() + 30\nwhile time.time() < end: pass\n"
