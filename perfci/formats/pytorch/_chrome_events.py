@@ -331,7 +331,8 @@ def _carries_bytes(cat: str | None) -> bool:
 
 
 def _starts(values: list[Any]) -> np.ndarray:
-    """Events' ``ts`` as float µs; a missing or non-numeric one is NaN (in no step)."""
+    """Events' ``ts`` as float µs; a missing one is NaN (in no step), as is any other value
+    numpy cannot read as a number (a numeric string it reads as its number)."""
     try:
         return np.array(values, dtype=np.float64)
     except (TypeError, ValueError):
