@@ -243,6 +243,9 @@ class MetricComparison:
     the baseline runs and this run's value, each run being the median of its repeats.
     ``adjusted_change`` (with its interval) is the change beyond the run's machine-wide
     factor, when that factor was estimated; the verdict is decided on it then.
+    ``detectable_change`` (on inconclusive lines of run comparisons) is the smallest change,
+    either way, that this run would have called with 80 % probability at its own noise and
+    test level: what the run could and could not have seen.
     """
 
     key: str
@@ -263,6 +266,7 @@ class MetricComparison:
     adjusted_change: float | None = None
     adjusted_ci_low: float | None = None
     adjusted_ci_high: float | None = None
+    detectable_change: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,6 +312,9 @@ class RunComparison:
     #: Key of the step series the comparison judged as "the step" (analysis.steps), so that
     #: every view shows the series the verdict was about.
     primary_step: str | None = None
+    #: The practical margin the verdicts used: a change whose interval lies inside ± it is
+    #: *unchanged*, one beyond it (and significant) a regression or an improvement.
+    margin: float | None = None
 
     @property
     def steps(self) -> list[MetricComparison]:

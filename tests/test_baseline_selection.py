@@ -79,8 +79,14 @@ def test_four_runs_of_one_main_commit_are_the_baseline_of_a_pr(
     assert sorted(result.baseline.run_ids) == sorted(main_ids)
     assert result.baseline.first_commit == result.baseline.last_commit == MAIN_SHA
     assert result.verdict is Verdict.REGRESSION
+    # The unfused attention's operators fail the check. The step moved too (+38 %), but its
+    # four baseline runs were recorded on a loaded VM (72–154 ms a step): on its own numbers
+    # the step's interval is too wide to call, and it is never called unchanged or faster.
+    regressed = {m.key for m in result.metrics if m.gated and m.verdict is Verdict.REGRESSION}
+    assert {"op:cpu:aten::div", "op:cpu:aten::clone"} <= regressed
     step = next(m for m in result.metrics if m.series is not None and m.series.kind == "step")
-    assert step.verdict is Verdict.REGRESSION
+    assert step.change is not None and step.change > 0.2
+    assert step.verdict in (Verdict.REGRESSION, Verdict.INCONCLUSIVE)
 
 
 def test_a_push_to_main_uses_earlier_runs_of_its_own_commit(

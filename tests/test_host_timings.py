@@ -114,7 +114,7 @@ def test_a_slower_kernel_is_found_and_the_host_s_moved_waits_do_not_fail_the_run
     assert step.verdict is Verdict.UNCHANGED  # 20 µs more GELU in a 58.6 ms step
     host = [m for m in result.metrics if m.series is not None and host_timing(m.series, True)]
     moved = [m for m in host if m.verdict in DECIDED]
-    assert len(moved) > 40  # what used to fail the check: aten::fill_ -87 %, aten::add +1,884 %
+    assert len(moved) > 30  # what used to fail the check: aten::fill_ -87 %, aten::add +1,884 %
     assert lines["op:cpu:aten::fill_"].verdict is Verdict.IMPROVEMENT
     assert not [m for m in host if m.gated]
     assert result.verdict is not Verdict.REGRESSION
@@ -136,7 +136,7 @@ def test_the_comment_lists_the_kernel_first_and_names_the_host_lines() -> None:
     rows = [r for r in regressions.splitlines() if r.startswith("| ")][1:]  # after the header
     assert "GeluCUDAKernelImp" in rows[0] and rows[0].endswith("❌ regression (not gating) |")
     assert all(r.endswith("❌ regression (CPU side, not gating) |") for r in rows[1:])
-    assert "180 metrics: 21 regressions (20 CPU-side), 33 improvements (all CPU-side)," in comment
+    assert "180 metrics: 11 regressions (10 CPU-side), 25 improvements (all CPU-side)," in comment
     fill = next(r for r in comment.splitlines() if r.startswith("| aten::fill\\_ | op |"))
     assert fill.endswith("🟢 improvement (CPU side, not gating) |")
 

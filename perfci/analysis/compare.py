@@ -48,6 +48,12 @@ from perfci.analysis.judge import (
     judge_estimates,
     run_verdict,
 )
+from perfci.analysis.pooling import (
+    StepParts,
+    pool_primary_step,
+    split_parts,
+    with_step_parts,
+)
 from perfci.analysis.runs import (
     RunTable,
     build_run_table,
@@ -58,7 +64,7 @@ from perfci.analysis.runs import (
 from perfci.analysis.tails import TailModel, fit_tails
 from perfci.analysis.work import with_work_step
 from perfci.errors import SampleError
-from perfci.model import MetricComparison, RunComparison, SeriesKey, Verdict
+from perfci.model import MetricComparison, MetricKind, RunComparison, SeriesKey, Verdict
 
 __all__ = [
     "GATE_KINDS",
@@ -140,14 +146,17 @@ def compare_run(
     """
     options = options or CompareOptions()
     baseline, candidate, work_notes = with_work_step(baseline, candidate)
+    if not work_notes:
+        baseline, candidate = with_step_parts(baseline, candidate)
     table = build_run_table(baseline, candidate)
     table.notes.extend(work_notes)
     if options.trim_change_points:
         table = start_at_last_level(table, delta=options.delta)
     if options.robust_baseline:
         table = drop_wrecked_runs(table)
+    table, parts = split_parts(table)
     untested, rows = _untested_lines(table, options)
-    estimates, factor = _estimates(table, rows, options)
+    estimates, factor = _estimates(table, rows, options, parts)
     result = judge_estimates(
         estimates,
         benchmark=benchmark,
@@ -199,7 +208,7 @@ def _centre(row: np.ndarray) -> float | None:
 
 
 def _estimates(
-    table: RunTable, rows: list[int], options: CompareOptions
+    table: RunTable, rows: list[int], options: CompareOptions, parts: StepParts | None = None
 ) -> tuple[list[MetricEstimate], MetricEstimate | None]:
     """Per-metric estimates on the plain basis, and beyond the run factor when it is known."""
     if not rows:
@@ -210,7 +219,10 @@ def _estimates(
         table.base_repeats[rows],
         table.cand_repeats[rows],
     )
-    plain = prediction.prediction(base, cand, within, base_rep, cand_rep, moderate=options.moderate)
+    steps = np.array([table.keys[i].kind is MetricKind.STEP for i in rows], dtype=bool)
+    plain = prediction.prediction(
+        base, cand, within, base_rep, cand_rep, moderate=options.moderate, own=steps
+    )
     # The machine-wide factor is a factor on times: a slower runner lowers a throughput and
     # leaves a peak memory or an accuracy alone, so only time metrics estimate it or are
     # judged beyond it; the others are judged on their own numbers. On a GPU run the
@@ -234,12 +246,21 @@ def _estimates(
     relative, found = plain, None
     if factors is not None and options.remove_shared_factor is not False:
         relative = prediction.prediction(
-            base - factors[None, :], cand, within, base_rep, cand_rep, moderate=options.moderate
+            base - factors[None, :],
+            cand,
+            within,
+            base_rep,
+            cand_rep,
+            moderate=options.moderate,
+            own=steps,
         )
         found = prediction.estimate_run_factor(relative.estimate[time], relative.se[time], factors)
     beyond = time if found is not None else np.zeros_like(time)
     adjusted = relative.estimate - found.candidate if found is not None else None
     adjusted_se = np.sqrt(relative.se**2 + found.candidate_se**2) if found is not None else None
+    pooled = pool_primary_step(
+        table, rows, parts, relative if found is not None else plain, found, factors
+    )
     runs = np.sum(np.isfinite(base), axis=1).astype(np.float64)
     needed = prediction.repeats_needed(
         np.where(beyond, adjusted, plain.estimate) if adjusted is not None else plain.estimate,
@@ -273,6 +294,14 @@ def _estimates(
                 adjusted_dof=float(relative.dof[n]) if beyond[n] else None,
                 tails=tails[n],
             )
+        )
+    if pooled is not None:
+        at, step = pooled
+        estimates[at] = dataclasses.replace(
+            estimates[at],
+            adjusted_log_change=step.estimate,
+            adjusted_se=step.se,
+            adjusted_dof=step.dof,
         )
     first_time = rows[int(np.argmax(time))]
     return estimates, _factor_estimate(found, table.keys[first_time])

@@ -37,11 +37,13 @@ __all__ = [
     "VIEW_SHARE",
     "bh_weights",
     "directional_bh",
+    "directional_holm",
     "gpu_run",
     "host_timing",
     "is_gated",
     "share_of_step",
     "weighted_bh",
+    "weighted_holm",
     "work_levels",
 ]
 
@@ -170,6 +172,47 @@ def weighted_bh(p_values: np.ndarray, weights: np.ndarray) -> np.ndarray:
         scaled = np.where(weights > 0, p_values / weights, np.inf)
     scaled = np.where(np.isnan(p_values), np.nan, np.minimum(scaled, 1.0))
     return np.asarray(stats.benjamini_hochberg(scaled), dtype=np.float64)
+
+
+def weighted_holm(p_values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Weighted Holm adjusted p-values (Holm 1979, with weights), ≤ 1; NaN stays NaN.
+
+    The step-down form of the weighted Bonferroni test: the line with the smallest ``p / w``
+    is tested at ``alpha · w / Σw``, and each next one at its weight over the weight still
+    untested. With weights averaging one, the first threshold is ``alpha · w / m``: a run with
+    one real change decides it as weighted BH does, but a hundred real changes do not loosen
+    the bar for the untouched lines beside them.
+    """
+    p = np.asarray(p_values, dtype=np.float64)
+    valid = np.isfinite(p) & (weights > 0)
+    out = np.full(p.shape, np.nan)
+    out[np.isfinite(p) & ~valid] = 1.0
+    if not valid.any():
+        return out
+    scaled = p[valid] / weights[valid]
+    order = np.argsort(scaled, kind="stable")
+    w = weights[valid][order]
+    remaining = np.cumsum(w[::-1])[::-1]
+    adjusted = np.minimum(np.maximum.accumulate(scaled[order] * remaining), 1.0)
+    found = np.empty_like(adjusted)
+    found[order] = adjusted
+    out[valid] = found
+    return out
+
+
+def directional_holm(p: np.ndarray, estimate: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Weighted Holm run once per direction of change, each at half the level.
+
+    As :func:`directional_bh`, with the family-wise error rate held instead of the false
+    discovery rate: under a broad real change, BH's hundred discoveries let untouched lines
+    beside them be called changed (about 2 in 500 with half the kernels 10 % slower), where
+    each line's own evidence should decide it.
+    """
+    half = p / 2
+    up = estimate > 0
+    q_up = weighted_holm(np.where(up, half, 1 - half), weights)
+    q_down = weighted_holm(np.where(up, 1 - half, half), weights)
+    return np.asarray(np.minimum(2 * np.where(up, q_up, q_down), 1.0), dtype=np.float64)
 
 
 def directional_bh(p: np.ndarray, estimate: np.ndarray, weights: np.ndarray) -> np.ndarray:

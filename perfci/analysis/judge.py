@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from perfci.analysis import attribution, stats
+from perfci.analysis.detectable import detectable_changes
 from perfci.analysis.engine import CompareOptions, decide_on
 from perfci.analysis.gating import (
     FACTOR,
@@ -51,7 +52,7 @@ from perfci.analysis.gating import (
     VIEW,
     VIEW_KINDS,
     bh_weights,
-    directional_bh,
+    directional_holm,
     gpu_run,
     host_timing,
     is_gated,
@@ -164,6 +165,7 @@ def judge_estimates(
         shared_factor=shared,
         notes=[*notes, *_step_note(primary, series.values()), *_host_note(metrics, on_gpu)],
         primary_step=primary.key if primary is not None else None,
+        margin=options.delta,
     )
     step = next((m for m in metrics if primary is not None and m.key == primary.key), None)
     found = (
@@ -306,6 +308,9 @@ def _judge(
             options,
         )
         _own_numbers_when_machine_moved(verdicts, own)
+    detectable = detectable_changes(
+        test_se, test_dof, tails, weights, has_factor=factor is not None, options=options
+    )
     lines = []
     for i, e in enumerate(rows):
         adjusted = e.adjusted_log_change is not None
@@ -331,6 +336,9 @@ def _judge(
                 adjusted_change=float(np.expm1(test_log[i])) if adjusted else None,
                 adjusted_ci_low=float(np.expm1(adj_low[i])) if adjusted else None,
                 adjusted_ci_high=float(np.expm1(adj_high[i])) if adjusted else None,
+                detectable_change=float(detectable[i])
+                if verdict is Verdict.INCONCLUSIVE and math.isfinite(detectable[i])
+                else None,
             )
         )
     return lines
@@ -348,10 +356,10 @@ def _adjust(
     over the rest with the rest of the budget.
     """
     if not has_factor:
-        return directional_bh(p, estimate, weights)
+        return directional_holm(p, estimate, weights)
     share = weights[-1] / len(weights)
     factor_q = np.minimum(p[-1:] / share, 1.0) if share > 0 else np.ones(1)
-    return np.concatenate([directional_bh(p[:-1], estimate[:-1], weights[:-1]), factor_q])
+    return np.concatenate([directional_holm(p[:-1], estimate[:-1], weights[:-1]), factor_q])
 
 
 def _own_numbers_when_machine_moved(verdicts: np.ndarray, own: np.ndarray) -> None:

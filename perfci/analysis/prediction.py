@@ -100,10 +100,15 @@ def prediction(
     cand_repeats: FloatArray,
     *,
     moderate: bool,
+    own: NDArray[np.bool_] | None = None,
 ) -> Basis:
     """The t prediction estimate of each row's candidate against its baseline runs (logs).
 
-    ``base`` is metrics × runs (NaN where absent); rows need at least two runs.
+    ``base`` is metrics × runs (NaN where absent); rows need at least two runs. ``own``
+    marks rows that take no part in the moderation's prior and keep their own variance when
+    it lies far below it (:func:`.moderation.squeeze_variances`, ``apart``): a step is the
+    sum of hundreds of parts and far quieter than any of them, so shrunk towards their
+    variance its interval would be several times too wide.
     """
     runs = np.sum(np.isfinite(base), axis=1).astype(np.float64)
     with warnings.catch_warnings():
@@ -113,7 +118,7 @@ def prediction(
         r = np.nanmedian(np.where(base_repeats > 0, base_repeats, np.nan), axis=1)
     dof = np.maximum(runs - 1, 0)
     if moderate:
-        s2, dof = squeeze_variances(s2, dof)
+        s2, dof = squeeze_variances(s2, dof, apart=own)
     r = np.where(np.isfinite(r), r, cand_repeats)
     m = np.maximum(cand_repeats, 1)
     within_now = within_var * median_variance_factor(m) / m

@@ -7,12 +7,15 @@ the repeat's value), and noise is judged between runs. What this module prepares
 
 Run values are trimmed means of the repeats' logs (:func:`summarise`).
 
-- **Outlier repeats**: a repeat that is off in everything against the other repeats of its
+- **Outlier repeats**: a repeat that is slower in everything than the other repeats of its
   run (a load spike during that one process) is left out of its run, never a majority of it.
 - **Wrecked runs**: a baseline run whose factor — the median over metrics of how far each
   metric of the run lies from its own centre, one sweep of Tukey's median polish — lies far
-  outside the spread of the other runs' factors (a loaded runner, a throttled GPU) is left
+  above the spread of the other runs' factors (a loaded runner, a throttled GPU) is left
   out, at most a third of the runs.
+
+Both are one-sided: noise on a runner (another process, throttling, a cold cache) only adds
+time, so a repeat or run *faster* in everything is the truest measure there is and is kept.
 - **The baseline's level**: when the base branch's primary step changed level inside the
   window (an accepted change), only the runs from that change on form the baseline.
 
@@ -33,7 +36,7 @@ from numpy.typing import NDArray
 from perfci.analysis.changepoints import ChangePointOptions, detect_change_points
 from perfci.analysis.stats import MAD_TO_SD, validate_sample
 from perfci.errors import SampleError
-from perfci.model import MetricKind, SeriesKey
+from perfci.model import Better, MetricKind, SeriesKey
 
 FloatArray = NDArray[np.float64]
 
@@ -184,13 +187,14 @@ def _summarise(
 ) -> RunTable:
     n = len(keys)
     spread = _repeat_factor_spread(matrices)
+    slower = orientation(keys)
     notes: list[str] = []
     dropped = 0
     base = np.full((n, runs), np.nan)
     base_repeats = np.zeros((n, runs))
     within_ss, within_dof = np.zeros(n), np.zeros(n)
     for j, raw in enumerate(matrices):
-        matrix, gone = _drop_outlier_repeats(raw, spread)
+        matrix, gone = _drop_outlier_repeats(raw, spread, slower)
         dropped += len(gone)
         base[:, j], base_repeats[:, j] = summarise(matrix), np.sum(~np.isnan(matrix), axis=1)
         ss, dof = _within(matrix)
@@ -201,7 +205,7 @@ def _summarise(
             f"{dropped} baseline repeat{'s' if dropped != 1 else ''} left out: off in "
             "every metric against the other repeats of their run."
         )
-    cand_matrix, gone = _drop_outlier_repeats(cand_matrix, spread)
+    cand_matrix, gone = _drop_outlier_repeats(cand_matrix, spread, slower)
     if gone:
         notes.append(_repeat_note(gone, cand_matrix.shape[1] + len(gone)))
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -329,14 +333,26 @@ def _repeat_factor_spread(matrices: Sequence[FloatArray]) -> float:
     return float(MAD_TO_SD * np.median(np.abs(every)))
 
 
-def _drop_outlier_repeats(matrix: FloatArray, spread: float) -> tuple[FloatArray, list[float]]:
-    """``matrix`` without repeats off in everything; their factors (log) for the note."""
+def orientation(keys: Sequence[SeriesKey]) -> FloatArray:
+    """Per row, the sign that makes "slower" positive: −1 where higher is better."""
+    return np.array([-1.0 if k.better is Better.HIGHER else 1.0 for k in keys])
+
+
+def _drop_outlier_repeats(
+    matrix: FloatArray, spread: float, slower: FloatArray
+) -> tuple[FloatArray, list[float]]:
+    """``matrix`` without repeats slower in everything; their factors (log) for the note.
+
+    One-sided: another process on the runner, a throttled GPU or a cold cache only ever add
+    time, so a repeat faster in everything than its run's others is the best evidence of
+    the work's own speed, never a wreck.
+    """
     if not _usable_for_repeats(matrix):
         return matrix, []
-    factors = _repeat_factors(matrix)
+    factors = _repeat_factors(matrix * slower[:, None])
     if not np.isfinite(factors).all():
         return matrix, []
-    distance = np.abs(factors - np.median(factors))
+    distance = factors - np.median(factors)
     limit = max(WRECK_FLOOR, WRECK_SIGMAS * spread)
     order = np.argsort(-distance)[: (matrix.shape[1] - 1) // 2]  # never a majority
     gone = [int(i) for i in order if distance[i] > limit]
@@ -372,16 +388,22 @@ def run_factors(base: FloatArray) -> FloatArray:
 
 
 def drop_wrecked_runs(table: RunTable) -> RunTable:
-    """Leave out baseline runs off in everything (see the module docstring); note how many."""
+    """Leave out baseline runs slower in everything (see the module docstring); note how many.
+
+    One-sided, as for repeats: load and throttling only add time, so a run faster in
+    everything than the others is the truest measure of the base branch's level, and
+    leaving it out (as a "36 % faster, loaded runner") would make the rest look like the
+    level and an unchanged pull request run on a quieter runner look like an improvement.
+    """
     runs = table.base.shape[1]
     if runs < MIN_RUNS_FOR_WRECKS:
         return table
-    factors = run_factors(table.base)
+    factors = run_factors(table.base * orientation(table.keys)[:, None])
     if not np.isfinite(factors).all():
         return table
     centre = float(np.median(factors))
     spread = MAD_TO_SD * float(np.median(np.abs(factors - centre)))
-    distance = np.abs(factors - centre)
+    distance = factors - centre
     limit = max(WRECK_FLOOR, WRECK_SIGMAS * spread)
     worst = np.argsort(-distance)[: runs // 3]
     gone = sorted(int(j) for j in worst if distance[j] > limit)

@@ -356,6 +356,11 @@ def t_ppf(q: float, dof: FloatArray) -> FloatArray:
     return _t_ppf(q, dof)
 
 
+def norm_cdf(x: float) -> float:
+    """``scipy.stats.norm.cdf(x)``, which is ``ndtr``."""
+    return float(special.ndtr(x))
+
+
 def norm_ppf(q: float) -> float:
     """``scipy.stats.norm.ppf(q)``, which is ``ndtri`` for ``0 < q < 1``."""
     return float(special.ndtri(q))

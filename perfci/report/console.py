@@ -60,6 +60,10 @@ def print_comparison(result: RunComparison, console: Console, *, max_rows: int =
             f"{fmt.duration(step.candidate_median)} per step "
             f"({escape(_shown(fmt.name_of(step)))})"
         )
+        if (answer := fmt.step_answer(result)) is not None:
+            console.print(escape(answer))
+    if (unsettled := fmt.unsettled_sentence(result)) is not None:
+        console.print(escape(unsettled))
     for m in fmt.headline_measures(result)[:max_rows]:
         if m.change is None:
             continue

@@ -249,6 +249,74 @@ def counts_sentence(metrics: Iterable[MetricComparison]) -> str:
     return ", ".join(parts) if parts else "no metrics"
 
 
+def margin_words(margin: float) -> str:
+    """``0.02`` as ``±2 %``."""
+    return f"±{margin * 100:g} %"
+
+
+def step_answer(result: RunComparison) -> str | None:
+    """What the step's verdict means against the margin, in one sentence.
+
+    ``Unchanged: the interval lies inside the ±2 % margin.``; for an inconclusive step, the
+    smallest change this run could have seen and what would settle it.
+    """
+    step = primary_step(result)
+    margin = result.margin
+    if step is None or margin is None or step.change is None:
+        return None
+    bound = margin_words(margin)
+    if step.verdict is Verdict.UNCHANGED:
+        return f"Unchanged: its interval lies inside the {bound} margin."
+    if step.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT):
+        way = "slower" if (step.adjusted_change or step.change) > 0 else "faster"
+        return f"{LABELS[step.verdict].words.capitalize()}: {way} beyond the {bound} margin."
+    if step.verdict is not Verdict.INCONCLUSIVE:
+        return None
+    seen = (
+        f" At this run's noise, a change of ±{pct(step.detectable_change, signed=False)} or "
+        "more would have been found (four times in five)."
+        if step.detectable_change is not None
+        else ""
+    )
+    settle = (
+        f" About {step.repeats_needed} repeats would settle it"
+        if step.repeats_needed
+        else " More repeats alone would not settle it"
+    )
+    return (
+        f"Inconclusive: its interval reaches past the {bound} margin.{seen}{settle}; "
+        "a same-runner A/B (`perfci check --ab`) takes the runner's noise out."
+    )
+
+
+def unsettled_sentence(result: RunComparison) -> str | None:
+    """Gated lines besides the step that this run could not settle, and what it could see."""
+    step = primary_step(result)
+    lines = [
+        m
+        for m in result.metrics
+        if m.gated
+        and m.verdict is Verdict.INCONCLUSIVE
+        and (step is None or m.key != step.key)
+        and m.detectable_change is not None
+    ]
+    if not lines or result.margin is None:
+        return None
+    low = min(m.detectable_change or 0.0 for m in lines)
+    high = max(m.detectable_change or 0.0 for m in lines)
+    seen = (
+        pct(low, signed=False)
+        if round(low, 3) == round(high, 3)
+        else (f"{pct(low, signed=False)}–{pct(high, signed=False)}")
+    )
+    count = f"{len(lines)} gated line{'s' if len(lines) != 1 else ''}"
+    return (
+        f"{count} could not be settled to {margin_words(result.margin)} at this run's "
+        f"noise: a change of ±{seen} or more on them would have been found (four times in "
+        "five)."
+    )
+
+
 def rerun_hint(result: RunComparison) -> int | None:
     """The largest number of repeats an inconclusive gated metric asks for, if any."""
     needed = [

@@ -101,6 +101,8 @@ def _context(
         "measures": fmt.headline_measures(result)[:max_rows],
         "counts": fmt.counts_sentence(result.metrics),
         "rerun": fmt.rerun_hint(result),
+        "answer": fmt.step_answer(result),
+        "unsettled": fmt.unsettled_sentence(result),
         "contributions": contributions,
         "sections": _sections(result, max_rows),
         "all_rows": fmt.by_severity(result.metrics),
