@@ -217,13 +217,16 @@ def make_repo(
 
 
 @contextlib.contextmanager
-def load(index: int, seconds: float, processes: int = 1):  # type: ignore[no-untyped-def]
+def load(  # type: ignore[no-untyped-def]
+    index: int, seconds: float, processes: int = 1, always: bool | None = None
+):
     """Busy-loop load for runs with ``index % 3 == 1``, from half-way for ``index % 3 == 2``;
-    ``processes`` loops at once (two take both cores of a 2-core runner)."""
-    if index % 3 == 0:
+    ``processes`` loops at once (two take both cores of a 2-core runner). ``always`` True or
+    False overrides the cycle: load through the whole run, or none."""
+    if always is False or (always is None and index % 3 == 0):
         yield "none"
         return
-    delay = 0.0 if index % 3 == 1 else seconds / 2
+    delay = 0.0 if always or index % 3 == 1 else seconds / 2
     loops = [
         subprocess.Popen([sys.executable, "-c", LOAD, str(delay), str(seconds * 3)])
         for _ in range(processes)
@@ -317,8 +320,9 @@ def history_mode(
         fixed += ["--max-repeats", str(args.repeats)]
     git(repo, "checkout", "-q", "main~1")
     sha = git(repo, "rev-parse", "HEAD")
+    busy_base, busy_pr = _pattern(args.load_pattern)
     for run in range(args.history_runs):
-        with load(run, args.run_seconds, args.load_processes):
+        with load(run, args.run_seconds, args.load_processes, busy_base):
             check(
                 repo,
                 url,
@@ -337,7 +341,7 @@ def history_mode(
     for number, (branch, i) in enumerate(plan):
         git(repo, "checkout", "-q", branch)
         started = time.monotonic()
-        with load(number, args.run_seconds, args.load_processes):
+        with load(number, args.run_seconds, args.load_processes, busy_pr):
             result = check(
                 repo,
                 url,
@@ -359,6 +363,11 @@ def history_mode(
             operator=args.operator,
         )
         print(f"  history {branch} {i + 1}: {_outcome(result)}", file=sys.stderr)
+
+
+def _pattern(name: str) -> tuple[bool | None, bool | None]:
+    """(baseline runs, pull-request runs): always loaded, never, or the cycle (``None``)."""
+    return {"cycle": (None, None), "busy-baseline": (True, False), "busy-pr": (False, True)}[name]
 
 
 def ab_mode(
@@ -471,6 +480,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=1,
         help="busy loops the load generator starts at once (default 1; 2 take both cores of "
         "a 2-core runner)",
+    )
+    parser.add_argument(
+        "--load-pattern",
+        choices=("cycle", "busy-baseline", "busy-pr"),
+        default="cycle",
+        help="history mode: the load cycle on every run (default), busy loops beside every "
+        "baseline run and none beside the pull requests (busy-baseline), or the reverse",
     )
     parser.add_argument("--history-runs", type=int, default=8)
     parser.add_argument("--candidates", type=int, default=10)

@@ -272,7 +272,7 @@ def baseline_query_ms(url: str, rounds: int) -> tuple[float, int]:
     return statistics.median(times) * 1000, values
 
 
-_RAW_TYPES = ("int4", "int4", "int2", "int4", "float8", "int8", *["float8"] * 8)
+_RAW_TYPES = ("int4", "int4", "int2", "int4", "float8", "int8", *["float8"] * 9)
 #: The raw COPYs' tables: the ingest's own table (primary key included), and its columns alone.
 RAW_TABLES = {"raw": "LIKE sample INCLUDING ALL", "bare": "LIKE sample"}
 

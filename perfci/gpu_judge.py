@@ -27,8 +27,10 @@ from perfci.host_load import BUSY_EXCESS
 
 __all__ = [
     "MIN_STEP_MOVE",
+    "LoadShift",
     "RepeatJudgement",
     "StateJudge",
+    "load_shift",
     "others_cpu",
     "repeat_clock",
     "step_moved",
@@ -238,3 +240,52 @@ def step_moved(value: float | None, others: Sequence[float], tolerance: float) -
     if value is None or value <= 0 or not usable:
         return True
     return abs(math.log(value / statistics.median(usable))) > tolerance
+
+
+@dataclass(frozen=True, slots=True)
+class LoadShift:
+    """The host's load during the candidate's repeats lay outside what the baseline runs saw.
+
+    ``quieter``: other processes took less of the host than in any baseline run (by
+    :data:`~perfci.host_load.BUSY_EXCESS`), so the baseline's times held load the candidate's
+    do not, and a line the candidate ran faster may be that alone; ``busier`` the reverse.
+    Shares are each run's median over its repeats.
+    """
+
+    quieter: bool
+    candidate_share: float
+    baseline_low: float
+    baseline_high: float
+
+    def words(self) -> str:
+        """``"other processes took 2% of the host's CPU in this run, 48–71% in the baseline
+        runs"``."""
+        low, high = round(self.baseline_low * 100), round(self.baseline_high * 100)
+        seen = f"{low}%" if low == high else f"{low}–{high}%"
+        return (
+            f"other processes took {self.candidate_share:.0%} of the host's CPU in this run, "
+            f"{seen} in the baseline runs"
+        )
+
+
+def load_shift(
+    baseline_runs: Sequence[Sequence[Mapping[str, Any] | None]],
+    candidate: Sequence[Mapping[str, Any] | None],
+) -> LoadShift | None:
+    """Whether the candidate's host load lay beyond the range the baseline runs saw (see
+    :class:`LoadShift`); ``None`` when it did not, or when either side was not measured."""
+    levels = [
+        median(shares)
+        for run in baseline_runs
+        if (shares := [v for s in run if s and (v := others_cpu(s)) is not None])
+    ]
+    own = median([v for s in candidate if s and (v := others_cpu(s)) is not None])
+    known = [v for v in levels if v is not None]
+    if own is None or not known:
+        return None
+    low, high = min(known), max(known)
+    if own < low - BUSY_EXCESS or own > high + BUSY_EXCESS:
+        return LoadShift(
+            quieter=own < low, candidate_share=own, baseline_low=low, baseline_high=high
+        )
+    return None

@@ -12,24 +12,23 @@ four steps ran ``aten::addmm`` 2.2–3.6 times as long as the fourth. No GPU is 
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 
 import numpy as np
 import pytest
+from neighbour import with_neighbour
 
 from perfci.analysis.engine import CompareOptions
 from perfci.analysis.paired import compare_paired
 from perfci.analysis.values import PerStep
 from perfci.formats import registry
-from perfci.model import MetricKind, Profile, RunComparison, Verdict
+from perfci.model import Profile, RunComparison, Verdict
 from perfci.usecases.ab import Pairs, compare_pairs, series_values
 from perfci.usecases.ab_git import ABSetup
 
 PROFILES = Path(__file__).resolve().parents[1] / "examples" / "gpt" / "profiles"
 SETUP = ABSetup(root=Path("."), workdir=Path("."), base_branch="main", base_sha="b" * 40)
 ADDMM = "op:cpu:aten::addmm"
-LARGE_NS = 1e6
 
 
 @pytest.fixture(scope="module")
@@ -46,45 +45,14 @@ def test_the_shipped_profiles_show_a_neighbour_in_some_steps() -> None:
     assert sorted(round(t / min(totals), 1) for t in totals) == [1.0, 2.2, 2.7, 3.4]
 
 
-def _process(template: Profile, rng: np.random.Generator, change: float = 1.0) -> list[Profile]:
-    out = copy.deepcopy(template)
-    steps = out.steps or 0
-    hit = rng.random(steps) < 0.5
-    hit[rng.integers(steps)] = False
-    neighbour = np.where(hit, rng.uniform(1.5, 2.5, steps), 1.0)
-    speed = float(np.exp(rng.normal(0, 0.02)))
-    for metric in out.metrics:
-        if metric.kind is MetricKind.STEP:
-            assert metric.samples_ns is not None
-            metric.samples_ns = [
-                s * speed * (1 + (n - 1) / 2)
-                for s, n in zip(metric.samples_ns, neighbour, strict=True)
-            ]
-            continue
-        own = speed * float(np.exp(rng.normal(0, 0.01)))
-        if metric.name == "aten::addmm" and metric.kind is MetricKind.OP:
-            own *= change
-        if metric.step_totals_ns is None or metric.total_ns is None:
-            if metric.total_ns is not None:
-                metric.total_ns *= own
-            continue
-        large = min(metric.step_totals_ns) >= LARGE_NS
-        metric.step_totals_ns = [
-            total * own * float(np.exp(rng.normal(0, 0.01))) * (n if large else 1.0)
-            for total, n in zip(metric.step_totals_ns, neighbour, strict=True)
-        ]
-        metric.total_ns = sum(metric.step_totals_ns)
-    return [out]
-
-
 def _pairs(template: Profile, change: float, seed: int, count: int = 8) -> Pairs:
     """``count`` pairs; 8, because at 5 a +5 % change is found in about 12 of 20 seeds even on
     the fastest step (adaptive pairs go on to 10 and 15), at 8 in 20 of 20."""
     rng = np.random.default_rng(seed)
     pairs = Pairs()
     for _ in range(count):
-        pairs.base.append(_process(template, rng))
-        pairs.pr.append(_process(template, rng, change))
+        pairs.base.append(with_neighbour(template, rng))
+        pairs.pr.append(with_neighbour(template, rng, change))
     return pairs
 
 

@@ -84,7 +84,7 @@ def test_installed_wheel_migrates_a_database_on_its_own(wheel: Path, tmp_path: P
         env={**os.environ, "PYTHONPATH": str(target)},
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "0006"
+    assert done.stdout.strip() == "0007"
 
 
 def test_service_lock_is_the_pinned_closure_of_perfci_server() -> None:

@@ -153,14 +153,14 @@ def test_a_series_listed_twice_in_a_repeat_is_one_summed_sample() -> None:
     # calls and times add, the average is recomputed, the spread and median are unknown
     assert rows[11] == (
         *(7, 11, 0, 20_000),
-        *(42.0 / 4, 5, 42.0, None, 42.0 / 5, None, None, None, None, 7.0),
+        *(42.0 / 4, 5, 42.0, None, 42.0 / 5, None, None, None, None, 7.0, None),
     )
     assert rows[10][:6] == (7, 10, 0, 20_000, 1000.0, 8)
 
 
 def test_merged_values_keep_the_extremes_and_drop_what_the_parts_cannot_tell() -> None:
-    a = Values(1.0, 2, 10.0, None, 5.0, 4.0, 6.0, 0.5, 5.0, None)
-    b = Values(3.0, 1, 20.0, 2.0, 20.0, 3.0, 9.0, 0.1, 20.0, 8.0)
+    a = Values(1.0, 2, 10.0, None, 5.0, 4.0, 6.0, 0.5, 5.0, None, 0.8)
+    b = Values(3.0, 1, 20.0, 2.0, 20.0, 3.0, 9.0, 0.1, 20.0, 8.0, 2.5)
     merged = merge_values(a, b)
     assert merged == Values(
         value=4.0,
@@ -173,4 +173,5 @@ def test_merged_values_keep_the_extremes_and_drop_what_the_parts_cannot_tell() -
         std_ns=None,
         median_ns=None,
         bytes=8.0,
+        fastest=None,
     )

@@ -35,6 +35,7 @@ from numpy.typing import NDArray
 
 from perfci.analysis.changepoints import ChangePointOptions, detect_change_points
 from perfci.analysis.stats import MAD_TO_SD, validate_sample
+from perfci.analysis.steps import primary_step
 from perfci.errors import SampleError
 from perfci.model import Better, MetricKind, SeriesKey
 
@@ -427,17 +428,15 @@ def _keep_columns(table: RunTable, columns: list[int]) -> RunTable:
 
 
 def primary_step_row(table: RunTable) -> int | None:
-    """Row of the longest step series (an iteration contains its sub-steps), if any."""
-    best: tuple[float, str] | None = None
-    row = None
+    """Row of the primary step (:func:`.steps.primary_step`: the longest, then the one seen in
+    more runs, then the smaller key), if any."""
+    rows = []
     for i, key in enumerate(table.keys):
         values = table.base[i][np.isfinite(table.base[i])]
-        if key.kind is not MetricKind.STEP or values.size == 0:
-            continue
-        rank = (float(np.median(values)), key.key)
-        if best is None or rank > best:
-            best, row = rank, i
-    return row
+        if key.kind is MetricKind.STEP and values.size:
+            rows.append((key, float(np.exp(np.median(values))), int(values.size)))
+    chosen = primary_step(rows)
+    return None if chosen is None else table.keys.index(chosen)
 
 
 def start_at_last_level(table: RunTable, *, delta: float) -> RunTable:

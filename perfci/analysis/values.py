@@ -3,20 +3,21 @@
 Times are compared per step, so that a profile of 3 steps and one of 5 compare fairly; a
 value in another unit (tokens/s, bytes, %) is compared as the source gives it.
 
-Per step means the mean over the profiled steps (:attr:`PerStep.MEAN`), what the store keeps
-and history mode compares. Same-runner A/B compares the host-side work of each operator and
-range on its fastest step (:attr:`PerStep.FASTEST`): a busy neighbour only ever adds time, to
-some steps more than others, and the step it left alone is the work itself (the minimum as
-the estimator of a benchmark's cost under additive noise: Chen & Revels 2016, "Robust
-benchmarking in noisy environments", arXiv:1608.04295). The step itself stays a mean, so a
-change that slows one step in four still shows.
+Per step means the mean over the profiled steps (:attr:`PerStep.MEAN`). The host-side work of
+each operator and range is compared on its fastest step (:attr:`PerStep.FASTEST`), by
+same-runner A/B and by history mode alike (the store keeps both values, issue 30): a busy
+neighbour only ever adds time, to some steps more than others, and the step it left alone is
+the work itself (the minimum as the estimator of a benchmark's cost under additive noise:
+Chen & Revels 2016, "Robust benchmarking in noisy environments", arXiv:1608.04295). The step
+itself stays a mean, so a change that slows one step in four still shows.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 
-from perfci.model import Metric, MetricKind
+from perfci.model import Metric, MetricKind, SeriesKey
 
 
 class PerStep(StrEnum):
@@ -46,13 +47,18 @@ def compared_value(
         if steady:
             return sum(steady) / len(steady)
         return metric.value
-    if (
-        per_step is PerStep.FASTEST
-        and metric.step_totals_ns
-        and metric.kind not in _PER_INSTANCE  # a step stays a mean: a slow step in four shows
-    ):
-        return min(metric.step_totals_ns)
+    if per_step is PerStep.FASTEST and (fastest := fastest_value(metric)) is not None:
+        return fastest  # a step stays a mean: a slow step in four shows
     return per_step_ns(metric, steps)
+
+
+def fastest_value(metric: Metric) -> float | None:
+    """The time of ``metric`` on its fastest profiled step, where the source gave per-step
+    totals (not for a step, benchmark case or headline time); else ``None``. What the store
+    keeps beside the mean so that history mode compares such series as A/B does."""
+    if not metric.is_time or not metric.step_totals_ns or metric.kind in _PER_INSTANCE:
+        return None
+    return min(metric.step_totals_ns)
 
 
 def per_step_ns(metric: Metric, steps: int | None) -> float | None:
@@ -78,3 +84,33 @@ def per_step_ns(metric: Metric, steps: int | None) -> float | None:
     if total is None:
         return None
     return total / steps if steps else total
+
+
+def on_fastest_step(
+    samples: Mapping[SeriesKey, Mapping[int, Sequence[float]]],
+    fastest: Mapping[SeriesKey, Mapping[int, Sequence[float | None]]],
+    run_ids: Sequence[int],
+) -> tuple[dict[SeriesKey, Mapping[int, Sequence[float]]], int, int]:
+    """``samples`` with each series that has a fastest-step value in every repeat of every
+    run of ``run_ids`` (that holds the series) compared on it; how many series were, and how
+    many fell back to their mean because some run in the window lacks it (stored before the
+    store kept it, or pruned). A series is compared on one basis in every run, never mixed."""
+    out: dict[SeriesKey, Mapping[int, Sequence[float]]] = dict(samples)
+    used = fallback = 0
+    for key, per_run in fastest.items():
+        means = samples.get(key)
+        if means is None:
+            continue
+        window = [r for r in run_ids if r in means]
+        chosen: dict[int, Sequence[float]] = {}
+        for run_id in window:
+            values = per_run.get(run_id)
+            if values is None or len(values) != len(means[run_id]) or None in values:
+                break
+            chosen[run_id] = [float(v) for v in values if v is not None]
+        else:
+            out[key] = {**means, **chosen}
+            used += 1
+            continue
+        fallback += 1
+    return out, used, fallback

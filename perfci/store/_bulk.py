@@ -23,7 +23,7 @@ from perfci.store.schema import SAMPLE_COLUMNS, Sample
 SampleRow = tuple[Any, ...]  # values in SAMPLE_COLUMNS order
 
 # Binary COPY needs the exact PostgreSQL type of each column, in SAMPLE_COLUMNS order.
-_PG_SAMPLE_TYPES = ("int4", "int4", "int2", "int4", "float8", "int8", *["float8"] * 8)
+_PG_SAMPLE_TYPES = ("int4", "int4", "int2", "int4", "float8", "int8", *["float8"] * 9)
 
 
 def insert_ignore(session: Session, table: Table, conflict: Sequence[str]) -> Insert:

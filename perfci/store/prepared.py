@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from perfci.analysis.values import compared_value
+from perfci.analysis.values import compared_value, fastest_value
 from perfci.model import Metric, Profile, SeriesParts
 from perfci.store._bulk import SampleRow
 
@@ -32,6 +32,7 @@ class Values(NamedTuple):
     std_ns: float | None
     median_ns: float | None
     bytes: float | None
+    fastest: float | None  # the fastest profiled step's time, where per-step totals exist
 
 
 _new_values = tuple.__new__
@@ -75,6 +76,7 @@ def values_of(metric: Metric, steps: int | None) -> Values:
             metric.std_ns,
             metric.median_ns,
             metric.bytes,
+            fastest_value(metric),
         ),
     )
 
@@ -94,7 +96,8 @@ def cell_values(cell: list[Cell]) -> list[tuple[int, Values]]:
 def merge_values(a: Values, b: Values) -> Values:
     """One series listed twice in a repeat: times, calls and bytes add, extremes combine.
 
-    The spread and the median of the union cannot be told from the parts: they are dropped.
+    The spread, the median and the fastest step of the union cannot be told from the parts:
+    they are dropped.
     """
 
     def add(x: Any, y: Any) -> Any:
@@ -117,6 +120,7 @@ def merge_values(a: Values, b: Values) -> Values:
         None,
         None,
         add(a.bytes, b.bytes),
+        None,
     )
 
 
@@ -154,4 +158,5 @@ def sample_rows(
                 m.std_ns,
                 m.median_ns,
                 m.bytes,
+                fastest_value(m),
             )

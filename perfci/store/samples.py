@@ -36,6 +36,10 @@ class CheckedSamples:
     #: Runs read from their summaries (pruned, issue 17), ascending: one value per series,
     #: the median of the repeats they had.
     summarised: list[int] = field(default_factory=list)
+    #: Per series that has them somewhere: run id → each repeat's time on its fastest
+    #: profiled step (``None`` where that run's repeat has none: stored before revision 0007,
+    #: or pruned), in the same order as ``samples``.
+    fastest: dict[SeriesKey, dict[int, list[float | None]]] = field(default_factory=dict)
 
 
 def run_samples(
@@ -68,7 +72,7 @@ def run_samples_checked(session: Session, run_ids: Sequence[int]) -> CheckedSamp
     with _bulk.driver_cursor(session) as cursor, _bulk.no_cycle_collection():
         found = _value_rows(cursor, ids, postgres=postgres)
         rows, skipped = _drop_bad_runs(found.rows)
-        grouped = _group_samples(rows)
+        grouped, fastest_ids = _group_samples(rows)
         if not grouped:
             return CheckedSamples({}, skipped, found.summarised)
         series_ids = list(grouped)
@@ -89,7 +93,8 @@ def run_samples_checked(session: Session, run_ids: Sequence[int]) -> CheckedSamp
             for series_id, kind, name, device, scope, section, unit, better in cursor.fetchall()
         }
     samples = {keys[series_id]: per_run for series_id, per_run in grouped.items()}
-    return CheckedSamples(samples, skipped, found.summarised)
+    fastest = {keys[series_id]: per_run for series_id, per_run in fastest_ids.items()}
+    return CheckedSamples(samples, skipped, found.summarised, fastest)
 
 
 def series_values(
@@ -105,16 +110,17 @@ def series_values(
             cursor, sorted(created), postgres=postgres, series_id=series_id, created=created
         )
     values: dict[int, list[float]] = {}
-    for run_id, _, value in found.rows:
+    for run_id, _, value, _fastest in found.rows:
         values.setdefault(run_id, []).append(value)
     return values
 
 
 @dataclass(frozen=True, slots=True)
 class _Values:
-    """(run, series, value) rows in (run, series, repeat) order, and the runs summarised."""
+    """(run, series, value, fastest) rows in (run, series, repeat) order, and the runs
+    summarised."""
 
-    rows: list[tuple[int, int, float]]
+    rows: list[tuple[int, int, float, float | None]]
     summarised: list[int]
 
 
@@ -136,7 +142,7 @@ def _value_rows(
     one = "" if series_id is None else f" AND series_id = {int(series_id)}"
     if postgres:
         arms = _month_arms(cursor, run_ids, created)
-        raw: list[tuple[int, int, float]] = []
+        raw: list[tuple[int, int, float, float | None]] = []
         if arms:
             sql, params = _pg_samples(arms, one)
             cursor.execute(sql, params, binary=True)
@@ -182,12 +188,12 @@ def _pg_samples(arms: list[tuple[Month, list[int]]], one: str) -> tuple[str, lis
     if len(selects) == 1:
         return selects[0].replace(", repeat", "", 1) + _ORDER, params
     union = " UNION ALL ".join(selects)
-    return f"SELECT run_id, series_id, value FROM ({union}) AS s{_ORDER}", params
+    return f"SELECT run_id, series_id, value, fastest FROM ({union}) AS s{_ORDER}", params
 
 
 def _drop_bad_runs(
-    rows: list[tuple[int, int, float]],
-) -> tuple[list[tuple[int, int, float]], list[int]]:
+    rows: list[tuple[int, int, float, float | None]],
+) -> tuple[list[tuple[int, int, float, float | None]], list[int]]:
     """``rows`` without the runs holding a value that is not finite and non-negative."""
     values = np.fromiter(map(itemgetter(2), rows), dtype=np.float64, count=len(rows))
     bad = ~(values >= 0) | np.isinf(values)  # NaN fails ">= 0"
@@ -202,17 +208,17 @@ def _drop_bad_runs(
 # sort there), PostgreSQL sorts nearly sorted rows.
 _ORDER = " ORDER BY run_id, series_id, repeat"
 _PG_SAMPLES_ARM = (
-    "SELECT run_id, series_id, repeat, value FROM sample "
+    "SELECT run_id, series_id, repeat, value, fastest FROM sample "
     "WHERE run_day >= {lo} AND run_day < {hi} AND run_id = ANY(%s::int4[]){one} "
     "AND value IS NOT NULL"
 )
 _PG_RUN_TIMES = "SELECT id, created_at FROM run WHERE id = ANY(%s::int4[])"
 _SQLITE_SAMPLES = (
-    "SELECT run_id, series_id, value FROM sample "
+    "SELECT run_id, series_id, value, fastest FROM sample "
     "WHERE run_id IN (SELECT value FROM json_each(?)){} AND value IS NOT NULL" + _ORDER
 )
 _SUMMARIES = (
-    "SELECT run_id, series_id, median FROM sample_summary WHERE run_id {}{{}} "
+    "SELECT run_id, series_id, median, NULL FROM sample_summary WHERE run_id {}{{}} "
     "ORDER BY run_id, series_id"
 )
 _PG_SUMMARIES = _SUMMARIES.format("= ANY(%s::int4[])")
@@ -225,18 +231,31 @@ _DEVICES = {device.value: device for device in Device}
 _BETTER = {better.value: better for better in Better}
 
 
-def _group_samples(rows: Iterable[tuple[int, int, float]]) -> dict[int, dict[int, list[float]]]:
-    """(run, series, value) rows in primary key order → series → run → values by repeat."""
+def _group_samples(
+    rows: Iterable[tuple[int, int, float, float | None]],
+) -> tuple[dict[int, dict[int, list[float]]], dict[int, dict[int, list[float | None]]]]:
+    """(run, series, value, fastest) rows in primary key order → series → run → values by
+    repeat; and the same of the fastest-step values, for the series that have any."""
     grouped: dict[int, dict[int, list[float]]] = {}
+    fastest: dict[int, dict[int, list[float | None]]] = {}
     values: list[float] = []
+    quickest: list[float | None] = []
     last_run = last_series = None
-    for run_id, series_id, value in rows:
+    for run_id, series_id, value, fast in rows:
         if series_id == last_series and run_id == last_run:
             values.append(value)  # the next repeat
+            quickest.append(fast)
             continue
         per_run = grouped.get(series_id)
         if per_run is None:
             per_run = grouped[series_id] = {}
         values = per_run[run_id] = [value]
+        quickest = [fast]
+        if fast is not None or series_id in fastest:
+            fastest.setdefault(series_id, {})[run_id] = quickest
         last_run, last_series = run_id, series_id
-    return grouped
+    return grouped, {s: runs for s, runs in fastest.items() if _any_value(runs)}
+
+
+def _any_value(runs: Mapping[int, list[float | None]]) -> bool:
+    return any(v is not None for values in runs.values() for v in values)

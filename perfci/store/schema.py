@@ -261,6 +261,10 @@ class Sample(Base):
     std_ns: Mapped[float | None] = mapped_column(Double)
     median_ns: Mapped[float | None] = mapped_column(Double)
     bytes: Mapped[float | None] = mapped_column(Double)
+    #: The time on the fastest profiled step, where the profile gave per-step totals (host-side
+    #: operators, ranges and API calls of a torch trace): what comparisons use for such a series
+    #: when every run in the window has it (issue 30; :mod:`perfci.analysis.values`).
+    fastest: Mapped[float | None] = mapped_column(Double)
 
 
 class SampleSummary(Base):

@@ -29,14 +29,15 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from perfci.analysis.compare import CompareOptions, compare_run
-from perfci.analysis.judge import run_verdict
 from perfci.analysis.steps import primary_step_in
-from perfci.gpu_judge import step_moved, step_tolerance
+from perfci.analysis.values import on_fastest_step
+from perfci.gpu_judge import load_shift, step_moved, step_tolerance
 from perfci.gpu_state import RepeatJudgement, StateJudge
-from perfci.model import BaselineInfo, RunComparison, SeriesKey, Verdict
+from perfci.model import BaselineInfo, RunComparison, SeriesKey
 from perfci.store import queries
 from perfci.store.queries import RunInfo
 from perfci.store.samples import run_samples_checked
+from perfci.usecases.load_guard import undecided_on_a_busy_host, undecided_on_a_load_change
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,23 +119,33 @@ def compare_stored_run(
     skipped = [r for r in choice.run_ids if r in set(checked.skipped)]
     choice = replace(choice, run_ids=[r for r in choice.run_ids if r not in set(skipped)])
     oldest_first = list(reversed(choice.run_ids))
+    compared, on_fastest, fell_back = on_fastest_step(
+        samples, checked.fastest, [*oldest_first, run.id]
+    )
     # One list per baseline run, empty where a run lacks the series, so runs stay aligned.
     baseline = {
-        key: [by_run.get(r, []) for r in oldest_first]
-        for key, by_run in samples.items()
+        key: [list(by_run.get(r, [])) for r in oldest_first]
+        for key, by_run in compared.items()
         if any(r in by_run for r in oldest_first)
     }
     candidate = {
         key: _without(by_run[run.id], screen.left_out_repeats, run.repeats)
-        for key, by_run in samples.items()
+        for key, by_run in compared.items()
         if run.id in by_run
     }
     result = compare_run(baseline, candidate, benchmark=run.benchmark, options=options)
     result.notes.extend(screen.notes)
+    result.notes.extend(_fastest_notes(on_fastest, fell_back))
     if screen.candidate_busy is not None:
-        _undecided_on_a_busy_host(result, screen.candidate_busy)
-    result.notes.extend(_skipped_notes(skipped, run.id in checked.skipped))
+        undecided_on_a_busy_host(result, screen.candidate_busy)
     used = [oldest_first[i] for i in result.baseline_runs_used if i < len(oldest_first)]
+    shift = load_shift(
+        [list(states.get(r, {}).values()) for r in used],
+        [s for i, s in states.get(run.id, {}).items() if i not in screen.left_out_repeats],
+    )
+    if shift is not None:
+        undecided_on_a_load_change(result, shift)
+    result.notes.extend(_skipped_notes(skipped, run.id in checked.skipped))
     result.notes.extend(_summarised_notes(used, checked.summarised))
     result.baseline = _baseline_info(session, replace(choice, run_ids=used[::-1]))
     if result.baseline_level_start is not None:
@@ -280,34 +291,20 @@ def _screen_candidate(
     return (frozenset() if keep_all else frozenset(suspect)), notes, busy
 
 
-def _undecided_on_a_busy_host(result: RunComparison, words: str) -> None:
-    """Every repeat ran on a busy host: what moved is inconclusive, and the note says why.
-
-    A neighbour's load slows some metrics far more than others (large CPU operators, not
-    small ones), so neither the run factor nor the metrics themselves can tell it from a
-    change of the code. One more repeat on a quiet host would settle it: that is the number
-    of repeats each such line needs, so adaptive repeats keep going while the plan allows.
-    """
-    decided = (Verdict.REGRESSION, Verdict.IMPROVEMENT)
-    moved = [m for m in result.metrics if m.verdict in decided]
-    if not moved:
-        return
-    result.metrics = [
-        replace(m, verdict=Verdict.INCONCLUSIVE, repeats_needed=m.n_candidate + 1)
-        if m.verdict in decided
-        else m
-        for m in result.metrics
-    ]
-    if result.shared_factor is not None and result.shared_factor.verdict in decided:
-        result.shared_factor = replace(result.shared_factor, verdict=Verdict.INCONCLUSIVE)
-    result.verdict = run_verdict(result.metrics, primary=result.primary_step)
-    result.notes.append(
-        f"Every repeat of this run ran on a busy host ({words}) and its step moved with the "
-        f"load: a neighbour's load slows some metrics far more than others, so it cannot be "
-        f"told from a change of the code, and the {len(moved)} line(s) that moved are "
-        "inconclusive, not regressions or improvements. Rerun on a quiet runner, or compare "
-        "on this one with `perfci check --ab` (both sides share the load)."
+def _fastest_notes(used: int, fell_back: int) -> list[str]:
+    """One line when some series were compared on their fastest profiled step."""
+    if not used and not fell_back:
+        return []
+    back = (
+        f"; {fell_back} on their mean, while runs stored without that value are in the baseline"
+        if fell_back
+        else ""
     )
+    return [
+        f"{used} operators, ranges and API calls are compared on their fastest profiled step "
+        "(another process on the runner only adds time, to some steps more than others)"
+        f"{back}. The step stays a mean."
+    ]
 
 
 def _unsuspect_words(judged: RepeatJudgement) -> str:
