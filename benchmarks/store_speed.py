@@ -150,6 +150,7 @@ def sample_row(run_id: int, series_id: int, run: int, j: int, repeat: int) -> tu
         avg * 0.05,
         None,
         None,
+        None,  # no per-step totals in these metrics: no fastest step
     )
 
 

@@ -154,6 +154,9 @@ def _scaled(metric: Metric, factor: float, add_ns: float = 0.0) -> Metric:
     }
     if metric.samples_ns:
         values["samples_ns"] = [s * factor + add_ns for s in metric.samples_ns]
+    if metric.step_totals_ns:  # a slower operator is slower in every step (history mode
+        # compares host-side operators on their fastest step)
+        values["step_totals_ns"] = [t * factor for t in metric.step_totals_ns]
     return dataclasses.replace(metric, **values)
 
 

@@ -206,8 +206,11 @@ def test_five_main_jobs_in_fresh_clones_give_a_pull_request_its_baseline(origin:
     assert report["verdict"] == "regression"
     assert report["baseline"]["branch"] == "main"
     assert report["baseline"]["runs"] == 5, output
+    # The attention's operators fail the check; the step moved +38 % too, but its five runs
+    # were recorded on a loaded VM, too wide apart to call it on its own numbers: never
+    # unchanged or faster (tests/test_baseline_selection.py has the same runs).
     step = next(m for m in report["metrics"] if m["series"]["kind"] == "step")
-    assert step["verdict"] == "regression"
+    assert step["change"] > 0.2 and step["verdict"] in ("regression", "inconclusive")
     assert origin.tip() == tip, "a pull request must never write the history branch"
 
 
