@@ -139,8 +139,13 @@ def test_unchanged_pr_passes_and_both_sides_are_stored(
     repo = make_repo(tmp_path, {})
     monkeypatch.chdir(repo)
     base_sha, head_sha = git(repo, "rev-parse", "main"), git(repo, "rev-parse", "HEAD")
+    # A hook an earlier job's benchmark left in the checkout (a persistent runner) never runs.
+    hook = repo / ".git" / "hooks" / "post-checkout"
+    hook.write_text(f"#!/bin/sh\ntouch {tmp_path / 'hook-ran'}\n", encoding="utf-8")
+    hook.chmod(0o755)
 
     code = check_ab(repo, migrated_url, "--json-out", str(tmp_path / "report.json"))
+    assert not (tmp_path / "hook-ran").exists()
 
     captured = capsys.readouterr()
     assert code == 0, captured.err
