@@ -152,11 +152,23 @@ def _configured_pass_env(cwd: Path | None) -> list[str]:
 
 def collect_files(output_dir: Path, globs: Sequence[str]) -> list[Path]:
     """Files under ``output_dir`` matching any glob, sorted, each once (perfci's own GPU state
-    file is not a profile)."""
+    file is not a profile).
+
+    A link that leads out of ``output_dir`` (the benchmark is the code under test: it may
+    leave ``trace.json -> ~/.ssh/id_rsa``), or nowhere, is not a profile: never opened, so
+    nothing of what it points to reaches an error message (issue 31).
+    """
+    root = output_dir.resolve()
     found: dict[Path, None] = {}
     for pattern in globs:
         for path in sorted(output_dir.rglob(pattern)):
-            if path.is_file() and path.name != gpu_state.SIDECAR:
+            if path.name == gpu_state.SIDECAR:
+                continue
+            try:
+                real = path.resolve(strict=True)
+            except (OSError, RuntimeError):
+                continue
+            if real.is_relative_to(root) and real.is_file():
                 found[path] = None
     return list(found)
 

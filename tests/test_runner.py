@@ -360,3 +360,22 @@ def test_no_process_of_the_benchmark_outlives_its_repeat(tmp_path: Path) -> None
     finally:
         if running(helper):
             os.kill(helper, signal.SIGKILL)
+
+
+def test_a_link_the_benchmark_leaves_out_of_its_folder_is_never_opened(tmp_path: Path) -> None:
+    """Issue 31: perfci read the file a link pointed to and quoted its first bytes."""
+    secret = tmp_path / "id_rsa"
+    secret.write_text("-----BEGIN OPENSSH PRIVATE KEY----- TOP-S3CR3T\n")
+    script = (
+        "import os, pathlib, sys\n"
+        "out = pathlib.Path(os.environ['PERFCI_OUTPUT_DIR'])\n"
+        "(out / 'r.pt.trace.json').symlink_to(sys.argv[1])\n"
+    )
+    with pytest.raises(ConfigError, match="wrote no profile file") as caught:
+        run_benchmark(
+            [sys.executable, "-c", script, str(secret)],
+            benchmark="b",
+            repeats=1,
+            work_dir=tmp_path / "w",
+        )
+    assert "TOP-S3CR3T" not in str(caught.value) and "BEGIN" not in str(caught.value)
