@@ -122,7 +122,7 @@ def cache_root(env: Mapping[str, str] | None = None) -> Path:
     )
     if base and Path(base).is_absolute():
         return Path(base) / "perfci" / "history"
-    return Path(tempfile.gettempdir()) / f"perfci-{os.getuid()}" / "history"
+    return Path(tempfile.gettempdir()) / f"perfci-{_uid()}" / "history"
 
 
 def cache_name(branch_dir: str, url: str) -> str:
@@ -168,13 +168,19 @@ def _trusted(repo: Path) -> bool:
         info = repo.lstat()
     except FileNotFoundError:
         return True  # nothing there yet: made below
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != _uid():
         return False
     names = {entry.name for entry in repo.iterdir()}
     if not names <= _EXPECTED or not {"HEAD", "objects", "refs"} <= names:
         return False
     hooks = repo / "hooks"
     return not hooks.exists() or (hooks.is_dir() and not any(hooks.iterdir()))
+
+
+def _uid() -> int:
+    """This process's user id (0 where the platform has none: every folder is its own)."""
+    getuid = getattr(os, "getuid", None)
+    return int(getuid()) if getuid is not None else 0
 
 
 def _init(repo: Path) -> None:
