@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from perfci import private_env
+
 __all__ = ["annotation", "is_fork_pull_request", "write_job_summary"]
 
 
@@ -16,7 +18,7 @@ def write_job_summary(markdown: str, path: str | os.PathLike[str] | None = None)
 
     Returns whether it was written: ``False`` outside GitHub Actions.
     """
-    target = path if path is not None else os.environ.get("GITHUB_STEP_SUMMARY")
+    target = path if path is not None else private_env.get("GITHUB_STEP_SUMMARY")
     if not target:
         return False
     with Path(target).open("a", encoding="utf-8") as handle:

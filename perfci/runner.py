@@ -8,25 +8,39 @@ with ``torch`` the command is expected to write its own traces (see ``perfci.tor
 
 The benchmark is the code under test (a pull request's code, in CI), so it never sees perfci's
 or the CI's secrets: it starts without any ``PERFCI_*`` variable except the three perfci sets for
-it, and without the CI tokens in :data:`WITHHELD_CI_VARIABLES` (issue 13). ``pass_env`` (the
-``pass_env`` setting, ``--pass-env NAME``) lets named variables through.
+it, without the CI tokens in :data:`WITHHELD_CI_VARIABLES` (issue 13) and without the workflow
+command files (:data:`~perfci.private_env.WORKFLOW_FILES`: ``GITHUB_ENV``, ``GITHUB_OUTPUT`` …,
+issue 31). ``pass_env`` (the ``pass_env`` setting, ``--pass-env NAME``) lets named variables
+through. ``perfci check`` and ``perfci run`` hold those variables in memory only
+(:mod:`perfci.private_env`), so the benchmark does not find them in its parent's environment
+either.
+
+Each repeat runs in a process group of its own, with no terminal input. Whatever way a repeat
+ends (its exit, a timeout, Ctrl-C, SIGTERM or SIGHUP turned into an exception by the CLI), the
+group is ended: SIGTERM, then SIGKILL after :data:`STOP_GRACE_S`, so that no process of the
+benchmark outlives its repeat (issue 31).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
+import stat
 import subprocess
 import time
 from collections import deque
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perfci import gpu_state
+from perfci import gpu_state, private_env
 from perfci.errors import BenchmarkFailed, ConfigError
 from perfci.host_load import HostLoadMeter
+from perfci.private_env import BENCHMARK_VARIABLES, WITHHELD_CI_VARIABLES, WORKFLOW_FILES
 
 PROFILERS = ("torch", "nsys", "none")
 DEFAULT_GLOBS: dict[str, tuple[str, ...]] = {
@@ -35,21 +49,24 @@ DEFAULT_GLOBS: dict[str, tuple[str, ...]] = {
     "none": ("*",),
 }
 TAIL_LINES = 40
+#: Seconds a stopped benchmark's process group gets between SIGTERM and SIGKILL.
+STOP_GRACE_S = 5.0
 
-#: What perfci sets for each repeat; every other ``PERFCI_*`` variable is withheld.
-BENCHMARK_VARIABLES = ("PERFCI_OUTPUT_DIR", "PERFCI_REPEAT", "PERFCI_PROFILER")
-#: The CI's credentials, withheld from the benchmark: GitHub's API tokens, and the Actions
-#: runtime's tokens with the service URLs they unlock (cache, artifacts, OIDC id tokens).
-WITHHELD_CI_VARIABLES = (
-    "GITHUB_TOKEN",
-    "GH_TOKEN",
-    "ACTIONS_RUNTIME_TOKEN",
-    "ACTIONS_RUNTIME_URL",
-    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
-    "ACTIONS_ID_TOKEN_REQUEST_URL",
-    "ACTIONS_CACHE_URL",
-    "ACTIONS_RESULTS_URL",
-)
+# What perfci sets for each repeat, and what it withholds: defined with the private variables.
+__all__ = [
+    "BENCHMARK_VARIABLES",
+    "DEFAULT_GLOBS",
+    "PROFILERS",
+    "WITHHELD_CI_VARIABLES",
+    "WORKFLOW_FILES",
+    "RepeatResult",
+    "RunResult",
+    "benchmark_environment",
+    "collect_files",
+    "run_benchmark",
+    "workflow_files_kept",
+    "wrap_command",
+]
 
 
 @dataclass(slots=True)
@@ -104,7 +121,7 @@ def benchmark_environment(
     Parameters
     ----------
     base
-        The environment perfci runs in (``os.environ``).
+        The environment perfci runs in (:func:`perfci.private_env.environ`).
     pass_env
         Names to let through although they would be withheld.
 
@@ -123,9 +140,7 @@ def benchmark_environment(
 def _withheld(name: str) -> bool:
     # Default-deny for perfci's namespace: a setting added later (a webhook, a token) is
     # withheld without anyone having to remember this list.
-    if name.startswith("PERFCI_"):
-        return name not in BENCHMARK_VARIABLES
-    return name in WITHHELD_CI_VARIABLES
+    return private_env.is_private(name)
 
 
 def _configured_pass_env(cwd: Path | None) -> list[str]:
@@ -137,11 +152,23 @@ def _configured_pass_env(cwd: Path | None) -> list[str]:
 
 def collect_files(output_dir: Path, globs: Sequence[str]) -> list[Path]:
     """Files under ``output_dir`` matching any glob, sorted, each once (perfci's own GPU state
-    file is not a profile)."""
+    file is not a profile).
+
+    A link that leads out of ``output_dir`` (the benchmark is the code under test: it may
+    leave ``trace.json -> ~/.ssh/id_rsa``), or nowhere, is not a profile: never opened, so
+    nothing of what it points to reaches an error message (issue 31).
+    """
+    root = output_dir.resolve()
     found: dict[Path, None] = {}
     for pattern in globs:
         for path in sorted(output_dir.rglob(pattern)):
-            if path.is_file() and path.name != gpu_state.SIDECAR:
+            if path.name == gpu_state.SIDECAR:
+                continue
+            try:
+                real = path.resolve(strict=True)
+            except (OSError, RuntimeError):
+                continue
+            if real.is_relative_to(root) and real.is_file():
                 found[path] = None
     return list(found)
 
@@ -162,9 +189,10 @@ def run_benchmark(
 ) -> RunResult:
     """Run ``command`` ``repeats`` times; stop at the first failing repeat.
 
-    ``env`` (default ``os.environ``) is what the benchmark would inherit; it starts with
-    perfci's and the CI's secrets removed (:func:`benchmark_environment`) except the names in
-    ``pass_env`` (default: the ``pass_env`` setting). ``cwd`` is the directory it runs in.
+    ``env`` (default: :func:`perfci.private_env.environ`) is what the benchmark would inherit;
+    it starts with perfci's and the CI's secrets removed (:func:`benchmark_environment`)
+    except the names in ``pass_env`` (default: the ``pass_env`` setting). ``cwd`` is the
+    directory it runs in.
 
     Raises ``BenchmarkFailed`` (carrying the exit code and the output tail) when a repeat
     fails, and ``ConfigError`` when a repeat produced no profile file.
@@ -177,28 +205,82 @@ def run_benchmark(
         raise ConfigError("--repeats must be at least 1")
     patterns = tuple(globs) if globs else DEFAULT_GLOBS[profiler]
     allowed = _configured_pass_env(cwd) if pass_env is None else pass_env
-    base_env, withheld = benchmark_environment(os.environ if env is None else env, pass_env=allowed)
+    full_env = private_env.environ() if env is None else env
+    base_env, withheld = benchmark_environment(full_env, pass_env=allowed)
     result = RunResult(benchmark=benchmark)
     for index in range(repeats):
         out_dir = work_dir / f"repeat-{index}"
         if out_dir.exists():
             shutil.rmtree(out_dir)
         out_dir.mkdir(parents=True)
-        repeat = _run_once(
-            command,
-            index=index,
-            out_dir=out_dir,
-            profiler=profiler,
-            patterns=patterns,
-            env=base_env,
-            cwd=cwd,
-            timeout_s=timeout_s,
-        )
+        with workflow_files_kept(full_env):
+            repeat = _run_once(
+                command,
+                index=index,
+                out_dir=out_dir,
+                profiler=profiler,
+                patterns=patterns,
+                env=base_env,
+                cwd=cwd,
+                timeout_s=timeout_s,
+            )
         repeat.withheld = withheld
         result.repeats.append(repeat)
         if on_repeat is not None:
             on_repeat(index, repeat)
     return result
+
+
+@contextmanager
+def workflow_files_kept(env: Mapping[str, str]) -> Iterator[None]:
+    """Undo, on the way out, whatever was written meanwhile to the job's workflow-command files.
+
+    The benchmark gets neither the variables naming them nor its parent's (:mod:`private_env`),
+    but runs as the same user and may find them (``$RUNNER_TEMP/_runner_file_commands``). A
+    line it appended to ``GITHUB_ENV`` (``BASH_ENV=…``) would run code in every later step, one
+    in ``GITHUB_OUTPUT`` would forge this step's outputs. So each file (up to
+    :data:`_MAX_WORKFLOW_FILE` bytes) is read before the repeat and put back as it was after
+    it, however the repeat ended: a file replaced by a link is replaced again, never written
+    through.
+    """
+    saved: dict[Path, bytes | None] = {}
+    for name in WORKFLOW_FILES:
+        if env.get(name):
+            path = Path(env[name])
+            with contextlib.suppress(OSError, ValueError):
+                saved[path] = _plain_file_bytes(path)
+    try:
+        yield
+    finally:
+        for path, data in saved.items():
+            with contextlib.suppress(OSError):
+                _put_back(path, data)
+
+
+_MAX_WORKFLOW_FILE = 64 * 1024 * 1024
+
+
+def _plain_file_bytes(path: Path) -> bytes | None:
+    """The content of a regular file, ``None`` when there is none; ``ValueError`` for any
+    other thing (a link, a pipe, a huge file): left alone."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_WORKFLOW_FILE:
+        raise ValueError(path)
+    return path.read_bytes()
+
+
+def _put_back(path: Path, data: bytes | None) -> None:
+    with contextlib.suppress(ValueError):
+        if _plain_file_bytes(path) == data:
+            return
+    path.unlink(missing_ok=True)  # a link or a changed file: removed, never written through
+    if data is not None:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        with os.fdopen(os.open(path, flags, 0o644), "wb") as handle:
+            handle.write(data)
 
 
 def _run_once(
@@ -263,29 +345,73 @@ def _wait(
     index: int,
     timeout_s: float | None,
 ) -> int:
-    """Run one repeat's process to its end, keeping the last lines of its output."""
+    """Run one repeat's process to its end, keeping the last lines of its output.
+
+    The process leads a process group of its own, ended on every way out (module docstring).
+    """
     try:
         process = subprocess.Popen(
             argv,
             cwd=cwd,
             env=env,
+            stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
             errors="replace",
+            **_own_group(),
         )
     except OSError as exc:
         raise ConfigError(f"cannot start benchmark command {argv[0]!r}: {exc.strerror}") from exc
     assert process.stdout is not None
-    for line in process.stdout:
-        tail.append(line.rstrip("\n"))
+    finished = False
     try:
-        return process.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-        raise BenchmarkFailed(
-            f"repeat {index} timed out after {timeout_s:.0f} s",
-            returncode=124,
-            tail="\n".join(tail),
-        ) from None
+        for line in process.stdout:
+            tail.append(line.rstrip("\n"))
+        try:
+            code = process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise BenchmarkFailed(
+                f"repeat {index} timed out after {timeout_s:.0f} s",
+                returncode=124,
+                tail="\n".join(tail),
+            ) from None
+        finished = True
+        return code
+    finally:
+        _end_group(process, grace_s=0.0 if finished else STOP_GRACE_S)
+        process.stdout.close()
+
+
+def _own_group() -> dict[str, Any]:
+    """Popen's arguments for a process group of its own (POSIX)."""
+    return {"process_group": 0} if os.name == "posix" else {}
+
+
+def _end_group(process: subprocess.Popen[str], *, grace_s: float) -> None:
+    """End every process of ``process``'s group: SIGTERM, then SIGKILL after ``grace_s``.
+
+    After a repeat that exited by itself only strays are left (a server the benchmark started
+    and forgot): they get SIGKILL at once. The group is ``process.pid`` (``process_group=0``).
+    """
+    if os.name != "posix":
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        return
+    if grace_s > 0 and _signal_group(process.pid, signal.SIGTERM):
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=grace_s)
+    _signal_group(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def _signal_group(group: int, signum: signal.Signals) -> bool:
+    """Send ``signum`` to the process group; False when it has no process left."""
+    try:
+        os.killpg(group, signum)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # a member changed user (setuid): nothing more perfci may do
+        return False
+    return True

@@ -11,7 +11,10 @@ and GitHub Actions' ``GITHUB_TOKEN``/``GITHUB_API_URL``, first one wins. ``Setti
 built directly reads the flags and the environment only; ``get_settings()`` adds the file.
 
 Unknown keys in the config file or among the flags are a :class:`~perfci.errors.ConfigError`
-naming the key and the nearest valid one (a typo must not silently change nothing). Unknown
+naming the key and the nearest valid one (a typo must not silently change nothing). The
+settings that say where a token is sent (:data:`TOKEN_DESTINATIONS`: ``github_api_url``,
+``server_url``) are refused in the config file, which a pull request can change: flags and the
+environment only (issue 31). Unknown
 ``PERFCI_*`` environment variables are ignored: that namespace also holds variables that are not
 settings (``PERFCI_SLACK_WEBHOOK``, the test suite's ``PERFCI_TEST_POSTGRES_URL``, variables a
 benchmark reads).
@@ -20,7 +23,6 @@ benchmark reads).
 from __future__ import annotations
 
 import difflib
-import os
 import re
 import tomllib
 from collections.abc import Mapping
@@ -32,12 +34,14 @@ from pydantic import Field, SecretStr, ValidationError, field_validator, model_v
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
+    EnvSettingsSource,
     NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
 
+from perfci import private_env
 from perfci.errors import ConfigError
 
 # What one upload may hold is defined once, in perfci.limits (it imports nothing, for the
@@ -55,6 +59,9 @@ DEFAULT_DB_NAME = "perfci.db"
 #: Keys of ``[tool.perfci.benchmarks.NAME]`` that override the global threshold of that name.
 BENCHMARK_THRESHOLDS = ("delta", "alpha")
 _VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: Settings that say where a token is sent: never read from a config file, which is the
+#: repository's (a pull request's) to change; only flags and the environment set them.
+TOKEN_DESTINATIONS = ("github_api_url", "server_url")
 
 #: The directory ``get_settings`` looks for the config file from, while it builds the settings;
 #: ``None`` (the default) means no config file, as for ``Settings(...)`` built directly.
@@ -70,6 +77,7 @@ class Settings(BaseSettings):
     # Production: postgresql+psycopg://user@host/db. The password is never printed.
     database_url: str | None = None
     # perfci server for remote mode (uploads over HTTP instead of holding DB credentials).
+    # The project token is sent there: flag or environment only, never the config file.
     server_url: str | None = None
     # History kept in the repository itself, for ephemeral runners with no database or server:
     # `git:BRANCH` (e.g. `git:perfci-data`) reads the runs on that branch of `origin` into the
@@ -161,12 +169,20 @@ class Settings(BaseSettings):
     # requests target); longer than keep_samples keeps the base branch's repeats for longer.
     # Default: keep_samples.
     keep_base_samples: int | None = Field(None, ge=1)
+    # Base branches, as glob patterns (`release/*`): their pushes' runs keep their raw samples
+    # for keep_base_samples, as do those of baseline_branch and of every branch a pull
+    # request targets. `perfci db prune --dry-run` shows them. Env: PERFCI_BASE_BRANCHES="a,b".
+    base_branches: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["main", "master", "release/*"]
+    )
     # Months of sample partitions made ahead of the current one by `perfci db upgrade` and
     # `perfci db maintain` (an ingest makes a missing one itself; ahead is cheaper).
     partitions_ahead: int = Field(3, ge=0, le=24)
 
     # --- GitHub ---
     github_token: SecretStr | None = None
+    # Where the GitHub token is sent (GITHUB_API_URL in Actions, PERFCI_GITHUB_API_URL): flag or
+    # environment only, never the config file (a pull request could change that).
     github_api_url: str = "https://api.github.com"
 
     @classmethod
@@ -182,14 +198,17 @@ class Settings(BaseSettings):
 
         The config file and GitHub's variables are read only inside :func:`get_settings`.
         ``GITHUB_TOKEN`` sits under the config file because Actions sets it in every job: a
-        token or API URL written in the file is the more deliberate choice.
+        token written in the file is the more deliberate choice (the API URL it goes to
+        cannot be written there: :data:`TOKEN_DESTINATIONS`). The environment includes the
+        variables perfci holds in memory (:mod:`perfci.private_env`).
         """
+        env = PrivateEnvSource(settings_cls)
         start = _config_start.get()
         if start is None:
-            return init_settings, env_settings
+            return init_settings, env
         found = find_config_file(start)
         files = () if found is None else (ConfigFileSource(settings_cls, *found),)
-        return init_settings, env_settings, *files, GitHubActionsSource(settings_cls)
+        return init_settings, env, *files, GitHubActionsSource(settings_cls)
 
     @field_validator("database_url", "read_database_url")
     @classmethod
@@ -226,6 +245,16 @@ class Settings(BaseSettings):
         if bad:
             raise ValueError(f"not an environment variable name: {', '.join(map(repr, bad))}")
         return list(dict.fromkeys(names))
+
+    @field_validator("base_branches", mode="before")
+    @classmethod
+    def _branch_patterns(cls, value: object) -> list[str]:
+        names = value.replace(",", " ").split() if isinstance(value, str) else value
+        if not isinstance(names, list | tuple) or not all(
+            isinstance(n, str) and n.strip() for n in names
+        ):
+            raise ValueError("must be a list of branch names or glob patterns")
+        return list(dict.fromkeys(n.strip() for n in names))
 
     @field_validator("token", "github_token", "metrics_token")
     @classmethod
@@ -312,10 +341,37 @@ class ConfigFileSource(TomlConfigSettingsSource):
         ]
         if unknown:
             raise ConfigError(unknown_setting_message(unknown[0], f"in {self.where}"))
+        refused = [key for key in self.toml_data if key.replace("-", "_") in TOKEN_DESTINATIONS]
+        if refused:
+            raise ConfigError(destination_message(refused[0], self.where))
         self.init_kwargs = {key.replace("-", "_"): value for key, value in self.toml_data.items()}
 
     def _read_file(self, file_path: Path) -> dict[str, Any]:  # type: ignore[override]
         return _read_toml(file_path)
+
+
+def destination_message(key: str, where: str) -> str:
+    """Why ``key`` (a setting naming where a token is sent) is refused in a config file."""
+    name = key.replace("-", "_")
+    instead = {
+        "github_api_url": "GITHUB_API_URL (set by GitHub Actions) or PERFCI_GITHUB_API_URL",
+        "server_url": "PERFCI_SERVER_URL or the GitHub Action's `server-url` input",
+    }.get(name, f"PERFCI_{name.upper()}")
+    return (
+        f"'{key}' in {where}: where perfci sends a token is never read from the repository "
+        f"(a pull request could point it at its own host); set {instead} in the job instead"
+    )
+
+
+class PrivateEnvSource(EnvSettingsSource):
+    """``PERFCI_*`` variables: the environment and those perfci holds in memory
+    (:mod:`perfci.private_env`: after ``perfci check`` moved them out of its environment)."""
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        loaded = dict(super()._load_env_vars())
+        for name, value in private_env.held().items():
+            loaded[name if self.case_sensitive else name.lower()] = value
+        return loaded
 
 
 class GitHubActionsSource(PydanticBaseSettingsSource):
@@ -327,7 +383,8 @@ class GitHubActionsSource(PydanticBaseSettingsSource):
         return None, field_name, False  # not used: __call__ reads the two variables itself
 
     def __call__(self) -> dict[str, Any]:
-        return {field: os.environ[name] for field, name in self._VARIABLES if name in os.environ}
+        env = private_env.environ()
+        return {field: env[name] for field, name in self._VARIABLES if name in env}
 
 
 def unknown_setting_message(key: str, where: str) -> str:

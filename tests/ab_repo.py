@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,10 @@ if factors.get("fail"):
     print("CUDA error: out of memory")
     sys.exit(3)
 if factors.get("hang"):
-    pathlib.Path(os.environ["HANG_MARKER"]).write_text("started")
+    import subprocess
+    # A child of its own, as a data loader's workers: it must go with the benchmark.
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    pathlib.Path(os.environ["HANG_MARKER"]).write_text(f"{os.getpid()} {child.pid}")
     time.sleep(120)
 if factors.get("garbage"):
     (out / "profile.json").write_text('{"perfci_version": "0", "profiles": [')
@@ -191,6 +195,26 @@ def assert_cleaned(repo: Path, temp: Path) -> None:
         f"worktree {repo.resolve()}"
     ]
     assert list(temp.iterdir()) == []
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie, waiting for its parent, is not)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def ended(pid: int, within_s: float = 10.0) -> bool:
+    """Whether ``pid`` has ended, or does within a moment (a SIGKILL takes effect when the
+    process is next scheduled: no more of its code runs, but its state changes a bit later)."""
+    deadline = time.monotonic() + within_s
+    while running(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def stored_runs(url: str) -> list[int]:

@@ -15,7 +15,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from ab_repo import assert_cleaned, check_ab, clean_env, git, make_repo, stored_runs
+from ab_repo import (
+    assert_cleaned,
+    check_ab,
+    clean_env,
+    ended,
+    git,
+    make_repo,
+    running,
+    stored_runs,
+)
 from sqlalchemy import select
 
 from perfci.analysis.paired import compare_paired, paired_stats
@@ -130,8 +139,13 @@ def test_unchanged_pr_passes_and_both_sides_are_stored(
     repo = make_repo(tmp_path, {})
     monkeypatch.chdir(repo)
     base_sha, head_sha = git(repo, "rev-parse", "main"), git(repo, "rev-parse", "HEAD")
+    # A hook an earlier job's benchmark left in the checkout (a persistent runner) never runs.
+    hook = repo / ".git" / "hooks" / "post-checkout"
+    hook.write_text(f"#!/bin/sh\ntouch {tmp_path / 'hook-ran'}\n", encoding="utf-8")
+    hook.chmod(0o755)
 
     code = check_ab(repo, migrated_url, "--json-out", str(tmp_path / "report.json"))
+    assert not (tmp_path / "hook-ran").exists()
 
     captured = capsys.readouterr()
     assert code == 0, captured.err
@@ -210,7 +224,25 @@ def test_a_failing_or_unparsable_side_stores_nothing_and_removes_the_worktree(
     assert_cleaned(repo, clean_env)
 
 
-def test_ctrl_c_removes_the_worktree(tmp_path: Path, clean_env: Path, migrated_url: str) -> None:
+@pytest.mark.parametrize(
+    ("signum", "to_group", "code"),
+    [
+        (signal.SIGINT, True, 130),  # Ctrl-C in a terminal: the whole foreground group
+        (signal.SIGTERM, False, 143),  # a cancelled CI job, `kill`, a container stopped
+        (signal.SIGHUP, False, 129),  # the terminal closed
+    ],
+    ids=["SIGINT", "SIGTERM", "SIGHUP"],
+)
+def test_a_stopped_check_removes_the_worktree_and_ends_the_benchmark(
+    tmp_path: Path,
+    clean_env: Path,
+    migrated_url: str,
+    signum: signal.Signals,
+    to_group: bool,
+    code: int,
+) -> None:
+    """Issue 31: SIGTERM used to leave the worktree, the temporary folder and the benchmark
+    (with its own child) behind; every way of stopping perfci cleans up as Ctrl-C does."""
     repo = make_repo(tmp_path, {"hang": True})
     marker = tmp_path / "started"
     env = {**os.environ, "HANG_MARKER": str(marker), "TMPDIR": str(clean_env)}
@@ -237,20 +269,26 @@ def test_ctrl_c_removes_the_worktree(tmp_path: Path, clean_env: Path, migrated_u
     )
     try:
         deadline = time.monotonic() + 120
-        while not marker.exists():
+        while not marker.exists() or len(marker.read_text().split()) < 2:
             assert process.poll() is None, process.communicate()
             assert time.monotonic() < deadline, "the benchmark never started"
             time.sleep(0.05)
-        # Ctrl-C in a terminal: SIGINT to the whole foreground process group.
-        os.killpg(process.pid, signal.SIGINT)
+        benchmark = [int(pid) for pid in marker.read_text().split()]
+        assert all(running(pid) for pid in benchmark)
+        if to_group:
+            os.killpg(process.pid, signum)
+        else:
+            os.kill(process.pid, signum)
         _, err = process.communicate(timeout=60)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-    assert process.returncode == 130, err
+    assert process.returncode == code, err
+    assert "Traceback" not in err
     assert stored_runs(migrated_url) == []
     assert_cleaned(repo, clean_env)
+    assert all(ended(pid) for pid in benchmark), "the benchmark outlived perfci"
 
 
 def test_a_dirty_working_tree_is_a_usage_error(

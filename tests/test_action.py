@@ -630,6 +630,67 @@ def test_the_default_torch_profiler_works_with_the_runners_own_python(
     assert {"PERFCI_OUTPUT_DIR", "PERFCI_REPEAT"} <= seen
 
 
+#: A benchmark that looks for the job's tokens where a process of the same user can: the
+#: environment block of every process above it, and the runner's temporary folder.
+SNOOP = r"""
+import json, os, pathlib, shutil, sys
+stop = int(os.environ["TEST_PID"])
+seen = {"own": sorted(os.environ), "ancestors": [], "temp": []}
+pid = os.getppid()
+while pid > 1 and pid != stop:
+    with open(f"/proc/{pid}/environ", "rb") as handle:
+        seen["ancestors"].append(handle.read().decode("utf-8", "replace"))
+    with open(f"/proc/{pid}/stat") as handle:
+        pid = int(handle.read().rsplit(")", 1)[1].split()[1])
+temp = pathlib.Path(os.environ["RUNNER_TEMP"])
+seen["temp"] = [p.name for p in temp.iterdir()]
+seen["temp_content"] = [p.read_text("utf-8", "replace") for p in temp.glob("perfci-secrets*")]
+pathlib.Path("seen-" + os.environ["PERFCI_REPEAT"] + ".json").write_text(json.dumps(seen))
+shutil.copy(sys.argv[1], os.path.join(os.environ["PERFCI_OUTPUT_DIR"], "r.pt.trace.json.gz"))
+"""
+
+
+@pytest.mark.slow
+def test_no_process_above_the_benchmark_holds_a_token(
+    action: dict[str, Any], github_server: FakeGitHub, tmp_path: Path
+) -> None:
+    """Issue 31: the check step had the tokens in its environment, which the benchmark read
+    from /proc. The Action hands them to perfci in a file perfci deletes before it starts the
+    benchmark; perfci holds them in memory only (perfci.private_env)."""
+    runner = Runner(
+        tmp_path, github_server, tmp_path / "perfci.db", extra_env={"TEST_PID": str(os.getpid())}
+    )
+    runner.workspace.mkdir()
+    trace = sorted((PROFILES / "main-1").glob("*.pt.trace.json.gz"))[0]
+    (runner.workspace / "bench.py").write_text(SNOOP, encoding="utf-8")
+    database = f"sqlite:///{runner.database}?secret=db-s3cr3t"
+    done = runner.run(
+        action,
+        {
+            "benchmark": BENCHMARK,
+            "repeats": "2",
+            "command": f"{sys.executable} bench.py {trace}",
+            "database-url": database,
+        },
+    )
+    assert done.returncode == 0, done.log
+    assert done.outputs["verdict"] == "no-baseline", done.log
+    # perfci got the token all the same: the comment is there.
+    assert len(github_server.comments_on(REPO, 7)) == 1, done.log
+    assert done.outputs["comment-url"] == github_server.comments_on(REPO, 7)[0]["html_url"]
+    for repeat in (0, 1):
+        text = (runner.workspace / f"seen-{repeat}.json").read_text(encoding="utf-8")
+        seen = json.loads(text)
+        assert len(seen["ancestors"]) >= 2, seen["ancestors"]  # perfci, the step (and bash -c)
+        assert TOKEN not in text and "db-s3cr3t" not in text
+        assert not {"GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "PERFCI_DATABASE_URL"} & set(
+            seen["own"]
+        )
+        assert not [name for name in seen["temp"] if name.startswith("perfci-secrets")]
+    assert not list(runner.temp.glob("perfci-secrets*"))
+    assert TOKEN not in done.log
+
+
 def test_the_simulator_evaluates_expressions_and_outputs(tmp_path: Path) -> None:
     context = {"inputs": {"a-b": "x"}, "github": {"token": "t"}, "steps": {}}
     assert (

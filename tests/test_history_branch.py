@@ -21,7 +21,7 @@ import pytest
 from db_fixtures import make_context, make_profile
 
 from perfci.errors import ConfigError, StorageError
-from perfci.history import GitBranch, decode_run, encode_run, parse_history, run_path
+from perfci.history import GitBranch, cache_root, decode_run, encode_run, parse_history, run_path
 from perfci.settings import Settings
 from perfci.usecases.history import is_base_branch_push, sync_branch
 
@@ -37,7 +37,7 @@ def _env(home: Path) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("GITHUB_", "PERFCI_", "GIT_", "RUNNER_"))
+        if not k.startswith(("GITHUB_", "PERFCI_", "GIT_", "RUNNER_", "XDG_"))
     }
     return {
         **env,
@@ -48,6 +48,14 @@ def _env(home: Path) -> dict[str, str]:
         "GIT_COMMITTER_NAME": "dev",
         "GIT_COMMITTER_EMAIL": "dev@example.com",
     }
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """perfci's cache folder (the history's bare repositories) under this test's folder."""
+    folder = tmp_path / "xdg-cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(folder))
+    return folder
 
 
 def git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
@@ -225,7 +233,7 @@ def test_a_pull_request_run_is_never_recorded() -> None:
 
 
 def _branch(origin: Origin, clone: Path) -> GitBranch:
-    return GitBranch(checkout=clone, branch=BRANCH, cache=clone / ".perfci" / "history")
+    return GitBranch(checkout=clone, branch=BRANCH, cache=origin.root / "cache" / clone.name)
 
 
 def test_concurrent_pushers_all_land(origin: Origin) -> None:
@@ -372,7 +380,7 @@ def test_sync_is_incremental_and_idempotent(origin: Origin, migrated_url: str) -
     later = sync_branch(settings, BRANCH, cwd=reader)
     assert (later.files, later.stored) == (1, 1)  # only the new file was read
     # A lost marker means reading everything again: stored once all the same.
-    (reader / ".perfci" / "history" / f"{BRANCH}.imported").unlink()
+    (cache_root() / next(cache_root().glob(f"{BRANCH}-*.imported")).name).unlink()
     full = sync_branch(settings, BRANCH, cwd=reader)
     assert (full.files, full.stored) == (4, 0)
 

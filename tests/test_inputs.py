@@ -108,3 +108,57 @@ def test_a_folder_without_profiles_is_refused_before_the_store_is_opened(
     assert "no profile files in this folder (1 files no parser recognises)" in err
     assert not (tmp_path / "store.db").exists()
     assert os.listdir(folder) == ["notes.txt"]
+
+
+def test_links_lead_nowhere_out_of_the_folder_and_never_round_in_a_loop(
+    tmp_path: Path, outside_git: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 31: a loop of links was followed about 40 levels deep, every profile read again
+    at each; a link out of the folder was opened. Now each file is read once, links out of the
+    folder, dangling or looping are named and never opened."""
+    folder = _folder(tmp_path)
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"password": "TOP-S3CR3T"}\n')
+    (folder / "loop").symlink_to("..")  # the folder itself, from inside
+    (folder / "deeper").mkdir()
+    (folder / "deeper" / "up").symlink_to("../..")  # the folder's parent
+    (folder / "outside.json").symlink_to(secret)
+    (folder / "dangling.json").symlink_to(tmp_path / "gone.json")
+    (folder / "same").symlink_to("deeper")  # a second way to a folder read already
+    (folder / "rep4.json").symlink_to(folder / "rep10.json")  # inside: rep10 is read once
+    (folder / "a-link").symlink_to("deeper")  # inside, to a folder not read yet: followed
+    _repeat(folder / "deeper" / "rep3.json", 3e6)
+    found = expand_inputs([folder])
+    # `deeper` is read through `a-link`, which comes first; each file once.
+    assert [p.relative_to(folder).as_posix() for p in found.files] == [
+        "a-link/rep3.json",
+        "rep1.json",
+        "rep2.json",
+        "rep10.json",
+    ]
+    assert sorted(p.name for p in found.refused) == [
+        "dangling.json",
+        "loop",
+        "outside.json",
+        "rep4.json",  # rep10.json read already
+        "same",
+        "up",
+    ]
+    assert main(["parse", str(folder), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert len(json.loads(captured.out)["profiles"]) == 4
+    assert "outside.json" in captured.err and "loop" in captured.err
+    assert "TOP-S3CR3T" not in captured.out + captured.err
+
+
+def test_a_folder_of_links_out_of_it_quotes_nothing(
+    tmp_path: Path, outside_git: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    secret = tmp_path / "id_rsa"
+    secret.write_text("-----BEGIN OPENSSH PRIVATE KEY----- TOP-S3CR3T\n")
+    (folder / "trace.json").symlink_to(secret)
+    assert main(["parse", str(folder), "--format", "chrome_trace"]) == 2
+    err = capsys.readouterr().err
+    assert "1 links not followed" in err and "TOP-S3CR3T" not in err and "BEGIN" not in err

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
 import pytest
+from ab_repo import ended, running
 
 from perfci.cli.main import main
 from perfci.errors import BenchmarkFailed, ConfigError
@@ -329,3 +331,51 @@ def test_perfci_check_pass_env_flag_lets_one_variable_through(
     seen = json.loads(dump.read_text())
     assert seen["PERFCI_EXAMPLE_KNOB"] == "slow"
     assert not set(secrets) & set(seen)
+
+
+#: A benchmark that starts a helper (a server, a data loader) and exits without stopping it.
+LEAVES_A_PROCESS = (
+    "import os, pathlib, subprocess, sys\n"
+    "helper = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'],\n"
+    "                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+    "pathlib.Path(sys.argv[1]).write_text(str(helper.pid))\n"
+    "pathlib.Path(os.environ['PERFCI_OUTPUT_DIR'], 'p.json').write_text('{}')\n"
+)
+
+
+def test_no_process_of_the_benchmark_outlives_its_repeat(tmp_path: Path) -> None:
+    """Issue 31: each repeat leads a process group of its own, ended when the repeat ends: a
+    process the pull request's code left running could read later steps' secrets."""
+    pid_file = tmp_path / "helper.pid"
+    run_benchmark(
+        [sys.executable, "-c", LEAVES_A_PROCESS, str(pid_file)],
+        benchmark="b",
+        repeats=1,
+        work_dir=tmp_path / "w",
+        profiler="none",
+    )
+    helper = int(pid_file.read_text())
+    try:
+        assert ended(helper), "the benchmark's helper outlived its repeat"
+    finally:
+        if running(helper):
+            os.kill(helper, signal.SIGKILL)
+
+
+def test_a_link_the_benchmark_leaves_out_of_its_folder_is_never_opened(tmp_path: Path) -> None:
+    """Issue 31: perfci read the file a link pointed to and quoted its first bytes."""
+    secret = tmp_path / "id_rsa"
+    secret.write_text("-----BEGIN OPENSSH PRIVATE KEY----- TOP-S3CR3T\n")
+    script = (
+        "import os, pathlib, sys\n"
+        "out = pathlib.Path(os.environ['PERFCI_OUTPUT_DIR'])\n"
+        "(out / 'r.pt.trace.json').symlink_to(sys.argv[1])\n"
+    )
+    with pytest.raises(ConfigError, match="wrote no profile file") as caught:
+        run_benchmark(
+            [sys.executable, "-c", script, str(secret)],
+            benchmark="b",
+            repeats=1,
+            work_dir=tmp_path / "w",
+        )
+    assert "TOP-S3CR3T" not in str(caught.value) and "BEGIN" not in str(caught.value)

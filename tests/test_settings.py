@@ -48,12 +48,48 @@ def test_github_actions_variables_sit_under_the_file_and_perfci_variables(
     monkeypatch.setenv("GITHUB_API_URL", "https://ghe.example/api/v3")
     token = get_settings(start=tmp_path).github_token
     assert token is not None and token.get_secret_value() == "ghs_from_actions"
-    _pyproject(tmp_path, 'github-api-url = "https://file.example/api/v3"\n')
+    _pyproject(tmp_path, 'github-token = "ghs_from_file"\n')
+    token = get_settings(start=tmp_path).github_token
+    assert token is not None and token.get_secret_value() == "ghs_from_file"
     monkeypatch.setenv("PERFCI_GITHUB_TOKEN", "ghs_from_perfci")
     settings = get_settings(start=tmp_path)
-    assert settings.github_api_url == "https://file.example/api/v3"
+    assert settings.github_api_url == "https://ghe.example/api/v3"
     assert settings.github_token is not None
     assert settings.github_token.get_secret_value() == "ghs_from_perfci"
+
+
+@pytest.mark.parametrize(
+    ("line", "instead"),
+    [
+        ('github-api-url = "https://evil.example/api"', "GITHUB_API_URL"),
+        ('github_api_url = "https://evil.example/api"', "PERFCI_GITHUB_API_URL"),
+        ('server-url = "https://evil.example"', "PERFCI_SERVER_URL"),
+    ],
+)
+def test_where_tokens_go_is_never_read_from_the_repository(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, line: str, instead: str
+) -> None:
+    """Issue 31: a pull request that sets the API URL in pyproject.toml would receive the
+    GitHub token at its own host. The environment and flags set it; the file is refused."""
+    monkeypatch.setenv("GITHUB_TOKEN", "ghs_from_actions")
+    monkeypatch.setenv("PERFCI_TOKEN", "pct_upload")
+    _pyproject(tmp_path, line + "\n")
+    with pytest.raises(ConfigError) as caught:
+        get_settings(start=tmp_path)
+    message = str(caught.value)
+    assert line.split(" ")[0] in message and "never read from the repository" in message
+    assert instead in message
+    assert "ghs_from_actions" not in message and "evil.example" not in message
+    (tmp_path / "pyproject.toml").unlink()
+    (tmp_path / "perfci.toml").write_text(line + "\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="never read from the repository"):
+        get_settings(start=tmp_path)
+    # The same values from the environment or a flag are the job's own choice.
+    (tmp_path / "perfci.toml").unlink()
+    monkeypatch.setenv("PERFCI_GITHUB_API_URL", "https://ghe.example/api/v3")
+    settings = get_settings({"server_url": "https://perfci.example"}, start=tmp_path)
+    assert settings.github_api_url == "https://ghe.example/api/v3"
+    assert settings.server_url == "https://perfci.example"
 
 
 def test_settings_built_directly_read_no_file_and_no_github_variables(

@@ -361,3 +361,43 @@ def test_deleting_a_pruned_run_deletes_its_summaries(migrated_url: str) -> None:
         assert _counts(engine) == (0, 0, 0)
     finally:
         engine.dispose()
+
+
+def test_every_base_branch_keeps_its_repeats_not_only_the_configured_default(
+    migrated_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 31: ``--keep-base`` kept only the baseline branch's runs; ``master`` and
+    ``release/*`` were rolled up. Base branches are the ``base_branches`` patterns."""
+    engine = db.make_engine(migrated_url)
+    sessions = db.make_sessionmaker(engine)
+    rng = np.random.default_rng(3)
+    try:
+        runs = {
+            branch: _ingest(sessions, 10, rng, branch=branch)
+            for branch in ("main", "master", "release/1.2", "feature-x")
+        }
+        runs["pr"] = _ingest(sessions, 11, rng, branch="fix", pr_number=5, base_branch="main")
+        args = ["db", "prune", "--keep", "30d", "--keep-base", "3650d"]
+        assert main([*args, "--dry-run", "--database-url", migrated_url]) == 0
+        out = capsys.readouterr().out
+        assert "base branches: main, master, release/*" in out
+        assert _counts(engine) == (75, 0, 0)  # a dry run
+        prune_store(migrated_url, keep="30d", keep_base="3650d", now=T0 + timedelta(days=200))
+        with Session(engine) as session:
+            pruned = set(
+                session.execute(select(Run.id).where(Run.pruned_at.is_not(None))).scalars()
+            )
+        assert pruned == {runs["feature-x"], runs["pr"]}
+        # The patterns are a setting: a repository whose releases are `stable-*`.
+        monkeypatch.setenv("PERFCI_BASE_BRANCHES", "trunk, stable-*")
+        later = prune_store(
+            migrated_url, keep="30d", keep_base="3650d", now=T0 + timedelta(days=200)
+        )
+        assert later.base_branches == ("main", "trunk", "stable-*")  # the baseline branch too
+        with Session(engine) as session:
+            pruned = set(
+                session.execute(select(Run.id).where(Run.pruned_at.is_not(None))).scalars()
+            )
+        assert pruned == {runs["feature-x"], runs["pr"], runs["master"], runs["release/1.2"]}
+    finally:
+        engine.dispose()

@@ -104,7 +104,7 @@ def output_formats(values: list[str], *, allowed: tuple[str, ...], option: str) 
 
 def warn_skipped(skipped: list[Path], *, shown: int = 5) -> None:
     """Name the files of given folders that no parser recognised, or that held no measurement
-    yet (they were not read)."""
+    yet (they were not read), and the links there that were not followed (never opened)."""
     if not skipped:
         return
     from perfci.cli._console import err_console
@@ -113,7 +113,8 @@ def warn_skipped(skipped: list[Path], *, shown: int = 5) -> None:
     more = f" and {len(skipped) - shown} more" if len(skipped) > shown else ""
     err_console.print(
         f"warning: skipped {len(skipped)} file{'s' if len(skipped) != 1 else ''} that no "
-        f"parser recognises or that hold no measurement yet: {names}{more}",
+        "parser recognises or that hold no measurement yet (or links not followed: out of "
+        f"the folder, dangling, or round in a loop): {names}{more}",
         markup=False,
         soft_wrap=True,
     )

@@ -74,7 +74,8 @@ KeepBase = Annotated[
     typer.Option(
         "--keep-base",
         help="Keep base-branch runs' raw samples this long (default: keep_base_samples, "
-        "else --keep).",
+        "else --keep). Base branches: the base_branches setting (patterns, e.g. main, "
+        "release/*) and every branch a pull request targets.",
     ),
 ]
 
@@ -139,6 +140,11 @@ def _print_prune(report: PruneReport) -> None:
         f"{report.url}: raw samples kept {report.keep_days} days{base} "
         f"(runs stored before {report.cutoff:%Y-%m-%d} are rolled up)"
     )
+    if report.keep_base_days:
+        typer.echo(
+            f"base branches: {', '.join(report.base_branches)} (the base_branches setting), "
+            "and every branch a pull request targets"
+        )
     if not report.months:
         typer.echo("nothing to prune")
     for m in report.months:

@@ -1,17 +1,24 @@
 """Entry point: builds the Typer app from the subcommand modules and maps errors to exit codes.
 
 Exit codes: 0 success / no regression, 1 a gated regression, 2 usage or input error (and,
-with a traceback, a bug in perfci: never 1, so that a crash is never read as a regression).
+with a traceback, a bug in perfci: never 1, so that a crash is never read as a regression);
+130 after Ctrl-C, 143 after SIGTERM, 129 after SIGHUP.
+
+The commands that start the benchmark (:data:`BENCHMARK_COMMANDS`) first make the process one
+whose environment never held perfci's secrets (:func:`perfci.private_env.isolate`: it may
+re-execute itself), and run with SIGTERM and SIGHUP raised as exceptions so that their cleanup
+runs (:mod:`perfci.cli._signals`).
 """
 
 from __future__ import annotations
 
+import signal
 import sys
 import traceback
 
 import typer
 
-from perfci import __version__
+from perfci import __version__, private_env
 from perfci.cli import (
     alerts_cmd,
     check_cmd,
@@ -30,6 +37,7 @@ from perfci.cli import (
     token_cmd,
 )
 from perfci.cli._console import err_console, use_log_width_for_help
+from perfci.cli._signals import Terminated, raising_on_termination
 from perfci.errors import PerfciError
 
 #: The base of the usage errors typer raises. typer vendors its own copy of click (so
@@ -84,11 +92,32 @@ def _root(
     """perfci: automated performance-regression checks for GPU workloads."""
 
 
+#: The subcommands that start the benchmark: isolated from the secrets, and SIGTERM cleans up.
+BENCHMARK_COMMANDS = ("check", "run")
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; returns the exit code instead of raising SystemExit when called in-process."""
+    """Run the CLI; returns the exit code instead of raising SystemExit when called in-process.
+
+    Called as the program (``argv`` is ``None``), a benchmark command first isolates the
+    secrets (module docstring): this may re-execute the process, which then starts over.
+    """
+    args = argv if argv is not None else sys.argv[1:]
+    runs_benchmark = bool(args) and args[0] in BENCHMARK_COMMANDS
+    if argv is None and runs_benchmark:
+        private_env.isolate()
     use_log_width_for_help()
+    with raising_on_termination(runs_benchmark) as stop:
+        code = _run(args)
+    if stop.exit_code is not None:  # typer turns the exception into a plain 130
+        err_console.print(f"stopped by {signal.Signals(stop.signum or 0).name}", markup=False)
+        return stop.exit_code
+    return code
+
+
+def _run(args: list[str]) -> int:
     try:
-        result = app(args=argv if argv is not None else sys.argv[1:], standalone_mode=False)
+        result = app(args=args, standalone_mode=False)
     except PerfciError as exc:
         # Messages carry benchmark output and kernel names: "[rank0]" is not Rich markup.
         err_console.print(
@@ -103,8 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     except ClickException as exc:
         exc.show()  # type: ignore[attr-defined]
         return 2
-    except KeyboardInterrupt:
-        err_console.print("interrupted", markup=False)
+    except KeyboardInterrupt as exc:
+        if not isinstance(exc, Terminated):  # main() says which signal stopped it
+            err_console.print("interrupted", markup=False)
         return 130
     except Exception:  # noqa: BLE001 - a bug: show it, but never exit 1 ("regression")
         traceback.print_exc()

@@ -110,11 +110,18 @@ def decode_run(data: bytes, *, source: str) -> HistoryRun:
         raise ParseError(f"not a gzip file: {exc}", source=source) from None
     if len(raw) > MAX_DOCUMENT_BYTES:
         raise ParseError(f"larger than {MAX_DOCUMENT_BYTES} bytes uncompressed", source=source)
+    deep = ParseError("JSON nested too deeply to be a run document", source=source)
     try:
         document = json.loads(raw)
+    except RecursionError:
+        # JSON nested thousands deep: a bomb, or garbage. Never a traceback (issue 31).
+        raise deep from None
     except ValueError as exc:
         raise ParseError(f"not JSON: {exc}", source=source) from None
-    return _from_document(document, source)
+    try:
+        return _from_document(document, source)
+    except RecursionError:
+        raise deep from None
 
 
 def _from_document(document: Any, source: str) -> HistoryRun:

@@ -1,8 +1,9 @@
 """The history branch on ``origin``, through plain ``git`` subprocesses.
 
-All the work happens in a private bare repository, ``.perfci/history/<branch>.git`` in the
-checkout: the user's working tree, index, branches and ``.git`` are never touched (no
-``checkout``, no ``stash``, no new refs). Files are added with plumbing (``hash-object``,
+All the work happens in a private bare repository that perfci makes in its own cache folder,
+outside the checkout (:mod:`perfci.history._git`: no hook, no repository-controlled config):
+the user's working tree, index, branches and ``.git`` are never touched (no ``checkout``, no
+``stash``, no new refs). Files are added with plumbing (``hash-object``,
 ``update-index`` on a temporary index, ``write-tree``, ``commit-tree``), so no worktree is needed
 either, and the cached bare repository is what makes a second sync on a persistent runner
 incremental.
@@ -14,27 +15,50 @@ back-off. A fast-forward push would do for appends alone, but retention rewrites
 the lease makes that safe too: a squash built on a tip that moved is refused, never forced over
 another job's run.
 
+Whose branch it is (issue 31): perfci reads and writes only a branch it made. The branch's root
+commit holds :data:`MARKER`, and every file of its tip is one perfci writes (``README.md``, the
+marker, ``runs/<benchmark>/<file>.json.gz``, plain files). The repository's default branch, or a
+branch holding anything else (``history = "git:main"``: code, exec bits, links), is refused
+before anything is read or written, so retention never squashes a branch perfci did not create.
+A branch made by perfci before the marker existed is recognised by its root commit's README.
+
 Authentication: the checkout's own ``http.*.extraheader`` (what ``actions/checkout`` persists)
-is reused, else a GitHub token is sent as the same header for an ``https://`` origin. Both go to
-git through ``GIT_CONFIG_*`` environment variables, never on a command line (``ps`` shows those)
-and never in a message.
+is reused, else a GitHub token is sent as the same header for an ``https://`` origin on one of
+``token_hosts`` (the GitHub server's). Both go to git through ``GIT_CONFIG_*`` environment
+variables, never on a command line (``ps`` shows those) and never in a message.
 """
 
 from __future__ import annotations
 
 import base64
-import os
 import random
 import re
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from perfci.errors import ConfigError, StorageError
+from perfci.history._files import (
+    MARKER,
+    MARKER_TEXT,
+    README,
+    BranchFile,
+    over_cap,
+    parse_tree,
+    perfci_file,
+)
+from perfci.history._git import (
+    LOCAL_TIMEOUT_S,
+    SAFE_FLAGS,
+    cache_name,
+    git_env,
+    open_cache,
+    read_checkout,
+)
 
 DEFAULT_BRANCH = "perfci-data"
 _BRANCH = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,199}")
@@ -49,20 +73,13 @@ _RETRYABLE = (
     "incorrect old value",
 )
 _NETWORK_TIMEOUT_S = 300
-_LOCAL_TIMEOUT_S = 120
+_LOCAL_TIMEOUT_S = LOCAL_TIMEOUT_S
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "perfci",
     "GIT_AUTHOR_EMAIL": "perfci@users.noreply.github.com",
     "GIT_COMMITTER_NAME": "perfci",
     "GIT_COMMITTER_EMAIL": "perfci@users.noreply.github.com",
 }
-#: The file at the branch's root that tells a human what the branch is.
-README = """# perfci history
-
-Performance runs recorded by `perfci check` on the base branch, one gzip-compressed JSON
-document per run under `runs/<benchmark>/`. perfci reads this branch into its embedded store
-at the start of every job (`history = "git:BRANCH"`). Written by CI only; do not edit.
-"""
 
 
 def parse_history(value: str | None) -> str | None:
@@ -81,15 +98,6 @@ def parse_history(value: str | None) -> str | None:
     if not _BRANCH.fullmatch(branch) or ".." in branch or branch.endswith((".lock", "/", ".")):
         raise ConfigError(f"history {value!r}: {branch!r} is not a valid branch name")
     return branch
-
-
-@dataclass(frozen=True, slots=True)
-class BranchFile:
-    """One file of a commit on the branch: its path, blob id and size in bytes."""
-
-    path: str
-    blob: str
-    size: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,16 +120,20 @@ class GitBranch:
     branch
         The data branch, e.g. ``perfci-data``.
     cache
-        Where the bare repository lives (``.perfci/history``).
+        The folder of perfci's bare repositories, outside the checkout
+        (:func:`perfci.history._git.cache_root`); one per branch and remote URL.
     token
         A GitHub token for an ``https://`` origin when the checkout has no auth header.
+    token_hosts
+        The hosts the token may go to (``None``: any). The origin's URL is the checkout's
+        to say, and a benchmark may change ``.git/config``: the token goes to GitHub only.
     remote
         The remote whose URL is used (``origin``).
 
     Raises
     ------
     StorageError
-        No git, no such remote: every message says what to do.
+        No git, no such remote, a cache inside the checkout: every message says what to do.
     """
 
     def __init__(
@@ -131,29 +143,72 @@ class GitBranch:
         branch: str,
         cache: Path,
         token: str | None = None,
+        token_hosts: Collection[str] | None = None,
         remote: str = "origin",
     ) -> None:
         self.branch = branch
         self._ref = f"refs/heads/{branch}"
         self._checkout = checkout
         self.url = self._remote_url(remote)
-        self._env = _git_env(self._auth_config(token))
-        self.repo = cache / f"{_dir_name(branch)}.git"
-        if not (self.repo / "HEAD").is_file():
-            self.repo.parent.mkdir(parents=True, exist_ok=True)
-            self._git("init", "--bare", "--quiet", str(self.repo), cwd=self.repo.parent)
+        self._env = git_env(self._auth_config(token, token_hosts))
+        self.repo = cache / cache_name(_dir_name(branch), _redact(self.url))
+        open_cache(self.repo, checkout=checkout)
 
     # --- reading ---------------------------------------------------------------------------
 
     def fetch(self) -> str | None:
-        """Fetch the branch; its tip commit, or ``None`` when the remote has no such branch."""
-        listed = self._git("ls-remote", self.url, self._ref, network=True).decode()
-        if not listed.strip():
+        """Fetch the branch; its tip commit, or ``None`` when the remote has no such branch.
+
+        Raises
+        ------
+        StorageError
+            The branch is the remote's default branch, or not one perfci made (module doc).
+        """
+        listed = self._git("ls-remote", "--symref", self.url, "HEAD", self._ref, network=True)
+        lines = [line.split("\t") for line in listed.decode().splitlines()]
+        if [f"ref: {self._ref}", "HEAD"] in lines:
+            raise StorageError(
+                f"history branch {self.branch} is the repository's default branch: perfci "
+                f"keeps its runs on a branch of their own (e.g. git:{DEFAULT_BRANCH})"
+            )
+        if not any(len(line) == 2 and line[1] == self._ref for line in lines):
             return None
         self._git(
             "fetch", "--quiet", "--no-tags", self.url, f"+{self._ref}:{self._ref}", network=True
         )
-        return self._git("rev-parse", "--verify", f"{self._ref}^{{commit}}").decode().strip()
+        tip = self._git("rev-parse", "--verify", f"{self._ref}^{{commit}}").decode().strip()
+        self._check_ours(tip)
+        return tip
+
+    def _check_ours(self, tip: str) -> None:
+        """Refuse a branch perfci did not make, or that holds a file perfci did not write."""
+        foreign = [path for mode, path in self._entries(tip) if not perfci_file(mode, path)]
+        if foreign:
+            listed = ", ".join(repr(p) for p in foreign[:3]) + (" …" if len(foreign) > 3 else "")
+            raise StorageError(
+                f"history branch {self.branch} holds files perfci did not write ({listed}): "
+                "it is not a perfci history branch, and perfci never writes to a branch of "
+                f"code; name one of its own (e.g. git:{DEFAULT_BRANCH})"
+            )
+        roots = self._git("rev-list", "--max-parents=0", tip).decode().split()
+        marker, readme = self._hash(MARKER_TEXT.encode()), self._hash(README.encode())
+        for root in roots:
+            blobs = {f.path: f.blob for f in self.files(root)}
+            if blobs.get(MARKER) != marker and blobs.get("README.md") != readme:
+                raise StorageError(
+                    f"history branch {self.branch} was not made by perfci (its first commit "
+                    f"has no {MARKER}): perfci never writes to a branch it did not create; "
+                    f"name a new one (e.g. git:{DEFAULT_BRANCH})"
+                )
+
+    def _entries(self, commit: str) -> list[tuple[str, str]]:
+        """(mode, path) of every entry of ``commit``'s tree, links and submodules included."""
+        out = self._git("ls-tree", "-r", "-z", "--full-tree", commit).decode()
+        entries = []
+        for record in filter(None, out.split("\0")):
+            meta, _, path = record.partition("\t")
+            entries.append((meta.split()[0], path))
+        return entries
 
     def has_commit(self, commit: str) -> bool:
         """Whether ``commit`` is in the cached repository (a previous fetch brought it)."""
@@ -165,7 +220,7 @@ class GitBranch:
         out = self._git(
             "ls-tree", "-r", "-l", "-z", "--full-tree", commit, *([prefix] if prefix else [])
         )
-        return sorted(_parse_tree(out), key=lambda f: f.path)
+        return sorted(parse_tree(out), key=lambda f: f.path)
 
     def added(self, old: str, new: str, prefix: str = "") -> list[BranchFile]:
         """Files in ``new`` that ``old`` does not have (``old`` must be cached)."""
@@ -188,7 +243,7 @@ class GitBranch:
         if not blobs:
             return
         with subprocess.Popen(
-            ["git", "-C", str(self.repo), "cat-file", "--batch"],
+            ["git", *SAFE_FLAGS, f"--git-dir={self.repo}", "cat-file", "--batch"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -243,11 +298,10 @@ class GitBranch:
                 )
             merged = {f.path: f for f in current}
             merged.update({p: BranchFile(p, b, sizes[p]) for p, b in blobs.items()})
-            if tip is None:
-                merged["README.md"] = BranchFile(
-                    "README.md", self._hash(README.encode()), len(README)
-                )
-            dropped = _over_cap(merged, max_bytes=max_bytes, prefix=prefix, keep=set(blobs))
+            if tip is None:  # a new branch: its root commit says that perfci made it
+                for path, text in (("README.md", README), (MARKER, MARKER_TEXT)):
+                    merged[path] = BranchFile(path, self._hash(text.encode()), len(text))
+            dropped = over_cap(merged, max_bytes=max_bytes, prefix=prefix, keep=set(blobs))
             for path in dropped:
                 del merged[path]
             text = message + (
@@ -314,7 +368,7 @@ class GitBranch:
     # --- git -------------------------------------------------------------------------------
 
     def _remote_url(self, remote: str) -> str:
-        done = _plain_git(self._checkout, "remote", "get-url", remote)
+        done = read_checkout(self._checkout, "remote", "get-url", remote)
         url = done.stdout.decode().strip()
         if done.returncode != 0 or not url:
             raise StorageError(
@@ -325,15 +379,20 @@ class GitBranch:
             url = str((self._checkout / url).resolve())  # a relative local path
         return url
 
-    def _auth_config(self, token: str | None) -> list[tuple[str, str]]:
-        done = _plain_git(self._checkout, "config", "--get-regexp", r"^http\..*extraheader$")
+    def _auth_config(
+        self, token: str | None, hosts: Collection[str] | None
+    ) -> list[tuple[str, str]]:
+        done = read_checkout(
+            self._checkout, "config", "--local", "--get-regexp", r"^http\..*extraheader$"
+        )
         persisted = [
             tuple(line.split(" ", 1)) for line in done.stdout.decode().splitlines() if " " in line
         ]
         if persisted:
             return [(k, v) for k, v in persisted]
         parts = urlsplit(self.url)
-        if token and parts.scheme == "https" and parts.hostname:
+        allowed = hosts is None or (parts.hostname or "").lower() in {h.lower() for h in hosts}
+        if token and parts.scheme == "https" and parts.hostname and allowed:
             basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
             host = parts.hostname + (f":{parts.port}" if parts.port else "")
             return [(f"http.https://{host}/.extraheader", f"AUTHORIZATION: basic {basic}")]
@@ -348,7 +407,7 @@ class GitBranch:
     ) -> subprocess.CompletedProcess[bytes]:
         try:
             return subprocess.run(
-                ["git", "-C", str(self.repo), *args],
+                ["git", *SAFE_FLAGS, f"--git-dir={self.repo}", *args],
                 input=input,
                 capture_output=True,
                 env={**self._env, **(env or {})},
@@ -368,17 +427,13 @@ class GitBranch:
         input: bytes | None = None,
         network: bool = False,
         env: Mapping[str, str] | None = None,
-        cwd: Path | None = None,
     ) -> bytes:
-        if cwd is not None:  # `git init` of the bare repository itself
-            done = _plain_git(cwd, *args)
-        else:
-            done = self._run(
-                *args,
-                input=input,
-                env=env,
-                timeout=_NETWORK_TIMEOUT_S if network else _LOCAL_TIMEOUT_S,
-            )
+        done = self._run(
+            *args,
+            input=input,
+            env=env,
+            timeout=_NETWORK_TIMEOUT_S if network else _LOCAL_TIMEOUT_S,
+        )
         if done.returncode != 0:
             reason = _last_line(done.stderr.decode(errors="replace"))
             where = f" {_redact(self.url)}" if network else ""
@@ -386,67 +441,6 @@ class GitBranch:
                 f"history branch {self.branch}: git {args[0]}{where} failed: {reason}"
             )
         return done.stdout
-
-
-def _over_cap(
-    files: Mapping[str, BranchFile], *, max_bytes: int, prefix: str, keep: set[str]
-) -> list[str]:
-    """The oldest run files to drop so that the runs fit (80 % of the cap, for hysteresis)."""
-    runs = sorted(
-        (f for f in files.values() if f.path.startswith(prefix)),
-        key=lambda f: (Path(f.path).name, f.path),
-    )
-    total = sum(f.size for f in runs)
-    if total <= max_bytes:
-        return []
-    target, dropped = int(max_bytes * 0.8), []
-    for candidate in runs:
-        if total <= target:
-            break
-        if candidate.path not in keep:
-            dropped.append(candidate.path)
-            total -= candidate.size
-    return dropped
-
-
-def _parse_tree(out: bytes) -> Iterator[BranchFile]:
-    for record in out.decode().split("\0"):
-        if not record:
-            continue
-        meta, _, path = record.partition("\t")
-        _mode, kind, blob, size = meta.split()
-        if kind == "blob":
-            yield BranchFile(path=path, blob=blob, size=int(size))
-
-
-def _git_env(config: Sequence[tuple[str, str]]) -> dict[str, str]:
-    # Variables that would point git at the user's repository or index must not leak in.
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY")
-    }
-    env["GIT_TERMINAL_PROMPT"] = "0"  # fail, never wait for a password on a CI runner
-    start = int(env.get("GIT_CONFIG_COUNT", "0") or 0)
-    for index, (key, value) in enumerate(config, start=start):
-        env[f"GIT_CONFIG_KEY_{index}"] = key
-        env[f"GIT_CONFIG_VALUE_{index}"] = value
-    if config:
-        env["GIT_CONFIG_COUNT"] = str(start + len(config))
-    return env
-
-
-def _plain_git(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    try:
-        return subprocess.run(
-            ["git", "-C", str(cwd), *args],
-            capture_output=True,
-            timeout=_LOCAL_TIMEOUT_S,
-            check=False,
-            env=_git_env([]),
-        )
-    except FileNotFoundError:
-        raise StorageError("git is not installed: the history branch needs it") from None
 
 
 def _dir_name(branch: str) -> str:

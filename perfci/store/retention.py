@@ -4,8 +4,9 @@ A run older than the retention period loses its per-repeat ``sample`` rows and k
 ``sample_summary`` row per series: the median of its repeats' values (computed exactly as
 ``statistics.median`` does, so per-run medians — what weekly reports, charts and change points
 read — are the same numbers after the prune), their spread (max − min) and count. Base-branch
-runs (pushes to a baseline branch, or to a branch that pull requests target) may keep their raw
-samples longer than the others.
+runs (pushes to a branch the ``base_branches`` patterns name, such as ``main``, ``master`` and
+``release/*``, or to a branch that pull requests target) may keep their raw samples longer than
+the others.
 
 Pruning goes by whole calendar months, the partitions of ``sample`` on PostgreSQL:
 
@@ -25,9 +26,10 @@ readers of ``sample`` to finish.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from fnmatch import fnmatchcase
 from typing import Any, Literal, cast
 
 from sqlalchemy import func, select, text, update
@@ -48,12 +50,19 @@ _PRUNE_LOCK = 0x7072_756E  # "prun": the advisory lock class of a month's prune
 @dataclass(frozen=True, slots=True)
 class Policy:
     """How long raw samples are kept: ``keep`` for every run, ``keep_base`` (when longer)
-    for base-branch runs. ``base_branches`` are base branches besides those that pull
-    requests name as theirs (``run.base_branch``)."""
+    for base-branch runs. ``base_branches`` are glob patterns (``release/*``, as
+    :func:`fnmatch.fnmatchcase` reads them) of base branches besides those that pull
+    requests name as theirs (``run.base_branch``, matched as they are)."""
 
     keep: timedelta
     keep_base: timedelta | None = None
-    base_branches: tuple[str, ...] = ("main",)
+    base_branches: tuple[str, ...] = ("main", "master", "release/*")
+
+    def is_base(self, branch: str | None, targets: Collection[str] = ()) -> bool:
+        """Whether ``branch`` is a base branch: a pattern's, or one of ``targets``."""
+        return branch is not None and (
+            branch in targets or any(fnmatchcase(branch, p) for p in self.base_branches)
+        )
 
     def cutoffs(self, now: datetime) -> tuple[datetime, datetime]:
         """(cutoff of other runs, cutoff of base-branch runs): older runs are rolled up."""
@@ -116,7 +125,7 @@ def prune_month(
     if partition is not None and not dry_run:
         # No ingest of an old run may add rows between the roll-up and the drop.
         session.execute(text(f"LOCK TABLE {_qualified(partition)} IN SHARE MODE"))
-    runs, kept = _month_runs(session, month, scope, _base_branches(session, policy))
+    runs, kept = _month_runs(session, month, scope, policy)
     result = MonthResult(month, scope, runs=len(runs), kept_runs=len(kept))
     if partition is not None:
         result.bytes_before = partition.bytes
@@ -179,13 +188,14 @@ def _run_months(session: Session, cutoff: datetime) -> Iterable[Month]:
     return {Month.of(moment) for moment in session.execute(query).scalars()}
 
 
-def _base_branches(session: Session, policy: Policy) -> set[str]:
+def _targets(session: Session) -> set[str]:
+    """The branches pull requests name as their base."""
     query = select(Run.base_branch).where(Run.base_branch.is_not(None)).distinct()
-    return set(policy.base_branches) | {str(b) for b in session.execute(query).scalars()}
+    return {str(b) for b in session.execute(query).scalars()}
 
 
 def _month_runs(
-    session: Session, month: Month, scope: Scope, base_branches: set[str]
+    session: Session, month: Month, scope: Scope, policy: Policy
 ) -> tuple[list[int], list[int]]:
     """(runs of ``month`` to roll up, unpruned base-branch runs of it that stay)."""
     query = (
@@ -198,8 +208,9 @@ def _month_runs(
         return [int(r[0]) for r in rows], []
     go: list[int] = []
     stay: list[int] = []
+    targets = _targets(session)
     for run_id, branch, pr_number in rows:
-        base = pr_number is None and branch in base_branches
+        base = pr_number is None and policy.is_base(branch, targets)
         (stay if base else go).append(int(run_id))
     return go, stay
 

@@ -160,7 +160,17 @@ def base_worktree(root: Path, sha: str) -> Iterator[Path]:
     tree = folder / "base"
     try:
         done = subprocess.run(
-            ["git", "worktree", "add", "--detach", str(tree), sha],
+            # No hook: an earlier job's benchmark may have left one in .git/hooks (issue 31).
+            [
+                "git",
+                "-c",
+                "core.hooksPath=/dev/null",
+                "worktree",
+                "add",
+                "--detach",
+                str(tree),
+                sha,
+            ],
             cwd=root,
             capture_output=True,
             text=True,

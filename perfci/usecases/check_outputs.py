@@ -7,11 +7,11 @@ Files are written where asked (``--markdown``, ``--json``); ``$GITHUB_OUTPUT`` g
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from perfci import private_env
 from perfci.errors import ConfigError
 from perfci.model import RunComparison
 
@@ -59,7 +59,7 @@ def _write(path: Path, text: str) -> None:
 
 def github_output_path(env: Mapping[str, str] | None = None) -> Path:
     """``$GITHUB_OUTPUT``; checked before the run so a misconfigured job stores nothing."""
-    value = (os.environ if env is None else env).get("GITHUB_OUTPUT")
+    value = (private_env.environ() if env is None else env).get("GITHUB_OUTPUT")
     if not value:
         raise ConfigError("--github-output needs $GITHUB_OUTPUT (set by GitHub Actions)")
     return Path(value)
@@ -94,7 +94,7 @@ def should_publish(
 ) -> bool:
     """Publish inside GitHub Actions, on ``--comment``, or when a token, repository and PR are
     all known (a developer checking a PR locally with ``GITHUB_TOKEN`` set)."""
-    env = os.environ if env is None else env
+    env = private_env.environ() if env is None else env
     if env.get("GITHUB_ACTIONS") == "true" or comment is True:
         return True
     if comment is False:

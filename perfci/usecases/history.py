@@ -4,22 +4,27 @@
 database URL of ``git:perfci-data``):
 
 1. :func:`sync_history`, before the run is stored: fetch the branch and ingest the run documents
-   the store has not seen. The branch commit last imported is kept in
-   ``.perfci/history/<branch>.imported`` (with a digest of the store's URL), so a persistent
-   runner reads only the files added since; a fresh runner reads them all. Either way ingest is
-   idempotent (a run's key is its CI invocation), so a file read twice is stored once.
+   the store has not seen. The branch commit last imported is kept beside perfci's cached
+   repository of the branch (``~/.cache/perfci/history/<branch>-<digest>.imported``, with a
+   digest of the store's URL), so a persistent runner reads only the files added since; a fresh
+   runner reads them all. Either way ingest is idempotent (a run's key is its CI invocation),
+   so a file read twice is stored once. A file that cannot be read (not gzip, not a run, JSON
+   nested thousands deep) is skipped and named in a warning; the others are stored.
 2. :func:`record_history`, after the run is stored and compared: when the run is a push to the
    base branch (no pull request, branch = baseline branch), append its document and push.
    Pull requests read the branch and never write it (a fork's token could not anyway).
 
 Problems (no ``origin``, no permission to push, a bad file on the branch) come back as warnings
 and never fail the check, unless ``history_required`` is set; with a server URL the server holds
-the history and both steps are skipped.
+the history and both steps are skipped. A branch that is a base branch of the code (the
+``baseline_branch``, a ``base_branches`` pattern, the remote's default branch) or that perfci
+did not make is refused (issue 31: ``history = "git:main"`` once squashed ``main``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import hashlib
 import json
 import logging
@@ -28,18 +33,29 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
-from perfci.errors import PerfciError
-from perfci.history import GitBranch, HistoryRun, decode_run, encode_run, parse_history, run_path
+from perfci import private_env
+from perfci.errors import ConfigError, PerfciError
+from perfci.history import (
+    GitBranch,
+    HistoryRun,
+    cache_root,
+    decode_run,
+    encode_run,
+    parse_history,
+    run_path,
+)
 from perfci.history.documents import RUNS_DIR
 from perfci.model import Profile, RunContext
-from perfci.settings import DEFAULT_DB_DIR, Settings, find_project_root
+from perfci.settings import Settings, find_project_root
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
 
 logger = logging.getLogger("perfci.history")
-CACHE_DIR = "history"
+#: What a bad run file on the branch may raise while it is read and stored: skipped, named.
+_BAD_FILE = (PerfciError, RecursionError, ValueError, TypeError, KeyError, AttributeError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,18 +210,46 @@ def _ingest_file(
                 repeats=run.repeats,
                 created_at=run.created_at,
             )
-    except PerfciError as exc:
+    except _BAD_FILE as exc:
         # One bad or conflicting file must not cost the job the rest of its baseline.
-        warnings.append(f"history branch {branch}: skipped {path}: {exc}")
+        reason = str(exc) if isinstance(exc, PerfciError) else type(exc).__name__
+        warnings.append(f"history branch {branch}: skipped {path}: {reason}")
         return 0
     return int(result.created)
 
 
 def _branch(settings: Settings, branch: str, root: Path) -> GitBranch:
+    """The history branch of the checkout at ``root``, cached in perfci's own cache folder.
+
+    The GitHub token goes only to the GitHub server of the job (``GITHUB_SERVER_URL``,
+    default github.com): ``origin`` is the checkout's config to say, which the benchmark
+    can write.
+    """
+    refuse_code_branch(settings, branch)
     token = settings.github_token.get_secret_value() if settings.github_token else None
+    server = private_env.get("GITHUB_SERVER_URL") or "https://github.com"
+    host = urlsplit(server).hostname or "github.com"
     return GitBranch(
-        checkout=root, branch=branch, cache=root / DEFAULT_DB_DIR / CACHE_DIR, token=token
+        checkout=root, branch=branch, cache=cache_root(), token=token, token_hosts={host}
     )
+
+
+def refuse_code_branch(settings: Settings, branch: str) -> None:
+    """A base branch of the code is no history branch: perfci would rewrite it.
+
+    Raises
+    ------
+    ConfigError
+        ``branch`` is the ``baseline_branch`` or matches a ``base_branches`` pattern.
+    """
+    patterns = [settings.baseline_branch, *settings.base_branches]
+    hit = next((p for p in patterns if fnmatch.fnmatchcase(branch, p)), None)
+    if hit is not None:
+        raise ConfigError(
+            f"history = git:{branch} names a branch of the code (base branch {hit!r}): perfci "
+            "keeps its runs on a branch of their own, e.g. git:perfci-data, and never writes "
+            "to a branch it did not create"
+        )
 
 
 def _guarded(settings: Settings, action: Callable[[], list[str]]) -> list[str]:

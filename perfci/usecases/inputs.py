@@ -6,6 +6,11 @@ over its output folder. Files no parser recognises there (a README, a log) are s
 named; hidden files and folders are not looked at. A folder's file in a format perfci reads
 that holds no measurement yet (:class:`~perfci.errors.NoMeasurements`: the Megatron log of a
 rank that prints no training log) is skipped and named by the reader too.
+
+Links (issue 31): a link inside the folder to a file or folder inside it is followed, each
+file read once however many links lead to it; a link leading out of the folder, dangling, or
+round in a loop is not followed: it is named among the skipped files, never opened, so nothing
+of what it points to is read or quoted.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ class Inputs:
 
     files: list[Path] = field(default_factory=list)
     skipped: list[Path] = field(default_factory=list)
+    #: Links of given folders that were not followed (also in ``skipped``).
+    refused: list[Path] = field(default_factory=list)
     detected: dict[Path, str] = field(default_factory=dict)
     found: set[Path] = field(default_factory=set)
 
@@ -51,16 +58,23 @@ def expand_inputs(paths: Iterable[Path], *, format: str | None = None) -> Inputs
         if not path.is_dir():
             found.files.append(path)
             continue
-        files, skipped = _profiles_in(path, format, found.detected)
+        files, skipped, refused = _profiles_in(path, format, found.detected)
         if not files:
             raise ConfigError(
                 f"{path}: no profile files in this folder"
                 + (f" ({len(skipped)} files no parser recognises)" if skipped else "")
+                + (
+                    f" ({len(refused)} links not followed: out of the folder, dangling, or "
+                    "round in a loop)"
+                    if refused
+                    else ""
+                )
                 + "; `perfci formats` lists the formats perfci reads"
             )
         found.files += files
         found.found.update(files)
-        found.skipped += skipped
+        found.skipped += skipped + refused
+        found.refused += refused
     return found
 
 
@@ -101,11 +115,12 @@ def parse_each(
 
 def _profiles_in(
     folder: Path, format: str | None, detected: dict[Path, str]
-) -> tuple[list[Path], list[Path]]:
+) -> tuple[list[Path], list[Path], list[Path]]:
     files: list[Path] = []
     skipped: list[Path] = []
     spec = get_format(format) if format else None
-    for path in sorted(_walk(folder), key=_natural):
+    walk = _Walk(folder)
+    for path in sorted(walk.files(), key=_natural):
         try:
             if spec is not None:
                 recognised = spec.sniff(read_head(path))
@@ -115,17 +130,47 @@ def _profiles_in(
         except (UnknownFormatError, ParseError):
             recognised = False
         (files if recognised else skipped).append(path)
-    return files, skipped
+    return files, skipped, sorted(walk.refused, key=_natural)
 
 
-def _walk(folder: Path) -> Iterable[Path]:
-    for path in folder.iterdir():
-        if path.name.startswith("."):
-            continue
-        if path.is_dir():
-            yield from _walk(path)
-        elif path.is_file():
-            yield path
+class _Walk:
+    """The files under a folder, links followed only inside it and each place visited once."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.root = folder.resolve()
+        self.refused: list[Path] = []
+        self._seen: set[Path] = {self.root}
+
+    def files(self, folder: Path | None = None) -> Iterable[Path]:
+        for path in sorted((self.folder if folder is None else folder).iterdir()):
+            if path.name.startswith("."):
+                continue
+            real = self._inside(path)
+            if real is None:
+                continue
+            if real in self._seen:  # a link back to a folder being read, or read already
+                if path.is_symlink():
+                    self.refused.append(path)
+                continue
+            self._seen.add(real)
+            if real.is_dir():
+                yield from self.files(path)
+            elif real.is_file():
+                yield path
+
+    def _inside(self, path: Path) -> Path | None:
+        """Where ``path`` leads, when inside the folder; else ``None`` (and it is refused)."""
+        if not path.is_symlink():
+            return path.resolve()
+        try:
+            real = path.resolve(strict=True)
+        except (OSError, RuntimeError):  # dangling, or a loop of links
+            real = None
+        if real is None or not real.is_relative_to(self.root):
+            self.refused.append(path)
+            return None
+        return real
 
 
 def _natural(path: Path) -> list[tuple[int, int | str]]:

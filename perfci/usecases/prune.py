@@ -39,6 +39,9 @@ class PruneReport:
     dry_run: bool
     keep_days: int
     keep_base_days: int | None
+    #: The base-branch patterns whose pushes keep their raw samples for ``keep_base_days``
+    #: (besides the branches pull requests target).
+    base_branches: tuple[str, ...]
     cutoff: datetime
     base_cutoff: datetime
     months: list[retention.MonthResult]
@@ -142,7 +145,7 @@ def _prune(settings: Settings, *, dry_run: bool, now: datetime) -> PruneReport:
         keep_base=(
             timedelta(days=settings.keep_base_samples) if settings.keep_base_samples else None
         ),
-        base_branches=(settings.baseline_branch,),
+        base_branches=tuple(dict.fromkeys([settings.baseline_branch, *settings.base_branches])),
     )
     store = open_store(settings)
     try:
@@ -163,6 +166,7 @@ def _prune(settings: Settings, *, dry_run: bool, now: datetime) -> PruneReport:
         dry_run=dry_run,
         keep_days=settings.keep_samples,
         keep_base_days=settings.keep_base_samples,
+        base_branches=policy.base_branches,
         cutoff=cutoff,
         base_cutoff=base_cutoff,
         months=results,

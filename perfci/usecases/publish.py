@@ -19,7 +19,6 @@ What is written where, and why:
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 from collections.abc import Mapping
@@ -27,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from perfci import private_env
 from perfci.errors import ConfigError, GitHubError
 from perfci.github import GitHubClient
 from perfci.github_actions import annotation, is_fork_pull_request, write_job_summary
@@ -116,7 +116,7 @@ def publish(
     event
         The GitHub event payload; read from ``$GITHUB_EVENT_PATH`` when ``None``.
     env
-        The process environment (``os.environ`` when ``None``).
+        The process environment (:func:`perfci.private_env.environ` when ``None``).
     out_dir
         Folder for the report files (the artifact); none are written when ``None``.
     client
@@ -124,7 +124,7 @@ def publish(
 
     Never raises for GitHub's refusals: they come back in ``warnings`` (and as annotations).
     """
-    env = os.environ if env is None else env
+    env = private_env.environ() if env is None else env
     in_actions = env.get("GITHUB_ACTIONS") == "true"
     markdown = render_comment(result, marker=comment_marker(benchmark), run_url=context.ci_url)
     outcome = PublishOutcome(markdown=markdown)
@@ -209,7 +209,7 @@ def publish_artifact(
     hexadecimal SHA; when ``commit`` (the workflow run's ``head_sha``, which GitHub vouches for)
     is given, the report's commit must equal it, and the status goes on ``commit``.
     """
-    env = os.environ if env is None else env
+    env = private_env.environ() if env is None else env
     saved = _read_artifact(report_json)
     repository = repository or env.get("GITHUB_REPOSITORY") or saved.get("repository")
     if commit and saved.get("commit") and str(saved["commit"]).lower() != commit.lower():
