@@ -15,6 +15,7 @@ the PostgreSQL parametrisation of the store fixtures, and
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import re
@@ -637,6 +638,40 @@ def test_same_key_same_numbers_is_the_stored_run_other_numbers_a_conflict(sessio
         assert caught.value.run_id == first.ingest.run_id
         assert f"run {first.ingest.run_id} " in str(caught.value)
     assert (_count(session, Run), _count(session, Comparison)) == (1, 1)
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"commit": "d00d"}, "commit 'c0ffee', not 'd00d'"),
+        ({"branch": "feature"}, "branch 'main', not 'feature'"),
+        ({"pr_number": 12}, "pr_number none, not 12"),
+        ({"ci_run_id": "78"}, "ci_run_id none, not '78'"),
+    ],
+)
+def test_a_key_reused_for_another_commit_branch_or_pull_request_is_a_conflict(
+    session: Session, change: dict[str, object], named: str
+) -> None:
+    """The same Idempotency-Key and numbers for another commit once returned the stored run
+    (200), and the new commit's run was lost (issue 31)."""
+    repeats = [_run({"k": 5.0}, steps=[9.0, 10.0])]
+    first = ingest_run(
+        session, context=make_context(), benchmark="b", repeats=repeats, idempotency_key="http:k"
+    )
+    again = ingest_run(
+        session, context=make_context(), benchmark="b", repeats=repeats, idempotency_key="http:k"
+    )
+    assert again == dataclasses.replace(first, created=False)
+    with pytest.raises(RunConflict) as caught:
+        ingest_run(
+            session,
+            context=make_context(**change),
+            benchmark="b",
+            repeats=repeats,
+            idempotency_key="http:k",
+        )
+    assert caught.value.run_id == first.run_id and named in str(caught.value)
+    assert _count(session, Run) == 1
 
 
 def test_cli_ingest_retry_with_other_numbers_exits_2_naming_the_run(

@@ -132,7 +132,7 @@ def ingest_prepared(
         # A concurrent ingest of the same run committed between our checks: keep theirs.
         try:
             existing = stored_run(
-                session, project=context.project, benchmark=benchmark, key=key, prepared=prepared
+                session, context=context, benchmark=benchmark, key=key, prepared=prepared
             )
         finally:
             session.rollback()  # end the read transaction; nothing of ours to keep
