@@ -60,6 +60,7 @@ def server(
             "PERFCI_PARSE_MEMORY_BYTES": str(PARSE_MEMORY),
             "PERFCI_UPLOAD_BURST": str(BURST),
             "PERFCI_UPLOAD_RATE": "1",
+            "PERFCI_PUBLIC_METRICS": "true",
         },
         args=("--body-timeout", "300"),
     )
@@ -178,6 +179,11 @@ def test_healthz_answers_while_a_hostile_upload_is_parsed(
     assert "PERFCI_PARSE_CPU_SECONDS" in error["message"]
     assert counts(engine) == before
     assert upload(server, project, token, run_body()).status_code == 201  # the next one works
+    metrics = httpx.get(f"{server.url}/metrics").text
+    (most,) = (n for n in metrics.splitlines() if n.startswith("perfci_parse_cpu_seconds_max "))
+    # The budget (1 s by the kernel's tick-based count, which the worker's own clock may read
+    # a little lower), used up and not overrun.
+    assert 0.5 <= float(most.split()[1]) < 2.0, most
 
 
 def test_a_parse_that_holds_signals_back_is_stopped_by_the_kernel(

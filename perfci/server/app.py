@@ -42,13 +42,15 @@ def create_app(
     # History reads go to the read replica when there is one (issue 17, deps.get_read_session).
     replica = read_engine(settings.read_database_url) if settings.read_database_url else None
 
+    registry = Registry()
     pool = ParsePool(
         Budget(
             cpu_seconds=limits.parse_cpu_seconds,
             cpu_seconds_per_mib=limits.parse_cpu_seconds_per_mib,
             memory_bytes=limits.parse_memory_bytes,
             max_input_bytes=max(limits.max_body_bytes, limits.max_inflated_bytes),
-        )
+        ),
+        observe=registry.observe_parse,
     )
 
     @asynccontextmanager
@@ -78,7 +80,7 @@ def create_app(
     app.state.engine = engine
     app.state.sessions = sessions
     app.state.read_sessions = replica[1] if replica is not None else None
-    app.state.registry = Registry()
+    app.state.registry = registry
     app.state.parse_pool = pool
     app.state.rate_limit = UploadRateLimit(settings.upload_rate, settings.upload_burst)
     app.state.templates = pages.make_templates()

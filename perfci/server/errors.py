@@ -43,9 +43,11 @@ class Refusal(PerfciError):
     """An error with its HTTP answer decided already: one raised in a parse worker
     (:mod:`perfci.server.parse_pool`), carried over to the server as status, code and text."""
 
-    def __init__(self, message: str, *, status: int, code: str) -> None:
+    def __init__(self, message: str, *, status: int, code: str, cpu: float | None = None) -> None:
         self.status = status
         self.code = code
+        #: CPU seconds the worker used before it refused, when it said.
+        self.cpu = cpu
         super().__init__(message)
 
 

@@ -98,8 +98,10 @@ class ParsePool:
     thread, never the event loop.
     """
 
-    def __init__(self, budget: Budget) -> None:
+    def __init__(self, budget: Budget, observe: Callable[[float], None] | None = None) -> None:
         self.budget = budget
+        #: Called with the CPU time of each worker that answered (for /metrics).
+        self.observe = observe or (lambda seconds: None)
         self._context = multiprocessing.get_context("forkserver")
         self._context.set_forkserver_preload(_PRELOAD)
         self._lock = threading.Lock()
@@ -108,7 +110,7 @@ class ParsePool:
     def warm(self) -> None:
         """Start the forkserver (importing the parsers takes a second or two) before the first
         upload needs it."""
-        self.run(_nothing, (), 0)
+        self._run(_nothing, (), 0)
 
     def run(self, job: Job, args: tuple[Any, ...], size_bytes: int) -> Parsed:
         """``job(*args)`` in a fresh worker, within the budget for ``size_bytes`` of input.
@@ -118,6 +120,16 @@ class ParsePool:
         Refusal
             The job's own error (a parse error, a limit), or the budget it ran out of.
         """
+        try:
+            parsed, cpu = self._run(job, args, size_bytes)
+        except Refusal as refusal:
+            if refusal.cpu is not None:
+                self.observe(refusal.cpu)
+            raise
+        self.observe(cpu)
+        return parsed
+
+    def _run(self, job: Job, args: tuple[Any, ...], size_bytes: int) -> tuple[Parsed, float]:
         reader, writer = self._context.Pipe(duplex=False)
         process = self._context.Process(
             target=_child,
@@ -155,21 +167,25 @@ def _nothing() -> Parsed:
 # --- the server's side ------------------------------------------------------------------------
 
 
-def _receive(reader: Connection, process: BaseProcess, budget: Budget, size: int) -> Parsed:
+def _receive(
+    reader: Connection, process: BaseProcess, budget: Budget, size: int
+) -> tuple[Parsed, float]:
+    """The worker's profiles and the CPU time it used; its refusal raised."""
     deadline = time.monotonic() + budget.wall_for(size)
     try:
         first = _next(reader, deadline, process, budget, size)
         if first[0] == "refused":
-            _, status, code, message = first
-            raise Refusal(message, status=status, code=code)
+            _, status, code, message, cpu = first
+            raise Refusal(message, status=status, code=code, cpu=cpu)
         _, benchmark, context, repeats, counts = first
         for profiles, wanted in zip(repeats, counts, strict=True):
             for profile, count in zip(profiles, wanted, strict=True):
                 while len(profile.metrics) < count:
                     profile.metrics += _next(reader, deadline, process, budget, size)[1]
+        _, cpu = _next(reader, deadline, process, budget, size)
     except EOFError:
         raise _died(process, budget, size) from None
-    return benchmark, context, repeats
+    return (benchmark, context, repeats), cpu
 
 
 def _next(
@@ -237,10 +253,11 @@ def _child(writer: Connection, job: Job, args: tuple[Any, ...], budget: Budget, 
         finally:
             signal.setitimer(signal.ITIMER_PROF, 0)
     except OverBudget:
-        writer.send(("refused", *_fields(_cpu_refusal(_Worker.ceiling))))
+        answer = _fields(_cpu_refusal(_Worker.ceiling))
+        writer.send(("refused", *answer, time.process_time()))
         return
     except BaseException as exc:  # noqa: BLE001 - every error becomes the upload's answer
-        writer.send(("refused", *_answer(exc, budget)))
+        writer.send(("refused", *_answer(exc, budget), time.process_time()))
         return
     counts = [[len(p.metrics) for p in profiles] for profiles in repeats]
     metrics = [p.metrics for profiles in repeats for p in profiles]
@@ -251,6 +268,7 @@ def _child(writer: Connection, job: Job, args: tuple[Any, ...], budget: Budget, 
     for listed in metrics:
         for start in range(0, len(listed), _CHUNK):
             writer.send(("metrics", listed[start : start + _CHUNK]))
+    writer.send(("done", time.process_time()))
 
 
 def _limit(budget: Budget, size: int) -> None:
