@@ -82,9 +82,10 @@ class Replica:
     log: Path
 
     def rss_bytes(self) -> int:
-        """Resident memory of the server process (and its uvicorn workers)."""
+        """Resident memory of the server process and all its descendants (uvicorn workers,
+        the forkserver and the parse workers it forks)."""
         total = 0
-        for pid in [self.process.pid, *_children(self.process.pid)]:
+        for pid in [self.process.pid, *descendants(self.process.pid)]:
             try:
                 for line in Path(f"/proc/{pid}/status").read_text().splitlines():
                     if line.startswith("VmRSS:"):
@@ -94,12 +95,24 @@ class Replica:
         return total
 
 
-def _children(pid: int) -> list[int]:
-    try:
-        found = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        return []
-    return [int(c) for c in found]
+def descendants(pid: int) -> list[int]:
+    """``pid``'s children, grandchildren … (uvicorn workers, the forkserver and the parse
+    workers it forks), from every thread's list of children."""
+    found, queue = [], [pid]
+    while queue:
+        parent = queue.pop()
+        try:
+            tasks = list(Path(f"/proc/{parent}/task").iterdir())
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                children = [int(c) for c in (task / "children").read_text().split()]
+            except OSError:
+                continue
+            found += children
+            queue += children
+    return found
 
 
 def body(index: int, metrics: int, rng: np.random.Generator) -> dict[str, Any]:

@@ -15,3 +15,11 @@ MAX_SAMPLES = 2_000_000
 MAX_INFLATED_BYTES = 64 * 1024 * 1024
 #: Largest inflation ratio of a ``.gz`` file.
 MAX_INFLATION_RATIO = 200
+#: CPU seconds the parse of one upload may take, plus this per MiB of input (issue 31).
+PARSE_CPU_SECONDS = 1.5
+PARSE_CPU_SECONDS_PER_MIB = 0.5
+#: Memory (address space) the parse of one upload may take, in bytes.
+PARSE_MEMORY_BYTES = 1024 * 1024 * 1024
+#: Uploads per minute one token may send to one server process, and its burst.
+UPLOAD_RATE = 120.0
+UPLOAD_BURST = 60

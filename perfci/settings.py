@@ -52,6 +52,11 @@ from perfci.limits import (
     MAX_INFLATION_RATIO,
     MAX_METRICS,
     MAX_SAMPLES,
+    PARSE_CPU_SECONDS,
+    PARSE_CPU_SECONDS_PER_MIB,
+    PARSE_MEMORY_BYTES,
+    UPLOAD_BURST,
+    UPLOAD_RATE,
 )
 
 DEFAULT_DB_DIR = ".perfci"
@@ -142,6 +147,18 @@ class Settings(BaseSettings):
     # Uploads parsed, stored and compared at once per worker process; more wait their turn, so
     # a burst of big uploads cannot take the memory or the event loop from other clients.
     upload_concurrency: int = Field(2, ge=1)
+    # Each upload is parsed in a worker process of its own, which may spend parse_cpu_seconds
+    # of CPU time plus parse_cpu_seconds_per_mib per MiB of input (the inflated size of .gz
+    # files), and parse_memory_bytes of memory; beyond either the upload is refused (422 or
+    # 413) and nothing else waits for it. Real profiles parse at 20-300 MiB/s: a slow parse of
+    # a small file is a hostile one (issue 31: a 64 KB log that backtracked for 21 s).
+    parse_cpu_seconds: float = Field(PARSE_CPU_SECONDS, gt=0)
+    parse_cpu_seconds_per_mib: float = Field(PARSE_CPU_SECONDS_PER_MIB, ge=0)
+    parse_memory_bytes: int = Field(PARSE_MEMORY_BYTES, ge=64 * 1024 * 1024)
+    # Uploads per minute one token may send (per server process), after a burst of
+    # upload_burst; more are answered 429 with Retry-After (the CLI and Action wait and retry).
+    upload_rate: float = Field(UPLOAD_RATE, gt=0)
+    upload_burst: int = Field(UPLOAD_BURST, ge=1)
     # Seconds a client may take to send a request's headers, and its whole body; slower
     # connections are closed (slowloris). Idle keep-alive connections close after keep_alive.
     header_timeout: float = Field(10.0, gt=0)

@@ -15,6 +15,7 @@ the PostgreSQL parametrisation of the store fixtures, and
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import re
@@ -135,6 +136,61 @@ def test_a_bad_value_is_refused_naming_it_and_nothing_is_written(
     assert field in message and shown in message and "finite, non-negative" in message
     assert "'kernel:gpu:k'" in message or "'step:gpu:step'" in message
     assert (_count(session, Run), _count(session, Sample)) == (0, 0)
+
+
+def _bench(**fields: object) -> list[Profile]:
+    """One repeat of a benchmark case (``bench``) and a headline value (``measure``)."""
+    return [
+        Profile(
+            label="p",
+            format="test",
+            source="p.json",
+            metrics=[
+                Metric(MetricKind.BENCH, "case", calls=3, total_ns=3e6, samples_ns=[1e6] * 3),
+                Metric(MetricKind.MEASURE, "tput", unit="tokens/s", value=50.0, total_ns=1.0),
+                Metric(MetricKind.BENCH, "bad", calls=3, total_ns=3e6, **fields),  # type: ignore[arg-type]
+            ],
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({"samples_ns": [-1e6, -1e6, -1e6]}, "samples_ns #0"),
+        ({"unit": "tokens/s", "value": -50.0}, "value is -50.0"),
+        ({"unit": "tokens/s", "samples": [50.0, float("nan")]}, "samples #1"),
+        ({"step_totals_ns": [1e6, -1.0]}, "step_totals_ns #1"),
+    ],
+)
+def test_a_bad_number_never_disarms_the_check_whatever_its_kind(
+    session: Session, fields: dict[str, object], named: str
+) -> None:
+    """A ``bench`` or ``measure`` metric with a ``total_ns`` once kept negative samples: the
+    run was stored, and a pull request 2x slower carrying one got ``no-baseline`` (issue 31)."""
+    good = _bench(samples_ns=[1e6] * 3)
+    for day in range(3):
+        submit_run(
+            session,
+            context=make_context(commit=f"base{day}"),
+            benchmark="b",
+            repeats=[good, good],
+            settings=Settings(),
+        )
+    stored = (_count(session, Run), _count(session, Sample))
+    slower = _bench(**fields)
+    for metric in slower[0].metrics[:1]:
+        metric.samples_ns = [2e6] * 3  # the pull request: 2x slower
+    with pytest.raises(InvalidValue) as caught:
+        submit_run(
+            session,
+            context=make_context(commit="pr", branch="feature", pr_number=1, base_branch="main"),
+            benchmark="b",
+            repeats=[slower, slower],
+            settings=Settings(),
+        )
+    assert "'bench:gpu:bad'" in str(caught.value) and named in str(caught.value)
+    assert (_count(session, Run), _count(session, Sample)) == stored
 
 
 def test_sums_of_a_series_listed_twice_are_checked_too(session: Session) -> None:
@@ -582,6 +638,40 @@ def test_same_key_same_numbers_is_the_stored_run_other_numbers_a_conflict(sessio
         assert caught.value.run_id == first.ingest.run_id
         assert f"run {first.ingest.run_id} " in str(caught.value)
     assert (_count(session, Run), _count(session, Comparison)) == (1, 1)
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"commit": "d00d"}, "commit 'c0ffee', not 'd00d'"),
+        ({"branch": "feature"}, "branch 'main', not 'feature'"),
+        ({"pr_number": 12}, "pr_number none, not 12"),
+        ({"ci_run_id": "78"}, "ci_run_id none, not '78'"),
+    ],
+)
+def test_a_key_reused_for_another_commit_branch_or_pull_request_is_a_conflict(
+    session: Session, change: dict[str, object], named: str
+) -> None:
+    """The same Idempotency-Key and numbers for another commit once returned the stored run
+    (200), and the new commit's run was lost (issue 31)."""
+    repeats = [_run({"k": 5.0}, steps=[9.0, 10.0])]
+    first = ingest_run(
+        session, context=make_context(), benchmark="b", repeats=repeats, idempotency_key="http:k"
+    )
+    again = ingest_run(
+        session, context=make_context(), benchmark="b", repeats=repeats, idempotency_key="http:k"
+    )
+    assert again == dataclasses.replace(first, created=False)
+    with pytest.raises(RunConflict) as caught:
+        ingest_run(
+            session,
+            context=make_context(**change),
+            benchmark="b",
+            repeats=repeats,
+            idempotency_key="http:k",
+        )
+    assert caught.value.run_id == first.run_id and named in str(caught.value)
+    assert _count(session, Run) == 1
 
 
 def test_cli_ingest_retry_with_other_numbers_exits_2_naming_the_run(

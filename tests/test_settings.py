@@ -227,6 +227,9 @@ def test_the_service_limits_and_serve_help_read_the_settings_defaults(
         "max_samples",
         "max_inflated_bytes",
         "max_inflation_ratio",
+        "parse_cpu_seconds",
+        "parse_cpu_seconds_per_mib",
+        "parse_memory_bytes",
     ):
         assert getattr(limits, name) == getattr(settings, name), name
     assert main(["serve", "--help"]) == 0

@@ -83,7 +83,9 @@ def test_stored_run_answers_a_retry_and_refuses_other_numbers(migrated_url: str)
     try:
         with db.make_sessionmaker(engine)() as session:
             assert (
-                stored_run(session, project="acme/model", benchmark="b", key="k", prepared=prepared)
+                stored_run(
+                    session, context=make_context(), benchmark="b", key="k", prepared=prepared
+                )
                 is None
             )
             first = write_run(
@@ -96,13 +98,21 @@ def test_stored_run_answers_a_retry_and_refuses_other_numbers(migrated_url: str)
             )
             session.commit()
             again = stored_run(
-                session, project="acme/model", benchmark="b", key="k", prepared=prepared
+                session, context=make_context(), benchmark="b", key="k", prepared=prepared
             )
             assert again is not None
             assert (again.run_id, again.created, again.samples) == (first.run_id, False, 1)
             other = prepare_run([[make_profile({"a": 2.0})]])
             with pytest.raises(RunConflict, match=rf"run {first.run_id} .*1 of 1 samples"):
-                stored_run(session, project="acme/model", benchmark="b", key="k", prepared=other)
+                stored_run(session, context=make_context(), benchmark="b", key="k", prepared=other)
+            with pytest.raises(RunConflict, match=r"branch 'main', not 'dev'"):
+                stored_run(
+                    session,
+                    context=make_context(branch="dev"),
+                    benchmark="b",
+                    key="k",
+                    prepared=prepared,
+                )
     finally:
         engine.dispose()
 

@@ -10,24 +10,32 @@ What a token may not see answers as if it did not exist (see :mod:`perfci.server
 from __future__ import annotations
 
 import dataclasses
+import pathlib
+import tempfile
+from collections.abc import Callable
+from contextlib import AsyncExitStack
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Path, Query, Request, Response
+from sqlalchemy.orm import Session
 
-from perfci.errors import ConfigError, NotFoundError, UnsupportedMediaType
+from perfci.errors import ConfigError, NotFoundError
 from perfci.model import Device, MetricKind, Profile, RunContext, RunInfo, SeriesKey, Verdict
-from perfci.server import auth, uploads
+from perfci.server import auth
 from perfci.server.deps import (
-    Limits,
     LimitsDep,
     ReadSessionDep,
     RegistryDep,
     SessionDep,
     SettingsDep,
     TokenDep,
+    UploadTokenDep,
     run_upload_work,
+    upload_slot,
 )
+from perfci.server.parse_pool import ParsePool
+from perfci.server.receive import receive
 from perfci.server.schemas import (
     INT32,
     AlertPublic,
@@ -41,7 +49,6 @@ from perfci.server.schemas import (
     ProjectPublic,
     ProjectsPublic,
     ProjectUpdate,
-    RunCreate,
     RunCreated,
     RunDeleted,
     RunPublic,
@@ -131,55 +138,53 @@ _UPLOAD_BODY = {
 async def upload_run(
     project: ProjectName,
     request: Request,
-    session: SessionDep,
     settings: SettingsDep,
     limits: LimitsDep,
     registry: RegistryDep,
-    token: TokenDep,
+    token: UploadTokenDep,
     idempotency_key: Annotated[str | None, Header(max_length=200, pattern=_NO_NUL)] = None,
 ) -> Response:
     """Store one run (JSON: a perfci document per repeat; multipart: one file per repeat),
     compare it with its baseline and return the comparison. A retry with the same
-    ``Idempotency-Key`` (or the same CI run) returns the stored run with 200."""
-    auth.require_scope(token, project, "upload")
-    try:
-        benchmark, context, repeats = await _read_upload(request, project, limits)
-    except Exception:
-        registry.count_upload("rejected")
-        raise
-    key = f"http:{idempotency_key}" if idempotency_key else None
-    created, answer = await run_upload_work(
-        request, _submit, session, project, context, benchmark, repeats, settings, key
-    )
+    ``Idempotency-Key`` (or the same CI run) returns the stored run with 200.
+
+    In order, each step before the costlier next one: the token (its database session closed
+    at once), the token's rate limit (429), the body spooled to disk, then an upload slot,
+    within which a parse worker reads the body and the run is stored in a session of its own.
+    """
+    allowed = auth.require_scope(token, project, "upload")
+    async with AsyncExitStack() as stack:
+        try:
+            request.app.state.rate_limit.check(allowed.id)
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="perfci-upload-"))
+            received = await receive(request, limits, pathlib.Path(folder))
+            await stack.enter_async_context(upload_slot(request))
+            pool: ParsePool = request.app.state.parse_pool
+            benchmark, context_in, repeats = await run_upload_work(
+                request, pool.run, received.job, received.args, received.size
+            )
+        except Exception:
+            registry.count_upload("rejected")
+            raise
+        context = RunContext(project=project, **(received.context or context_in or {}))
+        key = f"http:{idempotency_key}" if idempotency_key else None
+        created, answer = await run_upload_work(
+            request,
+            _submit,
+            request.app.state.sessions,
+            project,
+            context,
+            received.benchmark or benchmark,
+            repeats,
+            settings,
+            key,
+        )
     registry.count_upload("created" if created else "duplicate")
     return Response(answer, status_code=201 if created else 200, media_type="application/json")
 
 
-async def _read_upload(
-    request: Request, project: str, limits: Limits
-) -> tuple[str, RunContext, list[list[Profile]]]:
-    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if content_type == "application/json":
-        body = await request.body()
-        upload, repeats = await run_upload_work(request, _decode_json, body, limits)
-        del body
-        benchmark, context_in = upload.benchmark, upload.context
-    elif content_type == "multipart/form-data":
-        benchmark, context_in, repeats = await uploads.read_multipart(request, limits)
-    else:
-        raise UnsupportedMediaType("send the run as application/json or multipart/form-data")
-    uploads.check_size(repeats, limits)
-    context = RunContext(project=project, **context_in.model_dump())
-    return benchmark, context, repeats
-
-
-def _decode_json(body: bytes, limits: Limits) -> tuple[RunCreate, list[list[Profile]]]:
-    upload = uploads.decode_run(body, limits)
-    return upload, uploads.documents_to_repeats(upload.repeats)
-
-
 def _submit(
-    session: Any,
+    sessions: Callable[[], Session],
     project: str,
     context: RunContext,
     benchmark: str,
@@ -190,14 +195,15 @@ def _submit(
     """``submit_run`` (the client's Idempotency-Key is the run key when it sent one), and the
     answer as JSON: a comparison of many metrics takes seconds to serialise, which must not
     happen on the event loop."""
-    result: SubmitResult = submit_run(
-        session,
-        context=context,
-        benchmark=benchmark,
-        repeats=repeats,
-        settings=settings,
-        idempotency_key=key,
-    )
+    with sessions() as session:  # opened only now: a connection only to write (issue 31)
+        result: SubmitResult = submit_run(
+            session,
+            context=context,
+            benchmark=benchmark,
+            repeats=repeats,
+            settings=settings,
+            idempotency_key=key,
+        )
     ingest = result.ingest
     answer = RunCreated(
         run_id=ingest.run_id,
@@ -330,7 +336,13 @@ def series_history(
     key = SeriesKey(kind=kind, name=name, device=device, scope=scope or "", section=section or "")
     chosen = branch or settings.baseline_branch
     points = browse.series_history(
-        reads, project, benchmark, series=key, branch=chosen, since=_utc(since), until=_utc(until)
+        reads,
+        project,
+        benchmark,
+        series=key,
+        branch=chosen,
+        since=_utc(since, "since"),
+        until=_utc(until, "until"),
     )
     return SeriesHistoryPublic(
         project=project,
@@ -355,7 +367,7 @@ def list_runs(
     """Runs stored in ``[since, until)`` (default: the last 30 days), oldest first."""
     auth.require_read(session, token, project)
     browse.get_project(session, project)
-    start, end = _period(_utc(since), _utc(until))
+    start, end = _period(_utc(since, "since"), _utc(until, "until"))
     runs = browse.runs_between(
         reads, project, since=start, until=end, branch=branch, benchmark=benchmark
     )
@@ -451,10 +463,15 @@ def _period(since: datetime | None, until: datetime | None) -> tuple[datetime, d
     return start, end
 
 
-def _utc(moment: datetime | None) -> datetime | None:
+def _utc(moment: datetime | None, name: str) -> datetime | None:
+    """``moment`` in UTC (naive means UTC); one that UTC cannot hold (``0001-01-01T00:00+14:00``
+    is in the year 0) is a 422 naming the parameter, not an OverflowError in the store."""
     if moment is None:
         return None
     try:
-        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+        return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
     except (OverflowError, ValueError):
-        raise ConfigError(f"date {moment!r} is out of range") from None
+        raise ConfigError(
+            f"`{name}` {moment.isoformat()} is out of range: give a date between the years "
+            "1 and 9999 in UTC"
+        ) from None

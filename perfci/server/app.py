@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
@@ -22,6 +23,8 @@ from perfci.server import api, pages
 from perfci.server.deps import Limits
 from perfci.server.errors import error_body, install_handlers
 from perfci.server.metrics import CONTENT_TYPE, BodyLimitMiddleware, MetricsMiddleware, Registry
+from perfci.server.parse_pool import Budget, ParsePool
+from perfci.server.ratelimit import UploadRateLimit
 from perfci.server.schemas import ErrorPublic, HealthPublic, RunCreate
 from perfci.server.security import SecurityHeadersMiddleware
 from perfci.settings import Settings, get_settings
@@ -39,9 +42,23 @@ def create_app(
     # History reads go to the read replica when there is one (issue 17, deps.get_read_session).
     replica = read_engine(settings.read_database_url) if settings.read_database_url else None
 
+    registry = Registry()
+    pool = ParsePool(
+        Budget(
+            cpu_seconds=limits.parse_cpu_seconds,
+            cpu_seconds_per_mib=limits.parse_cpu_seconds_per_mib,
+            memory_bytes=limits.parse_memory_bytes,
+            max_input_bytes=max(limits.max_body_bytes, limits.max_inflated_bytes),
+        ),
+        observe=registry.observe_parse,
+    )
+
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        # The forkserver imports the parsers once, now rather than on the first upload.
+        await anyio.to_thread.run_sync(pool.warm)
         yield
+        pool.stop()
         engine.dispose()
         if replica is not None:
             replica[0].dispose()
@@ -63,7 +80,9 @@ def create_app(
     app.state.engine = engine
     app.state.sessions = sessions
     app.state.read_sessions = replica[1] if replica is not None else None
-    app.state.registry = Registry()
+    app.state.registry = registry
+    app.state.parse_pool = pool
+    app.state.rate_limit = UploadRateLimit(settings.upload_rate, settings.upload_burst)
     app.state.templates = pages.make_templates()
     install_handlers(app, render_html=pages.render_error)
     app.include_router(api.router)
@@ -155,6 +174,9 @@ def limits_from(settings: Settings) -> Limits:
         max_samples=settings.max_samples,
         max_inflated_bytes=settings.max_inflated_bytes,
         max_inflation_ratio=settings.max_inflation_ratio,
+        parse_cpu_seconds=settings.parse_cpu_seconds,
+        parse_cpu_seconds_per_mib=settings.parse_cpu_seconds_per_mib,
+        parse_memory_bytes=settings.parse_memory_bytes,
     )
 
 

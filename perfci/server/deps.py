@@ -7,7 +7,8 @@ engine and session factory live on ``app.state``, built by :func:`perfci.server.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
@@ -23,6 +24,9 @@ from perfci.limits import (
     MAX_INFLATION_RATIO,
     MAX_METRICS,
     MAX_SAMPLES,
+    PARSE_CPU_SECONDS,
+    PARSE_CPU_SECONDS_PER_MIB,
+    PARSE_MEMORY_BYTES,
 )
 from perfci.server.metrics import Registry
 from perfci.settings import Settings
@@ -45,6 +49,9 @@ class Limits:
     max_samples: int = MAX_SAMPLES
     max_inflated_bytes: int = MAX_INFLATED_BYTES
     max_inflation_ratio: int = MAX_INFLATION_RATIO
+    parse_cpu_seconds: float = PARSE_CPU_SECONDS
+    parse_cpu_seconds_per_mib: float = PARSE_CPU_SECONDS_PER_MIB
+    parse_memory_bytes: int = PARSE_MEMORY_BYTES
 
 
 def get_session(request: Request) -> Iterator[Session]:
@@ -81,18 +88,27 @@ def get_limits(request: Request) -> Limits:
     return limits
 
 
-async def run_upload_work(request: Request, function: Callable[..., T], *args: Any) -> T:
-    """``function(*args)`` in a worker thread, at most ``upload_concurrency`` at once.
+@asynccontextmanager
+async def upload_slot(request: Request) -> AsyncIterator[None]:
+    """One of the ``upload_concurrency`` slots of this process, held while an upload is parsed
+    (in a worker process), stored and compared; more uploads wait their turn here, holding
+    nothing but their spooled body (no thread, no database connection)."""
+    state = request.app.state
+    if getattr(state, "upload_limiter", None) is None:  # a limiter belongs to its event loop
+        settings: Settings = state.settings
+        state.upload_limiter = anyio.CapacityLimiter(settings.upload_concurrency)
+        state.upload_threads = anyio.CapacityLimiter(settings.upload_concurrency)
+    async with state.upload_limiter:
+        yield
 
-    Parsing, storing and comparing an upload take seconds of CPU: on the event loop they would
-    stall every other client, and unbounded they would multiply the memory of a burst.
+
+async def run_upload_work(request: Request, function: Callable[..., T], *args: Any) -> T:
+    """``function(*args)`` in a worker thread, inside :func:`upload_slot`.
+
+    Waiting on a parse worker, storing and comparing take seconds: on the event loop they
+    would stall every other client.
     """
-    limiter: anyio.CapacityLimiter | None = getattr(request.app.state, "upload_limiter", None)
-    if limiter is None:  # made on first use: a limiter belongs to the running event loop
-        settings: Settings = request.app.state.settings
-        limiter = request.app.state.upload_limiter = anyio.CapacityLimiter(
-            settings.upload_concurrency
-        )
+    limiter: anyio.CapacityLimiter = request.app.state.upload_threads
     return await anyio.to_thread.run_sync(functools.partial(function, *args), limiter=limiter)
 
 
@@ -136,5 +152,20 @@ def get_cookie_token(request: Request, session: SessionDep) -> TokenInfo | None:
         return None
 
 
+def get_upload_token(request: Request) -> TokenInfo | None:
+    """:func:`get_token` for uploads: its database session is closed before the route runs.
+
+    An upload then waits for its body and for an upload slot; a session kept open meanwhile
+    held a pooled connection, and 24 slow uploads left none for anyone, ``/healthz``
+    included (issue 31). The upload opens a session again only to write.
+    """
+    token = bearer_token(request)
+    if token is None:
+        return None
+    with request.app.state.sessions() as session:
+        return authenticate(session, token)
+
+
 TokenDep = Annotated[TokenInfo | None, Depends(get_token)]
+UploadTokenDep = Annotated[TokenInfo | None, Depends(get_upload_token)]
 CookieTokenDep = Annotated[TokenInfo | None, Depends(get_cookie_token)]

@@ -38,6 +38,19 @@ from perfci.errors import (
 
 log = logging.getLogger("perfci.server")
 
+
+class Refusal(PerfciError):
+    """An error with its HTTP answer decided already: one raised in a parse worker
+    (:mod:`perfci.server.parse_pool`), carried over to the server as status, code and text."""
+
+    def __init__(self, message: str, *, status: int, code: str, cpu: float | None = None) -> None:
+        self.status = status
+        self.code = code
+        #: CPU seconds the worker used before it refused, when it said.
+        self.cpu = cpu
+        super().__init__(message)
+
+
 #: Status and code of each error class; the first match in MRO order wins.
 _STATUS: dict[type[PerfciError], tuple[int, str]] = {
     InputTooLarge: (413, "payload_too_large"),
@@ -61,6 +74,7 @@ _HTTP_CODES = {
     413: "payload_too_large",
     415: "unsupported_media_type",
     422: "invalid_request",
+    429: "too_many_requests",
     503: "unavailable",
 }
 
@@ -83,6 +97,8 @@ def error_body(code: str, message: str, **extra: Any) -> dict[str, Any]:
 
 def status_of(exc: PerfciError) -> tuple[int, str]:
     """The HTTP status and error code for ``exc``."""
+    if isinstance(exc, Refusal):
+        return exc.status, exc.code
     if isinstance(exc, AuthError):
         return exc.status, "forbidden" if exc.status == 403 else "unauthorized"
     if isinstance(exc, RequestTooLarge):

@@ -8,7 +8,10 @@ one worker per container) and rendered in the Prometheus text format 0.0.4:
   ``unmatched``; the method is one of :data:`METHODS` or ``other``. Clients choose paths and
   methods freely, so every label must come from a fixed set, or the series grow without bound;
 - ``perfci_http_request_duration_seconds{route}``: a latency histogram;
-- ``perfci_uploads_total{result}``: ``created``, ``duplicate`` or ``rejected``.
+- ``perfci_uploads_total{result}``: ``created``, ``duplicate`` or ``rejected``;
+- ``perfci_parse_cpu_seconds``: a histogram of the CPU time each upload's parse worker used
+  (:mod:`perfci.server.parse_pool`), and ``perfci_parse_cpu_seconds_max``, the most one used:
+  how close honest uploads come to ``PERFCI_PARSE_CPU_SECONDS``.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from perfci.errors import RequestTooLarge
 from perfci.server.errors import error_body
 
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+PARSE_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 1.5, 2.0, 5.0, 10.0, 30.0)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 #: The methods counted by name; any other (``FOO``, ``PROPFIND``) is counted as ``other``.
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
@@ -41,6 +45,8 @@ class Registry:
         self._uploads: dict[str, int] = defaultdict(int)
         self._buckets: dict[str, list[int]] = {}
         self._sums: dict[str, float] = defaultdict(float)
+        self._parse = [0] * (len(PARSE_BUCKETS) + 1)
+        self._parse_sum = self._parse_max = 0.0
 
     def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
         method = method if method in METHODS else "other"
@@ -54,6 +60,12 @@ class Registry:
     def count_upload(self, result: str) -> None:
         with self._lock:
             self._uploads[result] += 1
+
+    def observe_parse(self, cpu_seconds: float) -> None:
+        with self._lock:
+            self._parse[bisect.bisect_left(PARSE_BUCKETS, cpu_seconds)] += 1
+            self._parse_sum += cpu_seconds
+            self._parse_max = max(self._parse_max, cpu_seconds)
 
     def render(self) -> str:
         """The metrics in the Prometheus text exposition format."""
@@ -79,18 +91,31 @@ class Registry:
             ]
             for route, counts in sorted(self._buckets.items()):
                 lines += _histogram(route, counts, self._sums[route])
+            lines += [
+                "# HELP perfci_parse_cpu_seconds CPU time of each upload's parse worker.",
+                "# TYPE perfci_parse_cpu_seconds histogram",
+                *_histogram(None, self._parse, self._parse_sum, PARSE_BUCKETS),
+                "# HELP perfci_parse_cpu_seconds_max The most CPU time one parse worker used.",
+                "# TYPE perfci_parse_cpu_seconds_max gauge",
+                f"perfci_parse_cpu_seconds_max {self._parse_max:.6f}",
+            ]
         return "\n".join(lines) + "\n"
 
 
-def _histogram(route: str, counts: list[int], total: float) -> list[str]:
-    name = "perfci_http_request_duration_seconds"
+def _histogram(
+    route: str | None, counts: list[int], total: float, buckets: tuple[float, ...] = BUCKETS
+) -> list[str]:
+    """A latency histogram by route, or (``route=None``) the parse-CPU histogram."""
+    name = "perfci_http_request_duration_seconds" if route else "perfci_parse_cpu_seconds"
+    by = {"route": route} if route else {}
     lines, running = [], 0
-    for bound, count in zip((*BUCKETS, float("inf")), counts, strict=True):
+    for bound, count in zip((*buckets, float("inf")), counts, strict=True):
         running += count
         le = "+Inf" if bound == float("inf") else repr(bound)
-        lines.append(f"{name}_bucket{{{_labels(route=route, le=le)}}} {running}")
-    lines.append(f"{name}_sum{{{_labels(route=route)}}} {total:.6f}")
-    lines.append(f"{name}_count{{{_labels(route=route)}}} {running}")
+        lines.append(f"{name}_bucket{{{_labels(**by, le=le)}}} {running}")
+    braces = f"{{{_labels(**by)}}}" if by else ""
+    lines.append(f"{name}_sum{braces} {total:.6f}")
+    lines.append(f"{name}_count{braces} {running}")
     return lines
 
 

@@ -143,7 +143,12 @@ def login(
 
 
 @router.post("/logout")
-def logout() -> Response:
+def logout(request: Request) -> Response:
+    try:
+        # Logout CSRF: another site must not log a visitor out (checked as login checks).
+        require_same_origin(request, action="log out")
+    except AuthError as exc:
+        return render_error(request, exc.status, str(exc))
     response = RedirectResponse("/", status_code=303)
     response.delete_cookie(TOKEN_COOKIE)
     return response

@@ -49,7 +49,7 @@ class SecurityHeadersMiddleware:
         await self.app(scope, receive, with_headers)
 
 
-def require_same_origin(request: Request) -> None:
+def require_same_origin(request: Request, *, action: str = "log in") -> None:
     """Refuse a form post that a browser sent from another site.
 
     Browsers send ``Origin`` with every POST (``Referer`` is the fallback of older ones); it
@@ -71,5 +71,6 @@ def require_same_origin(request: Request) -> None:
         )
     if urlsplit(sent).netloc.lower() != host:
         raise AuthError(
-            "this form was posted from another site; log in on the perfci page itself", status=403
+            f"this form was posted from another site; {action} on the perfci page itself",
+            status=403,
         )

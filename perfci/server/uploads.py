@@ -1,7 +1,9 @@
 """Turning an upload into repeats of profiles: JSON documents or multipart profile files.
 
 Everything is parsed and checked here, before the store is touched: a bad file, an unknown
-``schema_version`` or a run over the limits writes nothing.
+``schema_version`` or a run over the limits writes nothing. The jobs :func:`parse_json_upload`
+and :func:`parse_files_upload` run in a parse worker (:mod:`perfci.server.parse_pool`), on the
+body or files that :mod:`perfci.server.receive` spooled to disk.
 
 Memory per upload is bounded before anything big is built. A JSON body is first counted
 (metrics and samples) by :func:`count_run`, which builds nothing per metric but an empty
@@ -14,27 +16,23 @@ reaches the parser.
 from __future__ import annotations
 
 import re
-import tempfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import msgspec
-from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import TypeAdapter, ValidationError
-from starlette.datastructures import UploadFile
 
 from perfci.errors import ConfigError, InputTooLarge, ParseError, PerfciError
 from perfci.model import Profile
-from perfci.server.deps import Limits, run_upload_work
-from perfci.server.schemas import MAX_NAME, ContextIn, DocumentIn, MetricIn, RunCreate, RunMeta
+from perfci.server.deps import Limits
+from perfci.server.parse_pool import Parsed, grow_budget
+from perfci.server.schemas import MAX_NAME, DocumentIn, MetricIn, RunCreate
 from perfci.usecases.formats import profiles_from_document
 from perfci.usecases.ingest import parse_repeats
 
-_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
-_MAX_META_BYTES = 1024 * 1024
 _GZIP_MAGIC = b"\x1f\x8b"
 #: Files inflating to less than this are never refused for their ratio: a small, very
 #: repetitive profile compresses far better than a big real one.
@@ -92,10 +90,8 @@ def count_run(body: bytes, limits: Limits, *, document: bool = False) -> None:
             repeats = [_DOCUMENT_DECODER.decode(body)]
         else:
             repeats = _RUN_DECODER.decode(body).repeats
-    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-        raise RequestValidationError(
-            [{"loc": ("body",), "msg": str(exc), "type": "json_invalid"}]
-        ) from None
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise _json_invalid(exc, "") from None
     metrics = sum(len(profile.metrics) for repeat in repeats for profile in repeat.profiles)
     _check_counts(metrics, 0, limits)  # first: the samples loop is per metric
     samples = sum(
@@ -141,10 +137,8 @@ def decode_run(body: bytes, limits: Limits) -> RunCreate:
     count_run(body, limits)
     try:
         raw = msgspec.json.decode(body)
-    except msgspec.DecodeError as exc:
-        raise RequestValidationError(
-            [{"loc": ("body",), "msg": f"invalid JSON: {exc}", "type": "json_invalid"}]
-        ) from None
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise _json_invalid(exc, "invalid JSON: ") from None
     pulled = _pull_metrics(raw)
     try:
         upload = RunCreate.model_validate(raw)
@@ -156,6 +150,15 @@ def decode_run(body: bytes, limits: Limits) -> RunCreate:
     except ValidationError as exc:
         raise RequestValidationError(exc.errors(include_input=False)) from None
     return upload
+
+
+def _json_invalid(exc: Exception, prefix: str) -> RequestValidationError:
+    """A body msgspec could not decode; a RecursionError is JSON nested too deep for the
+    decoder (a 500 once, issue 31), named as such."""
+    message = "JSON nested too deeply to read" if isinstance(exc, RecursionError) else str(exc)
+    return RequestValidationError(
+        [{"loc": ("body",), "msg": prefix + message, "type": "json_invalid"}]
+    )
 
 
 #: Metrics validated per pydantic call (see :func:`decode_run`).
@@ -207,38 +210,23 @@ def documents_to_repeats(documents: list[DocumentIn]) -> list[list[Profile]]:
     return repeats
 
 
-async def read_multipart(
-    request: Request, limits: Limits
-) -> tuple[str, ContextIn, list[list[Profile]]]:
-    """``meta`` (RunMeta JSON) and ``files`` (one repeat per file) of a multipart upload."""
-    async with request.form(
-        max_files=limits.max_files, max_fields=10, max_part_size=_MAX_META_BYTES
-    ) as form:
-        meta_raw = form.get("meta")
-        if not isinstance(meta_raw, str):
-            raise ConfigError("multipart upload without a `meta` field (JSON: benchmark, context)")
-        try:
-            meta = RunMeta.model_validate_json(meta_raw)
-        except ValidationError as exc:
-            from fastapi.exceptions import RequestValidationError
-
-            raise RequestValidationError(
-                [{**e, "loc": ("meta", *e["loc"])} for e in exc.errors(include_input=False)]
-            ) from None
-        files = [f for f in form.getlist("files") if isinstance(f, UploadFile)]
-        if not files:
-            raise ConfigError("multipart upload without profile `files`")
-        with tempfile.TemporaryDirectory(prefix="perfci-upload-") as folder:
-            paths = [await _save(f, Path(folder), i) for i, f in enumerate(files)]
-            repeats = await run_upload_work(
-                request, _inflate_and_parse, paths, meta.format, folder, limits
-            )
-    return meta.benchmark, meta.context, repeats
+# --- the jobs of the parse workers (perfci.server.parse_pool) ---------------------------------
 
 
-def _inflate_and_parse(
+def parse_json_upload(path: str, limits: Limits) -> Parsed:
+    """A JSON upload spooled to ``path``: its benchmark, context and repeats, checked."""
+    body = Path(path).read_bytes()
+    upload = decode_run(body, limits)
+    del body
+    repeats = documents_to_repeats(upload.repeats)
+    check_size(repeats, limits)
+    return upload.benchmark, upload.context.model_dump(), repeats
+
+
+def parse_files_upload(
     paths: list[Path], format: str | None, folder: str, limits: Limits
-) -> list[list[Profile]]:
+) -> Parsed:
+    """The profile files of a multipart upload, one repeat per file, inflated and checked."""
     budget = limits.max_inflated_bytes
     plain = []
     for path in paths:
@@ -247,7 +235,11 @@ def _inflate_and_parse(
         if path.suffix.lower() == ".json":
             count_run(path.read_bytes(), limits, document=True)
         plain.append(path)
-    return _parse(plain, format, folder)
+    # The CPU budget of gzip files is that of what they inflated to.
+    grow_budget(limits.max_inflated_bytes - budget)
+    repeats = _parse(plain, format, folder)
+    check_size(repeats, limits)
+    return None, None, repeats
 
 
 def inflate(path: Path, limits: Limits, *, budget: int | None = None) -> Path:
@@ -333,16 +325,6 @@ def _too_big(cap: int, limits: Limits) -> str:
     )
 
 
-async def _save(upload: UploadFile, folder: Path, index: int) -> Path:
-    name = _UNSAFE_NAME.sub("_", Path(upload.filename or "profile").name)[-100:] or "profile"
-    path = folder / f"{index:04d}" / name
-    path.parent.mkdir()
-    with path.open("wb") as handle:
-        while chunk := await upload.read(1024 * 1024):
-            handle.write(chunk)
-    return path
-
-
 def _parse(paths: list[Path], format: str | None, folder: str) -> list[list[Profile]]:
     """Parse each file as one repeat; error messages name the uploaded file, not our copy."""
     ours = re.compile(re.escape(str(Path(folder))) + r"/\d{4}/")
@@ -375,7 +357,17 @@ def check_size(repeats: list[list[Profile]], limits: Limits) -> None:
             _check_profile(profile)
 
 
+#: How deep a profile's metadata may nest: what a profiler writes is a few levels deep, and
+#: stored JSON nested hundreds deep could not be read back by a server thread (issue 31).
+MAX_METADATA_DEPTH = 32
+
+
 def _check_profile(profile: Profile) -> None:
+    if _depth(profile.metadata) > MAX_METADATA_DEPTH:
+        raise ConfigError(
+            f"profile {profile.label!r}: its metadata is nested more than "
+            f"{MAX_METADATA_DEPTH} levels deep"
+        )
     if len(profile.format) > 50:
         raise ConfigError(
             f"profile format name is longer than 50 characters: {profile.format[:50]!r}…"
@@ -387,3 +379,17 @@ def _check_profile(profile: Profile) -> None:
             )
         if "\x00" in metric.name or "\x00" in (metric.scope or ""):
             raise ConfigError("metric names may not contain NUL characters")
+
+
+def _depth(value: Any) -> int:
+    """How deep lists and dicts nest in ``value`` (without recursion: it may be very deep)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item
+        if not isinstance(item, dict | list):
+            continue
+        deepest = max(deepest, depth)
+        if depth <= MAX_METADATA_DEPTH:
+            stack.extend((child, depth + 1) for child in children)
+    return deepest

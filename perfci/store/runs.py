@@ -29,6 +29,7 @@ from perfci.store.run_resolve import resolve_generic, resolve_postgres
 from perfci.store.run_resolve import table_of as _table
 from perfci.store.schema import (
     Benchmark,
+    Commit,
     Project,
     Run,
     Sample,
@@ -110,14 +111,23 @@ def write_run(
 
 
 def stored_run(
-    session: Session, *, project: str, benchmark: str, key: str, prepared: PreparedRun
+    session: Session,
+    *,
+    context: RunContext,
+    benchmark: str,
+    key: str,
+    prepared: PreparedRun,
 ) -> IngestResult | None:
     """The run stored under ``key`` as an ingest's result, ``None`` when there is none.
 
-    Raises :class:`~perfci.errors.RunConflict` when its numbers are not ``prepared``'s.
+    Raises :class:`~perfci.errors.RunConflict` when its numbers are not ``prepared``'s, or it
+    was stored for another commit, branch, pull request or CI run than ``context``'s.
     """
+    project = context.project
     existing = _find_run(session, project, benchmark, key)
-    return None if existing is None else _existing_result(session, existing, prepared)
+    if existing is None:
+        return None
+    return _existing_result(session, existing, prepared, context)
 
 
 def storage_error(
@@ -157,7 +167,7 @@ def _write(
     if found is None:  # the run is already stored
         existing = _find_run(session, context.project, benchmark, key)
         assert existing is not None  # the conflicting row is visible once the insert returns
-        return _existing_result(session, existing, prepared)
+        return _existing_result(session, existing, prepared, context)
     run_id, benchmark_id, series_ids = found
     if series_ids is None:
         # A list of series not seen before in this benchmark: each series by its key.
@@ -270,12 +280,21 @@ def _find_run(session: Session, project: str, benchmark: str, key: str) -> int |
     return None if found is None else int(found)
 
 
-def _existing_result(session: Session, run_id: int, prepared: PreparedRun) -> IngestResult:
-    """The stored run's result, or :class:`RunConflict` when its numbers are not ``prepared``'s.
+#: What a retry must share with the stored run, besides its numbers: a key reused for another
+#: commit, branch, pull request or CI run is another run (issue 31), not a retry.
+_IDENTITY = ("commit", "branch", "base_branch", "pr_number", "ci_run_id", "ci_run_attempt")
+
+
+def _existing_result(
+    session: Session, run_id: int, prepared: PreparedRun, context: RunContext
+) -> IngestResult:
+    """The stored run's result, or :class:`RunConflict` when its numbers are not ``prepared``'s
+    or it was stored for another commit, branch, pull request or CI run than ``context``'s.
 
     Read only on a retry (rare), so it compares every number: a retried CI job that measured
     again under the same run id and attempt must not be dropped silently (issue 13).
     """
+    _check_identity(session, run_id, context)
     if session.execute(select(Run.pruned_at).where(Run.id == run_id)).scalar() is not None:
         return _existing_pruned(session, run_id, prepared)
     stored = _stored_values(session, run_id)
@@ -302,6 +321,42 @@ def _existing_result(session: Session, run_id: int, prepared: PreparedRun) -> In
         )
     series = len({key_hash for key_hash, _ in stored})
     return IngestResult(run_id=run_id, created=False, series=series, samples=len(stored))
+
+
+def _check_identity(session: Session, run_id: int, context: RunContext) -> None:
+    query = (
+        select(
+            Commit.sha,
+            Run.branch,
+            Run.base_branch,
+            Run.pr_number,
+            Run.ci_run_id,
+            Run.ci_run_attempt,
+        )
+        .outerjoin(Commit, Commit.id == Run.commit_id)
+        .where(Run.id == run_id)
+    )
+    stored = dict(zip(_IDENTITY, session.execute(query).one(), strict=True))
+    differ = [
+        f"{name} {_shown(stored[name])}, not {_shown(getattr(context, name))}"
+        for name in _IDENTITY
+        if _same(stored[name]) != _same(getattr(context, name))
+    ]
+    if differ:
+        raise RunConflict(
+            f"run {run_id} is already stored under this run's key (same CI run id and "
+            f"attempt, or Idempotency-Key) for another run: {'; '.join(differ)}. Nothing was "
+            "written; send this run with its own Idempotency-Key (or CI run id)",
+            run_id=run_id,
+        )
+
+
+def _same(value: object) -> object:
+    return None if value == "" else value
+
+
+def _shown(value: object) -> str:
+    return "none" if _same(value) is None else repr(value)
 
 
 def _existing_pruned(session: Session, run_id: int, prepared: PreparedRun) -> IngestResult:

@@ -132,7 +132,7 @@ def ingest_prepared(
         # A concurrent ingest of the same run committed between our checks: keep theirs.
         try:
             existing = stored_run(
-                session, project=context.project, benchmark=benchmark, key=key, prepared=prepared
+                session, context=context, benchmark=benchmark, key=key, prepared=prepared
             )
         finally:
             session.rollback()  # end the read transaction; nothing of ours to keep
@@ -343,17 +343,24 @@ def check_values(prepared: PreparedRun) -> None:
         )
         if v is not None
     ]
-    # Derived values: only step metrics (means of samples) and metrics without a total
-    # (avg × calls) can come out worse than the fields they are made of.
+    # Every metric's per-instance numbers, whatever its kind: a `bench` or `measure` metric
+    # carrying a total was once let through with negative samples, which its comparison
+    # uses, and a pull request 2x slower passed (issue 31). Derived values: only step metrics
+    # (means of samples) and metrics without a total (avg × calls) can come out worse than
+    # the fields they are made of.
     for _, profile in prepared.profiles:
         if profile.steps is not None:
             numbers.append(profile.steps)
         for m in profile.metrics:
+            if m.samples_ns:
+                numbers += m.samples_ns
+            if m.samples:
+                numbers += m.samples
+            if m.step_totals_ns:
+                numbers += m.step_totals_ns
+            if m.value is not None:
+                numbers.append(m.value)
             if m.kind is MetricKind.STEP or m.total_ns is None:
-                if m.samples_ns:
-                    numbers += m.samples_ns
-                if m.samples:
-                    numbers += m.samples
                 value = compared_value(m, profile.steps)
                 if value is not None:
                     numbers.append(value)
@@ -387,6 +394,10 @@ def _invalid_value(prepared: PreparedRun) -> InvalidValue:
             fields = [(name, getattr(metric, name)) for name in _NUMBER_FIELDS]
             fields += [(f"samples_ns #{i}", v) for i, v in enumerate(metric.samples_ns or ())]
             fields += [(f"samples #{i}", v) for i, v in enumerate(metric.samples or ())]
+            fields += [
+                (f"step_totals_ns #{i}", v) for i, v in enumerate(metric.step_totals_ns or ())
+            ]
+            fields.append(("value", metric.value))
             fields.append((_VALUE_NAMES[0], compared_value(metric, profile.steps)))
             for name, value in fields:
                 if value is not None and not _valid(value):
