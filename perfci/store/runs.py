@@ -305,11 +305,10 @@ def _existing_result(
         )
         for repeat, values in cell_values(cell)
     }
-    if stored.keys() != mine.keys() or not all(_same(stored[k], mine[k]) for k in mine):
+    if stored.keys() != mine.keys() or not all(_same_numbers(stored[k], mine[k]) for k in mine):
         if stored.keys() == mine.keys():
-            what = (
-                f"{sum(not _same(stored[k], mine[k]) for k in mine)} of {len(mine)} samples differ"
-            )
+            differ = sum(not _same_numbers(stored[k], mine[k]) for k in mine)
+            what = f"{differ} of {len(mine)} samples differ"
         else:
             what = "other metrics or repeats"
         raise RunConflict(
@@ -390,7 +389,7 @@ def _existing_pruned(session: Session, run_id: int, prepared: PreparedRun) -> In
     return IngestResult(run_id=run_id, created=False, series=len(stored), samples=count)
 
 
-def _same(stored: Values, mine: Values) -> bool:
+def _same_numbers(stored: Values, mine: Values) -> bool:
     """Whether a stored sample holds ``mine``'s numbers. A sample stored before revision 0007
     has no fastest-step value: the rest must match."""
     if stored.fastest is None:
