@@ -15,3 +15,7 @@ MAX_SAMPLES = 2_000_000
 MAX_INFLATED_BYTES = 64 * 1024 * 1024
 #: Largest inflation ratio of a ``.gz`` file.
 MAX_INFLATION_RATIO = 200
+#: Largest magnitude of a time (ns), size (bytes) or count perfci reads or stores: 1e18 ns is
+#: 31 years. Anything larger is a unit mistake or a hostile file, and sums of such numbers
+#: overflow a float (a Google Benchmark ``real_time`` of 1e308 did, issue 31).
+MAX_VALUE = 1e18

@@ -37,6 +37,7 @@ from decimal import Decimal
 from typing import Any, TypeVar
 
 from perfci.formats._textio import scaled_decimal
+from perfci.formats.caps import budget
 from perfci.model import Device, Metric, MetricKind
 from perfci.units import MISSING, NS_PER_UNIT, to_decimal
 
@@ -93,6 +94,7 @@ class LayerMetrics:
 
     __slots__ = (
         "_bytes",
+        "_counted",
         "_counts",
         "_first",
         "_ns",
@@ -114,6 +116,9 @@ class LayerMetrics:
         # Compute cells already converted: rows that differ elsewhere share times and sizes.
         self._ns: dict[str, float] = {}
         self._bytes: dict[str, float] = {}  # and comm sizes
+        # Each metric made counts within a service upload's caps (issue 31); the registry
+        # names the file in the error.
+        self._counted = budget("", "")
 
     def add(
         self,
@@ -151,6 +156,7 @@ class LayerMetrics:
             return  # rows are still counted for the row-count check
         metrics = self.metrics
         start = len(metrics)
+        self._counted.metric(len(plan))
         label = name if count == 1 else f"{name}#{count}"
         for kind, suffix, phase, ns, size, comm_type in plan:
             if comm_type is None:
