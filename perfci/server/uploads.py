@@ -247,7 +247,7 @@ def _inflate_and_parse(
         if path.suffix.lower() == ".json":
             count_run(path.read_bytes(), limits, document=True)
         plain.append(path)
-    return _parse(plain, format, folder)
+    return _parse(plain, format, folder, limits)
 
 
 def inflate(path: Path, limits: Limits, *, budget: int | None = None) -> Path:
@@ -343,13 +343,21 @@ async def _save(upload: UploadFile, folder: Path, index: int) -> Path:
     return path
 
 
-def _parse(paths: list[Path], format: str | None, folder: str) -> list[list[Profile]]:
-    """Parse each file as one repeat; error messages name the uploaded file, not our copy."""
+def _parse(
+    paths: list[Path], format: str | None, folder: str, limits: Limits
+) -> list[list[Profile]]:
+    """Parse each file as one repeat; error messages name the uploaded file, not our copy.
+
+    The readers count metrics and samples as they read, against the run's caps: a file past
+    one is refused (413) at that point, not once all of it was parsed (issue 31).
+    """
     ours = re.compile(re.escape(str(Path(folder))) + r"/\d{4}/")
     try:
-        repeats = parse_repeats(paths, format=format)
+        repeats = parse_repeats(
+            paths, format=format, max_metrics=limits.max_metrics, max_samples=limits.max_samples
+        )
     except ParseError as exc:
-        raise ParseError(
+        raise type(exc)(  # InputTooLarge stays one: a 413, not a 422
             ours.sub("", exc.message),
             source=ours.sub("", exc.source),
             line=exc.line,

@@ -103,6 +103,7 @@ class Run:
     trained: bool = False  # an epoch, block, eval or throughput event since run_start
     open: dict[str, list[_Interval]] = field(default_factory=dict)
     durations: dict[str, list[float]] = field(default_factory=dict)
+    longest: int = 0  # the most durations of one kind so far (counted as samples)
     unmatched: dict[str, int] = field(default_factory=dict)
     throughput: list[float] = field(default_factory=list)
     throughput_unit: str | None = None
@@ -213,9 +214,11 @@ def _close(run: Run, kind: str, ident: Any, time_ms: float, counted: Budget) -> 
     if not opened:
         del run.open[kind]
     durations = run.durations.setdefault(kind, [])
-    if durations:
-        counted.sample()
     durations.append(_ms_to_ns(time_ms - start.time_ms))
+    if len(durations) > run.longest:  # the step metric's samples are the longest series
+        if run.longest:
+            counted.sample()
+        run.longest = len(durations)
 
 
 def _add_throughput(run: Run, value: Any, metadata: dict[str, Any]) -> None:

@@ -127,6 +127,10 @@ class Run:
     timed: int = -1  # the last interval a timer block was attached to
     memory: dict[int | None, dict[str, float]] = field(default_factory=dict)
     memory_reports: int = 0
+    # What the caps have counted (see Reader): per memory field its ranks so far and the
+    # first one, and the measures seen.
+    memory_ranks: dict[str, tuple[int, int | None]] = field(default_factory=dict)
+    measured: set[str] = field(default_factory=set)
     timestamps: tuple[str, str] | None = None  # the first and the last
     duplicates: int = 0
     unreadable: int = 0
@@ -145,13 +149,17 @@ class Block:
 class Reader:
     """Feeds the log line by line into runs."""
 
-    def __init__(self, counted: Budget | None = None) -> None:
+    def __init__(
+        self, counted: Budget | None = None, measures: frozenset[str] = frozenset()
+    ) -> None:
         self.runs: list[Run] = [Run()]
         self.block: Block | None = None
         self.warnings: list[str] = []
-        # Timers, ranks and step samples as they come, within a service upload's caps (issue
-        # 31): a new per-interval timer or rank is a metric, a further interval a sample.
+        # Metrics as they come, within a service upload's caps (issue 31): a run's step, each
+        # of its ``measures`` (fields of the iteration lines), per-interval timers and memory
+        # peaks; a further interval is a sample of the step and of each timer.
         self.counted = counted or budget("", "")
+        self.measures = measures
 
     @property
     def run(self) -> Run:
@@ -216,11 +224,16 @@ class Reader:
         if stamp := _TIMESTAMP.search(text, 0, match.start()):
             first = run.timestamps[0] if run.timestamps else stamp["ts"]
             run.timestamps = (first, stamp["ts"])
+        values = _values(fields)
         if run.intervals:
             self.counted.sample()  # the step metric's samples_ns
-        run.intervals.append(
-            Interval(iteration, number, elapsed, _values(fields), raw=rest.strip())
-        )
+        else:
+            self.counted.metric()  # the step metric
+        for key in self.measures & values.keys():
+            if key not in run.measured and values[key] >= 0:
+                run.measured.add(key)
+                self.counted.metric()
+        run.intervals.append(Interval(iteration, number, elapsed, values, raw=rest.strip()))
         return True
 
     def _loaded(self, text: str) -> bool:
@@ -235,14 +248,23 @@ class Reader:
 
     def _memory(self, rank: int | None, fields: str) -> None:
         values = _values(_fields(fields))
-        peaks = self.run.memory.get(rank)
-        if peaks is None:
-            self.counted.metric()  # a rank's peak memory (as a counter once there are two)
-            peaks = self.run.memory[rank] = {}
+        peaks = self.run.memory.setdefault(rank, {})
         for key, _ in MEMORY_FIELDS:
             if (value := values.get(key)) is not None and value >= 0:
+                if key not in peaks:
+                    self._count_peak(key, rank)
                 peaks[key] = max(peaks.get(key, 0.0), value * BYTES_PER_MB)
         self.run.memory_reports += 1
+
+    def _count_peak(self, key: str, rank: int | None) -> None:
+        """A memory field's first rank is its ``measure``; from the second on, every rank
+        (but ``None``, a log without ranks) is a ``counter`` too (see ``_memory_metrics``)."""
+        seen, first = self.run.memory_ranks.get(key, (0, rank))
+        self.run.memory_ranks[key] = (seen + 1, first)
+        if seen == 0:
+            self.counted.metric()
+            return
+        self.counted.metric((rank is not None) + (seen == 1 and first is not None))
 
     def _one_line_timers(self, text: str) -> None:
         block = Block(kind=ONE_LINE)

@@ -157,7 +157,7 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     """One profile per training run of the log at ``path`` (plain or gzip)."""
     source = str(path)
     warmup = _warmup_option(options)
-    reader = Reader(budget(source, NAME))
+    reader = Reader(budget(source, NAME), measures=frozenset(_MEASURES))
     with open_text(path, format=NAME) as handle:
         for number, line in enumerate(handle, 1):
             if not line.endswith("\n") and _cut_short(line):
