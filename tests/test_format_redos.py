@@ -38,8 +38,8 @@ from perfci.formats import registry
 from perfci.formats.mlperf import mlperf_summary
 from perfci.formats.nsys import _reports as nsys_reports
 from perfci.formats.protocol import Head
+from perfci.formats.workload import _layer_metrics as layer_metrics
 from perfci.formats.workload import _megatron_reader as megatron_reader
-from perfci.formats.workload import simai_results
 
 #: Seconds a check may take; the fixed code takes milliseconds on these inputs.
 GUARD = 20.0
@@ -149,7 +149,7 @@ REPLACED: dict[str, Replaced] = {
         r"(?:\[Rank (?P<rank>\d{1,9})\] )?\([^)]*\) memory \(MB\) \|(?P<fields>.*)$",
     ),
     "simai summary cell (percent)": (
-        simai_results._summary_cell,
+        layer_metrics.summary_cell,
         r"^(?P<value>.*?)\s*(?:\((?P<percent>[^()]*)%\))?$",
     ),
 }

@@ -190,9 +190,11 @@ def row_values(layout: Layout, cells: list[str], numbers: Numbers) -> dict[str, 
             }
             if layout.calls is not None:
                 values["calls"] = int(cells[layout.calls].replace(",", ""))
-            if within(values.values()):
+            # Finite and within ±MAX_VALUE, else the checked path names the cell (issue 31).
+            found = values.values()
+            if math.isfinite(sum(found)) and -MAX_VALUE <= min(found) <= max(found) <= MAX_VALUE:
                 return values
-        except ValueError:
+        except (ValueError, OverflowError):  # OverflowError: a count beyond any float
             pass
     values = {}
     for index, target, factor, title in layout.numeric:
@@ -211,13 +213,3 @@ def row_values(layout: Layout, cells: list[str], numbers: Numbers) -> dict[str, 
                 f"got {cells[layout.calls].strip()!r}"
             ) from exc
     return values
-
-
-def within(numbers: Iterable[float]) -> bool:
-    """Whether every one of ``numbers`` (one at least) lies within ``±MAX_VALUE``: a row of
-    the fast paths that is not goes the checked way, whose error names the cell (issue 31)."""
-    values = list(numbers)
-    try:
-        return math.isfinite(sum(values)) and -MAX_VALUE <= min(values) <= max(values) <= MAX_VALUE
-    except OverflowError:  # a count beyond any float
-        return False

@@ -18,6 +18,7 @@ as a stream, one line at a time.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -32,7 +33,8 @@ from perfci.formats.nsys._reports import (
     Layout,
     processing,
 )
-from perfci.formats.nsys._tables import Numbers, TableReader, within
+from perfci.formats.nsys._tables import Numbers, TableReader
+from perfci.limits import MAX_VALUE
 from perfci.model import Profile
 
 if TYPE_CHECKING:
@@ -183,7 +185,8 @@ class _Parser(TableReader):
             calls = int(nums[fast.calls])
         except ValueError:
             return False
-        if not name or not within((*times, calls)):
+        # A count beyond any float goes the checked way, whose error names its cell (issue 31).
+        if not name or not math.isfinite(sum(times)) or not -MAX_VALUE <= calls <= MAX_VALUE:
             return False
         text = {key: nums[i] for i, key in fast.text} if fast.text else None
         self.set.current.add_times(table.layout, name, text, calls, times)

@@ -336,3 +336,18 @@ def number_cell(text: str, line: int, what: str) -> Decimal | None:
     if value.adjusted() > MAX_EXPONENT:  # adjusted(): no context arithmetic, cannot overflow
         raise TableError(f"number out of range for {what}: {cleaned[:40]!r}", line)
     return value
+
+
+def summary_cell(cell: str) -> tuple[str, str | None]:
+    """A summary cell's value and its share of the total: ``"12.5 (3.1%)"`` → ``("12.5",
+    "3.1")``; a cell without ``(…%)`` at its end is its value (stripped at the end).
+
+    What ``^(.*?)\\s*(?:\\(([^()]*)%\\))?$`` took, found with ``str.rfind``: that pattern tried
+    the rest of the cell from each of its characters (issue 31).
+    """
+    text = cell.removesuffix("\n")  # as ``$`` matched before a last line break
+    if text.endswith("%)"):
+        opening = text.rfind("(")
+        if opening >= 0 and text.find(")", opening) == len(text) - 1:
+            return text[:opening].rstrip(), text[opening + 1 : -2]
+    return cell.rstrip(), None

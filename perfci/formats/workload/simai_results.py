@@ -75,7 +75,7 @@ from perfci.formats._steps import step_metric
 from perfci.formats._text_lines import open_text
 from perfci.formats.caps import Budget, budget
 from perfci.formats.workload._aicb import indexed_names
-from perfci.formats.workload._layer_metrics import PHASES, TableError, number_cell
+from perfci.formats.workload._layer_metrics import PHASES, TableError, number_cell, summary_cell
 from perfci.model import Metric, MetricKind, Profile
 from perfci.units import NS_PER_UNIT
 
@@ -274,7 +274,7 @@ class _Reader:
             cells = cells[:-1]  # its last cell may be cut too
         self.file_name = cells[0]
         for index, (key, cell) in enumerate(zip(keys[1:], cells[1:], strict=False), 1):
-            text, percent = _summary_cell(cell)
+            text, percent = summary_cell(cell)
             ns = self._time(text, number, index, key)
             if ns is None:
                 continue
@@ -471,18 +471,3 @@ def _timed(kind: MetricKind, name: str, ns: float, attrs: dict[str, Any]) -> Met
         max_ns=ns,
         attrs=dict(attrs),
     )
-
-
-def _summary_cell(cell: str) -> tuple[str, str | None]:
-    """A summary cell's value and its share of the total: ``"12.5 (3.1%)"`` → ``("12.5",
-    "3.1")``; a cell without ``(…%)`` at its end is its value (stripped at the end).
-
-    What ``^(.*?)\\s*(?:\\(([^()]*)%\\))?$`` took, found with ``str.rfind``: that pattern tried
-    the rest of the cell from each of its characters (issue 31).
-    """
-    text = cell.removesuffix("\n")  # as ``$`` matched before a last line break
-    if text.endswith("%)"):
-        opening = text.rfind("(")
-        if opening >= 0 and text.find(")", opening) == len(text) - 1:
-            return text[:opening].rstrip(), text[opening + 1 : -2]
-    return cell.rstrip(), None
