@@ -230,10 +230,25 @@ def format_patterns(package: str = "perfci.formats") -> list[FormatPattern]:
     ]
     for module in modules:
         for name, value in vars(module).items():
-            if not isinstance(value, re.Pattern) or (value.pattern, value.flags) in seen:
-                continue
-            methods = frozenset(calls.get(name, set()) & (SCANNING | {"match", "fullmatch"}))
-            seen[(value.pattern, value.flags)] = FormatPattern(
-                f"{module.__name__}.{name}", value, methods
-            )
+            for label, pattern in _patterns_in(name, value):
+                if (pattern.pattern, pattern.flags) in seen:
+                    continue
+                used = calls.get(name, set()) if label == name else set()  # [i]: not seen
+                methods = frozenset(used & (SCANNING | {"match", "fullmatch"}))
+                seen[(pattern.pattern, pattern.flags)] = FormatPattern(
+                    f"{module.__name__}.{label}", pattern, methods
+                )
     return list(seen.values())
+
+
+def _patterns_in(name: str, value: object) -> list[tuple[str, re.Pattern[Any]]]:
+    """A module-level pattern, or those of a table of them (``((pattern, role), …)``)."""
+    if isinstance(value, re.Pattern):
+        return [(name, value)]
+    if not isinstance(value, tuple | list):
+        return []
+    found = []
+    for index, item in enumerate(value):
+        parts = item if isinstance(item, tuple) else (item,)
+        found += [(f"{name}[{index}]", p) for p in parts if isinstance(p, re.Pattern)]
+    return found
