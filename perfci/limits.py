@@ -23,3 +23,7 @@ PARSE_MEMORY_BYTES = 1024 * 1024 * 1024
 #: Uploads per minute one token may send to one server process, and its burst.
 UPLOAD_RATE = 120.0
 UPLOAD_BURST = 60
+#: Largest magnitude of a time (ns), size (bytes) or count perfci reads or stores: 1e18 ns is
+#: 31 years. Anything larger is a unit mistake or a hostile file, and sums of such numbers
+#: overflow a float (a Google Benchmark ``real_time`` of 1e308 did, issue 31).
+MAX_VALUE = 1e18

@@ -6,8 +6,11 @@ Decimal arithmetic is used for the conversion so that ``4.91060s`` becomes exact
 
 from __future__ import annotations
 
+import math
 import re
 from decimal import Decimal, InvalidOperation
+
+from perfci.limits import MAX_VALUE
 
 NS_PER_UNIT: dict[str, int] = {
     "ns": 1,
@@ -45,8 +48,11 @@ BYTES_PER_UNIT: dict[str, int] = {
 
 MISSING = frozenset({"", "-", "--", "n/a", "N/A", "NaN", "nan", "None", "null"})
 
-_DURATION = re.compile(r"^\s*([-+]?[0-9][0-9,.\u00a0 ]*(?:[eE][-+]?\d+)?)\s*([a-zµμ]*)\s*$")
-_SIZE = re.compile(r"^\s*([-+]?[0-9][0-9,.\u00a0]*(?:[eE][-+]?\d+)?)\s*([A-Za-z]*)\s*$")
+# Each run is taken whole (possessive ``*+``): giving part of a run of digits, separators or
+# blanks to the next quantifier never lets the rest match, and trying every split of a long
+# run took minutes (issue 31).
+_DURATION = re.compile(r"^\s*+([-+]?[0-9][0-9,.\u00a0 ]*+(?:[eE][-+]?\d++)?+)\s*+([a-zµμ]*+)\s*+$")
+_SIZE = re.compile(r"^\s*+([-+]?[0-9][0-9,.\u00a0]*+(?:[eE][-+]?\d++)?+)\s*+([A-Za-z]*+)\s*+$")
 
 
 def to_decimal(text: str, *, grouping: str = ",") -> Decimal:
@@ -73,7 +79,10 @@ def parse_number(text: str, *, grouping: str = ",") -> float | None:
     """A plain number, ``None`` for the placeholders profilers print for "no value"."""
     if text.strip() in MISSING:
         return None
-    return float(to_decimal(text, grouping=grouping))
+    value = float(to_decimal(text, grouping=grouping))
+    if not math.isfinite(value):  # a finite Decimal beyond any float
+        raise ValueError(f"{text!r} is too large a number")
+    return value
 
 
 def parse_int(text: str, *, grouping: str = ",") -> int | None:
@@ -104,7 +113,7 @@ def parse_duration(text: str, *, unit: str | None = None, grouping: str = ",") -
     factor = NS_PER_UNIT.get(chosen)
     if factor is None:
         raise ValueError(f"unknown time unit {chosen!r} in {text!r}")
-    return float(to_decimal(number, grouping=grouping) * factor)
+    return in_range(float(to_decimal(number, grouping=grouping) * factor), text)
 
 
 def scale_to_ns(value: float | Decimal | str, unit: str) -> float:
@@ -112,7 +121,7 @@ def scale_to_ns(value: float | Decimal | str, unit: str) -> float:
     factor = NS_PER_UNIT.get(unit)
     if factor is None:
         raise ValueError(f"unknown time unit {unit!r}")
-    return float(Decimal(str(value)) * factor)
+    return in_range(float(Decimal(str(value)) * factor), value)
 
 
 def parse_size(text: str, *, unit: str | None = None, grouping: str = ",") -> float | None:
@@ -130,7 +139,19 @@ def parse_size(text: str, *, unit: str | None = None, grouping: str = ",") -> fl
     factor = BYTES_PER_UNIT.get(chosen)
     if factor is None:
         raise ValueError(f"unknown size unit {chosen!r} in {text!r}")
-    return float(to_decimal(number, grouping=grouping) * factor)
+    return in_range(float(to_decimal(number, grouping=grouping) * factor), text)
+
+
+def in_range(value: float, text: object) -> float:
+    """``value`` when its magnitude is at most :data:`~perfci.limits.MAX_VALUE`; else a
+    ``ValueError`` quoting ``text``, the number as the file gives it.
+
+    A time of 1e308 ns, or one whose unit makes it infinite, is no measurement, and the
+    sums and means of such numbers overflow (issue 31).
+    """
+    if not -MAX_VALUE <= value <= MAX_VALUE:  # NaN too
+        raise ValueError(f"{text!r} is out of range (at most {MAX_VALUE:g} ns or bytes)")
+    return value
 
 
 def format_ns(ns: float) -> str:

@@ -319,3 +319,16 @@ def test_ab_noise_slows_the_chosen_operator_of_the_example(tmp_path: Path) -> No
     assert not ab_noise._touched(line("op", "aten::tanh"), "linear")
     assert not ab_noise._touched(line("op", "aten::gelu"), "linear")
     assert not ab_noise._touched(line("op", "aten::addmm"), "gelu")
+
+
+def test_redos_times_every_case_and_a_csv_over_the_cap() -> None:
+    out = _run(
+        "redos.py", "--sizes", "4", "--timeout", "30", "--caps-rows", "3000", "--cap", "1000"
+    )
+    rows = _table(out, "case")
+    assert len(rows) >= 18
+    assert any("(reported)" in row["case"] for row in rows)
+    assert all(row["4 KiB"].endswith("ms") for row in rows), rows  # no case ran into its deadline
+    [caps] = _table(out, "input")
+    assert caps["cap"] == "1,000"
+    assert caps["outcome"] == "refused while reading"

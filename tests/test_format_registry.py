@@ -49,7 +49,9 @@ DETECTION_ORDER = (
 )
 
 #: Top-level modules of ``perfci/formats/`` that are machinery, not formats.
-NOT_FORMATS = frozenset({"perfci.formats.registry", "perfci.formats.protocol"})
+NOT_FORMATS = frozenset(
+    {"perfci.formats.registry", "perfci.formats.protocol", "perfci.formats.caps"}
+)
 
 
 def _all_modules() -> list[ModuleType]:

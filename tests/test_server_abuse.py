@@ -280,6 +280,23 @@ def test_a_multipart_json_document_over_the_count_is_refused(
     assert counts(engine) == before
 
 
+def test_a_text_profile_over_the_count_is_refused_while_it_is_read(
+    server: ServerProcess, engine: Engine, project: str
+) -> None:
+    """Issue 31: a gzipped Dynamo CSV of 100,000 model rows (0.3 MB) is refused at the
+    metric cap by its reader, not after the whole file was parsed."""
+    token = make_token(engine, project)
+    before = counts(engine)
+    rows = "".join(f"cuda,model{index},1,1.5,2.0\n" for index in range(100_000))
+    data = gzip.compress(("dev,name,batch_size,speedup,abs_latency\n" + rows).encode())
+    response = multipart(server, project, token, [("inductor_performance.csv.gz", data)])
+    message = error_of(response, 413)["message"]
+    assert f"more than {MAX_METRICS} metrics" in message
+    assert "refused while reading" in message
+    assert "inductor_performance.csv" in message
+    assert counts(engine) == before
+
+
 # --- /metrics (point 4) -----------------------------------------------------------------------
 
 

@@ -196,6 +196,13 @@ def parse_file(
     spec = get_format(format) if format else detect(path)
     try:
         return spec.parse(path, options=dict(options or {}))
+    except ParseError as exc:
+        if exc.source:
+            raise
+        # A reader's helper that does not know the file (a cap counted deep in a table).
+        raise type(exc)(
+            exc.message, source=str(path), line=exc.line, format=exc.format or spec.name
+        ) from exc
     except PerfciError:
         raise
     except (
@@ -207,5 +214,6 @@ def parse_file(
         EOFError,
         UnicodeDecodeError,
         RecursionError,
+        ArithmeticError,  # a number whose sums or means overflow (issue 31)
     ) as exc:
         raise ParseError(f"unreadable input: {exc}", source=str(path), format=spec.name) from exc

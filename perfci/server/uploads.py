@@ -237,7 +237,7 @@ def parse_files_upload(
         plain.append(path)
     # The CPU budget of gzip files is that of what they inflated to.
     grow_budget(limits.max_inflated_bytes - budget)
-    repeats = _parse(plain, format, folder)
+    repeats = _parse(plain, format, folder, limits)
     check_size(repeats, limits)
     return None, None, repeats
 
@@ -325,13 +325,21 @@ def _too_big(cap: int, limits: Limits) -> str:
     )
 
 
-def _parse(paths: list[Path], format: str | None, folder: str) -> list[list[Profile]]:
-    """Parse each file as one repeat; error messages name the uploaded file, not our copy."""
+def _parse(
+    paths: list[Path], format: str | None, folder: str, limits: Limits
+) -> list[list[Profile]]:
+    """Parse each file as one repeat; error messages name the uploaded file, not our copy.
+
+    The readers count metrics and samples as they read, against the run's caps: a file past
+    one is refused (413) at that point, not once all of it was parsed (issue 31).
+    """
     ours = re.compile(re.escape(str(Path(folder))) + r"/\d{4}/")
     try:
-        repeats = parse_repeats(paths, format=format)
+        repeats = parse_repeats(
+            paths, format=format, max_metrics=limits.max_metrics, max_samples=limits.max_samples
+        )
     except ParseError as exc:
-        raise ParseError(
+        raise type(exc)(  # InputTooLarge stays one: a 413, not a 422
             ours.sub("", exc.message),
             source=ours.sub("", exc.source),
             line=exc.line,

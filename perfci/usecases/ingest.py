@@ -23,7 +23,9 @@ from sqlalchemy.orm import Session
 
 from perfci.analysis.values import compared_value
 from perfci.errors import ConfigError, InvalidValue, ParseError, UnknownFormatError
+from perfci.formats.caps import ParseLimits, parse_limits
 from perfci.formats.registry import HISTORY_FORMATS, parse_file
+from perfci.limits import MAX_VALUE
 from perfci.model import MetricKind, Profile, RunContext, SeriesParts
 from perfci.store.prepared import Cell, PreparedRun, Values, cell_values
 from perfci.store.runs import IngestResult, storage_error, stored_run, write_run
@@ -174,6 +176,8 @@ def parse_repeats(
     skipped: list[Path] | None = None,
     options: Mapping[str, str] | None = None,
     found: bool = False,
+    max_metrics: int | None = None,
+    max_samples: int | None = None,
 ) -> list[list[Profile]]:
     """The profiles of each repeat (see :func:`parse_and_ingest`); errors name the file.
 
@@ -181,17 +185,22 @@ def parse_repeats(
     and those that hold no measurement yet (:class:`~perfci.errors.NoMeasurements`), are
     appended to ``skipped`` when it is given. ``found``: every file was found by a benchmark's
     globs rather than named, so an empty one is skipped like a folder's.
+
+    ``max_metrics`` / ``max_samples``: the caps of the whole run (all files together), counted
+    by the readers as they read (:mod:`perfci.formats.caps`): a file past one stops with
+    :class:`~perfci.errors.InputTooLarge` at the first metric or sample over it (issue 31).
     """
     inputs = expand_inputs(files, format=format)
     if skipped is not None:
         skipped.extend(inputs.skipped)
-    parsed = parse_each(
-        inputs,
-        lambda path, name: _parse_one(path, name, options),
-        format=format,
-        found=found,
-        skipped=skipped,
-    )
+    with parse_limits(ParseLimits(max_metrics=max_metrics, max_samples=max_samples)):
+        parsed = parse_each(
+            inputs,
+            lambda path, name: _parse_one(path, name, options),
+            format=format,
+            found=found,
+            skipped=skipped,
+        )
     repeats = [[p for file in group for p in file] for group in group_files(parsed, repeat)]
     check_repeats_match(repeats)  # unrelated profiles as repeats of one run (issue 16)
     return repeats
@@ -411,11 +420,6 @@ def _invalid_value(prepared: PreparedRun) -> InvalidValue:
                         f"sum of its entries, {name}, is {value!r}"
                     )
     return _refusal("a value is not a finite, non-negative number")  # not reached
-
-
-#: The largest number perfci stores: 31 years in ns, an exabyte, 10¹⁸ calls. Anything
-#: larger is a unit mistake or a hostile upload, and would overflow the sums of a baseline.
-MAX_VALUE = 1e18
 
 
 def _valid(value: float) -> bool:

@@ -73,13 +73,16 @@ _SIZE_WORDS = {
     "tebibyte": "TiB",
 }
 # "ns/iter" (cargo bench), "ns/op" (go test -bench), "ms per call": still a time per iteration.
-_PER_ITERATION = re.compile(r"\s*(?:/|\bper\s+)\s*(?:iter|iteration|op|operation|call|run)s?$")
+# Linear on any text (issue 31): "per" + one space at least is ``per(?=\s)`` and a run of spaces
+# is taken whole (``\s*+``), never split between two quantifiers; no leading ``\s*`` either,
+# which ``sub`` tried from every space of a long run (the caller strips what is left).
+_PER_ITERATION = re.compile(r"(?:/|\bper(?=\s))\s*+(?:iter|iteration|op|operation|call|run)s?$")
 _RATE = re.compile(
-    r"(?:/|\bper\s+)\s*(?:s|sec|secs|second|seconds|ms|min|minute|h|hour)$"
-    r"|\bx\s+faster$|\btimes\s+faster$|^x$|\bspeed-?up$|^hz$|^fps$|flops$",
+    r"(?:/|\bper(?=\s))\s*+(?:s|sec|secs|second|seconds|ms|min|minute|h|hour)$"
+    r"|\bx\s++faster$|\btimes\s++faster$|^x$|\bspeed-?up$|^hz$|^fps$|flops$",
 )
 _BYTES_BY_LOWER = {unit.lower(): factor for unit, factor in BYTES_PER_UNIT.items()}
-_RANGE = re.compile(r"^\s*(?:±|\+/-|\+-)?\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(%?)")
+_RANGE = re.compile(r"^\s*+(?:(?:±|\+/-|\+-)\s*+)?([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(%?)")
 
 
 @dataclass(frozen=True, slots=True)

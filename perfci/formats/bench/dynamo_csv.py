@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from perfci.errors import ParseError
 from perfci.formats._text_lines import open_text
+from perfci.formats.caps import Budget, budget
 from perfci.model import TIME_UNIT, Better, Device, Metric, MetricKind, Profile
 
 if TYPE_CHECKING:
@@ -63,6 +64,7 @@ _LATENCY = "abs_latency"
 #: Columns where 0 means the model did not run (a failed model's speedup is written as 0).
 _ZERO_IS_NOT_RUN = frozenset({_LATENCY, "speedup", "compression_ratio"})
 _ATTRS = ("batch_size", "accuracy")
+_TIMES = frozenset({_LATENCY, *(c for c, (unit, _, _) in _MEASURES.items() if unit == TIME_UNIT)})
 
 
 def sniff(head: Head) -> bool:
@@ -85,6 +87,7 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     """One profile with every model's metrics."""
     models: dict[tuple[str, str], _Model] = {}
     warnings: list[str] = []
+    counted = budget(str(path), NAME)  # refused at the cap, while reading (issue 31)
     with open_text(path, format=NAME) as handle:
         reader = csv.DictReader(handle)
         header = reader.fieldnames or []
@@ -98,7 +101,7 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
                 format=NAME,
             )
         for row in reader:
-            _read_row(row, models, path, reader.line_num, warnings)
+            _read_row(row, models, path, reader.line_num, warnings, counted)
     if not models:
         raise ParseError(
             "the CSV has its header but no model rows: the benchmark wrote none (did it fail "
@@ -124,6 +127,7 @@ def _read_row(
     path: Path,
     line: int,
     warnings: list[str],
+    counted: Budget,
 ) -> None:
     if None in row:  # more cells than the header has columns
         raise ParseError(
@@ -138,6 +142,7 @@ def _read_row(
         return
     model = models.get((dev, name))
     if model is None:
+        counted.metric()  # a model row has a metric at least (charged before it is kept)
         device = Device.GPU if dev.startswith("cuda") else Device.CPU
         model = models[(dev, name)] = _Model(name, device)
     for column, cell in row.items():
@@ -152,7 +157,14 @@ def _read_row(
         if column in _ZERO_IS_NOT_RUN and value <= 0:
             model.not_run += 1
             continue
-        model.values.setdefault(column, []).append(value)
+        values = model.values.get(column)
+        if values is None:
+            if model.values:
+                counted.metric()  # the model's second metric on (its first: charged above)
+            values = model.values[column] = []
+        elif column in _TIMES:
+            counted.sample()  # a time's further rows: its samples_ns
+        values.append(value)
 
 
 def _metrics(model: _Model) -> list[Metric]:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from perfci.errors import ParseError
 from perfci.formats.bench import _json_doc
+from perfci.limits import MAX_VALUE
 from perfci.model import Better, Device, Metric, MetricKind, Profile, default_better
 from perfci.units import scale_to_ns
 
@@ -247,7 +248,13 @@ class _Reader:
         unit = row.get("time_unit", "ns")
         if not isinstance(unit, str) or unit not in TIME_UNITS:
             raise self._error(f"benchmark {case!r}: unknown time_unit {unit!r}")
-        return scale_to_ns(value, unit)
+        try:
+            return scale_to_ns(value, unit)
+        except ValueError:  # beyond MAX_VALUE: its means and sums would overflow (issue 31)
+            raise self._error(
+                f"benchmark {case!r}: {key!r} of {value:g} {unit} is out of range "
+                f"(at most {MAX_VALUE:g} ns)"
+            ) from None
 
     def complexity(self, family: str, row: dict[str, Any]) -> dict[str, Any]:
         """A BigO row's fitted coefficients (ns) and order, or an RMS row's fit error."""

@@ -16,8 +16,9 @@ import codecs
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from math import isfinite
 from typing import Any, BinaryIO
+
+from perfci.limits import MAX_VALUE
 
 MARKER = ":::MLLOG"
 BLOCK_SIZE = 1 << 20
@@ -100,7 +101,7 @@ def decode_event(text: str, line: int) -> Event | str:
     if not isinstance(key, str):
         return f'the {MARKER} object has no "key" string'
     time_ms = record.get("time_ms")
-    when = _finite(time_ms)
+    when = finite(time_ms)
     if when is None:
         return f'the {MARKER} event {key!r} has no numeric "time_ms"'
     metadata = record.get("metadata")
@@ -115,12 +116,14 @@ def decode_event(text: str, line: int) -> Event | str:
     )
 
 
-def _finite(value: Any) -> float | None:
-    """``value`` as a float when it is a finite JSON number (not a bool), else ``None``."""
+def finite(value: Any) -> float | None:
+    """``value`` as a float when it is a JSON number (not a bool) within ``±MAX_VALUE``,
+    else ``None``."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     try:
         number = float(value)
     except OverflowError:  # an integer beyond any float
         return None
-    return number if isfinite(number) else None
+    # Beyond MAX_VALUE (NaN and infinities too): sums of such numbers overflow (issue 31).
+    return number if -MAX_VALUE <= number <= MAX_VALUE else None

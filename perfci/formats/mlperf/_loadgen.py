@@ -31,7 +31,7 @@ _LATENCY_MS = re.compile(r"latency_ms$", re.I)
 _RATE = re.compile(r"per[ _]sec|\bQPS\b", re.I)
 _PER_QUERY = re.compile(r"samples[ _]per[ _]query", re.I)
 #: Detail-log keys whose values are results (the rest are settings and bookkeeping).
-_RESULT_PREFIXES = ("result_", "early_stopping_")
+RESULT_PREFIXES = ("result_", "early_stopping_")
 #: Detail-log keys kept as the profile's metadata, under these names.
 _DETAIL_META = {
     "loadgen_version": "loadgen_version",
@@ -79,12 +79,12 @@ def detail_profile(values: Mapping[str, Any], *, source: str, format: str) -> Pr
     for key, value in values.items():
         if key in _DETAIL_META:
             profile.metadata[_DETAIL_META[key]] = value
-        if key.startswith(_RESULT_PREFIXES) and key.endswith("_met") and value is False:
+        if key.startswith(RESULT_PREFIXES) and key.endswith("_met") and value is False:
             unmet.append(key.removeprefix("result_").removesuffix("_met").replace("_", " "))
             continue
         if isinstance(value, bool) or not isinstance(value, int | float):
             continue
-        metric = result_metric(key, float(value)) if key.startswith(_RESULT_PREFIXES) else None
+        metric = result_metric(key, float(value)) if key.startswith(RESULT_PREFIXES) else None
         if metric is not None:
             profile.metrics.append(metric)
     scenario = profile.metadata.get("scenario")

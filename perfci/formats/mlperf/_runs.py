@@ -32,12 +32,12 @@ What each run gives:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from perfci.formats._steps import detect_warmup, step_metric
-from perfci.formats.mlperf._events import Event, Unreadable
+from perfci.formats.caps import Budget, budget
+from perfci.formats.mlperf._events import Event, Unreadable, finite
 from perfci.model import Better, Metric, MetricKind, Profile
 
 NS_PER_MS = 1_000_000
@@ -103,6 +103,7 @@ class Run:
     trained: bool = False  # an epoch, block, eval or throughput event since run_start
     open: dict[str, list[_Interval]] = field(default_factory=dict)
     durations: dict[str, list[float]] = field(default_factory=dict)
+    longest: int = 0  # the most durations of one kind so far (counted as samples)
     unmatched: dict[str, int] = field(default_factory=dict)
     throughput: list[float] = field(default_factory=list)
     throughput_unit: str | None = None
@@ -126,8 +127,11 @@ class Run:
 class RunSplitter:
     """Feeds events to the current :class:`Run` and starts the next run where one begins."""
 
-    def __init__(self) -> None:
+    def __init__(self, counted: Budget | None = None) -> None:
         self.runs: list[Run] = [Run()]
+        # A run (its time to train), an eval metric's name and a step beyond the first count
+        # within a service upload's caps (issue 31).
+        self.counted = counted or budget("", "")
 
     @property
     def current(self) -> Run:
@@ -147,16 +151,17 @@ class RunSplitter:
         elif key in SETUP_KEYS and run.start_ms is not None:
             run = self._next(config={})
             began = True
-        _dispatch(run, event)
+        _dispatch(run, event, self.counted)
         return began
 
     def _next(self, *, config: dict[str, Any]) -> Run:
+        self.counted.metric()
         run = Run(config=config)
         self.runs.append(run)
         return run
 
 
-def _dispatch(run: Run, event: Event) -> None:
+def _dispatch(run: Run, event: Event, counted: Budget) -> None:
     key, value, metadata = event.key, event.value, event.metadata
     if key == "run_start":
         run.start_ms = event.time_ms
@@ -175,7 +180,7 @@ def _dispatch(run: Run, event: Event) -> None:
         )
         run.trained = True
     elif key in _STOPS:
-        _close(run, _STOPS[key], metadata.get(INTERVALS[_STOPS[key]]), event.time_ms)
+        _close(run, _STOPS[key], metadata.get(INTERVALS[_STOPS[key]]), event.time_ms, counted)
         run.trained = True
     elif key == "tracked_stats":
         if isinstance(value, dict) and "throughput" in value:
@@ -183,7 +188,7 @@ def _dispatch(run: Run, event: Event) -> None:
     elif key == "throughput":
         _add_throughput(run, value, metadata)
     elif key == "eval_accuracy":
-        _add_eval(run, value, metadata)
+        _add_eval(run, value, metadata, counted)
     elif (
         run.start_ms is None
         and event.event_type in _POINT_IN_TIME
@@ -193,7 +198,7 @@ def _dispatch(run: Run, event: Event) -> None:
         run.config[key] = value
 
 
-def _close(run: Run, kind: str, ident: Any, time_ms: float) -> None:
+def _close(run: Run, kind: str, ident: Any, time_ms: float, counted: Budget) -> None:
     """End the open ``kind`` interval that ``ident`` names, else the latest one."""
     opened = run.open.get(kind)
     if not opened:
@@ -208,7 +213,12 @@ def _close(run: Run, kind: str, ident: Any, time_ms: float) -> None:
         start = opened.pop()
     if not opened:
         del run.open[kind]
-    run.durations.setdefault(kind, []).append(_ms_to_ns(time_ms - start.time_ms))
+    durations = run.durations.setdefault(kind, [])
+    durations.append(_ms_to_ns(time_ms - start.time_ms))
+    if len(durations) > run.longest:  # the step metric's samples are the longest series
+        if run.longest:
+            counted.sample()
+        run.longest = len(durations)
 
 
 def _add_throughput(run: Run, value: Any, metadata: dict[str, Any]) -> None:
@@ -222,12 +232,14 @@ def _add_throughput(run: Run, value: Any, metadata: dict[str, Any]) -> None:
     run.trained = True
 
 
-def _add_eval(run: Run, value: Any, metadata: dict[str, Any]) -> None:
+def _add_eval(run: Run, value: Any, metadata: dict[str, Any], counted: Budget) -> None:
     if not _is_number(value):
         run.skipped_values += 1
         return
     metric = metadata.get("metric")
     name = f"eval_accuracy ({metric})" if isinstance(metric, str) and metric else "eval_accuracy"
+    if name not in run.evals:
+        counted.metric()
     run.evals.setdefault(name, []).append(float(value))
     if name != "eval_accuracy":
         run.eval_metric[name] = str(metric)
@@ -235,7 +247,7 @@ def _add_eval(run: Run, value: Any, metadata: dict[str, Any]) -> None:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return finite(value) is not None
 
 
 def _is_scalar(value: Any) -> bool:

@@ -31,8 +31,9 @@ from typing import TYPE_CHECKING
 
 from perfci.errors import ParseError
 from perfci.formats._textio import gc_paused, open_maybe_gzip
+from perfci.formats.caps import budget
 from perfci.formats.mlperf._events import Event, Unreadable, decode_event, marked_lines
-from perfci.formats.mlperf._loadgen import detail_profile
+from perfci.formats.mlperf._loadgen import RESULT_PREFIXES, detail_profile
 from perfci.formats.mlperf._runs import RunSplitter, build_profiles
 from perfci.model import Profile
 
@@ -58,7 +59,8 @@ def sniff(head: Head) -> bool:
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     """One profile per MLPerf run in the log at ``path`` (plain or gzip)."""
     source = str(path)
-    splitter = RunSplitter()
+    counted = budget(source, NAME)
+    splitter = RunSplitter(counted)
     unreadable = Unreadable()  # over the whole file, for the error when nothing is readable
     events = 0
     inference = False
@@ -76,6 +78,8 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
                     continue
                 events += 1
                 inference = inference or event.key in _INFERENCE_KEYS
+                if event.key not in loadgen and event.key.startswith(RESULT_PREFIXES):
+                    counted.metric()  # a LoadGen result (of a detail log)
                 loadgen[event.key] = event.value
                 if splitter.add(event):
                     seen = set()

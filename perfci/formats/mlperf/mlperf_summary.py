@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from perfci.errors import ParseError
 from perfci.formats._text_lines import open_text
+from perfci.formats.caps import budget
 from perfci.formats.mlperf._loadgen import invalid_warning, result_metric
 from perfci.model import Profile
 
@@ -55,7 +56,6 @@ _RULE = re.compile(r"^={8,}\s*$")
 _SUMMARY = "MLPerf Results Summary"
 _RESULT_SECTIONS = frozenset({_SUMMARY, "Additional Stats"})
 _PARAMETERS = "Test Parameters Used"
-_KEY_VALUE = re.compile(r"^\s*(?P<key>[^:]+?)\s*:\s*(?P<value>.*?)\s*$")
 _NUMBER = re.compile(r"^[-+]?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
 _SNIFF = re.compile(r"(?m)^={8,}\s*\nMLPerf Results Summary\s*\n={8,}")
 _META_KEYS = {"SUT name": "sut", "Scenario": "scenario", "Mode": "mode", "Result is": "result"}
@@ -71,6 +71,8 @@ class _Run:
         self.profile = Profile(label="mlperf", format=NAME, source=source)
         self.parameters: dict[str, Any] = {}
         self.unmet: list[str] = []
+        self.names: set[str] = set()  # of the metrics so far (a scan of them was quadratic)
+        self.counted = budget(source, NAME)  # a service upload's caps (issue 31)
 
     def add(self, section: str, key: str, value: str) -> None:
         if section == _PARAMETERS:
@@ -87,7 +89,9 @@ class _Run:
         number = _NUMBER.match(value)
         metric = result_metric(key, float(number.group())) if number else None
         if metric is not None and section in _RESULT_SECTIONS:
-            if self.profile.find(metric.kind, metric.name) is None:
+            if metric.name not in self.names:  # every result is a MEASURE
+                self.counted.metric()
+                self.names.add(metric.name)
                 self.profile.metrics.append(metric)
         elif value:
             self.profile.metadata[key] = value
@@ -139,6 +143,19 @@ def _is_title(lines: list[str], index: int) -> bool:
 
 
 def _add_line(run: _Run, section: str, text: str) -> None:
-    match = _KEY_VALUE.match(text)
-    if match is not None and not text.lstrip().startswith("*"):
-        run.add(section, match["key"], match["value"])
+    pair = _key_value(text)
+    if pair is not None and not text.lstrip().startswith("*"):
+        run.add(section, *pair)
+
+
+def _key_value(text: str) -> tuple[str, str] | None:
+    """``key : value`` around the line's first colon, each stripped; ``None`` without a key.
+
+    What ``^\\s*(?P<key>[^:]+?)\\s*:\\s*(?P<value>.*?)\\s*$`` matched, in one pass: that
+    pattern took minutes on a long run of spaces (issue 31). A key of blanks only is the last
+    of them, as the pattern had it.
+    """
+    before, colon, after = text.partition(":")
+    if not colon or not before:
+        return None
+    return before.strip() or before[-1], after.strip()

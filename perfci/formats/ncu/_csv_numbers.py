@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from perfci.errors import ParseError
 from perfci.formats._textio import scaled_decimal
 from perfci.formats.ncu._units import UnitScale, scale
+from perfci.limits import MAX_VALUE
 
 if TYPE_CHECKING:
     from perfci.formats.ncu._csv_reader import Series
@@ -178,8 +179,23 @@ def series_numbers(
     """The series' numbers in the canonical unit of its first unit, in launch order.
 
     ncu scales units per value (one launch ``usecond``, the next ``msecond``): each value is
-    converted with its own unit; one whose unit has another canonical unit is left out.
+    converted with its own unit; one whose unit has another canonical unit is left out, as is
+    one beyond ``±MAX_VALUE``, whose sums would overflow (issue 31).
     """
+    unit, values = _numbers(series, convert, warnings)
+    if values and not -MAX_VALUE <= min(values) <= max(values) <= MAX_VALUE:
+        kept = [value for value in values if -MAX_VALUE <= value <= MAX_VALUE]
+        warnings.append(
+            f"{series.name} of {series.kernel[:80]}: {len(values) - len(kept)} value(s) "
+            f"beyond {MAX_VALUE:g} were left out"
+        )
+        values = kept
+    return unit, values
+
+
+def _numbers(
+    series: Series, convert: Converter, warnings: list[str]
+) -> tuple[UnitScale, list[float]]:
     units = series.units
     first = scale(units[0])
     if series.numbers is not None:

@@ -13,8 +13,21 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from perfci.errors import ParseError
+from perfci.formats.caps import budget
 
-__all__ = ["Kernel", "Process", "Reader", "Series", "Table"]
+__all__ = ["DURATIONS", "LAUNCH_CONFIG", "Kernel", "Process", "Reader", "Series", "Table"]
+
+#: The metrics that are the kernel's time: its KERNEL metric, never a counter.
+DURATIONS = ("gpu__time_duration.sum", "Duration")
+#: Launch configuration metrics: attributes of the kernel, not measures.
+LAUNCH_CONFIG = {
+    "launch__block_size": "block",
+    "Block Size": "block",
+    "launch__grid_size": "grid",
+    "Grid Size": "grid",
+}
+_NOT_COUNTERS = frozenset((*DURATIONS, *LAUNCH_CONFIG))
+_NUMBER_START = frozenset("0123456789+-.")
 
 #: Identity columns kept in the kernel's attrs (raw page: every other column is a metric).
 _ATTR_COLUMNS = {
@@ -68,6 +81,7 @@ class Kernel:
     series: dict[tuple[str, str], Series] = field(default_factory=dict)
     attrs: dict[str, dict[str, None]] = field(default_factory=dict)  # ordered sets
     raw_rows: dict[int, list[list[str]]] = field(default_factory=dict)  # per raw table
+    raw_names: set[str] = field(default_factory=set)  # raw-page columns counted as metrics
 
     def note(self, key: str, value: str) -> None:
         if value:
@@ -123,6 +137,9 @@ class Reader:
         self.complete = True  # whether the current line ended with a line break
         self.skipped_lines = 0
         self.first_skipped: int | None = None
+        # A kernel is a metric, a (kernel, numeric series) another, a launch's time beyond
+        # the first a sample: counted within the caps of a service upload (issue 31).
+        self.budget = budget(source, format_name)
 
     # --- lines ------------------------------------------------------------------------------
 
@@ -187,6 +204,7 @@ class Reader:
                     kept = kernel.raw_rows.get(table.number)
                     if kept is None:
                         kept = kernel.raw_rows[table.number] = []
+                        self._raw_metrics(kernel, table)
                     kept.append(row)
                     continue
                 name = row[table.metric]
@@ -195,9 +213,14 @@ class Reader:
                 section = row[table.section] if table.section is not None else ""
                 key = (section, name)
                 series = kernel.series.get(key)
+                value = row[table.value]
                 if series is None:
+                    if name not in _NOT_COUNTERS and value[:1] in _NUMBER_START:
+                        self.budget.metric()  # a counter (a text metric is none)
                     series = kernel.series[key] = Series(kernel.name, section, name)
-                series.values.append(row[table.value])
+                elif name in DURATIONS:
+                    self.budget.sample()  # a launch's time: the kernel's samples_ns
+                series.values.append(value)
                 series.units.append(row[table.unit])
             elif first == "ID":
                 table = self._header(row)
@@ -332,11 +355,19 @@ class Reader:
         process.pages["raw" if table.raw else "details"] = None
         return process
 
+    def _raw_metrics(self, kernel: Kernel, table: Table) -> None:
+        """Count the raw page's columns a kernel has not had yet as its metrics."""
+        names = {table.header[index].strip() for index in table.metric_columns} - _NOT_COUNTERS
+        new = names - kernel.raw_names
+        kernel.raw_names |= new
+        self.budget.metric(len(new))
+
     def _launch(self, row: list[str], table: Table, process: Process, launch_id: str) -> Kernel:
         process.launches += 1
         name = row[table.kernel]
         kernel = process.kernels.get(name)
         if kernel is None:
+            self.budget.metric()  # the kernel's own metric
             kernel = process.kernels[name] = Kernel(name, first_launch=launch_id)
         kernel.calls += 1
         for index, key in table.attrs:

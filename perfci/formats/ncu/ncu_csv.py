@@ -47,6 +47,8 @@ from perfci.errors import ParseError
 from perfci.formats._text_lines import open_text
 from perfci.formats._textio import gc_paused
 from perfci.formats.ncu._csv_numbers import Converter, choose_decimal_mark, series_numbers
+from perfci.formats.ncu._csv_reader import DURATIONS as _DURATIONS
+from perfci.formats.ncu._csv_reader import LAUNCH_CONFIG as _LAUNCH_CONFIG
 from perfci.formats.ncu._csv_reader import Kernel, Process, Reader, Series
 from perfci.formats.ncu._units import NS, better_for, scale
 from perfci.model import Metric, MetricKind, Profile
@@ -65,15 +67,6 @@ _SNIFF = re.compile(
     r'(?=[^\n]*(?:"Metric Name"|"[A-Za-z0-9_]+__[A-Za-z0-9_.]+"))'
 )
 
-#: The metrics that are the kernel's time: its KERNEL metric, never a counter.
-_DURATIONS = ("gpu__time_duration.sum", "Duration")
-#: Launch configuration metrics: attributes of the kernel, not measures.
-_LAUNCH_CONFIG = {
-    "launch__block_size": "block",
-    "Block Size": "block",
-    "launch__grid_size": "grid",
-    "Grid Size": "grid",
-}
 _MAX_DISTINCT = 16
 
 

@@ -57,7 +57,9 @@ _KERNEL = re.compile(
     r", Context (?P<context>\d+), Stream (?P<stream>\d+)"
     r"(?:, Device (?P<device>\d+))?(?:, CC (?P<cc>\d+\.\d+))?\s*$"
 )
-_SECTION = re.compile(r"^ {4}Section: (?P<section>.+?)\s*$")
+# ``.*\S|.`` is what the lazy ``.+?\s*$`` took (up to the last non-blank, or one blank), in
+# one pass: the lazy form tried ``\s*$`` from every character of a long blank run (issue 31).
+_SECTION = re.compile(r"^ {4}Section: (?P<section>.*\S|.)\s*$")
 _RULE_LINE = re.compile(r"^ {4}-{3,}(?: +-{3,})+ *$")
 _NVTX = re.compile(r"^ {4}NVTX (?:Start/End Ranges|Push/Pop Stack[^:]*):\s*$")
 _NVTX_RANGE = re.compile(r"^<(?P<id>\d+),(?P<name>.*)>$")
@@ -65,7 +67,11 @@ _TABLE_HEADER = ("Metric Name", "Metric Unit", "Metric Value")
 #: A CSV report (``ncu --csv``) whose header lies beyond the part of the file sniffed.
 _CSV_HEADER = re.compile(r'^\ufeff?"ID","Process ID"')
 
-_SNIFF_PROCESS = re.compile(r"(?m)^\[\d+\] [^\n]*@[^\n]*\n {2}\S[^\n]*, Context \d+, Stream \d+")
+# A process line holding an "@" (a lookahead, then the line taken whole: ``[^\n]*@[^\n]*``
+# re-read the rest of the line from every "@" of it, issue 31), a kernel line under it.
+_SNIFF_PROCESS = re.compile(
+    r"(?m)^\[\d+\] (?=[^\n@]*+@)[^\n]*+\n {2}\S[^\n]*, Context \d+, Stream \d+"
+)
 _SNIFF_LOG = re.compile(r"(?m)^==PROF== (?:Connected to process|Profiling )")
 _SNIFF_SECTION = re.compile(r"(?m)^ {4}Section: ")
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from perfci.formats._steps import collect_steps
+from perfci.formats.caps import budget
 from perfci.formats.nsys._reports import (
     CATEGORY_KINDS,
     CUDA_API_NAME,
@@ -55,6 +56,9 @@ class ProfileBuilder:
         # kind → name → rows seen (nested rather than keyed by tuple: one object less per row)
         self._taken: dict[MetricKind, dict[str, int]] = {kind: {} for kind in K}
         self._memory: dict[str, list[Metric]] = {}
+        # Every row kept is a metric, counted within the caps of a service upload (issue 31);
+        # rows of a combined report that a per-kind one repeats count too (left out later).
+        self.count_metric = budget(source, format).metric  # bound once: called per row
 
     def add(
         self, layout: Layout, name: str, values: dict[str, Any], text: dict[str, str] | None = None
@@ -67,6 +71,7 @@ class ProfileBuilder:
         if kind is _MEMORY:
             self._add_memory(name, values, attrs)
             return
+        self.count_metric()
         self.metrics.append(
             Metric(
                 kind=kind,
@@ -105,6 +110,7 @@ class ProfileBuilder:
             else:
                 seen[name] = 1
             total, avg, low, high, std, median = times
+            self.count_metric()
             self.metrics.append(
                 Metric(
                     kind=kind,
@@ -131,6 +137,7 @@ class ProfileBuilder:
             )
             return
         total, avg, low, high, std, median = times
+        self.count_metric()
         self.metrics.append(
             Metric(
                 kind=kind,
@@ -182,6 +189,7 @@ class ProfileBuilder:
             kind=_MEMORY, name=self._claim(_MEMORY, name, attrs), device=Device.GPU, attrs=attrs
         )
         _assign(metric, values)
+        self.count_metric()
         self.metrics.append(metric)
         self._memory.setdefault(name, []).append(metric)
 

@@ -192,10 +192,11 @@ UNNUMBERED_STEP = re.compile(
     r"step|iteration|iter|ProfilerStep)$",
     re.IGNORECASE,
 )
-_TITLE = re.compile(r"^(?P<base>.*?)\s*(?:\((?P<unit>[^)]*)\))?$")
 # 2022 console output and CSV dumps both name the report file and the report script:
-# "Processing [x.sqlite] with [/opt/nvidia/.../cuda_api_sum.py]...".
-PROCESSING = re.compile(r"^Processing \[(.+?)\] with \[(?:.*[/\\])?([\w.-]+?)\.py\]")
+# "Processing [x.sqlite] with [/opt/nvidia/.../cuda_api_sum.py]..." (see ``processing``).
+_WITH = "] with ["
+_SCRIPT = re.compile(r"([\w.-]+?)\.py\]")
+_SCRIPT_AFTER_SEPARATOR = re.compile(r".*[/\\]([\w.-]+?)\.py\]")
 ELISION = ("...", "…")  # rows an author cut out of a pasted table
 
 # Inference for tables without a report name: (field present, calls title, size?) → report.
@@ -243,10 +244,45 @@ class Layout:
 
 
 def split_title(title: str) -> tuple[str, str | None]:
-    """``"Avg (ns)"`` → ``("avg", "ns")``; ``"Time(%)"`` → ``("time", "%")``."""
-    match = _TITLE.match(title.strip())
-    assert match is not None  # the pattern matches any string
-    return match.group("base").strip().lower(), match.group("unit")
+    """``"Avg (ns)"`` → ``("avg", "ns")``; ``"Time(%)"`` → ``("time", "%")``.
+
+    The unit is the last parenthesis, closing the title: from the first ``(`` after the
+    ``)`` before it. Found with ``str.find``: the pattern ``^(.*?)\\s*(?:\\(([^)]*)\\))?$``
+    it replaces tried the rest of the title from each character (issue 31).
+    """
+    text = title.strip()
+    base, unit = text, None
+    if text.endswith(")"):
+        close = len(text) - 1
+        opening = text.find("(", text.rfind(")", 0, close) + 1)
+        if opening >= 0:
+            base, unit = text[:opening], text[opening + 1 : close]
+    return base.strip().lower(), unit
+
+
+def processing(line: str) -> tuple[str, str] | None:
+    """``Processing [REPORT] with [.../SCRIPT.py]`` → ``(REPORT, SCRIPT)``; else ``None``.
+
+    What ``^Processing \\[(.+?)\\] with \\[(?:.*[/\\\\])?([\\w.-]+?)\\.py\\]`` matched, in
+    linear time: that pattern re-read the rest of the line for every ``] with [`` in it, and
+    a line of them took minutes (issue 31). The report is up to the first ``] with [`` that
+    a script name follows; the script's name follows the last path separator that leaves one
+    (whatever the ``] with [`` taken, so the first one decides), or else directly.
+    """
+    if not line.startswith("Processing ["):
+        return None
+    at = line.find(_WITH, 13)  # the report's name is one character at least
+    if at < 0:
+        return None
+    script = _SCRIPT_AFTER_SEPARATOR.match(line, at + len(_WITH))
+    if script is not None:
+        return line[12:at], script[1]
+    while at >= 0:
+        script = _SCRIPT.match(line, at + len(_WITH))
+        if script is not None:
+            return line[12:at], script[1]
+        at = line.find(_WITH, at + 1)
+    return None
 
 
 def layout_for(titles: list[str], report: ReportSpec | None, unit: str | None = None) -> Layout:

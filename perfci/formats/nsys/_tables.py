@@ -19,8 +19,9 @@ from perfci.errors import ParseError
 from perfci.formats._textio import gc_paused, open_capped
 from perfci.formats.nsys._profiles import ProfileSet, file_stem
 from perfci.formats.nsys._reports import ELISION, REPORTS, Layout, LayoutError, layout_for
+from perfci.limits import MAX_VALUE
 from perfci.model import Profile
-from perfci.units import to_decimal
+from perfci.units import in_range, to_decimal
 
 
 class TableReader(ABC):
@@ -164,21 +165,18 @@ class Numbers:
         if self.fast and factor == 1:
             # Same result as units.to_decimal for "," grouping, at a fifth of the cost: a
             # 100 MB log has millions of cells.
-            number = float(cell.replace(",", ""))
-            if not math.isfinite(number):
-                raise ValueError(f"not a finite number: {cell!r}")
-            return number
-        return float(to_decimal(cell, grouping=self.grouping) * factor)
+            return in_range(float(cell.replace(",", "")), cell)
+        return in_range(float(to_decimal(cell, grouping=self.grouping) * factor), cell)
 
     def count(self, cell: str) -> int | None:
         if not cell or cell.isspace():
             return None
         if self.fast:
-            return int(cell.replace(",", ""))
+            return int(in_range(int(cell.replace(",", "")), cell))
         value = to_decimal(cell, grouping=self.grouping)
         if value != value.to_integral_value():
             raise ValueError(f"not an integer: {cell!r}")
-        return int(value)
+        return int(in_range(int(value), cell))
 
 
 def row_values(layout: Layout, cells: list[str], numbers: Numbers) -> dict[str, Any]:
@@ -192,9 +190,11 @@ def row_values(layout: Layout, cells: list[str], numbers: Numbers) -> dict[str, 
             }
             if layout.calls is not None:
                 values["calls"] = int(cells[layout.calls].replace(",", ""))
-            if math.isfinite(sum(values.values())):
+            # Finite and within ±MAX_VALUE, else the checked path names the cell (issue 31).
+            found = values.values()
+            if math.isfinite(sum(found)) and -MAX_VALUE <= min(found) <= max(found) <= MAX_VALUE:
                 return values
-        except ValueError:
+        except (ValueError, OverflowError):  # OverflowError: a count beyond any float
             pass
     values = {}
     for index, target, factor, title in layout.numeric:

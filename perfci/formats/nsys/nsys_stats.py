@@ -28,12 +28,13 @@ from typing import TYPE_CHECKING
 
 from perfci.formats.nsys._reports import (
     MEMORY_TITLE_2020,
-    PROCESSING,
     TITLE_UNITS,
     TITLES_2020,
     Layout,
+    processing,
 )
 from perfci.formats.nsys._tables import Numbers, TableReader
+from perfci.limits import MAX_VALUE
 from perfci.model import Profile
 
 if TYPE_CHECKING:
@@ -53,10 +54,13 @@ _DASHES = re.compile(r"^\s*-+(?:\s+-+)+\s*$")
 _DASH_RUN = re.compile(r"-+")
 _TITLES = re.compile(r"\s{2,}")
 _WRAPPED_TITLES = re.compile(r"^[A-Za-z][A-Za-z ()%]*$")  # "Name" alone on the next line
+# Linear on any head (issue 31): the first "] with [" or ".py " is taken for good (an atomic
+# group: a later one leaves less room, so cannot match where the first did not), and blanks
+# before a title stay on its line (``\s*`` after ``^`` ran on through every blank line below).
 _SNIFF = re.compile(
-    r"(?m)^(?:\[\d+/\d+\] Executing '\w+' stats report|Processing \[.+\] with \[.+\.py\]"
-    r"|Running \[.+\.py .+\]|\s*Time ?\(%\)\s+Total Time|CUDA API Statistics \(\w+\)"
-    r"|\s*\*\* .+ \((?:cuda|gpu|nvtx|osrt|cudaapi)\w*\):)"
+    r"(?m)^(?:\[\d+/\d+\] Executing '\w+' stats report|Processing \[(?>.+?\] with \[).+\.py\]"
+    r"|Running \[(?>.+?\.py ).+\]|[^\S\n]*Time ?\(%\)\s+Total Time|CUDA API Statistics \(\w+\)"
+    r"|[^\S\n]*\*\* .+ \((?:cuda|gpu|nvtx|osrt|cudaapi)\w*\):)"
 )
 _CSV_HEADER = re.compile(r"(?m)^\"?Time ?\(%\)\"?,")
 _MAX_HEADER_LINES = 3
@@ -181,7 +185,8 @@ class _Parser(TableReader):
             calls = int(nums[fast.calls])
         except ValueError:
             return False
-        if not name or not math.isfinite(sum(times)):
+        # A count beyond any float goes the checked way, whose error names its cell (issue 31).
+        if not name or not math.isfinite(sum(times)) or not -MAX_VALUE <= calls <= MAX_VALUE:
             return False
         text = {key: nums[i] for i, key in fast.text} if fast.text else None
         self.set.current.add_times(table.layout, name, text, calls, times)
@@ -240,13 +245,16 @@ class _Parser(TableReader):
         if stripped.startswith("Profiling:"):
             self._profiling(stripped)
             return
-        match = PROCESSING.match(stripped)
-        if match:
-            self.set.report_file(match.group(1))
-            self._announce(match.group(2))
+        found = processing(stripped)
+        if found:
+            self.set.report_file(found[0])
+            self._announce(found[1])
 
     def _running(self, stripped: str) -> None:
-        match = _RUNNING.match(stripped)
+        # Matched up to the line's last "]" only, where every match ends anyway: the lazy
+        # ``(.+?)\]`` then finds its "]" at once, instead of reading on to the end of the
+        # line from every ".py" of it (issue 31).
+        match = _RUNNING.match(stripped, 0, stripped.rfind("]") + 1)
         if match:
             self.set.report_file(match.group(2))
             self._announce(match.group(1))

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perfci.errors import ParseError
-from perfci.formats.nsys._reports import PROCESSING, REPORTS, Layout
+from perfci.formats.nsys._reports import REPORTS, Layout, processing
 from perfci.formats.nsys._tables import Numbers, TableReader
 from perfci.model import Profile
 
@@ -85,11 +85,11 @@ class _Parser(TableReader):
         if _HEADER.match(stripped):
             self._open(stripped)
             return
-        match = PROCESSING.match(stripped)
-        if match:
-            self.set.report_file(match.group(1))
-            self.set.announce(match.group(2))
-            self.report = match.group(2)
+        found = processing(stripped)
+        if found:
+            self.set.report_file(found[0])
+            self.set.announce(found[1])
+            self.report = found[1]
 
     def _open(self, header: str) -> None:
         titles = _cells(header)

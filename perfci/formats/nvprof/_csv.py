@@ -115,6 +115,7 @@ class CsvReader(RunReader):
         run = self.run or self._current(lineno)
         series = run.traces.get((kind, name))
         if series is None:
+            self.budget.metric()  # a summary of the same group may leave it out later
             series = run.traces[kind, name] = TraceSeries(kind, name, group, table.line)
         duration = self._trace_value(lineno, table, cells, "Duration", parse_duration)
         size = (
@@ -131,6 +132,8 @@ class CsvReader(RunReader):
         ]
         if device is not None and cells[device].strip():
             launch.append(("devices", cells[device].strip()))
+        if duration is not None and series.samples:
+            self.budget.sample()
         series.add(duration, size, launch)
 
     def _trace_value(

@@ -15,6 +15,7 @@ from typing import Any
 
 from perfci.errors import ParseError
 from perfci.formats._steps import collect_steps
+from perfci.formats.caps import budget
 from perfci.formats.nvprof._trace import (
     API_TRACE,
     GPU_TRACE,
@@ -113,6 +114,9 @@ class RunReader:
         self.cache: dict[Any, float | None] = {}
         self.cut_noted = False
         self.text_trace: int | None = None  # the line of the first text trace table
+        # Each metric made and each trace duration beyond a name's first (its samples_ns)
+        # count within the caps of a service upload (issue 31).
+        self.budget = budget(source, format)
 
     # --- runs ------------------------------------------------------------------------------
 
@@ -209,6 +213,7 @@ class RunReader:
         metric.attrs["time_pct"] = pct
         if cut is not None and cut != name:
             metric.attrs["nvtx_name"] = cut
+        self.budget.metric()
         run.profile.metrics.append(metric)
 
     def _add_range(
@@ -228,6 +233,7 @@ class RunReader:
         name = self.scope or name
         if times[0] is not None:
             run.ranges.append((name, times[0]))
+        self.budget.metric()
         run.profile.metrics.append(
             Metric(
                 kind=MetricKind.RANGE,
@@ -286,6 +292,7 @@ class RunReader:
             "max_size": sizes[2],
             "device": self.device,
         }
+        self.budget.metric()
         run.profile.metrics.append(
             Metric(
                 MetricKind.MEMORY,
@@ -324,6 +331,7 @@ class RunReader:
                 attrs={"device": self.device},
             )
             run.kernels[key] = metric
+            self.budget.metric()
             run.profile.metrics.append(metric)
         self.kernel = run.kernels[key]
 

@@ -88,25 +88,36 @@ _RESULT_WORDS = (
     r"(?:NVPROF is profiling process|Profiling application:|Profiling result:"
     r"|NVTX result:|Metric result:|Event result:|Unified Memory profiling result:)"
 )
+# Blanks before a header stay on its line (issue 31): ``^\s*`` ran on through every blank
+# line below each line start, so a head of blank lines took a quadratic time.
 _SNIFF = re.compile(
     rf"(?m)^(?:==\d+==|={{8}})\s*{_RESULT_WORDS}"
-    r"|^\s*(?:Type\s+)?Time\(%\)\s+Time\s+Calls\s+Avg\s+Min\s+Max\s+Name\s*$"
+    r"|^[^\S\n]*(?:Type\s+)?Time\(%\)\s+Time\s+Calls\s+Avg\s+Min\s+Max\s+Name\s*$"
     r'|^"Type","Time\(%\)","Time","Calls","Avg","Min","Max","Name"\r?\n,%,'
     # Trace tables: the --csv header with its units row, or the text GPU trace header.
     r'|^"Start","Duration","(?:Grid X","Grid Y","Grid Z"|Name")[^\n]*\n(?:[mun]?s,){2}'
-    r"|^\s*Start\s+Duration\s+Grid Size\s+Block Size\s+Regs\*"
+    r"|^[^\S\n]*Start\s+Duration\s+Grid Size\s+Block Size\s+Regs\*"
 )
 _BANNER = re.compile(r"(?:==(\d+)==|={8})\s*(.*)")
+# Row patterns take each run of blanks or of cells whole (possessive ``*+``, ``++``): what
+# follows a run can never start with what the run holds, so nothing a run gave back could
+# match, and trying all the ways to split a long run was quadratic or worse (issue 31).
 _ROW = re.compile(
-    r"\s*(?:([A-Za-z][A-Za-z ()]*?):)?\s*(\d+(?:\.\d+)?)%\s+(\S+)\s+(\d+)\s+(\S+)\s+(\S+)"
-    r"\s+(\S+)\s+(\S.*)"
+    r"\s*+(?:([A-Za-z][A-Za-z ()]*+):)?\s*+(\d++(?:\.\d++)?+)%\s++(\S++)\s++(\d++)\s++(\S++)"
+    r"\s++(\S++)\s++(\S++)\s++(\S.*)"
 )
-_ROW_START = re.compile(r"\s*(?:[A-Za-z][A-Za-z ()]*:)?\s*\d+(?:\.\d+)?%")
-_UM_ROW = re.compile(r"\s*(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S.*)")
+_ROW_START = re.compile(r"\s*+(?:[A-Za-z][A-Za-z ()]*+:)?\s*+\d++(?:\.\d++)?+%")
+_UM_ROW = re.compile(r"\s*+(\d++)\s++(\S++)\s++(\S++)\s++(\S++)\s++(\S++)\s++(\S++)\s++(\S.*)")
 # Values are one token or a utilisation level with its number: ``Low (1)``, ``Idle (0)``.
-_VALUE = r"([A-Za-z]+ \(\d+\)|\S+)"
-_METRIC_ROW = re.compile(rf"\s*(\d+)\s+(\S+)\s+(.*?)\s+{_VALUE}\s+{_VALUE}\s+{_VALUE}")
-_EVENT_ROW = re.compile(r"\s*(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)")
+_VALUE = r"([A-Za-z]++ \(\d++\)|\S++)"
+# The description is the fewest whole words (lazily) before three values that end the row,
+# else none (then two blanks at least after the name, as ``\s+(.*?)\s+`` had it); tried word
+# by word, not from every character of a long blank run (issue 31).
+_METRIC_ROW = re.compile(
+    r"\s*+(\d++)\s++(\S++)\s++((?:\S++(?:\s++\S++)*?)?)(?:(?<=\S)\s++|(?<=\s\s))"
+    rf"{_VALUE}\s++{_VALUE}\s++{_VALUE}"
+)
+_EVENT_ROW = re.compile(r"\s*+(\d++)\s++(\S++)\s++(\S++)\s++(\S++)\s++(\S++)\s++(\S++)")
 _QUOTED = re.compile(r'(Thread|Domain|Range) "(.*)"(?:\s*\(id = (\d+)\))?')
 _DEVICE = re.compile(r'Device "(.*)"')
 _KERNEL = re.compile(r"\s*Kernel: (.*)")

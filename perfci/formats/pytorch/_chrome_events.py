@@ -17,6 +17,7 @@ from typing import Any, cast
 import numpy as np
 
 from perfci.formats._steps import step_number
+from perfci.formats.caps import Budget, budget
 from perfci.formats.pytorch._chrome_stream import Event, EventError
 from perfci.model import Device, Metric, MetricKind, Profile
 
@@ -86,6 +87,9 @@ class Aggregate:
     # CPU-side events are counted in.
     step_spans: dict[int, tuple[float, float]] = field(default_factory=dict)
     memory: dict[tuple[int, Any], Peak] = field(default_factory=dict)  # (type, id) → peaks
+    # A new (cat, name) of a known category is a metric, counted within a service upload's
+    # caps (issue 31).
+    counted: Budget = field(default_factory=lambda: budget("", ""))
 
     def add(self, events: list[Event]) -> None:
         phases = Counter(map(_PHASE, events))
@@ -153,7 +157,10 @@ class Aggregate:
         if None in ids:
             for index, value in enumerate(ids):
                 if value is None:
-                    ids[index] = self.keys.setdefault(pairs[index], len(self.keys))
+                    key = pairs[index]
+                    if key not in self.keys and _counts_as_metric(key):
+                        self.counted.metric()
+                    ids[index] = self.keys.setdefault(key, len(self.keys))
         return cast(list[int], ids)
 
     def _add_bytes(self, key: Key, event: Event, events: list[Event]) -> None:
@@ -319,6 +326,13 @@ def _missing_field(complete: list[Event], events: list[Event]) -> EventError:
                     f"complete event (ph X) without {field_name!r}", _index(events, event)
                 )
     raise AssertionError("no event is missing a field")  # pragma: no cover
+
+
+def _counts_as_metric(key: Key) -> bool:
+    category = _category(key[0])
+    return category is not None and not (
+        category.kind in _STEP_KINDS and _PROFILER_STEP.fullmatch(key[1])
+    )
 
 
 def _category(cat: str | None) -> Category | None:

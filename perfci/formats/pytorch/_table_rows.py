@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from perfci.formats._fixed_width import Layout
 from perfci.formats._steps import collect_steps, step_number
+from perfci.formats.caps import Budget
 from perfci.model import Better, Device, Metric, MetricKind
 from perfci.units import parse_duration, parse_int, parse_number, parse_size
 
@@ -137,7 +138,7 @@ def _remember(cache: dict[_K, _V], key: _K, value: _V) -> _V:
 _NEGATIVE_SELF = "a negative Self time"
 
 
-def add_row(table: Table, raw: tuple[str, ...], values: Values) -> None:
+def add_row(table: Table, raw: tuple[str, ...], values: Values, counted: Budget) -> None:
     layout = table.layout
     cells = list(map(str.strip, raw))
     cells.append("")  # what absent columns (index -1) read
@@ -157,6 +158,10 @@ def add_row(table: Table, raw: tuple[str, ...], values: Values) -> None:
         if metric.self_ns is not None and metric.self_ns < 0:
             _negative_self(table, metric, metric.self_ns)
     row = Row(name, kind, metrics, attrs.get("input_shapes"))
+    if kind is not _STEP:
+        counted.metric(len(metrics))
+    elif table.step_rows:
+        counted.sample(len(metrics))  # samples of the step metrics (see table_steps)
     (table.step_rows if kind is _STEP else table.rows).append(row)
     table.last = row
 

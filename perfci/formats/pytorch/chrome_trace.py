@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perfci.formats._steps import step_metric
+from perfci.formats.caps import budget
 from perfci.formats.pytorch._chrome_events import Aggregate, Peak, is_number
 from perfci.formats.pytorch._chrome_stream import read_trace
 from perfci.model import Better, Device, Metric, MetricKind, Profile
@@ -108,7 +109,7 @@ def sniff(head: Head) -> bool:
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     """The one profile of a trace file (one rank)."""
-    aggregate = Aggregate()
+    aggregate = Aggregate(counted=budget(str(path), NAME))
     read_warnings: list[str] = []
     top, bare = read_trace(path, aggregate.add, format=NAME, warnings=read_warnings)
     profile = Profile(label=_label(path, top), format=NAME, source=str(path))

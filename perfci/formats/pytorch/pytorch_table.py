@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from perfci.errors import ParseError
 from perfci.formats._fixed_width import SEPARATOR, Layout, build_layout
 from perfci.formats._text_lines import open_text
+from perfci.formats.caps import budget
 from perfci.formats.pytorch._table_rows import (
     CellError,
     Table,
@@ -76,9 +77,12 @@ if TYPE_CHECKING:
 NAME = "pytorch_table"
 DESCRIPTION = "PyTorch profiler key_averages().table() text (torch >= 1.8 and legacy <= 1.7)"
 
+# Linear on any head (issue 31): a run of blanks is taken whole before "#", and "Name" needs
+# two spaces, not ``{2,}`` spaces, before ``[^\n]*`` (which takes any more): the two ways
+# to share a long run of spaces were tried one by one.
 _SNIFF = re.compile(
-    r"(?m)^[ \t]*(?:#+ ?)?-{3,}(?: {2}-{3,})+ *\r?\n"
-    r"[ \t]*(?:#+ ?)?[ \t]*Name {2,}[^\n]*(?:CPU|Calls)"
+    r"(?m)^[ \t]*+(?:#+ ?)?-{3,}(?: {2}-{3,})+ *\r?\n"
+    r"[ \t]*+(?:#++ ?)?[ \t]*Name {2}[^\n]*(?:CPU|Calls)"
 )
 _FOOTER = re.compile(r"^(Self )?(\S+) time total: *(\S*)")
 _RULE = re.compile(r"^=+$")
@@ -127,6 +131,7 @@ class _Reader:
         self.pending: tuple[int, re.Match[str]] | None = None  # a separator line
         self.header: tuple[int, str] | None = None  # a header row after it
         self.table: Table | None = None
+        self.budget = budget(source, NAME)  # the caps of a service upload (issue 31)
 
     def feed(self, lines: Iterator[str] | TextIO) -> None:
         number, line = 0, ""
@@ -233,7 +238,7 @@ class _Reader:
         probes = layout.probes(text)
         if " " not in probes and (complete or not layout.legacy):
             try:
-                add_row(table, layout.cells(text), self.values)
+                add_row(table, layout.cells(text), self.values, self.budget)
             except CellError as exc:
                 raise _cell_error(exc, layout, text, self.source, number) from exc
         elif not text[: layout.blank_before].strip():

@@ -24,6 +24,7 @@ from itertools import chain
 from typing import Any
 
 from perfci.formats._steps import step_metric
+from perfci.formats.caps import Budget, budget
 from perfci.formats.workload._layer_metrics import TableError, number_cell, unit_factor
 from perfci.model import Metric, MetricKind
 from perfci.units import MISSING, NS_PER_UNIT
@@ -73,7 +74,9 @@ def read_comm_csv(lines: Iterable[str]) -> CsvResult:
     rows = csv.reader(rest)
     try:
         header = _csv_header(next(rows, None), line=start + 1)
-        groups, iterations = _scan_rows(rows, header, first_line=start + 2, metadata=metadata)
+        groups, iterations = _scan_rows(
+            rows, header, first_line=start + 2, metadata=metadata, counted=budget("", "")
+        )
     except csv.Error as exc:
         raise TableError(f"malformed CSV: {exc}", start + 1) from exc
     metrics = [_comm_metric(key, group) for key, group in groups.items()]
@@ -94,9 +97,15 @@ def _csv_header(cells: list[str] | None, *, line: int) -> list[str]:
 
 
 def _scan_rows(
-    rows: Iterable[list[str]], header: list[str], *, first_line: int, metadata: dict[str, Any]
+    rows: Iterable[list[str]],
+    header: list[str],
+    *,
+    first_line: int,
+    metadata: dict[str, Any],
+    counted: Budget,
 ) -> tuple[dict[tuple[str | None, str], CommGroup], list[float | None]]:
-    """Comm groups by (stage, name), and one (possibly unknown) time per iteration."""
+    """Comm groups by (stage, name), and one (possibly unknown) time per iteration; a new
+    group is a metric, counted within a service upload's caps (issue 31)."""
     groups: dict[tuple[str | None, str], CommGroup] = {}
     iterations: list[float | None] = []
     segment_stages: set[str] = set()
@@ -116,7 +125,7 @@ def _scan_rows(
             segment_stages = set()
             continue
         segment_stages.add(row.get("stage", ""))
-        _add_call(groups, row, comm_type, elapsed, line)
+        _add_call(groups, row, comm_type, elapsed, line, counted)
     return groups, iterations
 
 
@@ -141,6 +150,7 @@ def _add_call(
     comm_type: str,
     elapsed: float | None,
     line: int,
+    counted: Budget,
 ) -> None:
     group_name = enum_value(row.get("comm_group", ""))
     name = f"{comm_type}[{group_name}]" if group_name else comm_type
@@ -149,7 +159,10 @@ def _add_call(
     attrs: dict[str, Any] = {"comm_type": comm_type, "comm_group": group_name}
     if re.fullmatch(r"[0-9]{1,9}", size):
         attrs["comm_group_size"] = int(size)  # "None" for some groups (ep_group)
-    group = groups.setdefault((stage, name), CommGroup(attrs=attrs))
+    group = groups.get((stage, name))
+    if group is None:
+        counted.metric()
+        group = groups[(stage, name)] = CommGroup(attrs=attrs)
     group.calls += 1
     group.bytes += _decimal(row["msg_size"], line, "msg_size") or 0
     if elapsed is not None:
@@ -218,6 +231,7 @@ def read_aiob(lines: Iterable[str], *, unit: str) -> tuple[list[Metric], int]:
 def _aiob_blocks(numbered: Iterable[tuple[int, str]]) -> list[AiobOp]:
     """The ``<op>:`` blocks after the first line (an op per few lines: small, kept whole)."""
     ops: list[AiobOp] = []
+    counted = budget("", "")  # an op is a metric (a service upload's caps, issue 31)
     for number, text in numbered:
         if not text.strip():
             continue
@@ -226,6 +240,7 @@ def _aiob_blocks(numbered: Iterable[tuple[int, str]]) -> list[AiobOp]:
         if stat and ops:
             ops[-1].stats[stat.group(1)] = stat.group(2)
         elif op and not text[0].isspace():
+            counted.metric()
             ops.append(AiobOp(name=op.group(1), line=number))
         else:
             raise TableError(

@@ -37,6 +37,7 @@ from decimal import Decimal
 from typing import Any, TypeVar
 
 from perfci.formats._textio import scaled_decimal
+from perfci.formats.caps import budget
 from perfci.model import Device, Metric, MetricKind
 from perfci.units import MISSING, NS_PER_UNIT, to_decimal
 
@@ -93,6 +94,7 @@ class LayerMetrics:
 
     __slots__ = (
         "_bytes",
+        "_counted",
         "_counts",
         "_first",
         "_ns",
@@ -114,6 +116,9 @@ class LayerMetrics:
         # Compute cells already converted: rows that differ elsewhere share times and sizes.
         self._ns: dict[str, float] = {}
         self._bytes: dict[str, float] = {}  # and comm sizes
+        # Each metric made counts within a service upload's caps (issue 31); the registry
+        # names the file in the error.
+        self._counted = budget("", "")
 
     def add(
         self,
@@ -151,6 +156,7 @@ class LayerMetrics:
             return  # rows are still counted for the row-count check
         metrics = self.metrics
         start = len(metrics)
+        self._counted.metric(len(plan))
         label = name if count == 1 else f"{name}#{count}"
         for kind, suffix, phase, ns, size, comm_type in plan:
             if comm_type is None:
@@ -330,3 +336,18 @@ def number_cell(text: str, line: int, what: str) -> Decimal | None:
     if value.adjusted() > MAX_EXPONENT:  # adjusted(): no context arithmetic, cannot overflow
         raise TableError(f"number out of range for {what}: {cleaned[:40]!r}", line)
     return value
+
+
+def summary_cell(cell: str) -> tuple[str, str | None]:
+    """A summary cell's value and its share of the total: ``"12.5 (3.1%)"`` → ``("12.5",
+    "3.1")``; a cell without ``(…%)`` at its end is its value (stripped at the end).
+
+    What ``^(.*?)\\s*(?:\\(([^()]*)%\\))?$`` took, found with ``str.rfind``: that pattern tried
+    the rest of the cell from each of its characters (issue 31).
+    """
+    text = cell.removesuffix("\n")  # as ``$`` matched before a last line break
+    if text.endswith("%)"):
+        opening = text.rfind("(")
+        if opening >= 0 and text.find(")", opening) == len(text) - 1:
+            return text[:opening].rstrip(), text[opening + 1 : -2]
+    return cell.rstrip(), None

@@ -10,6 +10,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from perfci.formats.caps import Budget, budget
+
 __all__ = [
     "BATCH",
     "ELAPSED",
@@ -45,10 +47,17 @@ _TIMER_ALL_NAME = re.compile(r"(?:^|\s)(?P<name>[^\s:]\S*?):\s*$")
 _TIMER_ALL_RANK = re.compile(rf"(?:^|\s)rank\s+(?P<rank>\d{{1,9}}): (?P<value>{_NUMBER})\s*$")
 _TIMER_LINE = re.compile(r"(?:^|[\s:\]>])time \(ms\) \|(?P<fields>.*)$")  # old Megatron
 _DEEPSPEED_TIMER = re.compile(r"\[Rank \d+\] time \(ms\)")  # DeepSpeed's engine timers
-_MEMORY = re.compile(r"(?:\[Rank (?P<rank>\d{1,9})\] )?\([^)]*\) memory \(MB\) \|(?P<fields>.*)$")
+# "[Rank 0] (after 10 iterations) memory (MB) | allocated: …", found from its literal end (see
+# ``_memory_line``).
+_MEMORY_END = ") memory (MB) |"
+_MEMORY_FIELDS = re.compile(r"\) memory \(MB\) \|(?P<fields>.*)$")
+_RANK_BEFORE = re.compile(r"\[Rank (?P<rank>\d{1,9})\] \Z")
 _ARGS_START = re.compile(r"-{24} arguments -{24}")
 # "  log_interval ........ 10": two spaces, the name, dots to column 50, the value (no colon).
-_ARG = re.compile(r"(?<![\w.])(?P<name>[a-z][a-z0-9_]*) \.{3,} (?P<value>\S.*?)\s*$")
+# The value runs to the line's last non-blank: ``\S(?:.*\S)?``, what the lazy ``\S.*?\s*$``
+# took, without trying ``\s*$`` from every character of a long blank run (issue 31).
+_ARG = re.compile(r"(?<![\w.])(?P<name>[a-z][a-z0-9_]*) \.{3,} (?P<value>\S(?:.*\S)?)\s*$")
+_LOADED_START = "successfully loaded checkpoint from "
 _LOADED = re.compile(r"successfully loaded checkpoint from .* at iteration (?P<n>\d{1,15})")
 
 ONE_LINE = "time (ms)"  # the shape of old Megatron's one-line timers
@@ -118,6 +127,10 @@ class Run:
     timed: int = -1  # the last interval a timer block was attached to
     memory: dict[int | None, dict[str, float]] = field(default_factory=dict)
     memory_reports: int = 0
+    # What the caps have counted (see Reader): per memory field its ranks so far and the
+    # first one, and the measures seen.
+    memory_ranks: dict[str, tuple[int, int | None]] = field(default_factory=dict)
+    measured: set[str] = field(default_factory=set)
     timestamps: tuple[str, str] | None = None  # the first and the last
     duplicates: int = 0
     unreadable: int = 0
@@ -136,10 +149,17 @@ class Block:
 class Reader:
     """Feeds the log line by line into runs."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self, counted: Budget | None = None, measures: frozenset[str] = frozenset()
+    ) -> None:
         self.runs: list[Run] = [Run()]
         self.block: Block | None = None
         self.warnings: list[str] = []
+        # Metrics as they come, within a service upload's caps (issue 31): a run's step, each
+        # of its ``measures`` (fields of the iteration lines), per-interval timers and memory
+        # peaks; a further interval is a sample of the step and of each timer.
+        self.counted = counted or budget("", "")
+        self.measures = measures
 
     @property
     def run(self) -> Run:
@@ -157,8 +177,8 @@ class Reader:
             return
         if "across ranks (ms):" in text and (header := _TIMER_HEADER.search(text)):
             self.block = Block(kind=header["kind"])
-        elif "memory (MB)" in text and (memory := _MEMORY.search(text)):
-            self._memory(memory)
+        elif "memory (MB)" in text and (memory := _memory_line(text)):
+            self._memory(*memory)
         elif " ...." in text and (arg := _ARG.search(text)):
             if arg["name"] in _ARGS:
                 self.run.args[arg["name"]] = arg["value"]
@@ -204,30 +224,52 @@ class Reader:
         if stamp := _TIMESTAMP.search(text, 0, match.start()):
             first = run.timestamps[0] if run.timestamps else stamp["ts"]
             run.timestamps = (first, stamp["ts"])
-        run.intervals.append(
-            Interval(iteration, number, elapsed, _values(fields), raw=rest.strip())
-        )
+        values = _values(fields)
+        if run.intervals:
+            self.counted.sample()  # the step metric's samples_ns
+        else:
+            self.counted.metric()  # the step metric
+        for key in self.measures & values.keys():
+            if key not in run.measured and values[key] >= 0:
+                run.measured.add(key)
+                self.counted.metric()
+        run.intervals.append(Interval(iteration, number, elapsed, values, raw=rest.strip()))
         return True
 
     def _loaded(self, text: str) -> bool:
-        if "loaded checkpoint" not in text or not (match := _LOADED.search(text)):
+        # Tried where the sentence first starts only: ``.*`` already reaches every later
+        # "at iteration", so a later start cannot match where the first did not, and a line of
+        # starts cost a quadratic time (issue 31).
+        start = text.find(_LOADED_START)
+        if start < 0 or not (match := _LOADED.match(text, start)):
             return False
         self.run.loaded = int(match["n"])
         return True
 
-    def _memory(self, match: re.Match[str]) -> None:
-        rank = int(match["rank"]) if match["rank"] is not None else None
-        values = _values(_fields(match["fields"]))
+    def _memory(self, rank: int | None, fields: str) -> None:
+        values = _values(_fields(fields))
         peaks = self.run.memory.setdefault(rank, {})
         for key, _ in MEMORY_FIELDS:
             if (value := values.get(key)) is not None and value >= 0:
+                if key not in peaks:
+                    self._count_peak(key, rank)
                 peaks[key] = max(peaks.get(key, 0.0), value * BYTES_PER_MB)
         self.run.memory_reports += 1
+
+    def _count_peak(self, key: str, rank: int | None) -> None:
+        """A memory field's first rank is its ``measure``; from the second on, every rank
+        (but ``None``, a log without ranks) is a ``counter`` too (see ``_memory_metrics``)."""
+        seen, first = self.run.memory_ranks.get(key, (0, rank))
+        self.run.memory_ranks[key] = (seen + 1, first)
+        if seen == 0:
+            self.counted.metric()
+            return
+        self.counted.metric((rank is not None) + (seen == 1 and first is not None))
 
     def _one_line_timers(self, text: str) -> None:
         block = Block(kind=ONE_LINE)
         for name, value in _values(_fields(text)).items():
-            block.entries[name] = (value, None)
+            self._entry(block, name, (value, None))
         self.block = block
         self._end_block()
 
@@ -248,16 +290,27 @@ class Reader:
             high = _number(entry["value"] or entry["max"])
             low = None if entry["min"] is None else _number(entry["min"])
             if high is not None:
-                block.entries[entry["name"]] = (high, low)
+                self._entry(block, entry["name"], (high, low))
             return True
         self._end_block()
         return False
 
-    @staticmethod
-    def _close_all_rank_timer(block: Block) -> None:
+    def _close_all_rank_timer(self, block: Block) -> None:
         if block.current is not None and block.ranks:
-            block.entries[block.current] = (max(block.ranks), min(block.ranks))
+            self._entry(block, block.current, (max(block.ranks), min(block.ranks)))
         block.current, block.ranks = None, []
+
+    def _entry(self, block: Block, name: str, value: tuple[float, float | None]) -> None:
+        """A timer of the block, counted as it comes: a new name is a metric when the block
+        will be an interval's timers (bar a one-off event's, known at its end), a sample of
+        its metric otherwise."""
+        run = self.run
+        if name not in block.entries:
+            if name in run.timers:
+                self.counted.sample()
+            elif len(run.intervals) - 1 > run.timed:
+                self.counted.metric()
+        block.entries[name] = value
 
     def _end_block(self) -> None:
         """File the block: the interval's timers when it is the first block after an iteration
@@ -314,4 +367,23 @@ def _elapsed_ns(fields: Mapping[str, str]) -> float | None:
             value = (_number(match.group()) if match else None) or -1.0
             scale = NS_PER_MS if unit["unit"] == "ms" else NS_PER_MS * 1000
             return value * scale if value > 0.0 else -1.0
+    return None
+
+
+def _memory_line(text: str) -> tuple[int | None, str] | None:
+    """The rank and the fields of Megatron's ``report_memory`` line, else ``None``.
+
+    What ``(?:\\[Rank (\\d{1,9})\\] )?\\([^)]*\\) memory \\(MB\\) \\|(.*)$`` found with
+    ``search``, in linear time: that pattern read on from every "(" to the next ")", and a line
+    of "(" took a quadratic time (issue 31). The match starts at the first "(" after the ")"
+    before the literal ``) memory (MB) |`` (or at ``[Rank N] `` just before that "("), at the
+    first such literal that has one.
+    """
+    end = text.find(_MEMORY_END)
+    while end >= 0:
+        opening = text.find("(", text.rfind(")", 0, end) + 1, end)
+        if opening >= 0 and (fields := _MEMORY_FIELDS.match(text, end)):
+            rank = _RANK_BEFORE.search(text, max(0, opening - 17), opening)
+            return (int(rank["rank"]) if rank else None), fields["fields"]
+        end = text.find(_MEMORY_END, end + 1)
     return None

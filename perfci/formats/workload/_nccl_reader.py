@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from perfci.errors import ParseError
+from perfci.formats.caps import budget
 
 __all__ = ["Reader", "Test"]
 
@@ -37,14 +38,18 @@ _SETTING = re.compile(
 _VERSION = re.compile(r"# nccl-tests version (\S+) nccl-headers=\d+ nccl-library=(\d+)")
 _STARTING = re.compile(r"# Collective test starting: (\S+)")
 _CONCLUDED = re.compile(r"# Collective test concluded:")
+# The GPU's name runs to the line's last non-blank: ``\S(?:.*\S)?`` is what the lazy
+# ``\S.*?\s*$`` took, without trying ``\s*$`` from every character of a blank run (issue 31).
 _DEVICE = re.compile(
     r"#\s+Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+"
-    r"\[[^\]]*\]\s+(\S.*?)\s*$"
+    r"\[[^\]]*\]\s+(\S(?:.*\S)?)\s*$"
 )
 _CHECK = re.compile(r"# (Out of bounds values|Bitwise mismatches)\s*:\s*(\d+)")
 _AVG = re.compile(r"# Avg bus bandwidth\s*:\s*(\S+)(?:\s+(FAILED))?")
 _REDUCED = re.compile(r"# Reducing maxBytes to (\d+)")
-_NCCL_LOG = re.compile(r"\S+:\d+:\d+ \[\d+\] NCCL [A-Z]+")
+# Tried at the start of a word only (``(?<!\S)``): a match inside a word also matches from its
+# start, and trying every character of a long word re-read it each time (issue 31).
+_NCCL_LOG = re.compile(r"(?<!\S)\S+:\d+:\d+ \[\d+\] NCCL [A-Z]+")
 _NCCL_VERSION = re.compile(r"\bNCCL version (\d[\w.+-]*)")
 _FAILURE = re.compile(r"Test (?:NCCL |CUDA )?failure|Test timeout")
 _BINARY = re.compile(
@@ -85,6 +90,7 @@ class Test:
     metadata: dict[str, Any]
     columns: _Columns | None = None
     rows: list[_Row] = field(default_factory=list)
+    results: set[tuple[Any, ...]] = field(default_factory=set)  # the metrics so far
     warnings: list[str] = field(default_factory=list)
     hosts: list[str] = field(default_factory=list)
     gpus: list[str] = field(default_factory=list)
@@ -109,6 +115,7 @@ class Reader:
         self.streams: dict[str, _Stream] = {}
         self.mentioned: str | None = None  # the last ``<op>_perf`` a line named
         self.cut: list[str] = []
+        self.counted = budget(str(path), format)
 
     def feed(self, number: int, line: str) -> None:
         prefix = _PREFIX.match(line)  # always matches: every part is optional
@@ -163,7 +170,19 @@ class Reader:
         elif cut:
             self.cut.append(f"line {number}, the file's last line, was cut short")
         else:
-            test.rows.append(self._cells(test.columns, number, text, offset))
+            self._add(test, self._cells(test.columns, number, text, offset))
+
+    def _add(self, test: Test, row: _Row) -> None:
+        """Keep a row: each result (half) new to the test is a metric, a repeat (``-N``) of
+        one a sample, counted within a service upload's caps (issue 31)."""
+        for index in range(len(row.halves)):
+            key = (*row.qualifiers, row.size, index == 1)
+            if key in test.results:
+                self.counted.sample()
+            else:
+                test.results.add(key)
+                self.counted.metric()
+        test.rows.append(row)
 
     def _continued(self, stream: _Stream, text: str, offset: int, cut: bool) -> bool:
         """Whether the line was the rest of a row NCCL printed a log line into."""

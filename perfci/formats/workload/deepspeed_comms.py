@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING
 
 from perfci.errors import ParseError
 from perfci.formats._text_lines import open_text
+from perfci.formats.caps import Budget, budget
 from perfci.formats.workload._aicb import enum_value
 from perfci.model import Metric, MetricKind, Profile
 from perfci.units import parse_size
@@ -56,10 +57,14 @@ DESCRIPTION = "DeepSpeed comms_logger output: per-collective lines and log_summa
 
 _NUMBER = r"[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?"
 _SIZE = rf"(?P<size>{_NUMBER} ?(?:B|KB|MB|GB|TB))"
+# Linear on any line (issue 31): a field ends at its " |" and the operation at a second
+# "comm op: " too, so no attempt reads past the next one (a line of "comm op: " re-read the
+# rest of the line from each, as did a caller read on across "|" to a "]").
 _OP_LINE = re.compile(
-    r"(?:\[(?:Rank|RANK) (?P<rank>\d+)\] )?(?:rank=\d+ \| )?comm op: (?P<op>[^|]+?)"
+    r"(?:\[(?:Rank|RANK) (?P<rank>\d+)\] )?(?:rank=\d+ \| )?"
+    r"comm op: (?P<op>(?:(?!comm op: )[^|])+?)"
     r"(?: \| comm group: (?P<group>[^|]+?))?"
-    r"(?: \| \[Caller Func: (?P<caller>[^\]]*)\])?"
+    r"(?: \| \[Caller Func: (?P<caller>[^\]|]*)\])?"
     rf" \| time \(ms\): (?P<ms>{_NUMBER}) \| msg size: (?:{_SIZE}|(?P<zero>0))"
     rf"(?: \| algbw \((?P<unit>Gbps|GB)\): (?P<algbw>{_NUMBER}))?"
     rf"(?: +\| busbw \((?:Gbps|GB)\): (?P<busbw>{_NUMBER}))?"
@@ -81,7 +86,8 @@ _NS_PER_MS = 1e6
 _Key = tuple[str, str | None, str]
 
 _SNIFF_OP = re.compile(
-    r"comm op: [^|\n]+(?: \| comm group: [^|\n]+)?(?: \| \[Caller Func: [^\]\n]*\])?"
+    r"comm op: (?:(?!comm op: )[^|\n])+(?: \| comm group: [^|\n]+)?"
+    r"(?: \| \[Caller Func: [^\]|\n]*\])?"
     rf" \| time \(ms\): {_NUMBER} \| msg size: "
 )
 _SNIFF_SUMMARY = re.compile(r"(?m)^Comm\. Op +Message Size +Count +Total Latency\(ms\)")
@@ -122,6 +128,7 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     op: tuple[str, str | None] | None = None
     warnings: list[str] = []
     computations = 0
+    counted = budget(str(path), NAME)  # a new series is a metric, a call more a sample
     with open_text(path, format=NAME) as handle:
         for number, line in enumerate(handle, 1):
             text = line.rstrip("\r\n")
@@ -132,7 +139,7 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
                 if enum_value(match["op"]) == _COMPUTATION or match["zero"] is not None:
                     computations += 1
                     continue
-                _add_call(ranks.setdefault(match["rank"] or "", {}), match)
+                _add_call(ranks.setdefault(match["rank"] or "", {}), match, counted)
                 continue
             if _SUMMARY_HEADER.match(text):
                 in_summary, op = True, None
@@ -149,6 +156,8 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
                         line=number,
                         format=NAME,
                     )
+                if not ranks and (op[0], op[1], _size_text(row["size"])) not in summary:
+                    counted.metric()  # (a summary after per-operation lines is left out)
                 _add_summary_row(summary, op, row)
             elif named := _SUMMARY_OP.match(text):
                 op = (named["op"], named["caller"])
@@ -173,12 +182,17 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     )
 
 
-def _add_call(series: dict[_Key, _Series], match: re.Match[str]) -> None:
+def _add_call(series: dict[_Key, _Series], match: re.Match[str], counted: Budget) -> None:
     op, caller, size = enum_value(match["op"]), match["caller"], _size_text(match["size"])
     group = enum_value(match["group"] or "")  # AICB's "None" is no group
     if group:
         op = f"{op}[{group}]"  # AICB's own name for a collective of a group (its CSV's)
-    found = series.setdefault((op, caller, size), _Series(op, caller, size))
+    found = series.get((op, caller, size))
+    if found is None:
+        counted.metric()
+        found = series[(op, caller, size)] = _Series(op, caller, size)
+    else:
+        counted.sample()
     found.calls += 1
     if match["unit"] == "GB":
         found.bandwidth = "gib_s"

@@ -94,6 +94,7 @@ from typing import TYPE_CHECKING, Any
 from perfci.errors import ConfigError, NoMeasurements, ParseError
 from perfci.formats._steps import detect_warmup, step_metric
 from perfci.formats._text_lines import open_text
+from perfci.formats.caps import budget
 from perfci.formats.workload._megatron_reader import (
     BATCH,
     ELAPSED,
@@ -117,8 +118,12 @@ DESCRIPTION = (
 )
 
 LABEL = "megatron"
+_ITERATION_HEAD = r"(?<![\w-])iteration\s+\d+\s*/\s*\d+\s*\|"
+# The elapsed time is looked for up to the next iteration head only, where a new attempt
+# starts anyway: reading on to the end of the line from every head of a line of them was
+# quadratic (issue 31: 'iteration 1/1 |' * 4369 took 21 s).
 _SNIFF_ITERATION = re.compile(
-    r"(?<![\w-])iteration\s+\d+\s*/\s*\d+\s*\|[^\n]*?elapsed time per iteration \((?:ms|s)\):"
+    rf"{_ITERATION_HEAD}(?:(?!{_ITERATION_HEAD})[^\n])*?elapsed time per iteration \((?:ms|s)\):"
 )
 # A long preamble (the arguments alone are tens of KB, NCCL_DEBUG output far more) can push the
 # first iteration line past the sniffed head: Megatron's own banners mark the log as well.
@@ -152,7 +157,7 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     """One profile per training run of the log at ``path`` (plain or gzip)."""
     source = str(path)
     warmup = _warmup_option(options)
-    reader = Reader()
+    reader = Reader(budget(source, NAME), measures=frozenset(_MEASURES))
     with open_text(path, format=NAME) as handle:
         for number, line in enumerate(handle, 1):
             if not line.endswith("\n") and _cut_short(line):

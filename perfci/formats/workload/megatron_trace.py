@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 from perfci.errors import ParseError
 from perfci.formats._steps import step_metric
 from perfci.formats._textio import gc_paused, iter_lines, scaled_decimal
+from perfci.formats.caps import Budget, budget
 from perfci.formats.workload._kv_tokenizer import (
     TokenizeError,
     parse_int_list,
@@ -143,12 +144,18 @@ class _Rank:
         fields: dict[str, str],
         duration: float,
         subs: list[tuple[dict[str, str], float | None]],
+        counted: Budget,
     ) -> None:
+        """One record; a new phase or sub-operation group is a metric, a further duration of
+        one a sample, counted within a service upload's caps (issue 31)."""
         self.records += 1
         self.stage_ids.add(_value(fields, "stage_id") or "")
         phase = self.phases.get(op)
         if phase is None:
+            counted.metric()
             phase = self.phases[op] = _Phase(payload=0 if is_comm_phase(op) else None)
+        else:
+            counted.sample()
         phase.durations.append(duration)
         state = _value(fields, "mg_state") or "None"
         phase.mg_states[state] = phase.mg_states.get(state, 0) + 1
@@ -166,9 +173,11 @@ class _Rank:
                 sub.get("group"),
                 sub.get("func_name"),
             )
-            group = sub_groups.get(raw) or self._sub_group(raw, sub)
+            group = sub_groups.get(raw) or self._sub_group(raw, sub, counted)
             group.calls += 1
             if sub_duration is not None:
+                if group.durations:
+                    counted.sample()
                 group.durations.append(sub_duration)
             if group.payload is not None:
                 size = _call_bytes(sub.get("input__shape", ""), sub.get("input__dtype", ""))
@@ -176,11 +185,14 @@ class _Rank:
         if self.iterations is not None:
             self._add_interval(op, fields, duration)
 
-    def _sub_group(self, raw: tuple[str | None, ...], fields: dict[str, str]) -> _SubGroup:
+    def _sub_group(
+        self, raw: tuple[str | None, ...], fields: dict[str, str], counted: Budget
+    ) -> _SubGroup:
         """The group of a sub-operation seen for the first time with these naming fields."""
         key = (raw[0] or "", sub_operation_name(fields))
         group = self.subs.get(key)
         if group is None:
+            counted.metric()
             group = self.subs[key] = _SubGroup(attrs=_sub_attrs(fields))
         self.sub_groups[raw] = group
         return group
@@ -222,6 +234,7 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     source = str(path)
     ranks: dict[int, _Rank] = {}
     skipped = 0
+    counted = budget(source, NAME)
     with gc_paused():
         for number, line in enumerate(iter_lines(path, format=NAME), start=1):
             stripped = line.strip()
@@ -234,7 +247,7 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
             state = ranks.get(rank)
             if state is None:
                 state = ranks[rank] = _Rank()
-            state.add(op, fields, duration, subs)
+            state.add(op, fields, duration, subs, counted)
     if not ranks:
         raise ParseError("no rank:N:op(key=value,...) records found", source=source, format=NAME)
     warnings = (

@@ -73,8 +73,9 @@ from typing import TYPE_CHECKING, Any
 from perfci.errors import ParseError
 from perfci.formats._steps import step_metric
 from perfci.formats._text_lines import open_text
+from perfci.formats.caps import Budget, budget
 from perfci.formats.workload._aicb import indexed_names
-from perfci.formats.workload._layer_metrics import PHASES, TableError, number_cell
+from perfci.formats.workload._layer_metrics import PHASES, TableError, number_cell, summary_cell
 from perfci.model import Metric, MetricKind, Profile
 from perfci.units import NS_PER_UNIT
 
@@ -116,11 +117,11 @@ _NAMES = {
     "expose_pp_comm": "exposed PP comm",
     "bubble time": "pipeline bubble",
 }
-_SUMMARY_CELL = re.compile(r"^(?P<value>.*?)\s*(?:\((?P<percent>[^()]*)%\))?$")
 
 #: A column's meaning: (phase, quantity), quantity one of compute, exposed, total, algbw,
 #: busbw; ("", "finished") for ``workload finished at``.
 _Column = tuple[str, str]
+_METRIC = frozenset({"compute", "exposed"})  # the quantities that are a row's metrics
 
 
 def sniff(head: Head) -> bool:
@@ -154,6 +155,10 @@ class _Reader:
     unnamed: int = 0
     not_finite: int = 0
     warnings: list[str] = field(default_factory=list)
+    counted: Budget = field(init=False)  # a service upload's caps (issue 31)
+
+    def __post_init__(self) -> None:
+        self.counted = budget(self.source, NAME)
 
     def feed(self, number: int, line: str) -> None:
         cut = not line.endswith("\n")  # only the last line can lack one: cut short, or no EOL
@@ -223,6 +228,7 @@ class _Reader:
         finished = values.pop(("", "finished"), None)
         if finished is not None:
             self.finished = max(finished, self.finished or 0.0)
+        self.counted.metric(sum(1 for key, value in values.items() if key[1] in _METRIC and value))
         self.rows.append(_Row(cells[0], values))
 
     def _sum(self, cells: list[str], number: int, cut: bool) -> None:
@@ -268,13 +274,11 @@ class _Reader:
             cells = cells[:-1]  # its last cell may be cut too
         self.file_name = cells[0]
         for index, (key, cell) in enumerate(zip(keys[1:], cells[1:], strict=False), 1):
-            match = _SUMMARY_CELL.match(cell)
-            assert match is not None  # every string matches
-            ns = self._time(match["value"], number, index, key)
+            text, percent = summary_cell(cell)
+            ns = self._time(text, number, index, key)
             if ns is None:
                 continue
             attrs: dict[str, Any] = {}
-            percent = match["percent"]
             if percent and percent.strip().lower() not in _NOT_FINITE:
                 value = number_cell(percent, number, f"the percent of column {index + 1} ({key})")
                 if value is not None:
