@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from perfci.analysis.engine import CompareOptions
 from perfci.analysis.paired import compare_paired
-from perfci.model import MetricKind, SeriesKey
+from perfci.core.model import MetricKind, SeriesKey
 
 Array = NDArray[np.float64]
 Effect = Callable[[np.random.Generator, Array], Array]

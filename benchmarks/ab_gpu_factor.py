@@ -38,7 +38,7 @@ from h200_ab import as_history, recorded, with_process_factors  # noqa: E402
 import perfci.analysis.compare as compare  # noqa: E402 - after the path set-up above
 import perfci.analysis.paired as paired  # noqa: E402
 from perfci.analysis.gating import host_timing  # noqa: E402
-from perfci.model import MetricKind, RunComparison, Verdict  # noqa: E402
+from perfci.core.model import MetricKind, RunComparison, Verdict  # noqa: E402
 
 DECIDED = (Verdict.REGRESSION, Verdict.IMPROVEMENT)
 #: Both recorded comparisons, read once.

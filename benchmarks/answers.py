@@ -45,7 +45,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from verdicts import Noise, World, make_world  # noqa: E402
 
 from perfci.analysis.compare import CompareOptions, compare_run  # noqa: E402
-from perfci.model import RunComparison, Verdict  # noqa: E402
+from perfci.core.model import RunComparison, Verdict  # noqa: E402
 
 Array = NDArray[np.float64]
 Mask = NDArray[np.bool_]

@@ -67,10 +67,10 @@ import sys, time
 t0 = time.perf_counter()
 from pathlib import Path
 from perfci.cli import main as cli_main
-from perfci.settings import get_settings
+from perfci.core.settings import get_settings
 from perfci.usecases import check
 from perfci.usecases.ingest import parse_repeats
-from perfci.context import detect_run_context
+from perfci.integrations.context import detect_run_context
 from perfci.store.db import open_store
 from perfci.usecases.submit import submit_run
 from perfci.report.console import print_comparison
@@ -103,8 +103,8 @@ def _trace_files(run: str) -> list[Path]:
 
 def build_store(folder: Path, runs: int) -> str:
     """``runs`` baseline runs on main through the real ingest use case, dated in the past."""
-    from perfci.context import detect_run_context
-    from perfci.settings import get_settings
+    from perfci.core.settings import get_settings
+    from perfci.integrations.context import detect_run_context
     from perfci.store.db import open_store
     from perfci.usecases.ingest import ingest_run, parse_repeats
 

@@ -1,5 +1,5 @@
 """What page faults do to per-operator times of the example on the CPU, with and without
-``perfci.torch.steady_cpu_memory``.
+``perfci.integrations.torch.steady_cpu_memory``.
 
 Usage::
 

@@ -34,8 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from perfci.analysis.values import PerStep, compared_value  # noqa: E402 - after sys.path
+from perfci.core.model import MetricKind  # noqa: E402
 from perfci.formats.pytorch import chrome_trace  # noqa: E402
-from perfci.model import MetricKind  # noqa: E402
 
 SHOWN = ("aten::addmm", "aten::mm", "aten::gelu", "aten::native_layer_norm", "AddmmBackward0")
 LOADS = (0, 1, 2)

@@ -1,13 +1,12 @@
 """A busy neighbour on the runner: what it does to the example, and whether perfci sees it.
 
-Runs the shipped example (``examples/gpt/bench.py``, small settings, torch profiler, CPU)
-through perfci's runner in rounds: each round one repeat on a quiet host and one with
-``--loops`` busy-loop processes beside it (another job on a shared runner), in alternating
-order. Prints, per
-condition, the share of the host's CPU the runner measured other processes taking
-(:mod:`perfci.host_load`), the step time, and how much slower the large and the small
-operators ran, then which repeats :class:`perfci.gpu_state.StateJudge` calls suspect
-against the quiet repeats as the usual.
+Runs the shipped example (``examples/gpt/bench.py``, small settings, torch profiler, CPU) through
+perfci's runner in rounds: each round one repeat on a quiet host and one with ``--loops`` busy-loop
+processes beside it (another job on a shared runner), in alternating order. Prints, per condition,
+the share of the host's CPU the runner measured other processes taking
+(:mod:`perfci.integrations.machine.host_load`), the step time, and how much slower the large and the
+small operators ran, then which repeats :class:`perfci.integrations.machine.gpu_state.StateJudge`
+calls suspect against the quiet repeats as the usual.
 
 Usage::
 
@@ -28,10 +27,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from perfci.core.model import MetricKind  # noqa: E402
 from perfci.formats.registry import parse_file  # noqa: E402
-from perfci.gpu_state import StateJudge  # noqa: E402
-from perfci.model import MetricKind  # noqa: E402
-from perfci.runner import run_benchmark  # noqa: E402
+from perfci.integrations.machine.gpu_state import StateJudge  # noqa: E402
+from perfci.integrations.runner import run_benchmark  # noqa: E402
 
 ARGS = ["--steps", "8", "--warmup", "2", "--batch", "16", "--seq", "128", "--layers", "2"]
 BUSY_LOOP = "import time\nend = time.time() + 600\nwhile time.time() < end: pass\n"

@@ -61,7 +61,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import verdicts  # noqa: E402
 
 from perfci.analysis.compare import compare_run  # noqa: E402
-from perfci.model import Verdict  # noqa: E402
+from perfci.core.model import Verdict  # noqa: E402
 
 Array = np.ndarray
 Runs = tuple[list[Array], Array]

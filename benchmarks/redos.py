@@ -8,7 +8,7 @@ Usage::
 
 Part 1, one row per case: a detector (``registry.detect`` on a file of that text) or a reader
 (``registry.parse_file`` forced to its format, on a start of one of its files followed by the
-pathological line) or ``perfci.units`` itself, timed on inputs of each size (KiB), in this
+pathological line) or ``perfci.core.units`` itself, timed on inputs of each size (KiB), in this
 process, each under a ``SIGALRM`` deadline of ``--timeout`` seconds (shown as ``> T``). The
 cases are the inputs issue 31 reported and the worst kinds of string that
 ``tests/redos_inputs.py`` found for the other patterns (a line of blanks between two words, a
@@ -146,8 +146,8 @@ def deadline(seconds: float) -> Iterator[None]:
 
 
 def run_case(kind: str, text: str, folder: Path) -> None:
-    from perfci import units
-    from perfci.errors import PerfciError
+    from perfci.core import units
+    from perfci.core.errors import PerfciError
     from perfci.formats import registry
 
     if kind == "units":
@@ -210,7 +210,7 @@ def part_one(sizes: list[int], timeout: float, only: list[str]) -> str:
 _CHILD = """
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
-from perfci.errors import InputTooLarge
+from perfci.core.errors import InputTooLarge
 from perfci.formats import registry
 path, cap = sys.argv[2], int(sys.argv[3])
 try:

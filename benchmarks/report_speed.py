@@ -30,7 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from perfci.model import Metric, MetricKind, Profile, RunContext
+from perfci.core.model import Metric, MetricKind, Profile, RunContext
 from perfci.report.weekly_html import render_html
 from perfci.report.weekly_markdown import render_markdown
 from perfci.store import db

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from perfci.analysis.engine import CompareOptions
 from perfci.analysis.paired import compare_paired
-from perfci.model import MetricKind, RunComparison, SeriesKey, Verdict
+from perfci.core.model import MetricKind, RunComparison, SeriesKey, Verdict
 from perfci.usecases import adaptive
 
 KEYS = [SeriesKey(kind=MetricKind.STEP, name="step")] + [

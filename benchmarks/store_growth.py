@@ -60,8 +60,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np
 from sqlalchemy import Engine, create_engine, text
 
-from perfci.context import fingerprint_hash
-from perfci.model import Metric, MetricKind, Profile, RunContext, SeriesKey
+from perfci.core.fingerprint import fingerprint_hash
+from perfci.core.model import Metric, MetricKind, Profile, RunContext, SeriesKey
 from perfci.store import db, partitions
 from perfci.store.queries import baseline_run_ids, environment_id, series_history
 from perfci.store.samples import run_samples_checked

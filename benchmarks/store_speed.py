@@ -44,8 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sqlalchemy import Engine, create_engine, text
 
-from perfci.context import fingerprint_hash
-from perfci.model import Metric, MetricKind, Profile, RunContext
+from perfci.core.fingerprint import fingerprint_hash
+from perfci.core.model import Metric, MetricKind, Profile, RunContext
 from perfci.store import db
 from perfci.store.partitions import day_number
 from perfci.store.queries import baseline_run_ids, environment_id

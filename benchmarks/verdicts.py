@@ -52,7 +52,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from detection import PEERS  # noqa: E402
 
 from perfci.analysis.compare import CompareOptions, compare_run  # noqa: E402
-from perfci.model import MetricKind, SeriesKey, Verdict  # noqa: E402
+from perfci.core.model import MetricKind, SeriesKey, Verdict  # noqa: E402
 
 Array = NDArray[np.float64]
 #: (kind, count, total share of the step) of the simulated benchmark at 500 metrics.

@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from perfci.core.transfer import comparison_from_dict
 from perfci.report.formatting import primary_step
-from perfci.report.json_report import comparison_from_dict
 
 _WORTH_A_COMMENT = {"always": {"regression", "improvement", "unchanged", "inconclusive",
                                "no-baseline"},

@@ -11,7 +11,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy.engine import Connection
 
-from perfci.settings import get_settings
+from perfci.core.settings import get_settings
 from perfci.store.db import make_engine
 from perfci.store.schema import Base
 

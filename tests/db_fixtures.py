@@ -27,7 +27,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from perfci.model import Metric, MetricKind, Profile, RunContext
+from perfci.core.model import Metric, MetricKind, Profile, RunContext
 from perfci.store import db
 
 POSTGRES_ENV = "PERFCI_TEST_POSTGRES_URL"

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from perfci.analysis.gating import host_timing
-from perfci.model import Better, Device, MetricKind, SeriesKey
+from perfci.core.model import Better, Device, MetricKind, SeriesKey
 
 DATA = Path(__file__).parent / "data" / "h200_ab" / "gelu_ab.json"
 

@@ -14,7 +14,7 @@ import copy
 
 import numpy as np
 
-from perfci.model import MetricKind, Profile
+from perfci.core.model import MetricKind, Profile
 
 #: Operators at least this long a step are the ones a neighbour slows.
 LARGE_NS = 1e6

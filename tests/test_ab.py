@@ -29,7 +29,7 @@ from sqlalchemy import select
 
 from perfci.analysis.paired import compare_paired, paired_stats
 from perfci.analysis.stats import SampleError
-from perfci.model import MetricKind, SeriesKey, Verdict
+from perfci.core.model import MetricKind, SeriesKey, Verdict
 from perfci.store.db import make_engine
 from perfci.store.schema import Commit, Comparison, Run
 

@@ -21,8 +21,8 @@ from neighbour import with_neighbour
 from perfci.analysis.engine import CompareOptions
 from perfci.analysis.paired import compare_paired
 from perfci.analysis.values import PerStep
+from perfci.core.model import Profile, RunComparison, Verdict
 from perfci.formats import registry
-from perfci.model import Profile, RunComparison, Verdict
 from perfci.usecases.ab import Pairs, compare_pairs, series_values
 from perfci.usecases.ab_git import ABSetup
 

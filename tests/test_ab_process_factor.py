@@ -15,7 +15,7 @@ import pytest
 
 from perfci.analysis.engine import CompareOptions
 from perfci.analysis.paired import compare_paired
-from perfci.model import MetricKind, SeriesKey, Verdict
+from perfci.core.model import MetricKind, SeriesKey, Verdict
 
 STEP = SeriesKey(kind=MetricKind.STEP, name="step")
 OPS = [SeriesKey(kind=MetricKind.OP, name=f"aten::op_{i}") for i in range(40)]

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from perfci.analysis.engine import CompareOptions
-from perfci.model import Device, Metric, MetricKind, Profile
+from perfci.core.model import Device, Metric, MetricKind, Profile
 from perfci.usecases.ab import Pairs, compare_pairs, screen_pairs
 from perfci.usecases.ab_git import ABSetup
 

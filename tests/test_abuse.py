@@ -37,17 +37,17 @@ from sqlalchemy.orm import Session
 
 from perfci.analysis.compare import compare_run
 from perfci.cli.main import main
-from perfci.errors import ConfigError, InputTooLarge, InvalidValue, NotFoundError, RunConflict
+from perfci.core.errors import ConfigError, InputTooLarge, InvalidValue, NotFoundError, RunConflict
+from perfci.core.jsondoc import to_document
+from perfci.core.model import BaselineInfo, Metric, MetricKind, Profile, RunContext, SeriesKey
+from perfci.core.settings import Settings
 from perfci.formats._textio import InflateLimits, inflate_limits, iter_lines, open_capped
 from perfci.formats.registry import parse_file
-from perfci.jsondoc import to_document
-from perfci.model import BaselineInfo, Metric, MetricKind, Profile, RunContext, SeriesKey
-from perfci.remote import upload_run
+from perfci.integrations.remote import upload_run
 from perfci.report.console import print_comparison
 from perfci.report.markdown import render_comment
 from perfci.report.weekly_html import render_html
 from perfci.report.weekly_markdown import render_markdown, render_slack
-from perfci.settings import Settings
 from perfci.store import db, queries
 from perfci.store.queries import HistoryPoint
 from perfci.store.samples import run_samples, run_samples_checked

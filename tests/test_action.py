@@ -591,14 +591,14 @@ def test_the_default_torch_profiler_works_with_the_runners_own_python(
     )
     runner.workspace.mkdir()
     trace = sorted((PROFILES / "main-1").glob("*.pt.trace.json.gz"))[0]
-    # A benchmark in the style of examples/gpt/bench.py: it imports perfci.torch (torch itself
-    # is imported lazily there, so this works without torch) and leaves a trace per repeat.
+    # A benchmark in the style of examples/gpt/bench.py: it imports perfci.integrations.torch (torch
+    # itself # is imported lazily there, so this works without torch) and leaves a trace per repeat.
     (runner.workspace / "bench.py").write_text(
         "import os, shutil, sys\n"
-        "import perfci.torch\n"
+        "import perfci.integrations.torch\n"
         "shutil.copy(sys.argv[1], os.path.join(os.environ['PERFCI_OUTPUT_DIR'],\n"
         "            'r.pt.trace.json.gz'))\n"
-        "open('imported-from.txt', 'w').write(perfci.torch.__file__)\n"
+        "open('imported-from.txt', 'w').write(perfci.integrations.torch.__file__)\n"
         "open('environment.txt', 'w').write(' '.join(sorted(os.environ)))\n",
         encoding="utf-8",
     )
@@ -656,7 +656,7 @@ def test_no_process_above_the_benchmark_holds_a_token(
 ) -> None:
     """Issue 31: the check step had the tokens in its environment, which the benchmark read
     from /proc. The Action hands them to perfci in a file perfci deletes before it starts the
-    benchmark; perfci holds them in memory only (perfci.private_env)."""
+    benchmark; perfci holds them in memory only (perfci.core.private_env)."""
     runner = Runner(
         tmp_path, github_server, tmp_path / "perfci.db", extra_env={"TEST_PID": str(os.getpid())}
     )

@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from perfci.cli.main import main
-from perfci.model import MetricComparison, RunComparison, Verdict
+from perfci.core.model import MetricComparison, RunComparison, Verdict
 from perfci.store.db import make_engine
 from perfci.store.schema import Comparison, Run
 from perfci.usecases import adaptive
@@ -278,7 +278,7 @@ def test_ab_with_a_decided_first_look_runs_no_more_pairs(
 def test_budget_is_a_setting_like_the_others(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from perfci.settings import get_settings
+    from perfci.core.settings import get_settings
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PERFCI_BUDGET", "30")
@@ -292,7 +292,7 @@ def test_budget_is_a_setting_like_the_others(
 def test_a_tentative_look_is_kept_only_when_asked(migrated_url: str) -> None:
     from db_fixtures import make_context, make_profile
 
-    from perfci.settings import Settings
+    from perfci.core.settings import Settings
     from perfci.store.db import open_store
     from perfci.usecases.ingest import ingest_run
 

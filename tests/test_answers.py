@@ -17,7 +17,7 @@ import pytest
 from perfci.analysis import gating, moderation, pooling
 from perfci.analysis.compare import compare_run
 from perfci.analysis.judge import MetricEstimate, judge_estimates
-from perfci.model import MetricKind, RunComparison, SeriesKey, Verdict
+from perfci.core.model import MetricKind, RunComparison, SeriesKey, Verdict
 from perfci.report.console import print_comparison
 from perfci.report.markdown import render_comment
 

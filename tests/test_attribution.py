@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from perfci.analysis.attribution import MetricDelta, attribute
-from perfci.model import MetricKind, SeriesKey
+from perfci.core.model import MetricKind, SeriesKey
 
 STEP = SeriesKey(MetricKind.STEP, "train_step")
 

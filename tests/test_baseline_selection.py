@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy.orm import Session
 
-from perfci.model import Profile, RunContext, Verdict
-from perfci.settings import Settings
+from perfci.core.model import Profile, RunContext, Verdict
+from perfci.core.settings import Settings
 from perfci.usecases.ingest import parse_repeats
 from perfci.usecases.submit import SubmitResult, submit_run
 

@@ -1,5 +1,6 @@
 """``delta`` and ``alpha`` per benchmark in ``[tool.perfci.benchmarks.NAME]``: over the global
-value, under a flag (perfci/settings.py ``Settings.for_benchmark``, used by ``perfci check``)."""
+value, under a flag (``Settings.for_benchmark`` in perfci/core/settings.py, used by
+``perfci check``)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from perfci.errors import ConfigError
-from perfci.settings import Settings
+from perfci.core.errors import ConfigError
+from perfci.core.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILES = ROOT / "examples" / "gpt" / "profiles"

@@ -21,8 +21,8 @@ from sqlalchemy.orm import Session
 
 from perfci.cli import report_cmd
 from perfci.cli.main import main
-from perfci.errors import ConfigError
-from perfci.model import Metric, MetricKind, Profile
+from perfci.core.errors import ConfigError
+from perfci.core.model import Metric, MetricKind, Profile
 from perfci.report.weekly_html import render_html
 from perfci.report.weekly_markdown import render_markdown, weekly_marker
 from perfci.store.db import make_engine

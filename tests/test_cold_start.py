@@ -260,7 +260,7 @@ def test_an_up_to_date_store_opens_without_alembic(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'perfci.db'}"
     db.upgrade(url)
     code = (
-        "from perfci.settings import Settings\nfrom perfci.store.db import open_store\n"
+        "from perfci.core.settings import Settings\nfrom perfci.store.db import open_store\n"
         f"open_store(Settings(database_url={url!r})).close()"
     )
     assert _loaded(code, ("alembic",)) == []

@@ -10,8 +10,8 @@ from scipy import stats as sst
 
 from perfci.analysis import stats
 from perfci.analysis.compare import CompareOptions, SampleError, compare
-from perfci.errors import ConfigError, PerfciError
-from perfci.model import Verdict
+from perfci.core.errors import ConfigError, PerfciError
+from perfci.core.model import Verdict
 
 RNG = np.random.default_rng(7)
 BASE = np.exp(RNG.normal(0, 0.02, (6, 30))) * 1e6

@@ -9,7 +9,7 @@ import pytest
 
 from perfci.analysis.compare import CompareOptions, compare_run
 from perfci.analysis.paired import compare_paired
-from perfci.model import MetricKind, SeriesKey, Verdict
+from perfci.core.model import MetricKind, SeriesKey, Verdict
 
 STEP = SeriesKey(MetricKind.STEP, "train_step")
 FWD_STEP = SeriesKey(MetricKind.STEP, "forward_step")

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from perfci.context import detect_run_context, environment_fingerprint, fingerprint_hash
-from perfci.errors import ConfigError
+from perfci.core.errors import ConfigError
+from perfci.core.fingerprint import fingerprint_hash
+from perfci.integrations.context import detect_run_context, environment_fingerprint
 
 
 def _git(repo: Path, *args: str) -> str:

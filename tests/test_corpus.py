@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from conftest import SHARED
 
-from perfci.errors import UnknownFormatError
+from perfci.core.errors import UnknownFormatError
+from perfci.core.model import MetricKind
 from perfci.formats import registry
-from perfci.model import MetricKind
 
 K = MetricKind
 

@@ -239,7 +239,7 @@ def test_the_time_axis_is_scaled_to_the_data(offsets: list[timedelta], expected:
 def test_project_create_and_update_set_who_may_read(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from perfci.settings import Settings
+    from perfci.core.settings import Settings
     from perfci.usecases import browse
 
     url = f"sqlite:///{tmp_path / 'store.db'}"

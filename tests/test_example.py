@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from perfci.core.model import MetricKind
 from perfci.formats.registry import detect, parse_file
-from perfci.model import MetricKind
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "gpt"
@@ -68,7 +68,7 @@ def _run_round_robin(work: Path, runs: dict[str, bool], repeats: int) -> dict[st
     Round robin, not run after run: on a shared CPU a busy moment then slows every run alike,
     instead of faking a regression in one or hiding one in another.
     """
-    from perfci.runner import run_benchmark
+    from perfci.integrations.runner import run_benchmark
 
     files: dict[str, list[Path]] = {name: [] for name in runs}
     for repeat in range(repeats):

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from perfci.errors import ConfigError, ParseError
+from perfci.core.errors import ConfigError, ParseError
+from perfci.core.model import Better, Device, Metric, MetricKind, Profile
 from perfci.formats import registry
 from perfci.formats.bench import action_benchmark
-from perfci.model import Better, Device, Metric, MetricKind, Profile
 
 K = MetricKind
 CORPUS = "bench_json"

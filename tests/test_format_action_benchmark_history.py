@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Better, Device, MetricKind, Profile, SeriesKey
 from perfci.formats import registry
-from perfci.model import Better, Device, MetricKind, Profile, SeriesKey
 
 K = MetricKind
 REPO_URL = "https://github.com/acme/kernels"

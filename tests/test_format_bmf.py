@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Better, Device, Metric, MetricKind, Profile
 from perfci.formats import registry
 from perfci.formats.bench import bmf
-from perfci.model import Better, Device, Metric, MetricKind, Profile
 
 K = MetricKind
 CORPUS = "bench_json"

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from profile_files import FILES
 
-from perfci.errors import InputTooLarge, ParseError, UnknownFormatError
+from perfci.core.errors import InputTooLarge, ParseError, UnknownFormatError
 from perfci.formats import registry
 from perfci.formats.caps import ParseLimits, parse_limits
 from perfci.usecases.ingest import parse_repeats

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from conftest import SHARED, shared_path
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Device, Metric, MetricKind, Profile
 from perfci.formats import registry
 from perfci.formats.pytorch import _chrome_stream, chrome_trace
-from perfci.model import Device, Metric, MetricKind, Profile
 
 K = MetricKind
 CORPUS = SHARED / "corpus" / "kineto_chrome_trace"
@@ -514,7 +514,8 @@ def test_memory_event_with_a_bad_total_is_a_parse_error(tmp_path: Path) -> None:
 
 
 def test_perfci_block_peak_memory_wins_over_memory_events(tmp_path: Path) -> None:
-    """perfci.torch on CUDA writes per-step peaks; an instant's peak of the same name yields."""
+    """perfci.integrations.torch on CUDA writes per-step peaks; an instant's peak of the same
+    name yields."""
     doc = {
         "traceEvents": [
             _event("ProfilerStep#0", "user_annotation", 3),
@@ -784,7 +785,7 @@ def test_torch_profile_memory_trace(tmp_path: Path) -> None:
 @pytest.mark.torch
 def test_perfci_step_timer_is_preferred(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     torch = pytest.importorskip("torch")
-    from perfci.torch import profile_steps
+    from perfci.integrations.torch import profile_steps
 
     monkeypatch.setenv("PERFCI_OUTPUT_DIR", str(tmp_path))
     layer = torch.nn.Linear(32, 32)
@@ -858,7 +859,7 @@ def test_host_events_get_their_total_in_each_profiler_step(tmp_path: Path) -> No
     mm = next(m for m in profile.metrics if m.name == "aten::mm")
     assert mm.total_ns == 122_000.0  # the totals leave the metric's own numbers alone
     # perfci's own document carries them (perfci parse --json, then perfci ingest).
-    from perfci.jsondoc import metric_from_dict, metric_to_dict
+    from perfci.core.jsondoc import metric_from_dict, metric_to_dict
 
     assert metric_from_dict(metric_to_dict(mm), "m").step_totals_ns == [15_000.0, 7_000.0]
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Metric, MetricKind, Profile
 from perfci.formats import registry
-from perfci.model import Metric, MetricKind, Profile
 
 K = MetricKind
 PREFIX = "[2022-06-26 01:39:55,722] [INFO] [logging.py:69:log_dist]"

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import TIME_UNIT, Better, Device, Metric, MetricKind, Profile
 from perfci.formats import registry
 from perfci.formats.bench import dynamo_csv
-from perfci.model import TIME_UNIT, Better, Device, Metric, MetricKind, Profile
 
 K = MetricKind
 PERF_HEADER = (

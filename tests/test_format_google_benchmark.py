@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from conftest import shared_path
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Better, Device, Metric, MetricKind, Profile
 from perfci.formats import registry
 from perfci.formats.bench import google_benchmark
-from perfci.model import Better, Device, Metric, MetricKind, Profile
 
 DATA = Path(__file__).parent / "data" / "bench"
 REPETITIONS = DATA / "google_benchmark_repetitions.json"

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from perfci.cli.main import main
-from perfci.errors import ConfigError, NoMeasurements, ParseError, UnknownFormatError
+from perfci.core.errors import ConfigError, NoMeasurements, ParseError, UnknownFormatError
+from perfci.core.model import Better, Device, Metric, MetricKind, Profile
 from perfci.formats import registry
-from perfci.model import Better, Device, Metric, MetricKind, Profile
 from perfci.usecases.ingest import parse_repeats
 
 K = MetricKind

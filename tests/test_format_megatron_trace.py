@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import MetricKind, Profile
 from perfci.formats import registry
 from perfci.formats.workload import megatron_trace
 from perfci.formats.workload._kv_tokenizer import (
@@ -23,7 +24,6 @@ from perfci.formats.workload._kv_tokenizer import (
     scan_string_list,
     split_top_level,
 )
-from perfci.model import MetricKind, Profile
 
 ECHO = "echo_megatron_trace"
 

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from conftest import shared_path
 
-from perfci.errors import ParseError, UnknownFormatError
+from perfci.core.errors import ParseError, UnknownFormatError
+from perfci.core.model import Better, Metric, MetricKind, Profile
 from perfci.formats import registry
 from perfci.formats.mlperf import mlperf_log
 from perfci.formats.mlperf._events import marked_lines
-from perfci.model import Better, Metric, MetricKind, Profile
 
 K = MetricKind
 CORPUS = "mlperf_log"

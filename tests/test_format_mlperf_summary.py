@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import TIME_UNIT, Better, Metric, MetricKind, Profile
 from perfci.formats import registry
-from perfci.model import TIME_UNIT, Better, Metric, MetricKind, Profile
 
 K = MetricKind
 RULE = "=" * 48

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from conftest import shared_path
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Better, Metric, MetricKind, Profile
 from perfci.formats import registry
 from perfci.formats.workload import nccl_tests
-from perfci.model import Better, Metric, MetricKind, Profile
 
 K = MetricKind
 MIB = 1024**2

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from conftest import shared_path
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Better, Metric, MetricKind, Profile
 from perfci.formats import registry
 from perfci.formats.ncu import ncu_csv
-from perfci.model import Better, Metric, MetricKind, Profile
 
 K = MetricKind
 CORPUS = "ncu_csv"

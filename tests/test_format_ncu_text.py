@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from conftest import shared_path
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Better, Metric, MetricKind, Profile
 from perfci.formats import registry
-from perfci.model import Better, Metric, MetricKind, Profile
 
 K = MetricKind
 CORPUS = "ncu_text"

@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Device, Metric, MetricKind, Profile
 from perfci.formats import registry
 from perfci.formats.nsys import _sqlite_schema, nsys_sqlite
-from perfci.model import Device, Metric, MetricKind, Profile
 
 K = MetricKind
 JIANG = "JiangShanCode_CUDATutorial__report1.sqlite"

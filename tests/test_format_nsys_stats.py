@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from conftest import seed
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Device, Metric, MetricKind, Profile
 from perfci.formats import registry
 from perfci.formats.nsys import nsys_stats, nsys_stats_csv
-from perfci.model import Device, Metric, MetricKind, Profile
 
 K = MetricKind
 H2D = "[CUDA memcpy Host-to-Device]"

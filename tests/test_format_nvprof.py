@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from conftest import seed
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Device, Metric, MetricKind, Profile
 from perfci.formats import registry
 from perfci.formats.nvprof import nvprof
-from perfci.model import Device, Metric, MetricKind, Profile
 
 K = MetricKind
 CORPUS = "nvprof"

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from perfci.errors import ConfigError, ParseError
+from perfci.core.errors import ConfigError, ParseError
+from perfci.core.model import Better, Device, Metric, MetricKind, Profile
 from perfci.formats import registry
 from perfci.formats.bench import optimum_benchmark
-from perfci.model import Better, Device, Metric, MetricKind, Profile
 
 K = MetricKind
 CORPUS = "bench_json"

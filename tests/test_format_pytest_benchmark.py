@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from conftest import shared_path
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Better, Device, Metric, MetricKind, Profile
 from perfci.formats import registry
 from perfci.formats.bench import pytest_benchmark
-from perfci.model import Better, Device, Metric, MetricKind, Profile
 
 DATA = Path(__file__).parent / "data" / "bench"
 REAL = DATA / "pytest_benchmark_5.3.1.json"

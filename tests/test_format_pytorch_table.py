@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from conftest import seed
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Device, Metric, MetricKind, Profile
 from perfci.formats import registry
 from perfci.formats.pytorch._table_rows import kind_of
-from perfci.model import Device, Metric, MetricKind, Profile
 
 K = MetricKind
 CPU, GPU = Device.CPU, Device.GPU

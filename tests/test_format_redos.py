@@ -4,7 +4,7 @@ A line of 2,048 spaces took the MLPerf summary reader 31 s, ``'iteration 1/1 |' 
 Megatron detector 21 s, ``'Processing [' + '] with [' * N`` the nsys detector 79 s: while the
 service parsed one such upload, every other client waited. Three levels are checked here:
 
-* every module-level pattern of ``perfci.formats`` (and of ``perfci.units``, which the readers
+* every module-level pattern of ``perfci.formats`` (and of ``perfci.core.units``, which the readers
   use), applied as its module applies it (``search`` tries every position, ``match`` one), on
   strings built from the pattern's own pieces (``redos_inputs``): its literals repeated, long
   runs of what its repeats take, what it matched so far followed by such a run;
@@ -32,8 +32,8 @@ from typing import Any
 import pytest
 from redos_inputs import FormatPattern, adversarial, adversarial_text, format_patterns
 
-import perfci.units
-from perfci.errors import ParseError, UnknownFormatError
+import perfci.core.units
+from perfci.core.errors import ParseError, UnknownFormatError
 from perfci.formats import registry
 from perfci.formats.mlperf import mlperf_summary
 from perfci.formats.nsys import _reports as nsys_reports
@@ -92,7 +92,9 @@ CALL_SITES: dict[str, Apply] = {
 
 def _patterns() -> list[FormatPattern]:
     units = [
-        FormatPattern(f"perfci.units.{name}", getattr(perfci.units, name), frozenset({"match"}))
+        FormatPattern(
+            f"perfci.core.units.{name}", getattr(perfci.core.units, name), frozenset({"match"})
+        )
         for name in ("_DURATION", "_SIZE")
     ]
     return format_patterns() + units
@@ -118,7 +120,7 @@ def test_the_sweep_sees_every_pattern_of_the_readers() -> None:
         "perfci.formats.workload.megatron_log._SNIFF_ITERATION",
         "perfci.formats.nsys.nsys_stats._SNIFF",
         "perfci.formats.nvprof.nvprof._ROW",
-        "perfci.units._DURATION",
+        "perfci.core.units._DURATION",
     } <= names
     assert set(CALL_SITES) <= {name.partition("[")[0] for name in names}
 
@@ -310,7 +312,7 @@ def _reader_lines(name: str) -> list[str]:
         *(text[:size] for text in REPORTED.values()),
     ]
     family = _family(name)
-    shared = ("perfci.formats._", "perfci.units.")
+    shared = ("perfci.formats._", "perfci.core.units.")
     for found in PATTERNS:
         if found.name.startswith((family, *shared)) and isinstance(found.pattern.pattern, str):
             strings = adversarial(found.pattern, size // 4, lean=True)

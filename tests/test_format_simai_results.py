@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from conftest import SHARED
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Better, Metric, MetricKind, Profile
 from perfci.formats import registry
 from perfci.formats.workload import simai_results
-from perfci.model import Better, Metric, MetricKind, Profile
 
 K = MetricKind
 RATES = "algbw,busbw"

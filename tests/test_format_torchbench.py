@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Better, Device, Metric, MetricKind, Profile
 from perfci.formats import registry
 from perfci.formats.bench import torchbench
-from perfci.model import Better, Device, Metric, MetricKind, Profile
 
 K = MetricKind
 RESNET = "model=resnet50, test=eval, device=cuda, bs=None, extra_args=[]"

@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Better, Metric, MetricKind, Profile
 from perfci.formats import registry
 from perfci.formats.bench import _vllm_json, bmf, google_benchmark, pytest_benchmark, vllm_bench
-from perfci.model import Better, Metric, MetricKind, Profile
 
 K = MetricKind
 MS = 1_000_000

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perfci.errors import ConfigError, ParseError
+from perfci.core.errors import ConfigError, ParseError
+from perfci.core.model import Metric, MetricKind, Profile
 from perfci.formats import registry
 from perfci.formats._textio import iter_lines, read_text, scaled_decimal
-from perfci.model import Metric, MetricKind, Profile
 
 ASTRA = "astrasim_workload"
 AICB = "aicb_simai"

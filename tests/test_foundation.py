@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from perfci.errors import ParseError, UnknownFormatError
+from perfci.core.errors import ParseError, UnknownFormatError
+from perfci.core.jsondoc import from_document, to_document
+from perfci.core.model import Device, Metric, MetricKind, Profile
+from perfci.core.units import parse_duration, parse_int, parse_number, parse_size
 from perfci.formats import registry
-from perfci.jsondoc import from_document, to_document
-from perfci.model import Device, Metric, MetricKind, Profile
-from perfci.units import parse_duration, parse_int, parse_number, parse_size
 
 
 @pytest.mark.parametrize(

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 import pytest
 from github_fake import TOKEN, FakeGitHub, github_server, start
 
-from perfci.errors import ConfigError, GitHubError
-from perfci.github import GitHubClient
-from perfci.github_actions import annotation, is_fork_pull_request, write_job_summary
+from perfci.core.errors import ConfigError, GitHubError
+from perfci.integrations.github.actions import annotation, is_fork_pull_request, write_job_summary
+from perfci.integrations.github.client import GitHubClient
 
 __all__ = ["github_server"]  # the fixture, imported for pytest
 
@@ -354,7 +354,7 @@ def test_fork_pull_requests_are_detected() -> None:
 
 
 def test_a_client_from_settings_uses_its_token_and_api_url(github_server: FakeGitHub) -> None:
-    from perfci.settings import Settings
+    from perfci.core.settings import Settings
 
     settings = Settings(github_token=TOKEN, github_api_url=github_server.url)
     with GitHubClient.from_settings(settings) as gh:

@@ -21,13 +21,21 @@ import numpy as np
 import pytest
 from sqlalchemy.orm import Session
 
-from perfci import gpu_state
-from perfci.gpu_state import StateJudge, parse_smi_csv, reason_names, summarise
-from perfci.host_load import MIN_WALL_S
-from perfci.jsondoc import from_document, to_document
-from perfci.model import Device, Metric, MetricKind, Profile, RunComparison, RunContext, Verdict
-from perfci.runner import run_benchmark
-from perfci.settings import Settings
+from perfci.core.jsondoc import from_document, to_document
+from perfci.core.model import (
+    Device,
+    Metric,
+    MetricKind,
+    Profile,
+    RunComparison,
+    RunContext,
+    Verdict,
+)
+from perfci.core.settings import Settings
+from perfci.integrations.machine import gpu_state
+from perfci.integrations.machine.gpu_state import StateJudge, parse_smi_csv, reason_names, summarise
+from perfci.integrations.machine.host_load import MIN_WALL_S
+from perfci.integrations.runner import run_benchmark
 from perfci.store import queries
 from perfci.usecases.ingest import parse_repeats
 from perfci.usecases.submit import submit_run
@@ -491,7 +499,7 @@ def test_perfci_check_stores_each_repeats_gpu_state_with_its_profile(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The check path attaches the sampled state to each repeat's profile metadata."""
-    from perfci.settings import Settings
+    from perfci.core.settings import Settings
     from perfci.store import db
     from perfci.store.schema import ProfileRow
     from perfci.usecases.check import CheckRequest, run_check

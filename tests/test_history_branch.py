@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 from db_fixtures import make_context, make_profile
 
-from perfci.errors import ConfigError, StorageError
+from perfci.core.errors import ConfigError, StorageError
+from perfci.core.settings import Settings
 from perfci.history import GitBranch, cache_root, decode_run, encode_run, parse_history, run_path
-from perfci.settings import Settings
 from perfci.usecases.history import is_base_branch_push, sync_branch
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -20,9 +20,9 @@ from neighbour import with_neighbour
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from perfci.core.model import Profile, RunComparison, RunContext, Verdict
+from perfci.core.settings import Settings
 from perfci.formats import registry
-from perfci.model import Profile, RunComparison, RunContext, Verdict
-from perfci.settings import Settings
 from perfci.usecases.submit import submit_run
 
 PROFILES = Path(__file__).resolve().parents[1] / "examples" / "gpt" / "profiles"

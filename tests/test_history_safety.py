@@ -16,10 +16,10 @@ import pytest
 from db_fixtures import make_context, make_profile
 from test_history_branch import BENCHMARK, BRANCH, PROFILES, Origin, check, git
 
-from perfci.errors import StorageError
+from perfci.core.errors import StorageError
+from perfci.core.settings import Settings
 from perfci.history import GitBranch, cache_root, encode_run, run_path
 from perfci.history._files import README
-from perfci.settings import Settings
 from perfci.usecases import history as history_usecase
 
 

@@ -10,10 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from perfci.gpu_judge import MIN_STEP_MOVE, step_moved, step_tolerance
-from perfci.gpu_state import StateJudge
-from perfci.host_load import BUSY_EXCESS, MIN_WALL_S, busy_jiffies, others_share
-from perfci.runner import run_benchmark
+from perfci.integrations.machine.gpu_state import StateJudge
+from perfci.integrations.machine.host_load import (
+    BUSY_EXCESS,
+    MIN_WALL_S,
+    busy_jiffies,
+    others_share,
+)
+from perfci.integrations.machine.judge import MIN_STEP_MOVE, step_moved, step_tolerance
+from perfci.integrations.runner import run_benchmark
 
 # /proc/stat of this project's 2-core VM: user nice system idle iowait irq softirq steal guest
 PROC_STAT = """\

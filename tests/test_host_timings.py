@@ -20,7 +20,7 @@ from rich.console import Console
 from perfci.analysis.compare import compare_run
 from perfci.analysis.gating import gpu_run, host_timing
 from perfci.analysis.paired import compare_paired
-from perfci.model import Device, MetricKind, RunComparison, SeriesKey, Verdict
+from perfci.core.model import Device, MetricKind, RunComparison, SeriesKey, Verdict
 from perfci.report.console import print_comparison
 from perfci.report.markdown import render_comment
 

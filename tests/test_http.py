@@ -1,5 +1,6 @@
-"""perfci's one HTTP layer (perfci._http) against a real HTTP server on loopback: Retry-After in
-both forms, waits bounded per call, which answers are retried for which method, a timeout on
+"""perfci's one HTTP layer (perfci.integrations.http) against a real HTTP server on loopback:
+Retry-After in both forms, waits bounded per call, which answers are retried for which method, a
+timeout on
 every call, and the POST hook that never posts twice."""
 
 from __future__ import annotations
@@ -13,15 +14,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import requests
 
-from perfci._http import (
+from perfci.core.errors import GitHubError
+from perfci.core.model import Metric, MetricKind, Profile, RunContext
+from perfci.integrations.http import (
     BoundedRetry,
     make_session,
     post_with_recovery,
     retry_after_seconds,
 )
-from perfci.errors import GitHubError
-from perfci.model import Metric, MetricKind, Profile, RunContext
-from perfci.remote import upload_run
+from perfci.integrations.remote import upload_run
 
 NOW = 1_700_000_000.0
 

@@ -15,8 +15,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from perfci.cli.main import main
-from perfci.jsondoc import to_document
-from perfci.model import Metric, MetricKind, Profile
+from perfci.core.jsondoc import to_document
+from perfci.core.model import Metric, MetricKind, Profile
 from perfci.store.db import make_engine
 from perfci.store.schema import ProfileRow
 from perfci.usecases.inputs import expand_inputs

@@ -11,7 +11,7 @@ from scipy import stats as sst
 from perfci.analysis import noise
 from perfci.analysis.compare import CompareOptions
 from perfci.analysis.engine import SHARED_FACTOR_KEY, compare_core
-from perfci.model import Verdict
+from perfci.core.model import Verdict
 
 
 def _aligned(

@@ -18,9 +18,9 @@ from conftest import SHARED, shared_path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from perfci.errors import ParseError, UnknownFormatError
+from perfci.core.errors import ParseError, UnknownFormatError
+from perfci.core.model import Profile
 from perfci.formats import registry
-from perfci.model import Profile
 
 # derandomize: the same examples on every run, so CI is reproducible; raise max_examples
 # locally (or drop derandomize) to explore further.

@@ -25,10 +25,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from profile_files import FILES
 
-from perfci.errors import ParseError, UnknownFormatError
+from perfci.core.errors import ParseError, UnknownFormatError
+from perfci.core.limits import MAX_VALUE
+from perfci.core.model import Profile
 from perfci.formats import registry
-from perfci.limits import MAX_VALUE
-from perfci.model import Profile
 
 FUZZ = settings(
     deadline=None,
@@ -126,7 +126,7 @@ def test_a_google_benchmark_time_in_range_is_read(tmp_path: Path) -> None:
 
 
 def test_a_duration_out_of_range_names_its_cell(tmp_path: Path) -> None:
-    """Text readers read times through ``perfci.units``: out of range is a bad cell."""
+    """Text readers read times through ``perfci.core.units``: out of range is a bad cell."""
     path = tmp_path / "nvprof.txt"
     path.write_text(
         "==1== Profiling result:\n"

@@ -15,9 +15,9 @@ import pytest
 
 from perfci.cli._console import console
 from perfci.cli.main import main
+from perfci.core.model import Device, MetricKind
+from perfci.core.units import format_ns
 from perfci.formats import registry
-from perfci.model import Device, MetricKind
-from perfci.units import format_ns
 
 TOTALS = ("CPU total %", "CPU total", "CPU time avg", "CUDA total", "CUDA time avg")
 MEMORY = ("CPU Mem", "Self CPU Mem", "CUDA Mem", "Self CUDA Mem")

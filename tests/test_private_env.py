@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from perfci import private_env
-from perfci.settings import get_settings
+from perfci.core import private_env
+from perfci.core.settings import get_settings
+from perfci.integrations import isolation
 
 PERFCI = Path(sys.executable).parent / "perfci"
 
@@ -164,7 +165,7 @@ def test_a_secrets_file_is_read_into_memory_and_deleted(
         b"PERFCI_GITHUB_TOKEN=ghp_handed=over\0PERFCI_DATABASE_URL=sqlite:///h.db\0junk\0"
     )
     monkeypatch.setenv(private_env.SECRETS_FILE, str(handed))
-    private_env.receive()
+    isolation.receive()
     assert not handed.exists()
     assert private_env.SECRETS_FILE not in os.environ
     assert "PERFCI_GITHUB_TOKEN" not in os.environ  # in memory only

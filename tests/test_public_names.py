@@ -51,8 +51,8 @@ def test_documented_entry_points_are_public_callables(module: str) -> None:
 
 
 def test_profile_steps_is_a_context_manager_for_torch_users() -> None:
-    # perfci.torch imports torch only when used: the name must exist without torch.
-    from perfci.torch import profile_steps
+    # perfci.integrations.torch imports torch only when used: the name must exist without torch.
+    from perfci.integrations.torch import profile_steps
 
     assert inspect.isclass(profile_steps) or callable(profile_steps)
     assert hasattr(profile_steps, "__enter__") and hasattr(profile_steps, "__exit__")
@@ -71,9 +71,9 @@ def test_the_perfci_console_script_runs_the_cli(capsys: pytest.CaptureFixture[st
 
 
 def test_the_upload_limits_are_the_settings_defaults() -> None:
-    # perfci.limits is what `perfci serve --help` prints without loading the settings.
-    from perfci import limits
-    from perfci.settings import Settings
+    # perfci.core.limits is what `perfci serve --help` prints without loading the settings.
+    from perfci.core import limits
+    from perfci.core.settings import Settings
 
     settings = Settings()
     for name in (

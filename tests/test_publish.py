@@ -13,12 +13,12 @@ import pytest
 from github_fake import TOKEN, FakeGitHub, github_server
 
 from perfci.analysis.compare import compare_run
-from perfci.errors import ConfigError
-from perfci.github import GitHubClient
-from perfci.model import MetricKind, RunComparison, RunContext, SeriesKey, Verdict
+from perfci.core.errors import ConfigError
+from perfci.core.model import MetricKind, RunComparison, RunContext, SeriesKey, Verdict
+from perfci.core.settings import Settings
+from perfci.integrations.github.client import GitHubClient
 from perfci.report.json_report import comparison_to_dict
 from perfci.report.markdown import comment_marker
-from perfci.settings import Settings
 from perfci.usecases.publish import (
     MAX_ERROR_ANNOTATIONS,
     artifact_paths,

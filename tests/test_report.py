@@ -15,7 +15,7 @@ import pytest
 from rich.console import Console
 
 from perfci.analysis.compare import compare_run
-from perfci.model import (
+from perfci.core.model import (
     BaselineInfo,
     Device,
     MetricComparison,

@@ -13,7 +13,7 @@ import pytest
 
 from perfci.analysis import gating, judge, moderation, runs
 from perfci.analysis.compare import CompareOptions, compare_run
-from perfci.model import MetricKind, SeriesKey, Verdict
+from perfci.core.model import MetricKind, SeriesKey, Verdict
 
 STEP = SeriesKey(MetricKind.STEP, "train_step")
 KERNELS = [SeriesKey(MetricKind.KERNEL, f"kernel_{i}") for i in range(60)]
@@ -375,7 +375,7 @@ def test_missing_runs_of_a_series_are_aligned_on_the_newest_run() -> None:
     ],
 )
 def test_a_bad_value_is_named_whatever_its_place(where: str, value: object) -> None:
-    from perfci.errors import SampleError
+    from perfci.core.errors import SampleError
 
     baseline = {
         STEP: [[100.0, 101.0], [99.0, 100.0], [100.0, 102.0]],

@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 from sqlalchemy.orm import Session
 
-from perfci.model import Device, Metric, MetricKind, Profile, RunContext, Verdict
-from perfci.settings import Settings
+from perfci.core.model import Device, Metric, MetricKind, Profile, RunContext, Verdict
+from perfci.core.settings import Settings
 from perfci.usecases.submit import SubmitResult, submit_run
 
 START = datetime(2026, 9, 1, 8, 0, tzinfo=UTC)

@@ -12,8 +12,8 @@ import pytest
 from ab_repo import ended, running
 
 from perfci.cli.main import main
-from perfci.errors import BenchmarkFailed, ConfigError
-from perfci.runner import RunResult, benchmark_environment, run_benchmark
+from perfci.core.errors import BenchmarkFailed, ConfigError
+from perfci.integrations.runner import RunResult, benchmark_environment, run_benchmark
 
 WRITER = (
     "import os, pathlib, json\n"
@@ -85,7 +85,8 @@ sys.exit(code)
 def test_nsys_wraps_each_repeat_and_names_itself_to_the_benchmark(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``PERFCI_PROFILER=nsys`` is how perfci.torch knows to leave torch.profiler off."""
+    """``PERFCI_PROFILER=nsys`` is how perfci.integrations.torch knows to leave torch.profiler
+    off."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "nsys").write_text(FAKE_NSYS.format(python=sys.executable))

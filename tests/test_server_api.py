@@ -21,9 +21,9 @@ from db_fixtures import DIALECTS, create_postgres, create_sqlite, drop_postgres
 from server_process import ServerProcess, start_server
 from sqlalchemy import Engine, func, select
 
-from perfci import remote
-from perfci.errors import AuthError
-from perfci.model import Metric, MetricKind, Profile, RunContext
+from perfci.core.errors import AuthError
+from perfci.core.model import Metric, MetricKind, Profile, RunContext
+from perfci.integrations import remote
 from perfci.store import db
 from perfci.store.schema import ApiToken, Comparison, ProfileRow, Project, Run, Sample
 from perfci.usecases.tokens import create_token, revoke_token

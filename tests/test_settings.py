@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from perfci.errors import ConfigError
-from perfci.settings import MAX_BODY_BYTES, MAX_METRICS, Settings, get_settings
+from perfci.core.errors import ConfigError
+from perfci.core.settings import MAX_BODY_BYTES, MAX_METRICS, Settings, get_settings
 
 
 @pytest.fixture(autouse=True)

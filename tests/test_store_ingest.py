@@ -21,9 +21,9 @@ from sqlalchemy.orm import Session
 
 from perfci.analysis.values import per_step_ns
 from perfci.cli.main import main
-from perfci.errors import ConfigError, ParseError, StorageError, UnknownFormatError
+from perfci.core.errors import ConfigError, ParseError, StorageError, UnknownFormatError
+from perfci.core.model import MetricKind, SeriesKey
 from perfci.formats.registry import formats, parse_file
-from perfci.model import MetricKind, SeriesKey
 from perfci.store import db
 from perfci.store.queries import get_run
 from perfci.store.samples import run_samples
@@ -625,7 +625,7 @@ def test_cli_db_commands_redact_password(
 
 
 def test_open_store_migrates_sqlite_but_not_postgres(empty_url: str, tmp_path: Path) -> None:
-    from perfci.settings import Settings
+    from perfci.core.settings import Settings
 
     if empty_url.startswith("sqlite"):
         (tmp_path / "nested").mkdir()  # perfci creates .perfci/, not the folders above it

@@ -22,7 +22,7 @@ from sqlalchemy import Engine, func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from perfci.cli.main import main
-from perfci.model import Metric, MetricKind, Profile, SeriesKey
+from perfci.core.model import Metric, MetricKind, Profile, SeriesKey
 from perfci.store import db, partitions, queries
 from perfci.store.samples import run_samples_checked
 from perfci.store.schema import Run, Sample, SampleSummary

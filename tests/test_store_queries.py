@@ -8,9 +8,9 @@ import pytest
 from db_fixtures import make_context, make_profile
 from sqlalchemy.orm import Session
 
-from perfci.context import fingerprint_hash
-from perfci.errors import NotFoundError
-from perfci.model import MetricKind, SeriesKey
+from perfci.core.errors import NotFoundError
+from perfci.core.fingerprint import fingerprint_hash
+from perfci.core.model import MetricKind, SeriesKey
 from perfci.store.queries import (
     baseline_run_ids,
     environment_id,

@@ -26,7 +26,7 @@ from sqlalchemy.exc import DBAPIError
 from test_server_api import ENV, bearer, counts, make_token, run_body, upload
 
 from perfci.cli.main import main
-from perfci.model import Metric, MetricKind, Profile
+from perfci.core.model import Metric, MetricKind, Profile
 from perfci.store import db
 from perfci.usecases.db import read_engine
 from perfci.usecases.ingest import ingest_run
@@ -149,8 +149,8 @@ def test_history_reads_come_from_the_replica_and_writes_go_to_the_primary(
 
 
 def test_without_a_replica_every_read_is_the_primarys(two_stores: tuple[str, str]) -> None:
+    from perfci.core.settings import Settings
     from perfci.server.app import create_app
-    from perfci.settings import Settings
 
     primary, replica = two_stores
     app = create_app(Settings(database_url=primary))

@@ -13,8 +13,8 @@ import pytest
 from db_fixtures import make_context, make_profile
 from sqlalchemy import text
 
-from perfci.errors import RunConflict
-from perfci.model import Metric, MetricKind, Profile
+from perfci.core.errors import RunConflict
+from perfci.core.model import Metric, MetricKind, Profile
 from perfci.store import db
 from perfci.store.prepared import Values, merge_values, sample_rows
 from perfci.store.runs import stored_run, write_run

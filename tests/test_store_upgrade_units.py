@@ -16,9 +16,10 @@ import pytest
 from sqlalchemy import text
 
 from perfci.cli.main import main
-from perfci.context import detect_run_context, fingerprint_hash
-from perfci.jsondoc import to_document
-from perfci.model import Metric, MetricKind, Profile
+from perfci.core.fingerprint import fingerprint_hash
+from perfci.core.jsondoc import to_document
+from perfci.core.model import Metric, MetricKind, Profile
+from perfci.integrations.context import detect_run_context
 from perfci.store import db
 from perfci.store.schema import series_parts_hash
 

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 from sqlalchemy.orm import Session
 
-from perfci.model import Device, Metric, MetricKind, Profile, RunContext, Verdict
-from perfci.settings import Settings
+from perfci.core.model import Device, Metric, MetricKind, Profile, RunContext, Verdict
+from perfci.core.settings import Settings
 from perfci.usecases.ingest import ingest_run
 from perfci.usecases.submit import latest_comparison, submit_run
 

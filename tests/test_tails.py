@@ -16,7 +16,7 @@ from scipy import stats
 from perfci.analysis import tails
 from perfci.analysis.compare import CompareOptions, compare_run
 from perfci.analysis.runs import summarise
-from perfci.model import MetricKind, SeriesKey, Verdict
+from perfci.core.model import MetricKind, SeriesKey, Verdict
 from perfci.report.markdown import render_comment
 
 STEP = SeriesKey(MetricKind.STEP, "train_step")

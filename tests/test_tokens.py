@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from typer.testing import CliRunner
 
 from perfci.cli import token_cmd
-from perfci.errors import AuthError, ConfigError, NotFoundError
+from perfci.core.errors import AuthError, ConfigError, NotFoundError
 from perfci.store.schema import ApiToken, Project
 from perfci.usecases import tokens
 

@@ -1,4 +1,5 @@
-"""perfci.torch on the CPU with a real torch.profiler (no GPU here: the CUDA-event path is not
+"""perfci.integrations.torch on the CPU with a real torch.profiler (no GPU here: the CUDA-event path
+is not
 exercised, and the CUDA peak-memory path runs against scripted allocator statistics)."""
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import perfci.torch  # noqa: E402
+import perfci.integrations.torch  # noqa: E402
+from perfci.core.model import Better, Device, MetricKind  # noqa: E402
 from perfci.formats import registry  # noqa: E402
-from perfci.model import Better, Device, MetricKind  # noqa: E402
-from perfci.torch import STEP_KEY, _memory_recorder, profile_steps  # noqa: E402
+from perfci.integrations.torch import STEP_KEY, _memory_recorder, profile_steps  # noqa: E402
 
 
 def test_profile_steps_writes_trace_with_step_times(tmp_path: Path) -> None:
@@ -121,7 +122,9 @@ def test_profile_steps_records_per_step_cuda_peaks(
     allocated = [50_331_648, 52_428_800, 51_380_224]  # 48, 50 and 49 MiB
     reserved = [67_108_864, 67_108_864, 83_886_080]  # 64, 64 and 80 MiB
     fake = FakeCudaMemory(log, allocated, reserved)
-    monkeypatch.setattr(perfci.torch, "_memory_recorder", lambda cuda: _memory_recorder(fake))
+    monkeypatch.setattr(
+        perfci.integrations.torch, "_memory_recorder", lambda cuda: _memory_recorder(fake)
+    )
     _run(tmp_path, log)
     # warm-up steps are not measured; each profiled step starts from a fresh peak
     assert log == [
@@ -147,7 +150,7 @@ def test_profile_steps_records_per_step_cuda_peaks(
 _CHURN = """
 import resource, sys
 import torch
-from perfci.torch import steady_cpu_memory
+from perfci.integrations.torch import steady_cpu_memory
 steady = sys.argv[1] == "steady"
 if steady:
     assert steady_cpu_memory(prefault_bytes=128 << 20)
@@ -194,7 +197,9 @@ def test_profile_steps_steadies_cpu_memory_unless_told_not_to(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[int] = []
-    monkeypatch.setattr(perfci.torch, "steady_cpu_memory", lambda: calls.append(1) or True)
+    monkeypatch.setattr(
+        perfci.integrations.torch, "steady_cpu_memory", lambda: calls.append(1) or True
+    )
     _run(tmp_path)
     assert calls == [1]
     layer = torch.nn.Linear(8, 8)

@@ -1,5 +1,5 @@
 """One definition per transfer type: the model's dataclasses, with the JSON documents and the API
-bodies derived from them (perfci.transfer); one series-key format, whose stored hashes never
+bodies derived from them (perfci.core.transfer); one series-key format, whose stored hashes never
 change."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from perfci.jsondoc import from_document, metric_to_dict, to_document
-from perfci.model import (
+from perfci.core.jsondoc import from_document, metric_to_dict, to_document
+from perfci.core.model import (
     SERIES_FIELDS,
     BaselineInfo,
     Contribution,
@@ -28,18 +28,19 @@ from perfci.model import (
     SeriesKey,
     Verdict,
 )
-from perfci.report.json_report import comparison_from_dict, comparison_to_dict
-from perfci.server import schemas
-from perfci.store.schema import series_key_hash, series_list_hash, series_parts_hash
-from perfci.transfer import (
+from perfci.core.transfer import (
     BaselinePublic,
     ComparisonPublic,
     ContributionPublic,
     MetricComparisonPublic,
     RunPublic,
     SeriesPublic,
+    comparison_from_dict,
     fields_of,
 )
+from perfci.report.json_report import comparison_to_dict
+from perfci.server import schemas
+from perfci.store.schema import series_key_hash, series_list_hash, series_parts_hash
 
 STEP = SeriesKey(MetricKind.STEP, "train_step")
 GEMM = SeriesKey(MetricKind.KERNEL, "volta_sgemm", scope="Layer 0", section="train")
@@ -348,8 +349,8 @@ def test_the_parse_document_writes_identity_first_and_only_what_is_set() -> None
 
 
 def test_the_openapi_schema_has_every_model_field_under_the_old_names() -> None:
+    from perfci.core.settings import Settings
     from perfci.server.app import create_app
-    from perfci.settings import Settings
 
     app = create_app(Settings(api_docs=True), database_url="sqlite://")
     found = app.openapi()["components"]["schemas"]

@@ -14,10 +14,10 @@ import pytest
 from rich.console import Console
 
 from perfci.analysis.compare import compare_run
-from perfci.model import Better, MetricKind, SeriesKey, Verdict, default_better
+from perfci.core.model import Better, MetricKind, SeriesKey, Verdict, default_better
+from perfci.core.units import format_value
 from perfci.report.console import print_comparison
 from perfci.report.markdown import render_comment
-from perfci.units import format_value
 
 STEP = SeriesKey(MetricKind.STEP, "train_step")
 THROUGHPUT = SeriesKey(MetricKind.MEASURE, "throughput", unit="tokens/s", better=Better.HIGHER)
@@ -147,7 +147,7 @@ def test_rates_default_to_higher_is_better() -> None:
 
 
 def test_schema_1_documents_still_read_as_times_lower_is_better() -> None:
-    from perfci.jsondoc import from_document, to_document
+    from perfci.core.jsondoc import from_document, to_document
 
     old = {
         "perfci_version": "0.1.0",

@@ -1,5 +1,5 @@
 from perfci.analysis.values import PerStep, compared_value, per_step_ns
-from perfci.model import Metric, MetricKind
+from perfci.core.model import Metric, MetricKind
 
 
 def test_step_value_leaves_warmup_out() -> None:

@@ -29,8 +29,9 @@ from typer.testing import CliRunner
 
 from perfci.analysis.values import per_step_ns
 from perfci.cli import alerts_cmd, report_cmd
+from perfci.core.model import Metric, MetricKind, Profile, RunContext
 from perfci.formats.registry import parse_file
-from perfci.model import Metric, MetricKind, Profile, RunContext
+from perfci.integrations.slack import SlackError, post_slack
 from perfci.report.weekly_html import render_html
 from perfci.report.weekly_markdown import (
     issue_title,
@@ -38,7 +39,6 @@ from perfci.report.weekly_markdown import (
     render_slack,
     weekly_marker,
 )
-from perfci.slack import SlackError, post_slack
 from perfci.store import db
 from perfci.usecases.alerts import list_alerts, set_alert_status
 from perfci.usecases.ingest import ingest_run
@@ -324,7 +324,7 @@ def test_week_and_since_periods() -> None:
     now = datetime(2024, 3, 4, 6, tzinfo=UTC)
     assert report_cmd.period("36h", None, now=now) == (now - timedelta(hours=36), now)
     assert report_cmd.period(None, None, now=now) == (now - timedelta(days=7), now)
-    from perfci.errors import ConfigError
+    from perfci.core.errors import ConfigError
 
     for since, week in (("7x", None), (None, "2024-05"), ("7d", "2024-W04")):
         with pytest.raises(ConfigError):

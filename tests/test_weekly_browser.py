@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from test_weekly import KERNEL, PROJECT, ingest_history, w05
 from test_weekly import profile as profile  # the module-scoped fixture
 
-from perfci.model import Profile
+from perfci.core.model import Profile
 from perfci.report.weekly_html import render_html
 from perfci.usecases.weekly import build_weekly_report
 

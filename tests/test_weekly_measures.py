@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 from sqlalchemy.orm import Session
 
-from perfci.model import Better, Metric, MetricKind, Profile, RunContext
+from perfci.core.model import Better, Metric, MetricKind, Profile, RunContext
 from perfci.report.weekly_html import render_html
 from perfci.report.weekly_markdown import render_markdown
 from perfci.usecases.ingest import ingest_run

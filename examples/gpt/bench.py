@@ -17,7 +17,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F  # noqa: N812 - the conventional alias
 
-from perfci.torch import profile_steps
+from perfci.integrations.torch import profile_steps
 
 #: The defaults of ``--gelu-extra`` and ``--linear-extra``: a pull request that slows one
 #: operator edits one of these lines.

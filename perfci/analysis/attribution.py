@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from perfci.model import Contribution, MetricComparison, MetricKind, SeriesKey
+from perfci.core.model import Contribution, MetricComparison, MetricKind, SeriesKey
 
 PRIMARY_KINDS = frozenset({MetricKind.KERNEL, MetricKind.MEMORY, MetricKind.COMM})
 NESTED_KINDS = frozenset(

@@ -63,8 +63,8 @@ from perfci.analysis.runs import (
 )
 from perfci.analysis.tails import TailModel, fit_tails
 from perfci.analysis.work import with_work_step
-from perfci.errors import SampleError
-from perfci.model import MetricComparison, MetricKind, RunComparison, SeriesKey, Verdict
+from perfci.core.errors import SampleError
+from perfci.core.model import MetricComparison, MetricKind, RunComparison, SeriesKey, Verdict
 
 __all__ = [
     "GATE_KINDS",

@@ -16,8 +16,8 @@ import numpy as np
 
 from perfci.analysis import noise, stats
 from perfci.analysis.stats import FloatArray, ShiftTest
-from perfci.errors import ConfigError, SampleError
-from perfci.model import MetricComparison, Verdict
+from perfci.core.errors import ConfigError, SampleError
+from perfci.core.model import MetricComparison, Verdict
 
 __all__ = [
     "CompareOptions",

@@ -21,7 +21,7 @@ import numpy as np
 
 from perfci.analysis import stats
 from perfci.analysis.engine import CompareOptions
-from perfci.model import Device, MetricKind, SeriesKey
+from perfci.core.model import Device, MetricKind, SeriesKey
 
 __all__ = [
     "FACTOR",

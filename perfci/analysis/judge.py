@@ -62,7 +62,7 @@ from perfci.analysis.gating import (
 from perfci.analysis.steps import primary_step
 from perfci.analysis.tails import TailModel
 from perfci.analysis.work import WORK_NAME
-from perfci.model import (
+from perfci.core.model import (
     Better,
     MetricComparison,
     MetricKind,

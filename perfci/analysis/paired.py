@@ -54,7 +54,7 @@ from perfci.analysis.gating import HEADLINE_KINDS, gpu_run, host_timing
 from perfci.analysis.judge import MetricEstimate, judge_estimates
 from perfci.analysis.stats import FloatArray
 from perfci.analysis.work import with_paired_work_step
-from perfci.model import MetricComparison, RunComparison, SeriesKey, Verdict
+from perfci.core.model import MetricComparison, RunComparison, SeriesKey, Verdict
 
 __all__ = [
     "MAX_PAIRS_NEEDED",

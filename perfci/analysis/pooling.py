@@ -43,7 +43,7 @@ from perfci.analysis import prediction
 from perfci.analysis.runs import RunTable, run_of
 from perfci.analysis.stats import norm_ppf
 from perfci.analysis.steps import primary_step_in
-from perfci.model import Device, MetricKind, SeriesKey
+from perfci.core.model import Device, MetricKind, SeriesKey
 
 __all__ = [
     "PARTS_NAME",

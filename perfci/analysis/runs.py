@@ -36,8 +36,8 @@ from numpy.typing import NDArray
 from perfci.analysis.changepoints import ChangePointOptions, detect_change_points
 from perfci.analysis.stats import MAD_TO_SD, validate_sample
 from perfci.analysis.steps import primary_step
-from perfci.errors import SampleError
-from perfci.model import Better, MetricKind, SeriesKey
+from perfci.core.errors import SampleError
+from perfci.core.model import Better, MetricKind, SeriesKey
 
 FloatArray = NDArray[np.float64]
 

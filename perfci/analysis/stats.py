@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 # wrappers, and importing scipy.stats dominates `perfci check`'s cold start.
 from scipy import special
 
-from perfci.errors import SampleError
+from perfci.core.errors import SampleError
 
 FloatArray = NDArray[np.float64]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Mapping
 
-from perfci.model import MetricKind, SeriesKey
+from perfci.core.model import MetricKind, SeriesKey
 
 __all__ = ["primary_step", "primary_step_in"]
 

@@ -22,8 +22,8 @@ from numpy.typing import NDArray
 from perfci.analysis.attribution import PRIMARY_KINDS, Attribution, MetricDelta, attribute
 from perfci.analysis.changepoints import ChangePointOptions, detect_change_points
 from perfci.analysis.steps import primary_step
-from perfci.model import SeriesKey
-from perfci.model_weekly import ChangePointReport, KernelContribution, Noise, SeriesNoise, ShareMove
+from perfci.core.model import SeriesKey
+from perfci.core.weekly import ChangePointReport, KernelContribution, Noise, SeriesNoise, ShareMove
 
 __all__ = [
     "EDGE_RUNS",

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 
-from perfci.model import Metric, MetricKind, SeriesKey
+from perfci.core.model import Metric, MetricKind, SeriesKey
 
 
 class PerStep(StrEnum):

@@ -19,7 +19,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 
 from perfci.analysis.runs import run_of
-from perfci.model import Device, MetricKind, SeriesKey
+from perfci.core.model import Device, MetricKind, SeriesKey
 
 __all__ = ["WORK_NAME", "with_paired_work_step", "with_work_step"]
 

@@ -90,7 +90,7 @@ def output_formats(values: list[str], *, allowed: tuple[str, ...], option: str) 
     ConfigError
         For a value that is not a spelling of one of ``allowed``, listing the spellings accepted.
     """
-    from perfci.errors import ConfigError
+    from perfci.core.errors import ConfigError
 
     canonical = []
     for value in values:

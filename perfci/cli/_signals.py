@@ -1,12 +1,12 @@
 """SIGTERM and SIGHUP as exceptions, so that a stopped ``perfci check`` cleans up after itself.
 
 By default SIGTERM (a CI job cancelled, ``kill``, a container stopped) and SIGHUP (the terminal
-closed) end the process at once: no ``finally`` runs, so an A/B check leaves its git worktree,
-its temporary folder and the benchmark's processes behind (issue 31). While a command runs
-under :func:`raising_on_termination`, either signal raises :class:`Terminated` where the
-process was, like Ctrl-C raises ``KeyboardInterrupt``: the worktree is removed, the benchmark's
-process group ended (:mod:`perfci.runner`), the transaction rolled back. A second signal during
-that cleanup is ignored; SIGKILL still ends everything at once.
+closed) end the process at once: no ``finally`` runs, so an A/B check leaves its git worktree, its
+temporary folder and the benchmark's processes behind (issue 31). While a command runs under
+:func:`raising_on_termination`, either signal raises :class:`Terminated` where the process was, like
+Ctrl-C raises ``KeyboardInterrupt``: the worktree is removed, the benchmark's process group ended
+(:mod:`perfci.integrations.runner`), the transaction rolled back. A second signal during that
+cleanup is ignored; SIGKILL still ends everything at once.
 """
 
 from __future__ import annotations

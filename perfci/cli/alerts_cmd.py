@@ -15,7 +15,7 @@ import typer
 from perfci.cli import _options as opts
 
 if TYPE_CHECKING:  # the store and use cases load only when a command runs (CLI cold start)
-    from perfci.model_weekly import AlertInfo
+    from perfci.core.weekly import AlertInfo
 
 #: perfci.usecases.alerts.STATUSES, spelled out for the help text so that building the CLI does
 #: not import the store (tests/test_cold_start.py checks that the two agree).

@@ -192,8 +192,8 @@ def _pair_progress(side: str, index: int, seconds: float, profiles: int) -> None
 
 def _print(outcome: CheckOutcome) -> None:
     from perfci.cli._console import console, err_console
+    from perfci.core.settings import redact_url
     from perfci.report.console import print_comparison
-    from perfci.settings import redact_url
 
     for warning in outcome.warnings:
         err_console.print(f"warning: {warning}", markup=False)

@@ -14,10 +14,10 @@ import typer
 
 from perfci.cli import _options as opts
 from perfci.cli._options import output_formats
-from perfci.errors import ConfigError
+from perfci.core.errors import ConfigError
 
 if TYPE_CHECKING:
-    from perfci.model import RunComparison
+    from perfci.core.model import RunComparison
 
 
 def compare_command(

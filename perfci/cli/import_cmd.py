@@ -84,8 +84,8 @@ def import_history_command(
 
 
 def _report(result: ImportResult, *, as_json: bool) -> None:
+    from perfci.core.settings import redact_url
     from perfci.report.escape import visible
-    from perfci.settings import redact_url
 
     where = redact_url(result.where)
     if as_json:

@@ -89,7 +89,7 @@ def ingest_command(
 
 
 def _report(result: IngestResult, *, project: str, benchmark: str, url: str, as_json: bool) -> None:
-    from perfci.settings import redact_url
+    from perfci.core.settings import redact_url
 
     if as_json:
         typer.echo(

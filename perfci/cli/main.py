@@ -4,9 +4,9 @@ Exit codes: 0 success / no regression, 1 a gated regression, 2 usage or input er
 with a traceback, a bug in perfci: never 1, so that a crash is never read as a regression);
 130 after Ctrl-C, 143 after SIGTERM, 129 after SIGHUP.
 
-The commands that start the benchmark (:data:`BENCHMARK_COMMANDS`) first make the process one
-whose environment never held perfci's secrets (:func:`perfci.private_env.isolate`: it may
-re-execute itself), and run with SIGTERM and SIGHUP raised as exceptions so that their cleanup
+The commands that start the benchmark (:data:`BENCHMARK_COMMANDS`) first make the process one whose
+environment never held perfci's secrets (:func:`perfci.usecases.isolation.isolate_from_secrets`: it
+may re-execute itself), and run with SIGTERM and SIGHUP raised as exceptions so that their cleanup
 runs (:mod:`perfci.cli._signals`).
 """
 
@@ -18,7 +18,7 @@ import traceback
 
 import typer
 
-from perfci import __version__, private_env
+from perfci import __version__
 from perfci.cli import (
     alerts_cmd,
     check_cmd,
@@ -38,7 +38,7 @@ from perfci.cli import (
 )
 from perfci.cli._console import err_console, use_log_width_for_help
 from perfci.cli._signals import Terminated, raising_on_termination
-from perfci.errors import PerfciError
+from perfci.core.errors import PerfciError
 
 #: The base of the usage errors typer raises. typer vendors its own copy of click (so
 #: ``click.ClickException`` does not catch them) and exports only part of it: the base is found
@@ -105,7 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     args = argv if argv is not None else sys.argv[1:]
     runs_benchmark = bool(args) and args[0] in BENCHMARK_COMMANDS
     if argv is None and runs_benchmark:
-        private_env.isolate()
+        from perfci.usecases.isolation import isolate_from_secrets  # lazy: --help stays light
+
+        isolate_from_secrets()
     use_log_width_for_help()
     with raising_on_termination(runs_benchmark) as stop:
         code = _run(args)

@@ -12,14 +12,14 @@ from perfci.cli import _options as opts
 from perfci.cli._console import console, err_console
 
 if TYPE_CHECKING:
-    from perfci.model import Metric, Profile
+    from perfci.core.model import Metric, Profile
 
 
 def _show(profile: Profile, top: int) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from perfci.units import format_ns
+    from perfci.core.units import format_ns
 
     steps = f", {profile.steps} steps" if profile.steps is not None else ""
     console.print(
@@ -66,7 +66,7 @@ def _show(profile: Profile, top: int) -> None:
 
 def _value(metric: Metric) -> str:
     """A metric that is not a time: its value (the mean of its samples) in its unit."""
-    from perfci.units import format_value
+    from perfci.core.units import format_value
     from perfci.usecases.parse import metric_value
 
     if metric.is_time:

@@ -27,7 +27,7 @@ def publish_command(
     a report for another commit is refused.
     """
     # Here, not at the top: requests, jinja2 and pydantic are not needed to build the CLI.
-    from perfci.settings import get_settings
+    from perfci.core.settings import get_settings
     from perfci.usecases.publish import publish_artifact
 
     outcome = publish_artifact(

@@ -17,7 +17,7 @@ import typer
 from perfci.cli import _options as opts
 from perfci.cli._console import err_console
 from perfci.cli._options import output_formats
-from perfci.errors import ConfigError
+from perfci.core.errors import ConfigError
 
 if TYPE_CHECKING:  # the report stack (scipy, matplotlib, jinja2, the store) loads when run
     from perfci.usecases.weekly import WeeklyReport

@@ -12,7 +12,7 @@ from perfci.cli import _options as opts
 from perfci.cli._console import err_console
 
 if TYPE_CHECKING:
-    from perfci.model import RunInfo
+    from perfci.core.model import RunInfo
 
 runs_app = typer.Typer(help="List stored runs and delete one (a bad upload).", no_args_is_help=True)
 
@@ -66,7 +66,7 @@ def delete_command(
     database_url: opts.DatabaseUrl = None,
 ) -> None:
     """Delete a run with its samples, profiles and comparisons; recorded in the audit log."""
-    from perfci.errors import ConfigError
+    from perfci.core.errors import ConfigError
     from perfci.report.escape import visible
     from perfci.usecases.stored import delete_stored_run
 

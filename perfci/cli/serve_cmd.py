@@ -7,7 +7,7 @@ import os
 import typer
 
 from perfci.cli import _options as opts
-from perfci.limits import MAX_BODY_BYTES, MAX_METRICS
+from perfci.core.limits import MAX_BODY_BYTES, MAX_METRICS
 
 
 def serve_command(
@@ -59,7 +59,7 @@ def serve_command(
     _require_server_extra()
     import uvicorn
 
-    from perfci.settings import get_settings, redact_url
+    from perfci.core.settings import get_settings, redact_url
     from perfci.usecases.db import check_ready
 
     settings = get_settings({"database_url": database_url})
@@ -113,7 +113,7 @@ def _require_server_extra() -> None:
     """
     import importlib
 
-    from perfci.errors import ConfigError
+    from perfci.core.errors import ConfigError
 
     for module, package in SERVER_MODULES:
         try:

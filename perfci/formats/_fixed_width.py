@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
-from perfci.errors import ParseError
-from perfci.model import Device
+from perfci.core.errors import ParseError
+from perfci.core.model import Device
 
 SEPARATOR = re.compile(r"^(?P<prefix>[ \t]*(?:#+ ?)?)(?P<sep>-{3,}(?: {2}-{3,})*) *$")
 _HEADER_SPLIT = re.compile(r" {2,}")

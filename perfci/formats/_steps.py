@@ -11,7 +11,7 @@ import re
 import statistics
 from collections.abc import Iterable
 
-from perfci.model import Device, Metric, MetricKind
+from perfci.core.model import Device, Metric, MetricKind
 
 # A step-like stem followed by its number: "Train step 0", "train_step-0", "ProfilerStep#12".
 _NUMBERED_STEP = re.compile(

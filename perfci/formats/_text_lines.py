@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
 from perfci.formats._textio import gc_paused, open_capped
 
 _READ_ERRORS = (OSError, EOFError, zlib.error)

@@ -5,7 +5,7 @@ parser of a 100 MB log holds one block at a time, not the file and a list of all
 ``scaled_decimal`` is the fast, exact path for the plain decimal numbers those lines are made of.
 
 Every gzip input is inflated through :func:`open_capped`, which stops with
-:class:`~perfci.errors.InputTooLarge` once the inflated bytes pass a cap (1 GiB) or outgrow the
+:class:`~perfci.core.errors.InputTooLarge` once the inflated bytes pass a cap (1 GiB) or outgrow the
 compressed bytes read so far by a ratio (200:1, beyond the first MiB): a 1 MB gzip bomb
 inflating to 1 GB is refused after a few MB, while streaming, not after filling the memory
 (issue 13). :func:`inflate_limits` changes the caps for the code it wraps.
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, cast
 
-from perfci.errors import InputTooLarge, ParseError
+from perfci.core.errors import InputTooLarge, ParseError
 
 BLOCK_SIZE = 1 << 20
 _READ_ERRORS = (OSError, EOFError, zlib.error)
@@ -130,7 +130,7 @@ def open_capped(
 ) -> BinaryIO:
     """The inflated bytes of the gzip stream ``raw``, within the :class:`InflateLimits`.
 
-    Reading past a cap raises :class:`~perfci.errors.InputTooLarge` (a ``ParseError`` naming
+    Reading past a cap raises :class:`~perfci.core.errors.InputTooLarge` (a ``ParseError`` naming
     ``source`` and the cap); closing the result closes ``raw`` only with ``close_raw``. For
     text, wrap it: ``io.TextIOWrapper(open_capped(path.open("rb"), source=str(path),
     close_raw=True), encoding="utf-8", errors="replace")``.

@@ -4,7 +4,7 @@ The service refuses a run of more than ``max_metrics`` metrics (or ``max_samples
 checked once the files were parsed, that cap let a 0.47 MB gzipped CSV of 1.7 M model rows
 take 68 s and 1 GB before the refusal. Inside :func:`parse_limits` every reader counts as it
 goes, through the :class:`Budget` that :func:`budget` gives it, and stops with
-:class:`~perfci.errors.InputTooLarge` at the first metric or sample past the cap: the time and
+:class:`~perfci.core.errors.InputTooLarge` at the first metric or sample past the cap: the time and
 memory of a refused file are bounded by the cap, not by the file.
 
 A metric is counted when a reader first keeps a value under a new name (one that will be a
@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from perfci.errors import InputTooLarge
+from perfci.core.errors import InputTooLarge
 
 __all__ = ["Budget", "ParseLimits", "budget", "parse_limits"]
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from perfci.model import Profile
+from perfci.core.model import Profile
 
 
 @dataclass(frozen=True, slots=True)

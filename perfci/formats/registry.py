@@ -16,7 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from perfci.errors import ParseError, PerfciError, UnknownFormatError
+from perfci.core.errors import ParseError, PerfciError, UnknownFormatError
+from perfci.core.model import Profile
 from perfci.formats._shape import describe
 from perfci.formats.bench import (
     action_benchmark,
@@ -45,7 +46,6 @@ from perfci.formats.workload import (
     simai_results,
     workload_table,
 )
-from perfci.model import Profile
 
 __all__ = [
     "HEAD_BYTES",

@@ -28,7 +28,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from perfci.errors import StorageError
+from perfci.core.errors import StorageError
 
 LOCAL_TIMEOUT_S = 120
 #: ``-c`` settings of every git command: no hook, no file-system monitor, no pager.

@@ -5,7 +5,7 @@
     {"kind": "perfci-history-run", "schema_version": 1, "perfci_version": "0.1.0",
      "benchmark": "gpt-tiny", "created_at": "2026-11-23T13:55:00+00:00",
      "context": {"project", "repository", "commit", "branch", "ci_run_id", "environment", ...},
-     "repeats": [<perfci JSON document (perfci.jsondoc) of repeat 0>, ...]}
+     "repeats": [<perfci JSON document (perfci.core.jsondoc) of repeat 0>, ...]}
 
 gzip-compressed, with a zero timestamp so the same run always gives the same bytes (the same
 blob in git). The file name sorts by commit time, which is what retention drops by.
@@ -24,9 +24,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from perfci import __version__
-from perfci.errors import ParseError
-from perfci.jsondoc import from_document, to_document
-from perfci.model import Profile, RunContext
+from perfci.core.errors import ParseError
+from perfci.core.jsondoc import from_document, to_document
+from perfci.core.model import Profile, RunContext
 
 KIND = "perfci-history-run"
 SCHEMA_VERSION = 1

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from perfci.errors import ConfigError, StorageError
+from perfci.core.errors import ConfigError, StorageError
 from perfci.history._files import (
     MARKER,
     MARKER_TEXT,

@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from perfci.model import MetricComparison, RunComparison, Verdict
+from perfci.core.model import MetricComparison, RunComparison, Verdict
 from perfci.report import formatting as fmt
 from perfci.report.escape import shorten, visible
 

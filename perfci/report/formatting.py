@@ -11,8 +11,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from perfci.model import Better, MetricComparison, MetricKind, RunComparison, Verdict
-from perfci.units import format_ns, format_value
+from perfci.core.model import Better, MetricComparison, MetricKind, RunComparison, Verdict
+from perfci.core.units import format_ns, format_value
 
 NO_VALUE = "—"
 #: A change of ×10,000 or more is printed in scientific notation, not a hundred digits.

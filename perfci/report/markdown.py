@@ -1,9 +1,9 @@
 """A comparison as GitHub Markdown: the pull-request comment and the job summary.
 
 The comment starts with a hidden marker (:func:`comment_marker`) by which
-:class:`perfci.github.GitHubClient` finds and edits it in place. The verdict comes first; the
-full table of metrics sits in a collapsed ``<details>`` section and is the only part cut when
-the comment would exceed GitHub's size limit.
+:class:`perfci.integrations.github.client.GitHubClient` finds and edits it in place. The verdict
+comes first; the full table of metrics sits in a collapsed ``<details>`` section and is the only
+part cut when the comment would exceed GitHub's size limit.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 import jinja2
 
-from perfci.model import KNOWN_UNITS, Contribution, MetricComparison, RunComparison, Verdict
+from perfci.core.model import KNOWN_UNITS, Contribution, MetricComparison, RunComparison, Verdict
 from perfci.report import formatting as fmt
 from perfci.report._markdown_env import markdown_template
 from perfci.report.escape import md_escape, md_link, visible

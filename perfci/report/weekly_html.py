@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING
 import jinja2
 from markupsafe import Markup
 
+from perfci.core.units import format_value
 from perfci.report import formatting as fmt
 from perfci.report.escape import visible
 from perfci.report.plots import step_trend_svg
 from perfci.report.weekly_markdown import environment_label, issue_title
-from perfci.units import format_value
 
 if TYPE_CHECKING:
-    from perfci.model_weekly import BenchmarkTrend, WeeklyReport
+    from perfci.core.weekly import BenchmarkTrend, WeeklyReport
 
 __all__ = ["render_html", "trend_plot"]
 

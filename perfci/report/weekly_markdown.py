@@ -1,9 +1,9 @@
 """The weekly report as GitHub Markdown (an issue body) and as a short Slack message.
 
 The issue body starts with a hidden marker per project and week (:func:`weekly_marker`), by which
-:meth:`perfci.github.GitHubClient.create_or_update_issue` finds the week's issue and edits it in
-place. Every name from the store (benchmarks, kernels, environments, branches) passes through
-:func:`perfci.report.escape.md_escape`; Slack text through :func:`slack_escape`.
+:meth:`perfci.integrations.github.client.GitHubClient.create_or_update_issue` finds the week's issue
+and edits it in place. Every name from the store (benchmarks, kernels, environments, branches)
+passes through :func:`perfci.report.escape.md_escape`; Slack text through :func:`slack_escape`.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from urllib.parse import quote
 
 import jinja2
 
+from perfci.core.units import format_value
 from perfci.report import formatting as fmt
 from perfci.report._markdown_env import markdown_template
 from perfci.report.escape import md_escape, md_link, safe_url, shorten, visible
-from perfci.units import format_value
 
 if TYPE_CHECKING:
-    from perfci.model_weekly import ChangePointReport, WeeklyReport
+    from perfci.core.weekly import ChangePointReport, WeeklyReport
 
 __all__ = [
     "MAX_ISSUE_CHARS",

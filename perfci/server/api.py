@@ -20,8 +20,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Path, Query, Request, Response
 from sqlalchemy.orm import Session
 
-from perfci.errors import ConfigError, NotFoundError
-from perfci.model import Device, MetricKind, Profile, RunContext, RunInfo, SeriesKey, Verdict
+from perfci.core.errors import ConfigError, NotFoundError
+from perfci.core.model import Device, MetricKind, Profile, RunContext, RunInfo, SeriesKey, Verdict
 from perfci.server import auth
 from perfci.server.deps import (
     LimitsDep,

@@ -18,7 +18,8 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from perfci import __version__
-from perfci.errors import AuthError, NotFoundError
+from perfci.core.errors import AuthError, NotFoundError
+from perfci.core.settings import Settings, get_settings
 from perfci.server import api, pages
 from perfci.server.deps import Limits
 from perfci.server.errors import error_body, install_handlers
@@ -27,7 +28,6 @@ from perfci.server.parse_pool import Budget, ParsePool
 from perfci.server.ratelimit import UploadRateLimit
 from perfci.server.schemas import ErrorPublic, HealthPublic, RunCreate
 from perfci.server.security import SecurityHeadersMiddleware
-from perfci.settings import Settings, get_settings
 from perfci.usecases.db import database_answers, read_engine, service_engine
 
 STATIC = Path(__file__).parent / "static"

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from sqlalchemy.orm import Session
 
-from perfci.errors import AuthError, NotFoundError
+from perfci.core.errors import AuthError, NotFoundError
 from perfci.usecases.tokens import TokenInfo, is_project_public
 
 

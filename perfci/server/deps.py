@@ -17,8 +17,8 @@ import anyio.to_thread
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
-from perfci.errors import AuthError
-from perfci.limits import (
+from perfci.core.errors import AuthError
+from perfci.core.limits import (
     MAX_BODY_BYTES,
     MAX_INFLATED_BYTES,
     MAX_INFLATION_RATIO,
@@ -28,8 +28,8 @@ from perfci.limits import (
     PARSE_CPU_SECONDS_PER_MIB,
     PARSE_MEMORY_BYTES,
 )
+from perfci.core.settings import Settings
 from perfci.server.metrics import Registry
-from perfci.settings import Settings
 from perfci.usecases.tokens import TokenInfo, authenticate
 
 T = TypeVar("T")

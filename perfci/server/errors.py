@@ -1,6 +1,6 @@
 """Every failure becomes ``{"error": {"code", "message"}}`` with the right status; no tracebacks.
 
-The exception handlers are the HTTP boundary of :mod:`perfci.errors`: each ``PerfciError``
+The exception handlers are the HTTP boundary of :mod:`perfci.core.errors`: each ``PerfciError``
 subclass has one status, database outages are 503 (clients retry), request validation is 422
 with the offending fields named, and anything unexpected is a bare 500 whose details go to the
 server log only. Dashboard pages get the same status with an HTML page instead of JSON.
@@ -20,7 +20,7 @@ from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
-from perfci.errors import (
+from perfci.core.errors import (
     AuthError,
     ConfigError,
     GitHubError,

@@ -19,11 +19,11 @@ from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup, escape
 
-from perfci.errors import AuthError
-from perfci.model import Verdict
+from perfci.core.errors import AuthError
+from perfci.core.model import Verdict
+from perfci.core.transfer import comparison_from_dict
 from perfci.report import formatting as fmt
 from perfci.report.escape import safe_url, visible
-from perfci.report.json_report import comparison_from_dict
 from perfci.report.plots import step_trend_svg
 from perfci.server import auth
 from perfci.server.deps import (

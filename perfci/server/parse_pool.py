@@ -43,8 +43,8 @@ from typing import Any
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
-from perfci.errors import PerfciError
-from perfci.model import Profile
+from perfci.core.errors import PerfciError
+from perfci.core.model import Profile
 from perfci.server.errors import Refusal, status_of, validation_message
 
 log = logging.getLogger("perfci.server")

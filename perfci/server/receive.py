@@ -22,7 +22,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
-from perfci.errors import ConfigError, UnsupportedMediaType
+from perfci.core.errors import ConfigError, UnsupportedMediaType
 from perfci.server.deps import Limits
 from perfci.server.parse_pool import Job
 from perfci.server.schemas import RunMeta

@@ -12,17 +12,17 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from perfci.model import Better, Device, MetricKind
+from perfci.core.model import Better, Device, MetricKind
 
-# The comparison and run bodies are derived from the model's dataclasses (perfci.transfer);
+# The comparison and run bodies are derived from the model's dataclasses (perfci.core.transfer);
 # re-exported here, with the API's other bodies.
-from perfci.transfer import BaselinePublic as BaselinePublic
-from perfci.transfer import ComparisonPublic as ComparisonPublic
-from perfci.transfer import ContributionPublic as ContributionPublic
-from perfci.transfer import MetricComparisonPublic as MetricComparisonPublic
-from perfci.transfer import RunPublic as RunPublic
-from perfci.transfer import SeriesPublic as SeriesPublic
-from perfci.transfer import fields_of
+from perfci.core.transfer import BaselinePublic as BaselinePublic
+from perfci.core.transfer import ComparisonPublic as ComparisonPublic
+from perfci.core.transfer import ContributionPublic as ContributionPublic
+from perfci.core.transfer import MetricComparisonPublic as MetricComparisonPublic
+from perfci.core.transfer import RunPublic as RunPublic
+from perfci.core.transfer import SeriesPublic as SeriesPublic
+from perfci.core.transfer import fields_of
 from perfci.usecases.browse import ProjectSummary
 from perfci.usecases.runs import DeletedRun
 

@@ -25,8 +25,8 @@ import msgspec
 from fastapi.exceptions import RequestValidationError
 from pydantic import TypeAdapter, ValidationError
 
-from perfci.errors import ConfigError, InputTooLarge, ParseError, PerfciError
-from perfci.model import Profile
+from perfci.core.errors import ConfigError, InputTooLarge, ParseError, PerfciError
+from perfci.core.model import Profile
 from perfci.server.deps import Limits
 from perfci.server.parse_pool import Parsed, grow_budget
 from perfci.server.schemas import MAX_NAME, DocumentIn, MetricIn, RunCreate

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from perfci.errors import NotFoundError
+from perfci.core.errors import NotFoundError
 from perfci.store.schema import ApiToken, Project
 
 

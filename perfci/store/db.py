@@ -21,8 +21,8 @@ from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.exc import DBAPIError, DisconnectionError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from perfci.errors import ConfigError, StorageError
-from perfci.settings import DEFAULT_DB_DIR, Settings, redact_url
+from perfci.core.errors import ConfigError, StorageError
+from perfci.core.settings import DEFAULT_DB_DIR, Settings, redact_url
 from perfci.store import partitions
 from perfci.store.partitions import Month
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from perfci.analysis.values import compared_value, fastest_value
-from perfci.model import Metric, Profile, SeriesParts
+from perfci.core.model import Metric, Profile, SeriesParts
 from perfci.store._bulk import SampleRow
 
 

@@ -19,9 +19,9 @@ import numpy as np
 from sqlalchemy import ColumnElement, Select, func, select, type_coerce
 from sqlalchemy.orm import Session
 
-from perfci.errors import NotFoundError
-from perfci.model import RunInfo as RunInfo  # re-exported: older callers import it here
-from perfci.model import SeriesKey
+from perfci.core.errors import NotFoundError
+from perfci.core.model import RunInfo as RunInfo  # re-exported: older callers import it here
+from perfci.core.model import SeriesKey
 from perfci.store.samples import series_values
 from perfci.store.schema import (
     Benchmark,

@@ -16,9 +16,9 @@ from typing import Any, cast
 from sqlalchemy import Table, select, update
 from sqlalchemy.orm import Session
 
-from perfci.context import fingerprint_hash
-from perfci.errors import ConfigError, StorageError
-from perfci.model import Profile, RunContext
+from perfci.core.errors import ConfigError, StorageError
+from perfci.core.fingerprint import fingerprint_hash
+from perfci.core.model import Profile, RunContext
 from perfci.store import _bulk, partitions
 from perfci.store.prepared import PreparedRun
 from perfci.store.schema import (

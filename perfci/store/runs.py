@@ -6,7 +6,7 @@ series, and writes its samples in bulk (binary COPY on PostgreSQL). It never com
 case that called it owns the transaction, and adds the run's comparison to it.
 
 A run is stored once per key: when the key is already there, the stored run is returned
-(``created=False``) if it holds the same numbers, else :class:`~perfci.errors.RunConflict`.
+(``created=False``) if it holds the same numbers, else :class:`~perfci.core.errors.RunConflict`.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from perfci.errors import RunConflict, StorageError
-from perfci.model import SERIES_FIELDS, Metric, RunContext, SeriesParts
+from perfci.core.errors import RunConflict, StorageError
+from perfci.core.model import SERIES_FIELDS, Metric, RunContext, SeriesParts
 from perfci.store import _bulk, partitions
 from perfci.store.db import error_reason
 from perfci.store.prepared import PreparedRun, Values, cell_values
@@ -120,7 +120,7 @@ def stored_run(
 ) -> IngestResult | None:
     """The run stored under ``key`` as an ingest's result, ``None`` when there is none.
 
-    Raises :class:`~perfci.errors.RunConflict` when its numbers are not ``prepared``'s, or it
+    Raises :class:`~perfci.core.errors.RunConflict` when its numbers are not ``prepared``'s, or it
     was stored for another commit, branch, pull request or CI run than ``context``'s.
     """
     project = context.project

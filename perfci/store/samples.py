@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy.orm import Session
 
-from perfci.model import Better, Device, MetricKind, SeriesKey
+from perfci.core.model import Better, Device, MetricKind, SeriesKey
 from perfci.store import _bulk
 from perfci.store.partitions import Month, day_number
 

@@ -48,7 +48,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from perfci.model import SeriesKey
+from perfci.core.model import SeriesKey
 
 # Deterministic constraint names, so that migrations can drop and alter them on both dialects.
 NAMING_CONVENTION = {

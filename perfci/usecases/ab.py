@@ -6,10 +6,10 @@ machine change. A/B mode measures both on the same runner in one job:
 
 1. The merge-base of ``HEAD`` with the base branch is checked out with ``git worktree add
    --detach`` into a temporary directory (the working tree must be clean, ``.perfci/`` aside).
-2. Pairs are run: pair ``k`` runs the base in the worktree and the pull request in the
-   checkout, each a fresh process (:func:`perfci.runner.run_benchmark` with ``repeats=1``).
-   Even pairs run the base first, odd pairs the pull request first (ABBA…), so that a drift
-   over the job (a GPU warming up, a neighbour starting) does not favour either side.
+2. Pairs are run: pair ``k`` runs the base in the worktree and the pull request in the checkout,
+   each a fresh process (:func:`perfci.integrations.runner.run_benchmark` with ``repeats=1``). Even
+   pairs run the base first, odd pairs the pull request first (ABBA…), so that a drift over the job
+   (a GPU warming up, a neighbour starting) does not favour either side.
 3. The pairs are compared paired (:func:`perfci.analysis.paired.compare_paired`): what the
    machine does to both members of a pair cancels in their difference. With adaptive repeats
    more pairs are run while the verdict is inconclusive only for want of data
@@ -37,9 +37,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perfci.analysis.values import PerStep, compared_value
-from perfci.errors import ConfigError
-from perfci.model import BaselineInfo, Profile, RunComparison, RunContext, SeriesKey
-from perfci.settings import Settings
+from perfci.core.errors import ConfigError
+from perfci.core.model import BaselineInfo, Profile, RunComparison, RunContext, SeriesKey
+from perfci.core.settings import Settings
 from perfci.usecases import adaptive
 from perfci.usecases.ab_git import (
     BASE_RUN_SUFFIX,
@@ -244,11 +244,11 @@ def _run_side(
     spec: BenchmarkSpec, command: Sequence[str], cwd: Path, directory: Path
 ) -> tuple[list[Profile], float]:
     """One fresh process of one side; its profiles, parsed at once (a bad one stops here)."""
-    from perfci.runner import run_benchmark
+    from perfci.integrations.runner import run_benchmark
     from perfci.usecases.ingest import parse_repeats
 
     started = time.monotonic()
-    from perfci import gpu_state
+    from perfci.integrations.machine import gpu_state
 
     run = run_benchmark(
         command,
@@ -366,14 +366,14 @@ def screen_pairs(
     """The pairs to compare, leaving out those whose two processes ran on different machines.
 
     A pair cancels what the machine did to both of its processes; when only one of them ran
-    throttled or on a busy host (a neighbour's job started between the two), the pair's
-    difference is the machine's, not the code's. Such a pair is left out and named, as long
-    as :data:`MIN_SCREENED_PAIRS` remain. What is usual (the SM clock, the host's load) is
-    learnt from every process of the comparison (:class:`perfci.gpu_state.StateJudge`); a
+    throttled or on a busy host (a neighbour's job started between the two), the pair's difference
+    is the machine's, not the code's. Such a pair is left out and named, as long as
+    :data:`MIN_SCREENED_PAIRS` remain. What is usual (the SM clock, the host's load) is learnt from
+    every process of the comparison (:class:`perfci.integrations.machine.gpu_state.StateJudge`); a
     pair where both processes were suspect is kept: they shared the machine's state.
     """
-    from perfci.gpu_judge import step_moved, step_tolerance
-    from perfci.gpu_state import StateJudge
+    from perfci.integrations.machine.gpu_state import StateJudge
+    from perfci.integrations.machine.judge import step_moved, step_tolerance
 
     every = list(range(min(len(base), len(pr))))
     states = [(_state_of(base[k]), _state_of(pr[k])) for k in every]
@@ -417,8 +417,8 @@ def _busy_throughout(states: Sequence[Mapping[str, object]]) -> list[str]:
     """A note when the host was busy for the whole comparison: no pair stands out then, yet the
     intervals are wider (on an H200 with every CPU taken, one kernel's 95 % interval was ±13 %
     at 5 pairs, against ±1 % on the quiet host: ``benchmarks/RESULTS.md``)."""
-    from perfci.gpu_judge import others_cpu
-    from perfci.host_load import BUSY_EXCESS
+    from perfci.integrations.machine.host_load import BUSY_EXCESS
+    from perfci.integrations.machine.judge import others_cpu
 
     shares = [v for v in (others_cpu(s) for s in states) if v is not None]
     if len(shares) < len(states) or not shares or min(shares) < BUSY_EXCESS:

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfci.errors import ConfigError
-from perfci.model import RunContext
-from perfci.settings import Settings
+from perfci.core.errors import ConfigError
+from perfci.core.model import RunContext
+from perfci.core.settings import Settings
 
 if TYPE_CHECKING:
     from perfci.usecases.check_spec import CheckRequest
@@ -112,7 +112,7 @@ def merge_base_sha(root: Path, branch: str, context: RunContext) -> str:
     (``context.merge_base``) is used then, when ``branch`` is the run's own base branch and
     git has that commit.
     """
-    from perfci.context import merge_base
+    from perfci.integrations.context import merge_base
 
     found = merge_base(root, branch, "HEAD")
     if (

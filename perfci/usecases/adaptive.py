@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from perfci.model import MetricComparison, RunComparison, Verdict
+from perfci.core.model import MetricComparison, RunComparison, Verdict
 
 #: Why the loop stopped, as the result's note says it.
 DECIDED = "every gated metric is decided"

@@ -18,9 +18,9 @@ from sqlalchemy import Table, select
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from perfci.errors import ConfigError, NotFoundError, StorageError
-from perfci.model import SeriesKey
-from perfci.model_weekly import AlertInfo
+from perfci.core.errors import ConfigError, NotFoundError, StorageError
+from perfci.core.model import SeriesKey
+from perfci.core.weekly import AlertInfo
 from perfci.store import _bulk
 from perfci.store.db import error_reason
 from perfci.store.schema import Alert, Benchmark, Project, Series, series_key_hash, utcnow

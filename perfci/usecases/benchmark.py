@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from perfci.runner import RepeatResult, run_benchmark
+from perfci.integrations.runner import RepeatResult, run_benchmark
 
 __all__ = ["RepeatResult", "run_benchmark_repeats"]
 

@@ -19,8 +19,8 @@ from typing import Any
 from sqlalchemy import func, select, type_coerce
 from sqlalchemy.orm import Session
 
-from perfci.errors import NotFoundError
-from perfci.model import Device, MetricKind, SeriesKey
+from perfci.core.errors import NotFoundError
+from perfci.core.model import Device, MetricKind, SeriesKey
 from perfci.store import queries
 from perfci.store.queries import HistoryPoint, RunInfo
 from perfci.store.schema import (

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from perfci.model import Profile, RunComparison, RunContext, Verdict
-from perfci.settings import Settings, get_settings
+from perfci.core.model import Profile, RunComparison, RunContext, Verdict
+from perfci.core.settings import Settings, get_settings
 from perfci.usecases.check_adaptive import adaptive_repeats, look_plan
 from perfci.usecases.check_outputs import (
     append_github_output,
@@ -187,7 +187,7 @@ def context_of(
     settings: Settings, request: CheckRequest, *, env: Mapping[str, str] | None, cwd: Path | None
 ) -> RunContext:
     """The run context: detected from CI and git, flags applied, merge-base filled in."""
-    from perfci.context import detect_run_context, merge_base
+    from perfci.integrations.context import detect_run_context, merge_base
 
     context = detect_run_context(settings.project, request.context, env=env, cwd=cwd)
     if context.merge_base is None and context.base_branch:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfci.model import Profile, RunComparison, RunContext
-from perfci.settings import Settings
+from perfci.core.model import Profile, RunComparison, RunContext
+from perfci.core.settings import Settings
 from perfci.usecases.check_profiles import collect_repeats
 from perfci.usecases.check_spec import BenchmarkSpec, CheckRequest, Runner
 

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfci import private_env
-from perfci.errors import ConfigError
-from perfci.model import RunComparison
+from perfci.core import private_env
+from perfci.core.errors import ConfigError
+from perfci.core.model import RunComparison
 
 if TYPE_CHECKING:
     from perfci.usecases.check import CheckOutcome

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from perfci.errors import ConfigError
-from perfci.model import Profile
-from perfci.settings import find_project_root
+from perfci.core.errors import ConfigError
+from perfci.core.model import Profile
+from perfci.core.settings import find_project_root
 from perfci.usecases.check_spec import BenchmarkSpec, Runner
 
 __all__ = ["collect_repeats", "run_repeats", "work_dir"]
@@ -34,7 +34,7 @@ def collect_repeats(
             f"declare `command` in [tool.perfci.benchmarks.{spec.name}], or "
             "pass --profile FILE"
         )
-    from perfci import gpu_state
+    from perfci.integrations.machine import gpu_state
 
     files = runner(spec, work_dir(spec.name, cwd))
     repeats = [
@@ -52,7 +52,7 @@ def work_dir(benchmark: str, cwd: Path | None = None) -> Path:
 
 def run_repeats(spec: BenchmarkSpec, directory: Path) -> list[list[Path]]:
     """The plain runner: each repeat a fresh process, no progress display."""
-    from perfci.runner import run_benchmark
+    from perfci.integrations.runner import run_benchmark
 
     return run_benchmark(
         spec.command,

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perfci.errors import ConfigError
-from perfci.settings import BENCHMARK_THRESHOLDS, Settings
+from perfci.core.errors import ConfigError
+from perfci.core.settings import BENCHMARK_THRESHOLDS, Settings
 
 __all__ = ["BenchmarkSpec", "CheckRequest", "Runner", "resolve_benchmark"]
 

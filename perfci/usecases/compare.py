@@ -6,15 +6,15 @@ fingerprint; the base branch (the PR's base, else the configured one, else ``mai
 the merge base is not in the store), so the merge base's own runs and repeated runs of one
 commit count; never the run itself, and never the PR's own runs (they live on its branch).
 
-The machine's state is evidence (issue 12): a baseline run that ran throttled (thermal, power
-or hardware slowdown), at a low SM clock, or on a busy host (other processes took a good part
-of the CPU, :mod:`perfci.host_load`) in at least half its repeats is left out like a wrecked
-run, and a candidate repeat that did is named and, when other repeats remain, left out; each
-with a note in the comparison (:mod:`perfci.gpu_state` judges the repeats). When *every*
-candidate repeat ran on a busy host and its step moved, nothing is left to tell the code from
-the neighbour's load: the lines that moved are inconclusive, not regressions or improvements
-(a loaded 2-core runner made the example's large operators 40–140 % slower, and a docs-only
-pull request failed on them), and the note says to rerun or use ``--ab``.
+The machine's state is evidence (issue 12): a baseline run that ran throttled (thermal, power or
+hardware slowdown), at a low SM clock, or on a busy host (other processes took a good part of the
+CPU, :mod:`perfci.integrations.machine.host_load`) in at least half its repeats is left out like a
+wrecked run, and a candidate repeat that did is named and, when other repeats remain, left out; each
+with a note in the comparison (:mod:`perfci.integrations.machine.gpu_state` judges the repeats).
+When *every* candidate repeat ran on a busy host and its step moved, nothing is left to tell the
+code from the neighbour's load: the lines that moved are inconclusive, not regressions or
+improvements (a loaded 2-core runner made the example's large operators 40–140 % slower, and a
+docs-only pull request failed on them), and the note says to rerun or use ``--ab``.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from sqlalchemy.orm import Session
 from perfci.analysis.compare import CompareOptions, compare_run
 from perfci.analysis.steps import primary_step_in
 from perfci.analysis.values import on_fastest_step
-from perfci.gpu_judge import load_shift, step_moved, step_tolerance
-from perfci.gpu_state import RepeatJudgement, StateJudge
-from perfci.model import BaselineInfo, RunComparison, SeriesKey
+from perfci.core.model import BaselineInfo, RunComparison, SeriesKey
+from perfci.integrations.machine.gpu_state import RepeatJudgement, StateJudge
+from perfci.integrations.machine.judge import load_shift, step_moved, step_tolerance
 from perfci.store import queries
 from perfci.store.queries import RunInfo
 from perfci.store.samples import run_samples_checked
@@ -182,16 +182,16 @@ def screen_gpu_state(
 ) -> GpuScreen:
     """Leave out baseline runs and candidate repeats that ran on a throttled GPU or a busy host.
 
-    ``states`` maps run id → repeat → ``gpu_state`` (:func:`queries.repeat_gpu_states`).
-    A baseline run is left out when at least half of its sampled repeats were suspect; a
-    candidate repeat is left out when it was suspect and an unsuspect repeat remains. What
-    is usual for this runner (its usual SM clock, a power cap it always runs at) is learnt
-    from the baseline, so only what is unusual counts (:class:`~perfci.gpu_state.StateJudge`).
+    ``states`` maps run id → repeat → ``gpu_state`` (:func:`queries.repeat_gpu_states`). A baseline
+    run is left out when at least half of its sampled repeats were suspect; a candidate repeat is
+    left out when it was suspect and an unsuspect repeat remains. What is usual for this runner (its
+    usual SM clock, a power cap it always runs at) is learnt from the baseline, so only what is
+    unusual counts (:class:`~perfci.integrations.machine.gpu_state.StateJudge`).
 
     ``steps`` maps run id → the primary step's value per repeat. A busy host alone (the GPU
-    unthrottled) counts only where the step moved with it (:func:`~perfci.gpu_judge.step_moved`:
-    a run's median step against the other baseline runs', a repeat's against its run's
-    unsuspect repeats); a throttled GPU always counts.
+    unthrottled) counts only where the step moved with it
+    (:func:`~perfci.integrations.machine.judge.step_moved`: a run's median step against the other
+    baseline runs', a repeat's against its run's unsuspect repeats); a throttled GPU always counts.
     """
     if not states:
         return GpuScreen(kept_run_ids=list(baseline_run_ids))
@@ -332,8 +332,8 @@ def _with_cards(
     """The run's environment with the UUIDs of the cards its repeats actually ran on.
 
     The stored environment is shared by every run that matches it (UUIDs are not matched,
-    :data:`perfci.context.IDENTITY_KEYS`), so its ``gpu_uuid`` is the first such run's card;
-    the GPU state sampled during this run's repeats names this run's own.
+    :data:`perfci.core.fingerprint.IDENTITY_KEYS`), so its ``gpu_uuid`` is the first such run's
+    card; the GPU state sampled during this run's repeats names this run's own.
     """
     uuids = [
         str(gpu["uuid"])

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from perfci.errors import StorageError
-from perfci.settings import Settings, get_settings, redact_url
+from perfci.core.errors import StorageError
+from perfci.core.settings import Settings, get_settings, redact_url
 from perfci.store import db
 
 if TYPE_CHECKING:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from perfci.core.model import Profile
 from perfci.formats import registry
-from perfci.model import Profile
 
 
 def list_formats() -> list[tuple[str, str]]:
@@ -16,6 +16,6 @@ def list_formats() -> list[tuple[str, str]]:
 def profiles_from_document(document: Any, *, source: str = "") -> list[Profile]:
     """The profiles of one perfci JSON document (``perfci parse --json``); ``source`` names it
     in a ``ParseError``."""
-    from perfci.jsondoc import from_document
+    from perfci.core.jsondoc import from_document
 
     return from_document(document, source=source)

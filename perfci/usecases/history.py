@@ -35,8 +35,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from perfci import private_env
-from perfci.errors import ConfigError, PerfciError
+from perfci.core import private_env
+from perfci.core.errors import ConfigError, PerfciError
+from perfci.core.model import Profile, RunContext
+from perfci.core.settings import Settings, find_project_root
 from perfci.history import (
     GitBranch,
     HistoryRun,
@@ -47,8 +49,6 @@ from perfci.history import (
     run_path,
 )
 from perfci.history.documents import RUNS_DIR
-from perfci.model import Profile, RunContext
-from perfci.settings import Settings, find_project_root
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker

@@ -29,12 +29,12 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from perfci.context import detect_run_context
-from perfci.errors import ConfigError
+from perfci.core.errors import ConfigError
+from perfci.core.model import Profile, RunContext
+from perfci.core.settings import Settings, get_settings, redact_url
 from perfci.formats.registry import HISTORY_FORMATS, parse_file
 from perfci.history import HistoryRun, parse_history
-from perfci.model import Profile, RunContext
-from perfci.settings import Settings, get_settings, redact_url
+from perfci.integrations.context import detect_run_context
 from perfci.store.prepared import PreparedRun
 from perfci.usecases.history import append_history
 from perfci.usecases.ingest import check_values, prepare_run

@@ -3,7 +3,7 @@
 Idempotent: a run is identified by its key (commit + CI run id + attempt, or the content when
 there is no CI run id), unique in the database, so the same run ingested twice, even by two
 processes at once, is stored once; the same key with different numbers is a
-:class:`~perfci.errors.RunConflict` naming the stored run. Everything is parsed and checked
+:class:`~perfci.core.errors.RunConflict` naming the stored run. Everything is parsed and checked
 before the transaction opens (every value finite and non-negative, see :func:`check_values`),
 so bad input writes nothing.
 """
@@ -22,11 +22,11 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
 from perfci.analysis.values import compared_value
-from perfci.errors import ConfigError, InvalidValue, ParseError, UnknownFormatError
+from perfci.core.errors import ConfigError, InvalidValue, ParseError, UnknownFormatError
+from perfci.core.limits import MAX_VALUE
+from perfci.core.model import MetricKind, Profile, RunContext, SeriesParts
 from perfci.formats.caps import ParseLimits, parse_limits
 from perfci.formats.registry import HISTORY_FORMATS, parse_file
-from perfci.limits import MAX_VALUE
-from perfci.model import MetricKind, Profile, RunContext, SeriesParts
 from perfci.store.prepared import Cell, PreparedRun, Values, cell_values
 from perfci.store.runs import IngestResult, storage_error, stored_run, write_run
 from perfci.usecases.inputs import expand_inputs, parse_each
@@ -182,13 +182,13 @@ def parse_repeats(
     """The profiles of each repeat (see :func:`parse_and_ingest`); errors name the file.
 
     A folder stands for the profile files in it (:mod:`.inputs`); those no parser recognises,
-    and those that hold no measurement yet (:class:`~perfci.errors.NoMeasurements`), are
+    and those that hold no measurement yet (:class:`~perfci.core.errors.NoMeasurements`), are
     appended to ``skipped`` when it is given. ``found``: every file was found by a benchmark's
     globs rather than named, so an empty one is skipped like a folder's.
 
     ``max_metrics`` / ``max_samples``: the caps of the whole run (all files together), counted
     by the readers as they read (:mod:`perfci.formats.caps`): a file past one stops with
-    :class:`~perfci.errors.InputTooLarge` at the first metric or sample over it (issue 31).
+    :class:`~perfci.core.errors.InputTooLarge` at the first metric or sample over it (issue 31).
     """
     inputs = expand_inputs(files, format=format)
     if skipped is not None:

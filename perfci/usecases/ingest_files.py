@@ -10,12 +10,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from perfci.context import detect_run_context
-from perfci.errors import ConfigError
-from perfci.settings import get_settings
+from perfci.core.errors import ConfigError
+from perfci.core.settings import get_settings
+from perfci.integrations.context import detect_run_context
 
 if TYPE_CHECKING:
-    from perfci.model import Profile, RunContext
+    from perfci.core.model import Profile, RunContext
     from perfci.usecases.ingest import IngestResult
 
 

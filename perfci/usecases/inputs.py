@@ -4,7 +4,7 @@
 (and its subfolders), in natural order (``rep2`` before ``rep10``), so that a CI job can hand
 over its output folder. Files no parser recognises there (a README, a log) are skipped and
 named; hidden files and folders are not looked at. A folder's file in a format perfci reads
-that holds no measurement yet (:class:`~perfci.errors.NoMeasurements`: the Megatron log of a
+that holds no measurement yet (:class:`~perfci.core.errors.NoMeasurements`: the Megatron log of a
 rank that prints no training log) is skipped and named by the reader too.
 
 Links (issue 31): a link inside the folder to a file or folder inside it is followed, each
@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from perfci.errors import ConfigError, NoMeasurements, ParseError, UnknownFormatError
+from perfci.core.errors import ConfigError, NoMeasurements, ParseError, UnknownFormatError
+from perfci.core.model import Profile
 from perfci.formats.registry import detect, get_format, read_head
-from perfci.model import Profile
 
 
 @dataclass(slots=True)
@@ -89,7 +89,7 @@ def parse_each(
     """Each file's profiles, in order (a file named twice is read twice), by ``parse(path,
     format name or None)``.
 
-    A file that holds no measurement yet (:class:`~perfci.errors.NoMeasurements`) is refused
+    A file that holds no measurement yet (:class:`~perfci.core.errors.NoMeasurements`) is refused
     when it was named, and skipped when it came from a folder (or every file was ``found`` by
     a benchmark's globs): appended to ``skipped``, or, when that is not given, named in a
     warning of the first profile. If every file is empty, the first one's reason is raised.

@@ -23,8 +23,8 @@ from dataclasses import replace
 
 from perfci.analysis.gating import gpu_run, host_timing
 from perfci.analysis.judge import run_verdict
-from perfci.gpu_judge import LoadShift
-from perfci.model import MetricComparison, MetricKind, RunComparison, Verdict
+from perfci.core.model import MetricComparison, MetricKind, RunComparison, Verdict
+from perfci.integrations.machine.judge import LoadShift
 
 __all__ = ["undecided_on_a_busy_host", "undecided_on_a_load_change"]
 

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from perfci.analysis.values import compared_value
+from perfci.core.jsondoc import to_document
+from perfci.core.model import Metric, Profile
 from perfci.formats.registry import parse_file
-from perfci.jsondoc import to_document
-from perfci.model import Metric, Profile
 from perfci.usecases.inputs import expand_inputs, parse_each
 
 

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from perfci.errors import ConfigError, NotFoundError
+from perfci.core.errors import ConfigError, NotFoundError
 from perfci.store.schema import Project
 from perfci.usecases.browse import ProjectSummary
 

@@ -16,8 +16,8 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.exc import DBAPIError
 
-from perfci.errors import ConfigError, StorageError
-from perfci.settings import Settings, get_settings, redact_url
+from perfci.core.errors import ConfigError, StorageError
+from perfci.core.settings import Settings, get_settings, redact_url
 from perfci.store import partitions, retention
 from perfci.store.db import Store, error_reason, open_store
 

@@ -26,14 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perfci import private_env
-from perfci.errors import ConfigError, GitHubError
-from perfci.github import GitHubClient
-from perfci.github_actions import annotation, is_fork_pull_request, write_job_summary
-from perfci.model import MetricComparison, MetricKind, RunComparison, RunContext, Verdict
+from perfci.core import private_env
+from perfci.core.errors import ConfigError, GitHubError
+from perfci.core.model import MetricComparison, MetricKind, RunComparison, RunContext, Verdict
+from perfci.core.settings import Settings
+from perfci.integrations.github.actions import annotation, is_fork_pull_request, write_job_summary
+from perfci.integrations.github.client import GitHubClient
 from perfci.report.json_report import comparison_to_dict
 from perfci.report.markdown import comment_marker, render_comment, render_summary
-from perfci.settings import Settings
 
 __all__ = [
     "MAX_ERROR_ANNOTATIONS",
@@ -116,7 +116,7 @@ def publish(
     event
         The GitHub event payload; read from ``$GITHUB_EVENT_PATH`` when ``None``.
     env
-        The process environment (:func:`perfci.private_env.environ` when ``None``).
+        The process environment (:func:`perfci.core.private_env.environ` when ``None``).
     out_dir
         Folder for the report files (the artifact); none are written when ``None``.
     client
@@ -245,7 +245,7 @@ def publish_artifact(
 
 
 def _event(event: Mapping[str, Any] | None, env: Mapping[str, str]) -> Mapping[str, Any]:
-    from perfci.context import read_event
+    from perfci.integrations.context import read_event
 
     return event if event is not None else read_event(env.get("GITHUB_EVENT_PATH"))
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from perfci.errors import ConfigError
-from perfci.model import Profile
+from perfci.core.errors import ConfigError
+from perfci.core.model import Profile
 
 #: Repeats in different formats must share at least this share of the smaller one's metric
 #: keys (nsys stats against nvprof of the same program share ~10 %: CUDA API names only).

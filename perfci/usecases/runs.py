@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from perfci.errors import NotFoundError, StorageError
+from perfci.core.errors import NotFoundError, StorageError
 from perfci.store.db import error_reason
 from perfci.store.queries import get_run
 from perfci.store.run_delete import add_audit_event, delete_run_rows

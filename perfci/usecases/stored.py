@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from perfci.errors import ConfigError
-from perfci.settings import Settings, get_settings
+from perfci.core.errors import ConfigError
+from perfci.core.settings import Settings, get_settings
 from perfci.store.db import open_store
 from perfci.store.queries import get_run
 from perfci.usecases.check import exit_code
@@ -21,7 +21,7 @@ from perfci.usecases.stores import project_or_default
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
-    from perfci.model import RunComparison, RunInfo
+    from perfci.core.model import RunComparison, RunInfo
     from perfci.usecases.runs import DeletedRun
 
 

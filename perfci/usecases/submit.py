@@ -14,9 +14,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from perfci.analysis.compare import CompareOptions
-from perfci.model import Profile, RunComparison, RunContext, Verdict
-from perfci.report.json_report import comparison_from_dict, comparison_to_dict
-from perfci.settings import Settings
+from perfci.core.model import Profile, RunComparison, RunContext, Verdict
+from perfci.core.settings import Settings
+from perfci.core.transfer import comparison_from_dict
+from perfci.report.json_report import comparison_to_dict
 from perfci.store.schema import Comparison
 from perfci.usecases.compare import compare_stored_run
 from perfci.usecases.ingest import IngestResult, ingest_run
@@ -56,7 +57,7 @@ def submit_run(
     database stop between them left runs that were never compared): nothing is stored unless
     both are. A run that was already stored (a retried CI job or upload) is not compared
     again: the comparison it got the first time is returned, so a retry reports the same
-    verdict; the same run key with other numbers is a :class:`~perfci.errors.RunConflict`.
+    verdict; the same run key with other numbers is a :class:`~perfci.core.errors.RunConflict`.
     ``idempotency_key`` (an HTTP client's ``Idempotency-Key``) replaces the run key derived
     from the context.
     """
@@ -188,8 +189,8 @@ def submit_remote(
     The server runs the same sequence and answers with the comparison; the upload carries an
     Idempotency-Key derived from its content, so a retried CI job gets the same run back.
     """
-    from perfci.errors import ConfigError
-    from perfci.remote import comparison_of, upload_run
+    from perfci.core.errors import ConfigError
+    from perfci.integrations.remote import comparison_of, upload_run
 
     if settings.server_url is None:
         raise ConfigError("remote mode needs a server URL (PERFCI_SERVER_URL)")

@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.orm import Session
 
-from perfci.errors import AuthError, ConfigError, NotFoundError
+from perfci.core.errors import AuthError, ConfigError, NotFoundError
 from perfci.store import access
 from perfci.store.schema import ApiToken
 

@@ -39,9 +39,9 @@ from perfci.analysis.changepoints import (
     detect_change_points,
     segment_levels,
 )
-from perfci.errors import ConfigError
-from perfci.model import MetricKind, SeriesKey
-from perfci.model_weekly import (
+from perfci.core.errors import ConfigError
+from perfci.core.model import MetricKind, SeriesKey
+from perfci.core.weekly import (
     BenchmarkTrend,
     ChangePointReport,
     Coverage,
@@ -62,7 +62,7 @@ from perfci.store.samples import run_samples_checked
 from perfci.usecases.alerts import AlertInfo, NewAlert, record_alerts
 from perfci.usecases.weeks import iso_week, period_label, week_bounds
 
-# The report's types live in perfci.model_weekly; they are re-exported here for callers that
+# The report's types live in perfci.core.weekly; they are re-exported here for callers that
 # import them beside build_weekly_report.
 __all__ = [
     "BenchmarkTrend",

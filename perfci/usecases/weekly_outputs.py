@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from perfci.settings import get_settings
+from perfci.core.settings import get_settings
 
 if TYPE_CHECKING:
-    from perfci.model_weekly import WeeklyReport
+    from perfci.core.weekly import WeeklyReport
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +70,7 @@ def post_issue(
     project: str | None = None,
 ) -> PostedIssue:
     """Create, or update in place, the weekly issue of ``report`` in ``repo``."""
-    from perfci.github import GitHubClient
+    from perfci.integrations.github.client import GitHubClient
     from perfci.report.weekly_markdown import issue_title, render_markdown, weekly_marker
 
     settings = get_settings({"database_url": database_url, "project": project})
@@ -87,7 +87,7 @@ def post_issue(
 
 def post_to_slack(report: WeeklyReport, webhook: str) -> None:
     """Post the report's Slack summary to the incoming ``webhook``."""
+    from perfci.integrations.slack import post_slack
     from perfci.report.weekly_markdown import render_slack
-    from perfci.slack import post_slack
 
     post_slack(webhook, render_slack(report))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 
-from perfci.errors import ConfigError
+from perfci.core.errors import ConfigError
 
 __all__ = ["WEEK_YEARS", "iso_week", "period_label", "week_bounds"]
 

@@ -16,7 +16,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
 from perfci.formats._textio import open_maybe_gzip
 
 _DECODER = json.JSONDecoder()

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
 from perfci.formats._textio import open_maybe_gzip
 
 __all__ = ["documents", "without_bulk"]

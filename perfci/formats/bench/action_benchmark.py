@@ -24,7 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from perfci.errors import ConfigError
+from perfci.core.errors import ConfigError
+from perfci.core.model import Better, Device, Metric, MetricKind, Profile
+from perfci.core.units import BYTES_PER_UNIT, NS_PER_UNIT
 from perfci.formats.bench._json_doc import (
     ShapeError,
     describe,
@@ -34,8 +36,6 @@ from perfci.formats.bench._json_doc import (
     scaled,
     shape_errors,
 )
-from perfci.model import Better, Device, Metric, MetricKind, Profile
-from perfci.units import BYTES_PER_UNIT, NS_PER_UNIT
 
 if TYPE_CHECKING:
     from perfci.formats.protocol import Head
@@ -50,7 +50,7 @@ _OPTION_HINT = "--option better=higher"
 _TOOLS = {"customsmallerisbetter": Better.LOWER, "custombiggerisbetter": Better.HIGHER}
 _BETTER = {"lower": Better.LOWER, "higher": Better.HIGHER}
 
-# Spelled-out time and size units; the short ones come from perfci.units.
+# Spelled-out time and size units; the short ones come from perfci.core.units.
 _TIME_WORDS = {
     "nanosecond": "ns",
     "nsec": "ns",

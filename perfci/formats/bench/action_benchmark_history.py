@@ -41,7 +41,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Better, Profile
 from perfci.formats._textio import read_text
 from perfci.formats.bench._json_doc import (
     ShapeError,
@@ -53,7 +54,6 @@ from perfci.formats.bench._json_doc import (
     shape_errors,
 )
 from perfci.formats.bench.action_benchmark import classify, entry_metric, unique_name
-from perfci.model import Better, Profile
 
 if TYPE_CHECKING:
     from perfci.formats.protocol import Head

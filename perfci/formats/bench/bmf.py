@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from perfci.core.model import Better, Device, Metric, MetricKind, Profile
 from perfci.formats.bench._json_doc import (
     ShapeError,
     describe,
@@ -26,7 +27,6 @@ from perfci.formats.bench._json_doc import (
     number,
     shape_errors,
 )
-from perfci.model import Better, Device, Metric, MetricKind, Profile
 
 if TYPE_CHECKING:
     from perfci.formats.protocol import Head

@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import TIME_UNIT, Better, Device, Metric, MetricKind, Profile
 from perfci.formats._text_lines import open_text
 from perfci.formats.caps import Budget, budget
-from perfci.model import TIME_UNIT, Better, Device, Metric, MetricKind, Profile
 
 if TYPE_CHECKING:
     from perfci.formats.protocol import Head

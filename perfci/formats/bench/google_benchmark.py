@@ -32,11 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.limits import MAX_VALUE
+from perfci.core.model import Better, Device, Metric, MetricKind, Profile, default_better
+from perfci.core.units import scale_to_ns
 from perfci.formats.bench import _json_doc
-from perfci.limits import MAX_VALUE
-from perfci.model import Better, Device, Metric, MetricKind, Profile, default_better
-from perfci.units import scale_to_ns
 
 if TYPE_CHECKING:
     from perfci.formats.protocol import Head

@@ -39,6 +39,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from perfci.core.model import Better, Device, Metric, MetricKind, Profile
+from perfci.core.units import NS_PER_UNIT
 from perfci.formats.bench._json_doc import (
     ShapeError,
     describe,
@@ -48,8 +50,6 @@ from perfci.formats.bench._json_doc import (
     scaled,
     shape_errors,
 )
-from perfci.model import Better, Device, Metric, MetricKind, Profile
-from perfci.units import NS_PER_UNIT
 
 if TYPE_CHECKING:
     from perfci.formats.protocol import Head

@@ -26,7 +26,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from perfci.errors import ConfigError
+from perfci.core.errors import ConfigError
+from perfci.core.model import Better, Device, Metric, MetricKind, Profile
+from perfci.core.units import NS_PER_UNIT
 from perfci.formats.bench._json_doc import (
     ShapeError,
     describe,
@@ -36,8 +38,6 @@ from perfci.formats.bench._json_doc import (
     scaled,
     shape_errors,
 )
-from perfci.model import Better, Device, Metric, MetricKind, Profile
-from perfci.units import NS_PER_UNIT
 
 if TYPE_CHECKING:
     from perfci.formats.protocol import Head

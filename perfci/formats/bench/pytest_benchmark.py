@@ -19,10 +19,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Device, Metric, MetricKind, Profile
+from perfci.core.units import scale_to_ns
 from perfci.formats.bench import _json_doc
-from perfci.model import Device, Metric, MetricKind, Profile
-from perfci.units import scale_to_ns
 
 if TYPE_CHECKING:
     from perfci.formats.protocol import Head

@@ -37,6 +37,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from perfci.core.model import Better, Device, Metric, MetricKind, Profile
 from perfci.formats.bench._json_doc import (
     ShapeError,
     describe,
@@ -45,7 +46,6 @@ from perfci.formats.bench._json_doc import (
     number,
     shape_errors,
 )
-from perfci.model import Better, Device, Metric, MetricKind, Profile
 
 if TYPE_CHECKING:
     from perfci.formats.protocol import Head

@@ -66,10 +66,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Better, Metric, MetricKind, Profile
 from perfci.formats.bench._json_doc import ShapeError, describe, leading_items, number, scaled
 from perfci.formats.bench._vllm_json import documents
-from perfci.model import Better, Metric, MetricKind, Profile
 
 if TYPE_CHECKING:
     from perfci.formats.protocol import Head

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from perfci.limits import MAX_VALUE
+from perfci.core.limits import MAX_VALUE
 
 MARKER = ":::MLLOG"
 BLOCK_SIZE = 1 << 20

@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from perfci.model import TIME_UNIT, Better, Metric, MetricKind, Profile
+from perfci.core.model import TIME_UNIT, Better, Metric, MetricKind, Profile
 
 _NS_PER_MS = 1e6
 _LATENCY = re.compile(r"\(ns\)|latency_ns$|_latency_ss$", re.I)

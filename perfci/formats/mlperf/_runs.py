@@ -35,10 +35,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from perfci.core.model import Better, Metric, MetricKind, Profile
 from perfci.formats._steps import detect_warmup, step_metric
 from perfci.formats.caps import Budget, budget
 from perfci.formats.mlperf._events import Event, Unreadable, finite
-from perfci.model import Better, Metric, MetricKind, Profile
 
 NS_PER_MS = 1_000_000
 DEFAULT_LABEL = "mlperf"

@@ -29,13 +29,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Profile
 from perfci.formats._textio import gc_paused, open_maybe_gzip
 from perfci.formats.caps import budget
 from perfci.formats.mlperf._events import Event, Unreadable, decode_event, marked_lines
 from perfci.formats.mlperf._loadgen import RESULT_PREFIXES, detail_profile
 from perfci.formats.mlperf._runs import RunSplitter, build_profiles
-from perfci.model import Profile
 
 if TYPE_CHECKING:
     from perfci.formats.protocol import Head

@@ -40,11 +40,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Profile
 from perfci.formats._text_lines import open_text
 from perfci.formats.caps import budget
 from perfci.formats.mlperf._loadgen import invalid_warning, result_metric
-from perfci.model import Profile
 
 if TYPE_CHECKING:
     from perfci.formats.protocol import Head

@@ -1,4 +1,4 @@
-"""perfci's own JSON document (see ``perfci.jsondoc``), so that any tool can feed perfci."""
+"""perfci's own JSON document (see ``perfci.core.jsondoc``), so that any tool can feed perfci."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.jsondoc import from_document
+from perfci.core.model import Profile
 from perfci.formats._textio import open_maybe_gzip
-from perfci.jsondoc import from_document
-from perfci.model import Profile
 
 if TYPE_CHECKING:
     from perfci.formats.protocol import Head

@@ -15,10 +15,10 @@ from itertools import chain
 from operator import itemgetter
 from typing import TYPE_CHECKING
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.limits import MAX_VALUE
 from perfci.formats._textio import scaled_decimal
 from perfci.formats.ncu._units import UnitScale, scale
-from perfci.limits import MAX_VALUE
 
 if TYPE_CHECKING:
     from perfci.formats.ncu._csv_reader import Series
@@ -62,7 +62,7 @@ class Converter:
 
     Many cells at a time: one ``replace`` over the joined cells drops the grouping, one more
     appends the power as an exponent (``12.5`` → ``12.5e3``, so that ``float`` rounds the exact
-    product once, as ``perfci.units`` does), and ``map(float, …)`` reads them all. Cells that
+    product once, as ``perfci.core.units`` does), and ``map(float, …)`` reads them all. Cells that
     are not all plain numbers (``n/a``, ``nan``, ``4.0e-05`` with a power, a string) take the
     cell-by-cell path, memoised per power, which gives the same numbers.
     """

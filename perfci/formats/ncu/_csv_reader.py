@@ -12,7 +12,7 @@ import csv
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
 from perfci.formats.caps import budget
 
 __all__ = ["DURATIONS", "LAUNCH_CONFIG", "Kernel", "Process", "Reader", "Series", "Table"]

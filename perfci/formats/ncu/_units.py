@@ -1,12 +1,13 @@
 """Nsight Compute's metric units: the canonical unit, the power of ten to it, the good direction.
 
 ncu scales units per value (``nsecond``/``usecond``/``msecond``/``second``, ``byte``/``Kbyte``/
-``Mbyte``, ``Gbyte/second``, ``hz``/``Ghz``, ``cycle/nsecond``) unless run with
-``--print-units base``; newer releases print ``ns``/``us`` and ``Ghz`` as well. Its prefixes are
-decimal (SI), sizes included: the Launch Statistics section prints the 32 KiB shared-memory
-configuration as ``Kbyte 32.77`` and the 1 KiB driver reservation as ``Kbyte/block 1.02``
-(corpus ``ncu_text/duoan_playground-cuda__blog_kernel_ncu.txt``). So ``Kbyte`` is 1000 bytes and
-``Gbyte/second`` 1e9 bytes/s, unlike the binary ``KB`` of PyTorch and nvprof in ``perfci.units``.
+``Mbyte``, ``Gbyte/second``, ``hz``/``Ghz``, ``cycle/nsecond``) unless run with ``--print-units
+base``; newer releases print ``ns``/``us`` and ``Ghz`` as well. Its prefixes are decimal (SI), sizes
+included: the Launch Statistics section prints the 32 KiB shared-memory configuration as ``Kbyte
+32.77`` and the 1 KiB driver reservation as ``Kbyte/block 1.02`` (corpus
+``ncu_text/duoan_playground-cuda__blog_kernel_ncu.txt``). So ``Kbyte`` is 1000 bytes and
+``Gbyte/second`` 1e9 bytes/s, unlike the binary ``KB`` of PyTorch and nvprof in
+``perfci.core.units``.
 
 Canonical units: times ``ns``, sizes ``bytes`` (``byte/block`` too: the metric's name says per
 block), byte rates ``bytes/s``, frequencies ``Hz`` (``hz`` and ``cycle/nsecond`` alike, as ncu
@@ -21,7 +22,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from perfci.model import Better
+from perfci.core.model import Better
 
 _PREFIX_POWER = {"": 0, "K": 3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15}
 _TIME_POWER = {

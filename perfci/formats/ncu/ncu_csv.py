@@ -43,7 +43,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Metric, MetricKind, Profile
 from perfci.formats._text_lines import open_text
 from perfci.formats._textio import gc_paused
 from perfci.formats.ncu._csv_numbers import Converter, choose_decimal_mark, series_numbers
@@ -51,7 +52,6 @@ from perfci.formats.ncu._csv_reader import DURATIONS as _DURATIONS
 from perfci.formats.ncu._csv_reader import LAUNCH_CONFIG as _LAUNCH_CONFIG
 from perfci.formats.ncu._csv_reader import Kernel, Process, Reader, Series
 from perfci.formats.ncu._units import NS, better_for, scale
-from perfci.model import Metric, MetricKind, Profile
 
 if TYPE_CHECKING:
     from perfci.formats.protocol import Head

@@ -34,11 +34,11 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Profile
 from perfci.formats._text_lines import open_text
 from perfci.formats._textio import gc_paused
 from perfci.formats.ncu import ncu_csv
-from perfci.model import Profile
 
 if TYPE_CHECKING:
     from perfci.formats.protocol import Head

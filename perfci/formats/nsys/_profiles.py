@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from perfci.core.model import Device, Metric, MetricKind, Profile
 from perfci.formats._steps import collect_steps
 from perfci.formats.caps import budget
 from perfci.formats.nsys._reports import (
@@ -32,7 +33,6 @@ from perfci.formats.nsys._reports import (
     Layout,
     ReportSpec,
 )
-from perfci.model import Device, Metric, MetricKind, Profile
 
 K = MetricKind
 # Enum members as plain names: ``K.MEMORY`` is a class attribute lookup, a global is cheaper in

@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from perfci.model import Device, MetricKind
-from perfci.units import NS_PER_UNIT
+from perfci.core.model import Device, MetricKind
+from perfci.core.units import NS_PER_UNIT
 
 K = MetricKind
 TIME, SIZE = "time", "size"

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from perfci.model import Device, Metric, MetricKind
+from perfci.core.model import Device, Metric, MetricKind
 
 # Medians need every event's duration fetched into Python, one row at a time; above this many
 # rows in one table the median / std are left out rather than making a large export slow to

@@ -13,6 +13,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
+from perfci.core.model import Device, Metric, MetricKind
 from perfci.formats.nsys._sqlite_schema import (
     CONCURRENT_KERNEL,
     DRIVER,
@@ -28,7 +29,6 @@ from perfci.formats.nsys._sqlite_schema import (
     number,
     require,
 )
-from perfci.model import Device, Metric, MetricKind
 
 Finish = Callable[[list[Metric]], list[Metric]]
 

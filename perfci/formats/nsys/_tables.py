@@ -15,13 +15,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.limits import MAX_VALUE
+from perfci.core.model import Profile
+from perfci.core.units import in_range, to_decimal
 from perfci.formats._textio import gc_paused, open_capped
 from perfci.formats.nsys._profiles import ProfileSet, file_stem
 from perfci.formats.nsys._reports import ELISION, REPORTS, Layout, LayoutError, layout_for
-from perfci.limits import MAX_VALUE
-from perfci.model import Profile
-from perfci.units import in_range, to_decimal
 
 
 class TableReader(ABC):

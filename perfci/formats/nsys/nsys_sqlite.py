@@ -60,7 +60,8 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Device, Metric, MetricKind, Profile
 from perfci.formats._steps import collect_steps, step_number
 from perfci.formats.nsys._sqlite_schema import (
     MARKER,
@@ -78,7 +79,6 @@ from perfci.formats.nsys._sqlite_sources import (
     nvprof_sources,
     nvtx_step_ranges,
 )
-from perfci.model import Device, Metric, MetricKind, Profile
 
 if TYPE_CHECKING:
     from perfci.formats.protocol import Head

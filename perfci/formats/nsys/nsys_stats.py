@@ -26,6 +26,8 @@ from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from perfci.core.limits import MAX_VALUE
+from perfci.core.model import Profile
 from perfci.formats.nsys._reports import (
     MEMORY_TITLE_2020,
     TITLE_UNITS,
@@ -34,8 +36,6 @@ from perfci.formats.nsys._reports import (
     processing,
 )
 from perfci.formats.nsys._tables import Numbers, TableReader
-from perfci.limits import MAX_VALUE
-from perfci.model import Profile
 
 if TYPE_CHECKING:
     from perfci.formats.protocol import Head

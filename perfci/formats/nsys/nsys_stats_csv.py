@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Profile
 from perfci.formats.nsys._reports import REPORTS, Layout, processing
 from perfci.formats.nsys._tables import Numbers, TableReader
-from perfci.model import Profile
 
 if TYPE_CHECKING:
     from perfci.formats.protocol import Head

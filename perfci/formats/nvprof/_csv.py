@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Callable
 
+from perfci.core.units import parse_duration, parse_int, parse_size
 from perfci.formats.nvprof._runs import (
     COUNT_START,
     GPU,
@@ -21,7 +22,6 @@ from perfci.formats.nvprof._runs import (
     Table,
 )
 from perfci.formats.nvprof._trace import TraceSeries, classify
-from perfci.units import parse_duration, parse_int, parse_size
 
 _CSV_HEADER_FIRST = frozenset({"Type", "Time(%)", "Device", "Start", "Invocations", "Count"})
 _SIZE_UNITS = ("B", "KB", "MB", "GB", "TB")

@@ -13,7 +13,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Device, Metric, MetricKind, Profile
+from perfci.core.units import NS_PER_UNIT, parse_duration, parse_size
 from perfci.formats._steps import collect_steps
 from perfci.formats.caps import budget
 from perfci.formats.nvprof._trace import (
@@ -24,8 +26,6 @@ from perfci.formats.nvprof._trace import (
     TraceSeries,
     trace_metrics,
 )
-from perfci.model import Device, Metric, MetricKind, Profile
-from perfci.units import NS_PER_UNIT, parse_duration, parse_size
 
 SUMMARY_HEADER = re.compile(r"\s*(Type\s+)?Time\(%\)\s+Time\s+Calls\s+Avg\s+Min\s+Max\s+Name")
 UM_HEADER = re.compile(

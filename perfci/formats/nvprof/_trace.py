@@ -30,7 +30,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from perfci.model import Device, Metric, MetricKind
+from perfci.core.model import Device, Metric, MetricKind
 
 GPU_TRACE = "GPU trace"
 API_TRACE = "API trace"

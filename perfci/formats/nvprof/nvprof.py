@@ -56,7 +56,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Profile
 from perfci.formats._text_lines import open_text
 from perfci.formats.nvprof._csv import CsvReader
 from perfci.formats.nvprof._runs import (
@@ -73,7 +74,6 @@ from perfci.formats.nvprof._runs import (
     Table,
     finish_run,
 )
-from perfci.model import Profile
 
 if TYPE_CHECKING:
     from perfci.formats.protocol import Head

@@ -16,10 +16,10 @@ from typing import Any, cast
 
 import numpy as np
 
+from perfci.core.model import Device, Metric, MetricKind, Profile
 from perfci.formats._steps import step_number
 from perfci.formats.caps import Budget, budget
 from perfci.formats.pytorch._chrome_stream import Event, EventError
-from perfci.model import Device, Metric, MetricKind, Profile
 
 __all__ = ["CATEGORIES", "LEGACY_PIDS", "Aggregate", "Category", "Peak", "is_number"]
 

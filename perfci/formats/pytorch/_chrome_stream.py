@@ -28,7 +28,7 @@ from typing import IO, Any, cast
 
 import msgspec
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
 from perfci.formats._textio import open_maybe_gzip
 
 CHUNK_BYTES = 1024 * 1024

@@ -2,7 +2,7 @@
 
 Each row gives a CPU metric and, in tables with device columns, a GPU metric; a side whose
 times and memory are all zero is left out when the other side has data. Each distinct cell
-text is parsed once (by ``perfci.units``) and remembered, since tables repeat a few thousand
+text is parsed once (by ``perfci.core.units``) and remembered, since tables repeat a few thousand
 distinct cells. When a table ends, colliding names are told apart (``name_rows``) and the
 step rows become ``step`` metrics (``table_steps``), and the memory cells of the rows
 ``counter`` metrics in bytes (``memory_counters``).
@@ -16,11 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from perfci.core.model import Better, Device, Metric, MetricKind
+from perfci.core.units import parse_duration, parse_int, parse_number, parse_size
 from perfci.formats._fixed_width import Layout
 from perfci.formats._steps import collect_steps, step_number
 from perfci.formats.caps import Budget
-from perfci.model import Better, Device, Metric, MetricKind
-from perfci.units import parse_duration, parse_int, parse_number, parse_size
 
 _STEP_WILDCARD = re.compile(r"^(?P<stem>.*(?:step|Step|STEP|iter|Iter|ITER))\*$")
 _STEP = MetricKind.STEP
@@ -76,7 +76,7 @@ class Table:
 
 
 class CellError(ValueError):
-    """A value cell that ``perfci.units`` cannot read; the reader adds file, line, column."""
+    """A value cell that ``perfci.core.units`` cannot read; the reader adds file, line, column."""
 
     def __init__(self, text: str, expected: str) -> None:
         super().__init__(f"expected {expected}, got {text!r}")
@@ -84,7 +84,7 @@ class CellError(ValueError):
 
 
 class Values:
-    """Cell text → number, each distinct text parsed once by ``perfci.units``.
+    """Cell text → number, each distinct text parsed once by ``perfci.core.units``.
 
     Tables repeat a few thousand distinct cells, so a dictionary hit replaces the regex and
     Decimal work of the units helpers on almost every cell of a large log.

@@ -24,7 +24,7 @@ metadata) are not metrics; their counts are kept in ``metadata["ignored_events"]
 Steps: ``ProfilerStep#N`` ranges become one ``step`` metric with per-step samples in numeric
 order (the same step written twice, as in an AMD sample, counts once). torch 1.8/1.9 wrote
 them with ``cat: "Operator"`` (as operators, on the CPU thread): they are steps all the same.
-A trace written by ``perfci.torch.profile_steps`` carries its own step timer under the
+A trace written by ``perfci.integrations.torch.profile_steps`` carries its own step timer under the
 top-level ``"perfci"`` key (CUDA events, no profiler overhead); those samples are preferred
 when present.
 
@@ -42,7 +42,7 @@ Peak memory (``measure`` metrics in bytes, lower is better):
   (device cpu for device type 0, gpu otherwise), and "peak reserved memory" for the
   caching allocators of devices. With several devices of one side the name says which
   (``peak allocated memory (cuda:1)``). Older traces carry only ``Bytes``: no peak.
-* ``perfci.torch.profile_steps`` on CUDA writes per-step peaks
+* ``perfci.integrations.torch.profile_steps`` on CUDA writes per-step peaks
   (``torch.cuda.max_memory_allocated`` / ``max_memory_reserved``, reset each step) into
   its ``"perfci"`` block: "peak allocated memory" / "peak reserved memory" on the gpu with
   the per-step peaks as ``samples`` and their maximum as ``value``. These win over the
@@ -59,11 +59,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from perfci.core.model import Better, Device, Metric, MetricKind, Profile
 from perfci.formats._steps import step_metric
 from perfci.formats.caps import budget
 from perfci.formats.pytorch._chrome_events import Aggregate, Peak, is_number
 from perfci.formats.pytorch._chrome_stream import read_trace
-from perfci.model import Better, Device, Metric, MetricKind, Profile
 
 if TYPE_CHECKING:
     from perfci.formats.protocol import Head
@@ -71,7 +71,9 @@ if TYPE_CHECKING:
 NAME = "chrome_trace"
 DESCRIPTION = "PyTorch profiler / Kineto Chrome-trace JSON (.json, .json.gz, legacy arrays)"
 
-STEP_KEY = "perfci"  # perfci.torch.STEP_KEY; not imported so that parsing never needs torch
+STEP_KEY = (
+    "perfci"  # perfci.integrations.torch.STEP_KEY; not imported so that parsing never needs torch
+)
 
 PEAK_ALLOCATED = "peak allocated memory"
 PEAK_RESERVED = "peak reserved memory"
@@ -138,8 +140,8 @@ def _add_steps(profile: Profile, aggregate: Aggregate, top: Mapping[str, Any]) -
     own = _perfci_steps(top.get(STEP_KEY), profile)
     if own is not None:
         name, own_device, samples = own
-        # perfci.torch ran its warm-up steps before profiling: every sample here is steady,
-        # and guessing warm-up on them would only drop noisy steps.
+        # perfci.integrations.torch ran its warm-up steps before profiling: every sample here is
+        # steady, # and guessing warm-up on them would only drop noisy steps.
         metric = step_metric(name, samples, device=own_device, warmup=0)
         metric.attrs["source"] = "perfci step timer"
     elif numbered:
@@ -153,7 +155,8 @@ def _add_steps(profile: Profile, aggregate: Aggregate, top: Mapping[str, Any]) -
 
 
 def _perfci_steps(block: Any, profile: Profile) -> tuple[str, Device, list[float]] | None:
-    """``(name, device, samples)`` from the ``"perfci"`` block written by perfci.torch."""
+    """``(name, device, samples)`` from the ``"perfci"`` block that
+    :mod:`perfci.integrations.torch` wrote."""
     if block is None:
         return None
     samples = block.get("samples_ns") if isinstance(block, dict) else None
@@ -191,7 +194,8 @@ def _add_memory(
 
 
 def _perfci_memory(block: Any, profile: Profile) -> list[Metric]:
-    """The per-step CUDA peaks ``perfci.torch.profile_steps`` wrote (none on the CPU)."""
+    """The per-step CUDA peaks ``perfci.integrations.torch.profile_steps`` wrote (none on the
+    CPU)."""
     if not isinstance(block, dict):
         return []
     metrics = []

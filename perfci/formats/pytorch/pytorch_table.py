@@ -42,7 +42,7 @@ keeps its complete rows and says so in ``Profile.warnings``.
 
 The file is streamed line by line and a table becomes its profile as soon as it ends. Per row
 the work is a few precomputed slices: each distinct cell text is parsed once (by
-``perfci.units``), layouts are built once per distinct header, and the cyclic garbage collector
+``perfci.core.units``), layouts are built once per distinct header, and the cyclic garbage collector
 is paused while reading (see ``benchmarks/parse_speed.py`` for the speed this keeps).
 """
 
@@ -54,7 +54,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Device, Profile
+from perfci.core.units import parse_duration
 from perfci.formats._fixed_width import SEPARATOR, Layout, build_layout
 from perfci.formats._text_lines import open_text
 from perfci.formats.caps import budget
@@ -68,8 +70,6 @@ from perfci.formats.pytorch._table_rows import (
     name_rows,
     table_steps,
 )
-from perfci.model import Device, Profile
-from perfci.units import parse_duration
 
 if TYPE_CHECKING:
     from perfci.formats.protocol import Head

@@ -23,11 +23,11 @@ from decimal import Decimal
 from itertools import chain
 from typing import Any
 
+from perfci.core.model import Metric, MetricKind
+from perfci.core.units import MISSING, NS_PER_UNIT
 from perfci.formats._steps import step_metric
 from perfci.formats.caps import Budget, budget
 from perfci.formats.workload._layer_metrics import TableError, number_cell, unit_factor
-from perfci.model import Metric, MetricKind
-from perfci.units import MISSING, NS_PER_UNIT
 
 RANK_RANGE = re.compile(r"^\[rank\s*([0-9]{1,9})\s*~\s*rank\s*([0-9]{1,9})\]$")
 CSV_HEADER = re.compile(r"^comm_type,comm_group,")

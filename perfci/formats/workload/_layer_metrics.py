@@ -36,10 +36,10 @@ from dataclasses import dataclass, fields
 from decimal import Decimal
 from typing import Any, TypeVar
 
+from perfci.core.model import Device, Metric, MetricKind
+from perfci.core.units import MISSING, NS_PER_UNIT, to_decimal
 from perfci.formats._textio import scaled_decimal
 from perfci.formats.caps import budget
-from perfci.model import Device, Metric, MetricKind
-from perfci.units import MISSING, NS_PER_UNIT, to_decimal
 
 PHASES = ("forward", "input_grad", "weight_grad")
 NO_COMM = frozenset({"NONE", "None", "none", ""})

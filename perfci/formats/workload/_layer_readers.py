@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from perfci.core.units import to_decimal
 from perfci.formats.workload._layer_metrics import (
     PHASES,
     LayerMetrics,
     LayerTable,
     TableError,
 )
-from perfci.units import to_decimal
 
 PARALLELISM = re.compile(r"^(DATA|MODEL|MICRO|HYBRID_[A-Z_]+)$")
 _COUNT = re.compile(r"[0-9]{1,9}")  # ASCII only: str.isdigit() accepts "²", int() does not

@@ -14,7 +14,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
 from perfci.formats.caps import budget
 
 __all__ = ["Reader", "Test"]

@@ -42,12 +42,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Metric, MetricKind, Profile
+from perfci.core.units import parse_size
 from perfci.formats._text_lines import open_text
 from perfci.formats.caps import Budget, budget
 from perfci.formats.workload._aicb import enum_value
-from perfci.model import Metric, MetricKind, Profile
-from perfci.units import parse_size
 
 if TYPE_CHECKING:
     from perfci.formats.protocol import Head

@@ -91,7 +91,8 @@ from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from perfci.errors import ConfigError, NoMeasurements, ParseError
+from perfci.core.errors import ConfigError, NoMeasurements, ParseError
+from perfci.core.model import Better, Device, Metric, MetricKind, Profile
 from perfci.formats._steps import detect_warmup, step_metric
 from perfci.formats._text_lines import open_text
 from perfci.formats.caps import budget
@@ -107,7 +108,6 @@ from perfci.formats.workload._megatron_reader import (
     Reader,
     Run,
 )
-from perfci.model import Better, Device, Metric, MetricKind, Profile
 
 if TYPE_CHECKING:
     from perfci.formats.protocol import Head

@@ -40,7 +40,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Metric, MetricKind, Profile
+from perfci.core.units import parse_duration
 from perfci.formats._steps import step_metric
 from perfci.formats._textio import gc_paused, iter_lines, scaled_decimal
 from perfci.formats.caps import Budget, budget
@@ -50,8 +52,6 @@ from perfci.formats.workload._kv_tokenizer import (
     parse_kv,
     parse_kv_list,
 )
-from perfci.model import Metric, MetricKind, Profile
-from perfci.units import parse_duration
 
 if TYPE_CHECKING:
     from perfci.formats.protocol import Head

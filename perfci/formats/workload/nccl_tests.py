@@ -59,10 +59,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Better, Device, Metric, MetricKind, Profile
 from perfci.formats._text_lines import open_text
 from perfci.formats.workload._nccl_reader import Reader, Test
-from perfci.model import Better, Device, Metric, MetricKind, Profile
 
 if TYPE_CHECKING:
     from perfci.formats.protocol import Head

@@ -70,14 +70,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from perfci.errors import ParseError
+from perfci.core.errors import ParseError
+from perfci.core.model import Metric, MetricKind, Profile
+from perfci.core.units import NS_PER_UNIT
 from perfci.formats._steps import step_metric
 from perfci.formats._text_lines import open_text
 from perfci.formats.caps import Budget, budget
 from perfci.formats.workload._aicb import indexed_names
 from perfci.formats.workload._layer_metrics import PHASES, TableError, number_cell, summary_cell
-from perfci.model import Metric, MetricKind, Profile
-from perfci.units import NS_PER_UNIT
 
 if TYPE_CHECKING:
     from perfci.formats.protocol import Head

@@ -42,12 +42,12 @@ from itertools import chain, islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from perfci.errors import ConfigError, ParseError
+from perfci.core.errors import ConfigError, ParseError
+from perfci.core.model import Profile
 from perfci.formats._textio import gc_paused, iter_lines
 from perfci.formats.workload import _aicb, _layer_readers
 from perfci.formats.workload._layer_metrics import TableError
 from perfci.formats.workload._layer_readers import PARALLELISM
-from perfci.model import Profile
 
 if TYPE_CHECKING:
     from perfci.formats.protocol import Head

@@ -1,10 +1,11 @@
 """Which repeats ran on a throttled GPU or a busy host, judged against what is usual.
 
-A repeat that ran on a throttled GPU (too hot, at its power cap, slowed by the hardware), or
-while other processes took a good part of the host's CPU, is slower for reasons that have
-nothing to do with the code under test (issue 12 point 10): the comparison leaves such
-repeats out and names them. Pure functions of the ``gpu_state`` summaries
-(:func:`perfci.gpu_readings.summarise`, with ``host`` from :mod:`perfci.host_load`).
+A repeat that ran on a throttled GPU (too hot, at its power cap, slowed by the hardware), or while
+other processes took a good part of the host's CPU, is slower for reasons that have nothing to do
+with the code under test (issue 12 point 10): the comparison leaves such repeats out and names them.
+Pure functions of the ``gpu_state`` summaries
+(:func:`perfci.integrations.machine.gpu_readings.summarise`, with ``host`` from
+:mod:`perfci.integrations.machine.host_load`).
 """
 
 from __future__ import annotations
@@ -16,14 +17,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perfci.analysis.stats import MAD_TO_SD
-from perfci.gpu_readings import (
+from perfci.integrations.machine.gpu_readings import (
     CLOCK_DROP,
     SLOWDOWN_REASONS,
     THROTTLE_REASONS,
     THROTTLED_SHARE,
     median,
 )
-from perfci.host_load import BUSY_EXCESS
+from perfci.integrations.machine.host_load import BUSY_EXCESS
 
 __all__ = [
     "MIN_STEP_MOVE",
@@ -247,9 +248,9 @@ class LoadShift:
     """The host's load during the candidate's repeats lay outside what the baseline runs saw.
 
     ``quieter``: other processes took less of the host than in any baseline run (by
-    :data:`~perfci.host_load.BUSY_EXCESS`), so the baseline's times held load the candidate's
-    do not, and a line the candidate ran faster may be that alone; ``busier`` the reverse.
-    Shares are each run's median over its repeats.
+    :data:`~perfci.integrations.machine.host_load.BUSY_EXCESS`), so the baseline's times held load
+    the candidate's do not, and a line the candidate ran faster may be that alone; ``busier`` the
+    reverse. Shares are each run's median over its repeats.
     """
 
     quieter: bool

@@ -1,12 +1,12 @@
 """GitHub REST client for what perfci writes: the pull-request comment, commit statuses, issues.
 
-The comment and the weekly issue carry a hidden marker, by which they are found again and
-edited in place: never a second one. A POST that may have reached GitHub (a 5xx, a lost
-connection) is retried only after looking for what it would have created; a commit status is
-safe to post twice (the latest one per context wins), so it is simply retried. The transport
-under this (token, retries, rate limits, pagination, errors that name the missing permission)
-is :class:`perfci.github_api.GitHubApi`; the helpers for a GitHub Actions job (job summary,
-annotations, fork detection) live in :mod:`perfci.github_actions`.
+The comment and the weekly issue carry a hidden marker, by which they are found again and edited in
+place: never a second one. A POST that may have reached GitHub (a 5xx, a lost connection) is retried
+only after looking for what it would have created; a commit status is safe to post twice (the latest
+one per context wins), so it is simply retried. The transport under this (token, retries, rate
+limits, pagination, errors that name the missing permission) is
+:class:`perfci.integrations.github.api.GitHubApi`; the helpers for a GitHub Actions job (job
+summary, annotations, fork detection) live in :mod:`perfci.integrations.github.actions`.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from perfci.errors import GitHubError
-from perfci.github_api import DEFAULT_API_URL, GitHubApi, checked_repo
+from perfci.core.errors import GitHubError
+from perfci.integrations.github.api import DEFAULT_API_URL, GitHubApi, checked_repo
 
 if TYPE_CHECKING:
-    from perfci.settings import Settings
+    from perfci.core.settings import Settings
 
 __all__ = ["DEFAULT_API_URL", "Comment", "GitHubClient", "Issue"]
 
@@ -52,12 +52,12 @@ class Issue:
 class GitHubClient(GitHubApi):
     """A small GitHub REST client for what perfci writes: the PR comment, statuses, issues.
 
-    The parameters are :class:`~perfci.github_api.GitHubApi`'s.
+    The parameters are :class:`~perfci.integrations.github.api.GitHubApi`'s.
     """
 
     @classmethod
     def from_settings(cls, settings: Settings, **kwargs: Any) -> GitHubClient:
-        """A client from :class:`perfci.settings.Settings`: its GitHub token and API URL."""
+        """A client from :class:`perfci.core.settings.Settings`: its GitHub token and API URL."""
         secret = settings.github_token
         token = secret.get_secret_value() if secret is not None else None
         return cls(token, api_url=settings.github_api_url, **kwargs)

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from perfci import private_env
+from perfci.core import private_env
 
 __all__ = ["annotation", "is_fork_pull_request", "write_job_summary"]
 

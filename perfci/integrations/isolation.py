@@ -1,18 +1,16 @@
-"""The variables perfci keeps from every process it starts: its secrets and the job's files.
+"""A process that starts the benchmark begins as one that never held perfci's secrets.
 
-The benchmark is the code under test (a pull request's, in CI) and runs as the same user as
-perfci. Leaving a secret out of its environment (:func:`perfci.runner.benchmark_environment`)
-is not enough: ``/proc/$PPID/environ`` shows the environment perfci itself was *started* with,
-and changing ``os.environ`` does not change that block. So ``perfci check`` and ``perfci run``
-begin with :func:`isolate`:
+Leaving a secret out of the benchmark's environment (:func:`perfci.integrations.runner.
+benchmark_environment`) is not enough: ``/proc/$PPID/environ`` shows the environment perfci
+itself was *started* with, and changing ``os.environ`` does not change that block. So
+``perfci check`` and ``perfci run`` begin with :func:`isolate`:
 
-1. The variables :func:`is_private` names (every ``PERFCI_*`` setting, the CI's tokens, and
-   the workflow-command files ``GITHUB_ENV``, ``GITHUB_OUTPUT``, ``GITHUB_PATH``,
-   ``GITHUB_STATE``, ``GITHUB_STEP_SUMMARY``) are written to an anonymous in-memory file
-   (``memfd``), and the process re-executes itself, same pid and arguments, with an
-   environment without them. The new process reads them back from that file descriptor,
-   closes it, and keeps them in memory only: :func:`environ` and :func:`get` are how perfci
-   reads them. No process perfci starts (the benchmark, git, nvidia-smi) inherits them.
+1. The private variables (:func:`perfci.core.private_env.is_private`: every ``PERFCI_*``
+   setting, the CI's tokens, the workflow-command files) are written to an anonymous
+   in-memory file (``memfd``), and the process re-executes itself, same pid and arguments,
+   with an environment without them. The new process reads them back from that file
+   descriptor, closes it, and holds them in memory only (:mod:`perfci.core.private_env`). No
+   process perfci starts (the benchmark, git, nvidia-smi) inherits them.
 2. While it holds any, the process marks itself not dumpable (``PR_SET_DUMPABLE``), so that
    another process of the same user without ``CAP_SYS_PTRACE`` can read neither its memory
    nor its file descriptors (``/proc/PID/mem``, ``/proc/PID/fd``, ptrace).
@@ -36,76 +34,13 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = [
-    "BENCHMARK_VARIABLES",
-    "SECRETS_FD",
-    "SECRETS_FILE",
-    "WITHHELD_CI_VARIABLES",
-    "WORKFLOW_FILES",
-    "environ",
-    "get",
-    "held",
-    "is_private",
-    "isolate",
-    "receive",
-]
+from perfci.core import private_env
+from perfci.core.private_env import SECRETS_FD, SECRETS_FILE, is_private
 
-#: What perfci sets for each repeat of the benchmark; every other ``PERFCI_*`` is private.
-BENCHMARK_VARIABLES = ("PERFCI_OUTPUT_DIR", "PERFCI_REPEAT", "PERFCI_PROFILER")
-#: The CI's credentials: GitHub's API tokens, and the Actions runtime's tokens with the
-#: service URLs they unlock (cache, artifacts, OIDC id tokens).
-WITHHELD_CI_VARIABLES = (
-    "GITHUB_TOKEN",
-    "GH_TOKEN",
-    "ACTIONS_RUNTIME_TOKEN",
-    "ACTIONS_RUNTIME_URL",
-    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
-    "ACTIONS_ID_TOKEN_REQUEST_URL",
-    "ACTIONS_CACHE_URL",
-    "ACTIONS_RESULTS_URL",
-)
-#: GitHub Actions' workflow-command files: whoever writes to them sets the job's environment
-#: (``GITHUB_ENV``, ``GITHUB_PATH``), its outputs and its summary, for every later step.
-WORKFLOW_FILES = (
-    "GITHUB_ENV",
-    "GITHUB_OUTPUT",
-    "GITHUB_PATH",
-    "GITHUB_STATE",
-    "GITHUB_STEP_SUMMARY",
-)
-#: The inherited file descriptor the re-executed process reads its private variables from.
-SECRETS_FD = "PERFCI_SECRETS_FD"
-#: A file of private variables, read and deleted at the start (the Action's hand-over).
-SECRETS_FILE = "PERFCI_SECRETS_FILE"
+__all__ = ["isolate", "receive"]
+
 _PR_SET_DUMPABLE = 4
 _MAX_BYTES = 1 << 20  # far more than any set of tokens
-
-#: The private variables this process holds in memory (after :func:`receive`).
-_held: dict[str, str] = {}
-
-
-def is_private(name: str) -> bool:
-    """Whether ``name`` is kept from the processes perfci starts (module docstring)."""
-    if name.startswith("PERFCI_"):
-        # Default-deny for perfci's namespace: a setting added later (a webhook, a token) is
-        # private without anyone having to remember this list.
-        return name not in BENCHMARK_VARIABLES
-    return name in WITHHELD_CI_VARIABLES or name in WORKFLOW_FILES
-
-
-def held() -> dict[str, str]:
-    """The private variables this process received (empty when it was not isolated)."""
-    return dict(_held)
-
-
-def environ() -> dict[str, str]:
-    """``os.environ`` with the private variables this process holds: what perfci reads."""
-    return {**os.environ, **_held}
-
-
-def get(name: str, default: str | None = None) -> str | None:
-    """One variable of :func:`environ`."""
-    return _held.get(name, os.environ.get(name, default))
 
 
 def receive() -> None:
@@ -117,7 +52,7 @@ def receive() -> None:
     number = os.environ.pop(SECRETS_FD, None)
     if number is not None and number.isdigit():
         with contextlib.suppress(OSError), os.fdopen(int(number), "rb") as handle:
-            _held.update(_decode(handle.read(_MAX_BYTES)))
+            private_env.hold(_decode(handle.read(_MAX_BYTES)))
     path = os.environ.pop(SECRETS_FILE, None)
     if path:
         file = Path(path)
@@ -125,7 +60,7 @@ def receive() -> None:
             with file.open("rb") as handle:
                 data = handle.read(_MAX_BYTES)
             file.unlink()
-            _held.update(_decode(data))
+            private_env.hold(_decode(data))
 
 
 def isolate() -> None:
@@ -141,15 +76,15 @@ def isolate() -> None:
     names = [name for name in os.environ if is_private(name)]
     if names and os.name == "posix" and sys.executable:
         _reexecute({n: os.environ[n] for n in names})
-    for name in names:  # not reached after a re-execution
-        _held[name] = os.environ.pop(name)
-    if _held:
+    # Not reached after a re-execution.
+    private_env.hold({name: os.environ.pop(name) for name in names})
+    if private_env.held():
         _not_dumpable()
 
 
 def _reexecute(private: Mapping[str, str]) -> None:
     """``execv`` this interpreter with its arguments, ``private`` moved to a descriptor."""
-    payload = _encode({**_held, **private})
+    payload = _encode({**private_env.held(), **private})
     handle = _anonymous_file()
     try:
         os.write(handle, payload)

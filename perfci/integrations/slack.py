@@ -1,4 +1,5 @@
-"""Post a message to a Slack incoming webhook, over perfci's one HTTP layer (:mod:`perfci._http`).
+"""Post a message to a Slack incoming webhook, over perfci's one HTTP layer
+(:mod:`perfci.integrations.http`).
 
 - Connection errors and 5xx answers are retried (``retries`` times, exponential backoff capped
   at 10 s). Slack offers no idempotency key, so a 5xx after Slack posted the message can, rarely,
@@ -20,8 +21,8 @@ from urllib.parse import urlsplit
 
 import requests
 
-from perfci._http import TIMEOUT, mount_retrying, retry_after_wait, retrying_adapter
-from perfci.errors import ConfigError, SlackError
+from perfci.core.errors import ConfigError, SlackError
+from perfci.integrations.http import TIMEOUT, mount_retrying, retry_after_wait, retrying_adapter
 
 __all__ = ["SlackError", "post_slack"]
 

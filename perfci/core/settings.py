@@ -10,7 +10,7 @@ the flags (init keywords), the environment, the config file (a ``TomlConfigSetti
 and GitHub Actions' ``GITHUB_TOKEN``/``GITHUB_API_URL``, first one wins. ``Settings(...)``
 built directly reads the flags and the environment only; ``get_settings()`` adds the file.
 
-Unknown keys in the config file or among the flags are a :class:`~perfci.errors.ConfigError`
+Unknown keys in the config file or among the flags are a :class:`~perfci.core.errors.ConfigError`
 naming the key and the nearest valid one (a typo must not silently change nothing). The
 settings that say where a token is sent (:data:`TOKEN_DESTINATIONS`: ``github_api_url``,
 ``server_url``) are refused in the config file, which a pull request can change: flags and the
@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
@@ -41,12 +42,12 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from perfci import private_env
-from perfci.errors import ConfigError
+from perfci.core import private_env
+from perfci.core.errors import ConfigError
 
-# What one upload may hold is defined once, in perfci.limits (it imports nothing, for the
+# What one upload may hold is defined once, in perfci.core.limits (it imports nothing, for the
 # CLI's cold start); these are the defaults of the settings below.
-from perfci.limits import (
+from perfci.core.limits import (
     MAX_BODY_BYTES,
     MAX_INFLATED_BYTES,
     MAX_INFLATION_RATIO,
@@ -127,10 +128,10 @@ class Settings(BaseSettings):
     budget: float | None = Field(None, gt=0)
     # Benchmarks declared in config: {name: {command = [...], profiler = "torch", ...}}.
     benchmarks: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    # Environment variables the benchmark may see although perfci withholds them. The benchmark
-    # (code under test) starts without perfci's own PERFCI_* variables and the CI's tokens
-    # (perfci.runner.WITHHELD_CI_VARIABLES, issue 13); name here the ones it needs, e.g.
-    # ["PERFCI_EXAMPLE_SLOW_ATTENTION"]. Flag: --pass-env NAME; env: PERFCI_PASS_ENV="A,B".
+    # Environment variables the benchmark may see although perfci withholds them. The benchmark #
+    # (code under test) starts without perfci's own PERFCI_* variables and the CI's tokens #
+    # (perfci.integrations.runner.WITHHELD_CI_VARIABLES, issue 13); name here the ones it needs,
+    # e.g. # ["PERFCI_EXAMPLE_SLOW_ATTENTION"]. Flag: --pass-env NAME; env: PERFCI_PASS_ENV="A,B".
     pass_env: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
     # --- service (perfci serve) ---
@@ -217,7 +218,7 @@ class Settings(BaseSettings):
         ``GITHUB_TOKEN`` sits under the config file because Actions sets it in every job: a
         token written in the file is the more deliberate choice (the API URL it goes to
         cannot be written there: :data:`TOKEN_DESTINATIONS`). The environment includes the
-        variables perfci holds in memory (:mod:`perfci.private_env`).
+        variables perfci holds in memory (:mod:`perfci.core.private_env`).
         """
         env = PrivateEnvSource(settings_cls)
         start = _config_start.get()
@@ -382,7 +383,8 @@ def destination_message(key: str, where: str) -> str:
 
 class PrivateEnvSource(EnvSettingsSource):
     """``PERFCI_*`` variables: the environment and those perfci holds in memory
-    (:mod:`perfci.private_env`: after ``perfci check`` moved them out of its environment)."""
+    (:mod:`perfci.core.private_env`: after ``perfci check`` moved them out of its
+    environment)."""
 
     def _load_env_vars(self) -> Mapping[str, str | None]:
         loaded = dict(super()._load_env_vars())
@@ -459,11 +461,16 @@ def parse_days(text: str) -> int:
 
 
 def redact_url(url: str) -> str:
-    """``url`` with any password replaced by ``***``, for printing."""
-    from sqlalchemy.engine import make_url
-
+    """``url`` with any password replaced by ``***``, for printing (a database or server URL:
+    ``postgresql+psycopg://root:***@db:5432/perfci``)."""
     try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 - not a SQLAlchemy URL; hide everything after the scheme
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:  # not a URL at all: hide everything after the scheme
         scheme, _, _ = url.partition("://")
         return f"{scheme}://***"
+    if password is None:
+        return url
+    user, _, _ = parts.netloc.rpartition("@")[0].partition(":")
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))

@@ -2,7 +2,7 @@
 
 ::
 
-    from perfci.torch import profile_steps
+    from perfci.integrations.torch import profile_steps
 
     with profile_steps(warmup=2, active=5) as run:
         for _ in run:            # 7 iterations: 2 warm-up (not profiled), then 5 profiled

@@ -1,10 +1,10 @@
 """The GitHub REST API as perfci calls it: authentication, pagination, rate limits, errors.
 
-:class:`GitHubApi` is the transport under :class:`perfci.github.GitHubClient`. Its retries are
-perfci's one HTTP layer (:mod:`perfci._http`): connection errors for every method, 5xx for the
-idempotent ones, rate limits waited out within ``max_wait_s``; a POST whose outcome is unsure
-is retried only once ``recover`` finds that nothing was created. Errors are
-:class:`~perfci.errors.GitHubError` with a message for users (a 403 names the permission the
+:class:`GitHubApi` is the transport under :class:`perfci.integrations.github.client.GitHubClient`.
+Its retries are perfci's one HTTP layer (:mod:`perfci.integrations.http`): connection errors for
+every method, 5xx for the idempotent ones, rate limits waited out within ``max_wait_s``; a POST
+whose outcome is unsure is retried only once ``recover`` finds that nothing was created. Errors are
+:class:`~perfci.core.errors.GitHubError` with a message for users (a 403 names the permission the
 token lacks); the token is never logged nor put in a message.
 """
 
@@ -21,7 +21,8 @@ from urllib.parse import urlsplit
 import requests
 
 from perfci import __version__
-from perfci._http import (
+from perfci.core.errors import ConfigError, GitHubError
+from perfci.integrations.http import (
     IDEMPOTENT,
     TIMEOUT,
     mount_retrying,
@@ -29,7 +30,6 @@ from perfci._http import (
     retry_after_seconds,
     retrying_adapter,
 )
-from perfci.errors import ConfigError, GitHubError
 
 __all__ = ["DEFAULT_API_URL", "GitHubApi", "checked_repo"]
 
@@ -315,7 +315,7 @@ def _api_message(response: requests.Response) -> str:
 
 
 def _rate_limit_wait(status: int, headers: Mapping[str, str], now: float) -> float | None:
-    """GitHub's rate-limit policy for :mod:`perfci._http`: seconds to wait, or ``None``.
+    """GitHub's rate-limit policy for :mod:`perfci.integrations.http`: seconds to wait, or ``None``.
 
     A 429, or a 403 carrying ``X-RateLimit-Remaining: 0`` or ``Retry-After``, is a rate limit:
     wait per ``Retry-After``, else until ``X-RateLimit-Reset``, else GitHub's advised minute.

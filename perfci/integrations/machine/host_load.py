@@ -1,15 +1,15 @@
 """How busy the host was with other work while a repeat ran: CPU time used by other processes.
 
-On a shared runner another job can take the CPU cores a benchmark needs: on the 2-core VM
-perfci is developed on, two busy loops beside the example made its large operators 39–53 %
-slower and its small ones no slower (``benchmarks/host_load.py``), so the run did not read
-as "slower in everything" and the metrics alone could not tell it from a code change. The
-runner therefore measures, around each repeat, the CPU time the whole machine spent busy
-(``/proc/stat``) less the CPU time the benchmark's own processes used (``getrusage`` of the
-waited-for children), as a share of all cores over the repeat's wall time: the share of the
-machine other work took. It travels with the repeat's state (``host`` in ``gpu_state``) and
-:class:`perfci.gpu_judge.StateJudge` calls a repeat suspect when that share was well above
-what is usual for the benchmark's runners.
+On a shared runner another job can take the CPU cores a benchmark needs: on the 2-core VM perfci is
+developed on, two busy loops beside the example made its large operators 39–53 % slower and its
+small ones no slower (``benchmarks/host_load.py``), so the run did not read as "slower in
+everything" and the metrics alone could not tell it from a code change. The runner therefore
+measures, around each repeat, the CPU time the whole machine spent busy (``/proc/stat``) less the
+CPU time the benchmark's own processes used (``getrusage`` of the waited-for children), as a share
+of all cores over the repeat's wall time: the share of the machine other work took. It travels with
+the repeat's state (``host`` in ``gpu_state``) and
+:class:`perfci.integrations.machine.judge.StateJudge` calls a repeat suspect when that share was
+well above what is usual for the benchmark's runners.
 
 Linux only (``/proc/stat``, and ``resource`` for the benchmark's own CPU time); elsewhere
 nothing is measured and nothing is said.

@@ -10,7 +10,7 @@ import math
 import re
 from decimal import Decimal, InvalidOperation
 
-from perfci.limits import MAX_VALUE
+from perfci.core.limits import MAX_VALUE
 
 NS_PER_UNIT: dict[str, int] = {
     "ns": 1,
@@ -143,7 +143,7 @@ def parse_size(text: str, *, unit: str | None = None, grouping: str = ",") -> fl
 
 
 def in_range(value: float, text: object) -> float:
-    """``value`` when its magnitude is at most :data:`~perfci.limits.MAX_VALUE`; else a
+    """``value`` when its magnitude is at most :data:`~perfci.core.limits.MAX_VALUE`; else a
     ``ValueError`` quoting ``text``, the number as the file gives it.
 
     A time of 1e308 ns, or one whose unit makes it infinite, is no measurement, and the

@@ -1,6 +1,6 @@
 """Sampling the GPUs in use while a repeat runs: NVML, else ``nvidia-smi``, else nothing.
 
-The runner samples every :data:`~perfci.gpu_readings.INTERVAL_MS` through NVML
+The runner samples every :data:`~perfci.integrations.machine.gpu_readings.INTERVAL_MS` through NVML
 (``nvidia-ml-py``, imported as ``pynvml``) when it is installed, else through
 ``nvidia-smi --query-gpu=... -lms 100`` in a background process; without a GPU it samples
 nothing and says nothing. Sampling never fails a repeat.
@@ -17,7 +17,13 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from perfci.gpu_readings import INTERVAL_MS, SMI_FIELDS, GpuSample, parse_smi_csv, summarise
+from perfci.integrations.machine.gpu_readings import (
+    INTERVAL_MS,
+    SMI_FIELDS,
+    GpuSample,
+    parse_smi_csv,
+    summarise,
+)
 
 __all__ = ["GpuSampler", "sample_while"]
 

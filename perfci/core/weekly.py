@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
-from perfci.model import SeriesKey
+from perfci.core.model import SeriesKey
 
 __all__ = [
     "COLLAPSE_EMPTY_DAYS",

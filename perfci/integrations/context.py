@@ -11,7 +11,6 @@ costs microseconds where ``import torch`` costs a second of ``perfci check``'s b
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -23,13 +22,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from perfci.errors import ConfigError
-from perfci.model import RunContext
+from perfci.core.errors import ConfigError
+from perfci.core.model import RunContext
 
-#: Fingerprint entries that tell individual machines apart but not what performance depends
-#: on: kept with the run (history can tell a pool's cards apart) and left out of the hash that
-#: matches environments, or runs on two cards of one model would never be compared.
-IDENTITY_KEYS = frozenset({"gpu_uuid"})
 #: Frameworks and libraries whose version is part of the fingerprint when installed.
 FRAMEWORKS = ("torch", "jax", "tensorflow", "triton", "transformer-engine", "megatron-core")
 _GIT_TIMEOUT_S = 5
@@ -50,7 +45,7 @@ def detect_run_context(
     project
         Project name; defaults to the repository name (``owner/name``), else the directory name.
     overrides
-        Values from flags, keyed by :class:`~perfci.model.RunContext` field name; ``None``
+        Values from flags, keyed by :class:`~perfci.core.model.RunContext` field name; ``None``
         values are ignored. ``environment`` (a mapping) is merged into the detected fingerprint.
     env
         The process environment (``os.environ`` when ``None``); tests pass their own.
@@ -214,14 +209,6 @@ def environment_fingerprint(env: Mapping[str, str] | None = None) -> dict[str, s
         except metadata.PackageNotFoundError:
             continue
     return fingerprint
-
-
-def fingerprint_hash(fingerprint: Mapping[str, str]) -> str:
-    """A stable 16-hex-digit key of a fingerprint (order-independent, ``IDENTITY_KEYS`` not
-    counted)."""
-    matched = {k: v for k, v in fingerprint.items() if k not in IDENTITY_KEYS}
-    canonical = json.dumps(dict(sorted(matched.items())), separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 def cpu_model() -> str:

@@ -1,13 +1,13 @@
 """The GPU's state during each repeat: clocks, temperature, power and throttle reasons.
 
-A repeat that ran on a throttled GPU (too hot, at its power cap, slowed by the hardware) is
-slower for reasons that have nothing to do with the code under test (issue 12 point 10). The
-runner samples the GPU(s) in use while a repeat runs (:mod:`perfci.gpu_sampler`); each
-repeat's samples are summarised per GPU (:func:`summarise`, :mod:`perfci.gpu_readings`) into a
-JSON-ready ``gpu_state`` that travels in the repeat's profile metadata, carried there by the
-sidecar file this module writes and reads; :class:`StateJudge` (:mod:`perfci.gpu_judge`)
-tells which repeats ran throttled or at a low SM clock, for the comparison to leave out and
-name.
+A repeat that ran on a throttled GPU (too hot, at its power cap, slowed by the hardware) is slower
+for reasons that have nothing to do with the code under test (issue 12 point 10). The runner samples
+the GPU(s) in use while a repeat runs (:mod:`perfci.integrations.machine.gpu_sampler`); each
+repeat's samples are summarised per GPU (:func:`summarise`,
+:mod:`perfci.integrations.machine.gpu_readings`) into a JSON-ready ``gpu_state`` that travels in the
+repeat's profile metadata, carried there by the sidecar file this module writes and reads;
+:class:`StateJudge` (:mod:`perfci.integrations.machine.judge`) tells which repeats ran throttled or
+at a low SM clock, for the comparison to leave out and name.
 
 This module is the entry point the runner and the use cases import; the names of the
 the `perfci.gpu_*` modules are re-exported here.
@@ -20,8 +20,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from perfci.gpu_judge import RepeatJudgement, StateJudge, repeat_clock
-from perfci.gpu_readings import (
+from perfci.integrations.machine.gpu_readings import (
     CLOCK_DROP,
     INTERVAL_MS,
     SLOWDOWN_REASONS,
@@ -33,7 +32,8 @@ from perfci.gpu_readings import (
     reason_names,
     summarise,
 )
-from perfci.gpu_sampler import GpuSampler, sample_while
+from perfci.integrations.machine.gpu_sampler import GpuSampler, sample_while
+from perfci.integrations.machine.judge import RepeatJudgement, StateJudge, repeat_clock
 
 #: The file the runner leaves in each repeat's output directory.
 SIDECAR = "perfci-gpu-state.json"
@@ -66,7 +66,7 @@ def read_sidecar(files: Collection[Path]) -> dict[str, Any] | None:
 def attach(repeats: Sequence[Sequence[Any]], files: Sequence[Collection[Path]]) -> None:
     """Put each repeat's sidecar state into its profiles' metadata under ``gpu_state``.
 
-    ``repeats`` are the parsed profiles of each repeat (:class:`perfci.model.Profile`) and
+    ``repeats`` are the parsed profiles of each repeat (:class:`perfci.core.model.Profile`) and
     ``files`` the files they came from, in the same order. Profile metadata is stored per
     repeat and carried by perfci JSON documents, so remote uploads carry the state too.
     """

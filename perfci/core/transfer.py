@@ -1,6 +1,6 @@
 """Transfer types: the model's dataclasses as JSON documents and the HTTP API exchange them.
 
-Each pydantic model here takes its fields from a dataclass of :mod:`perfci.model` when it is
+Each pydantic model here takes its fields from a dataclass of :mod:`perfci.core.model` when it is
 imported (:func:`fields_of`), so a field added to the model reaches ``perfci compare --json``,
 the stored comparisons, the API and its OpenAPI schema without an edit here. Only what the
 dataclasses do not hold is written out: a document's ``schema_version`` and ``counts``, a
@@ -31,7 +31,7 @@ from pydantic import (
     field_serializer,
 )
 
-from perfci.model import (
+from perfci.core.model import (
     BaselineInfo,
     Contribution,
     MetricComparison,
@@ -50,6 +50,7 @@ __all__ = [
     "RunPublic",
     "SeriesPublic",
     "Transfer",
+    "comparison_from_dict",
     "fields_of",
 ]
 
@@ -203,3 +204,17 @@ class RunPublic(
     )
 ):
     """One stored run: commit, branch, CI, environment, and the verdict of its comparison."""
+
+
+def comparison_from_dict(data: dict[str, Any]) -> RunComparison:
+    """The inverse of :func:`comparison_to_dict`: a stored comparison, ready to render again.
+
+    Raises ``ValueError`` on a document of another schema version, or one that is not a
+    comparison (a :class:`pydantic.ValidationError`).
+    """
+    if data.get("schema_version") != SCHEMA_VERSION:
+        raise ValueError(
+            f"comparison schema_version {data.get('schema_version')!r} is not {SCHEMA_VERSION}"
+        )
+    result: RunComparison = ComparisonPublic.model_validate(data).to_model()
+    return result

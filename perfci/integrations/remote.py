@@ -2,12 +2,12 @@
 
 Used by ``perfci ingest`` / ``perfci check`` when ``PERFCI_SERVER_URL`` and ``PERFCI_TOKEN`` are
 set, so that CI needs no database credentials. Uploads go over perfci's one HTTP layer
-(:mod:`perfci._http`) and are retried on connection errors, 5xx answers and rate limits
+(:mod:`perfci.integrations.http`) and are retried on connection errors, 5xx answers and rate limits
 (``Retry-After`` honoured); a POST is safe to retry because every upload carries an
 ``Idempotency-Key`` (the caller's, else a digest of the upload itself), so a retry can never
 store a run twice.
 
-Errors come back as :class:`~perfci.errors.PerfciError` with the server's own message; the
+Errors come back as :class:`~perfci.core.errors.PerfciError` with the server's own message; the
 token is never part of a message or a log line.
 """
 
@@ -24,8 +24,7 @@ from urllib.parse import quote
 
 import requests
 
-from perfci import _http
-from perfci.errors import (
+from perfci.core.errors import (
     AuthError,
     ConfigError,
     NotFoundError,
@@ -33,9 +32,10 @@ from perfci.errors import (
     RunConflict,
     StorageError,
 )
-from perfci.jsondoc import to_document
-from perfci.model import Profile, RunComparison, RunContext
-from perfci.report.json_report import comparison_from_dict
+from perfci.core.jsondoc import to_document
+from perfci.core.model import Profile, RunComparison, RunContext
+from perfci.core.transfer import comparison_from_dict
+from perfci.integrations import http as _http
 
 __all__ = ["comparison_of", "make_session", "upload_run"]
 

@@ -1,19 +1,19 @@
 """Run a benchmark command N times, each repeat a fresh process, and collect its profile files.
 
-Each repeat gets its own output directory in ``PERFCI_OUTPUT_DIR``, its index in
-``PERFCI_REPEAT`` and the profiler's name in ``PERFCI_PROFILER``. With ``profiler="nsys"`` the
-command is wrapped in ``nsys profile`` and the report exported to SQLite, which perfci parses;
-with ``torch`` the command is expected to write its own traces (see ``perfci.torch``); with
-``none`` every file the command leaves is collected.
+Each repeat gets its own output directory in ``PERFCI_OUTPUT_DIR``, its index in ``PERFCI_REPEAT``
+and the profiler's name in ``PERFCI_PROFILER``. With ``profiler="nsys"`` the command is wrapped in
+``nsys profile`` and the report exported to SQLite, which perfci parses; with ``torch`` the command
+is expected to write its own traces (see ``perfci.integrations.torch``); with ``none`` every file
+the command leaves is collected.
 
-The benchmark is the code under test (a pull request's code, in CI), so it never sees perfci's
-or the CI's secrets: it starts without any ``PERFCI_*`` variable except the three perfci sets for
-it, without the CI tokens in :data:`WITHHELD_CI_VARIABLES` (issue 13) and without the workflow
-command files (:data:`~perfci.private_env.WORKFLOW_FILES`: ``GITHUB_ENV``, ``GITHUB_OUTPUT`` …,
+The benchmark is the code under test (a pull request's code, in CI), so it never sees perfci's or
+the CI's secrets: it starts without any ``PERFCI_*`` variable except the three perfci sets for it,
+without the CI tokens in :data:`WITHHELD_CI_VARIABLES` (issue 13) and without the workflow command
+files (:data:`~perfci.core.private_env.WORKFLOW_FILES`: ``GITHUB_ENV``, ``GITHUB_OUTPUT`` …,
 issue 31). ``pass_env`` (the ``pass_env`` setting, ``--pass-env NAME``) lets named variables
 through. ``perfci check`` and ``perfci run`` hold those variables in memory only
-(:mod:`perfci.private_env`), so the benchmark does not find them in its parent's environment
-either.
+(:mod:`perfci.core.private_env`), so the benchmark does not find them in its parent's
+environment either.
 
 Each repeat runs in a process group of its own, with no terminal input. Whatever way a repeat
 ends (its exit, a timeout, Ctrl-C, SIGTERM or SIGHUP turned into an exception by the CLI), the
@@ -37,10 +37,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perfci import gpu_state, private_env
-from perfci.errors import BenchmarkFailed, ConfigError
-from perfci.host_load import HostLoadMeter
-from perfci.private_env import BENCHMARK_VARIABLES, WITHHELD_CI_VARIABLES, WORKFLOW_FILES
+from perfci.core import private_env
+from perfci.core.errors import BenchmarkFailed, ConfigError
+from perfci.core.private_env import (
+    BENCHMARK_VARIABLES,
+    WITHHELD_CI_VARIABLES,
+    WORKFLOW_FILES,
+)
+from perfci.integrations.machine import gpu_state
+from perfci.integrations.machine.host_load import HostLoadMeter
 
 PROFILERS = ("torch", "nsys", "none")
 DEFAULT_GLOBS: dict[str, tuple[str, ...]] = {
@@ -77,10 +82,10 @@ class RepeatResult:
     output_dir: Path
     #: Names (never values) of the variables withheld from this repeat's environment.
     withheld: list[str] = field(default_factory=list)
-    #: The GPUs' clocks, temperature, power and throttling during the repeat
-    #: (:mod:`perfci.gpu_state`; also left beside the profiles as ``perfci-gpu-state.json``),
-    #: and under ``host`` the share of the CPU other processes took (:mod:`perfci.host_load`);
-    #: ``None`` when neither could be measured.
+    #: The GPUs' clocks, temperature, power and throttling during the repeat #:
+    #: (:mod:`perfci.integrations.machine.gpu_state`; also left beside the profiles as
+    #: ``perfci-gpu-state.json``), #: and under ``host`` the share of the CPU other processes took
+    #: (:mod:`perfci.integrations.machine.host_load`); #: ``None`` when neither could be measured.
     gpu_state: dict[str, Any] | None = None
 
 
@@ -121,7 +126,7 @@ def benchmark_environment(
     Parameters
     ----------
     base
-        The environment perfci runs in (:func:`perfci.private_env.environ`).
+        The environment perfci runs in (:func:`perfci.core.private_env.environ`).
     pass_env
         Names to let through although they would be withheld.
 
@@ -145,7 +150,7 @@ def _withheld(name: str) -> bool:
 
 def _configured_pass_env(cwd: Path | None) -> list[str]:
     """The ``pass_env`` setting (environment, then config file) when the caller passed none."""
-    from perfci.settings import get_settings
+    from perfci.core.settings import get_settings
 
     return list(get_settings(start=cwd).pass_env)
 
@@ -189,10 +194,10 @@ def run_benchmark(
 ) -> RunResult:
     """Run ``command`` ``repeats`` times; stop at the first failing repeat.
 
-    ``env`` (default: :func:`perfci.private_env.environ`) is what the benchmark would inherit;
-    it starts with perfci's and the CI's secrets removed (:func:`benchmark_environment`)
-    except the names in ``pass_env`` (default: the ``pass_env`` setting). ``cwd`` is the
-    directory it runs in.
+    ``env`` (default: :func:`perfci.core.private_env.environ`) is what the benchmark would
+    inherit; it starts with perfci's and the CI's secrets removed (:func:`benchmark_environment`)
+    except the names in ``pass_env`` (default: the ``pass_env`` setting). ``cwd`` is the directory
+    it runs in.
 
     Raises ``BenchmarkFailed`` (carrying the exit code and the output tail) when a repeat
     fails, and ``ConfigError`` when a repeat produced no profile file.
@@ -297,7 +302,8 @@ def _run_once(
     child_env = dict(env)
     child_env["PERFCI_OUTPUT_DIR"] = str(out_dir)
     child_env["PERFCI_REPEAT"] = str(index)
-    # perfci.torch reads it: under nsys, a second CUPTI client (torch.profiler) must stay off.
+    # perfci.integrations.torch reads it: under nsys, a second CUPTI client (torch.profiler) must
+    # stay off.
     child_env["PERFCI_PROFILER"] = profiler
     argv = wrap_command(command, profiler, out_dir)
     tail: deque[str] = deque(maxlen=TAIL_LINES)
@@ -327,7 +333,7 @@ def _run_once(
     if not files:
         raise ConfigError(
             f"repeat {index} wrote no profile file matching {', '.join(patterns)} in {out_dir}; "
-            "does the benchmark write into $PERFCI_OUTPUT_DIR (see perfci.torch)?"
+            "does the benchmark write into $PERFCI_OUTPUT_DIR (see perfci.integrations.torch)?"
         )
     if state is not None:
         gpu_state.write_sidecar(out_dir, state)

@@ -23,8 +23,8 @@ from enum import Enum
 from typing import Any
 
 from perfci import __version__
-from perfci.errors import ParseError
-from perfci.model import Better, Device, Metric, MetricKind, Profile, SeriesKey, default_better
+from perfci.core.errors import ParseError
+from perfci.core.model import Better, Device, Metric, MetricKind, Profile, SeriesKey, default_better
 
 SCHEMA_VERSION = 2
 
