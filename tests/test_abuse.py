@@ -252,6 +252,35 @@ def test_cli_ingest_of_a_bad_value_exits_2_and_stores_nothing(
     assert _table_counts(migrated_url)["run"] == 0
 
 
+def test_a_run_without_a_single_metric_is_refused_and_nothing_stored(
+    migrated_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An MLPerf summary of blank lines parses (the reader says it holds no result) but holds
+    nothing to store: before, an empty run was stored and stood in the baseline."""
+    rule = "=" * 48
+    empty = tmp_path / "mlperf_log_summary.txt"
+    empty.write_text(f"{rule}\nMLPerf Results Summary\n{rule}\n" + (" " * 2048 + "x\n") * 4)
+    code, _, err = _cli(
+        capsys,
+        "ingest",
+        str(empty),
+        "-b",
+        "b",
+        "--project",
+        "p",
+        "--commit",
+        "abc",
+        "--branch",
+        "main",
+        "--database-url",
+        migrated_url,
+    )
+    assert code == 2, err
+    assert "no metrics in" in err and "nothing to store" in err
+    assert "holds no throughput or latency result" in err
+    assert _table_counts(migrated_url)["run"] == 0
+
+
 # --- 1. a bad value stored by an older perfci: skipped with a note ----------------------------
 
 

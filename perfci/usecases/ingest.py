@@ -291,6 +291,8 @@ def prepare_run(repeats: Sequence[Sequence[Profile]]) -> PreparedRun:
             profiles.append((index, profile))
             samples += _add_profile(cells, index, profile, profile.label if len(repeat) > 1 else "")
             metrics += len(profile.metrics)
+    if not cells:
+        raise ConfigError(_nothing_to_store(profiles))
     return PreparedRun(
         cells=cells,
         samples=samples,
@@ -298,6 +300,14 @@ def prepare_run(repeats: Sequence[Sequence[Profile]]) -> PreparedRun:
         profiles=profiles,
         repeats=len(repeats),
     )
+
+
+def _nothing_to_store(profiles: Sequence[tuple[int, Profile]]) -> str:
+    """Why a run of profiles without a single metric is refused: a run with nothing in it
+    would only stand in the history as an empty baseline run."""
+    sources = ", ".join(dict.fromkeys(p.source or p.label for _, p in profiles))
+    why = next((w for _, p in profiles for w in p.warnings), "")
+    return f"no metrics in {sources}: nothing to store" + (f" ({why})" if why else "")
 
 
 # A metric's stored numbers: each a time in ns, a count or a size, so finite and non-negative.
