@@ -362,7 +362,8 @@ def history_mode(
             target=TARGET[args.bench, args.operator],
             operator=args.operator,
         )
-        print(f"  history {branch} {i + 1}: {_outcome(result)}", file=sys.stderr)
+        outcome = _outcome(result, TARGET[args.bench, args.operator])
+        print(f"  history {branch} {i + 1}: {outcome}", file=sys.stderr)
 
 
 def _pattern(name: str) -> tuple[bool | None, bool | None]:
@@ -400,17 +401,34 @@ def ab_mode(
             target=TARGET[args.bench, args.operator],
             operator=args.operator,
         )
-        print(f"  A/B {branch} {i + 1}: {_outcome(result)}", file=sys.stderr)
+        outcome = _outcome(result, TARGET[args.bench, args.operator])
+        print(f"  A/B {branch} {i + 1}: {outcome}", file=sys.stderr)
 
 
-def _outcome(result: dict[str, Any]) -> str:
-    """The run verdict and the lines called changed, for the progress log."""
+def _outcome(result: dict[str, Any], target: str = "") -> str:
+    """The run verdict, the slowed operator's line and the lines called changed, for the
+    progress log."""
+    line = next(
+        (
+            m
+            for m in result["metrics"]
+            if m["series"]["name"] == target and m["series"]["kind"] == "op" and m["change"]
+        ),
+        None,
+    )
+    own = (
+        f" [{target} {line['change']:+.1%} ({line['ci_low']:+.1%} … {line['ci_high']:+.1%}), "
+        f"q {line['q_value'] if line['q_value'] is not None else float('nan'):.3g}, "
+        f"{line['verdict']}]"
+        if line is not None
+        else ""
+    )
     moved = [
         f"{m['series']['name']} {m['change']:+.1%}{' (gated)' if m['gated'] else ''}"
         for m in result["metrics"]
         if m["verdict"] in ("regression", "improvement") and m["change"] is not None
     ]
-    return f"{result['verdict']}" + (f": {'; '.join(moved[:8])}" if moved else "")
+    return f"{result['verdict']}{own}" + (f": {'; '.join(moved[:8])}" if moved else "")
 
 
 def table(tallies: dict[str, Tally]) -> str:
