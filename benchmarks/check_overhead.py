@@ -68,11 +68,11 @@ t0 = time.perf_counter()
 from pathlib import Path
 from perfci.cli import main as cli_main
 from perfci.core.settings import get_settings
-from perfci.usecases import check
-from perfci.usecases.ingest import parse_repeats
+from perfci.usecases.check import run as check
+from perfci.usecases.submit.ingest import parse_repeats
 from perfci.integrations.context import detect_run_context
 from perfci.store.db import open_store
-from perfci.usecases.submit import submit_run
+from perfci.usecases.submit.run import submit_run
 from perfci.report.console import print_comparison
 from rich.console import Console
 t1 = time.perf_counter()
@@ -106,7 +106,7 @@ def build_store(folder: Path, runs: int) -> str:
     from perfci.core.settings import get_settings
     from perfci.integrations.context import detect_run_context
     from perfci.store.db import open_store
-    from perfci.usecases.ingest import ingest_run, parse_repeats
+    from perfci.usecases.submit.ingest import ingest_run, parse_repeats
 
     sources = [parse_repeats(_trace_files(f"main-{i}")) for i in range(1, 5)]
     url = f"sqlite:///{folder / '.perfci' / 'perfci.db'}"

@@ -51,7 +51,7 @@ from sqlalchemy import create_engine, select, text
 
 from perfci.store import db
 from perfci.store.schema import Run
-from perfci.usecases.tokens import create_token
+from perfci.usecases.admin.tokens import create_token
 
 _MB = 1024 * 1024
 _TICK = os.sysconf("SC_CLK_TCK")

@@ -5,13 +5,13 @@ Usage::
     .venv/bin/python benchmarks/report_speed.py [--days 365] [--series 300] [--benchmarks 3]
         [--repeats 3] [--budget 30]
 
-``--series`` metrics in all (split over ``--benchmarks``; one of each benchmark's is its step
-time, the rest kernels), ``--repeats`` repeats per run, one run per benchmark per day, ingested
-through :func:`perfci.usecases.ingest.ingest_run` (the real use case; not timed in the budget).
-Each benchmark gets two real level changes (a kernel × 1.3 from day 200, × 0.8 from day 330)
-so that attribution does its work. Then, timed: :func:`build_weekly_report` for the last week
-with 8 weeks of history (the default) and with the whole year, and rendering HTML (with plots)
-and Markdown. Prints a Markdown table; the budget is for the whole-year report + HTML.
+``--series`` metrics in all (split over ``--benchmarks``; one of each benchmark's is its step time,
+the rest kernels), ``--repeats`` repeats per run, one run per benchmark per day, ingested through
+:func:`perfci.usecases.submit.ingest.ingest_run` (the real use case; not timed in the budget). Each
+benchmark gets two real level changes (a kernel × 1.3 from day 200, × 0.8 from day 330) so that
+attribution does its work. Then, timed: :func:`build_weekly_report` for the last week with 8 weeks
+of history (the default) and with the whole year, and rendering HTML (with plots) and Markdown.
+Prints a Markdown table; the budget is for the whole-year report + HTML.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from perfci.core.model import Metric, MetricKind, Profile, RunContext
 from perfci.report.weekly_html import render_html
 from perfci.report.weekly_markdown import render_markdown
 from perfci.store import db
-from perfci.usecases.ingest import ingest_run
-from perfci.usecases.weekly import build_weekly_report
+from perfci.usecases.submit.ingest import ingest_run
+from perfci.usecases.weekly.report import build_weekly_report
 
 T0 = datetime(2025, 1, 6, 6, tzinfo=UTC)  # a Monday
 PROJECT = "bench/report"

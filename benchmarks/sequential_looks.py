@@ -8,8 +8,8 @@ Usage::
 Simulated same-runner A/B checks (:func:`perfci.analysis.paired.compare_paired`): a step and
 12 kernels, a machine factor per pair (5 %, shared by both sides, what pairing cancels) and
 log-normal process noise (``--noise``) on every value. Each check follows the adaptive loop of
-``perfci check`` (:mod:`perfci.usecases.adaptive`): looks after ``first``, ``2·first`` …
-``max`` pairs, stopping when :func:`~perfci.usecases.adaptive.next_reason` says so. Three
+``perfci check`` (:mod:`perfci.usecases.check.looks`): looks after ``first``, ``2·first`` …
+``max`` pairs, stopping when :func:`~perfci.usecases.check.looks.next_reason` says so. Three
 policies:
 
 - *one look*: ``first`` pairs, tested at ``alpha`` (adaptive repeats off);
@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from perfci.analysis.engine import CompareOptions
 from perfci.analysis.paired import compare_paired
 from perfci.core.model import MetricKind, RunComparison, SeriesKey, Verdict
-from perfci.usecases import adaptive
+from perfci.usecases.check import looks as adaptive
 
 KEYS = [SeriesKey(kind=MetricKind.STEP, name="step")] + [
     SeriesKey(kind=MetricKind.KERNEL, name=f"kernel_{i}") for i in range(12)

@@ -46,7 +46,7 @@ from sqlalchemy import create_engine, func, select, text
 
 from perfci.store import db
 from perfci.store.schema import Run
-from perfci.usecases.tokens import create_token
+from perfci.usecases.admin.tokens import create_token
 
 PROJECT = "load/test"
 RETRY_STATUSES = {500, 502, 503, 504}

@@ -21,15 +21,15 @@ kernel of ``bench_0`` are 8 % slower, so the weekly report has a change to find.
 TEMPLATE``); with a fresh empty store, that makes four stores measured in the same minutes,
 round by round, rotating which goes first (a shared VM drifts by 2× within minutes):
 
-- *ingest*: a new main run of ``bench_0`` through :func:`perfci.usecases.ingest.ingest_run`
+- *ingest*: a new main run of ``bench_0`` through :func:`perfci.usecases.submit.ingest.ingest_run`
   (1,000 kernels and the step, ``--repeats`` repeats: 5,005 samples), one transaction, stored
   on the last day of the year; after warm-up runs;
 - *baseline*: :func:`baseline_run_ids` (30 runs) + :func:`run_samples_checked`, as a comparison
   reads it;
 - *history*: :func:`perfci.store.queries.series_history` of one kernel of ``bench_0`` on
   ``main`` over the whole year;
-- *weekly*: :func:`perfci.usecases.weekly.build_weekly_report` of ``bench_0`` on ``main`` for the
-  last week (eight weeks of history, as by default);
+- *weekly*: :func:`perfci.usecases.weekly.report.build_weekly_report` of ``bench_0`` on ``main`` for
+  the last week (eight weeks of history, as by default);
 - *sizes*: heap and index bytes of ``sample``'s partitions per million samples.
 
 **Prune** (unless ``--no-prune``): on the full store, ``prune --keep 90d --keep-base 180d`` then
@@ -65,9 +65,9 @@ from perfci.core.model import Metric, MetricKind, Profile, RunContext, SeriesKey
 from perfci.store import db, partitions
 from perfci.store.queries import baseline_run_ids, environment_id, series_history
 from perfci.store.samples import run_samples_checked
-from perfci.usecases.ingest import ingest_run
-from perfci.usecases.prune import prune_store
-from perfci.usecases.weekly import build_weekly_report, report_to_dict
+from perfci.usecases.admin.prune import prune_store
+from perfci.usecases.submit.ingest import ingest_run
+from perfci.usecases.weekly.report import build_weekly_report, report_to_dict
 
 PROJECT = "growth"
 ENVIRONMENT = {"gpu": "H100", "driver": "550.54", "cuda": "12.4", "torch": "2.4.0"}

@@ -8,7 +8,7 @@ Usage::
 
 Each store gets a fresh database (PostgreSQL: a scratch database on the server, dropped after;
 SQLite: a temp file). ``--runs`` runs of ``--series`` kernel metrics each go in one at a time
-through :func:`perfci.usecases.ingest.ingest_run`, one transaction and commit per run, as CI
+through :func:`perfci.usecases.submit.ingest.ingest_run`, one transaction and commit per run, as CI
 does; building the synthetic profiles is not timed. On PostgreSQL the same sample rows are also
 written with raw binary COPYs, one COPY and commit per run, on connections of their own: into
 ``sample_raw``, made ``LIKE sample INCLUDING ALL`` (the same table, its primary key included,
@@ -51,7 +51,7 @@ from perfci.store.partitions import day_number
 from perfci.store.queries import baseline_run_ids, environment_id
 from perfci.store.samples import run_samples
 from perfci.store.schema import SAMPLE_COLUMNS
-from perfci.usecases.ingest import ingest_run
+from perfci.usecases.submit.ingest import ingest_run
 
 STEPS = 10
 CALLS = 20

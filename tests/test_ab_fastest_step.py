@@ -23,8 +23,8 @@ from perfci.analysis.paired import compare_paired
 from perfci.analysis.values import PerStep
 from perfci.core.model import Profile, RunComparison, Verdict
 from perfci.formats import registry
-from perfci.usecases.ab import Pairs, compare_pairs, series_values
-from perfci.usecases.ab_git import ABSetup
+from perfci.usecases.check.ab import Pairs, compare_pairs, series_values
+from perfci.usecases.check.ab_git import ABSetup
 
 PROFILES = Path(__file__).resolve().parents[1] / "examples" / "gpt" / "profiles"
 SETUP = ABSetup(root=Path("."), workdir=Path("."), base_branch="main", base_sha="b" * 40)

@@ -12,8 +12,8 @@ import numpy as np
 
 from perfci.analysis.engine import CompareOptions
 from perfci.core.model import Device, Metric, MetricKind, Profile
-from perfci.usecases.ab import Pairs, compare_pairs, screen_pairs
-from perfci.usecases.ab_git import ABSetup
+from perfci.usecases.check.ab import Pairs, compare_pairs, screen_pairs
+from perfci.usecases.check.ab_git import ABSetup
 
 QUIET, BUSY = 0.01, 0.60
 

@@ -52,11 +52,11 @@ from perfci.store import db, queries
 from perfci.store.queries import HistoryPoint
 from perfci.store.samples import run_samples, run_samples_checked
 from perfci.store.schema import AuditEvent, Comparison, ProfileRow, Run, Sample
-from perfci.usecases import submit as submit_module
-from perfci.usecases.ingest import ingest_run
-from perfci.usecases.runs import DELETE_ACTION, delete_run
-from perfci.usecases.submit import submit_run
-from perfci.usecases.weekly import build_weekly_report, week_bounds
+from perfci.usecases.browse.runs import DELETE_ACTION, delete_run
+from perfci.usecases.submit import run as submit_module
+from perfci.usecases.submit.ingest import ingest_run
+from perfci.usecases.submit.run import submit_run
+from perfci.usecases.weekly.report import build_weekly_report, week_bounds
 
 T0 = datetime(2026, 3, 2, tzinfo=UTC)  # a Monday
 RLO = "\u202e"  # RIGHT-TO-LEFT OVERRIDE: "gemm\u202enrek" reads "gemmkern" reversed
@@ -358,7 +358,7 @@ def test_a_chart_leaves_points_with_bad_values_out() -> None:
 
 
 def test_the_dashboard_chart_and_series_api_leave_a_stored_bad_run_out(session: Session) -> None:
-    from perfci.usecases import browse
+    from perfci.usecases.browse import pages as browse
 
     ids = _history(session)
     _spoil(session, ids[4], float("inf"))

@@ -20,7 +20,7 @@ from perfci.cli.main import main
 from perfci.core.model import MetricComparison, RunComparison, Verdict
 from perfci.store.db import make_engine
 from perfci.store.schema import Comparison, Run
-from perfci.usecases import adaptive
+from perfci.usecases.check import looks as adaptive
 
 __all__ = ["clean_env"]  # a fixture, imported for its name
 
@@ -294,7 +294,7 @@ def test_a_tentative_look_is_kept_only_when_asked(migrated_url: str) -> None:
 
     from perfci.core.settings import Settings
     from perfci.store.db import open_store
-    from perfci.usecases.ingest import ingest_run
+    from perfci.usecases.submit.ingest import ingest_run
 
     def ingest(session: Session, sha: str) -> None:
         ingest_run(

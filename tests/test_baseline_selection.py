@@ -2,7 +2,7 @@
 commit, form a baseline; the candidate itself never does.
 
 The runs are the example's real torch-profiler traces (``examples/gpt/profiles``), stored and
-compared through :func:`perfci.usecases.submit.submit_run`, on SQLite and PostgreSQL.
+compared through :func:`perfci.usecases.submit.run.submit_run`, on SQLite and PostgreSQL.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from sqlalchemy.orm import Session
 
 from perfci.core.model import Profile, RunContext, Verdict
 from perfci.core.settings import Settings
-from perfci.usecases.ingest import parse_repeats
-from perfci.usecases.submit import SubmitResult, submit_run
+from perfci.usecases.submit.ingest import parse_repeats
+from perfci.usecases.submit.run import SubmitResult, submit_run
 
 PROFILES = Path(__file__).resolve().parents[1] / "examples" / "gpt" / "profiles"
 MAIN_SHA = "1cc37a7" + "0" * 33

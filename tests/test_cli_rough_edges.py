@@ -27,8 +27,8 @@ from perfci.report.weekly_html import render_html
 from perfci.report.weekly_markdown import render_markdown, weekly_marker
 from perfci.store.db import make_engine
 from perfci.store.schema import Run
-from perfci.usecases.repeats import check_repeats_match
-from perfci.usecases.weekly import (
+from perfci.usecases.check.repeats import check_repeats_match
+from perfci.usecases.weekly.report import (
     Coverage,
     DayCount,
     WeeklyReport,

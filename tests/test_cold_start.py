@@ -31,7 +31,7 @@ HEAVY_FOR_CLI = (
     "pydantic_settings",
     "requests",
     "perfci.store",
-    "perfci.usecases.weekly",
+    "perfci.usecases.weekly.report",
 )
 #: Needed by no part of `perfci check` (without --markdown-out or posting).
 HEAVY_FOR_CHECK = (
@@ -39,7 +39,7 @@ HEAVY_FOR_CHECK = (
     "matplotlib",
     "jinja2",
     "torch",
-    "perfci.usecases.weekly",
+    "perfci.usecases.weekly.report",
     "perfci.report.plots",
 )
 
@@ -155,7 +155,7 @@ def test_check_runs_without_scipy_stats(tmp_path: Path) -> None:
 
 def test_alert_statuses_of_the_cli_are_the_use_cases() -> None:
     from perfci.cli import alerts_cmd
-    from perfci.usecases.alerts import STATUSES
+    from perfci.usecases.browse.alerts import STATUSES
 
     assert alerts_cmd.STATUSES == STATUSES
 

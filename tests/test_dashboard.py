@@ -240,7 +240,7 @@ def test_project_create_and_update_set_who_may_read(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from perfci.core.settings import Settings
-    from perfci.usecases import browse
+    from perfci.usecases.browse import pages as browse
 
     url = f"sqlite:///{tmp_path / 'store.db'}"
     assert main(["project", "create", "acme/new", "--database-url", url]) == 0

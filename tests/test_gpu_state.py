@@ -37,8 +37,8 @@ from perfci.integrations.machine.gpu_state import StateJudge, parse_smi_csv, rea
 from perfci.integrations.machine.host_load import MIN_WALL_S
 from perfci.integrations.runner import run_benchmark
 from perfci.store import queries
-from perfci.usecases.ingest import parse_repeats
-from perfci.usecases.submit import submit_run
+from perfci.usecases.submit.ingest import parse_repeats
+from perfci.usecases.submit.run import submit_run
 
 DATA = Path(__file__).parent / "data" / "gpu_state"
 UUID_0 = "GPU-5e0c6d0b-8a3f-2c71-94e2-1b7d3f09a6c4"
@@ -502,7 +502,7 @@ def test_perfci_check_stores_each_repeats_gpu_state_with_its_profile(
     from perfci.core.settings import Settings
     from perfci.store import db
     from perfci.store.schema import ProfileRow
-    from perfci.usecases.check import CheckRequest, run_check
+    from perfci.usecases.check.run import CheckRequest, run_check
 
     env = _fake_smi(tmp_path, [DATA / "h100-steady.csv", DATA / "h100-thermal.csv"])
     monkeypatch.setenv("PATH", env["PATH"])

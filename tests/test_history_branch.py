@@ -1,4 +1,4 @@
-"""The history branch (perfci/history, perfci/usecases/history.py) with real git, no mocks.
+"""The history branch (perfci/history, perfci/usecases/history/branch.py) with real git, no mocks.
 
 A bare repository plays ``origin``; every "CI job" is a fresh ``git clone`` of it running the real
 ``perfci check`` in a subprocess, so nothing survives between jobs but the branch itself, exactly
@@ -23,7 +23,7 @@ from db_fixtures import make_context, make_profile
 from perfci.core.errors import ConfigError, StorageError
 from perfci.core.settings import Settings
 from perfci.history import GitBranch, cache_root, decode_run, encode_run, parse_history, run_path
-from perfci.usecases.history import is_base_branch_push, sync_branch
+from perfci.usecases.history.branch import is_base_branch_push, sync_branch
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILES = ROOT / "examples" / "gpt" / "profiles"

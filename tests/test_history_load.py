@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 from perfci.core.model import Profile, RunComparison, RunContext, Verdict
 from perfci.core.settings import Settings
 from perfci.formats import registry
-from perfci.usecases.submit import submit_run
+from perfci.usecases.submit.run import submit_run
 
 PROFILES = Path(__file__).resolve().parents[1] / "examples" / "gpt" / "profiles"
 ADDMM = "op:cpu:aten::addmm"

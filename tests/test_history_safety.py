@@ -20,7 +20,7 @@ from perfci.core.errors import StorageError
 from perfci.core.settings import Settings
 from perfci.history import GitBranch, cache_root, encode_run, run_path
 from perfci.history._files import README
-from perfci.usecases import history as history_usecase
+from perfci.usecases.history import branch as history_usecase
 
 
 @pytest.fixture(autouse=True)

@@ -19,7 +19,7 @@ from perfci.core.jsondoc import to_document
 from perfci.core.model import Metric, MetricKind, Profile
 from perfci.store.db import make_engine
 from perfci.store.schema import ProfileRow
-from perfci.usecases.inputs import expand_inputs
+from perfci.usecases.submit.inputs import expand_inputs
 
 
 def _repeat(path: Path, step_ns: float) -> Path:

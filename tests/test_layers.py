@@ -70,7 +70,7 @@ def test_analysis_importing_a_use_case_breaks_the_layers(tmp_path: Path) -> None
     # Upward through an unlisted module counts too: analysis -> a helper -> usecases.
     root = _copy_with(tmp_path, "perfci.analysis.sneaky", "import perfci.sneaky_helper  # noqa\n")
     (root / "perfci" / "sneaky_helper.py").write_text(
-        "import perfci.usecases.compare  # noqa\n", encoding="utf-8"
+        "import perfci.usecases.submit.compare  # noqa\n", encoding="utf-8"
     )
     result = _lint_imports(root, "layers")
     assert result.returncode == 1, result.stdout + result.stderr

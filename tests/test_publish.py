@@ -19,7 +19,7 @@ from perfci.core.settings import Settings
 from perfci.integrations.github.client import GitHubClient
 from perfci.report.json_report import comparison_to_dict
 from perfci.report.markdown import comment_marker
-from perfci.usecases.publish import (
+from perfci.usecases.check.publish import (
     MAX_ERROR_ANNOTATIONS,
     artifact_paths,
     publish,

@@ -1,6 +1,6 @@
 """Issue 12 through the store: the baseline as the comparison used it, on SQLite and PostgreSQL.
 
-Runs are stored and compared through :func:`perfci.usecases.submit.submit_run`, the path of
+Runs are stored and compared through :func:`perfci.usecases.submit.run.submit_run`, the path of
 ``perfci check``, the Action and the HTTP upload, so every caller gets what compare_run does.
 """
 
@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from perfci.core.model import Device, Metric, MetricKind, Profile, RunContext, Verdict
 from perfci.core.settings import Settings
-from perfci.usecases.submit import SubmitResult, submit_run
+from perfci.usecases.submit.run import SubmitResult, submit_run
 
 START = datetime(2026, 9, 1, 8, 0, tzinfo=UTC)
 KERNELS = [f"gemm_{i}" for i in range(24)]

@@ -29,7 +29,7 @@ from sqlalchemy import select as sql_select
 
 from perfci.store import db
 from perfci.store.schema import AuditEvent, Comparison, ProfileRow, Project, Run, Sample
-from perfci.usecases.tokens import create_token
+from perfci.usecases.admin.tokens import create_token
 
 MAX_BODY = 3_000_000
 MAX_METRICS = 2_000

@@ -26,7 +26,7 @@ from perfci.core.model import Metric, MetricKind, Profile, RunContext
 from perfci.integrations import remote
 from perfci.store import db
 from perfci.store.schema import ApiToken, Comparison, ProfileRow, Project, Run, Sample
-from perfci.usecases.tokens import create_token, revoke_token
+from perfci.usecases.admin.tokens import create_token, revoke_token
 
 MAX_BODY = 2_000_000
 MAX_METRICS = 5_000
@@ -632,7 +632,7 @@ def test_weekly_report_and_alerts_over_the_api(
     server: ServerProcess, engine: Engine, project: str
 ) -> None:
     """A step change on main shows in the weekly report; its alert is listed and dismissed."""
-    from perfci.usecases.weekly import build_weekly_report, week_bounds
+    from perfci.usecases.weekly.report import build_weekly_report, week_bounds
 
     token = make_token(engine, project, "upload,read")
     admin = make_token(engine, project, "admin")

@@ -18,7 +18,7 @@ from schemathesis import checks
 from server_process import ServerProcess, start_server
 
 from perfci.store import db
-from perfci.usecases.tokens import create_token
+from perfci.usecases.admin.tokens import create_token
 
 pytestmark = pytest.mark.slow
 PROJECT = "fuzz/project"

@@ -28,7 +28,7 @@ from sqlalchemy import select as sql_select
 
 from perfci.store import db
 from perfci.store.schema import Comparison, ProfileRow, Run, Sample
-from perfci.usecases.tokens import create_token
+from perfci.usecases.admin.tokens import create_token
 
 HOOK = Path(__file__).parent / "parse_hook"
 PARSE_MEMORY = 256 * 1024 * 1024

@@ -36,7 +36,7 @@ from perfci.store.schema import (
     pack_series_ids,
     unpack_series_ids,
 )
-from perfci.usecases.ingest import ingest_run, parse_and_ingest
+from perfci.usecases.submit.ingest import ingest_run, parse_and_ingest
 
 
 def _count(session: Session, model: type) -> int:
@@ -427,7 +427,7 @@ KILLED_INGEST = textwrap.dedent("""
     sys.path.insert(0, sys.argv[3])
     from db_fixtures import make_context, make_profile
     from perfci.store import _bulk, db
-    from perfci.usecases.ingest import ingest_run
+    from perfci.usecases.submit.ingest import ingest_run
 
     real = _bulk.write_samples
 

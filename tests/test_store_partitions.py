@@ -19,7 +19,7 @@ from perfci.cli.main import main
 from perfci.store import _bulk, db, partitions, samples
 from perfci.store.partitions import Month
 from perfci.store.schema import Run, Sample
-from perfci.usecases.ingest import ingest_run
+from perfci.usecases.submit.ingest import ingest_run
 
 # Three runs in three months (January, February, April 2025), two series, two repeats.
 WHEN = [

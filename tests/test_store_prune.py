@@ -26,11 +26,11 @@ from perfci.core.model import Metric, MetricKind, Profile, SeriesKey
 from perfci.store import db, partitions, queries
 from perfci.store.samples import run_samples_checked
 from perfci.store.schema import Run, Sample, SampleSummary
-from perfci.usecases import browse
-from perfci.usecases.compare import compare_stored_run
-from perfci.usecases.ingest import ingest_run
-from perfci.usecases.prune import prune_store
-from perfci.usecases.weekly import build_weekly_report, report_to_dict
+from perfci.usecases.admin.prune import prune_store
+from perfci.usecases.browse import pages as browse
+from perfci.usecases.submit.compare import compare_stored_run
+from perfci.usecases.submit.ingest import ingest_run
+from perfci.usecases.weekly.report import build_weekly_report, report_to_dict
 
 PROJECT, BENCHMARK = "acme/model", "train"
 T0 = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)  # a Monday
@@ -343,7 +343,7 @@ def test_prune_without_a_period_is_refused(
 
 
 def test_deleting_a_pruned_run_deletes_its_summaries(migrated_url: str) -> None:
-    from perfci.usecases.runs import delete_run
+    from perfci.usecases.browse.runs import delete_run
 
     engine = db.make_engine(migrated_url)
     sessions = db.make_sessionmaker(engine)

@@ -20,7 +20,7 @@ from perfci.store.queries import (
     series_history,
 )
 from perfci.store.samples import run_samples
-from perfci.usecases.ingest import ingest_run
+from perfci.usecases.submit.ingest import ingest_run
 
 T0 = datetime(2025, 3, 3, 12, 0, tzinfo=UTC)
 H100 = {"gpu": "H100", "torch": "2.4.0"}

@@ -28,8 +28,8 @@ from test_server_api import ENV, bearer, counts, make_token, run_body, upload
 from perfci.cli.main import main
 from perfci.core.model import Metric, MetricKind, Profile
 from perfci.store import db
-from perfci.usecases.db import read_engine
-from perfci.usecases.ingest import ingest_run
+from perfci.usecases.admin.db import read_engine
+from perfci.usecases.submit.ingest import ingest_run
 
 PROJECT = "acme/replicated"
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)  # a Monday: ISO week 2026-W10

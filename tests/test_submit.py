@@ -9,8 +9,8 @@ from sqlalchemy.orm import Session
 
 from perfci.core.model import Device, Metric, MetricKind, Profile, RunContext, Verdict
 from perfci.core.settings import Settings
-from perfci.usecases.ingest import ingest_run
-from perfci.usecases.submit import latest_comparison, submit_run
+from perfci.usecases.submit.ingest import ingest_run
+from perfci.usecases.submit.run import latest_comparison, submit_run
 
 ENV = {"gpu": "test-gpu", "torch": "2.13.0"}
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from perfci.cli import token_cmd
 from perfci.core.errors import AuthError, ConfigError, NotFoundError
 from perfci.store.schema import ApiToken, Project
-from perfci.usecases import tokens
+from perfci.usecases.admin import tokens
 
 
 def test_a_token_is_stored_only_as_its_hash_and_authenticates(session: Session) -> None:

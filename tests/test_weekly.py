@@ -40,9 +40,9 @@ from perfci.report.weekly_markdown import (
     weekly_marker,
 )
 from perfci.store import db
-from perfci.usecases.alerts import list_alerts, set_alert_status
-from perfci.usecases.ingest import ingest_run
-from perfci.usecases.weekly import build_weekly_report, report_to_dict, week_bounds
+from perfci.usecases.browse.alerts import list_alerts, set_alert_status
+from perfci.usecases.submit.ingest import ingest_run
+from perfci.usecases.weekly.report import build_weekly_report, report_to_dict, week_bounds
 
 __all__ = ["github_server"]  # the fixture, imported for pytest
 

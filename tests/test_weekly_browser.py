@@ -19,7 +19,7 @@ from test_weekly import profile as profile  # the module-scoped fixture
 
 from perfci.core.model import Profile
 from perfci.report.weekly_html import render_html
-from perfci.usecases.weekly import build_weekly_report
+from perfci.usecases.weekly.report import build_weekly_report
 
 CHROMIUM = Path("/usr/bin/chromium")
 NAME = 'gpt2 <img src=x onerror="document.title=1"> & co'

@@ -3,7 +3,7 @@
 Pure numpy on per-run medians, no store: which series is the step, what explains a change of
 step-time level, whose share of step time moved over the period, which kernels appeared or
 vanished, and how noisy the stable segment is. The use case
-(:mod:`perfci.usecases.weekly`) builds the matrix from stored runs and assembles the report.
+(:mod:`perfci.usecases.weekly.report`) builds the matrix from stored runs and assembles the report.
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ from perfci.cli import _options as opts
 if TYPE_CHECKING:  # the store and use cases load only when a command runs (CLI cold start)
     from perfci.core.weekly import AlertInfo
 
-#: perfci.usecases.alerts.STATUSES, spelled out for the help text so that building the CLI does
-#: not import the store (tests/test_cold_start.py checks that the two agree).
+#: perfci.usecases.browse.alerts.STATUSES, spelled out for the help text so that building the CLI
+#: does #: not import the store (tests/test_cold_start.py checks that the two agree).
 STATUSES = ("open", "acknowledged", "dismissed")
 
 alerts_app = typer.Typer(
@@ -39,7 +39,7 @@ def list_command(
     database_url: opts.DatabaseUrl = None,
 ) -> None:
     """List alerts, newest first."""
-    from perfci.usecases.alerts import list_alerts
+    from perfci.usecases.browse.alerts import list_alerts
     from perfci.usecases.stores import project_or_default, session_for
 
     with session_for(database_url) as session:
@@ -63,7 +63,7 @@ def _status_command(status: str, verb: str) -> None:
         database_url: opts.DatabaseUrl = None,
     ) -> None:
         from perfci.report import formatting as fmt
-        from perfci.usecases.alerts import set_alert_status
+        from perfci.usecases.browse.alerts import set_alert_status
         from perfci.usecases.stores import session_for
 
         with session_for(database_url) as session:

@@ -1,7 +1,7 @@
 """``perfci check``: run (or read) a benchmark's profiles, store the run, compare it with the base
 branch's history, report, and exit 0 (pass), 1 (gated regression) or 2 (usage/input error).
 
-The sequence lives in :mod:`perfci.usecases.check`; this module maps flags to it and prints.
+The sequence lives in :mod:`perfci.usecases.check.run`; this module maps flags to it and prints.
 Progress and status lines go to stderr, the verdict to stdout. Heavy modules are imported
 inside the command so that ``perfci --help`` stays fast.
 """
@@ -16,7 +16,7 @@ import typer
 from perfci.cli import _options as opts
 
 if TYPE_CHECKING:
-    from perfci.usecases.check import BenchmarkSpec, CheckOutcome
+    from perfci.usecases.check.run import BenchmarkSpec, CheckOutcome
 
 _PROFILE_HELP = (
     "Profile file to read instead of running the benchmark (repeatable; one repeat per file)."
@@ -116,7 +116,7 @@ def check_command(
     Exit 0: no gated regression; 1: gated regression; 2: usage or input error; a failing
     benchmark repeat exits with its own code. Nothing is stored unless every profile parsed.
     """
-    from perfci.usecases import check as usecase
+    from perfci.usecases.check import run as usecase
 
     output_file = usecase.github_output_path() if github_output else None
     request = usecase.CheckRequest(
@@ -225,7 +225,7 @@ def _write_reports(
 ) -> Path | None:
     """Write the requested files; returns the report path for ``report=`` (Markdown first)."""
     from perfci.cli._console import err_console
-    from perfci.usecases.check import write_json, write_markdown
+    from perfci.usecases.check.run import write_json, write_markdown
 
     if markdown_out is not None:
         write_markdown(
@@ -243,7 +243,7 @@ def _write_reports(
 
 def _publish(outcome: CheckOutcome, *, comment: bool | None) -> None:
     from perfci.cli._console import err_console
-    from perfci.usecases.check import publish_outcome
+    from perfci.usecases.check.run import publish_outcome
 
     published = publish_outcome(outcome, comment=comment)
     if published.comment_url:

@@ -52,7 +52,7 @@ def compare_command(
         as_json, as_markdown = chosen == "json", chosen == "md"
     if as_json and as_markdown:
         raise ConfigError("choose one of --json and --markdown")
-    from perfci.usecases.stored import run_comparison
+    from perfci.usecases.browse.stored import run_comparison
 
     answer = run_comparison(database_url, run, baseline_branch=baseline_branch, fresh=fresh)
     _show(answer.comparison, as_json=as_json, as_markdown=as_markdown)

@@ -11,7 +11,7 @@ import typer
 from perfci.cli import _options as opts
 
 if TYPE_CHECKING:
-    from perfci.usecases.prune import PruneReport
+    from perfci.usecases.admin.prune import PruneReport
 
 # Alembic, SQLAlchemy and pydantic load inside the commands: `perfci --help` stays fast.
 
@@ -26,7 +26,7 @@ def upgrade_command(
     database_url: opts.DatabaseUrl = None,
 ) -> None:
     """Migrate the schema up to REVISION (default: the newest)."""
-    from perfci.usecases.db import upgrade_schema
+    from perfci.usecases.admin.db import upgrade_schema
 
     state = upgrade_schema(database_url, revision)
     typer.echo(f"{state.url}: schema at revision {state.found or 'base (empty)'}")
@@ -40,7 +40,7 @@ def downgrade_command(
     database_url: opts.DatabaseUrl = None,
 ) -> None:
     """Migrate the schema down to REVISION. Data in removed tables is lost."""
-    from perfci.usecases.db import downgrade_schema
+    from perfci.usecases.admin.db import downgrade_schema
 
     state = downgrade_schema(database_url, revision)
     typer.echo(f"{state.url}: schema at revision {state.found or 'base (empty)'}")
@@ -49,7 +49,7 @@ def downgrade_command(
 @db_app.command("current")
 def current_command(database_url: opts.DatabaseUrl = None) -> None:
     """Show the schema revision of the database and whether it is up to date."""
-    from perfci.usecases.db import schema_state
+    from perfci.usecases.admin.db import schema_state
 
     state = schema_state(database_url)
     if state.found is None:
@@ -91,7 +91,7 @@ def prune_command(
 ) -> None:
     """Roll old runs' raw samples up into one summary per run and series (median, spread,
     count), a whole month at a time; charts, change points and weekly reports keep working."""
-    from perfci.usecases.prune import prune_store
+    from perfci.usecases.admin.prune import prune_store
 
     _print_prune(prune_store(database_url, keep=keep, keep_base=keep_base, dry_run=dry_run))
 
@@ -106,7 +106,7 @@ def maintain_command(
 ) -> None:
     """The periodic job: make the coming months' sample partitions, and prune when
     keep_samples is set. Run it daily (cron); it is safe to run any time."""
-    from perfci.usecases.prune import maintain_store
+    from perfci.usecases.admin.prune import maintain_store
 
     report = maintain_store(database_url, ahead=ahead)
     made = ", ".join(str(month) for month in report.created) or "none needed"
@@ -120,7 +120,7 @@ def maintain_command(
 @db_app.command("partitions")
 def partitions_command(database_url: opts.DatabaseUrl = None) -> None:
     """List the monthly partitions of the samples table with their sizes (PostgreSQL)."""
-    from perfci.usecases.prune import partitions_of
+    from perfci.usecases.admin.prune import partitions_of
 
     found = partitions_of(database_url)
     if not found:

@@ -10,7 +10,7 @@ def formats_command() -> None:
     from rich.table import Table
 
     from perfci.cli._console import console
-    from perfci.usecases.formats import list_formats
+    from perfci.usecases.submit.formats import list_formats
 
     table = Table("format", "description", box=None, pad_edge=False)
     for name, description in list_formats():

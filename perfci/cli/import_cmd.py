@@ -11,7 +11,7 @@ import typer
 from perfci.cli import _options as opts
 
 if TYPE_CHECKING:
-    from perfci.usecases.import_history import ImportResult
+    from perfci.usecases.history.importing import ImportResult
 
 
 def import_history_command(
@@ -54,7 +54,7 @@ def import_history_command(
     from rich.progress import BarColumn, Progress, TextColumn
 
     from perfci.cli._console import err_console
-    from perfci.usecases.import_history import import_history
+    from perfci.usecases.history.importing import import_history
 
     with Progress(
         TextColumn("[bold]importing"),

@@ -11,7 +11,7 @@ import typer
 from perfci.cli import _options as opts
 
 if TYPE_CHECKING:  # the parsers and the store load when the command runs (CLI cold start)
-    from perfci.usecases.ingest import IngestResult
+    from perfci.usecases.submit.ingest import IngestResult
 
 
 def ingest_command(
@@ -42,8 +42,8 @@ def ingest_command(
 ) -> None:
     """Parse profile files and store them as one run (idempotent: re-ingesting is a no-op)."""
     from perfci.cli._console import err_console
-    from perfci.usecases.ingest import parse_repeats
-    from perfci.usecases.ingest_files import store_profiles
+    from perfci.usecases.submit.files import store_profiles
+    from perfci.usecases.submit.ingest import parse_repeats
 
     environment = opts.key_value_pairs(env, option="--env")
     # Parse everything first: a bad file stops here, before the store is even opened.

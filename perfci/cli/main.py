@@ -5,9 +5,10 @@ with a traceback, a bug in perfci: never 1, so that a crash is never read as a r
 130 after Ctrl-C, 143 after SIGTERM, 129 after SIGHUP.
 
 The commands that start the benchmark (:data:`BENCHMARK_COMMANDS`) first make the process one whose
-environment never held perfci's secrets (:func:`perfci.usecases.isolation.isolate_from_secrets`: it
-may re-execute itself), and run with SIGTERM and SIGHUP raised as exceptions so that their cleanup
-runs (:mod:`perfci.cli._signals`).
+environment never held perfci's secrets
+(:func:`perfci.usecases.check.isolation.isolate_from_secrets`: it may re-execute itself), and run
+with SIGTERM and SIGHUP raised as exceptions so that their cleanup runs
+(:mod:`perfci.cli._signals`).
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     args = argv if argv is not None else sys.argv[1:]
     runs_benchmark = bool(args) and args[0] in BENCHMARK_COMMANDS
     if argv is None and runs_benchmark:
-        from perfci.usecases.isolation import isolate_from_secrets  # lazy: --help stays light
+        from perfci.usecases.check.isolation import isolate_from_secrets  # lazy: --help stays light
 
         isolate_from_secrets()
     use_log_width_for_help()

@@ -67,7 +67,7 @@ def _show(profile: Profile, top: int) -> None:
 def _value(metric: Metric) -> str:
     """A metric that is not a time: its value (the mean of its samples) in its unit."""
     from perfci.core.units import format_value
-    from perfci.usecases.parse import metric_value
+    from perfci.usecases.submit.parse import metric_value
 
     if metric.is_time:
         return ""
@@ -85,17 +85,17 @@ def parse_command(
     top: int = typer.Option(15, "--top", help="Rows shown per metric kind.", min=1),
 ) -> None:
     """Parse profiler output into metrics: a table per profile, or JSON."""
-    from perfci import usecases
+    from perfci.usecases.submit import parse
 
     options = opts.key_value_pairs(option, option="--option")
     skipped: list[Path] = []
-    profiles = usecases.parse_profiles(files, format=format, options=options, skipped=skipped)
+    profiles = parse.parse_profiles(files, format=format, options=options, skipped=skipped)
     opts.warn_skipped(skipped)
     for profile in profiles:
         for warning in profile.warnings:
             err_console.print(f"warning: {profile.source}: {warning}")
     if as_json:
-        typer.echo(json.dumps(usecases.profiles_document(profiles), indent=1))
+        typer.echo(json.dumps(parse.profiles_document(profiles), indent=1))
         return
     for profile in profiles:
         _show(profile, top)

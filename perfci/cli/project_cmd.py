@@ -27,7 +27,7 @@ def create_command(
     database_url: opts.DatabaseUrl = None,
 ) -> None:
     """Create a project (private unless --public)."""
-    from perfci.usecases.projects import create_project
+    from perfci.usecases.admin.projects import create_project
     from perfci.usecases.stores import session_for
 
     with session_for(database_url) as session:
@@ -42,7 +42,7 @@ def update_command(
     database_url: opts.DatabaseUrl = None,
 ) -> None:
     """Make an existing project public or private."""
-    from perfci.usecases.projects import update_project
+    from perfci.usecases.admin.projects import update_project
     from perfci.usecases.stores import session_for
 
     with session_for(database_url) as session:

@@ -28,7 +28,7 @@ def publish_command(
     """
     # Here, not at the top: requests, jinja2 and pydantic are not needed to build the CLI.
     from perfci.core.settings import get_settings
-    from perfci.usecases.publish import publish_artifact
+    from perfci.usecases.check.publish import publish_artifact
 
     outcome = publish_artifact(
         report, settings=get_settings(), markdown=markdown, repository=repo, commit=commit

@@ -20,7 +20,7 @@ from perfci.cli._options import output_formats
 from perfci.core.errors import ConfigError
 
 if TYPE_CHECKING:  # the report stack (scipy, matplotlib, jinja2, the store) loads when run
-    from perfci.usecases.weekly import WeeklyReport
+    from perfci.usecases.weekly.report import WeeklyReport
 
 FORMATS = ("html", "md", "json")
 TARGETS = ("github-issue", "slack")
@@ -37,7 +37,7 @@ def period(
     if since and week:
         raise ConfigError("give --since or --week, not both")
     if week:
-        from perfci.usecases.weekly import week_bounds
+        from perfci.usecases.weekly.report import week_bounds
 
         return week_bounds(week)
     match = _DURATION.match((since or "7d").strip().lower())
@@ -94,7 +94,7 @@ def report_command(
 ) -> None:
     """Write the weekly trend report: change points, the kernels behind them, noise, coverage."""
     from perfci.usecases.stores import project_or_default
-    from perfci.usecases.weekly_outputs import build_report, post_issue, post_to_slack
+    from perfci.usecases.weekly.outputs import build_report, post_issue, post_to_slack
 
     formats = output_formats(formats, allowed=FORMATS, option="--format")
     _check_choices(post, TARGETS, "--post")
@@ -158,7 +158,7 @@ def _render(report: WeeklyReport, kind: str, repo: str | None) -> str:
         from perfci.report.weekly_markdown import render_markdown
 
         return render_markdown(report, repo=repo)
-    from perfci.usecases.weekly import report_to_dict
+    from perfci.usecases.weekly.report import report_to_dict
 
     return json.dumps(report_to_dict(report), indent=1, ensure_ascii=False) + "\n"
 

@@ -11,7 +11,7 @@ import typer
 from perfci.cli._console import err_console
 
 if TYPE_CHECKING:
-    from perfci.usecases.benchmark import RepeatResult
+    from perfci.usecases.check.benchmark import RepeatResult
 
 
 def run_with_progress(
@@ -27,7 +27,7 @@ def run_with_progress(
     """Run the benchmark with a progress bar on stderr; returns the files of each repeat."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from perfci.usecases.benchmark import run_benchmark_repeats
+    from perfci.usecases.check.benchmark import run_benchmark_repeats
 
     with Progress(
         TextColumn("[bold]{task.description}"),

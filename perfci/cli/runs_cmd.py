@@ -29,7 +29,7 @@ def list_command(
 ) -> None:
     """The newest runs of a benchmark: id, time, branch, commit, CI run."""
     from perfci.report.escape import visible
-    from perfci.usecases.stored import newest_runs
+    from perfci.usecases.browse.stored import newest_runs
 
     runs = newest_runs(database_url, project, benchmark, limit=limit)
     if as_json:
@@ -68,7 +68,7 @@ def delete_command(
     """Delete a run with its samples, profiles and comparisons; recorded in the audit log."""
     from perfci.core.errors import ConfigError
     from perfci.report.escape import visible
-    from perfci.usecases.stored import delete_stored_run
+    from perfci.usecases.browse.stored import delete_stored_run
 
     def described(run: RunInfo) -> str:
         return (

@@ -60,7 +60,7 @@ def serve_command(
     import uvicorn
 
     from perfci.core.settings import get_settings, redact_url
-    from perfci.usecases.db import check_ready
+    from perfci.usecases.admin.db import check_ready
 
     settings = get_settings({"database_url": database_url})
     # Fail now, with perfci's message, on a missing or old schema (SQLite is migrated here).

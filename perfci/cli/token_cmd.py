@@ -12,7 +12,7 @@ from perfci.cli import _options as opts
 from perfci.cli._console import err_console
 
 if TYPE_CHECKING:  # the store loads when a command runs, not when the CLI is built
-    from perfci.usecases import tokens
+    from perfci.usecases.admin import tokens
 
 token_app = typer.Typer(help="Create, list and revoke project API tokens.", no_args_is_help=True)
 
@@ -33,7 +33,7 @@ def create_command(
     database_url: opts.DatabaseUrl = None,
 ) -> None:
     """Create a token and print it ONCE (only its hash is stored)."""
-    from perfci.usecases import tokens
+    from perfci.usecases.admin import tokens
     from perfci.usecases.stores import session_for
 
     expires_at = tokens.parse_expiry(expires) if expires else None
@@ -58,7 +58,7 @@ def list_command(
     database_url: opts.DatabaseUrl = None,
 ) -> None:
     """List tokens: id, prefix, name, scopes, created, last used, expiry, revoked."""
-    from perfci.usecases import tokens
+    from perfci.usecases.admin import tokens
     from perfci.usecases.stores import session_for
 
     with session_for(database_url) as session:
@@ -86,7 +86,7 @@ def revoke_command(
     database_url: opts.DatabaseUrl = None,
 ) -> None:
     """Revoke a token: requests with it get 401 from now on."""
-    from perfci.usecases import tokens
+    from perfci.usecases.admin import tokens
     from perfci.usecases.stores import session_for
 
     with session_for(database_url) as session:

@@ -1,8 +1,8 @@
 """The weekly trend report's types: what changed on a branch during one period.
 
-Plain dataclasses, built by :func:`perfci.usecases.weekly.build_weekly_report`, rendered by
+Plain dataclasses, built by :func:`perfci.usecases.weekly.report.build_weekly_report`, rendered by
 :mod:`perfci.report.weekly_markdown` and :mod:`perfci.report.weekly_html`, and turned into JSON
-by :func:`perfci.usecases.weekly.report_to_dict`.
+by :func:`perfci.usecases.weekly.report.report_to_dict`.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ On ephemeral CI runners (GitHub-hosted, autoscaled) the embedded SQLite store is
 job ends. With ``history = "git:perfci-data"`` every base-branch run is appended to that branch as
 one compressed run document (``runs/<benchmark>/<commit-time>-<key>.json.gz``), and every job
 reads the branch back into its embedded store before it compares; see
-:mod:`perfci.usecases.history` for when each happens and :mod:`perfci.history.git_branch` for
+:mod:`perfci.usecases.history.branch` for when each happens and :mod:`perfci.history.git_branch` for
 the git side (a private bare repository in perfci's cache folder, outside the checkout, with no
 hook and no repository-controlled config: the user's checkout, index and branches are never
 touched; and only a branch perfci made is ever read or written).

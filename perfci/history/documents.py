@@ -41,7 +41,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+|\.{2,}")
 @dataclass(frozen=True, slots=True)
 class HistoryRun:
     """A run as the branch keeps it: one to append (:func:`encode_run`), or one read back,
-    ready for :func:`perfci.usecases.ingest.ingest_run`."""
+    ready for :func:`perfci.usecases.submit.ingest.ingest_run`."""
 
     benchmark: str
     context: RunContext

@@ -56,8 +56,10 @@ from perfci.server.schemas import (
     SeriesHistoryPublic,
     SeriesPublic,
 )
-from perfci.usecases import alerts, browse, runs, tokens
-from perfci.usecases.submit import SubmitResult, submit_run
+from perfci.usecases.admin import tokens
+from perfci.usecases.browse import alerts, runs
+from perfci.usecases.browse import pages as browse
+from perfci.usecases.submit.run import SubmitResult, submit_run
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorPublic, "description": description}
@@ -419,7 +421,7 @@ def weekly_report(
 
     Reading a report records nothing: alerts are recorded by ``perfci report``.
     """
-    from perfci.usecases.weekly import build_weekly_report, report_to_dict, week_bounds
+    from perfci.usecases.weekly.report import build_weekly_report, report_to_dict, week_bounds
 
     auth.require_read(session, token, project)
     browse.get_project(session, project)

@@ -28,7 +28,7 @@ from perfci.server.parse_pool import Budget, ParsePool
 from perfci.server.ratelimit import UploadRateLimit
 from perfci.server.schemas import ErrorPublic, HealthPublic, RunCreate
 from perfci.server.security import SecurityHeadersMiddleware
-from perfci.usecases.db import database_answers, read_engine, service_engine
+from perfci.usecases.admin.db import database_answers, read_engine, service_engine
 
 STATIC = Path(__file__).parent / "static"
 

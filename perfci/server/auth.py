@@ -14,7 +14,7 @@ from collections.abc import Callable
 from sqlalchemy.orm import Session
 
 from perfci.core.errors import AuthError, NotFoundError
-from perfci.usecases.tokens import TokenInfo, is_project_public
+from perfci.usecases.admin.tokens import TokenInfo, is_project_public
 
 
 def is_public(session: Session, project: str) -> bool:

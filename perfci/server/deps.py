@@ -30,7 +30,7 @@ from perfci.core.limits import (
 )
 from perfci.core.settings import Settings
 from perfci.server.metrics import Registry
-from perfci.usecases.tokens import TokenInfo, authenticate
+from perfci.usecases.admin.tokens import TokenInfo, authenticate
 
 T = TypeVar("T")
 

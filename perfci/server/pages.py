@@ -35,9 +35,9 @@ from perfci.server.deps import (
 )
 from perfci.server.schemas import INT32
 from perfci.server.security import require_same_origin
-from perfci.usecases import browse
-from perfci.usecases.browse import StepPoint
-from perfci.usecases.tokens import authenticate
+from perfci.usecases.admin.tokens import authenticate
+from perfci.usecases.browse import pages as browse
+from perfci.usecases.browse.pages import StepPoint
 
 router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
 

@@ -23,8 +23,8 @@ from perfci.core.transfer import MetricComparisonPublic as MetricComparisonPubli
 from perfci.core.transfer import RunPublic as RunPublic
 from perfci.core.transfer import SeriesPublic as SeriesPublic
 from perfci.core.transfer import fields_of
-from perfci.usecases.browse import ProjectSummary
-from perfci.usecases.runs import DeletedRun
+from perfci.usecases.browse.pages import ProjectSummary
+from perfci.usecases.browse.runs import DeletedRun
 
 #: Longest name (kernel, range, label) accepted; real kernel names stay well under it.
 MAX_NAME = 1000

@@ -30,8 +30,8 @@ from perfci.core.model import Profile
 from perfci.server.deps import Limits
 from perfci.server.parse_pool import Parsed, grow_budget
 from perfci.server.schemas import MAX_NAME, DocumentIn, MetricIn, RunCreate
-from perfci.usecases.formats import profiles_from_document
-from perfci.usecases.ingest import parse_repeats
+from perfci.usecases.submit.formats import profiles_from_document
+from perfci.usecases.submit.ingest import parse_repeats
 
 _GZIP_MAGIC = b"\x1f\x8b"
 #: Files inflating to less than this are never refused for their ratio: a small, very
@@ -194,7 +194,7 @@ def _validate_metrics(metrics: list[Any], where: tuple[Any, ...]) -> list[Metric
 
 def documents_to_repeats(documents: list[DocumentIn]) -> list[list[Profile]]:
     """One repeat per perfci JSON document (read by
-    :func:`perfci.usecases.formats.profiles_from_document`)."""
+    :func:`perfci.usecases.submit.formats.profiles_from_document`)."""
     repeats = []
     for index, document in enumerate(documents):
         # Dumped profile by profile and metric by metric: short GIL holds (see decode_run).

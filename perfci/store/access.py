@@ -1,6 +1,6 @@
 """Projects and their API tokens: the queries of access control (who may read, upload, admin).
 
-Rows in, rows out; the use cases (:mod:`perfci.usecases.tokens`) decide and commit.
+Rows in, rows out; the use cases (:mod:`perfci.usecases.admin.tokens`) decide and commit.
 """
 
 from __future__ import annotations

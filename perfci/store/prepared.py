@@ -1,7 +1,7 @@
 """A run ready to write: its series keyed, the metrics behind each, and the numbers it stores.
 
 The use case builds a :class:`PreparedRun` from parsed profiles and checks it before any SQL
-(:mod:`perfci.usecases.ingest`); :func:`perfci.store.runs.write_run` writes it. The sample
+(:mod:`perfci.usecases.submit.ingest`); :func:`perfci.store.runs.write_run` writes it. The sample
 numbers are computed here, once, for both: the checks, the run's content key and the rows.
 """
 

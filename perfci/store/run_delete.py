@@ -1,6 +1,6 @@
 """Deleting a stored run with everything that hangs off it, and the audit record of it.
 
-Uncommitted: :func:`perfci.usecases.runs.delete_run` makes it one transaction.
+Uncommitted: :func:`perfci.usecases.browse.runs.delete_run` makes it one transaction.
 """
 
 from __future__ import annotations

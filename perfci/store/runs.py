@@ -76,7 +76,7 @@ def write_run(
     benchmark
         The benchmark's name within the project.
     prepared
-        The run's series and metrics, checked (:func:`perfci.usecases.ingest.check_values`).
+        The run's series and metrics, checked (:func:`perfci.usecases.submit.ingest.check_values`).
     key
         The run's idempotency key, unique per project and benchmark.
     created_at

@@ -12,7 +12,7 @@ from pathlib import Path
 from perfci.core.errors import ConfigError
 from perfci.core.model import Profile
 from perfci.core.settings import find_project_root
-from perfci.usecases.check_spec import BenchmarkSpec, Runner
+from perfci.usecases.check.spec import BenchmarkSpec, Runner
 
 __all__ = ["collect_repeats", "run_repeats", "work_dir"]
 
@@ -24,7 +24,7 @@ def collect_repeats(
 
     Everything is parsed here, before any store is opened, so bad input writes nothing.
     """
-    from perfci.usecases.ingest import parse_repeats
+    from perfci.usecases.submit.ingest import parse_repeats
 
     if profiles:
         return parse_repeats(list(profiles), format=spec.format, options=spec.options)

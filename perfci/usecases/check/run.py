@@ -4,8 +4,8 @@ or read files), store the run, compare it, and write the reports a CI job asks f
 Order matters for users: every profile is parsed before anything is stored, so a failing
 benchmark or a bad file writes nothing; the verdict is computed by :func:`submit_run`, the same
 sequence the HTTP upload uses, so local checks, CI and the service agree. Adaptive repeats
-(:mod:`perfci.usecases.adaptive`) compare intermediate looks in a rolled-back session and store
-the final run once; ``--ab`` hands the whole check to :mod:`perfci.usecases.ab`.
+(:mod:`perfci.usecases.check.looks`) compare intermediate looks in a rolled-back session and store
+the final run once; ``--ab`` hands the whole check to :mod:`perfci.usecases.check.ab`.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from perfci.core.model import Profile, RunComparison, RunContext, Verdict
 from perfci.core.settings import Settings, get_settings
-from perfci.usecases.check_adaptive import adaptive_repeats, look_plan
-from perfci.usecases.check_outputs import (
+from perfci.usecases.check.adaptive import adaptive_repeats, look_plan
+from perfci.usecases.check.outputs import (
     append_github_output,
     github_output_path,
     github_outputs,
@@ -28,14 +28,14 @@ from perfci.usecases.check_outputs import (
     write_json,
     write_markdown,
 )
-from perfci.usecases.check_profiles import collect_repeats, run_repeats, work_dir
-from perfci.usecases.check_spec import BenchmarkSpec, CheckRequest, Runner, resolve_benchmark
-from perfci.usecases.history import record_history, sync_history
+from perfci.usecases.check.profiles import collect_repeats, run_repeats, work_dir
+from perfci.usecases.check.spec import BenchmarkSpec, CheckRequest, Runner, resolve_benchmark
+from perfci.usecases.history.branch import record_history, sync_history
 
 if TYPE_CHECKING:  # heavy imports stay out of `perfci --help` and of the CLI's import time
-    from perfci.usecases.ab import PairProgress
-    from perfci.usecases.ingest import IngestResult
-    from perfci.usecases.submit import SubmitResult
+    from perfci.usecases.check.ab import PairProgress
+    from perfci.usecases.submit.ingest import IngestResult
+    from perfci.usecases.submit.run import SubmitResult
 
 # The check's parts live in check_spec, check_profiles, check_adaptive and check_outputs; their
 # public names are re-exported here, where the CLI and the A/B check import them.
@@ -103,9 +103,9 @@ def run_check(
 
     A benchmark that is run (not read from files) gets adaptive repeats: while the verdict is
     inconclusive only for want of data, more batches of repeats run, up to ``max_repeats``
-    and ``budget``; each look tests at ``alpha / looks`` (:mod:`perfci.usecases.adaptive`).
+    and ``budget``; each look tests at ``alpha / looks`` (:mod:`perfci.usecases.check.looks`).
     Intermediate looks are compared in a rolled-back session; the final run is stored once.
-    With ``request.ab`` the check is a same-runner A/B comparison (:mod:`perfci.usecases.ab`).
+    With ``request.ab`` the check is a same-runner A/B comparison (:mod:`perfci.usecases.check.ab`).
 
     Parameters
     ----------
@@ -135,7 +135,7 @@ def run_check(
     spec = resolve_benchmark(settings, request)
     settings = settings.for_benchmark(spec.name, overrides)  # its own delta/alpha, under flags
     if request.ab:
-        from perfci.usecases.ab import run_ab_check
+        from perfci.usecases.check.ab import run_ab_check
 
         return run_ab_check(
             request, spec=spec, settings=settings, env=env, cwd=cwd, progress=pair_progress
@@ -204,7 +204,7 @@ def _submit(
     baseline_branch: str | None,
 ) -> tuple[SubmitResult, str]:
     from perfci.store.db import open_store
-    from perfci.usecases.submit import submit_remote, submit_run
+    from perfci.usecases.submit.run import submit_remote, submit_run
 
     if settings.server_url:
         remote = submit_remote(settings, context=context, benchmark=benchmark, repeats=repeats)

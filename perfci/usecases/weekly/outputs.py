@@ -41,7 +41,7 @@ def build_report(
     ``branch`` for ``[since, until)``."""
     from perfci.store.db import open_store
     from perfci.usecases.stores import project_or_default
-    from perfci.usecases.weekly import build_weekly_report
+    from perfci.usecases.weekly.report import build_weekly_report
 
     settings = get_settings({"database_url": database_url, "project": project})
     name = project_or_default(settings.project)

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from perfci.core.errors import ConfigError, NotFoundError
 from perfci.store.schema import Project
-from perfci.usecases.browse import ProjectSummary
+from perfci.usecases.browse.pages import ProjectSummary
 
 __all__ = ["create_project", "update_project"]
 

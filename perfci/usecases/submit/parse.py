@@ -10,7 +10,7 @@ from perfci.analysis.values import compared_value
 from perfci.core.jsondoc import to_document
 from perfci.core.model import Metric, Profile
 from perfci.formats.registry import parse_file
-from perfci.usecases.inputs import expand_inputs, parse_each
+from perfci.usecases.submit.inputs import expand_inputs, parse_each
 
 
 def parse_profiles(

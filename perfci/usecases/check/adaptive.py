@@ -3,7 +3,7 @@
 Each look stores the run and compares it inside a tentative transaction
 (:meth:`perfci.store.db.Store.tentative`): rolled back when another batch follows, kept when it
 is the last. How many repeats a look holds and why the loop stops is
-:mod:`perfci.usecases.adaptive`'s.
+:mod:`perfci.usecases.check.looks`'s.
 """
 
 from __future__ import annotations
@@ -16,23 +16,23 @@ from typing import TYPE_CHECKING
 
 from perfci.core.model import Profile, RunComparison, RunContext
 from perfci.core.settings import Settings
-from perfci.usecases.check_profiles import collect_repeats
-from perfci.usecases.check_spec import BenchmarkSpec, CheckRequest, Runner
+from perfci.usecases.check.profiles import collect_repeats
+from perfci.usecases.check.spec import BenchmarkSpec, CheckRequest, Runner
 
 if TYPE_CHECKING:  # heavy imports stay out of `perfci --help` and of the CLI's import time
     from sqlalchemy.orm import Session
 
     from perfci.store.db import Tentative
-    from perfci.usecases.adaptive import LookPlan
-    from perfci.usecases.ingest import IngestResult
-    from perfci.usecases.submit import SubmitResult
+    from perfci.usecases.check.looks import LookPlan
+    from perfci.usecases.submit.ingest import IngestResult
+    from perfci.usecases.submit.run import SubmitResult
 
 __all__ = ["adaptive_repeats", "look_plan"]
 
 
 def look_plan(spec: BenchmarkSpec, request: CheckRequest, settings: Settings) -> LookPlan:
     """The fixed plan of looks: one when the profiles are read or go to a server."""
-    from perfci.usecases import adaptive
+    from perfci.usecases.check import looks as adaptive
 
     if request.profiles or settings.server_url:
         return adaptive.single_look(spec.repeats)
@@ -60,8 +60,8 @@ def adaptive_repeats(
     is the check's own, for the note. Returns all repeats, the stored run and the store's URL.
     """
     from perfci.store.db import open_store
-    from perfci.usecases import adaptive
-    from perfci.usecases.submit import SubmitResult
+    from perfci.usecases.check import looks as adaptive
+    from perfci.usecases.submit.run import SubmitResult
 
     store = open_store(settings)
     looks = 0
@@ -129,9 +129,9 @@ def _look(
 
     A run stored before (a retried CI job) gets the comparison it got the first time.
     """
-    from perfci.usecases.compare import compare_stored_run
-    from perfci.usecases.ingest import ingest_run
-    from perfci.usecases.submit import compare_options, latest_comparison
+    from perfci.usecases.submit.compare import compare_stored_run
+    from perfci.usecases.submit.ingest import ingest_run
+    from perfci.usecases.submit.run import compare_options, latest_comparison
 
     ingest = ingest_run(
         session, context=context, benchmark=benchmark, repeats=repeats, commit=False
@@ -153,7 +153,7 @@ def _look(
 
 def _keep(work: Tentative, look: _Look, note: str) -> None:
     """Keep the final look: the run and its comparison, with the adaptive note, committed."""
-    from perfci.usecases.submit import save_comparison
+    from perfci.usecases.submit.run import save_comparison
 
     if not look.stored_before:
         look.comparison.notes.append(note)

@@ -16,7 +16,7 @@ from perfci.integrations.context import detect_run_context
 
 if TYPE_CHECKING:
     from perfci.core.model import Profile, RunContext
-    from perfci.usecases.ingest import IngestResult
+    from perfci.usecases.submit.ingest import IngestResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,12 +53,12 @@ def store_profiles(
     run_context = detect_run_context(settings.project, dict(context))
     _check_provenance(run_context, baseline_branch=settings.baseline_branch, warn=warn)
     if settings.server_url:
-        from perfci.usecases.submit import submit_remote
+        from perfci.usecases.submit.run import submit_remote
 
         remote = submit_remote(settings, context=run_context, benchmark=benchmark, repeats=repeats)
         return StoredFiles(remote.ingest, run_context.project, settings.server_url)
     from perfci.store.db import open_store
-    from perfci.usecases.ingest import ingest_run
+    from perfci.usecases.submit.ingest import ingest_run
 
     store = open_store(settings)
     try:

@@ -22,7 +22,7 @@ from perfci.core.model import RunContext
 from perfci.core.settings import Settings
 
 if TYPE_CHECKING:
-    from perfci.usecases.check_spec import CheckRequest
+    from perfci.usecases.check.spec import CheckRequest
 
 __all__ = [
     "BASE_RUN_SUFFIX",

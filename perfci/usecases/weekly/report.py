@@ -15,7 +15,7 @@ Per benchmark and environment (runs are never compared across hardware):
   series that matter (at least 1 % of step time);
 
 and for the whole project: coverage (runs per day, days without runs, environments seen).
-Change points in the period become alerts (:func:`perfci.usecases.alerts.record_alerts`).
+Change points in the period become alerts (:func:`perfci.usecases.browse.alerts.record_alerts`).
 
 Speed: one query for the runs and one (chunked) query for each benchmark's samples; the
 statistics then work on a series × runs matrix in numpy.
@@ -59,8 +59,8 @@ from perfci.core.weekly import (
 from perfci.store import queries
 from perfci.store.queries import RunInfo
 from perfci.store.samples import run_samples_checked
-from perfci.usecases.alerts import AlertInfo, NewAlert, record_alerts
-from perfci.usecases.weeks import iso_week, period_label, week_bounds
+from perfci.usecases.browse.alerts import AlertInfo, NewAlert, record_alerts
+from perfci.usecases.weekly.weeks import iso_week, period_label, week_bounds
 
 # The report's types live in perfci.core.weekly; they are re-exported here for callers that
 # import them beside build_weekly_report.

@@ -198,7 +198,7 @@ def sync_branch(settings: Settings, branch: str, *, cwd: Path | None = None) -> 
 def _ingest_file(
     sessions: sessionmaker[Session], path: str, data: bytes, branch: str, warnings: list[str]
 ) -> int:
-    from perfci.usecases.ingest import ingest_run
+    from perfci.usecases.submit.ingest import ingest_run
 
     try:
         run = decode_run(data, source=f"{branch}:{path}")

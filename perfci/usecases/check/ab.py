@@ -13,7 +13,7 @@ machine change. A/B mode measures both on the same runner in one job:
 3. The pairs are compared paired (:func:`perfci.analysis.paired.compare_paired`): what the
    machine does to both members of a pair cancels in their difference. With adaptive repeats
    more pairs are run while the verdict is inconclusive only for want of data
-   (:mod:`perfci.usecases.adaptive`).
+   (:mod:`perfci.usecases.check.looks`).
 4. Both sides are stored: the base side as a run of the merge-base commit on the base branch
    (no pull request, CI run id suffixed ``-ab-base``), so that it also feeds the history; the
    pull-request side as the pull request's run, with the paired comparison as its comparison.
@@ -40,8 +40,8 @@ from perfci.analysis.values import PerStep, compared_value
 from perfci.core.errors import ConfigError
 from perfci.core.model import BaselineInfo, Profile, RunComparison, RunContext, SeriesKey
 from perfci.core.settings import Settings
-from perfci.usecases import adaptive
-from perfci.usecases.ab_git import (
+from perfci.usecases.check import looks as adaptive
+from perfci.usecases.check.ab_git import (
     BASE_RUN_SUFFIX,
     ABSetup,
     base_run_context,
@@ -53,9 +53,9 @@ from perfci.usecases.ab_git import (
 
 if TYPE_CHECKING:
     from perfci.analysis.engine import CompareOptions
-    from perfci.usecases.check import BenchmarkSpec, CheckOutcome, CheckRequest
-    from perfci.usecases.ingest import IngestResult
-    from perfci.usecases.submit import SubmitResult
+    from perfci.usecases.check.run import BenchmarkSpec, CheckOutcome, CheckRequest
+    from perfci.usecases.submit.ingest import IngestResult
+    from perfci.usecases.submit.run import SubmitResult
 
 # The git side (merge-base, worktree) lives in ab_git; its names are re-exported here.
 __all__ = [
@@ -111,7 +111,7 @@ def run_ab_check(
     BenchmarkFailed, ParseError
         A repeat failed or wrote a bad profile; nothing is stored, the worktree is removed.
     """
-    from perfci.usecases.check import CheckOutcome, context_of
+    from perfci.usecases.check.run import CheckOutcome, context_of
 
     _refuse_unsupported(request, settings)
     context = context_of(settings, request, env=env, cwd=cwd)
@@ -130,7 +130,7 @@ def run_ab_check(
         for p in group
         for w in p.warnings
     ]
-    from perfci.usecases.history import record_history
+    from perfci.usecases.history.branch import record_history
 
     warnings += record_history(
         settings, base_context, spec.name, pairs.base, baseline_branch=setup.base_branch, cwd=cwd
@@ -180,7 +180,7 @@ def _run_looks(
     progress: PairProgress | None,
 ) -> tuple[Pairs, RunComparison]:
     """Run pairs look by look (the adaptive plan) until the verdict is settled or stops."""
-    from perfci.usecases.submit import compare_options
+    from perfci.usecases.submit.run import compare_options
 
     options = dataclasses.replace(compare_options(settings), alpha=plan.alpha(settings.alpha))
     pairs = Pairs()
@@ -222,7 +222,7 @@ def run_pairs(
     progress: PairProgress | None = None,
 ) -> None:
     """Run ``count`` more pairs into ``pairs``; even pairs base first, odd pairs PR first."""
-    from perfci.usecases.check import work_dir
+    from perfci.usecases.check.run import work_dir
 
     pr_cwd = setup.root / setup.workdir
     base_cwd = tree / setup.workdir
@@ -245,7 +245,7 @@ def _run_side(
 ) -> tuple[list[Profile], float]:
     """One fresh process of one side; its profiles, parsed at once (a bad one stops here)."""
     from perfci.integrations.runner import run_benchmark
-    from perfci.usecases.ingest import parse_repeats
+    from perfci.usecases.submit.ingest import parse_repeats
 
     started = time.monotonic()
     from perfci.integrations.machine import gpu_state
@@ -296,7 +296,7 @@ def series_values(
     """Per series, its per-step value in each repeat (``None`` where the repeat lacks it).
 
     With ``per_step`` left at the mean, the values the store keeps
-    (:mod:`perfci.usecases.ingest`): a repeat with several profiles keys its series by
+    (:mod:`perfci.usecases.submit.ingest`): a repeat with several profiles keys its series by
     section = profile label, and a series appearing twice in one repeat is summed.
     """
     out: dict[SeriesKey, list[float | None]] = {}
@@ -451,8 +451,8 @@ def _store(
     A retried job (the PR run already stored) gets the comparison stored the first time.
     """
     from perfci.store.db import open_store
-    from perfci.usecases.ingest import ingest_run
-    from perfci.usecases.submit import SubmitResult, latest_comparison, save_comparison
+    from perfci.usecases.submit.ingest import ingest_run
+    from perfci.usecases.submit.run import SubmitResult, latest_comparison, save_comparison
 
     store = open_store(settings)
     try:

@@ -29,8 +29,8 @@ from perfci.formats.caps import ParseLimits, parse_limits
 from perfci.formats.registry import HISTORY_FORMATS, parse_file
 from perfci.store.prepared import Cell, PreparedRun, Values, cell_values
 from perfci.store.runs import IngestResult, storage_error, stored_run, write_run
-from perfci.usecases.inputs import expand_inputs, parse_each
-from perfci.usecases.repeats import check_repeats_match
+from perfci.usecases.check.repeats import check_repeats_match
+from perfci.usecases.submit.inputs import expand_inputs, parse_each
 
 _T = TypeVar("_T")
 
@@ -77,7 +77,7 @@ def ingest_run(
         When the run was made (default: now); tests and imports of old runs pass it.
     commit
         ``False`` leaves the transaction open for the caller to add to and commit (the run and
-        its comparison in one transaction, :func:`~perfci.usecases.submit.submit_run`); it is
+        its comparison in one transaction, :func:`~perfci.usecases.submit.run.submit_run`); it is
         still rolled back here on any error.
 
     Raises

@@ -1,7 +1,8 @@
 """What a CI job reads from a check: the comment and JSON files, step outputs, publishing.
 
 Files are written where asked (``--markdown``, ``--json``); ``$GITHUB_OUTPUT`` gets the verdict;
-:func:`publish_outcome` posts the comment, status and job summary (:mod:`perfci.usecases.publish`).
+:func:`publish_outcome` posts the comment, status and job summary
+(:mod:`perfci.usecases.check.publish`).
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from perfci.core.errors import ConfigError
 from perfci.core.model import RunComparison
 
 if TYPE_CHECKING:
-    from perfci.usecases.check import CheckOutcome
-    from perfci.usecases.publish import PublishOutcome
+    from perfci.usecases.check.publish import PublishOutcome
+    from perfci.usecases.check.run import CheckOutcome
 
 __all__ = [
     "append_github_output",
@@ -116,7 +117,7 @@ def publish_outcome(
     out_dir: Path | None = None,
 ) -> PublishOutcome:
     """Publish the check's comparison (comment, status, job summary, annotations, files)."""
-    from perfci.usecases.publish import publish
+    from perfci.usecases.check.publish import publish
 
     return publish(
         outcome.comparison,

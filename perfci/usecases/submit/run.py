@@ -19,8 +19,8 @@ from perfci.core.settings import Settings
 from perfci.core.transfer import comparison_from_dict
 from perfci.report.json_report import comparison_to_dict
 from perfci.store.schema import Comparison
-from perfci.usecases.compare import compare_stored_run
-from perfci.usecases.ingest import IngestResult, ingest_run
+from perfci.usecases.submit.compare import compare_stored_run
+from perfci.usecases.submit.ingest import IngestResult, ingest_run
 
 
 @dataclass(frozen=True, slots=True)

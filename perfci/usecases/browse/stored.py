@@ -15,14 +15,14 @@ from perfci.core.errors import ConfigError
 from perfci.core.settings import Settings, get_settings
 from perfci.store.db import open_store
 from perfci.store.queries import get_run
-from perfci.usecases.check import exit_code
+from perfci.usecases.check.run import exit_code
 from perfci.usecases.stores import project_or_default
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
     from perfci.core.model import RunComparison, RunInfo
-    from perfci.usecases.runs import DeletedRun
+    from perfci.usecases.browse.runs import DeletedRun
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +63,7 @@ def _comparison(
     session: Session, run_id: int, *, settings: Settings, baseline_branch: str | None, fresh: bool
 ) -> RunComparison:
     """The stored comparison when it answers the question asked, else a new one."""
-    from perfci.usecases.submit import compare_run_now, latest_comparison
+    from perfci.usecases.submit.run import compare_run_now, latest_comparison
 
     get_run(session, run_id)  # an unknown id is a NotFoundError, not an empty comparison
     stored = None if fresh else latest_comparison(session, run_id)
@@ -83,7 +83,7 @@ def newest_runs(
 ) -> list[RunInfo]:
     """The newest ``limit`` runs of ``benchmark`` in ``project`` (default: settings, else the
     repository's)."""
-    from perfci.usecases import browse
+    from perfci.usecases.browse import pages as browse
 
     settings = get_settings({"database_url": database_url, "project": project})
     name = project_or_default(settings.project)
@@ -107,7 +107,7 @@ def delete_stored_run(
     ConfigError
         When ``confirm`` says no: nothing is deleted.
     """
-    from perfci.usecases.runs import delete_run
+    from perfci.usecases.browse.runs import delete_run
 
     store = open_store(get_settings({"database_url": database_url}))
     try:

@@ -37,7 +37,7 @@ from perfci.integrations.machine.judge import load_shift, step_moved, step_toler
 from perfci.store import queries
 from perfci.store.queries import RunInfo
 from perfci.store.samples import run_samples_checked
-from perfci.usecases.load_guard import undecided_on_a_busy_host, undecided_on_a_load_change
+from perfci.usecases.submit.load_guard import undecided_on_a_busy_host, undecided_on_a_load_change
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,9 +36,9 @@ from perfci.formats.registry import HISTORY_FORMATS, parse_file
 from perfci.history import HistoryRun, parse_history
 from perfci.integrations.context import detect_run_context
 from perfci.store.prepared import PreparedRun
-from perfci.usecases.history import append_history
-from perfci.usecases.ingest import check_values, prepare_run
-from perfci.usecases.inputs import expand_inputs
+from perfci.usecases.history.branch import append_history
+from perfci.usecases.submit.ingest import check_values, prepare_run
+from perfci.usecases.submit.inputs import expand_inputs
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,7 +271,7 @@ def _store(
 ) -> tuple[list[ImportedRun], str]:
     """Store each planned run in its own transaction; the runs and where they went."""
     from perfci.store.db import open_store
-    from perfci.usecases.ingest import ingest_prepared
+    from perfci.usecases.submit.ingest import ingest_prepared
 
     runs: list[ImportedRun] = []
     store = open_store(settings)
