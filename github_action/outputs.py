@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from perfci.core.transfer import comparison_from_dict
+from perfci.integrations.github.actions import is_fork_pull_request
 from perfci.report.formatting import primary_step
 
 _WORTH_A_COMMENT = {"always": {"regression", "improvement", "unchanged", "inconclusive",
@@ -44,17 +45,13 @@ def run_url(report: dict[str, Any], server_url: str) -> str:
 
 
 def is_fork(event_path: str) -> bool:
-    """A pull request whose head lives in another repository (its token is read-only)."""
+    """A pull request whose head lives in another repository, or in none any more (its token
+    is read-only): perfci's one rule, :func:`is_fork_pull_request`."""
     try:
         event = json.loads(Path(event_path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    pull = event.get("pull_request") if isinstance(event, dict) else None
-    if not isinstance(pull, dict):
-        return False
-    head = ((pull.get("head") or {}).get("repo") or {}).get("full_name")
-    base = ((pull.get("base") or {}).get("repo") or {}).get("full_name")
-    return bool(head and base and head != base)
+    return isinstance(event, dict) and is_fork_pull_request(event)
 
 
 def main(path: str) -> int:

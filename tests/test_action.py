@@ -791,5 +791,12 @@ def test_the_outputs_script_decides_from_the_report(tmp_path: Path) -> None:
     assert decide("change")[0] == "yes no"  # an improvement is a change worth a comment
     assert decide("regression")[0] == "no no"
     assert decide("always", fork)[0] == "no no"  # a fork's token could not post it
+    # A fork deleted since the pull request was opened has no head repository: still a fork,
+    # as perfci's own rule says (integrations.github.actions.is_fork_pull_request).
+    gone = tmp_path / "gone.json"
+    event = _pull_request_event()
+    event["pull_request"]["head"]["repo"] = None
+    gone.write_text(json.dumps(event), encoding="utf-8")
+    assert decide("always", gone)[0] == "no no"
     _, outputs = decide("always", server="https://perfci.example.com/")
     assert outputs == {"step-time-change": "", "run-url": "https://perfci.example.com/runs/12"}

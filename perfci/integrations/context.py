@@ -24,10 +24,10 @@ from typing import Any
 
 from perfci.core.errors import ConfigError
 from perfci.core.model import RunContext
+from perfci.integrations import git
 
 #: Frameworks and libraries whose version is part of the fingerprint when installed.
 FRAMEWORKS = ("torch", "jax", "tensorflow", "triton", "transformer-engine", "megatron-core")
-_GIT_TIMEOUT_S = 5
 _NVIDIA_SMI_TIMEOUT_S = 10
 _REMOTE = re.compile(r"(?:[:/])(?P<repo>[^/:]+/[^/]+?)(?:\.git)?/?$")
 
@@ -148,21 +148,8 @@ def _from_event(path: str | None) -> dict[str, Any]:
 
 
 def _git(cwd: Path | None, *args: str) -> str | None:
-    if shutil.which("git") is None:
-        return None
-    try:
-        done = subprocess.run(
-            ["git", *args],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=_GIT_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    out = done.stdout.strip()
-    return out if done.returncode == 0 and out else None
+    """git's non-empty output, else ``None`` (the context has no use for an empty answer)."""
+    return git.output(cwd, *args) or None
 
 
 def _from_git(cwd: Path | None) -> dict[str, Any]:

@@ -48,7 +48,6 @@ from perfci.usecases.check.ab_git import (
     base_worktree,
     merge_base_sha,
     prepare,
-    remove_worktree,
 )
 
 if TYPE_CHECKING:
@@ -69,7 +68,6 @@ __all__ = [
     "compare_pairs",
     "merge_base_sha",
     "prepare",
-    "remove_worktree",
     "run_ab_check",
     "run_pairs",
     "screen_pairs",

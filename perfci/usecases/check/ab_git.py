@@ -8,9 +8,6 @@ and removed (``git worktree remove --force``, then ``git worktree prune``) on ev
 from __future__ import annotations
 
 import dataclasses
-import shutil
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,6 +17,8 @@ from typing import TYPE_CHECKING
 from perfci.core.errors import ConfigError
 from perfci.core.model import RunContext
 from perfci.core.settings import Settings
+from perfci.integrations import git
+from perfci.integrations.context import merge_base
 
 if TYPE_CHECKING:
     from perfci.usecases.check.spec import CheckRequest
@@ -31,12 +30,10 @@ __all__ = [
     "base_worktree",
     "merge_base_sha",
     "prepare",
-    "remove_worktree",
 ]
 
 #: ``ci_run_id`` suffix of the base side's run, so that both runs of one job are stored apart.
 BASE_RUN_SUFFIX = "-ab-base"
-_GIT_TIMEOUT_S = 600  # a worktree of a large repository takes a while to check out
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,13 +57,16 @@ def prepare(
         Not a git checkout, a dirty working tree, or no merge-base with the base branch.
     """
     here = (cwd or Path.cwd()).resolve()
-    top = _git(here, "rev-parse", "--show-toplevel")
-    if top is None:
+    top = git.output(here, "rev-parse", "--show-toplevel")
+    if not top:
         raise ConfigError(f"--ab needs a git checkout; {here} is not inside one")
     root = Path(top).resolve()
-    dirty = [line for line in _status(root) if not _ignored(line[3:])]
+    try:
+        dirty = [path for path in git.changed_paths(root) if not _ignored(path)]
+    except OSError as exc:
+        raise ConfigError(f"--ab could not read the working tree's status: {exc}") from None
     if dirty:
-        listed = ", ".join(line[3:] for line in dirty[:5]) + (" …" if len(dirty) > 5 else "")
+        listed = ", ".join(dirty[:5]) + (" …" if len(dirty) > 5 else "")
         raise ConfigError(
             f"--ab needs a clean working tree, so that the pull-request side is "
             f"exactly its commit; uncommitted changes: {listed} (commit or stash "
@@ -80,21 +80,6 @@ def prepare(
         base_branch=branch,
         base_sha=sha,
     )
-
-
-def _status(root: Path) -> list[str]:
-    """``git status --porcelain`` lines (``XY path``; not stripped: X may be a space)."""
-    done = subprocess.run(
-        ["git", "status", "--porcelain"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=_GIT_TIMEOUT_S,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise ConfigError(f"--ab could not read the working tree's status: {done.stderr.strip()}")
-    return [line for line in done.stdout.splitlines() if line.strip()]
 
 
 def _ignored(path: str) -> bool:
@@ -112,14 +97,12 @@ def merge_base_sha(root: Path, branch: str, context: RunContext) -> str:
     (``context.merge_base``) is used then, when ``branch`` is the run's own base branch and
     git has that commit.
     """
-    from perfci.integrations.context import merge_base
-
     found = merge_base(root, branch, "HEAD")
     if (
         found is None
         and branch == context.base_branch
         and context.merge_base
-        and _git(root, "cat-file", "-e", f"{context.merge_base}^{{commit}}") is not None
+        and git.output(root, "cat-file", "-e", f"{context.merge_base}^{{commit}}") is not None
     ):
         found = context.merge_base
     if found is None:
@@ -129,71 +112,20 @@ def merge_base_sha(root: Path, branch: str, context: RunContext) -> str:
             "pass --baseline-branch, or fetch the base branch with its history (in GitHub "
             "Actions: actions/checkout with fetch-depth: 0)"
         )
-    return _git(root, "rev-parse", found) or found
-
-
-def _git(cwd: Path, *args: str) -> str | None:
-    """``git ARGS`` in ``cwd``: its stripped output, or ``None`` when it fails."""
-    try:
-        done = subprocess.run(
-            ["git", *args],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=_GIT_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.strip() if done.returncode == 0 else None
+    return git.output(root, "rev-parse", found) or found
 
 
 @contextmanager
 def base_worktree(root: Path, sha: str) -> Iterator[Path]:
-    """A detached worktree of ``sha`` in a temporary directory, removed on every exit.
-
-    ``git worktree remove --force`` and ``git worktree prune`` run in a ``finally``, so a
-    failing repeat, a bad profile and Ctrl-C (``KeyboardInterrupt``) all leave the
-    repository's worktree list and the temporary directory as they were.
-    """
-    folder = Path(tempfile.mkdtemp(prefix="perfci-ab-"))
-    tree = folder / "base"
+    """The merge-base checked out in a throwaway worktree (:func:`perfci.integrations.git.
+    worktree`), removed on every way out."""
     try:
-        done = subprocess.run(
-            # No hook: an earlier job's benchmark may have left one in .git/hooks (issue 31).
-            [
-                "git",
-                "-c",
-                "core.hooksPath=/dev/null",
-                "worktree",
-                "add",
-                "--detach",
-                str(tree),
-                sha,
-            ],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=_GIT_TIMEOUT_S,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise ConfigError(
-                f"could not check out the merge-base {sha[:12]} into a git "
-                f"worktree: {done.stderr.strip() or done.stdout.strip()}"
-            )
-        yield tree
-    finally:
-        remove_worktree(root, tree)
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def remove_worktree(root: Path, tree: Path) -> None:
-    """Remove ``tree`` from the repository's worktrees (forced: it may hold benchmark output)."""
-    for args in (("worktree", "remove", "--force", str(tree)), ("worktree", "prune")):
-        subprocess.run(
-            ["git", *args], cwd=root, capture_output=True, timeout=_GIT_TIMEOUT_S, check=False
-        )
+        with git.worktree(root, sha) as tree:
+            yield tree
+    except OSError as exc:
+        raise ConfigError(
+            f"could not check out the merge-base {sha[:12]} into a git worktree: {exc}"
+        ) from None
 
 
 def base_run_context(context: RunContext, setup: ABSetup) -> RunContext:
@@ -207,6 +139,6 @@ def base_run_context(context: RunContext, setup: ABSetup) -> RunContext:
         merge_base=None,
         pr_number=None,
         ci_run_id=run_id,
-        commit_time=_git(setup.root, "log", "-1", "--format=%cI", setup.base_sha),
+        commit_time=git.output(setup.root, "log", "-1", "--format=%cI", setup.base_sha) or None,
         environment=dict(context.environment),
     )
