@@ -55,6 +55,8 @@ def test_a_worktree_runs_no_hook_and_is_removed_on_every_way_out(tmp_path: Path)
     assert not tree.exists() and not tree.parent.exists()
     listed = git.output(repo, "worktree", "list", "--porcelain") or ""
     assert str(tree) not in listed
-    with pytest.raises(OSError, match="invalid reference|not a valid|unknown revision"):
-        with git.worktree(repo, "0" * 40):
-            pass
+    with (
+        pytest.raises(OSError, match=r"invalid reference|not a valid|unknown revision"),
+        git.worktree(repo, "0" * 40),
+    ):
+        pass
