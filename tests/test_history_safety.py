@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import gzip
 import os
+import shutil
 import stat
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from perfci.core.errors import StorageError
 from perfci.core.settings import Settings
 from perfci.history import GitBranch, cache_root, encode_run, run_path
 from perfci.history._files import README
+from perfci.history._git import open_cache
 from perfci.usecases.history import branch as history_usecase
 
 
@@ -114,6 +117,32 @@ def test_a_cache_inside_the_checkout_is_refused(origin: Origin) -> None:
     clone = origin.clone()
     with pytest.raises(StorageError, match="inside the checkout"):
         GitBranch(checkout=clone, branch=BRANCH, cache=clone / ".perfci" / "history")
+
+
+def test_jobs_making_the_same_cache_at_once_all_get_it(tmp_path: Path) -> None:
+    # Two check jobs on one runner share the cache folder: one must never see the other's
+    # half-made repository, take it for a planted one and remove it under its feet.
+    repo = tmp_path / "cache" / "perfci-data-0.git"
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    errors: list[BaseException] = []
+
+    def make() -> None:
+        try:
+            open_cache(repo, checkout=checkout)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the main thread
+            errors.append(exc)
+
+    for _ in range(3):
+        shutil.rmtree(repo, ignore_errors=True)
+        threads = [threading.Thread(target=make) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        assert not errors, errors
+        assert {"HEAD", "objects", "refs", "config"} <= {p.name for p in repo.iterdir()}
+    assert [p.name for p in repo.parent.iterdir()] == [repo.name]  # no staging left behind
 
 
 def _commits(origin: Origin, branch: str) -> list[str]:

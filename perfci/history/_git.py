@@ -151,7 +151,7 @@ def open_cache(repo: Path, *, checkout: Path) -> None:
             repo.unlink()
     if not repo.exists():
         repo.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        _init(repo)
+        _init_atomically(repo)
     (repo / "config").write_text(CONFIG, encoding="utf-8")
 
 
@@ -181,6 +181,21 @@ def _uid() -> int:
     """This process's user id (0 where the platform has none: every folder is its own)."""
     getuid = getattr(os, "getuid", None)
     return int(getuid()) if getuid is not None else 0
+
+
+def _init_atomically(repo: Path) -> None:
+    """Make the cache in a private folder beside it and rename it into place, so that a
+    second job on the runner never sees (and never removes as untrusted) a half-made one."""
+    staging = Path(tempfile.mkdtemp(dir=repo.parent, prefix=f".{repo.name}."))
+    try:
+        _init(staging)
+        try:
+            staging.rename(repo)
+        except OSError:
+            if not _trusted(repo):  # not another job's finished cache: something else
+                raise StorageError(f"could not make the history cache {repo}") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _init(repo: Path) -> None:
