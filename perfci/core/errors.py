@@ -99,6 +99,22 @@ class StorageError(PerfciError):
     """The store failed or refused an operation."""
 
 
+class DatabaseFailure(StorageError):
+    """The database refused or lost a statement; the unit of work was rolled back.
+
+    ``reason`` is the driver's first line, for a message that names what the store was doing.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class KeyTaken(DatabaseFailure):
+    """A unique key was taken by a concurrent writer between our read and our write; the unit
+    of work was rolled back, and reading again finds theirs."""
+
+
 class NotFoundError(PerfciError):
     """An id or name that does not exist."""
 

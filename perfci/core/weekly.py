@@ -292,3 +292,21 @@ class WeeklyReport:
 
 
 # --- weeks ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NewAlert:
+    """A detected change point, as :func:`perfci.usecases.browse.alerts.record_alerts` takes it."""
+
+    benchmark: str
+    series: SeriesKey
+    environment_id: int
+    branch: str
+    run_id: int
+    commit: str | None
+    previous_commit: str | None
+    before: float
+    after: float
+    change: float
+    p_value: float
+    nearby_run_ids: tuple[int, ...] = ()

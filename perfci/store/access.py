@@ -39,6 +39,22 @@ def project_id(session: Session, project: str, *, create: bool) -> int:
     return row.id
 
 
+def add_project(session: Session, name: str, *, public: bool) -> bool:
+    """Add project ``name`` (uncommitted); False when one of that name exists."""
+    if session.execute(select(Project.id).where(Project.name == name)).scalar() is not None:
+        return False
+    session.add(Project(name=name, public=public, created_at=datetime.now(UTC)))
+    session.flush()
+    return True
+
+
+def add_token(session: Session, row: ApiToken) -> ApiToken:
+    """Add token ``row`` (uncommitted; its id assigned)."""
+    session.add(row)
+    session.flush()
+    return row
+
+
 def set_project_public(session: Session, project_id: int, public: bool) -> None:
     """Mark project ``project_id`` public or private (uncommitted)."""
     session.execute(update(Project).where(Project.id == project_id).values(public=public))

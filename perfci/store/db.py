@@ -71,6 +71,14 @@ def make_engine(url: str, *, read_only: bool = False, **kwargs: Any) -> Engine:
     return engine
 
 
+def sqlite_file(url: str) -> Path | None:
+    """The file of a SQLite store ``url`` names; None for another database or one in memory."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database:
+        return None
+    return None if parsed.database == ":memory:" else Path(parsed.database)
+
+
 #: The database URLs perfci accepts, as its error messages name them.
 ACCEPTED_URLS = (
     "sqlite:///PATH (the embedded store)",

@@ -16,13 +16,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import func, select
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from perfci.core.errors import RunConflict, StorageError
 from perfci.core.model import SERIES_FIELDS, Metric, RunContext, SeriesParts
 from perfci.store import _bulk, partitions
-from perfci.store.db import error_reason
 from perfci.store.prepared import PreparedRun, Values, cell_values
 from perfci.store.prepared import sample_rows as _sample_rows
 from perfci.store.run_resolve import resolve_generic, resolve_postgres
@@ -131,13 +129,13 @@ def stored_run(
 
 
 def storage_error(
-    benchmark: str, prepared: PreparedRun, exc: DBAPIError, shown: int = 3
+    benchmark: str, prepared: PreparedRun, reason: str, shown: int = 3
 ) -> StorageError:
     """The error of a failed ingest, naming the run's files (the first few, then how many more)."""
     sources = list(dict.fromkeys(p.source or p.label for _, p in prepared.profiles))
     more = len(sources) - shown
     files = ", ".join(sources[:shown]) + (f" and {more} more" if more > 0 else "")
-    return StorageError(f"could not store the run of {benchmark!r} ({files}): {error_reason(exc)}")
+    return StorageError(f"could not store the run of {benchmark!r} ({files}): {reason}")
 
 
 def _write(

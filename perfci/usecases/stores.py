@@ -16,7 +16,7 @@ from perfci.core.settings import get_settings
 from perfci.store.db import open_store
 
 if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
+    from perfci.store.work import Session
 
 
 @contextmanager

@@ -15,8 +15,7 @@ from perfci.core.settings import Settings, get_settings, redact_url
 from perfci.store import db
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Engine
-    from sqlalchemy.orm import Session, sessionmaker
+    from perfci.store.work import Engine, SessionFactory
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,13 +83,13 @@ def check_ready(settings: Settings) -> str:
     return settings.resolved_database_url()
 
 
-def service_engine(url: str) -> tuple[Engine, sessionmaker[Session]]:
+def service_engine(url: str) -> tuple[Engine, SessionFactory]:
     """The engine and session factory a service process works with, for ``url``."""
     engine = db.make_engine(url)
     return engine, db.make_sessionmaker(engine)
 
 
-def read_engine(url: str) -> tuple[Engine, sessionmaker[Session]]:
+def read_engine(url: str) -> tuple[Engine, SessionFactory]:
     """The engine and sessions of a read replica at ``url`` (``read_database_url``): every
     transaction read-only, so a write sent there fails at once rather than on failover."""
     engine = db.make_engine(url, read_only=True)

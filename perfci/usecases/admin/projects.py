@@ -6,13 +6,9 @@ for ``perfci project`` (and anything else that manages projects by name).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
-from sqlalchemy import select, update
-from sqlalchemy.orm import Session
-
 from perfci.core.errors import ConfigError, NotFoundError
-from perfci.store.schema import Project
+from perfci.store import access
+from perfci.store.work import Session, unit_of_work
 from perfci.usecases.browse.pages import ProjectSummary
 
 __all__ = ["create_project", "update_project"]
@@ -24,26 +20,26 @@ MAX_NAME = 200
 def create_project(session: Session, *, name: str, public: bool = False) -> ProjectSummary:
     """Create project ``name``; ``ConfigError`` when it exists or the name is unusable."""
     name = _checked(name)
-    if session.execute(select(Project.id).where(Project.name == name)).scalar() is not None:
-        raise ConfigError(
-            f"project {name!r} already exists: change it with "
-            f"`perfci project update {name} --public` (or --private)"
-        )
-    session.add(Project(name=name, public=public, created_at=datetime.now(UTC)))
-    session.commit()
+    with unit_of_work(session):
+        if not access.add_project(session, name, public=public):
+            raise ConfigError(
+                f"project {name!r} already exists: change it with "
+                f"`perfci project update {name} --public` (or --private)"
+            )
     return ProjectSummary(name=name, public=public)
 
 
 def update_project(session: Session, *, name: str, public: bool) -> ProjectSummary:
     """Make project ``name`` public or private; ``NotFoundError`` when there is none."""
     name = _checked(name)
-    done = session.execute(update(Project).where(Project.name == name).values(public=public))
-    if not done.rowcount:  # type: ignore[attr-defined]  # a CursorResult for an UPDATE
-        session.rollback()
-        raise NotFoundError(
-            f"no project named {name!r}: create it with `perfci project create {name}`"
-        )
-    session.commit()
+    with unit_of_work(session):
+        try:
+            project_id = access.project_id(session, name, create=False)
+        except NotFoundError:
+            raise NotFoundError(
+                f"no project named {name!r}: create it with `perfci project create {name}`"
+            ) from None
+        access.set_project_public(session, project_id, public)
     return ProjectSummary(name=name, public=public)
 
 

@@ -14,12 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy.exc import DBAPIError
-
-from perfci.core.errors import ConfigError, StorageError
+from perfci.core.errors import ConfigError, DatabaseFailure, StorageError
 from perfci.core.settings import Settings, get_settings, redact_url
 from perfci.store import partitions, retention
-from perfci.store.db import Store, error_reason, open_store
+from perfci.store.db import Store, open_store
+from perfci.store.work import unit_of_work
 
 __all__ = [
     "MaintainReport",
@@ -100,11 +99,10 @@ def maintain_store(
     moment = now or datetime.now(UTC)
     store = open_store(settings)
     try:
-        with store.sessions() as session:
+        with store.sessions() as session, unit_of_work(session):
             created = partitions.ensure_ahead(session, moment, settings.partitions_ahead)
-            session.commit()
-    except DBAPIError as exc:
-        raise StorageError(f"could not make partitions: {error_reason(exc)}") from exc
+    except DatabaseFailure as exc:
+        raise StorageError(f"could not make partitions: {exc.reason}") from exc
     finally:
         store.close()
     notes = []
@@ -179,17 +177,11 @@ def _prune_month(
     store: Store, month: retention.MonthPlan, policy: retention.Policy, now: datetime, dry: bool
 ) -> retention.MonthResult:
     """One month in one transaction: committed, or rolled back for a dry run or an error."""
-    with store.sessions() as session:
-        try:
-            result = retention.prune_month(session, month, policy, now, dry_run=dry)
-            if dry:
-                session.rollback()
-            else:
-                session.commit()
-        except DBAPIError as exc:
-            session.rollback()
-            raise StorageError(
-                f"could not prune {month.month}: {error_reason(exc)}; the months before it "
-                "are pruned, and running the prune again goes on from there"
-            ) from exc
-    return result
+    try:
+        with store.sessions() as session, unit_of_work(session, keep=not dry):
+            return retention.prune_month(session, month, policy, now, dry_run=dry)
+    except DatabaseFailure as exc:
+        raise StorageError(
+            f"could not prune {month.month}: {exc.reason}; the months before it "
+            "are pruned, and running the prune again goes on from there"
+        ) from exc

@@ -19,11 +19,10 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy.orm import Session
-
 from perfci.core.errors import AuthError, ConfigError, NotFoundError
 from perfci.store import access
 from perfci.store.schema import ApiToken
+from perfci.store.work import Session, unit_of_work
 
 __all__ = [
     "SCOPES",
@@ -143,18 +142,19 @@ def create_token(
     if not project.strip() or len(project) > 200:
         raise ConfigError("a project name must have 1 to 200 characters")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    project_id = access.project_id(session, project, create=True)
-    row = ApiToken(
-        project_id=project_id,
-        name=(name or "token")[:200],
-        prefix=token[:_PREFIX_CHARS],
-        token_hash=hash_token(token),
-        scopes=",".join(wanted),
-        created_at=datetime.now(UTC),
-        expires_at=expires_at,
-    )
-    session.add(row)
-    session.commit()
+    with unit_of_work(session):
+        row = access.add_token(
+            session,
+            ApiToken(
+                project_id=access.project_id(session, project, create=True),
+                name=(name or "token")[:200],
+                prefix=token[:_PREFIX_CHARS],
+                token_hash=hash_token(token),
+                scopes=",".join(wanted),
+                created_at=datetime.now(UTC),
+                expires_at=expires_at,
+            ),
+        )
     return token, _info(row, project)
 
 
@@ -171,8 +171,8 @@ def revoke_token(session: Session, token_id: int) -> TokenInfo:
         raise NotFoundError(f"no token with id {token_id}")
     row, project = found
     if row.revoked_at is None:
-        row.revoked_at = datetime.now(UTC)
-        session.commit()
+        with unit_of_work(session):
+            row.revoked_at = datetime.now(UTC)
     return _info(row, project)
 
 
@@ -201,9 +201,10 @@ def authenticate(session: Session, token: str) -> TokenInfo:
 
 def set_project_public(session: Session, *, project: str, public: bool) -> bool:
     """Make ``project``'s runs and dashboard readable without a token (or not again)."""
-    project_id = access.project_id(session, project, create=False)
-    access.set_project_public(session, project_id, public)
-    session.commit()
+    with unit_of_work(session):
+        access.set_project_public(
+            session, access.project_id(session, project, create=False), public
+        )
     return public
 
 
@@ -211,8 +212,8 @@ def _touch(session: Session, row: ApiToken) -> None:
     now = datetime.now(UTC)
     if row.last_used_at is not None and now - row.last_used_at < LAST_USED_RESOLUTION:
         return
-    access.mark_token_used(session, row.id, now)
-    session.commit()
+    with unit_of_work(session):
+        access.mark_token_used(session, row.id, now)
     row.last_used_at = now
 
 

@@ -10,13 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy.exc import DBAPIError
-from sqlalchemy.orm import Session
-
-from perfci.core.errors import NotFoundError, StorageError
-from perfci.store.db import error_reason
+from perfci.core.errors import DatabaseFailure, NotFoundError, StorageError
 from perfci.store.queries import get_run
 from perfci.store.run_delete import add_audit_event, delete_run_rows
+from perfci.store.work import Session, unit_of_work
 
 __all__ = ["DELETE_ACTION", "DeletedRun", "delete_run"]
 
@@ -47,7 +44,7 @@ def delete_run(
     Parameters
     ----------
     session
-        A fresh unit of work; committed on success, rolled back on any error.
+        The store's session; the deletion is one unit of work, rolled back on any error.
     run_id
         The run to delete.
     actor
@@ -64,33 +61,29 @@ def delete_run(
         The database failed; nothing was deleted.
     """
     try:
-        run = get_run(session, run_id)
-        if project is not None and run.project != project:
-            raise NotFoundError(f"no run with id {run_id}")
-        counts = delete_run_rows(session, run_id)
-        deleted = DeletedRun(
-            run_id=run_id,
-            project=run.project,
-            benchmark=run.benchmark,
-            commit=run.commit,
-            branch=run.branch,
-            **counts,
-        )
-        add_audit_event(
-            session,
-            actor=actor,
-            action=DELETE_ACTION,
-            project=run.project,
-            target=f"run {run_id}",
-            detail=_detail(deleted),
-        )
-        session.commit()
-    except DBAPIError as exc:
-        session.rollback()
-        raise StorageError(f"could not delete run {run_id}: {error_reason(exc)}") from exc
-    except BaseException:
-        session.rollback()
-        raise
+        with unit_of_work(session):
+            run = get_run(session, run_id)
+            if project is not None and run.project != project:
+                raise NotFoundError(f"no run with id {run_id}")
+            counts = delete_run_rows(session, run_id)
+            deleted = DeletedRun(
+                run_id=run_id,
+                project=run.project,
+                benchmark=run.benchmark,
+                commit=run.commit,
+                branch=run.branch,
+                **counts,
+            )
+            add_audit_event(
+                session,
+                actor=actor,
+                action=DELETE_ACTION,
+                project=run.project,
+                target=f"run {run_id}",
+                detail=_detail(deleted),
+            )
+    except DatabaseFailure as exc:
+        raise StorageError(f"could not delete run {run_id}: {exc.reason}") from exc
     return deleted
 
 

@@ -19,9 +19,8 @@ from perfci.usecases.check.run import exit_code
 from perfci.usecases.stores import project_or_default
 
 if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
-
     from perfci.core.model import RunComparison, RunInfo
+    from perfci.store.work import Session
     from perfci.usecases.browse.runs import DeletedRun
 
 

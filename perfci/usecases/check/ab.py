@@ -449,31 +449,22 @@ def _store(
     A retried job (the PR run already stored) gets the comparison stored the first time.
     """
     from perfci.store.db import open_store
+    from perfci.store.work import unit_of_work
     from perfci.usecases.submit.ingest import ingest_run
     from perfci.usecases.submit.run import SubmitResult, latest_comparison, save_comparison
 
     store = open_store(settings)
     try:
         with store.sessions() as session:
-            try:
+            with unit_of_work(session):
                 base = ingest_run(
-                    session,
-                    context=base_context,
-                    benchmark=benchmark,
-                    repeats=pairs.base,
-                    commit=False,
+                    session, context=base_context, benchmark=benchmark, repeats=pairs.base
                 )
-                pr = ingest_run(
-                    session, context=context, benchmark=benchmark, repeats=pairs.pr, commit=False
-                )
+                pr = ingest_run(session, context=context, benchmark=benchmark, repeats=pairs.pr)
                 stored = None if pr.created else latest_comparison(session, pr.run_id)
                 if stored is None:
                     _describe(result, context, pr.run_id, base.run_id, setup)
-                    save_comparison(session, result, commit=False)
-                session.commit()
-            except BaseException:
-                session.rollback()
-                raise
+                    save_comparison(session, result)
             submitted = SubmitResult(pr, stored or result)
     finally:
         store.close()

@@ -20,9 +20,8 @@ from perfci.usecases.check.profiles import collect_repeats
 from perfci.usecases.check.spec import BenchmarkSpec, CheckRequest, Runner
 
 if TYPE_CHECKING:  # heavy imports stay out of `perfci --help` and of the CLI's import time
-    from sqlalchemy.orm import Session
-
     from perfci.store.db import Tentative
+    from perfci.store.work import Session
     from perfci.usecases.check.looks import LookPlan
     from perfci.usecases.submit.ingest import IngestResult
     from perfci.usecases.submit.run import SubmitResult
@@ -125,7 +124,8 @@ def _look(
     repeats: list[list[Profile]],
     baseline_branch: str | None,
 ) -> _Look:
-    """The run stored (not committed) and compared as :func:`submit_run` would, unsaved.
+    """The run stored (in the look's SAVEPOINT, kept only by :func:`_keep`) and compared as
+    :func:`submit_run` would, the comparison unsaved.
 
     A run stored before (a retried CI job) gets the comparison it got the first time.
     """
@@ -133,9 +133,7 @@ def _look(
     from perfci.usecases.submit.ingest import ingest_run
     from perfci.usecases.submit.run import compare_options, latest_comparison
 
-    ingest = ingest_run(
-        session, context=context, benchmark=benchmark, repeats=repeats, commit=False
-    )
+    ingest = ingest_run(session, context=context, benchmark=benchmark, repeats=repeats)
     stored = None if ingest.created else latest_comparison(session, ingest.run_id)
     if stored is not None:
         return _Look(ingest, stored, stored_before=True)
@@ -157,6 +155,5 @@ def _keep(work: Tentative, look: _Look, note: str) -> None:
 
     if not look.stored_before:
         look.comparison.notes.append(note)
-        save_comparison(work.session, look.comparison, commit=False)
-        work.session.commit()  # releases the look's SAVEPOINT; keep commits the transaction
+        save_comparison(work.session, look.comparison)  # releases the look's SAVEPOINT
         work.keep = True

@@ -51,7 +51,7 @@ from perfci.history import (
 from perfci.history.documents import RUNS_DIR
 
 if TYPE_CHECKING:
-    from sqlalchemy.orm import Session, sessionmaker
+    from perfci.store.work import SessionFactory
 
 logger = logging.getLogger("perfci.history")
 #: What a bad run file on the branch may raise while it is read and stored: skipped, named.
@@ -196,7 +196,7 @@ def sync_branch(settings: Settings, branch: str, *, cwd: Path | None = None) -> 
 
 
 def _ingest_file(
-    sessions: sessionmaker[Session], path: str, data: bytes, branch: str, warnings: list[str]
+    sessions: SessionFactory, path: str, data: bytes, branch: str, warnings: list[str]
 ) -> int:
     from perfci.usecases.submit.ingest import ingest_run
 
@@ -286,9 +286,7 @@ def _write_marker(path: Path, commit: str, url: str) -> None:
 
 def _store_exists(url: str) -> bool:
     """False for a SQLite file that is gone (a new runner): the marker is stale then."""
-    from sqlalchemy.engine import make_url
+    from perfci.store.db import sqlite_file
 
-    parsed = make_url(url)
-    if parsed.get_backend_name() != "sqlite" or not parsed.database:
-        return True
-    return parsed.database == ":memory:" or Path(parsed.database).is_file()
+    path = sqlite_file(url)
+    return path is None or path.is_file()

@@ -26,8 +26,6 @@ from datetime import datetime
 from itertools import chain
 from typing import Any
 
-from sqlalchemy.orm import Session
-
 from perfci.analysis.compare import CompareOptions, compare_run
 from perfci.analysis.steps import primary_step_in
 from perfci.analysis.values import on_fastest_step
@@ -37,6 +35,7 @@ from perfci.integrations.machine.judge import load_shift, step_moved, step_toler
 from perfci.store import queries
 from perfci.store.queries import RunInfo
 from perfci.store.samples import run_samples_checked
+from perfci.store.work import Session
 from perfci.usecases.submit.load_guard import undecided_on_a_busy_host, undecided_on_a_load_change
 
 

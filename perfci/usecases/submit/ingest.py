@@ -18,17 +18,23 @@ from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
-from sqlalchemy.exc import DBAPIError, IntegrityError
-from sqlalchemy.orm import Session
 
 from perfci.analysis.values import compared_value
-from perfci.core.errors import ConfigError, InvalidValue, ParseError, UnknownFormatError
+from perfci.core.errors import (
+    ConfigError,
+    DatabaseFailure,
+    InvalidValue,
+    KeyTaken,
+    ParseError,
+    UnknownFormatError,
+)
 from perfci.core.limits import MAX_VALUE
 from perfci.core.model import MetricKind, Profile, RunContext, SeriesParts
 from perfci.formats.caps import ParseLimits, parse_limits
 from perfci.formats.registry import HISTORY_FORMATS, parse_file
 from perfci.store.prepared import Cell, PreparedRun, Values, cell_values
 from perfci.store.runs import IngestResult, storage_error, stored_run, write_run
+from perfci.store.work import Session, reading, unit_of_work
 from perfci.usecases.check.repeats import check_repeats_match
 from perfci.usecases.submit.inputs import expand_inputs, parse_each
 
@@ -56,14 +62,14 @@ def ingest_run(
     repeats: Sequence[Sequence[Profile]],
     idempotency_key: str | None = None,
     created_at: datetime | None = None,
-    commit: bool = True,
 ) -> IngestResult:
-    """Store one run of ``benchmark`` in one transaction, and commit it.
+    """Store one run of ``benchmark`` in one unit of work (committed here, or with the unit
+    of work the caller has open: the run and its comparison are stored together).
 
     Parameters
     ----------
     session
-        A fresh unit of work; it is committed on success and rolled back on any error.
+        The store's session; what this writes is rolled back on any error.
     context
         Project, commit, branch, CI ids and the environment fingerprint of the run.
     benchmark
@@ -75,10 +81,6 @@ def ingest_run(
         Overrides the run key derived from the context (and the content, without a CI run id).
     created_at
         When the run was made (default: now); tests and imports of old runs pass it.
-    commit
-        ``False`` leaves the transaction open for the caller to add to and commit (the run and
-        its comparison in one transaction, :func:`~perfci.usecases.submit.run.submit_run`); it is
-        still rolled back here on any error.
 
     Raises
     ------
@@ -101,7 +103,6 @@ def ingest_run(
         prepared=prepared,
         idempotency_key=idempotency_key,
         created_at=created_at,
-        commit=commit,
     )
 
 
@@ -113,41 +114,31 @@ def ingest_prepared(
     prepared: PreparedRun,
     idempotency_key: str | None = None,
     created_at: datetime | None = None,
-    commit: bool = True,
 ) -> IngestResult:
     """:func:`ingest_run` for a run already prepared and checked (:func:`check_values`): an
     import that checks every run before its first write prepares each once."""
     key = idempotency_key or run_key(context, prepared)
     try:
-        result = write_run(
-            session,
-            context=context,
-            benchmark=benchmark,
-            prepared=prepared,
-            key=key,
-            created_at=created_at or datetime.now(UTC),
-        )
-        if commit:
-            session.commit()
-    except IntegrityError as exc:
-        session.rollback()
+        with unit_of_work(session):
+            return write_run(
+                session,
+                context=context,
+                benchmark=benchmark,
+                prepared=prepared,
+                key=key,
+                created_at=created_at or datetime.now(UTC),
+            )
+    except KeyTaken as exc:
         # A concurrent ingest of the same run committed between our checks: keep theirs.
-        try:
+        with reading(session):
             existing = stored_run(
                 session, context=context, benchmark=benchmark, key=key, prepared=prepared
             )
-        finally:
-            session.rollback()  # end the read transaction; nothing of ours to keep
         if existing is None:
-            raise storage_error(benchmark, prepared, exc) from exc
+            raise storage_error(benchmark, prepared, exc.reason) from exc
         return existing
-    except DBAPIError as exc:
-        session.rollback()
-        raise storage_error(benchmark, prepared, exc) from exc
-    except BaseException:
-        session.rollback()
-        raise
-    return result
+    except DatabaseFailure as exc:
+        raise storage_error(benchmark, prepared, exc.reason) from exc
 
 
 def parse_and_ingest(

@@ -9,16 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
-
 from perfci.analysis.compare import CompareOptions
+from perfci.core.errors import KeyTaken
 from perfci.core.model import Profile, RunComparison, RunContext, Verdict
 from perfci.core.settings import Settings
 from perfci.core.transfer import comparison_from_dict
 from perfci.report.json_report import comparison_to_dict
-from perfci.store.schema import Comparison
+from perfci.store.comparisons import add_comparison, latest_comparison_document
+from perfci.store.work import Session, unit_of_work
 from perfci.usecases.submit.compare import compare_stored_run
 from perfci.usecases.submit.ingest import IngestResult, ingest_run
 
@@ -71,10 +69,9 @@ def submit_run(
             baseline_branch=baseline_branch,
             idempotency_key=idempotency_key,
         )
-    except IntegrityError:
+    except KeyTaken:
         # A concurrent upload of the same run committed first: ours was rolled back whole,
         # and the second pass finds theirs (and its comparison) like any retry.
-        session.rollback()
         return _submit(
             session,
             context=context,
@@ -96,32 +93,24 @@ def _submit(
     baseline_branch: str | None,
     idempotency_key: str | None,
 ) -> SubmitResult:
-    ingest = ingest_run(
-        session,
-        context=context,
-        benchmark=benchmark,
-        repeats=repeats,
-        idempotency_key=idempotency_key,
-        commit=False,
-    )
-    try:
-        if not ingest.created:
-            stored = latest_comparison(session, ingest.run_id)
-            if stored is not None:
-                session.rollback()  # end the read transaction; nothing new to keep
-                return SubmitResult(ingest, stored)
+    with unit_of_work(session):
+        ingest = ingest_run(
+            session,
+            context=context,
+            benchmark=benchmark,
+            repeats=repeats,
+            idempotency_key=idempotency_key,
+        )
+        stored = None if ingest.created else latest_comparison(session, ingest.run_id)
+        if stored is not None:
+            return SubmitResult(ingest, stored)  # a retry: nothing new to keep
         result = compare_run_now(
             session,
             ingest.run_id,
             settings=settings,
             baseline_branch=baseline_branch,
             merge_base=context.merge_base,
-            commit=False,
         )
-        session.commit()
-    except BaseException:
-        session.rollback()
-        raise
     return SubmitResult(ingest, result)
 
 
@@ -132,12 +121,9 @@ def compare_run_now(
     settings: Settings,
     baseline_branch: str | None = None,
     merge_base: str | None = None,
-    commit: bool = True,
 ) -> RunComparison:
-    """Compare a stored run with its baseline as of now, and store that comparison.
-
-    ``commit=False`` leaves the comparison in the caller's open transaction.
-    """
+    """Compare a stored run with its baseline as of now, and store that comparison (with the
+    unit of work the caller has open, else on its own)."""
     result = compare_stored_run(
         session,
         run_id,
@@ -147,37 +133,29 @@ def compare_run_now(
         baseline_runs=settings.baseline_runs,
         merge_base=merge_base,
     )
-    save_comparison(session, result, commit=commit)
+    save_comparison(session, result)
     return result
 
 
-def save_comparison(session: Session, result: RunComparison, *, commit: bool = True) -> int:
-    """Store ``result`` for its run and commit (unless ``commit=False``); returns its id."""
+def save_comparison(session: Session, result: RunComparison) -> int:
+    """Store ``result`` for its run (with the unit of work the caller has open, else on its
+    own); returns its id."""
     if result.run_id is None:
         raise ValueError("a comparison can only be stored for a stored run")
-    row = Comparison(
-        run_id=result.run_id,
-        baseline_branch=result.baseline.branch if result.baseline else "",
-        verdict=result.verdict.value,
-        regressions=sum(m.verdict is Verdict.REGRESSION for m in result.metrics),
-        result=comparison_to_dict(result),
-    )
-    session.add(row)
-    session.flush()  # assigns the id
-    if commit:
-        session.commit()
-    return row.id
+    with unit_of_work(session):
+        return add_comparison(
+            session,
+            run_id=result.run_id,
+            baseline_branch=result.baseline.branch if result.baseline else "",
+            verdict=result.verdict.value,
+            regressions=sum(m.verdict is Verdict.REGRESSION for m in result.metrics),
+            document=comparison_to_dict(result),
+        )
 
 
 def latest_comparison(session: Session, run_id: int) -> RunComparison | None:
     """The most recent stored comparison of run ``run_id``, if any."""
-    query = (
-        select(Comparison.result)
-        .where(Comparison.run_id == run_id)
-        .order_by(Comparison.id.desc())
-        .limit(1)
-    )
-    found = session.execute(query).scalar()
+    found = latest_comparison_document(session, run_id)
     return None if found is None else comparison_from_dict(found)
 
 

@@ -30,7 +30,6 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import numpy as np
-from sqlalchemy.orm import Session
 
 from perfci.analysis import trends
 from perfci.analysis.changepoints import (
@@ -59,6 +58,7 @@ from perfci.core.weekly import (
 from perfci.store import queries
 from perfci.store.queries import RunInfo
 from perfci.store.samples import run_samples_checked
+from perfci.store.work import Session
 from perfci.usecases.browse.alerts import AlertInfo, NewAlert, record_alerts
 from perfci.usecases.weekly.weeks import iso_week, period_label, week_bounds
 
