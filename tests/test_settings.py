@@ -237,3 +237,35 @@ def test_the_service_limits_and_serve_help_read_the_settings_defaults(
     # its box (80 columns under pytest-xdist, where stdout is no terminal).
     help_text = " ".join(capsys.readouterr().out.replace("│", " ").split())
     assert "(default 64 MiB)" in help_text and "(default 200,000)" in help_text
+
+
+def test_serve_hands_its_workers_one_settings_object_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from perfci.core.settings import settings_from_json, settings_to_json
+
+    built = get_settings(
+        {
+            "database_url": "postgresql://perfci:s3cret-pw@db.example/perfci",
+            "header_timeout": 2.5,
+            "max_metrics": 1234,
+            "metrics_token": "m" * 32,
+        }
+    )
+    handed = settings_to_json(built)
+    # A worker's own environment cannot change what serve resolved.
+    monkeypatch.setenv("PERFCI_MAX_METRICS", "99")
+    monkeypatch.setenv("PERFCI_HEADER_TIMEOUT", "40")
+    worker = settings_from_json(handed)
+    assert worker == built
+    assert worker.metrics_token is not None
+    assert worker.metrics_token.get_secret_value() == "m" * 32
+    assert (worker.header_timeout, worker.max_metrics) == (2.5, 1234)
+
+
+def test_settings_handed_over_broken_are_a_config_error() -> None:
+    from perfci.core.settings import settings_from_json
+
+    with pytest.raises(ConfigError, match=r"PERFCI_SERVE_SETTINGS.*max_metrics") as caught:
+        settings_from_json('{"max_metrics": -1, "github_token": "ghp_not-shown-anywhere"}')
+    assert "ghp_not-shown" not in str(caught.value)

@@ -59,28 +59,29 @@ def serve_command(
     _require_server_extra()
     import uvicorn
 
-    from perfci.core.settings import get_settings, redact_url
+    from perfci.core.settings import (
+        HANDED_OVER_ENV,
+        get_settings,
+        redact_url,
+        settings_to_json,
+    )
     from perfci.usecases.admin.db import check_ready
 
-    settings = get_settings({"database_url": database_url})
+    flags = {
+        "database_url": database_url,
+        "max_body_bytes": max_body_bytes,
+        "max_metrics": max_metrics,
+        "api_docs": api_docs,
+        "header_timeout": header_timeout,
+        "body_timeout": body_timeout,
+        "keep_alive_timeout": keep_alive_timeout,
+    }
+    settings = get_settings(flags)
     # Fail now, with perfci's message, on a missing or old schema (SQLite is migrated here).
     url = check_ready(settings)
-    # Workers are separate processes: they build the app from the environment.
-    os.environ["PERFCI_DATABASE_URL"] = url
-    for name, value in (
-        ("PERFCI_MAX_BODY_BYTES", max_body_bytes),
-        ("PERFCI_MAX_METRICS", max_metrics),
-        ("PERFCI_API_DOCS", api_docs),
-    ):
-        if value is not None:
-            os.environ[name] = str(value)
-    # The protocol reads these in each worker; the settings (env, config file) give them.
-    os.environ["PERFCI_HEADER_TIMEOUT"] = str(
-        settings.header_timeout if header_timeout is None else header_timeout
-    )
-    os.environ["PERFCI_BODY_TIMEOUT"] = str(
-        settings.body_timeout if body_timeout is None else body_timeout
-    )
+    settings = settings.model_copy(update={"database_url": url})
+    # Workers are separate processes: they get this one object, whole (perfci.server.served).
+    os.environ[HANDED_OVER_ENV] = settings_to_json(settings)
     typer.echo(f"perfci serving {redact_url(url)} on http://{host}:{port}", err=True)
     uvicorn.run(
         "perfci.server.app:create_app_from_env",
@@ -93,7 +94,7 @@ def serve_command(
         server_header=False,
         # By name, as the app: the CLI and the service stay independent shells.
         http="perfci.server.protocol:TimedH11Protocol",
-        timeout_keep_alive=int(max(1, round(keep_alive_timeout or settings.keep_alive_timeout))),
+        timeout_keep_alive=int(max(1, round(settings.keep_alive_timeout))),
     )
 
 

@@ -23,6 +23,7 @@ benchmark reads).
 from __future__ import annotations
 
 import difflib
+import json
 import re
 import tomllib
 from collections.abc import Mapping
@@ -439,6 +440,38 @@ def get_settings(
         raise ConfigError(f"invalid settings: {problems}") from None
     finally:
         _config_start.reset(token)
+
+
+#: The environment variable through which ``perfci serve`` hands its worker processes the one
+#: Settings object it built (flags, environment and file already resolved), whole.
+HANDED_OVER_ENV = "PERFCI_SERVE_SETTINGS"
+
+
+def settings_to_json(settings: Settings) -> str:
+    """``settings`` as JSON for another process of this program, secrets included (they go
+    only into that process's environment, never to a log)."""
+    data = settings.model_dump(mode="json")
+    for name, value in settings:
+        if isinstance(value, SecretStr):
+            data[name] = value.get_secret_value()
+    return json.dumps(data)
+
+
+def settings_from_json(text: str) -> Settings:
+    """The Settings :func:`settings_to_json` wrote: every field given, so nothing of this
+    process's environment or config file can change them."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise ConfigError(f"the settings handed over in {HANDED_OVER_ENV} are not JSON") from None
+    try:
+        return Settings(**data)
+    except ValidationError as exc:
+        # Only what is wrong, never the values: they hold the secrets.
+        problems = "; ".join(_problem(err) for err in exc.errors())
+        raise ConfigError(
+            f"invalid settings handed over in {HANDED_OVER_ENV}: {problems}"
+        ) from None
 
 
 def _problem(err: Any) -> str:

@@ -19,7 +19,7 @@ from fastapi.staticfiles import StaticFiles
 
 from perfci import __version__
 from perfci.core.errors import AuthError, NotFoundError
-from perfci.core.settings import Settings, get_settings
+from perfci.core.settings import Settings
 from perfci.server import api, pages
 from perfci.server.deps import Limits
 from perfci.server.errors import error_body, install_handlers
@@ -181,5 +181,8 @@ def limits_from(settings: Settings) -> Limits:
 
 
 def create_app_from_env() -> FastAPI:
-    """The app from ``get_settings()`` (environment and config file): uvicorn's factory."""
-    return create_app(get_settings())
+    """The app from the settings ``perfci serve`` handed over (else the environment and the
+    config file): uvicorn's factory."""
+    from perfci.server.served import served_settings
+
+    return create_app(served_settings())

@@ -3,30 +3,20 @@
 uvicorn closes idle keep-alive connections (``timeout_keep_alive``) but waits forever for a
 request whose headers or body arrive a byte at a time (slowloris: 1,000 trickling connections
 stayed open for as long as their senders liked). This protocol closes a connection whose
-request head is not complete ``PERFCI_HEADER_TIMEOUT`` seconds after the connection (or the
-previous response), or whose body is not complete ``PERFCI_BODY_TIMEOUT`` seconds after its
-head. ``perfci serve`` passes it to uvicorn as ``http=``.
+request head is not complete ``header_timeout`` seconds (``PERFCI_HEADER_TIMEOUT``) after the
+connection (or the previous response), or whose body is not complete ``body_timeout`` seconds
+(``PERFCI_BODY_TIMEOUT``) after its head. ``perfci serve`` passes it to uvicorn as ``http=``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-DEFAULT_HEADER_TIMEOUT = 10.0
-DEFAULT_BODY_TIMEOUT = 120.0
-
-
-def _seconds(name: str, default: float) -> float:
-    try:
-        value = float(os.environ.get(name, default))
-    except ValueError:
-        return default
-    return value if value > 0 else default
+from perfci.server.served import served_settings
 
 
 class TimedH11Protocol(H11Protocol):
@@ -34,9 +24,10 @@ class TimedH11Protocol(H11Protocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        # Read per connection (a dict lookup): worker processes get them from `perfci serve`.
-        self.header_timeout = _seconds("PERFCI_HEADER_TIMEOUT", DEFAULT_HEADER_TIMEOUT)
-        self.body_timeout = _seconds("PERFCI_BODY_TIMEOUT", DEFAULT_BODY_TIMEOUT)
+        # The settings `perfci serve` handed this worker (resolved once, then cached).
+        settings = served_settings()
+        self.header_timeout = settings.header_timeout
+        self.body_timeout = settings.body_timeout
         self._deadline: asyncio.TimerHandle | None = None
         self._phase = ""
 
