@@ -57,7 +57,7 @@ from perfci.analysis.pooling import (
     split_parts,
     with_step_parts,
 )
-from perfci.analysis.renames import any_run, mark_renames, pair_renamed
+from perfci.analysis.renames import any_repeat, any_run, mark_renames, pair_renamed
 from perfci.analysis.runs import (
     RunTable,
     build_run_table,
@@ -149,7 +149,7 @@ def compare_run(
         A value is NaN, infinite or negative.
     """
     options = options or CompareOptions()
-    baseline, renamed, rename_notes = pair_renamed(baseline, candidate, any_run)
+    baseline, renamed, rename_notes = pair_renamed(baseline, candidate, any_run, any_repeat)
     baseline, candidate, work_notes = with_work_step(baseline, candidate)
     if not work_notes:
         baseline, candidate = with_step_parts(baseline, candidate)

@@ -47,6 +47,7 @@ Pure string work, linear in the name's length (no backtracking pattern).
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -127,7 +128,7 @@ def _strip_signature(name: str) -> str:
     if last.isdigit():
         return name
     indexes = [int(i) for i, _ in _SIGNATURE_GROUP.findall(last)]
-    if indexes[0] != 0 or any(b <= a for a, b in zip(indexes, indexes[1:], strict=False)):
+    if indexes[0] != 0 or any(b <= a for a, b in itertools.pairwise(indexes)):
         return name
     return head
 
@@ -137,7 +138,7 @@ def _triton(name: str) -> str | None:
     match = _TRITON.match(stripped)
     if match is None and stripped != name.strip() and _TRITON_USER.match(stripped):
         return f"triton:{stripped}"  # a user's @triton.jit kernel with its signature
-    if match is None or match[1] == "cpp" and not match[2].startswith("fused_"):
+    if match is None or (match[1] == "cpp" and not match[2].startswith("fused_")):
         return None
     source, rest = match[1], _INDEX.sub("", match[2])
     head, _, tail = rest.partition("_")

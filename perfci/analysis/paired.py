@@ -170,7 +170,7 @@ def compare_paired(
         inconclusive line is the number of pairs that would settle it.
     """
     options = options or CompareOptions()
-    base, renamed, rename_notes = pair_renamed(base, pr, any_value)
+    base, renamed, rename_notes = pair_renamed(base, pr, any_value, any_value)
     base, pr, work_notes = with_paired_work_step(base, pr)
     notes = [*notes, *work_notes]
     keys = sorted({*base, *pr}, key=lambda k: k.key)

@@ -26,6 +26,7 @@ from perfci.core.model import MetricKind, RunComparison, SeriesKey
 __all__ = [
     "PAIRED_KINDS",
     "Rename",
+    "any_repeat",
     "any_run",
     "any_value",
     "find_renames",
@@ -38,6 +39,7 @@ __all__ = [
 PAIRED_KINDS = frozenset({MetricKind.KERNEL, MetricKind.COMM, MetricKind.OP})
 
 V = TypeVar("V")
+W = TypeVar("W")
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +61,9 @@ def find_renames(
     tuple[list[Rename], list[str]]
         The pairs (sorted by the new series' key), and one note per ambiguous family.
     """
-    groups: dict[tuple[object, ...], tuple[list[SeriesKey], list[SeriesKey], Family]] = {}
+    groups: dict[tuple[object, ...], tuple[list[SeriesKey], list[SeriesKey]]] = {}
+    families: dict[tuple[object, ...], Family] = {}
+    group: tuple[object, ...]
     for side, keys in ((0, missing), (1, new)):
         for key in keys:
             if key.kind not in PAIRED_KINDS:
@@ -68,9 +72,11 @@ def find_renames(
             if family.exact:
                 continue
             group = (key.kind, key.device, key.scope, key.section, key.unit, family)
-            groups.setdefault(group, ([], [], family))[side].append(key)
+            families[group] = family
+            groups.setdefault(group, ([], []))[side].append(key)
     renames, notes = [], []
-    for old, fresh, family in groups.values():
+    for group, (old, fresh) in groups.items():
+        family = families[group]
         if len(old) == 1 and len(fresh) == 1:
             renames.append(Rename(old[0], fresh[0], family))
         elif old and fresh:
@@ -85,17 +91,20 @@ def find_renames(
 
 def pair_renamed(
     base: Mapping[SeriesKey, V],
-    pr: Mapping[SeriesKey, V],
-    present: Callable[[V], bool],
+    pr: Mapping[SeriesKey, W],
+    base_present: Callable[[V], bool],
+    pr_present: Callable[[W], bool],
 ) -> tuple[dict[SeriesKey, V], list[Rename], list[str]]:
     """``base`` with each renamed kernel's values moved to its new name.
 
-    ``present`` says whether a side's values hold any measurement (history mode: a run with
-    repeats; A/B: a pair with a value). Returns the new base mapping, the renames and the
-    notes of :func:`find_renames`.
+    ``base_present`` and ``pr_present`` say whether a side's values hold any measurement
+    (history mode: a baseline run with repeats, a candidate repeat; A/B: a pair with a
+    value). Returns the new base mapping, the renames and the notes of :func:`find_renames`.
     """
-    missing = [k for k, v in base.items() if present(v) and not (k in pr and present(pr[k]))]
-    new = [k for k, v in pr.items() if present(v) and not (k in base and present(base[k]))]
+    missing = [
+        k for k, v in base.items() if base_present(v) and not (k in pr and pr_present(pr[k]))
+    ]
+    new = [k for k, v in pr.items() if pr_present(v) and not (k in base and base_present(base[k]))]
     renames, notes = find_renames(missing, new)
     if not renames:
         return dict(base), [], notes
@@ -106,8 +115,13 @@ def pair_renamed(
 
 
 def any_run(runs: Sequence[Sequence[float]]) -> bool:
-    """History mode: the series was measured in at least one run."""
+    """History mode's baseline: the series was measured in at least one run."""
     return any(len(run) > 0 for run in runs)
+
+
+def any_repeat(values: Sequence[float]) -> bool:
+    """History mode's candidate: the series was measured in at least one repeat."""
+    return len(values) > 0
 
 
 def any_value(values: Sequence[float | None]) -> bool:
