@@ -207,3 +207,52 @@ def test_a_wider_value_projection_on_the_cpu_pairs_the_attention_backends(
     assert f"`{FLASH}` replaced by `{MATH}` (same family, rule: aten-backend)" in render_comment(
         compared
     )
+
+
+def test_the_run_page_lists_the_renamed_kernel() -> None:
+    """The dashboard's run page (its template, autoescaped) says the same sentence."""
+    import datetime
+    import types
+
+    from perfci.report import formatting as fmt
+    from perfci.server.pages import make_templates
+
+    rows = recorded("unchanged")
+    base = {k: list(v["base"]) for k, v in rows.items()}
+    result = compare_paired(base, _renamed_pr(rows), benchmark="gpt")
+    run = types.SimpleNamespace(
+        id=1,
+        project="p",
+        benchmark="gpt",
+        commit=None,
+        branch=None,
+        base_branch=None,
+        pr_number=None,
+        ci_url=None,
+        ci_provider=None,
+        ci_run_id=None,
+        repeats=5,
+        created_at=datetime.datetime(2026, 11, 28, tzinfo=datetime.UTC),
+        environment={},
+    )
+    page = (
+        make_templates()
+        .env.get_template("run.html")
+        .render(
+            run=run,
+            result=result,
+            rows=fmt.by_severity(result.metrics),
+            hidden=0,
+            fmt=fmt,
+            token=None,
+            headline="",
+            contributions=result.contributions,
+            by_key={m.key: m for m in result.metrics},
+            renamed=fmt.replacements(result.metrics),
+        )
+    )
+    assert (
+        f"<li><code>{OLD}</code> replaced by <code>{NEW}</code> (same family, rule: "
+        "cublas-tile): +12.0 %" in page
+    )
+    assert f"{NEW} (replaces {OLD})" in page  # the attribution's and the table's rows
