@@ -256,3 +256,18 @@ def test_the_run_page_lists_the_renamed_kernel() -> None:
         "cublas-tile): +12.0 %" in page
     )
     assert f"{NEW} (replaces {OLD})" in page  # the attribution's and the table's rows
+
+
+def test_the_pair_survives_the_comparisons_json() -> None:
+    """What the store keeps and ``perfci compare`` shows again: the comparison's JSON."""
+    from perfci.core.transfer import comparison_from_dict
+    from perfci.report.json_report import comparison_to_dict
+
+    rows = recorded("unchanged")
+    base = {k: list(v["base"]) for k, v in rows.items()}
+    result = compare_paired(base, _renamed_pr(rows), benchmark="gpt")
+    again = comparison_from_dict(comparison_to_dict(result))
+    [line] = [m for m in again.metrics if m.replaces]
+    assert (line.replaces, line.family_rule) == (OLD, "cublas-tile")
+    assert line.family == next(m.family for m in result.metrics if m.replaces)
+    assert _comment_line() in render_comment(again)
