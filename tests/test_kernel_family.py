@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from perfci.analysis.kernel_family import family_of
+from perfci.analysis.kernel_family import RULES, family_of
 from perfci.analysis.renames import find_renames
 from perfci.core.model import Device, MetricKind, SeriesKey
 
@@ -263,3 +263,26 @@ def test_an_ambiguous_family_is_left_unpaired_with_a_note() -> None:
         "2 missing and 2 new kernels of one family (cublas:ampere_sgemm_tn, rule cublas-tile) "
         "were not paired: which replaced which cannot be told from their names."
     ]
+
+
+HOSTILE = [
+    "_" * 8000,
+    "triton_poi_" + "0d" * 3990,
+    "triton_" + "1" * 8000 + "x",
+    "<" * 4000 + ">" * 4000,
+    "void k<" + "a<" * 3000 + ">",
+    "sm80_xmma_gemm_" + "1x" * 3990,
+    "cutlass_80_" + "128x" * 1990 + "_nn",
+    "ncclKernel_" + "RING_" * 1590,
+    "(anonymous namespace)::" * 340 + "k<1>(",
+    "void " + "a::" * 2600 + "k<float, 4>()",
+]
+
+
+@pytest.mark.parametrize("name", HOSTILE, ids=range(len(HOSTILE)))
+def test_hostile_names_get_a_family_in_one_pass(name: str) -> None:
+    """Kernel names come from the pull request: every rule is a scan or an anchored pattern
+    with no nested repetition, so an 8 KB name of repeated pieces is one pass (run by
+    ``benchmarks/kernel_family.py`` for the time it takes)."""
+    found = family_of(name)
+    assert found.rule in {"exact", *(rule for rule, _ in RULES)}
