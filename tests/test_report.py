@@ -63,14 +63,21 @@ LEVELS = {
 }
 
 
-def _comparison(slow: dict[SeriesKey, float], *, seed: int) -> RunComparison:
+def _comparison(
+    slow: dict[SeriesKey, float],
+    *,
+    seed: int,
+    renamed: dict[SeriesKey, SeriesKey] | None = None,
+) -> RunComparison:
     rng = np.random.default_rng(seed)
     baseline = {
         key: (level * np.exp(rng.normal(0, 0.01, (20, 3)))).tolist()
         for key, level in LEVELS.items()
     }
     candidate = {
-        key: (level * (1 + slow.get(key, 0.0)) * np.exp(rng.normal(0, 0.01, 6))).tolist()
+        (renamed or {}).get(key, key): (
+            level * (1 + slow.get(key, 0.0)) * np.exp(rng.normal(0, 0.01, 6))
+        ).tolist()
         for key, level in LEVELS.items()
     }
     result = compare_run(baseline, candidate, benchmark="gpt-small|<b>")
@@ -91,6 +98,16 @@ def _comparison(slow: dict[SeriesKey, float], *, seed: int) -> RunComparison:
 def regression() -> RunComparison:
     # The gemm (+10 %) and the hostile kernels move; the step follows the gemm.
     return _comparison({GEMM: 0.10, STEP: 0.06, SCRIPT: 0.15, LONG_KEY: 0.20, PIPE: -0.12}, seed=7)
+
+
+@pytest.fixture(scope="module")
+def renamed() -> RunComparison:
+    # The pull request changes the gemm's shape: cuBLAS runs it under another tile's name.
+    return _comparison(
+        {GEMM: 0.10, STEP: 0.06},
+        seed=7,
+        renamed={GEMM: SeriesKey(MetricKind.KERNEL, "ampere_sgemm_64x64_tn")},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -130,6 +147,16 @@ def _cells(row: str) -> int:
 def test_regression_comment_matches_its_golden_file(regression: RunComparison) -> None:
     assert regression.verdict is Verdict.REGRESSION
     _golden("comment_regression.md", render_comment(regression))
+
+
+def test_renamed_kernel_comment_matches_its_golden_file(renamed: RunComparison) -> None:
+    """A renamed kernel is one line, listed with the rule that paired it (issue 33)."""
+    comment = render_comment(renamed)
+    assert (
+        "- `ampere_sgemm_128x64_tn` replaced by `ampere_sgemm_64x64_tn` (same family, rule: "
+        "cublas-tile): +11.0 %, ❌ regression" in comment
+    )
+    _golden("comment_renamed.md", comment)
 
 
 def test_unchanged_comment_matches_its_golden_file(unchanged: RunComparison) -> None:

@@ -23,26 +23,32 @@ from perfci.integrations.torch import profile_steps
 #: operator edits one of these lines.
 GELU_EXTRA = 0.0
 LINEAR_EXTRA = 0.0
+#: The width of the attention's value projection (``None``: the model's width). A pull request
+#: that widens it changes one linear layer's shape, and with it the backend ATen picks for
+#: attention: its flash kernels want values as wide per head as queries, so the CPU runs
+#: ``aten::_scaled_dot_product_attention_math`` instead of ``…_flash_attention_for_cpu``.
+VALUE_DIM: int | None = None
 
 
 class Attention(nn.Module):
-    def __init__(self, dim: int, heads: int, slow: bool) -> None:
+    def __init__(self, dim: int, heads: int, slow: bool, value_dim: int | None = None) -> None:
         super().__init__()
         self.heads = heads
-        self.qkv = nn.Linear(dim, 3 * dim)
-        self.proj = nn.Linear(dim, dim)
+        self.value_dim = value_dim or dim
+        self.qkv = nn.Linear(dim, 2 * dim + self.value_dim)
+        self.proj = nn.Linear(self.value_dim, dim)
         self.slow = slow
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         batch, seq, dim = x.shape
-        q, k, v = self.qkv(x).split(dim, dim=2)
-        shape = (batch, seq, self.heads, dim // self.heads)
-        q, k, v = (t.view(shape).transpose(1, 2) for t in (q, k, v))
+        q, k, v = self.qkv(x).split([dim, dim, self.value_dim], dim=2)
+        q, k = (t.view(batch, seq, self.heads, -1).transpose(1, 2) for t in (q, k))
+        v = v.view(batch, seq, self.heads, -1).transpose(1, 2)
         if self.slow:
             out = self._unfused(q, k, v)
         else:
             out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        return self.proj(out.transpose(1, 2).reshape(batch, seq, dim))
+        return self.proj(out.transpose(1, 2).reshape(batch, seq, self.value_dim))
 
     @staticmethod
     def _unfused(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -106,10 +112,11 @@ class Block(nn.Module):
         slow: bool,
         gelu_extra: float = 0.0,
         linear_extra: float = 0.0,
+        value_dim: int | None = None,
     ) -> None:
         super().__init__()
         self.ln1 = nn.LayerNorm(dim)
-        self.attn = Attention(dim, heads, slow)
+        self.attn = Attention(dim, heads, slow, value_dim)
         self.ln2 = nn.LayerNorm(dim)
         act = WastefulGELU(gelu_extra) if gelu_extra > 0 else nn.GELU()
         up = (
@@ -135,12 +142,13 @@ class TinyGPT(nn.Module):
         slow: bool,
         gelu_extra: float = 0.0,
         linear_extra: float = 0.0,
+        value_dim: int | None = None,
     ) -> None:
         super().__init__()
         self.tok = nn.Embedding(vocab, dim)
         self.pos = nn.Embedding(seq, dim)
         self.blocks = nn.ModuleList(
-            Block(dim, heads, slow, gelu_extra, linear_extra) for _ in range(layers)
+            Block(dim, heads, slow, gelu_extra, linear_extra, value_dim) for _ in range(layers)
         )
         self.ln = nn.LayerNorm(dim)
         self.head = nn.Linear(dim, vocab, bias=False)
@@ -182,6 +190,13 @@ def main() -> None:
         "(a third of the aten::addmm work in each block: 0.15 is about +5 %% addmm)",
     )
     parser.add_argument(
+        "--value-dim",
+        type=int,
+        default=VALUE_DIM,
+        help="width of attention's value projection (default: --dim); wider values make "
+        "the CPU's attention leave its flash kernel for the math one",
+    )
+    parser.add_argument(
         "--no-steady-memory",
         action="store_true",
         help="leave glibc's allocator alone on the CPU (to measure the page faults it costs)",
@@ -200,6 +215,7 @@ def main() -> None:
         args.slow_attention,
         args.gelu_extra,
         args.linear_extra,
+        args.value_dim,
     )
     model.to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)

@@ -22,6 +22,9 @@ the same-runner A/B mode in :mod:`.paired`) into verdicts. All are pure: numpy/s
 5. Weighted Benjamini–Hochberg across the run's metrics, the practical margin, gating,
    the run verdict and the attribution of the step's change (:mod:`.judge`).
 
+Before step 1, a kernel missing from this run is paired with the one new kernel of its
+family, when there is exactly one (:mod:`.renames`): the pair is one metric from then on.
+
 The values printed for a metric (baseline: the geometric mean of the baseline runs; this
 run: its median repeat) and its change are on one basis: ``change = this / baseline − 1``.
 
@@ -54,6 +57,7 @@ from perfci.analysis.pooling import (
     split_parts,
     with_step_parts,
 )
+from perfci.analysis.renames import any_repeat, any_run, mark_renames, pair_renamed
 from perfci.analysis.runs import (
     RunTable,
     build_run_table,
@@ -145,6 +149,7 @@ def compare_run(
         A value is NaN, infinite or negative.
     """
     options = options or CompareOptions()
+    baseline, renamed, rename_notes = pair_renamed(baseline, candidate, any_run, any_repeat)
     baseline, candidate, work_notes = with_work_step(baseline, candidate)
     if not work_notes:
         baseline, candidate = with_step_parts(baseline, candidate)
@@ -166,6 +171,7 @@ def compare_run(
         factor=factor,
     )
     result.notes.extend(_factor_notes(result.shared_factor, factor))
+    mark_renames(result, renamed, rename_notes)
     result.baseline_runs_used = list(table.used)
     result.baseline_level_start = table.level_start
     return result

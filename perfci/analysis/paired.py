@@ -30,7 +30,9 @@ difference, so the comparison is a paired one:
 5. :func:`perfci.analysis.judge.judge_estimates` tests, adjusts (weighted Benjamini–Hochberg),
    applies the practical margin and gates, exactly as history mode does.
 
-Metrics only on the pull request's side are ``new``, only on the base side ``missing``; a
+A kernel only on the base side and the one new kernel of its family on the pull request's
+side are one renamed kernel (:mod:`perfci.analysis.renames`), compared as one metric.
+Other metrics only on the pull request's side are ``new``, only on the base side ``missing``; a
 metric with fewer than two complete pairs is ``inconclusive`` (two pairs needed). Values must
 be finite and non-negative (``None`` or NaN mark a missing value); zeros are handled by
 :func:`perfci.analysis.stats.safe_log`'s small offset.
@@ -52,6 +54,7 @@ from perfci.analysis import prediction, stats
 from perfci.analysis.engine import CompareOptions
 from perfci.analysis.gating import HEADLINE_KINDS, gpu_run, host_timing
 from perfci.analysis.judge import MetricEstimate, judge_estimates
+from perfci.analysis.renames import any_value, mark_renames, pair_renamed
 from perfci.analysis.stats import FloatArray
 from perfci.analysis.work import with_paired_work_step
 from perfci.core.model import MetricComparison, RunComparison, SeriesKey, Verdict
@@ -167,6 +170,7 @@ def compare_paired(
         inconclusive line is the number of pairs that would settle it.
     """
     options = options or CompareOptions()
+    base, renamed, rename_notes = pair_renamed(base, pr, any_value, any_value)
     base, pr, work_notes = with_paired_work_step(base, pr)
     notes = [*notes, *work_notes]
     keys = sorted({*base, *pr}, key=lambda k: k.key)
@@ -205,14 +209,14 @@ def compare_paired(
 
     result = judge(beyond=True)
     line = result.shared_factor
-    if machine is None or line is None:
-        return result
-    if line.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT):
-        # Both sides ran here, alternately: every metric moving together beyond what the
-        # runner's processes vary by is the code's doing. Each metric is judged on its own
-        # numbers.
-        result = judge(beyond=False)
-    result.notes.extend(_factor_notes(line, machine))
+    if machine is not None and line is not None:
+        if line.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT):
+            # Both sides ran here, alternately: every metric moving together beyond what
+            # the runner's processes vary by is the code's doing. Each metric is judged on
+            # its own numbers.
+            result = judge(beyond=False)
+        result.notes.extend(_factor_notes(line, machine))
+    mark_renames(result, renamed, rename_notes)
     return result
 
 

@@ -267,6 +267,12 @@ class MetricComparison:
     adjusted_ci_low: float | None = None
     adjusted_ci_high: float | None = None
     detectable_change: float | None = None
+    #: On a line that pairs a renamed kernel (missing on the base side's name, new under
+    #: this one): the base side's name, the family both belong to and the rule that derived
+    #: it (:mod:`perfci.analysis.kernel_family`). The line compares the two as one metric.
+    replaces: str | None = None
+    family: str | None = None
+    family_rule: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

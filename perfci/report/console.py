@@ -89,6 +89,14 @@ def print_comparison(result: RunComparison, console: Console, *, max_rows: int =
         )
     if fmt.explains_change(result):
         console.print(_contributions_table(result, max_rows))
+    for r in fmt.replacements(result.metrics)[:max_rows]:
+        console.print(
+            Text.assemble(
+                f"{shorten(visible(r.old), 300)} replaced by {shorten(visible(r.new), 300)} "
+                f"(same family, rule: {visible(r.rule)}): {r.change}, ",
+                (fmt.LABELS[r.metric.verdict].words, _STYLES[r.metric.verdict]),
+            )
+        )
     for title, verdict in (
         ("Regressions", Verdict.REGRESSION),
         ("Improvements", Verdict.IMPROVEMENT),
@@ -160,8 +168,10 @@ def _contributions_table(result: RunComparison, max_rows: int) -> Table:
     table.add_column("Kind")
     table.add_column("Δ per step", justify="right")
     table.add_column("Share", justify="right")
+    by_key = {m.key: m for m in result.metrics}
     for c in result.contributions[:max_rows]:
-        name = c.series.display_name if c.series else c.key
+        line = by_key.get(c.key)
+        name = fmt.name_of(line) if line else c.series.display_name if c.series else c.key
         kind = c.series.kind.value if c.series else c.key.split(":", 1)[0]
         table.add_row(
             Text(_shown(name)), escape(visible(kind)), fmt.delta(c.delta_ns), fmt.share(c.share)

@@ -156,8 +156,41 @@ def short_sha(sha: str | None) -> str:
 
 
 def name_of(metric: MetricComparison) -> str:
-    """What a reader calls the metric: section, scope and name, without the kind prefix."""
-    return metric.series.display_name if metric.series else metric.key
+    """What a reader calls the metric: section, scope and name, without the kind prefix; a
+    renamed kernel's line says which name it replaces."""
+    name = metric.series.display_name if metric.series else metric.key
+    return f"{name} (replaces {metric.replaces})" if metric.replaces else name
+
+
+@dataclass(frozen=True, slots=True)
+class Replacement:
+    """A renamed kernel's line in words: ``old`` replaced by ``new`` (same family, rule)."""
+
+    old: str
+    new: str
+    rule: str
+    change: str
+    metric: MetricComparison
+
+
+def replacements(metrics: Iterable[MetricComparison]) -> list[Replacement]:
+    """The lines that pair a renamed kernel, largest per-step change first.
+
+    Every renderer says ``X replaced by Y (same family, rule: R): +12 %``; only the markup
+    of the names differs.
+    """
+    rows = [m for m in metrics if m.replaces and m.series is not None]
+    rows.sort(key=lambda m: (-abs(delta_ns(m)), m.key))
+    return [
+        Replacement(
+            old=m.replaces or "",
+            new=m.series.name if m.series else m.key,
+            rule=m.family_rule or "",
+            change=pct(m.change),
+            metric=m,
+        )
+        for m in rows
+    ]
 
 
 def kind_of(metric: MetricComparison) -> str:

@@ -19,7 +19,7 @@ import jinja2
 from perfci.core.model import KNOWN_UNITS, Contribution, MetricComparison, RunComparison, Verdict
 from perfci.report import formatting as fmt
 from perfci.report._markdown_env import markdown_template
-from perfci.report.escape import md_escape, md_link, visible
+from perfci.report.escape import md_code, md_escape, md_link, visible
 
 __all__ = ["MAX_COMMENT_CHARS", "comment_marker", "render_comment", "render_summary"]
 
@@ -104,6 +104,7 @@ def _context(
         "answer": fmt.step_answer(result),
         "unsettled": fmt.unsettled_sentence(result),
         "contributions": contributions,
+        "renamed": fmt.replacements(result.metrics)[:max_rows],
         "sections": _sections(result, max_rows),
         "all_rows": fmt.by_severity(result.metrics),
         "host_keys": fmt.host_side_keys(result.metrics),
@@ -199,10 +200,19 @@ def _measured(metric: MetricComparison, number: float | None) -> str:
     return md_escape(shown, mid_line=True)
 
 
-def _name(item: MetricComparison | Contribution) -> str:
+@jinja2.pass_context
+def _name(context: jinja2.runtime.Context, item: MetricComparison | Contribution) -> str:
     if isinstance(item, Contribution):
+        # A renamed kernel's contribution is its paired line's: say which name it replaces.
+        line = next((m for c, m in context.get("contributions", ()) if c is item), None)
+        if line is not None:
+            return fmt.name_of(line)
         return item.series.display_name if item.series else item.key
     return fmt.name_of(item)
+
+
+def _code(text: str, max_len: int | None = None) -> str:
+    return md_code(visible(text), max_len=max_len)
 
 
 def _kind(item: MetricComparison | Contribution) -> str:
@@ -222,6 +232,7 @@ def _template() -> jinja2.Template:
             "interval": fmt.interval,
             "verdict": _verdict,
             "name": _name,
+            "code": _code,
             "kind": _kind,
             "val": _measured,
             "better": fmt.direction,

@@ -235,6 +235,8 @@ def run_page(request: Request, run_id: int, session: SessionDep, token: CookieTo
         token=token,
         headline=verdict_badge(result.verdict, headline=True) if result else None,
         contributions=result.contributions[:20] if result else [],
+        by_key={m.key: m for m in result.metrics} if result else {},
+        renamed=fmt.replacements(result.metrics)[:20] if result else [],
     )
 
 
