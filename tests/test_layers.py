@@ -82,3 +82,13 @@ def test_a_parser_reaching_for_the_database_breaks_the_pure_core(tmp_path: Path)
     result = _lint_imports(root, "pure-core")
     assert result.returncode == 1, result.stdout + result.stderr
     assert "perfci.formats is not allowed to import sqlalchemy" in result.stdout
+
+
+@pytest.mark.parametrize("library", ["sqlalchemy", "subprocess", "requests"])
+def test_a_use_case_writing_sql_or_starting_a_process_breaks_its_contract(
+    tmp_path: Path, library: str
+) -> None:
+    root = _copy_with(tmp_path, "perfci.usecases.sneaky", f"import {library}  # noqa\n")
+    result = _lint_imports(root, "usecases-orchestrate")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"perfci.usecases is not allowed to import {library}" in result.stdout

@@ -16,21 +16,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, type_coerce
-from sqlalchemy.orm import Session
-
 from perfci.core.errors import NotFoundError
-from perfci.core.model import Device, MetricKind, SeriesKey
-from perfci.store import queries
+from perfci.core.model import SeriesKey
+from perfci.store import dashboard, queries
+from perfci.store.comparisons import latest_comparison_document
 from perfci.store.queries import HistoryPoint, RunInfo
-from perfci.store.schema import (
-    Benchmark,
-    Comparison,
-    Project,
-    Run,
-    Series,
-    UTCDateTime,
-)
+from perfci.store.work import Session
 
 __all__ = [
     "BenchmarkSummary",
@@ -102,60 +93,26 @@ class RunDetail:
 
 def list_projects(session: Session) -> list[ProjectSummary]:
     """Every project with its benchmark and run counts, by name."""
-    runs = (
-        select(
-            Run.project_id, func.count(Run.id).label("runs"), func.max(Run.created_at).label("last")
-        )
-        .group_by(Run.project_id)
-        .subquery()
-    )
-    benchmarks = (
-        select(Benchmark.project_id, func.count(Benchmark.id).label("n"))
-        .group_by(Benchmark.project_id)
-        .subquery()
-    )
-    query = (
-        select(
-            Project.name,
-            Project.public,
-            benchmarks.c.n,
-            runs.c.runs,
-            type_coerce(runs.c.last, UTCDateTime()),
-        )
-        .outerjoin(runs, runs.c.project_id == Project.id)
-        .outerjoin(benchmarks, benchmarks.c.project_id == Project.id)
-        .order_by(Project.name)
-    )
     return [
-        ProjectSummary(
-            name=name,
-            public=bool(public),
-            benchmarks=int(n or 0),
-            runs=int(count or 0),
-            last_run_at=last,
-        )
-        for name, public, n, count, last in session.execute(query)
+        ProjectSummary(name=name, public=public, benchmarks=n, runs=runs, last_run_at=last)
+        for name, public, n, runs, last in dashboard.projects(session)
     ]
 
 
 def get_project(session: Session, name: str) -> ProjectSummary:
     """The project called ``name``; ``NotFoundError`` when there is none."""
-    found = session.execute(
-        select(Project.name, Project.public).where(Project.name == name)
-    ).first()
+    found = dashboard.project(session, name)
     if found is None:
         raise NotFoundError(f"no project named {name!r}")
-    return ProjectSummary(name=found[0], public=bool(found[1]))
+    return ProjectSummary(name=found[0], public=found[1])
 
 
 def project_of_run(session: Session, run_id: int) -> str:
     """The project a run belongs to (for access checks before reading it)."""
-    found = session.execute(
-        select(Project.name).join(Run, Run.project_id == Project.id).where(Run.id == run_id)
-    ).scalar()
+    found = dashboard.project_of_run(session, run_id)
     if found is None:
         raise NotFoundError(f"no run with id {run_id}")
-    return str(found)
+    return found
 
 
 def list_benchmarks(
@@ -167,17 +124,9 @@ def list_benchmarks(
     when ``branch`` has no runs).
     """
     get_project(session, project)
-    counts = (
-        select(Benchmark.id, Benchmark.name, func.count(Run.id), func.max(Run.id))
-        .join(Project, Project.id == Benchmark.project_id)
-        .outerjoin(Run, Run.benchmark_id == Benchmark.id)
-        .where(Project.name == project)
-        .group_by(Benchmark.id, Benchmark.name)
-        .order_by(Benchmark.name)
-    )
     return [
-        _summary(session, int(bid), name, int(runs), latest, branch, trend_points)
-        for bid, name, runs, latest in session.execute(counts).all()
+        _summary(session, bid, name, runs, latest, branch, trend_points)
+        for bid, name, runs, latest in dashboard.benchmark_run_counts(session, project)
     ]
 
 
@@ -191,8 +140,7 @@ def _summary(
     trend_points: int,
 ) -> BenchmarkSummary:
     series_id, key = _primary_step(session, benchmark_id)
-    latest_row = session.get(Run, latest) if latest is not None else None
-    latest_at = latest_row.created_at if latest_row is not None else None
+    latest_at = dashboard.run_created_at(session, latest) if latest is not None else None
     if series_id is None:
         return BenchmarkSummary(name=name, runs=runs, latest_run_id=latest, latest_at=latest_at)
     trend = _step_points(session, series_id, branch=branch, limit=trend_points)
@@ -261,10 +209,8 @@ def benchmark_runs(
 ) -> list[RunInfo]:
     """The newest ``limit`` runs of ``benchmark``, newest first."""
     benchmark_id = _benchmark_id(session, project, benchmark)
-    ids = session.execute(
-        select(Run.id).where(Run.benchmark_id == benchmark_id).order_by(Run.id.desc()).limit(limit)
-    ).scalars()
-    return [queries.get_run(session, int(run_id)) for run_id in ids]
+    ids = dashboard.newest_run_ids(session, benchmark_id, limit)
+    return [queries.get_run(session, run_id) for run_id in ids]
 
 
 def runs_between(
@@ -286,56 +232,26 @@ def runs_between(
 
 def verdicts(session: Session, run_ids: list[int]) -> dict[int, str]:
     """The verdict of each run's latest comparison (runs never compared are left out)."""
-    found: dict[int, str] = {}
-    for start in range(0, len(run_ids), 1000):
-        chunk = run_ids[start : start + 1000]
-        query = (
-            select(Comparison.run_id, Comparison.verdict)
-            .where(Comparison.run_id.in_(chunk))
-            .order_by(Comparison.id)
-        )
-        found.update({int(r): v for r, v in session.execute(query)})
-    return found
+    return dashboard.latest_verdicts(session, run_ids)
 
 
 def run_detail(session: Session, run_id: int) -> RunDetail:
     """Run ``run_id`` and its latest stored comparison (as the pull request was told)."""
     run = queries.get_run(session, run_id)
-    stored = session.execute(
-        select(Comparison.result)
-        .where(Comparison.run_id == run_id)
-        .order_by(Comparison.id.desc())
-        .limit(1)
-    ).scalar()
-    return RunDetail(run=run, comparison=stored)
+    return RunDetail(run=run, comparison=latest_comparison_document(session, run_id))
 
 
 def _benchmark_id(session: Session, project: str, benchmark: str) -> int:
-    found = session.execute(
-        select(Benchmark.id)
-        .join(Project, Project.id == Benchmark.project_id)
-        .where(Project.name == project, Benchmark.name == benchmark)
-    ).scalar()
+    found = dashboard.benchmark_id(session, project, benchmark)
     if found is None:
         get_project(session, project)
         raise NotFoundError(f"project {project!r} has no benchmark named {benchmark!r}")
-    return int(found)
+    return found
 
 
 def _primary_step(session: Session, benchmark_id: int) -> tuple[int | None, SeriesKey | None]:
-    query = (
-        select(Series.id, Series.name, Series.device, Series.scope, Series.section)
-        .where(Series.benchmark_id == benchmark_id, Series.kind == MetricKind.STEP.value)
-        .order_by(Series.scope != "", Series.section != "", Series.id)
-        .limit(1)
-    )
-    found = session.execute(query).first()
-    if found is None:
-        return None, None
-    series_id, name, device, scope, section = found
-    return int(series_id), SeriesKey(
-        kind=MetricKind.STEP, name=name, device=Device(device), scope=scope, section=section
-    )
+    found = dashboard.step_series(session, benchmark_id)
+    return found[0] if found else (None, None)
 
 
 def _step_points(
