@@ -279,6 +279,9 @@ PRELUDES = {
     "ncu_csv": '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream",'
     '"Section Name","Metric Name","Metric Unit","Metric Value"\n'
     '"0","1","x","h","k()","1","7","S","Duration","usecond","1.00"\n',
+    "nvbench_md": "# Benchmark Results\n\n## copy\n\n### [0] NVIDIA H100\n\n"
+    "| Elements | Samples | GPU Time | Noise |\n|----------|---------|----------|-------|\n"
+    "| 1 | 100x | 1.000 ms | 0.50% |\n",
     "nsys_stats_csv": '"Time (%)","Total Time (ns)","Num Calls","Avg (ns)","Med (ns)",'
     '"Min (ns)","Max (ns)","StdDev (ns)","Name"\n'
     "100.0,1000,1,1000.0,1000.0,1000,1000,0.0,cudaMalloc\n",
