@@ -124,6 +124,28 @@ def test_markdown_gives_the_json_series_to_its_rounding(from_json: list[Profile]
     assert sizes.attrs["columns"] == {"InSize": "64.000 MiB", "OutSize": "128.000 MiB"}
 
 
+def test_the_log_names_the_axes(tmp_path: Path, from_json: list[Profile]) -> None:
+    """With the console's log (``Run:  [k/N] NAME [Device=0 In=I8 Out=I16]``) the axes are
+    exactly NVBench's: the element count before Samples is the benchmark's own column."""
+    log = (
+        "# Log\n\n```\n"
+        "Run:  [2/2] copy_type_conversion_sweep [Device=0 In=I8 Out=I16]\n"
+        "Pass: Cold: 0.652877ms GPU, 0.658617ms CPU, 0.66s total GPU, 1008x\n"
+        "```\n\n"
+    )
+    path = tmp_path / "console.md"
+    path.write_text(log + MD_FILE.read_text())
+    assert registry.detect(path).name == "nvbench_md"
+    gv100 = registry.parse_file(path)[0]
+    assert {m.key for m in gv100.metrics} == {m.key for m in from_json[0].metrics}
+    case = _get(gv100, K.BENCH, "copy_type_conversion_sweep [In=I8 Out=I16]")
+    assert case.attrs["columns"] == {
+        "Items": "67108864",
+        "InSize": "64.000 MiB",
+        "OutSize": "128.000 MiB",
+    }
+
+
 def test_console_output_with_devices_log_and_the_older_columns() -> None:
     assert registry.detect(README_FILE).name == "nvbench_md"
     [profile] = registry.parse_file(README_FILE)
