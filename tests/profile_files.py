@@ -146,4 +146,10 @@ FILES: dict[str, Callable[[int], str]] = {
         n,
     ),
     "chrome_trace": _chrome_trace,
+    "nvbench_md": lambda n: _rows(
+        "# Benchmark Results\n\n## copy\n\n### [0] NVIDIA H100\n\n"
+        "| Elements | Samples | GPU Time | Noise |\n|----------|---------|----------|-------|\n",
+        lambda i: f"| {i} | 100x | 1.000 ms | 0.50% |\n",
+        n,
+    ),
 }

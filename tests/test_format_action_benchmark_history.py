@@ -262,3 +262,37 @@ def test_sniff_refuses_look_alikes(tmp_path: Path, text: str) -> None:
     from perfci.formats.bench import action_benchmark_history
 
     assert not action_benchmark_history.sniff(head)
+
+
+GO_HISTORY = Path(__file__).parent / "data" / "bench" / "action_benchmark_go_data.js"
+AUX = "BenchmarkFib20WithAuxMetric"
+
+
+def test_go_benches_with_a_reported_metric_are_split_into_one_series_each() -> None:
+    """Issue 33: older actions kept ``"ns/op\t 4.000 auxMetricUnits"`` as the unit of a Go
+    bench with ``b.ReportMetric``; that became a metric of its own whose unit was the raw
+    string, beside the two benches newer actions write for the same line."""
+    profiles = registry.parse_file(GO_HISTORY)
+    assert registry.detect(GO_HISTORY).name == "action_benchmark_history"
+    assert [p.metadata["commit"][:7] for p in profiles] == ["3f1e5c2", "8a2b4c6", "c4d6e8f"]
+    for profile in profiles:
+        names = [m.name for m in profile.metrics]
+        # The same four series in every entry, whichever way the action wrote the line.
+        assert names == [
+            "BenchmarkFib10",
+            "BenchmarkFib20",
+            f"{AUX} - ns/op",
+            f"{AUX} - auxMetricUnits",
+        ], profile.label
+        assert all("\t" not in m.unit and "auxMetricUnits " not in m.unit for m in profile.metrics)
+        assert not profile.warnings
+    old, both, new = profiles
+    time = old.find(K.BENCH, f"{AUX} - ns/op")
+    assert time is not None and time.avg_ns == 41_130 and time.better is Better.LOWER
+    aux = old.find(K.MEASURE, f"{AUX} - auxMetricUnits")
+    assert aux is not None and (aux.value, aux.unit) == (4.0, "auxMetricUnits")
+    assert aux.attrs["extra"] == "29187 times\n2 procs"
+    # Where the entry holds both forms, the split benches are kept and the combined one adds
+    # nothing: no series counted twice.
+    assert both.find(K.BENCH, f"{AUX} - ns/op").avg_ns == 39_662  # type: ignore[union-attr]
+    assert new.find(K.BENCH, f"{AUX} - ns/op").avg_ns == 38_190  # type: ignore[union-attr]

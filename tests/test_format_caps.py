@@ -66,6 +66,7 @@ _DOCUMENTS = frozenset(
         "torchbench",
         "hf_trainer",
         "bmf",
+        "nvbench_json",
     }
 )
 

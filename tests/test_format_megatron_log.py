@@ -239,6 +239,34 @@ def test_each_logged_interval_is_an_iteration_sample_and_the_first_two_are_warmu
     assert profile.warnings == []
 
 
+def test_the_iteration_total_is_the_time_of_every_iteration_not_a_sum_of_averages(
+    tmp_path: Path,
+) -> None:
+    """Issue 33: each line's elapsed time is an average over the iterations since the last
+    line; the total summed the averages (1/10 of the run's time at --log-interval 10)."""
+    legacy = [
+        legacy_iteration_line(n, ms) for n, ms in ((10, 700), (20, 510), (30, 500), (40, 490))
+    ]
+    step = metric(one(write(tmp_path, legacy)), K.STEP, "iteration")
+    assert step.total_ns == pytest.approx((700 + 510 + 500 + 490) * 10 * MS)
+    assert step.avg_ns == pytest.approx(step.total_ns / 40)  # per iteration, over all 40
+    assert step.attrs["iterations"] == 40
+
+    # Iteration 1 alone (divided by 1), then 1..10 (divided by 10), then every 10.
+    current = metric(one(write(tmp_path, CURRENT, name="current.log")), K.STEP, "iteration")
+    assert current.total_ns == pytest.approx((9000 + 1800 * 10 + (1000 + 1010 + 990) * 10) * MS)
+    assert current.samples_ns == [9000 * MS, 1800 * MS, 1000 * MS, 1010 * MS, 990 * MS]
+
+    # A resumed run: its first interval is the 5 iterations since the checkpoint's.
+    resumed = [
+        "  successfully loaded checkpoint from /ckpt at iteration 1005",
+        *(legacy_iteration_line(n, 500.0, of=2000) for n in (1010, 1020, 1030)),
+    ]
+    profile = one(write(tmp_path, resumed, name="resumed.log"))
+    assert metric(profile, K.STEP, "iteration").total_ns == pytest.approx(25 * 500 * MS)
+    assert profile.steps == 25
+
+
 def test_throughput_is_a_measure_in_flops_higher_is_better(tmp_path: Path) -> None:
     profile = one(write(tmp_path, CURRENT))
     throughput = metric(profile, K.MEASURE, "throughput per GPU")

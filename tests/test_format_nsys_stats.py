@@ -527,6 +527,65 @@ def test_2020_titles_without_units_in_columns(tmp_path: Path) -> None:
     assert (memory.calls, memory.total_ns, memory.bytes) == (236, 11_235_014, 8192 * 1024)
 
 
+NSYS_2021 = Path(__file__).parent / "data" / "nsys" / "nsys_stats_2021.txt"
+
+
+def _check_2021(profile: Profile) -> None:
+    """What the 2021 ``--stats=true`` log of ``tests/data/nsys`` holds (issue 33)."""
+    counts: dict[MetricKind, int] = {}
+    for metric in profile.metrics:
+        counts[metric.kind] = counts.get(metric.kind, 0) + 1
+    assert counts == {K.API: 9, K.KERNEL: 1, K.MEMORY: 2, K.OS: 7}
+    h2d, d2h = _get(profile, K.MEMORY, H2D), _get(profile, K.MEMORY, D2H)
+    # Times from the "(by time)" table, sizes (KiB) from the "(by size in KiB)" one, in bytes.
+    assert (h2d.calls, h2d.total_ns, h2d.avg_ns, h2d.min_ns, h2d.max_ns) == (
+        16,
+        130_551_904,
+        8_159_494.0,
+        8_098_336,
+        8_261_024,
+    )
+    assert h2d.bytes == 1_048_576 * 1024
+    assert (h2d.attrs["avg_bytes"], h2d.attrs["max_bytes"]) == (65_536 * 1024, 65_536 * 1024)
+    assert (d2h.calls, d2h.total_ns, d2h.bytes) == (8, 63_440_511, 524_288 * 1024)
+    # No size is ever a time: the KiB numbers appear in no time field.
+    times = {getattr(m, f) for m in profile.metrics for f in ("total_ns", "avg_ns", "min_ns")}
+    assert not times & {1_048_576.0, 524_288.0, 65_536.0}
+    assert {m.attrs["report"] for m in profile.metrics if m.kind is K.OS} == {"osrt_sum"}
+    assert {m.attrs["report"] for m in profile.metrics if m.kind is K.API} == {"cuda_api_sum"}
+    poll = _get(profile, K.OS, "poll")
+    assert (poll.calls, poll.total_ns, poll.max_ns) == (17, 801_203_337, 100_162_284)
+
+
+def test_2021_titles_sizes_are_bytes_and_os_rows_their_own_report() -> None:
+    """nsys 2021.1-2021.2 titled its tables ``CUDA API Statistics:`` and printed the memory
+    sizes in KiB under ``CUDA Memory Operation Statistics (by size in KiB):``, with no unit
+    in the columns. That table was read as a second time table (a profile of its own, KiB as
+    ns), and the OS runtime rows said ``cuda_api_sum``."""
+    assert registry.detect(NSYS_2021).name == "nsys_stats"
+    [profile] = registry.parse_file(NSYS_2021)
+    assert profile.label == "nsys_stats_2021"
+    assert profile.metadata["reports"] == [
+        "cudaapisum",
+        "gpukernsum",
+        "gpumemtimesum",
+        "gpumemsizesum",
+        "osrtsum",
+    ]
+    _check_2021(profile)
+    assert not profile.warnings
+
+
+def test_2021_tables_without_their_titles_still_read_sizes_as_sizes(tmp_path: Path) -> None:
+    """The same tables pasted without their titles: a memory table with no time column is
+    a size table, and an OS call inferred from a ``Num Calls`` table is ``osrt_sum``'s."""
+    lines = NSYS_2021.read_text().splitlines(keepends=True)
+    path = tmp_path / "nsys_stats_2021.txt"
+    path.write_text("".join(line for line in lines if "Statistics" not in line))
+    [profile] = registry.parse_file(path, format="nsys_stats")
+    _check_2021(profile)
+
+
 def test_2021_running_lines_wrapped_header_and_european_grouping(tmp_path: Path) -> None:
     titles = [
         "Time(%)",

@@ -1,4 +1,4 @@
-"""nvprof --print-gpu-trace / --print-api-trace: --csv traces summed per name, text traces refused.
+"""nvprof --print-gpu-trace / --print-api-trace: --csv and text traces summed per name.
 
 The layouts are the ones public parsers quote: rlscope/iml ``NvprofTraceFileReader`` (20 columns
 with SrcMemType, DstMemType and Correlation_ID; the API trace), leimingyu/magus ``*_trace.csv``
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from perfci.core.errors import ParseError
-from perfci.core.model import Device, Metric, MetricKind, Profile
+from perfci.core.model import Better, Device, Metric, MetricKind, Profile
 from perfci.formats import registry
 from perfci.formats.nvprof import nvprof
 
@@ -111,8 +111,13 @@ def _times(metric: Metric) -> tuple[int | None, float | None, float | None, floa
     return metric.calls, metric.total_ns, metric.min_ns, metric.max_ns
 
 
+def _timed(profile: Profile) -> list[Metric]:
+    """The metrics a summary of the same launches also gives: all but the copies' counters."""
+    return [m for m in profile.metrics if m.kind is not K.COUNTER]
+
+
 def _series(profile: Profile) -> dict[str, tuple[object, ...]]:
-    return {m.key: (m.calls, m.total_ns, m.avg_ns, m.min_ns, m.max_ns) for m in profile.metrics}
+    return {m.key: (m.calls, m.total_ns, m.avg_ns, m.min_ns, m.max_ns) for m in _timed(profile)}
 
 
 def _head(text: str) -> registry.Head:
@@ -141,14 +146,14 @@ def test_gpu_trace_rows_are_summed_per_name(tmp_path: Path) -> None:
     profile = _one(path)
     assert profile.label == "./fusion_bench -n 10"
     assert profile.warnings == []
-    assert [(m.kind, m.name) for m in profile.metrics] == [
+    assert [(m.kind, m.name) for m in _timed(profile)] == [
         (K.MEMORY, "[CUDA memset]"),
         (K.MEMORY, "[CUDA memcpy HtoD]"),
         (K.KERNEL, ADD),
         (K.COMM, NCCL),
         (K.MEMORY, "[CUDA memcpy DtoH]"),
     ]
-    assert all(m.device is Device.GPU and m.scope is None for m in profile.metrics)
+    assert all(m.device is Device.GPU and m.scope is None for m in _timed(profile))
     add = _get(profile, K.KERNEL, ADD)
     assert _times(add) == (2, 4_304, 2_000, 2_304)
     assert add.avg_ns == 2_152
@@ -164,6 +169,17 @@ def test_gpu_trace_rows_are_summed_per_name(tmp_path: Path) -> None:
     assert (memset.calls, memset.total_ns, memset.bytes) == (1, 1_888, 1_028)  # 1.003906 KB
     assert _get(profile, K.COMM, NCCL).samples_ns == [16_944]
     assert _get(profile, K.MEMORY, "[CUDA memcpy DtoH]").bytes == 4_096
+    # Each copy's size and throughput (GB/s = 1024**3 bytes/s, as nvprof's sizes) as counters.
+    counters = {(m.scope, m.name): m for m in profile.metrics if m.kind is K.COUNTER}
+    assert set(counters) == {
+        (copy, what)
+        for copy in ("[CUDA memset]", "[CUDA memcpy HtoD]", "[CUDA memcpy DtoH]")
+        for what in ("size", "throughput")
+    }
+    rate = counters["[CUDA memcpy HtoD]", "throughput"]
+    assert rate.samples == pytest.approx([0.077610 * 1024**3, 0.076599 * 1024**3])
+    assert (rate.unit, rate.better, rate.calls) == ("bytes/s", Better.HIGHER, 2)
+    assert counters["[CUDA memcpy HtoD]", "size"].samples == [128, 256]
 
 
 OLD_DEVICE = "GeForce GTX 1080 Ti (0)"
@@ -194,7 +210,7 @@ def test_older_layout_without_correlation_column(tmp_path: Path) -> None:
     kernel = MATMUL
     text = OLD_TRACE
     profile = _one(_write(tmp_path, text))
-    assert [m.name for m in profile.metrics] == [
+    assert [m.name for m in _timed(profile)] == [
         "[CUDA memcpy HtoD]",
         kernel,
         "[CUDA memcpy DtoH]",
@@ -292,10 +308,10 @@ def test_api_trace_rows_become_api_metrics(tmp_path: Path) -> None:
 def test_trace_and_summary_of_the_same_launches_give_the_same_series(tmp_path: Path) -> None:
     traced = _one(_write(tmp_path, GPU_TRACE + "\n" + API_TRACE, "trace.csv"))
     summed = _one(_write(tmp_path, BANNER + SUMMARY, "summary.csv"))
-    assert len(traced.metrics) == 8
+    assert len(_timed(traced)) == 8
     assert _series(traced) == _series(summed)
     # Only the trace has the launches themselves.
-    assert all(m.samples_ns for m in traced.metrics)
+    assert all(m.samples_ns for m in _timed(traced))
     assert not any(m.samples_ns for m in summed.metrics)
 
 
@@ -376,7 +392,7 @@ def test_cut_last_row_is_not_read_and_the_rows_before_are(tmp_path: Path) -> Non
     profile = _one(_write(tmp_path, cut))
     add = _get(profile, K.KERNEL, ADD)
     assert (add.calls, add.samples_ns) == (1, [2_304])
-    assert [m.name for m in profile.metrics] == ["[CUDA memset]", "[CUDA memcpy HtoD]", ADD]
+    assert [m.name for m in _timed(profile)] == ["[CUDA memset]", "[CUDA memcpy HtoD]", ADD]
     assert len(profile.warnings) == 1
     assert profile.warnings[0].startswith(
         "line 9: the file ends in the middle of a line, which was not read: '4660.2,2.000000,"
@@ -388,7 +404,7 @@ def test_a_row_cut_inside_its_name_starts_no_series(tmp_path: Path) -> None:
     read, as its cut name would be a series of its own."""
     cut = OLD_TRACE[: OLD_TRACE.index("[1084]") - 12]
     profile = _one(_write(tmp_path, cut))
-    assert [m.name for m in profile.metrics] == ["[CUDA memcpy HtoD]", MATMUL]
+    assert [m.name for m in _timed(profile)] == ["[CUDA memcpy HtoD]", MATMUL]
     assert _get(profile, K.KERNEL, MATMUL).calls == 1
     assert profile.warnings[0].startswith("line 9: the file ends in the middle of a line")
 
@@ -466,30 +482,115 @@ TEXT_TRACE = (
 )
 
 
-def test_a_text_trace_alone_is_refused_with_the_way_out(tmp_path: Path) -> None:
+VECTOR_ADD = "vectorAdd(float const *, float const *, float*, int)"
+DATA = Path(__file__).parent / "data" / "nvprof"
+
+
+def test_a_text_trace_is_read_by_its_column_positions(tmp_path: Path) -> None:
+    """Issue 33: the text trace was refused ("device and kernel names hold spaces"); its
+    cells end where their titles end, so the spaces of ``GeForce GT 650M`` and of the
+    kernel's signature are no ambiguity."""
     path = _write(tmp_path, TEXT_TRACE, "trace.log")
     assert registry.detect(path).name == "nvprof"
-    with pytest.raises(ParseError, match=r"trace\.log:5: this is nvprof's text trace") as info:
-        registry.parse_file(path)
-    assert "Re-run nvprof with --csv" in str(info.value)
+    profile = _one(path)
+    assert profile.label == "./vectorAddGPU"
+    assert [(m.kind, m.name) for m in _timed(profile)] == [
+        (K.MEMORY, "[CUDA memcpy HtoD]"),
+        (K.KERNEL, VECTOR_ADD),  # without the launch's correlation id, as the summary
+    ]
+    add = _get(profile, K.KERNEL, VECTOR_ADD)
+    assert (add.calls, add.samples_ns, add.device) == (1, [3_407_200], Device.GPU)
+    assert add.attrs == {
+        "grids": ["39063x1x1"],
+        "blocks": ["256x1x1"],
+        "devices": ["GeForce GT 650M"],
+    }
+    copy = _get(profile, K.MEMORY, "[CUDA memcpy HtoD]")
+    assert (copy.samples_ns, copy.bytes) == ([6_404_900], round(38.147 * 1024**2))
+    [rate] = [m for m in profile.metrics if m.kind is K.COUNTER and m.name == "throughput"]
+    assert rate.scope == "[CUDA memcpy HtoD]"
+    assert rate.samples == pytest.approx([5.8163 * 1024**3])
     # Without its banner too: the header alone says what it is.
     headless = _write(tmp_path, TEXT_TRACE.split("Profiling result:\n")[1], "headless.log")
     assert registry.detect(headless).name == "nvprof"
-    with pytest.raises(ParseError, match=r"headless\.log:1: this is nvprof's text trace"):
-        registry.parse_file(headless)
+    assert _series(_one(headless)) == _series(profile)
 
 
-def test_a_text_trace_beside_a_summary_is_skipped_with_a_warning(tmp_path: Path) -> None:
+def test_a_text_trace_beside_a_summary_of_the_same_result_counts_once(tmp_path: Path) -> None:
     summary = (
         "            Type  Time(%)      Time     Calls       Avg       Min       Max  Name\n"
         " GPU activities:  100.00%  3.4072ms         1  3.4072ms  3.4072ms  3.4072ms  "
         "vectorAdd(float const *, float const *, float*, int)\n\n"
     )
     profile = _one(_write(tmp_path, TEXT_TRACE + summary))
-    assert [m.name for m in profile.metrics] == [
-        "vectorAdd(float const *, float const *, float*, int)"
+    assert [m.name for m in profile.metrics] == [VECTOR_ADD]
+    assert any(
+        w.startswith("2 rows of the GPU trace (table at line 5) were not read: the summary")
+        for w in profile.warnings
+    )
+
+
+def test_text_trace_of_cuda_10_every_launch_and_copy() -> None:
+    """``tests/data/nvprof/gpu_trace_cuda10.txt``: memory types, a cut device name."""
+    [profile] = registry.parse_file(DATA / "gpu_trace_cuda10.txt")
+    assert profile.warnings == []
+    reduce = "void reduce_sum<float, int=512>(float const *, float*, int)"
+    assert [(m.kind, m.name) for m in _timed(profile)] == [
+        (K.MEMORY, "[CUDA memcpy HtoD]"),
+        (K.MEMORY, "[CUDA memset]"),
+        (K.KERNEL, VECTOR_ADD),
+        (K.KERNEL, reduce),
+        (K.MEMORY, "[CUDA memcpy DtoH]"),
     ]
-    assert (
-        "2 rows of the trace table at line 5 (perfci reads trace tables printed with --csv "
-        "only) were not read"
-    ) in profile.warnings
+    add = _get(profile, K.KERNEL, VECTOR_ADD)
+    assert (add.calls, add.samples_ns, add.total_ns) == (2, [101_410, 101_250], 202_660)
+    sums = _get(profile, K.KERNEL, reduce)
+    assert sums.samples_ns == [55_808, 3_488]
+    assert (sums.attrs["grids"], sums.attrs["blocks"]) == (["2048x1x1", "1x1x1"], ["512x1x1"])
+    assert sums.attrs["devices"] == ["Tesla V100-SXM2"]
+    htod = _get(profile, K.MEMORY, "[CUDA memcpy HtoD]")
+    assert (htod.calls, htod.samples_ns, htod.bytes) == (2, [1_059_000, 1_049_700], 2 * 4 << 20)
+    dtoh = _get(profile, K.MEMORY, "[CUDA memcpy DtoH]")
+    assert (dtoh.samples_ns, dtoh.bytes) == ([2_112, 1_327_100], 4 + (4 << 20))
+    counters = {(m.scope, m.name): m for m in profile.metrics if m.kind is K.COUNTER}
+    assert counters["[CUDA memcpy DtoH]", "size"].samples == [4, 4 << 20]
+    assert counters["[CUDA memcpy DtoH]", "throughput"].samples == pytest.approx(
+        [1.8062 * 1024**2, 2.9434 * 1024**3]
+    )
+    assert counters["[CUDA memset]", "throughput"].samples == pytest.approx([1672.2 * 1024**3])
+
+
+def test_text_trace_of_cuda_8_without_memory_types() -> None:
+    """``tests/data/nvprof/gpu_trace_cuda8.txt``: narrower columns, ``Tesla K80 (0)``."""
+    [profile] = registry.parse_file(DATA / "gpu_trace_cuda8.txt")
+    image = "void computeImage<float>(float*, float, unsigned int, unsigned int)_105_gpu"
+    color = "void colorImage<float>(float*, unsigned int, unsigned int, unsigned int)_55_gpu"
+    assert [m.name for m in _timed(profile)] == [
+        "[CUDA memcpy HtoD]",
+        image,
+        color,
+        "[CUDA memcpy DtoH]",
+    ]
+    assert _get(profile, K.KERNEL, image).samples_ns == [1_229_400, 1_230_100]
+    assert _get(profile, K.KERNEL, color).samples_ns == [2_384_300, 2_385_100]
+    assert _get(profile, K.KERNEL, color).attrs["devices"] == ["Tesla K80 (0)"]
+    assert _get(profile, K.MEMORY, "[CUDA memcpy DtoH]").bytes == 768 * 1024
+
+
+def test_a_text_trace_row_whose_cells_cannot_be_told_apart_is_refused(tmp_path: Path) -> None:
+    """A device cell that runs past its column: with spaces in the device and the name, where
+    one cell ends is a guess, and perfci does not guess."""
+    lines = (DATA / "gpu_trace_cuda10.txt").read_text().splitlines(keepends=True)
+    lines[12] = lines[12].replace("Tesla V100-SXM2  ", "Tesla V100-SXM2-16GB  ")
+    path = _write(tmp_path, "".join(lines), "shifted.log")
+    with pytest.raises(ParseError, match=r"shifted\.log:13: cannot read this trace row: the "):
+        registry.parse_file(path)
+
+
+def test_a_cut_last_text_trace_row_is_not_read(tmp_path: Path) -> None:
+    text = (DATA / "gpu_trace_cuda10.txt").read_text()
+    cut = text[: text.index("[126]") - 30]  # inside the last launch's row
+    profile = _one(_write(tmp_path, cut, "cut.log"))
+    reduce = "void reduce_sum<float, int=512>(float const *, float*, int)"
+    assert _get(profile, K.KERNEL, reduce).samples_ns == [55_808]
+    assert profile.warnings[0].startswith("line 17: the file ends in the middle of a line")

@@ -78,6 +78,7 @@ CALL_SITES: dict[str, Apply] = {
     # Passed to _not_a_row, which calls row_start.match(line).
     "perfci.formats.nvprof._csv.COUNT_START": lambda p, s: p.match(s),
     "perfci.formats.nvprof.nvprof._ROW_START": lambda p, s: p.match(s),
+    "perfci.formats.nvprof._text_rows.TRACE_ROW_START": lambda p, s: p.match(s),
     # _metric_line picks one of the two and calls pattern.fullmatch(line).
     "perfci.formats.nvprof.nvprof._METRIC_ROW": lambda p, s: p.fullmatch(s),
     "perfci.formats.nvprof.nvprof._EVENT_ROW": lambda p, s: p.fullmatch(s),
@@ -278,6 +279,9 @@ PRELUDES = {
     "ncu_csv": '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream",'
     '"Section Name","Metric Name","Metric Unit","Metric Value"\n'
     '"0","1","x","h","k()","1","7","S","Duration","usecond","1.00"\n',
+    "nvbench_md": "# Benchmark Results\n\n## copy\n\n### [0] NVIDIA H100\n\n"
+    "| Elements | Samples | GPU Time | Noise |\n|----------|---------|----------|-------|\n"
+    "| 1 | 100x | 1.000 ms | 0.50% |\n",
     "nsys_stats_csv": '"Time (%)","Total Time (ns)","Num Calls","Avg (ns)","Med (ns)",'
     '"Min (ns)","Max (ns)","StdDev (ns)","Name"\n'
     "100.0,1000,1,1000.0,1000.0,1000,1000,0.0,cudaMalloc\n",
@@ -352,6 +356,41 @@ def test_rows_slow_at_their_call_sites_are_read_at_once(
     path.write_text(f"{PRELUDES[name]}{line}\n{line}\n")
     with hang_guard(f"{name} on {len(line)} characters"), suppress(ParseError):
         registry.parse_file(path, format=name)
+
+
+#: Text tables a reader reads in another state than its prelude's (issue 33): a format's
+#: further starts, each fed the pathological lines of its reader.
+MORE_PRELUDES = {
+    "nvprof text trace": (
+        "nvprof",
+        "==1== Profiling result:\n"
+        "   Start  Duration            Grid Size      Block Size     Regs*    SSMem*    DSMem*"
+        "      Size  Throughput  SrcMemType  DstMemType           Device   Context    Stream  "
+        "Name\n"
+        "612.48ms  1.0590ms                    -               -         -         -         -"
+        "  4.0000MB  3.6886GB/s    Pageable      Device  Tesla V100-SXM2         1         7  "
+        "[CUDA memcpy HtoD]\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("start", MORE_PRELUDES.values(), ids=list(MORE_PRELUDES))
+def test_further_text_tables_read_pathological_lines_at_once(
+    tmp_path: Path, start: tuple[str, str]
+) -> None:
+    name, prelude = start
+    lines = _reader_lines(name)
+    path = tmp_path / f"{name}.txt"
+    path.write_text(prelude)
+    assert registry.detect(path).name == name
+    # Each line alone after the table's first row, and again as the start of a row of it
+    # (a bad row ends the file's reading, so one file per line reaches the cell reader).
+    with hang_guard(f"{name} on {2 * len(lines)} pathological lines"):
+        for line in lines:
+            for row in (line, f"612.48ms  {line}"):
+                path.write_text(f"{prelude}{row}\n", encoding="utf-8")
+                with suppress(ParseError):
+                    registry.parse_file(path, format=name)
 
 
 def test_the_prelude_of_each_text_reader_is_its_own(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ DETECTION_ORDER = (
     "vllm_bench",
     "perfci_json",
     "chrome_trace",
+    "nvbench_json",
     # JSON benchmark harnesses: marked by their keys; BMF, which has none, last of them.
     "google_benchmark",
     "pytest_benchmark",
@@ -36,6 +37,7 @@ DETECTION_ORDER = (
     "ncu_text",
     "dynamo_csv",
     "mlperf_summary",
+    "nvbench_md",
     "nsys_stats",
     "nsys_stats_csv",
     "nvprof",

@@ -26,6 +26,8 @@ from perfci.formats.bench import (
     dynamo_csv,
     google_benchmark,
     hf_trainer,
+    nvbench_json,
+    nvbench_md,
     optimum_benchmark,
     pytest_benchmark,
     torchbench,
@@ -90,6 +92,7 @@ PARSERS: tuple[FormatParser, ...] = (
     vllm_bench,  # typed leading keys: before the sniffers that find a word anywhere in the head
     perfci_json,
     chrome_trace,
+    nvbench_json,  # its "meta"/"devices" keys and nv/ summary tags: before the other JSON
     google_benchmark,
     pytest_benchmark,
     optimum_benchmark,
@@ -103,6 +106,7 @@ PARSERS: tuple[FormatParser, ...] = (
     ncu_text,  # ==PROF== lines, as ncu_csv's files have too: after it
     dynamo_csv,  # a fixed "dev,name,batch_size," header: before the generic tables
     mlperf_summary,  # its title between "====" rules
+    nvbench_md,  # "# Benchmark Results" and NVBench's columns: before the generic tables
     nsys_stats,
     nsys_stats_csv,
     nvprof,

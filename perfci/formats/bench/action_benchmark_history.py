@@ -25,7 +25,9 @@ an imported history lines up with the runs perfci stores afterwards from the sam
 * ``googlecpp``: ``real_time`` in ``<time_unit>/iter``, the series :mod:`.google_benchmark`
   makes of the same benchmark;
 * the others (``cargo``'s ``ns/iter``, ``go``'s ``ns/op``, ``benchmarkjs``'s ``ops/sec``): by
-  their unit.
+  their unit. A ``go`` bench whose unit holds further ``value unit`` pairs (older actions on a
+  benchmark with ``b.ReportMetric``: ``"ns/op\t 4.000 auxMetricUnits"``) is split into a bench
+  per pair named ``<name> - <unit>``, as current actions write them (``split_go_metrics``).
 
 Which way is good: the ``custom*`` tools say it for every bench; for the others a unit that
 says it decides, else the action's own ``biggerIsBetter`` table for the tool
@@ -166,6 +168,8 @@ def _profile(path: Path, suite: str, index: int, entry: Any) -> Profile:
         profile.metadata["commit_url"] = commit["url"]
     used: set[str] = set()
     assumed: list[str] = []
+    if tool == "go":
+        benches = split_go_metrics(benches)
     for number_in_entry, found in enumerate(benches, start=1):
         bench = _as_time(found) if tool == "pytest" else found
         chosen = _direction(tool, bench)
@@ -182,6 +186,48 @@ def _profile(path: Path, suite: str, index: int, entry: Any) -> Profile:
     if not profile.metrics:
         profile.warnings.append(f"{where} holds no benches")
     return profile
+
+
+def split_go_metrics(benches: list[Any]) -> list[Any]:
+    """Go benches whose unit holds further metrics, split as the action splits them now.
+
+    ``b.ReportMetric`` adds ``value unit`` pairs to a ``go test -bench`` line
+    (``BenchmarkFib20WithAuxMetric-4  27205  44267 ns/op  4.000 auxMetricUnits``); older
+    actions kept the rest of the line as the unit (``"ns/op\t  4.000 auxMetricUnits"``),
+    current ones write one bench per pair, named ``<name> - <unit>`` (some versions both).
+    The combined bench becomes those per-pair benches, less the ones its entry already
+    holds, so that one series runs through the whole history and none is counted twice.
+    """
+    names = {bench.get("name") for bench in benches if isinstance(bench, dict)}
+    split: list[Any] = []
+    for bench in benches:
+        pairs = _go_pairs(bench)
+        if pairs is None:
+            split.append(bench)
+            continue
+        for value, unit in pairs:
+            name = f"{bench['name']} - {unit}"
+            if name not in names:
+                split.append({**bench, "name": name, "unit": unit, "value": value})
+    return split
+
+
+def _go_pairs(bench: Any) -> list[tuple[Any, str]] | None:
+    """``[(value, "ns/op"), (4.0, "auxMetricUnits")]`` for a bench whose unit is
+    ``"ns/op\t 4.000 auxMetricUnits"``; ``None`` for a bench with a plain unit."""
+    if not isinstance(bench, dict) or not isinstance(bench.get("name"), str):
+        return None
+    unit = bench.get("unit")
+    words = unit.split() if isinstance(unit, str) else []
+    if len(words) < 3 or len(words) % 2 == 0:
+        return None
+    pairs: list[tuple[Any, str]] = [(bench.get("value"), words[0])]
+    for value, name in zip(words[1::2], words[2::2], strict=True):
+        try:
+            pairs.append((float(value), name))
+        except ValueError:
+            return None  # "ops per sec": words, not value-unit pairs
+    return pairs
 
 
 def _as_time(bench: Any) -> Any:

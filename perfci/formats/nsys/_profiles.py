@@ -38,6 +38,7 @@ K = MetricKind
 # Enum members as plain names: ``K.MEMORY`` is a class attribute lookup, a global is cheaper in
 # the per-row code.
 _MEMORY, _RANGE, _KERNEL, _API, _OS, _COMM = K.MEMORY, K.RANGE, K.KERNEL, K.API, K.OS, K.COMM
+OSRT_REPORT = REPORTS["osrt_sum"].name
 
 
 class ProfileBuilder:
@@ -168,7 +169,10 @@ class ProfileBuilder:
                     f"{(text or {}).get('category')!r}; skipped"
                 )
                 return None
-        attrs: dict[str, Any] = {"report": report.name}
+        # A table inferred from its columns ("Num Calls ... Name") is CUDA API or OS runtime
+        # by its row names: an OS row is the OS runtime report's, whatever was inferred.
+        name_of = OSRT_REPORT if kind is _OS and layout.api_or_os else report.name
+        attrs: dict[str, Any] = {"report": name_of}
         if text:
             attrs.update(text)
         if kind is _MEMORY or kind is _RANGE or name[-1] in "….":

@@ -75,7 +75,8 @@ REPORTS: dict[str, ReportSpec] = _specs(
     ),
 )
 
-# 2020.x printed a title instead of a report name: "CUDA API Statistics (nanoseconds)".
+# 2020.x and early 2021.x printed a title instead of a report name: "CUDA API Statistics
+# (nanoseconds)" (2020), "CUDA API Statistics:" (2021).
 TITLES_2020: dict[str, str] = {
     "CUDA API Statistics": "cudaapisum",
     "CUDA Kernel Statistics": "gpukernsum",
@@ -95,6 +96,37 @@ TITLE_UNITS: dict[str, str] = {
     "MB": "MB",
     "B": "B",
 }
+_TIME_UNITS = frozenset({"ns", "us", "ms", "s"})
+
+
+def title_report(line: str) -> tuple[str, str | None] | None:
+    """The report and the unit of a 2020/2021 title line; ``None`` when it is not one.
+
+    ``CUDA API Statistics (nanoseconds)`` → ``("cudaapisum", "ns")``; ``CUDA Kernel
+    Statistics:`` → ``("gpukernsum", None)``; the memory title names its table:
+    ``(by time)`` / ``(nanoseconds)`` → ``gpumemtimesum``, ``(by size in KiB)`` / ``(KiB)`` →
+    ``gpumemsizesum`` in KiB. Read with ``str`` methods, linear on any line.
+    """
+    text = line.strip().removesuffix(":").rstrip()
+    said = ""
+    if text.endswith(")"):
+        opening = text.rfind(" (")
+        if opening < 0:
+            return None
+        text, said = text[:opening], text[opening + 2 : -1].strip()
+    if not text.endswith(" Statistics"):
+        return None
+    words = said.split()
+    # "by size in KiB" and "by time" (2021); "nanoseconds", "KiB" (2020).
+    unit = TITLE_UNITS.get(words[-1]) if words else None
+    if text == MEMORY_TITLE_2020:
+        sized = "size" in words or (unit is not None and unit not in _TIME_UNITS)
+        if sized:
+            return "gpumemsizesum", unit or "KiB"
+        return "gpumemtimesum", unit
+    report = TITLES_2020.get(text)
+    return None if report is None else (report, unit)
+
 
 # Column title (lower case, unit removed) → field. Titles differ by era: "Num Calls" / "Calls" /
 # "Instances" / "Count" / "Operations" all count the rows' events.
@@ -205,6 +237,9 @@ INFER_RULES: tuple[tuple[str | None, str | None, bool | None, str], ...] = (
     ("category", None, None, "cuda_gpu_sum"),
     ("range", None, None, "nvtx_sum"),
     (None, None, True, "cuda_gpu_mem_size_sum"),
+    # 2020/2021 printed sizes without a unit in any title ("Total  Operations  Average ...
+    # Operation", KiB): a memory table with no time column is never read as times.
+    ("untimed operation", None, None, "gpumemsizesum"),
     ("operation", None, False, "cuda_gpu_mem_time_sum"),
     (None, "instances", None, "cuda_gpu_kern_sum"),
     (None, "operations", None, "cuda_gpu_mem_time_sum"),
@@ -342,6 +377,8 @@ def _infer(
 ) -> ReportSpec:
     bases = {base for base, _ in parsed}
     present = bases | {f for f in fields if f}
+    if "operation" in present and not bases & {"time", "total time"}:
+        present.add("untimed operation")
     calls_title = next(
         (base for (base, _), f in zip(parsed, fields, strict=True) if f == "calls"), None
     )

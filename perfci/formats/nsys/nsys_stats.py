@@ -28,13 +28,8 @@ from typing import TYPE_CHECKING
 
 from perfci.core.limits import MAX_VALUE
 from perfci.core.model import Profile
-from perfci.formats.nsys._reports import (
-    MEMORY_TITLE_2020,
-    TITLE_UNITS,
-    TITLES_2020,
-    Layout,
-    processing,
-)
+from perfci.formats.nsys._profiles import OSRT_REPORT
+from perfci.formats.nsys._reports import CUDA_API_NAME, Layout, processing, title_report
 from perfci.formats.nsys._tables import Numbers, TableReader
 
 if TYPE_CHECKING:
@@ -48,7 +43,6 @@ _PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]\s+\[[=\s]*\d+%\]\s+(\S+\.(?:nsys-rep|q
 _RUNNING = re.compile(r"^Running \[(?:.*[/\\])?([\w.-]+?)\.py\s+(.+?)\]")
 _SQLITE = re.compile(r"^(?:Generating SQLite file|Using) (\S+\.sqlite)\b")
 _REPORT_TITLE = re.compile(r"^\*\* .+ \(([\w.-]+)\):$")  # "** CUDA API Summary (cuda_api_sum):"
-_TITLE_2020 = re.compile(r"^(.+? Statistics) \((\w+)\)$")
 _HEADER_START = ("Time(%)", "Time (%)", "Total")
 _DASHES = re.compile(r"^\s*-+(?:\s+-+)+\s*$")
 _DASH_RUN = re.compile(r"-+")
@@ -227,8 +221,8 @@ class _Parser(TableReader):
             self._skipped()
         elif first in "RGU":
             self._running(stripped)
-        elif stripped.endswith(")") and "Statistics (" in stripped:
-            self._title_2020(stripped)
+        elif "Statistics" in stripped and stripped.endswith((")", ":")):
+            self._title(stripped)
 
     def _bracket(self, stripped: str) -> None:
         match = _EXECUTING.match(stripped)
@@ -271,21 +265,16 @@ class _Parser(TableReader):
         fields = dict(part.strip().split("=", 1) for part in text.split(",") if "=" in part)
         self.set.start(text, {"profiling": fields} if fields else {})
 
-    def _title_2020(self, stripped: str) -> None:
-        match = _TITLE_2020.match(stripped)
-        if not match:
-            return
-        title, unit = match.groups()
-        report = TITLES_2020.get(title)
-        if title == MEMORY_TITLE_2020:
-            report = (
-                "gpumemtimesum"
-                if TITLE_UNITS.get(unit) in ("ns", "us", "ms", "s")
-                else "gpumemsizesum"
-            )
-        if report is not None:
+    def _title(self, stripped: str) -> None:
+        """A 2020 or 2021 report title: ``CUDA API Statistics (nanoseconds)`` (2020),
+        ``CUDA API Statistics:`` and ``CUDA Memory Operation Statistics (by size in KiB):``
+        (2021). The memory title's parenthesis says which of its two tables comes: sizes are
+        never read as times."""
+        found = title_report(stripped)
+        if found is not None:
+            report, unit = found
             self._announce(report)
-            self.unit = TITLE_UNITS.get(unit)
+            self.unit = unit
 
     def _announce(self, report: str, index: tuple[int, int] | None = None) -> None:
         self.set.announce(report, index)
@@ -307,7 +296,7 @@ class _Parser(TableReader):
         layout = self.layout(report, titles, unit=self.unit, line=self.header_line)
         if layout is None:
             return
-        if report is None:
+        if report is None and not layout.api_or_os:
             self.set.announce(layout.report.name)
         self.table = _Table(layout=layout, spans=spans)
 
@@ -335,6 +324,12 @@ class _Parser(TableReader):
     def _first_row(self, table: _Table, line: str) -> None:
         layout = table.layout
         sliced = _slice(line, table.spans)
+        if layout.api_or_os:
+            # A "Num Calls ... Name" table without a report name: CUDA API or OS runtime
+            # calls, as its rows say; announced as such, so that the two tables of one run
+            # are two reports of one profile, not one report seen twice.
+            api = CUDA_API_NAME.match(sliced[layout.name])
+            self.set.announce(layout.report.name if api else OSRT_REPORT)
         avg = sliced[layout.avg] if layout.avg is not None else ""
         self.grouping = Numbers.grouping_of(avg, self.grouping)
         # Rows are sorted by total time, so the first row holds the widest numbers: if they

@@ -18,10 +18,10 @@ from perfci.formats.nvprof._runs import (
     GPU,
     TIME_COLUMNS,
     TIME_UNITS,
-    RunReader,
     Table,
 )
-from perfci.formats.nvprof._trace import TraceSeries, classify
+from perfci.formats.nvprof._text_rows import TextTraceReader
+from perfci.formats.nvprof._trace import TraceSeries, classify, parse_rate
 
 _CSV_HEADER_FIRST = frozenset({"Type", "Time(%)", "Device", "Start", "Invocations", "Count"})
 _SIZE_UNITS = ("B", "KB", "MB", "GB", "TB")
@@ -30,8 +30,9 @@ _UNIT_CELLS = TIME_UNITS | {"", *_SIZE_UNITS} | {f"{unit}/s" for unit in _SIZE_U
 _LAUNCH = (("grids", ("Grid X", "Grid Y", "Grid Z")), ("blocks", ("Block X", "Block Y", "Block Z")))
 
 
-class CsvReader(RunReader):
-    """``RunReader`` with the ``--csv`` tables: their header and their rows."""
+class CsvReader(TextTraceReader):
+    """``RunReader`` with the ``--csv`` tables (their header and their rows), and the text
+    trace tables' rows."""
 
     def _csv_header(self, lineno: int, line: str) -> None:
         columns = {name: index for index, name in enumerate(_csv(line))}
@@ -132,9 +133,19 @@ class CsvReader(RunReader):
         ]
         if device is not None and cells[device].strip():
             launch.append(("devices", cells[device].strip()))
-        if duration is not None and series.samples:
-            self.budget.sample()
-        series.add(duration, size, launch)
+        rate = self._rate(table, cells) if "Throughput" in columns else None
+        self._count_trace_values(series, duration, size, rate)
+        series.add(duration, size, launch, rate)
+
+    def _rate(self, table: Table, cells: list[str]) -> float | None:
+        """A copy's Throughput in bytes/s; ``None`` when its units row names a unit perfci
+        does not know (``Gbit/s``): a value derived from Size and Duration, never worth
+        refusing the file for."""
+        cell, unit = self._cell(table, cells, "Throughput")
+        try:
+            return parse_rate(cell, unit=unit)
+        except ValueError:
+            return None
 
     def _trace_value(
         self,

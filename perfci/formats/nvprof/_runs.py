@@ -18,6 +18,7 @@ from perfci.core.model import Device, Metric, MetricKind, Profile
 from perfci.core.units import NS_PER_UNIT, parse_duration, parse_size
 from perfci.formats._steps import collect_steps
 from perfci.formats.caps import budget
+from perfci.formats.nvprof._text_trace import TraceLayout
 from perfci.formats.nvprof._trace import (
     API_TRACE,
     GPU_TRACE,
@@ -56,6 +57,7 @@ _TABLE_NAMES = {
     "metrics": "metric (Invocations Metric Name Description Min Max Avg)",
     "events": "event (Invocations Event Name Min Max Avg Total)",
     "trace": "trace (Start Duration ... Name)",
+    "text_trace": "trace (Start Duration ... Name)",
 }
 
 
@@ -73,6 +75,7 @@ class Table:
     rows: int = 0
     what: str = ""  # skipped tables: what the warning calls their rows
     text_summary: bool = False
+    trace: TraceLayout | None = None  # text trace tables: where their columns end
 
 
 @dataclass(slots=True)
@@ -113,7 +116,6 @@ class RunReader:
         self.table: Table | None = None
         self.cache: dict[Any, float | None] = {}
         self.cut_noted = False
-        self.text_trace: int | None = None  # the line of the first text trace table
         # Each metric made and each trace duration beyond a name's first (its samples_ns)
         # count within the caps of a service upload (issue 31).
         self.budget = budget(source, format)

@@ -1,4 +1,4 @@
-"""nvprof's trace tables (``--print-gpu-trace`` / ``--print-api-trace`` with ``--csv``), summed
+"""nvprof's trace tables (``--print-gpu-trace`` / ``--print-api-trace``, ``--csv`` or text), summed
 per name into the metrics a summary row of the same launches gives.
 
 A trace has one row per launch, copy or API call (``"Start","Duration",…,"Name"``). Rows are
@@ -17,7 +17,9 @@ Each name's metric has ``calls`` = rows, ``samples_ns`` = the durations in file 
 without a duration are counted in ``calls`` and in ``attrs["rows_without_duration"]``),
 ``total_ns`` / ``avg_ns`` / ``min_ns`` / ``max_ns`` from them, ``bytes`` = the sum of Size (each
 row rounded to whole bytes: nvprof prints 1028 bytes as 1.003906 KB), and in ``attrs`` up to 8
-distinct grids, blocks and devices (``128x1x1``).
+distinct grids, blocks and devices (``128x1x1``). A copy's per-row sizes and throughputs
+(bytes/s; nvprof's GB/s are 1024-based) are ``counter`` metrics ``size`` and ``throughput``
+scoped by its name.
 
 When a summary table of the same result has rows of a group (GPU activities, API calls, unified
 memory), that group's trace rows are not read again: the summary wins, and a warning says so.
@@ -30,7 +32,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from perfci.core.model import Device, Metric, MetricKind
+from perfci.core.model import Better, Device, Metric, MetricKind
+from perfci.core.units import parse_size
 
 GPU_TRACE = "GPU trace"
 API_TRACE = "API trace"
@@ -55,16 +58,26 @@ class TraceSeries:
     rows: int = 0
     samples: list[float] = field(default_factory=list)
     size: float | None = None
+    sizes: list[float] = field(default_factory=list)  # per copy, for the ``size`` counter
+    rates: list[float] = field(default_factory=list)  # per copy, bytes/s
     launch: dict[str, dict[str, None]] = field(default_factory=dict)
 
     def add(
-        self, duration: float | None, size: float | None, launch: Iterable[tuple[str, str]]
+        self,
+        duration: float | None,
+        size: float | None,
+        launch: Iterable[tuple[str, str]],
+        rate: float | None = None,
     ) -> None:
         self.rows += 1
         if duration is not None:
             self.samples.append(duration)
         if size is not None:
             self.size = size if self.size is None else self.size + size
+            if self.kind is MetricKind.MEMORY:
+                self.sizes.append(size)
+        if rate is not None and self.kind is MetricKind.MEMORY:
+            self.rates.append(rate)
         for what, value in launch:
             seen = self.launch.setdefault(what, {})
             if len(seen) < _MAX_DISTINCT:
@@ -90,6 +103,37 @@ class TraceSeries:
         if len(samples) != self.rows:
             metric.attrs["rows_without_duration"] = self.rows - len(samples)
         return metric
+
+    def counters(self) -> list[Metric]:
+        """A copy's ``size`` (bytes) and ``throughput`` (bytes/s, higher is better) per row,
+        as counters scoped by the copy's name: what each copy moved and how fast."""
+        found = []
+        for name, values, unit, better in (
+            ("size", self.sizes, "bytes", Better.LOWER),
+            ("throughput", self.rates, "bytes/s", Better.HIGHER),
+        ):
+            if values:
+                found.append(
+                    Metric(
+                        MetricKind.COUNTER,
+                        name,
+                        Device.GPU,
+                        calls=len(values),
+                        scope=self.name,
+                        unit=unit,
+                        better=better,
+                        value=math.fsum(values) / len(values),
+                        samples=list(values),
+                    )
+                )
+        return found
+
+
+def parse_rate(cell: str, *, unit: str | None = None) -> float | None:
+    """A throughput in bytes/s from ``1.4426GB/s`` or a bare number in ``unit`` (``GB/s``);
+    nvprof's KB/MB/GB are 1024-based, as its sizes. ``None`` for ``-`` and empty cells."""
+    text = cell.strip()
+    return parse_size(text.removesuffix("/s"), unit=unit.removesuffix("/s") if unit else None)
 
 
 def classify(name: str, device: str | None) -> tuple[MetricKind, str, str]:
@@ -132,6 +176,7 @@ def trace_metrics(
             left.setdefault((series.group, summarised), []).append(series)
         else:
             metrics.append(series.metric())
+            metrics.extend(series.counters())
     return metrics, [
         _left_out(group, summarised, rows) for (group, summarised), rows in left.items()
     ]

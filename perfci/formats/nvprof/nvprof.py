@@ -30,9 +30,14 @@ What becomes which metric:
   summary table of a group (GPU activities, API calls, unified memory), the summary wins and a
   warning names the trace rows not read. A trace row cut by the end of the file is not read
   (a cut name would start a series of its own), with a warning.
-* Text trace tables (``--print-gpu-trace`` without ``--csv``) are not read: device and kernel
-  names hold spaces and cells overflow their columns. Beside a summary they are skipped with a
-  warning; a log with nothing else is a ``ParseError`` that says to re-run with ``--csv``.
+* Text trace tables (``--print-gpu-trace`` / ``--print-api-trace`` without ``--csv``) are read
+  by the positions of their header's titles (``_text_trace``: cells are right-aligned to
+  their title's end, the name last), so spaces in device and kernel names are no ambiguity,
+  and summed as the ``--csv`` traces are (``_text_rows``). A row whose cell runs past its
+  column is read by its words when no cell but the name can hold a space; otherwise it is a
+  ``ParseError`` naming the line. Copies' sizes and throughputs (both trace forms) become
+  ``counter`` metrics ``size`` (bytes) and ``throughput`` (bytes/s, higher is better),
+  scoped by the copy's name, one sample per copy.
 * ``--csv`` tables are read by column name, bare numbers in the unit of the units row under
   the header (``,%,us,,us,us,us,``); a text table's ``-u`` units line works the same way.
 
@@ -74,6 +79,7 @@ from perfci.formats.nvprof._runs import (
     Table,
     finish_run,
 )
+from perfci.formats.nvprof._text_trace import TraceLayout
 
 if TYPE_CHECKING:
     from perfci.formats.protocol import Head
@@ -81,7 +87,7 @@ if TYPE_CHECKING:
 NAME = "nvprof"
 DESCRIPTION = (
     "nvprof summary text and --csv (GPU activities, API calls, NVTX ranges, "
-    "unified memory, metrics/events, --csv GPU/API traces)"
+    "unified memory, metrics/events, GPU/API traces as text or --csv)"
 )
 
 _RESULT_WORDS = (
@@ -183,6 +189,8 @@ class _Reader(CsvReader):
             return self._units_row(line, table) or self._not_a_row(
                 lineno, line, raw, table, _ROW_START
             )
+        if table.kind == "text_trace":
+            return self._text_trace_line(lineno, line, raw, table)
         if table.kind == "metrics" or table.kind == "events":
             return self._metric_line(lineno, line, raw, table)
         if table.kind == "um":
@@ -227,13 +235,11 @@ class _Reader(CsvReader):
         elif EVENT_HEADER.match(line):
             self._open(Table("events", lineno))
         elif TRACE_HEADER.match(line):
-            if self.text_trace is None:
-                self.text_trace = lineno
-            self._skip(
-                lineno,
-                f"rows of the trace table at line {lineno} (perfci reads trace tables "
-                "printed with --csv only)",
-            )
+            layout = TraceLayout.of(line)
+            if layout is None:
+                self._skip(lineno, f"rows of the trace table at line {lineno} (no Name column)")
+            else:
+                self._open(Table("text_trace", lineno, group=GPU, trace=layout))
         elif self.run is not None and _ROW.fullmatch(line):
             raise self._error(
                 lineno,
@@ -355,16 +361,6 @@ class _Reader(CsvReader):
 
     def finish(self) -> list[Profile]:
         profiles = [profile for run in self.runs if (profile := finish_run(run)).metrics]
-        if not profiles and self.text_trace is not None:
-            raise ParseError(
-                "this is nvprof's text trace (--print-gpu-trace / --print-api-trace without "
-                "--csv), which perfci cannot read reliably: device and kernel names hold "
-                "spaces. Re-run nvprof with --csv, e.g. "
-                "'nvprof --print-gpu-trace --csv --log-file trace.csv ./app'",
-                source=self.source,
-                line=self.text_trace,
-                format=NAME,
-            )
         if not profiles:
             raise ParseError(
                 "no nvprof result found: expected a 'Profiling result:' block "

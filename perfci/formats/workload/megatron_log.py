@@ -43,7 +43,10 @@ What becomes which metric (times in ns):
   iteration printed on its own) the next interval too when there are at least 4, as it averages
   that iteration in again (current Megatron keeps its accumulators) or starts right after it;
   then any further leading interval ``_steps.detect_warmup`` finds slow. ``--option warmup=N``
-  sets the count instead.
+  sets the count instead. ``total_ns`` is what the logged iterations took: each sample times
+  the iterations it averages (those since the previous line; after a lone first-iteration
+  line, those since the start), and ``avg_ns`` that total per iteration
+  (``attrs["iterations"]``, ``profile.steps``).
 * ``throughput per GPU`` (``TFLOP/s/GPU``, in ``flop/s``), ``energy per iteration per GPU``
   (``J``), and Megatron-DeepSpeed's ``samples per second``, ``tokens per second per GPU``
   (``tgs``) and ``TFLOPs``: ``measure`` metrics with one sample per line (the same warm-up),
@@ -82,6 +85,7 @@ validation results. A last line cut short is left out with a warning.
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from collections import Counter
@@ -271,16 +275,24 @@ def _profile(run: Run, *, source: str, warmup: int | None) -> Profile:
     samples = [interval.elapsed_ns for interval in run.intervals]
     warm = _warmup(samples, schedule, warmup)
     step = step_metric("iteration", samples, device=Device.GPU, warmup=warm)
+    iterations = run.intervals[-1].iteration - schedule.start
+    # Each sample is an average over its interval's iterations: the total is what those
+    # intervals took, not the sum of their averages (issue 33: 10x short at --log-interval 10).
+    step.total_ns = math.fsum(
+        sample * count for sample, count in zip(samples, _averaged_over(run, schedule), strict=True)
+    )
+    step.avg_ns = step.total_ns / iterations if iterations > 0 else step.avg_ns
     step.attrs = {
         "definition": "Megatron's elapsed time per iteration, one sample per logged interval",
         "log_interval": schedule.log_interval,
+        "iterations": iterations,
     }
     profile = Profile(
         label=LABEL,
         format=NAME,
         source=source,
         metrics=[step],
-        steps=run.intervals[-1].iteration - schedule.start,
+        steps=iterations,
         metadata=_metadata(run, schedule),
     )
     profile.metrics += _measures(run, warm)
@@ -291,6 +303,21 @@ def _profile(run: Run, *, source: str, warmup: int | None) -> Profile:
     profile.metrics += _memory_metrics(run)
     profile.warnings += _run_warnings(run, profile.metadata, warm)
     return profile
+
+
+def _averaged_over(run: Run, schedule: _Schedule) -> list[int]:
+    """How many iterations each line's elapsed time per iteration was divided by: those since
+    the previous line (the first: since the run's start). A lone first-iteration line leaves
+    Megatron's iteration counters as they were, so the next line divides its interval's time
+    by the iterations since the start (its time holds iteration 1 once, in the first line):
+    the samples times these counts add up to the run's time either way."""
+    counts = []
+    previous = schedule.start
+    for index, interval in enumerate(run.intervals):
+        since = schedule.start if schedule.off_grid_first and index == 1 else previous
+        counts.append(max(interval.iteration - since, 1))
+        previous = interval.iteration
+    return counts
 
 
 def _measures(run: Run, warm: int) -> list[Metric]:
