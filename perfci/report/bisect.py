@@ -21,7 +21,7 @@ _Format = Callable[[str], str]
 
 #: Kernels listed in the diff.
 TOP_KERNELS = 5
-_DIFF_KINDS = ("kernel", "copy", "collective", "operator", "range", "layer")
+_DIFF_KINDS = ("kernel", "memory", "comm", "op", "range", "layer")
 
 
 def probe_line(probe: Probe, place: int | None, commits: int) -> str:
