@@ -1,0 +1,175 @@
+"""``perfci bisect`` on a throwaway repository of 40 commits with a real, timed toy benchmark.
+
+The toy times three pure-Python loops ("kernels": ``gemm``, ``softmax``, ``elementwise``) with
+``time.perf_counter_ns`` and writes them as a perfci JSON profile; its timings carry the
+machine's real noise (on the shared 2-core VM: other jobs' load). A slowdown is planted by
+making one loop longer from a known commit on. Each scenario runs ``perfci bisect`` as a user
+would (a fresh process, default pairs and adaptive looks) and records whether it named the
+planted commit and the loop, how many probes it ran (the bound is ``ceil(log2 40) + 2 = 8``
+before the confirming rerun), whether the rerun confirmed it, the wall time, and whether a
+worktree was left behind.
+
+Usage (not ``bisect.py``: that name would shadow the standard library's ``bisect`` module
+for the scripts in this folder): ``nice .venv/bin/python benchmarks/bisect_search.py [--commits 40] [--work 20000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+TOY = """\
+import json, os, pathlib, time
+factors = json.loads(pathlib.Path("factors.json").read_text())
+WORK = int(os.environ.get("TOY_WORK", "20000"))
+def loop(n):
+    started = time.perf_counter_ns()
+    total = 0
+    for i in range(n):
+        total += i * i
+    return time.perf_counter_ns() - started
+loop(WORK)  # warm-up
+steps = 5
+times = {"gemm": [], "softmax_kernel": [], "elementwise_kernel": []}
+for _ in range(steps):
+    times["gemm"].append(loop(int(2 * WORK * factors.get("gemm", 1.0))))
+    times["softmax_kernel"].append(loop(int(WORK * factors.get("softmax", 1.0))))
+    times["elementwise_kernel"].append(loop(WORK // 2))
+step = [sum(v[k] for v in times.values()) for k in range(steps)]
+metrics = [{"kind": "step", "name": "step", "samples_ns": step}]
+metrics += [{"kind": "kernel", "name": name, "calls": steps, "total_ns": sum(values)}
+            for name, values in times.items()]
+doc = {"perfci_version": "0", "schema_version": 1,
+       "profiles": [{"label": "toy", "format": "perfci", "source": "toy", "steps": steps,
+                     "metrics": metrics}]}
+out = pathlib.Path(os.environ["PERFCI_OUTPUT_DIR"])
+(out / "profile.json").write_text(json.dumps(doc))
+"""
+
+ENV = {
+    "GIT_AUTHOR_NAME": "b",
+    "GIT_AUTHOR_EMAIL": "b@example.com",
+    "GIT_COMMITTER_NAME": "b",
+    "GIT_COMMITTER_EMAIL": "b@example.com",
+}
+
+
+@dataclass
+class Scenario:
+    name: str
+    plants: dict[int, dict[str, float]]
+    expected: int
+    kernel: str
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", *args], cwd=repo, capture_output=True, text=True, check=True,
+        env={**os.environ, **ENV},
+    )  # fmt: skip
+    return done.stdout.strip()
+
+
+def make_repo(root: Path, commits: int, plants: dict[int, dict[str, float]]) -> list[str]:
+    repo = root / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "bench.py").write_text(TOY, encoding="utf-8")
+    (repo / "factors.json").write_text("{}\n", encoding="utf-8")
+    (repo / ".gitignore").write_text(".perfci/\n", encoding="utf-8")
+    (repo / "pyproject.toml").write_text(
+        '[tool.perfci]\nproject = "bench/toy"\n\n[tool.perfci.benchmarks.toy]\n'
+        f'command = [{json.dumps(sys.executable)}, "bench.py"]\n'
+        'profiler = "none"\nglobs = ["*.json"]\n',
+        encoding="utf-8",
+    )
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "commit 0")
+    shas = [git(repo, "rev-parse", "HEAD")]
+    for k in range(1, commits + 1):
+        if k in plants:
+            (repo / "factors.json").write_text(json.dumps(plants[k]) + "\n", encoding="utf-8")
+        (repo / "log.txt").write_text(f"{k}\n", encoding="utf-8")
+        git(repo, "add", ".")
+        git(repo, "commit", "-q", "-m", f"commit {k}")
+        shas.append(git(repo, "rev-parse", "HEAD"))
+    return shas
+
+
+def run(scenario: Scenario, commits: int, work: int) -> dict[str, object]:
+    perfci = Path(sys.executable).parent / "perfci"
+    with tempfile.TemporaryDirectory(prefix="perfci-bisect-bench-") as folder:
+        root = Path(folder)
+        shas = make_repo(root, commits, scenario.plants)
+        repo = root / "repo"
+        started = time.monotonic()
+        cpu = os.times()
+        done = subprocess.run(
+            [str(perfci), "bisect", shas[0], shas[-1], "-b", "toy",
+             "--markdown-out", str(root / "answer.md"),
+             "--database-url", f"sqlite:///{root}/store.db"],
+            cwd=repo, capture_output=True, text=True, env={**os.environ, "TOY_WORK": str(work)},
+        )  # fmt: skip
+        after = os.times()
+        wall = time.monotonic() - started
+        (state_file,) = (repo / ".perfci").glob("bisect-*.json")
+        state = json.loads(state_file.read_text(encoding="utf-8"))
+        probes = state["probes"]
+        search = [p for p in probes if p["role"] != "rerun" and not p["reused"]]
+        reruns = [p for p in probes if p["role"] == "rerun"]
+        worktrees = git(repo, "worktree", "list", "--porcelain").count("worktree ")
+        first_line = done.stdout.splitlines()[0] if done.stdout else done.stderr[-300:]
+        return {
+            "scenario": scenario.name,
+            "exit": done.returncode,
+            "named": shas[scenario.expected][:12] in first_line
+            and "first bad commit" in first_line,
+            "kernel": scenario.kernel in done.stdout.split("kernel-level diff")[-1].split("\n")[1]
+            if "kernel-level diff" in done.stdout
+            else False,
+            "more_than_one": "more than one change" in done.stdout,
+            "probes": len(search),
+            "bound": math.ceil(math.log2(commits)) + 2,
+            "rerun_confirmed": bool(reruns) and reruns[0]["status"] == "changed",
+            "pairs": sum(p["pairs"] for p in probes),
+            "wall_s": round(wall, 1),
+            "cpu_s": round(
+                (after.children_user + after.children_system)
+                - (cpu.children_user + cpu.children_system),
+                1,
+            ),
+            "worktrees_left": worktrees - 1,
+            "answer": first_line,
+            "load_avg": os.getloadavg()[0],
+        }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--commits", type=int, default=40)
+    parser.add_argument("--work", type=int, default=20000, help="loop length of one kernel")
+    args = parser.parse_args()
+    scenarios = [
+        Scenario("one slowdown (gemm x1.3 at 23)", {23: {"gemm": 1.3}}, 23, "gemm"),
+        Scenario("one slowdown (softmax x1.5 at 7)", {7: {"softmax": 1.5}}, 7, "softmax_kernel"),
+        Scenario(
+            "two slowdowns (gemm x1.1 at 10, x1.6 at 31)",
+            {10: {"gemm": 1.1}, 31: {"gemm": 1.6}},
+            31,
+            "gemm",
+        ),
+    ]
+    for scenario in scenarios:
+        print(json.dumps(run(scenario, args.commits, args.work)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
