@@ -9,8 +9,8 @@ planted commit and the loop, how many probes it ran (the bound is ``ceil(log2 40
 before the confirming rerun), whether the rerun confirmed it, the wall time, and whether a
 worktree was left behind.
 
-Usage (not ``bisect.py``: that name would shadow the standard library's ``bisect`` module
-for the scripts in this folder): ``nice .venv/bin/python benchmarks/bisect_search.py [--commits 40] [--work 20000]``.
+Usage: ``nice .venv/bin/python benchmarks/bisect_search.py [--commits 40] [--work 20000]`` (not
+``bisect.py``: that name would shadow the standard library's ``bisect`` module).
 """
 
 from __future__ import annotations
