@@ -9,10 +9,14 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
-from ab_repo import assert_cleaned, clean_env
+from ab_repo import assert_cleaned, clean_env, ended
 from bisect_repo import make_range
 
 from perfci.analysis.bisection import Side, more_than_one, next_index, side_of
@@ -156,3 +160,38 @@ def test_no_change_between_the_ends_is_said_and_bad_before_good_refused(
     assert _bisect(repo, "nope", shas[0]) == 2
     assert "GOOD 'nope' is not a commit" in capsys.readouterr().err
     assert_cleaned(repo, clean_env)
+
+
+def test_sigterm_mid_probe_removes_the_worktrees_and_keeps_the_state(
+    tmp_path: Path, clean_env: Path
+) -> None:
+    """A stopped bisection (a cancelled CI job) cleans up as ``--ab`` does: its worktrees and
+    temporary folders go, the benchmark ends, and the probes done so far stay for --resume."""
+    shas = make_range(tmp_path, 4, {2: {"hang": True}, 3: {"gemm": 1.3}})
+    repo = tmp_path / "repo"
+    marker = tmp_path / "started"
+    env = {**os.environ, "HANG_MARKER": str(marker), "TMPDIR": str(clean_env)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "perfci.cli.main", "bisect", shas[0], shas[-1], "-b", "tiny",
+         *FAST, "--database-url", f"sqlite:///{tmp_path}/p.db"],
+        cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists() or len(marker.read_text().split()) < 2:
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the hanging commit was never probed"
+            time.sleep(0.05)
+        benchmark = [int(pid) for pid in marker.read_text().split()]
+        os.kill(process.pid, signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert process.returncode == 143, err
+    assert "Traceback" not in err
+    assert_cleaned(repo, clean_env)
+    assert all(ended(pid) for pid in benchmark), "the benchmark outlived perfci"
+    assert [p["role"] for p in _state(repo)["probes"]] == ["range"]  # type: ignore[union-attr]
