@@ -4,10 +4,10 @@ The toy times three pure-Python loops ("kernels": ``gemm``, ``softmax``, ``eleme
 the best of 5 launches) with ``time.perf_counter_ns`` and writes them as a perfci JSON profile;
 its timings carry the machine's real noise (on the shared 2-core VM: other jobs' load). A
 slowdown is planted by making one loop longer from a known commit on. Each scenario runs
-``perfci bisect`` as a user would (a fresh process, default pairs and adaptive looks) and records whether it named the
-planted commit and the loop, how many probes it ran (the bound is ``ceil(log2 40) + 2 = 8``
-before the confirming rerun), whether the rerun confirmed it, the wall time, and whether a
-worktree was left behind.
+``perfci bisect`` as a user would (a fresh process, default pairs and adaptive looks) and
+records whether it named the planted commit and the loop, how many probes it ran (the bound is
+``ceil(log2 40) + 2 = 8`` before the confirming rerun), whether the rerun confirmed it, the wall
+time, and whether a worktree was left behind.
 
 Usage: ``nice .venv/bin/python benchmarks/bisect_search.py [--commits 40] [--work 5000]`` (not
 ``bisect.py``: that name would shadow the standard library's ``bisect`` module).
