@@ -9,8 +9,9 @@ records whether it named the planted commit and the loop, how many probes it ran
 ``ceil(log2 40) + 2 = 8`` before the confirming rerun), whether the rerun confirmed it, the wall
 time, and whether a worktree was left behind.
 
-Usage: ``nice .venv/bin/python benchmarks/bisect_search.py [--commits 40] [--work 5000]`` (not
-``bisect.py``: that name would shadow the standard library's ``bisect`` module).
+Usage: ``nice .venv/bin/python benchmarks/bisect_search.py [--commits 40] [--work 5000]
+[--clock wall|cpu] [--only K]`` (not ``bisect.py``: that name would shadow the standard
+library's ``bisect`` module).
 """
 
 from __future__ import annotations
@@ -30,12 +31,13 @@ TOY = """\
 import json, os, pathlib, time
 factors = json.loads(pathlib.Path("factors.json").read_text())
 WORK = int(os.environ.get("TOY_WORK", "5000"))
+CLOCK = time.thread_time_ns if os.environ.get("TOY_CLOCK") == "cpu" else time.perf_counter_ns
 def loop(n):
-    started = time.perf_counter_ns()
+    started = CLOCK()
     total = 0
     for i in range(n):
         total += i * i
-    return time.perf_counter_ns() - started
+    return CLOCK() - started
 def kernel(n):
     # The best of 5 launches: on a host shared with other jobs a launch is preempted now and
     # then; the fastest is the code's own time (what a GPU kernel's duration would be).
@@ -108,7 +110,7 @@ def make_repo(root: Path, commits: int, plants: dict[int, dict[str, float]]) -> 
     return shas
 
 
-def run(scenario: Scenario, commits: int, work: int) -> dict[str, object]:
+def run(scenario: Scenario, commits: int, work: int, clock: str) -> dict[str, object]:
     perfci = Path(sys.executable).parent / "perfci"
     with tempfile.TemporaryDirectory(prefix="perfci-bisect-bench-") as folder:
         root = Path(folder)
@@ -120,7 +122,8 @@ def run(scenario: Scenario, commits: int, work: int) -> dict[str, object]:
             [str(perfci), "bisect", shas[0], shas[-1], "-b", "toy",
              "--markdown-out", str(root / "answer.md"),
              "--database-url", f"sqlite:///{root}/store.db"],
-            cwd=repo, capture_output=True, text=True, env={**os.environ, "TOY_WORK": str(work)},
+            cwd=repo, capture_output=True, text=True,
+            env={**os.environ, "TOY_WORK": str(work), "TOY_CLOCK": clock},
         )  # fmt: skip
         after = os.times()
         wall = time.monotonic() - started
@@ -133,6 +136,7 @@ def run(scenario: Scenario, commits: int, work: int) -> dict[str, object]:
         first_line = done.stdout.splitlines()[0] if done.stdout else done.stderr[-300:]
         return {
             "scenario": scenario.name,
+            "clock": clock,
             "exit": done.returncode,
             "named": shas[scenario.expected][:12] in first_line
             and "first bad commit" in first_line,
@@ -160,6 +164,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--commits", type=int, default=40)
     parser.add_argument("--work", type=int, default=5000, help="loop length of one kernel")
+    parser.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="what a kernel's time is: wall time (perf_counter) or the thread's CPU time",
+    )
+    parser.add_argument("--only", type=int, help="run only this scenario (0-based)")
     args = parser.parse_args()
     scenarios = [
         Scenario("one slowdown (gemm x1.3 at 23)", {23: {"gemm": 1.3}}, 23, "gemm"),
@@ -171,8 +182,10 @@ def main() -> None:
             "gemm",
         ),
     ]
-    for scenario in scenarios:
-        print(json.dumps(run(scenario, args.commits, args.work)), flush=True)
+    for index, scenario in enumerate(scenarios):
+        if args.only is None or args.only == index:
+            result = run(scenario, args.commits, args.work, args.clock)
+            print(json.dumps(result), flush=True)
 
 
 if __name__ == "__main__":

@@ -195,3 +195,20 @@ def test_sigterm_mid_probe_removes_the_worktrees_and_keeps_the_state(
     assert_cleaned(repo, clean_env)
     assert all(ended(pid) for pid in benchmark), "the benchmark outlived perfci"
     assert [p["role"] for p in _state(repo)["probes"]] == ["range"]  # type: ignore[union-attr]
+
+
+def test_another_bisection_of_the_same_commits_reuses_their_probes(
+    tmp_path: Path, clean_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shas = make_range(tmp_path, 6, {4: {"gemm": 1.3}})
+    repo = tmp_path / "repo"
+    assert _bisect(repo, shas[0], shas[-1]) == 0
+    capsys.readouterr()
+    # Following the gemm kernel instead of the step: the same A/Bs, read for another metric.
+    assert _bisect(repo, shas[0], shas[-1], "--metric", GEMM) == 0
+    out, err = capsys.readouterr()
+    assert f"first bad commit {shas[4][:12]}" in out
+    probes = err.count("\nprobe ") + err.startswith("probe ")
+    assert err.count("reused") == probes - 1  # all but the rerun, which measures again
+    assert "(+30." in out.splitlines()[0]  # the kernel's own change, not the step's +18 %
+    assert_cleaned(repo, clean_env)
