@@ -11,6 +11,8 @@ import shlex
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from ab_repo import check_ab, clean_env, git, make_repo
@@ -154,3 +156,34 @@ def test_a_step_regression_bisects_the_step(kind: MetricKind) -> None:
     repro = Repro(benchmark="gpt", commit="c" * 40, base="b" * 40, bisect=True)
     (block,) = _blocks(render_comment(result, repro=repro))  # no kernel regressed: no traces
     assert block[-1].endswith("-b gpt")
+
+
+def _outcome(branch: str, pr: int | None, kind: MetricKind) -> Any:
+    from perfci.core.model import RunContext
+    from perfci.core.settings import Settings
+
+    result = _main_regression(kind)
+    context = RunContext(
+        project="acme/gpt", commit="c" * 40, branch=branch, pr_number=pr, environment=ENVIRONMENT
+    )
+    return SimpleNamespace(
+        comparison=result,
+        context=context,
+        spec=SimpleNamespace(name="gpt"),
+        settings=Settings(ab_pairs=7, delta=0.03),
+    )
+
+
+def test_the_bundle_of_a_check_names_its_commits_settings_and_environment() -> None:
+    from perfci.usecases.check.repro import repro_of
+
+    on_main = repro_of(_outcome("main", None, MetricKind.KERNEL), {"RUNNER_NAME": "gpu-3"})
+    assert on_main is not None
+    assert (on_main.commit, on_main.base) == ("c" * 40, "b" * 40)
+    assert on_main.flags == ("--ab-pairs", "7", "--delta", "0.03", "--alpha", "0.05")
+    assert on_main.environment == {**ENVIRONMENT, "runner": "gpu-3"}
+    assert on_main.bisect and on_main.metric == "flash_fwd"
+    step = repro_of(_outcome("main", None, MetricKind.STEP), {})
+    assert step is not None and step.bisect and step.metric is None
+    pull_request = repro_of(_outcome("feature", 12, MetricKind.KERNEL), {})
+    assert pull_request is not None and not pull_request.bisect
