@@ -110,7 +110,9 @@ def make_repo(root: Path, commits: int, plants: dict[int, dict[str, float]]) -> 
     return shas
 
 
-def run(scenario: Scenario, commits: int, work: int, clock: str) -> dict[str, object]:
+def run(
+    scenario: Scenario, commits: int, work: int, clock: str, extra: list[str]
+) -> dict[str, object]:
     perfci = Path(sys.executable).parent / "perfci"
     with tempfile.TemporaryDirectory(prefix="perfci-bisect-bench-") as folder:
         root = Path(folder)
@@ -121,7 +123,7 @@ def run(scenario: Scenario, commits: int, work: int, clock: str) -> dict[str, ob
         done = subprocess.run(
             [str(perfci), "bisect", shas[0], shas[-1], "-b", "toy",
              "--markdown-out", str(root / "answer.md"),
-             "--database-url", f"sqlite:///{root}/store.db"],
+             "--database-url", f"sqlite:///{root}/store.db", *extra],
             cwd=repo, capture_output=True, text=True,
             env={**os.environ, "TOY_WORK": str(work), "TOY_CLOCK": clock},
         )  # fmt: skip
@@ -137,6 +139,7 @@ def run(scenario: Scenario, commits: int, work: int, clock: str) -> dict[str, ob
         return {
             "scenario": scenario.name,
             "clock": clock,
+            "flags": " ".join(extra),
             "exit": done.returncode,
             "named": shas[scenario.expected][:12] in first_line
             and "first bad commit" in first_line,
@@ -171,6 +174,9 @@ def main() -> None:
         help="what a kernel's time is: wall time (perf_counter) or the thread's CPU time",
     )
     parser.add_argument("--only", type=int, help="run only this scenario (0-based)")
+    parser.add_argument(
+        "--bisect-args", default="", help="more flags for perfci bisect, e.g. '--ab-pairs 8'"
+    )
     args = parser.parse_args()
     scenarios = [
         Scenario("one slowdown (gemm x1.3 at 23)", {23: {"gemm": 1.3}}, 23, "gemm"),
@@ -184,7 +190,8 @@ def main() -> None:
     ]
     for index, scenario in enumerate(scenarios):
         if args.only is None or args.only == index:
-            result = run(scenario, args.commits, args.work, args.clock)
+            extra = args.bisect_args.split()
+            result = run(scenario, args.commits, args.work, args.clock, extra)
             print(json.dumps(result), flush=True)
 
 
