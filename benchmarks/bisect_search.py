@@ -123,7 +123,7 @@ def run(
         done = subprocess.run(
             [str(perfci), "bisect", shas[0], shas[-1], "-b", "toy",
              "--markdown-out", str(root / "answer.md"),
-             "--database-url", f"sqlite:///{root}/store.db", *extra],
+             *extra],
             cwd=repo, capture_output=True, text=True,
             env={**os.environ, "TOY_WORK": str(work), "TOY_CLOCK": clock},
         )  # fmt: skip

@@ -64,9 +64,7 @@ def test_a_found_change_short_of_the_whole_says_there_is_more() -> None:
 
 def _bisect(repo: Path, *args: str) -> int:
     os.chdir(repo)
-    return main(
-        ["bisect", *args, "-b", "tiny", *FAST, "--database-url", f"sqlite:///{repo.parent}/p.db"]
-    )
+    return main(["bisect", *args, "-b", "tiny", *FAST])
 
 
 def _state(repo: Path) -> dict[str, object]:
@@ -173,7 +171,7 @@ def test_sigterm_mid_probe_removes_the_worktrees_and_keeps_the_state(
     env = {**os.environ, "HANG_MARKER": str(marker), "TMPDIR": str(clean_env)}
     process = subprocess.Popen(
         [sys.executable, "-m", "perfci.cli.main", "bisect", shas[0], shas[-1], "-b", "tiny",
-         *FAST, "--database-url", f"sqlite:///{tmp_path}/p.db"],
+         *FAST],
         cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True,
     )  # fmt: skip

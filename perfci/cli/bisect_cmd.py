@@ -53,7 +53,6 @@ def bisect_command(
     markdown_out: Path | None = typer.Option(
         None, "--markdown-out", help="Write the answer as Markdown here (for an issue)."
     ),
-    database_url: opts.DatabaseUrl = None,
     pass_env: opts.PassEnv = None,
 ) -> int:
     """Binary search on GOOD..BAD for the first commit where the metric moved."""
@@ -65,7 +64,6 @@ def bisect_command(
         good=good, bad=bad, benchmark=benchmark, metric=metric, budget=budget, resume=resume
     )
     overrides = {
-        "database_url": database_url,
         "ab_pairs": ab_pairs,
         "max_repeats": max_repeats,
         "delta": delta,
