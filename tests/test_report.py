@@ -24,6 +24,7 @@ from perfci.core.model import (
     SeriesKey,
     Verdict,
 )
+from perfci.core.repro import Repro
 from perfci.report.console import print_comparison
 from perfci.report.escape import md_code, md_escape, md_link, shorten
 from perfci.report.json_report import comparison_to_dict
@@ -144,9 +145,26 @@ def _cells(row: str) -> int:
     return len(re.findall(r"(?<!\\)\|", row))
 
 
+#: The repro bundle of the regression's comment (issue 34): hostile names reach its commands.
+REPRO = Repro(
+    benchmark="gpt-small|<b>",
+    commit="3333333cccccccccc",
+    base="2222222bbbbbbb",
+    flags=("--ab-pairs", "5", "--delta", "0.02", "--alpha", "0.05"),
+    environment={
+        "gpu": "NVIDIA A100-SXM4-80GB",
+        "driver": "550.54.15",
+        "cuda": "12.4",
+        "torch": "2.3.0 | <i>cu124</i>",
+        "runner": "gpu-runner-3",
+    },
+    profiles=".perfci/runs/gpt-small|<b>",
+)
+
+
 def test_regression_comment_matches_its_golden_file(regression: RunComparison) -> None:
     assert regression.verdict is Verdict.REGRESSION
-    _golden("comment_regression.md", render_comment(regression))
+    _golden("comment_regression.md", render_comment(regression, repro=REPRO))
 
 
 def test_renamed_kernel_comment_matches_its_golden_file(renamed: RunComparison) -> None:
@@ -165,7 +183,7 @@ def test_unchanged_comment_matches_its_golden_file(unchanged: RunComparison) -> 
 
 
 def test_summary_matches_its_golden_file(regression: RunComparison) -> None:
-    _golden("summary_regression.md", render_summary(regression))
+    _golden("summary_regression.md", render_summary(regression, repro=REPRO))
 
 
 def test_comment_puts_marker_then_verdict_first(regression: RunComparison) -> None:

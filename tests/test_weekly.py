@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import re
 import threading
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -294,7 +295,10 @@ def test_renderings_escape_names_and_carry_the_marker(session: Session, profile:
     markdown = render_markdown(report, repo="acme/gpt2")
     assert markdown.startswith(weekly_marker(PROJECT, "2024-W05") + "\n")
     assert weekly_marker(PROJECT, "2024-W05") == "<!-- perfci:weekly=acme/gpt2:2024-W05 -->"
-    assert "<b>" not in markdown and "gpt2 &lt;b&gt;\\|x\\|&lt;/b&gt; @\u2060team" in markdown
+    # Fenced code (the repro commands, shell-quoted) is shown as text: no HTML, no mention.
+    prose = re.sub(r"^(`{3,})bash\n.*?\n\1$", "", markdown, flags=re.S | re.M)
+    assert "<b>" not in prose and "gpt2 &lt;b&gt;\\|x\\|&lt;/b&gt; @\u2060team" in markdown
+    assert "-b 'gpt2 <b>|x|</b> @team'" in markdown
     assert "softmax\\_forward\\_kernel5(float\\*, float, float const \\*, int, int)" in markdown
     assert "https://github.com/acme/gpt2/compare/c02" in markdown
     assert len(markdown) < 65_536

@@ -225,6 +225,7 @@ def _write_reports(
 ) -> Path | None:
     """Write the requested files; returns the report path for ``report=`` (Markdown first)."""
     from perfci.cli._console import err_console
+    from perfci.usecases.check.repro import repro_of
     from perfci.usecases.check.run import write_json, write_markdown
 
     if markdown_out is not None:
@@ -233,6 +234,7 @@ def _write_reports(
             markdown_out,
             benchmark=outcome.spec.name,
             run_url=outcome.context.ci_url,
+            repro=repro_of(outcome),
         )
         err_console.print(f"wrote {markdown_out}", markup=False)
     if json_out is not None:

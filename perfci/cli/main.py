@@ -22,6 +22,7 @@ import typer
 from perfci import __version__
 from perfci.cli import (
     alerts_cmd,
+    bisect_cmd,
     check_cmd,
     compare_cmd,
     db_cmd,
@@ -67,6 +68,7 @@ for _module in (
     db_cmd,
     compare_cmd,
     check_cmd,
+    bisect_cmd,
     report_cmd,
     alerts_cmd,
     publish_cmd,
@@ -94,7 +96,7 @@ def _root(
 
 
 #: The subcommands that start the benchmark: isolated from the secrets, and SIGTERM cleans up.
-BENCHMARK_COMMANDS = ("check", "run")
+BENCHMARK_COMMANDS = ("check", "run", "bisect")
 
 
 def main(argv: list[str] | None = None) -> int:

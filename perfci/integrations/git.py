@@ -25,6 +25,7 @@ __all__ = [
     "NO_HOOKS",
     "Result",
     "changed_paths",
+    "first_parent_commits",
     "output",
     "remove_worktree",
     "run",
@@ -90,6 +91,23 @@ def changed_paths(root: Path) -> list[str]:
         raise OSError(found.stderr.strip() or "git status failed")
     # ``XY path``: not stripped before the slice, X may be a space.
     return [line[3:] for line in found.stdout.splitlines() if line.strip()]
+
+
+def first_parent_commits(root: Path, good: str, bad: str) -> list[str]:
+    """The full shas of ``good..bad`` along first parents, oldest first (``bad`` last).
+
+    First parents only: on main, a merged pull request is one step, the merge commit, not
+    the pull request's own commits interleaved by date. Raises ``OSError`` naming git's
+    complaint when either revision is unknown.
+    """
+    found = run(
+        root,
+        ("rev-list", "--first-parent", "--reverse", f"{good}..{bad}", "--"),
+        timeout=CHECKOUT_TIMEOUT_S,
+    )
+    if not found.ok:
+        raise OSError(found.stderr.strip() or "git rev-list failed")
+    return found.stdout.split()
 
 
 @contextmanager

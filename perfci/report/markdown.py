@@ -17,9 +17,11 @@ from urllib.parse import quote
 import jinja2
 
 from perfci.core.model import KNOWN_UNITS, Contribution, MetricComparison, RunComparison, Verdict
+from perfci.core.repro import Repro
 from perfci.report import formatting as fmt
 from perfci.report._markdown_env import markdown_template
 from perfci.report.escape import md_code, md_escape, md_link, visible
+from perfci.report.repro import render_repro
 
 __all__ = ["MAX_COMMENT_CHARS", "comment_marker", "render_comment", "render_summary"]
 
@@ -48,6 +50,7 @@ def render_comment(
     marker: str | None = None,
     run_url: str | None = None,
     max_rows: int = 10,
+    repro: Repro | None = None,
 ) -> str:
     """The pull-request comment for ``result``.
 
@@ -61,6 +64,9 @@ def render_comment(
         Link to the CI run; ``result.ci_url`` when ``None``.
     max_rows
         Rows of each summary table (contributors, regressions, improvements).
+    repro
+        The repro bundle (commands, environment, where the profiles are), shown collapsed
+        before the footer; none when ``None``.
 
     Returns
     -------
@@ -69,13 +75,21 @@ def render_comment(
         its quietest rows (unchanged first) are left out and the comment says how many.
     """
     context = _context(result, run_url=run_url, max_rows=max_rows, summary=False)
+    context["repro"] = render_repro(repro, result) if repro is not None else None
     context["marker"] = marker if marker is not None else comment_marker(result.benchmark)
     return _fit(lambda limit: _render(context, details_limit=limit), len(context["all_rows"]))
 
 
-def render_summary(result: RunComparison, *, run_url: str | None = None, max_rows: int = 10) -> str:
+def render_summary(
+    result: RunComparison,
+    *,
+    run_url: str | None = None,
+    max_rows: int = 10,
+    repro: Repro | None = None,
+) -> str:
     """A shorter report for ``$GITHUB_STEP_SUMMARY``: the comment without its full table."""
     context = _context(result, run_url=run_url, max_rows=max_rows, summary=True)
+    context["repro"] = render_repro(repro, result) if repro is not None else None
     context["marker"] = None
     return _render(context, details_limit=0)
 

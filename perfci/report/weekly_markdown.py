@@ -21,9 +21,10 @@ from perfci.core.units import format_value
 from perfci.report import formatting as fmt
 from perfci.report._markdown_env import markdown_template
 from perfci.report.escape import md_escape, md_link, safe_url, shorten, visible
+from perfci.report.repro import ab_command, bisect_command, code_block
 
 if TYPE_CHECKING:
-    from perfci.core.weekly import ChangePointReport, WeeklyReport
+    from perfci.core.weekly import BenchmarkTrend, ChangePointReport, WeeklyReport
 
 __all__ = [
     "MAX_ISSUE_CHARS",
@@ -147,6 +148,7 @@ def _context(report: WeeklyReport, *, repo: str | None, server_url: str) -> dict
         "benchmark_count": len({t.benchmark for t in trends}),
         "name_len": NAME_LEN,
         "compare": functools.partial(_compare_link, repo=repo, server_url=server_url),
+        "repro": _repro,
     }
 
 
@@ -183,6 +185,16 @@ def _pvalue(value: float | None) -> str:
 
 def _cv(value: float | None) -> str:
     return fmt.NO_VALUE if value is None else f"{value * 100:.1f} %"
+
+
+def _repro(trend: BenchmarkTrend, cp: ChangePointReport) -> str:
+    """The commands of one change point: its two commits as an A/B, and the bisection."""
+    good, bad = str(cp.previous_commit), str(cp.commit)
+    lines = [
+        *ab_command(trend.benchmark, commit=bad, base=good),
+        bisect_command(trend.benchmark, good=good, bad=bad),
+    ]
+    return code_block(lines)
 
 
 @functools.cache

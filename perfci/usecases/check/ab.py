@@ -69,6 +69,7 @@ __all__ = [
     "merge_base_sha",
     "prepare",
     "run_ab_check",
+    "run_looks",
     "run_pairs",
     "screen_pairs",
     "series_values",
@@ -116,7 +117,7 @@ def run_ab_check(
     setup = prepare(settings, request, context, cwd=cwd)
     plan = adaptive.plan_looks(_at_least_two(settings.ab_pairs), settings.max_repeats)
     with base_worktree(setup.root, setup.base_sha) as tree:
-        pairs, result = _run_looks(spec, setup, tree, plan, settings, progress=progress)
+        pairs, result = run_looks(spec, setup, tree, plan, settings, progress=progress)
     base_context = base_run_context(context, setup)
     base_ingest, submitted, url = _store(
         settings, context, base_context, spec.name, pairs, result, setup
@@ -168,7 +169,7 @@ def _at_least_two(pairs: int) -> int:
 # --- running the pairs ------------------------------------------------------------------------
 
 
-def _run_looks(
+def run_looks(
     spec: BenchmarkSpec,
     setup: ABSetup,
     tree: Path,
@@ -177,7 +178,11 @@ def _run_looks(
     *,
     progress: PairProgress | None,
 ) -> tuple[Pairs, RunComparison]:
-    """Run pairs look by look (the adaptive plan) until the verdict is settled or stops."""
+    """Run pairs look by look (the adaptive plan) until the verdict is settled or stops.
+
+    ``setup.root / setup.workdir`` is the candidate side, ``tree / setup.workdir`` the base;
+    ``perfci bisect`` runs it with both sides in worktrees of their own.
+    """
     from perfci.usecases.submit.run import compare_options
 
     options = dataclasses.replace(compare_options(settings), alpha=plan.alpha(settings.alpha))

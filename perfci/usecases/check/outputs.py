@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from perfci.core import private_env
 from perfci.core.errors import ConfigError
 from perfci.core.model import RunComparison
+from perfci.core.repro import Repro
 
 if TYPE_CHECKING:
     from perfci.usecases.check.publish import PublishOutcome
@@ -32,12 +33,17 @@ __all__ = [
 
 
 def write_markdown(
-    result: RunComparison, path: Path, *, benchmark: str, run_url: str | None = None
+    result: RunComparison,
+    path: Path,
+    *,
+    benchmark: str,
+    run_url: str | None = None,
+    repro: Repro | None = None,
 ) -> Path:
-    """The pull-request comment (with its hidden marker) as a file."""
+    """The pull-request comment (with its hidden marker and repro bundle) as a file."""
     from perfci.report.markdown import comment_marker, render_comment
 
-    text = render_comment(result, marker=comment_marker(benchmark), run_url=run_url)
+    text = render_comment(result, marker=comment_marker(benchmark), run_url=run_url, repro=repro)
     _write(path, text)
     return path
 
@@ -118,6 +124,7 @@ def publish_outcome(
 ) -> PublishOutcome:
     """Publish the check's comparison (comment, status, job summary, annotations, files)."""
     from perfci.usecases.check.publish import publish
+    from perfci.usecases.check.repro import repro_of
 
     return publish(
         outcome.comparison,
@@ -127,4 +134,5 @@ def publish_outcome(
         comment=comment is not False,
         env=env,
         out_dir=out_dir,
+        repro=repro_of(outcome, env),
     )

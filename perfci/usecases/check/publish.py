@@ -29,6 +29,7 @@ from typing import Any
 from perfci.core import private_env
 from perfci.core.errors import ConfigError, GitHubError
 from perfci.core.model import MetricComparison, MetricKind, RunComparison, RunContext, Verdict
+from perfci.core.repro import Repro
 from perfci.core.settings import Settings
 from perfci.integrations.github.actions import annotation, is_fork_pull_request, write_job_summary
 from perfci.integrations.github.client import GitHubClient
@@ -98,6 +99,7 @@ def publish(
     env: Mapping[str, str] | None = None,
     out_dir: Path | None = None,
     client: GitHubClient | None = None,
+    repro: Repro | None = None,
 ) -> PublishOutcome:
     """Report ``result`` as files, job summary, annotations, PR comment and commit status.
 
@@ -121,12 +123,16 @@ def publish(
         Folder for the report files (the artifact); none are written when ``None``.
     client
         A GitHub client to use (tests); built from ``settings`` when needed.
+    repro
+        The repro bundle shown in the comment and the job summary (``None``: none).
 
     Never raises for GitHub's refusals: they come back in ``warnings`` (and as annotations).
     """
     env = private_env.environ() if env is None else env
     in_actions = env.get("GITHUB_ACTIONS") == "true"
-    markdown = render_comment(result, marker=comment_marker(benchmark), run_url=context.ci_url)
+    markdown = render_comment(
+        result, marker=comment_marker(benchmark), run_url=context.ci_url, repro=repro
+    )
     outcome = PublishOutcome(markdown=markdown)
     if out_dir is not None:
         outcome.report_paths = _write_artifact(
@@ -148,7 +154,9 @@ def publish(
             run_url=context.ci_url,
             client=client,
         )
-    outcome.summary_written = _write_summary(result, outcome, run_url=context.ci_url, env=env)
+    outcome.summary_written = _write_summary(
+        result, outcome, run_url=context.ci_url, env=env, repro=repro
+    )
     if in_actions:
         for line in outcome.annotations:
             print(line, file=sys.stdout, flush=True)
@@ -377,12 +385,17 @@ def _by_impact(metrics: list[MetricComparison]) -> list[MetricComparison]:
 
 
 def _write_summary(
-    result: RunComparison, outcome: PublishOutcome, *, run_url: str | None, env: Mapping[str, str]
+    result: RunComparison,
+    outcome: PublishOutcome,
+    *,
+    run_url: str | None,
+    env: Mapping[str, str],
+    repro: Repro | None,
 ) -> bool:
     path = env.get("GITHUB_STEP_SUMMARY")
     if not path:
         return False
-    summary = render_summary(result, run_url=run_url)
+    summary = render_summary(result, run_url=run_url, repro=repro)
     notes = [outcome.skipped_reason, *outcome.warnings]
     if any(notes):
         summary += "\n" + "".join(f"> perfci: {note}\n" for note in notes if note)

@@ -1,0 +1,310 @@
+"""``perfci bisect GOOD BAD -b BENCH``: the first commit of a range where a metric moved.
+
+1. The range is ``git rev-list --first-parent GOOD..BAD``; ``BAD`` against ``GOOD`` (the
+   *range probe*) gives the change to look for. Unchanged, there is nothing to find.
+2. Binary search: each probe is a same-runner A/B of a commit against ``GOOD``
+   (:mod:`perfci.usecases.bisect.probe`), placed on the good or bad side of the change by
+   :func:`perfci.analysis.bisection.side_of`; inconclusive and unbuildable commits are skipped
+   and reported.
+3. The search ends at a commit whose A/B against its parent shows the change; a rerun of that
+   A/B confirms it. Compared with the range's change, it says whether the range holds more.
+
+Every probe is saved in ``.perfci/bisect-<id>.json`` as it ends (``--resume`` goes on from
+there); ``budget`` bounds the probes one invocation runs; probes saved by other bisections of
+the same benchmark in the same environment are reused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from perfci.analysis.bisection import Side, more_than_one, next_index, side_of
+from perfci.core.bisection import BisectAnswer, Probe, ProbeRole, ProbeStatus, log_change
+from perfci.core.errors import ConfigError
+from perfci.core.fingerprint import fingerprint_hash
+from perfci.core.settings import Settings, get_settings
+from perfci.integrations import git
+from perfci.usecases.bisect.probe import Worktrees, read_metric, run_probe
+from perfci.usecases.bisect.state import BisectState, bisect_id, reusable, save_state, state_path
+from perfci.usecases.check.spec import BenchmarkSpec, CheckRequest, resolve_benchmark
+
+__all__ = ["BisectRequest", "ProbeProgress", "run_bisect"]
+
+#: Called as each probe ends (run or reused): the probe, and the commit's place in the range
+#: (1 = the first commit after GOOD, ``None`` for a comparison of the culprit with its parent).
+ProbeProgress = Callable[[Probe, int | None, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class BisectRequest:
+    good: str
+    bad: str
+    benchmark: str | None = None
+    #: A series key or name; ``None``: the step.
+    metric: str | None = None
+    #: Most probes this invocation runs (reused ones are free); ``None``: no bound.
+    budget: int | None = None
+    resume: bool = False
+
+
+class _BudgetSpent(Exception):
+    pass
+
+
+def run_bisect(
+    request: BisectRequest,
+    *,
+    settings: Settings | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    progress: ProbeProgress | None = None,
+) -> BisectAnswer:
+    """Bisect ``request.good..request.bad`` for the commit that moved the metric.
+
+    Raises
+    ------
+    ConfigError
+        Not a git checkout, an unknown revision, an empty range, a benchmark that fails at
+        either end, or ``--resume`` with no saved state. Worktrees are removed on every way out.
+    """
+    settings = settings or get_settings(overrides, start=cwd)
+    spec = resolve_benchmark(settings, CheckRequest(benchmark=request.benchmark))
+    settings = settings.for_benchmark(spec.name, overrides)
+    here = (cwd or Path.cwd()).resolve()
+    root = _root(here)
+    good, bad = _sha(root, request.good, "GOOD"), _sha(root, request.bad, "BAD")
+    try:
+        commits = git.first_parent_commits(root, good, bad)
+    except OSError as exc:
+        raise ConfigError(f"git cannot list {request.good}..{request.bad}: {exc}") from None
+    if not commits:
+        raise ConfigError(
+            f"{request.bad} ({bad[:12]}) has no commit after {request.good} ({good[:12]}) on its "
+            "first-parent line: BAD must come after GOOD"
+        )
+    fingerprint = _fingerprint(settings, env=env, cwd=here)
+    ident = bisect_id(good, bad, spec.name, request.metric or "")
+    path = state_path(root / ".perfci", ident)
+    if request.resume and not path.exists():
+        raise ConfigError(f"--resume: no saved bisection of this range at {path}")
+    cache = [
+        p
+        for p in reusable(path.parent, spec.name, own=path, resume=request.resume)
+        if p.fingerprint == fingerprint
+    ]
+    state = BisectState(ident, good, bad, spec.name, request.metric or "")
+    search = _Search(
+        spec=spec,
+        settings=settings,
+        workdir=here.relative_to(root),
+        chain=[good, *commits],
+        metric=request.metric or "",
+        fingerprint=fingerprint,
+        cache=cache,
+        budget=request.budget,
+        state=state,
+        path=path,
+        progress=progress,
+    )
+    answer = BisectAnswer(
+        good=good,
+        bad=bad,
+        benchmark=spec.name,
+        metric=request.metric or "",
+        commits=len(commits),
+        state_file=str(path),
+    )
+    save_state(path, state)
+    with Worktrees(root, pinned=good) as trees:
+        search.trees = trees
+        try:
+            search.run(answer)
+        except _BudgetSpent:
+            answer.stopped = _budget_sentence(request.budget or 0, search)
+    answer.probes = list(state.probes)
+    answer.subjects = {
+        sha: git.output(root, "log", "-1", "--format=%s", sha) or ""
+        for sha in {answer.good, answer.bad, answer.culprit, answer.parent} - {None}
+        if sha
+    }
+    return answer
+
+
+def _root(here: Path) -> Path:
+    top = git.output(here, "rev-parse", "--show-toplevel")
+    if not top:
+        raise ConfigError(f"perfci bisect needs a git checkout; {here} is not inside one")
+    return Path(top).resolve()
+
+
+def _sha(root: Path, revision: str, what: str) -> str:
+    found = git.output(root, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
+    if not found:
+        raise ConfigError(f"{what} {revision!r} is not a commit git knows in {root}")
+    return found
+
+
+def _fingerprint(settings: Settings, *, env: Mapping[str, str] | None, cwd: Path) -> str:
+    from perfci.usecases.check.run import context_of
+
+    context = context_of(settings, CheckRequest(), env=env, cwd=cwd)
+    return fingerprint_hash(context.environment)
+
+
+def _budget_sentence(budget: int, search: _Search) -> str:
+    low, high = search.low, search.high
+    return (
+        f"the budget of {budget} probe{'s' if budget != 1 else ''} is spent; the change lies "
+        f"in commits {low + 1}..{high} of the range ({search.chain[low + 1][:12]}.."
+        f"{search.chain[high][:12]}): run the same command with --resume (and a larger "
+        "--budget) to go on"
+    )
+
+
+@dataclass(slots=True)
+class _Search:
+    """The binary search's moving parts: the chain (GOOD first), the bounds, the probes."""
+
+    spec: BenchmarkSpec
+    settings: Settings
+    workdir: Path
+    chain: list[str]
+    metric: str
+    fingerprint: str
+    cache: list[Probe]
+    budget: int | None
+    state: BisectState
+    path: Path
+    progress: ProbeProgress | None
+    trees: Worktrees | None = None
+    spent: int = 0
+    low: int = 0
+    high: int = 0
+
+    def run(self, answer: BisectAnswer) -> None:
+        self.low, self.high = 0, len(self.chain) - 1
+        total = self.probe(self.chain[0], self.chain[-1], ProbeRole.RANGE, self.high)
+        answer.total = total
+        if total.status is ProbeStatus.UNBUILDABLE:
+            raise ConfigError(
+                f"the benchmark does not run at both ends of the range ({total.message}); "
+                "bisect needs a GOOD and a BAD commit that both run"
+            )
+        if total.status is not ProbeStatus.CHANGED:
+            answer.stopped = _unmoved(total)
+            return
+        self.metric = total.metric  # the step's key when no metric was named
+        partly = self._bisect(total, answer)
+        self._confirm(total, answer, partly=partly)
+
+    def _bisect(self, total: Probe, answer: BisectAnswer) -> bool:
+        skipped: set[int] = set()
+        partly = False
+        while (index := next_index(self.low, self.high, skipped)) is not None:
+            probe = self.probe(self.chain[0], self.chain[index], ProbeRole.SEARCH, index)
+            side = side_of(probe, total)
+            if side is Side.SKIP:
+                skipped.add(index)
+                answer.skipped.append(probe)
+            elif side is Side.BAD:
+                self.high = index
+            else:
+                self.low, partly = index, partly or side is Side.PARTLY
+        if self.high - self.low > 1:
+            answer.candidates = self.chain[self.low + 1 : self.high + 1]
+        parent = self.chain[self.low]
+        answer.parent_probe = next(
+            (
+                p
+                for p in self.state.probes
+                if self.low and p.commit == parent and p.against == self.chain[0]
+            ),
+            None,
+        )
+        return partly
+
+    def _confirm(self, total: Probe, answer: BisectAnswer, *, partly: bool) -> None:
+        culprit, parent = self.chain[self.high], self.chain[self.low]
+        answer.culprit, answer.parent = culprit, parent
+        answer.confirmation = self.probe(parent, culprit, ProbeRole.PARENT, None)
+        answer.rerun = self.probe(parent, culprit, ProbeRole.RERUN, None)
+        answer.confirmed = all(_same_way(p, total) for p in (answer.confirmation, answer.rerun))
+        if more_than_one(total, answer.confirmation, margin=self.settings.delta, partly=partly):
+            answer.more_than_one = _more_sentence(total, answer.confirmation)
+
+    def probe(self, against: str, commit: str, role: ProbeRole, place: int | None) -> Probe:
+        found = self._reuse(against, commit, role)
+        if found is None:
+            if self.budget is not None and self.spent >= self.budget:
+                raise _BudgetSpent
+            assert self.trees is not None
+            found = run_probe(
+                self.spec,
+                self.settings,
+                self.trees,
+                workdir=self.workdir,
+                against=against,
+                commit=commit,
+                role=role,
+                metric=self.metric or None,
+                fingerprint=self.fingerprint,
+            )
+            self.spent += 1
+            self.cache.append(found)
+        self.state.probes.append(found)
+        save_state(self.path, self.state)
+        if self.progress is not None:
+            self.progress(found, place, len(self.chain) - 1)
+        return found
+
+    def _reuse(self, against: str, commit: str, role: ProbeRole) -> Probe | None:
+        for stored in self.cache:
+            rerun = stored.role is ProbeRole.RERUN
+            if (
+                stored.against != against
+                or stored.commit != commit
+                or rerun != (role is ProbeRole.RERUN)
+            ):
+                continue
+            if stored.status is ProbeStatus.UNBUILDABLE:
+                return replace(stored, role=role, reused=True)
+            return replace(read_metric(stored, self.metric), role=role, reused=True)
+        return None
+
+
+def _same_way(probe: Probe, total: Probe) -> bool:
+    moved, whole = log_change(probe.change), log_change(total.change)
+    return (
+        probe.status is ProbeStatus.CHANGED
+        and moved is not None
+        and whole is not None
+        and moved * whole > 0
+    )
+
+
+def _unmoved(total: Probe) -> str:
+    if total.status is ProbeStatus.UNCHANGED:
+        return (
+            "BAD does not differ from GOOD in this metric on this runner (its A/B is "
+            "unchanged): there is no change to bisect"
+        )
+    reason = f" ({total.message})" if total.message else ""
+    return (
+        f"the A/B of BAD against GOOD is inconclusive{reason}: run with more pairs "
+        "(--ab-pairs, --max-repeats) or name another --metric"
+    )
+
+
+def _more_sentence(total: Probe, found: Probe) -> str:
+    return (
+        f"the range holds more than one change: GOOD→BAD moved {_pct(total.change)}, this "
+        f"commit {_pct(found.change)}; the commit named is the larger change"
+    )
+
+
+def _pct(change: float | None) -> str:
+    return "?" if change is None else f"{change * 100:+.1f} %"

@@ -1,0 +1,212 @@
+"""``perfci bisect`` on throwaway repositories of many commits with a planted slowdown
+(``bisect_repo``): the culprit and its kernel named within the probe bound, confirmed by a
+rerun, skipped commits reported, two slowdowns told apart, budget and resume, and no worktree
+left behind. The search rules themselves are tested on plain probes first.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from ab_repo import assert_cleaned, clean_env, ended
+from bisect_repo import make_range
+
+from perfci.analysis.bisection import Side, more_than_one, next_index, side_of
+from perfci.cli.main import main
+from perfci.core.bisection import Probe, ProbeRole, ProbeStatus
+
+__all__ = ["clean_env"]  # a fixture, imported for its name
+
+FAST = ["--ab-pairs", "3", "--max-repeats", "3"]
+GEMM = "ampere_sgemm_128x64_tn"
+
+
+def _probe(status: ProbeStatus, change: float | None, low: float = 0, high: float = 0) -> Probe:
+    return Probe("c", "g", ProbeRole.SEARCH, status, change=change, ci_low=low, ci_high=high)
+
+
+def test_a_probe_is_bad_when_it_carries_at_least_half_the_change() -> None:
+    total = _probe(ProbeStatus.CHANGED, 0.375)
+    assert side_of(_probe(ProbeStatus.UNCHANGED, 0.001), total) is Side.GOOD
+    assert side_of(_probe(ProbeStatus.CHANGED, 0.10), total) is Side.PARTLY
+    assert side_of(_probe(ProbeStatus.CHANGED, 0.25), total) is Side.BAD
+    assert side_of(_probe(ProbeStatus.CHANGED, -0.2), total) is Side.PARTLY
+    assert side_of(_probe(ProbeStatus.INCONCLUSIVE, 0.3), total) is Side.SKIP
+    assert side_of(_probe(ProbeStatus.UNBUILDABLE, None), total) is Side.SKIP
+
+
+def test_the_next_probe_is_the_middle_or_its_nearest_unskipped_neighbour() -> None:
+    assert next_index(0, 40, set()) == 20
+    assert next_index(0, 40, {20}) == 21
+    assert next_index(0, 40, {20, 21}) == 19
+    assert next_index(3, 5, {4}) is None
+    assert next_index(3, 4, set()) is None
+
+
+def test_a_found_change_short_of_the_whole_says_there_is_more() -> None:
+    total = _probe(ProbeStatus.CHANGED, 0.39, 0.37, 0.41)
+    assert more_than_one(
+        total, _probe(ProbeStatus.CHANGED, 0.31, 0.29, 0.33), margin=0.02, partly=False
+    )
+    assert not more_than_one(
+        total, _probe(ProbeStatus.CHANGED, 0.385, 0.36, 0.41), margin=0.02, partly=False
+    )
+    assert more_than_one(total, total, margin=0.02, partly=True)
+
+
+def _bisect(repo: Path, *args: str) -> int:
+    os.chdir(repo)
+    return main(["bisect", *args, "-b", "tiny", *FAST])
+
+
+def _state(repo: Path) -> dict[str, object]:
+    (path,) = (repo / ".perfci").glob("bisect-*.json")
+    found = json.loads(path.read_text(encoding="utf-8"))
+    assert isinstance(found, dict)
+    return found
+
+
+def test_one_slowdown_in_40_commits_is_named_with_its_kernel_and_confirmed(
+    tmp_path: Path, clean_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shas = make_range(tmp_path, 40, {23: {"gemm": 1.3}})
+    repo = tmp_path / "repo"
+    code = _bisect(repo, shas[0], shas[-1])
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    assert f'first bad commit {shas[23][:12]} "commit 23"' in out
+    assert f"its parent {shas[22][:12]} unchanged against GOOD" in out
+    assert "confirmed by a rerun" in out
+    diff = out.split("kernel-level diff")[1].splitlines()
+    assert GEMM in diff[1] and "+30" in diff[1]  # the gemm kernel, first, about +30 %
+    assert "softmax_kernel" not in out.split("note:")[0]
+    assert "more than one change" not in out
+    probes = _state(repo)["probes"]
+    assert isinstance(probes, list)
+    searched = [p for p in probes if p["role"] != "rerun" and not p["reused"]]
+    reruns = [p for p in probes if p["role"] == "rerun"]
+    assert len(searched) <= math.ceil(math.log2(40)) + 2
+    assert len(reruns) == 1 and reruns[0]["status"] == "changed"
+    assert err.count("probe ") == len(probes)  # a progress line per probe
+    assert_cleaned(repo, clean_env)
+
+
+def test_two_slowdowns_name_the_larger_and_say_the_range_holds_more(
+    tmp_path: Path, clean_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # +6 % of the step at commit 10, then +31 % more at commit 30.
+    shas = make_range(tmp_path, 40, {10: {"gemm": 1.1}, 30: {"gemm": 1.65}})
+    repo = tmp_path / "repo"
+    code = _bisect(repo, shas[0], shas[-1])
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    assert f"first bad commit {shas[30][:12]}" in out
+    assert "the range holds more than one change" in out
+    assert_cleaned(repo, clean_env)
+
+
+def test_an_unbuildable_commit_is_skipped_and_reported(
+    tmp_path: Path, clean_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shas = make_range(tmp_path, 8, {4: {"fail": True}, 5: {"gemm": 1.3}})
+    repo = tmp_path / "repo"
+    code = _bisect(repo, shas[0], shas[-1])
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    assert f"skipped {shas[4][:12]}: unbuildable" in out
+    assert "out of memory" in out or "exit" in out
+    assert f"one of {shas[4][:12]}, {shas[5][:12]}" in out
+    assert f"{shas[5][:12]}" in out.splitlines()[0]
+    assert_cleaned(repo, clean_env)
+
+
+def test_a_spent_budget_stops_and_resume_goes_on_without_running_again(
+    tmp_path: Path, clean_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shas = make_range(tmp_path, 6, {4: {"gemm": 1.3}})
+    repo = tmp_path / "repo"
+    assert _bisect(repo, shas[0], shas[-1], "--budget", "2") == 1
+    out, _ = capsys.readouterr()
+    assert "budget of 2 probes is spent" in out and "--resume" in out
+    assert len(_state(repo)["probes"]) == 2  # type: ignore[arg-type]
+    assert _bisect(repo, shas[0], shas[-1], "--resume") == 0
+    out, err = capsys.readouterr()
+    assert f"first bad commit {shas[4][:12]}" in out
+    assert err.count("reused") == 2
+    assert_cleaned(repo, clean_env)
+
+
+def test_no_change_between_the_ends_is_said_and_bad_before_good_refused(
+    tmp_path: Path, clean_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shas = make_range(tmp_path, 3, {})
+    repo = tmp_path / "repo"
+    assert _bisect(repo, shas[0], shas[-1]) == 1
+    out, _ = capsys.readouterr()
+    assert "no change to bisect" in out
+    assert _bisect(repo, shas[-1], shas[0]) == 2
+    _, err = capsys.readouterr()
+    assert "BAD must come after GOOD" in err
+    assert _bisect(repo, "nope", shas[0]) == 2
+    assert "GOOD 'nope' is not a commit" in capsys.readouterr().err
+    assert_cleaned(repo, clean_env)
+
+
+def test_sigterm_mid_probe_removes_the_worktrees_and_keeps_the_state(
+    tmp_path: Path, clean_env: Path
+) -> None:
+    """A stopped bisection (a cancelled CI job) cleans up as ``--ab`` does: its worktrees and
+    temporary folders go, the benchmark ends, and the probes done so far stay for --resume."""
+    shas = make_range(tmp_path, 4, {2: {"hang": True}, 3: {"gemm": 1.3}})
+    repo = tmp_path / "repo"
+    marker = tmp_path / "started"
+    env = {**os.environ, "HANG_MARKER": str(marker), "TMPDIR": str(clean_env)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "perfci.cli.main", "bisect", shas[0], shas[-1], "-b", "tiny",
+         *FAST],
+        cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists() or len(marker.read_text().split()) < 2:
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the hanging commit was never probed"
+            time.sleep(0.05)
+        benchmark = [int(pid) for pid in marker.read_text().split()]
+        os.kill(process.pid, signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert process.returncode == 143, err
+    assert "Traceback" not in err
+    assert_cleaned(repo, clean_env)
+    assert all(ended(pid) for pid in benchmark), "the benchmark outlived perfci"
+    assert [p["role"] for p in _state(repo)["probes"]] == ["range"]  # type: ignore[union-attr]
+
+
+def test_another_bisection_of_the_same_commits_reuses_their_probes(
+    tmp_path: Path, clean_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shas = make_range(tmp_path, 6, {4: {"gemm": 1.3}})
+    repo = tmp_path / "repo"
+    assert _bisect(repo, shas[0], shas[-1]) == 0
+    capsys.readouterr()
+    # Following the gemm kernel instead of the step: the same A/Bs, read for another metric.
+    assert _bisect(repo, shas[0], shas[-1], "--metric", GEMM) == 0
+    out, err = capsys.readouterr()
+    assert f"first bad commit {shas[4][:12]}" in out
+    probes = err.count("\nprobe ") + err.startswith("probe ")
+    assert err.count("reused") == probes - 1  # all but the rerun, which measures again
+    assert "(+30." in out.splitlines()[0]  # the kernel's own change, not the step's +18 %
+    assert_cleaned(repo, clean_env)
