@@ -25,6 +25,7 @@ from ab_repo import (
     running,
     stored_runs,
 )
+from deadlines import Deadline, scaled
 from sqlalchemy import select
 
 from perfci.analysis.paired import compare_paired, paired_stats
@@ -268,10 +269,10 @@ def test_a_stopped_check_removes_the_worktree_and_ends_the_benchmark(
         start_new_session=True,
     )
     try:
-        deadline = time.monotonic() + 120
+        deadline = Deadline(120)
         while not marker.exists() or len(marker.read_text().split()) < 2:
             assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "the benchmark never started"
+            assert not deadline.expired(), f"the benchmark never started: {deadline.describe()}"
             time.sleep(0.05)
         benchmark = [int(pid) for pid in marker.read_text().split()]
         assert all(running(pid) for pid in benchmark)
@@ -279,7 +280,7 @@ def test_a_stopped_check_removes_the_worktree_and_ends_the_benchmark(
             os.killpg(process.pid, signum)
         else:
             os.kill(process.pid, signum)
-        _, err = process.communicate(timeout=60)
+        _, err = process.communicate(timeout=scaled(60))
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from deadlines import scaled
 from test_history_branch import BRANCH, PERFCI, Origin, git
 from test_history_branch import origin as origin  # the fixture
 
@@ -233,7 +234,7 @@ def test_an_import_goes_to_the_history_branch_in_one_push_for_ephemeral_runners(
             env=origin.env,
             capture_output=True,
             text=True,
-            timeout=300,
+            timeout=scaled(300),
             check=False,
         )
 
