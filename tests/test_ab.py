@@ -225,6 +225,10 @@ def test_a_failing_or_unparsable_side_stores_nothing_and_removes_the_worktree(
     assert_cleaned(repo, clean_env)
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize(
     ("signum", "to_group", "code"),
     [
@@ -267,6 +271,9 @@ def test_a_stopped_check_removes_the_worktree_and_ends_the_benchmark(
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        # A suite run as a background job (`scripts/test &` in a script) inherits SIGINT
+        # ignored, and so would perfci: Ctrl-C is what is tested, so it gets its default back.
+        preexec_fn=_default_sigint,
     )
     try:
         deadline = Deadline(120)

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from db_fixtures import make_context, make_profile
 from deadlines import scaled
+from processes import end_group, own_group
 
 from perfci.core.errors import ConfigError, StorageError
 from perfci.core.settings import Settings
@@ -368,9 +369,14 @@ def test_two_check_jobs_pushing_at_once_both_land(origin: Origin) -> None:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 text=True,
+                **own_group(),
             )
         )
-    outputs = [p.communicate(timeout=300)[0] for p in processes]
+    try:
+        outputs = [p.communicate(timeout=scaled(300))[0] for p in processes]
+    finally:
+        for process in processes:  # a job past its deadline takes its git children along
+            end_group(process)
     assert [p.returncode for p in processes] == [0, 0], outputs
     assert all("warning: history" not in out for out in outputs), outputs
     assert len(origin.run_files()) == 2

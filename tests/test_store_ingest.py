@@ -321,7 +321,7 @@ def test_concurrent_ingests_of_one_run_store_one_copy(migrated_url: str) -> None
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(60)
+        thread.join(scaled(60))
     engine.dispose()
     assert errors == []
     assert sorted(r.created for r in results) == [False, False, False, True]
@@ -364,7 +364,7 @@ def test_concurrent_first_ingests_of_a_new_project_all_store(migrated_url: str) 
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(60)
+        thread.join(scaled(60))
     assert errors == []
     assert sorted(r.created for r in results) == [True] * workers
     assert len({r.run_id for r in results}) == workers
