@@ -337,6 +337,7 @@ class _NoSleep:
         assert seconds <= 2.0  # the back-off stays short however many races were lost
 
 
+@pytest.mark.slow  # end to end through `perfci`: 15-30 s on a busy 2-core VM
 def test_two_check_jobs_pushing_at_once_both_land(origin: Origin) -> None:
     runners = [origin.clone(), origin.clone()]
     for number, runner in enumerate(runners, start=1):
@@ -506,6 +507,7 @@ def test_history_settings_are_parsed() -> None:
     assert (chosen.history, chosen.database_url) == ("git:perf-history", None)
 
 
+@pytest.mark.slow  # end to end through `perfci`: 15-30 s on a busy 2-core VM
 def test_no_origin_is_a_warning_unless_the_history_is_required(tmp_path: Path) -> None:
     env = _env(tmp_path)
     checkout = tmp_path / "alone"

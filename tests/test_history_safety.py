@@ -150,6 +150,7 @@ def _commits(origin: Origin, branch: str) -> list[str]:
     return git(origin.bare, "log", "--format=%H", branch, env=origin.env).splitlines()
 
 
+@pytest.mark.slow  # end to end through `perfci`: 15-30 s on a busy 2-core VM
 def test_history_on_the_main_branch_is_refused_and_main_untouched(origin: Origin) -> None:
     """``history = git:main`` once appended to main, and over the size cap squashed it."""
     before = _commits(origin, "main")

@@ -85,6 +85,7 @@ def _job_env(tmp_path: Path) -> tuple[dict[str, str], dict[str, Path]]:
     return env, files
 
 
+@pytest.mark.slow  # end to end through `perfci`: 15-30 s on a busy 2-core VM
 def test_the_benchmark_finds_no_secret_in_its_parent_and_cannot_touch_the_job_files(
     tmp_path: Path,
 ) -> None:

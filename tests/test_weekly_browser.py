@@ -1,7 +1,7 @@
 """The weekly HTML report in a real browser: headless Chromium (Debian's) through Playwright.
 
 Skipped with the reason when Chromium is absent on a laptop; a failure in CI (CI=true), where
-.ci/run installs it.
+scripts/test installs it (as root with apt-get).
 """
 
 from __future__ import annotations
