@@ -63,6 +63,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import children  # noqa: E402 - after the path set-up above
+
 from perfci.cli.main import main  # noqa: E402 - after the path set-up above
 
 BENCH = """\
@@ -228,15 +230,14 @@ def load(  # type: ignore[no-untyped-def]
         return
     delay = 0.0 if always or index % 3 == 1 else seconds / 2
     loops = [
-        subprocess.Popen([sys.executable, "-c", LOAD, str(delay), str(seconds * 3)])
+        children.start([sys.executable, "-c", LOAD, str(delay), str(seconds * 3)])
         for _ in range(processes)
     ]
     try:
         yield "all" if delay == 0 else "half"
     finally:
         for process in loops:
-            process.kill()
-            process.wait()
+            children.stop(process)
 
 
 def check(repo: Path, url: str, report: Path, *args: str) -> dict[str, object]:

@@ -27,14 +27,11 @@ improvement is a false verdict.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,26 +40,13 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from ab_noise import GPT_ARGS, check, git, make_repo  # noqa: E402 - after the path set-up above
+from children import busy_loops  # noqa: E402
 
 #: The example sized for one GPU: 4 layers of width 1024, 16 × 512 tokens a step.
 GPU_ARGS = [
     "--steps", "10", "--warmup", "3", "--batch", "16", "--seq", "512",
     "--dim", "1024", "--heads", "16", "--layers", "4",
 ]  # fmt: skip
-
-BUSY = "while True:\n    pass\n"
-
-
-@contextlib.contextmanager
-def busy_loops(count: int) -> Iterator[None]:
-    processes = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(count)]
-    try:
-        yield
-    finally:
-        for process in processes:
-            process.kill()
-        for process in processes:
-            process.wait()
 
 
 def _gelu_lines(metrics: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

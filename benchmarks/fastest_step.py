@@ -27,8 +27,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
 from pathlib import Path
+
+from children import busy_loops
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -41,18 +42,6 @@ SHOWN = ("aten::addmm", "aten::mm", "aten::gelu", "aten::native_layer_norm", "Ad
 LOADS = (0, 1, 2)
 #: Operators below this per step (µs) are left out of the process factor: too few to matter.
 MIN_US = 50.0
-
-
-@contextmanager
-def busy(loops: int):  # type: ignore[no-untyped-def]
-    """``loops`` busy-loop processes for the duration of the block."""
-    children = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(loops)]
-    try:
-        yield
-    finally:
-        for child in children:
-            child.kill()
-            child.wait()
 
 
 def one_process(out: Path, steps: int) -> dict[str, dict[PerStep, float]]:
@@ -95,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
             for load in order:
                 out = Path(scratch) / f"r{round_}-{load}"
                 out.mkdir()
-                with busy(load):
+                with busy_loops(load):
                     found[load].append(one_process(out, args.steps))
             print(f"round {round_ + 1}/{args.rounds}", file=sys.stderr)
     common = set.intersection(*(set(p) for runs in found.values() for p in runs))

@@ -19,7 +19,6 @@ import argparse
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -27,21 +26,21 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from children import busy_loops  # noqa: E402
+
 from perfci.core.model import MetricKind  # noqa: E402
 from perfci.formats.registry import parse_file  # noqa: E402
 from perfci.integrations.machine.gpu_state import StateJudge  # noqa: E402
 from perfci.integrations.runner import run_benchmark  # noqa: E402
 
 ARGS = ["--steps", "8", "--warmup", "2", "--batch", "16", "--seq", "128", "--layers", "2"]
-BUSY_LOOP = "import time\nend = time.time() + 600\nwhile time.time() < end: pass\n"
 #: Operators of at least this many µs a step are "large"; under 50 µs "small".
 LARGE_US, SMALL_US = 1000.0, 50.0
 
 
 def one_repeat(work: Path, loops: int) -> tuple[dict[str, float], dict[str, object]]:
     """Per operator (and the step) µs a step, and the repeat's state, with ``loops`` beside."""
-    busy = [subprocess.Popen([sys.executable, "-c", BUSY_LOOP]) for _ in range(loops)]
-    try:
+    with busy_loops(loops):
         result = run_benchmark(
             [sys.executable, str(REPO / "examples" / "gpt" / "bench.py"), *ARGS],
             benchmark="gpt",
@@ -50,10 +49,6 @@ def one_repeat(work: Path, loops: int) -> tuple[dict[str, float], dict[str, obje
             profiler="torch",
             env={**os.environ, "PYTHONPATH": str(REPO)},
         )
-    finally:
-        for process in busy:
-            process.kill()
-            process.wait()
     repeat = result.repeats[0]
     values: dict[str, float] = {}
     for path in repeat.files:

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import children
 import numpy as np
 import requests
 from sqlalchemy import create_engine, func, select, text
@@ -284,7 +285,7 @@ def start_replica(
     port = _free_port()
     environment = {**os.environ, "PERFCI_DATABASE_URL": database_url, **(env or {})}
     with log.open("wb") as sink:
-        process = subprocess.Popen(
+        process = children.start(
             [
                 PERFCI,
                 "serve",

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+from deadlines import Deadline
 from sqlalchemy import select
 
 from perfci.cli.main import main
@@ -209,9 +210,9 @@ def running(pid: int) -> bool:
 def ended(pid: int, within_s: float = 10.0) -> bool:
     """Whether ``pid`` has ended, or does within a moment (a SIGKILL takes effect when the
     process is next scheduled: no more of its code runs, but its state changes a bit later)."""
-    deadline = time.monotonic() + within_s
+    deadline = Deadline(within_s)
     while running(pid):
-        if time.monotonic() > deadline:
+        if deadline.expired():
             return False
         time.sleep(0.02)
     return True

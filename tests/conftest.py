@@ -6,6 +6,7 @@ built on it), so that without ../shared they all skip with the one reason
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,25 @@ SHARED_ABSENT = (
 requires_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=SHARED_ABSENT)
 
 pytest_plugins = ["db_fixtures"]
+
+#: Chromium for the browser tests (marker ``browser``): ``$PERFCI_CHROMIUM``, else ``chromium``
+#: on the PATH, else Debian's ``/usr/bin/chromium``.
+CHROMIUM = os.environ.get("PERFCI_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+
+#: The one skip reason of every browser test (``pytest -rs`` groups them under it).
+CHROMIUM_ABSENT = (
+    f"browser test: needs Chromium, absent at {CHROMIUM} (scripts/test installs it when run as "
+    "root with apt-get; else `sudo apt-get install chromium`, or set PERFCI_CHROMIUM)"
+)
+
+
+def chromium_or_skip() -> str:
+    """The Chromium executable; skips the test without one (fails in CI: ``CI=true``)."""
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"Chromium is required in CI but {CHROMIUM} is absent")
+        pytest.skip(CHROMIUM_ABSENT)
+    return CHROMIUM
 
 
 def shared_path(*parts: str) -> Path:

@@ -3,10 +3,16 @@
 ``start_server(database_url)`` runs ``perfci serve`` (the command module itself, so that the
 tests do not depend on how the CLI registers it) and waits for ``/healthz``; ``raw=True`` runs
 uvicorn's factory directly, which starts even when the database is down (for 503 tests).
+
+The wait is a readiness check with a deadline stretched to the machine's load
+(:mod:`deadlines`): on a loaded runner ``/healthz`` answers well after "serving" is printed. The
+server leads a process group of its own, which :meth:`ServerProcess.stop` ends whole, and dies
+with the test process (:mod:`processes`) should that be killed first.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -18,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+from deadlines import Deadline, scaled
+from processes import end_group, own_group
 
 REPO = Path(__file__).resolve().parents[1]
 _SERVE = (
@@ -49,11 +57,9 @@ class ServerProcess:
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=5)
+            with contextlib.suppress(subprocess.TimeoutExpired):  # then killed, below
+                self.process.wait(timeout=scaled(15))
+        end_group(self.process)
 
 
 def start_server(
@@ -66,7 +72,10 @@ def start_server(
     wait_healthy: bool = True,
     timeout_s: float = 60.0,
 ) -> ServerProcess:
-    """Start the server and wait until it answers (healthy, unless ``wait_healthy=False``)."""
+    """Start the server and wait until it answers (healthy, unless ``wait_healthy=False``).
+
+    ``timeout_s`` is a quiet machine's deadline, stretched to the load (:mod:`deadlines`).
+    """
     port = free_port()
     environment = {**os.environ, "PERFCI_DATABASE_URL": database_url, **(env or {})}
     environment.pop("PERFCI_SERVER_URL", None)
@@ -100,7 +109,12 @@ def start_server(
     log = log_dir / f"server-{port}.log"
     with log.open("wb") as sink:
         process = subprocess.Popen(
-            command, cwd=REPO, env=environment, stdout=sink, stderr=subprocess.STDOUT
+            command,
+            cwd=REPO,
+            env=environment,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            **own_group(),
         )
     server = ServerProcess(
         url=f"http://127.0.0.1:{port}", database_url=database_url, process=process, log=log
@@ -114,8 +128,8 @@ def start_server(
 
 
 def _wait(server: ServerProcess, timeout_s: float, healthy: bool) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    deadline = Deadline(timeout_s)
+    while not deadline.expired():
         if server.process.poll() is not None:
             raise RuntimeError(
                 f"the server exited with {server.process.returncode}:\n{server.output()}"
@@ -127,4 +141,6 @@ def _wait(server: ServerProcess, timeout_s: float, healthy: bool) -> None:
         except httpx.HTTPError:
             pass
         time.sleep(0.2)
-    raise RuntimeError(f"the server did not answer within {timeout_s} s:\n{server.output()}")
+    raise RuntimeError(
+        f"the server did not answer /healthz after {deadline.describe()}:\n{server.output()}"
+    )

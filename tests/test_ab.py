@@ -25,6 +25,7 @@ from ab_repo import (
     running,
     stored_runs,
 )
+from deadlines import Deadline, scaled
 from sqlalchemy import select
 
 from perfci.analysis.paired import compare_paired, paired_stats
@@ -224,6 +225,10 @@ def test_a_failing_or_unparsable_side_stores_nothing_and_removes_the_worktree(
     assert_cleaned(repo, clean_env)
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize(
     ("signum", "to_group", "code"),
     [
@@ -266,12 +271,15 @@ def test_a_stopped_check_removes_the_worktree_and_ends_the_benchmark(
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        # A suite run as a background job (`scripts/test &` in a script) inherits SIGINT
+        # ignored, and so would perfci: Ctrl-C is what is tested, so it gets its default back.
+        preexec_fn=_default_sigint,
     )
     try:
-        deadline = time.monotonic() + 120
+        deadline = Deadline(120)
         while not marker.exists() or len(marker.read_text().split()) < 2:
             assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "the benchmark never started"
+            assert not deadline.expired(), f"the benchmark never started: {deadline.describe()}"
             time.sleep(0.05)
         benchmark = [int(pid) for pid in marker.read_text().split()]
         assert all(running(pid) for pid in benchmark)
@@ -279,7 +287,7 @@ def test_a_stopped_check_removes_the_worktree_and_ends_the_benchmark(
             os.killpg(process.pid, signum)
         else:
             os.kill(process.pid, signum)
-        _, err = process.communicate(timeout=60)
+        _, err = process.communicate(timeout=scaled(60))
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)

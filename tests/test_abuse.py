@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from db_fixtures import make_context
+from deadlines import scaled
 from rich.console import Console
 from sqlalchemy import func, select, text, update
 from sqlalchemy.orm import Session
@@ -638,7 +639,7 @@ def test_serve_without_the_server_extra_says_what_to_install(tmp_path: Path) -> 
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        timeout=120,
+        timeout=scaled(120),
         check=False,
     )
     assert done.returncode == 2, done.stderr

@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 import yaml
+from deadlines import scaled
 from github_fake import TOKEN, FakeGitHub, github_server
 
 __all__ = ["github_server"]  # the fixture, imported for pytest
@@ -334,7 +335,7 @@ class Runner:
             env=step_env,
             capture_output=True,
             text=True,
-            timeout=180,
+            timeout=scaled(180),
             check=False,
         )
         return done.returncode, read_outputs(output_file), done.stdout + done.stderr
@@ -396,7 +397,7 @@ def _ingest_baselines(database: Path, cwd: Path) -> None:
             env=env,
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=scaled(120),
             check=False,
         )
         assert done.returncode == 0, done.stdout + done.stderr
@@ -493,7 +494,13 @@ def _git(cwd: Path, *args: str, when: int | None = None) -> str:
     if when is not None:  # distinct commit times: baselines are ordered by them
         env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = f"2026-11-0{when} 10:00:00 +0000"
     done = subprocess.run(
-        ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False
+        ["git", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=scaled(60),
+        check=False,
     )
     assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
     return done.stdout.strip()

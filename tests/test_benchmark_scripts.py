@@ -15,18 +15,20 @@ from pathlib import Path
 
 import pytest
 from db_fixtures import POSTGRES_ENV
+from processes import run
 
 REPO = Path(__file__).resolve().parents[1]
 
 
+#: Each runs a script end to end (some start the example, busy loops or a server): minutes on a
+#: busy 2-core machine, so in .ci/run's full run (PERFCI_TEST_ALL=1), not the default command.
+pytestmark = pytest.mark.slow
+
+
 def _script(script: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / script), *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=REPO,
-    )
+    """The script in a process group of its own, killed whole (busy loops included) when its
+    deadline passes: ``subprocess.run`` would kill the script alone (tests/processes.py)."""
+    return run([sys.executable, str(REPO / "benchmarks" / script), *args], timeout_s=300, cwd=REPO)
 
 
 def _run(script: str, *args: str) -> str:

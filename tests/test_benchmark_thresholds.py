@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from deadlines import scaled
 
 from perfci.core.errors import ConfigError
 from perfci.core.settings import Settings
@@ -49,7 +50,7 @@ def test_perfci_check_applies_the_benchmarks_own_margin(tmp_path: Path) -> None:
             env=env,
             text=True,
             capture_output=True,
-            timeout=180,
+            timeout=scaled(180),
             check=False,
         )
 

@@ -16,6 +16,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from deadlines import scaled
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -95,7 +96,7 @@ def test_help_in_a_pipe_is_not_cut_at_80_columns() -> None:
         text=True,
         env=env,
         cwd=REPO,
-        timeout=120,
+        timeout=scaled(120),
         check=False,
     )
     assert done.returncode == 0, done.stderr

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from deadlines import scaled
 from scipy import stats as sst
 
 from perfci.analysis import stats
@@ -56,7 +57,7 @@ def _loaded(code: str, names: tuple[str, ...], cwd: Path | None = None) -> list[
         text=True,
         check=False,
         cwd=cwd,
-        timeout=300,
+        timeout=scaled(300),
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,7 +22,9 @@ from urllib.parse import quote
 import httpx
 import numpy as np
 import pytest
+from conftest import chromium_or_skip
 from db_fixtures import create_sqlite
+from deadlines import scaled
 from server_process import ServerProcess, start_server
 from test_server_api import make_token, run_body, seed_history, upload
 
@@ -31,7 +32,6 @@ from perfci.cli.main import main
 from perfci.report.plots import step_trend_svg
 from perfci.store import db
 
-CHROMIUM = os.environ.get("PERFCI_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 PROJECT = "acme/dash"
 #: A name with a right-to-left override: it must read "<U+202E>" on every page, never reversed.
 HOSTILE_PROJECT = "acme/\u202etxt.exe"
@@ -140,7 +140,7 @@ def test_a_benchmark_named_with_a_slash_has_its_page(dashboard: Dashboard) -> No
 
 
 def _get(d: Dashboard, path: str) -> str:
-    response = httpx.get(f"{d.server.url}{path}", timeout=60)
+    response = httpx.get(f"{d.server.url}{path}", timeout=scaled(60))
     assert response.status_code in (200, 404), response.text
     return response.text
 
@@ -166,7 +166,7 @@ def test_project_page_shows_the_base_branch_latest_and_pr_runs_apart(d: Dashboar
 
 
 def test_the_api_still_reports_the_newest_run_of_any_branch(d: Dashboard) -> None:
-    response = httpx.get(f"{d.server.url}/api/v1/projects/{PROJECT}/benchmarks", timeout=60)
+    response = httpx.get(f"{d.server.url}/api/v1/projects/{PROJECT}/benchmarks", timeout=scaled(60))
     gpt = next(b for b in response.json()["benchmarks"] if b["name"] == "gpt")
     assert gpt["latest_step_ns"] == pytest.approx(11.2e6, rel=0.05)
 
@@ -266,15 +266,12 @@ def test_project_create_and_update_set_who_may_read(
 
 @pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
-    if not Path(CHROMIUM).exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"Chromium is required in CI but {CHROMIUM} is absent")
-        pytest.skip(f"Chromium is absent ({CHROMIUM}); apt-get install chromium")
+    executable = chromium_or_skip()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"]
+            executable_path=executable, args=["--no-sandbox", "--disable-gpu"]
         )
         try:
             yield browser

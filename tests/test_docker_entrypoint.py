@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 from db_fixtures import drop_postgres
+from deadlines import Deadline, scaled
 from server_process import free_port
 from sqlalchemy import text
 
@@ -145,13 +146,13 @@ def test_entrypoint_migrates_then_serves(empty_database: str, tmp_path: Path) ->
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=20)
+        process.wait(timeout=scaled(20))
     assert process.returncode in (0, -signal.SIGTERM), log.read_text()
 
 
 def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> httpx.Response:
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
+    deadline = Deadline(90)
+    while not deadline.expired():
         if process.poll() is not None:
             pytest.fail(f"entrypoint exited with {process.returncode}:\n{log.read_text()}")
         try:
@@ -161,4 +162,4 @@ def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> http
         except httpx.HTTPError:
             pass
         time.sleep(0.3)
-    pytest.fail(f"no healthy answer from {url}:\n{log.read_text()}")
+    pytest.fail(f"no healthy answer from {url} after {deadline.describe()}:\n{log.read_text()}")

@@ -19,10 +19,20 @@ from typing import Any
 
 import pytest
 from db_fixtures import make_context, make_profile
+from deadlines import scaled
+from processes import end_group, own_group
 
 from perfci.core.errors import ConfigError, StorageError
 from perfci.core.settings import Settings
-from perfci.history import GitBranch, cache_root, decode_run, encode_run, parse_history, run_path
+from perfci.history import (
+    GitBranch,
+    cache_root,
+    decode_run,
+    encode_run,
+    git_branch,
+    parse_history,
+    run_path,
+)
 from perfci.usecases.history.branch import is_base_branch_push, sync_branch
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,7 +70,13 @@ def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def git(cwd: Path, *args: str, env: dict[str, str] | None = None) -> str:
     done = subprocess.run(
-        ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False
+        ["git", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=scaled(60),
+        check=False,
     )
     assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
     return done.stdout.strip()
@@ -148,7 +164,7 @@ def check(
         env=env or origin.env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=scaled(300),
         check=False,
     )
     output = done.stdout + done.stderr
@@ -263,11 +279,65 @@ def test_concurrent_pushers_all_land(origin: Origin) -> None:
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=120)
+        thread.join(timeout=scaled(120))
     assert not errors, errors
     assert len(origin.run_files()) == 16  # every append landed, none overwrote another
 
 
+def test_a_pusher_that_loses_to_every_other_job_still_lands(
+    origin: Origin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Twelve jobs land between each fetch and push of a thirteenth: it loses twelve races,
+    more than any fixed count of attempts allowed (8 did), and lands, since each lost race
+    was progress for another job."""
+    monkeypatch.setattr(git_branch, "time", _NoSleep)
+    late, others = _branch(origin, origin.clone()), _branch(origin, origin.clone())
+    real_push = late._push
+    landed = []
+
+    def push_after_another_job_lands(commit: str, *, expected: str | None) -> bool:
+        if len(landed) < 12:
+            name = f"runs/b/other-{len(landed)}.json.gz"
+            others.append({name: b"other"}, max_bytes=1 << 20, message=name)
+            landed.append(name)
+        return real_push(commit, expected=expected)
+
+    monkeypatch.setattr(late, "_push", push_after_another_job_lands)
+    done = late.append({"runs/b/late.json.gz": b"late"}, max_bytes=1 << 20, message="late")
+    assert done.attempts == 13 and not done.already_there
+    assert len(origin.run_files()) == 13
+
+
+def test_refusals_while_no_job_lands_give_up_after_the_patience(
+    origin: Origin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A push refused as if it lost a race while the tip never moves (a stuck lock): that is no
+    progress, and the append stops after ``patience`` refusals, saying so."""
+    monkeypatch.setattr(git_branch, "time", _NoSleep)
+    history = _branch(origin, origin.clone())
+    history.append({"runs/b/1.json.gz": b"one"}, max_bytes=1 << 20, message="one")
+    tries = []
+
+    def refused(commit: str, *, expected: str | None) -> bool:
+        tries.append(expected)
+        return False
+
+    monkeypatch.setattr(history, "_push", refused)
+    with pytest.raises(StorageError, match=r"refused 3 times in a row.*no other job landed"):
+        history.append({"runs/b/2.json.gz": b"two"}, max_bytes=1 << 20, message="two", patience=3)
+    assert len(tries) == 3  # each one followed by a fetch that found the tip where it was
+    assert origin.run_files() == ["runs/b/1.json.gz"]
+
+
+class _NoSleep:
+    """``time`` for the history branch's back-off: the retry logic, not its pauses, is tested."""
+
+    @staticmethod
+    def sleep(seconds: float) -> None:
+        assert seconds <= 2.0  # the back-off stays short however many races were lost
+
+
+@pytest.mark.slow  # end to end through `perfci`: 15-30 s on a busy 2-core VM
 def test_two_check_jobs_pushing_at_once_both_land(origin: Origin) -> None:
     runners = [origin.clone(), origin.clone()]
     for number, runner in enumerate(runners, start=1):
@@ -300,9 +370,14 @@ def test_two_check_jobs_pushing_at_once_both_land(origin: Origin) -> None:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 text=True,
+                **own_group(),
             )
         )
-    outputs = [p.communicate(timeout=300)[0] for p in processes]
+    try:
+        outputs = [p.communicate(timeout=scaled(300))[0] for p in processes]
+    finally:
+        for process in processes:  # a job past its deadline takes its git children along
+            end_group(process)
     assert [p.returncode for p in processes] == [0, 0], outputs
     assert all("warning: history" not in out for out in outputs), outputs
     assert len(origin.run_files()) == 2
@@ -432,6 +507,7 @@ def test_history_settings_are_parsed() -> None:
     assert (chosen.history, chosen.database_url) == ("git:perf-history", None)
 
 
+@pytest.mark.slow  # end to end through `perfci`: 15-30 s on a busy 2-core VM
 def test_no_origin_is_a_warning_unless_the_history_is_required(tmp_path: Path) -> None:
     env = _env(tmp_path)
     checkout = tmp_path / "alone"
@@ -450,7 +526,13 @@ def test_no_origin_is_a_warning_unless_the_history_is_required(tmp_path: Path) -
         str(profile),
     ]
     done = subprocess.run(
-        command, cwd=checkout, env=env, capture_output=True, text=True, timeout=120, check=False
+        command,
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=scaled(120),
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert "history branch not used" in done.stderr and "no `origin` remote" in done.stderr
@@ -461,7 +543,7 @@ def test_no_origin_is_a_warning_unless_the_history_is_required(tmp_path: Path) -
         env={**env, "PERFCI_HISTORY_REQUIRED": "1"},
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
         check=False,
     )
     assert required.returncode == 2

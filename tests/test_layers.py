@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from deadlines import scaled
 
 pytest.importorskip("importlinter", reason="import-linter (the dev extra) is not installed")
 
@@ -35,7 +36,7 @@ def _lint_imports(root: Path, *contracts: str) -> subprocess.CompletedProcess[st
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=scaled(300),
         check=False,
     )
 

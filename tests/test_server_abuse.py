@@ -14,7 +14,6 @@ import json
 import random
 import select
 import socket
-import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -23,6 +22,7 @@ from typing import Any
 import httpx
 import pytest
 from db_fixtures import DIALECTS, create_postgres, create_sqlite, drop_postgres
+from deadlines import Deadline, scaled
 from server_process import ServerProcess, start_server
 from sqlalchemy import Engine, func
 from sqlalchemy import select as sql_select
@@ -161,10 +161,10 @@ def upload(server: ServerProcess, project: str, token: str, body: Any) -> httpx.
         return httpx.post(
             url,
             content=body,
-            timeout=60,
+            timeout=scaled(60),
             headers={"Content-Type": "application/json", **bearer(token)},
         )
-    return httpx.post(url, json=body, headers=bearer(token), timeout=60)
+    return httpx.post(url, json=body, headers=bearer(token), timeout=scaled(60))
 
 
 def error_of(response: httpx.Response, status: int) -> dict[str, Any]:
@@ -185,7 +185,7 @@ def multipart(
         data={"meta": meta},
         files=[("files", (name, data, "application/gzip")) for name, data in files],
         headers=bearer(token),
-        timeout=60,
+        timeout=scaled(60),
     )
 
 
@@ -311,7 +311,7 @@ def _series(text: str) -> set[str]:
 
 def test_made_up_methods_and_paths_do_not_grow_the_metrics(server: ServerProcess) -> None:
     assert error_of(httpx.get(f"{server.url}/metrics"), 401)
-    with httpx.Client(base_url=server.url, timeout=30) as client:
+    with httpx.Client(base_url=server.url, timeout=scaled(30)) as client:
 
         def scrape() -> str:
             response = client.get("/metrics", headers=bearer(METRICS_TOKEN))
@@ -462,9 +462,9 @@ def test_a_login_posted_from_another_site_is_refused(
 
 def _closed_while_trickling(sock: socket.socket, trickle: bytes) -> bool:
     """Send ``trickle`` a byte at a time; True once the server has closed the connection."""
-    deadline = time.monotonic() + TRICKLE_LIMIT_S
+    deadline = Deadline(TRICKLE_LIMIT_S)
     for byte in trickle:
-        if time.monotonic() > deadline:
+        if deadline.expired():
             return False
         try:
             sock.send(bytes([byte]))
@@ -483,7 +483,7 @@ def _closed_while_trickling(sock: socket.socket, trickle: bytes) -> bool:
 @pytest.mark.parametrize("phase", ["headers", "body"])
 def test_a_trickling_client_is_disconnected(server: ServerProcess, phase: str) -> None:
     host, port = server.url.removeprefix("http://").split(":")
-    with socket.create_connection((host, int(port)), timeout=TRICKLE_LIMIT_S) as sock:
+    with socket.create_connection((host, int(port)), timeout=scaled(TRICKLE_LIMIT_S)) as sock:
         if phase == "body":
             sock.sendall(
                 b"POST /api/v1/projects/x/y/runs HTTP/1.1\r\nHost: t\r\n"
@@ -546,7 +546,7 @@ def test_weeks_at_the_edges_of_the_calendar_are_a_4xx(
         f"{server.url}/api/v1/projects/{project}/reports/weekly",
         params={"week": week},
         headers=bearer(token),
-        timeout=30,
+        timeout=scaled(30),
     )
     assert 400 <= response.status_code < 500, response.text
     assert "week" in response.json()["error"]["message"]

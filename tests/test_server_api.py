@@ -18,6 +18,7 @@ import httpx
 import numpy as np
 import pytest
 from db_fixtures import DIALECTS, create_postgres, create_sqlite, drop_postgres
+from deadlines import scaled
 from server_process import ServerProcess, start_server
 from sqlalchemy import Engine, func, select
 
@@ -152,10 +153,10 @@ def upload(
         return httpx.post(
             url,
             content=body,
-            timeout=60,
+            timeout=scaled(60),
             headers={"Content-Type": "application/json", **all_headers},
         )
-    return httpx.post(url, json=body, headers=all_headers, timeout=60)
+    return httpx.post(url, json=body, headers=all_headers, timeout=scaled(60))
 
 
 def seed_history(server: ServerProcess, project: str, token: str, *, runs: int = 5) -> int:
@@ -255,7 +256,7 @@ def test_multipart_upload_of_seed_files(
         data={"meta": json.dumps(meta)},
         files=files,
         headers=bearer(token),
-        timeout=60,
+        timeout=scaled(60),
     )
     assert response.status_code == 201, response.text
     answer = response.json()
@@ -500,8 +501,8 @@ def test_healthz_is_503_when_the_database_is_down(tmp_path: Path) -> None:
     down = "postgresql+psycopg://root@127.0.0.1:1/nothing?connect_timeout=2"
     server = start_server(down, log_dir=tmp_path, raw=True, wait_healthy=False)
     try:
-        assert_error(httpx.get(f"{server.url}/healthz", timeout=10), 503)
-        assert_error(httpx.get(f"{server.url}/api/v1/projects", timeout=10), 503)
+        assert_error(httpx.get(f"{server.url}/healthz", timeout=scaled(10)), 503)
+        assert_error(httpx.get(f"{server.url}/api/v1/projects", timeout=scaled(10)), 503)
     finally:
         server.stop()
 
@@ -654,7 +655,7 @@ def test_weekly_report_and_alerts_over_the_api(
             f"{server.url}/api/v1/projects/{project}/reports/weekly",
             params={"week": week},
             headers=bearer(token),
-            timeout=60,
+            timeout=scaled(60),
         )
         assert response.status_code == 200, response.text
         weeks[week] = response.json()
@@ -675,18 +676,20 @@ def test_weekly_report_and_alerts_over_the_api(
         f"{server.url}/api/v1/projects/{project}/alerts",
         params={"status": "open"},
         headers=bearer(token),
-        timeout=30,
+        timeout=scaled(30),
     ).json()
     assert [a["commit"] for a in listed["alerts"]] == [f"{20:040x}"]
     alert_id = listed["alerts"][0]["id"]
     url = f"{server.url}/api/v1/alerts/{alert_id}"
-    refused = httpx.patch(url, json={"status": "dismissed"}, headers=bearer(token), timeout=30)
+    refused = httpx.patch(
+        url, json={"status": "dismissed"}, headers=bearer(token), timeout=scaled(30)
+    )
     assert refused.status_code == 403
     done = httpx.patch(
         url,
         json={"status": "dismissed", "note": "expected: bigger model"},
         headers=bearer(admin),
-        timeout=30,
+        timeout=scaled(30),
     )
     assert done.status_code == 200 and done.json()["status"] == "dismissed"
     assert done.json()["note"] == "expected: bigger model"
@@ -694,7 +697,7 @@ def test_weekly_report_and_alerts_over_the_api(
         f"{server.url}/api/v1/projects/{project}/reports/weekly",
         params={"week": "2026-W60"},
         headers=bearer(token),
-        timeout=30,
+        timeout=scaled(30),
     )
     assert bad.status_code == 422 and "week" in bad.json()["error"]["message"]
 
@@ -712,7 +715,10 @@ def _post_until_acknowledged(
         url = urls[(first + attempt) % len(urls)]
         try:
             response = httpx.post(
-                f"{url}/api/v1/projects/{project}/runs", json=body, headers=headers, timeout=60
+                f"{url}/api/v1/projects/{project}/runs",
+                json=body,
+                headers=headers,
+                timeout=scaled(60),
             )
         except httpx.HTTPError:
             continue

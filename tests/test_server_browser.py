@@ -6,12 +6,10 @@ Chromium is absent, except in CI, where it must be installed.
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from conftest import chromium_or_skip
 from db_fixtures import create_sqlite
 from server_process import ServerProcess, start_server
 from test_server_api import make_token, seed_history
@@ -19,16 +17,12 @@ from test_server_api import make_token, seed_history
 from perfci.store import db
 
 pytestmark = pytest.mark.browser
-CHROMIUM = os.environ.get("PERFCI_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 PROJECT = "acme/browser"
 
 
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, str, int]]:
-    if not Path(CHROMIUM).exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"Chromium is required in CI but {CHROMIUM} is absent")
-        pytest.skip(f"Chromium is absent ({CHROMIUM}); apt-get install chromium")
+    chromium_or_skip()
     folder = tmp_path_factory.mktemp("browser")
     url = create_sqlite(folder)
     server = start_server(url, log_dir=folder, env={"PERFCI_MIN_BASELINE_RUNS": "3"})
@@ -46,7 +40,7 @@ def test_dashboard_from_login_to_the_regressed_run(seeded: tuple[ServerProcess, 
     server, token, pr_run = seeded
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"]
+            executable_path=chromium_or_skip(), args=["--no-sandbox", "--disable-gpu"]
         )
         try:
             page = browser.new_page(java_script_enabled=False)  # usable without JS

@@ -13,6 +13,7 @@ import httpx
 import pytest
 import schemathesis
 from db_fixtures import DIALECTS, create_postgres, create_sqlite, drop_postgres
+from deadlines import scaled
 from hypothesis import HealthCheck, given, settings
 from schemathesis import checks
 from server_process import ServerProcess, start_server
@@ -61,7 +62,7 @@ def fuzz_server(
         f"{server.url}/api/v1/projects/{PROJECT}/runs",
         json=body,
         headers={"Authorization": f"Bearer {token}"},
-        timeout=30,
+        timeout=scaled(30),
     )
     assert stored.status_code == 201, stored.text
     yield server, token
@@ -94,7 +95,7 @@ def _fuzz(operation: schemathesis.APIOperation, base_url: str, token: str) -> No
         case.call_and_validate(
             base_url=base_url,
             checks=CHECKS,
-            timeout=30,
+            timeout=scaled(30),
             headers={"Authorization": f"Bearer {token}"},
         )
 

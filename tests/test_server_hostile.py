@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 import pytest
 from db_fixtures import DIALECTS, create_postgres, create_sqlite, drop_postgres
+from deadlines import Deadline, scaled
 from server_process import ServerProcess, start_server
 from sqlalchemy import Engine, func
 from sqlalchemy import select as sql_select
@@ -130,8 +131,8 @@ def upload(
     url = f"{server.url}/api/v1/projects/{project}/runs"
     if isinstance(body, bytes):
         headers["Content-Type"] = "application/json"
-        return httpx.post(url, content=body, headers=headers, timeout=120)
-    return httpx.post(url, json=body, headers=headers, timeout=120)
+        return httpx.post(url, content=body, headers=headers, timeout=scaled(120))
+    return httpx.post(url, json=body, headers=headers, timeout=scaled(120))
 
 
 def upload_file(server: ServerProcess, project: str, token: str, content: bytes) -> httpx.Response:
@@ -141,7 +142,7 @@ def upload_file(server: ServerProcess, project: str, token: str, content: bytes)
         data={"meta": meta},
         files=[("files", ("train.log", content, "text/plain"))],
         headers=bearer(token),
-        timeout=120,
+        timeout=scaled(120),
     )
 
 
@@ -152,7 +153,7 @@ def error_of(response: httpx.Response, status: int) -> dict[str, Any]:
 
 
 def healthz(server: ServerProcess) -> int:
-    return httpx.get(f"{server.url}/healthz", timeout=STALLED_S).status_code
+    return httpx.get(f"{server.url}/healthz", timeout=scaled(STALLED_S)).status_code
 
 
 # --- parsing never blocks the server ----------------------------------------------------------
@@ -214,7 +215,7 @@ def test_a_parse_over_its_memory_budget_is_a_413(
 def _start_upload(server: ServerProcess, token: str, length: int, sent: bytes) -> socket.socket:
     """An upload of ``length`` bytes whose client sent only ``sent`` of them (and waits)."""
     host, port = server.url.removeprefix("http://").split(":")
-    sock = socket.create_connection((host, int(port)), timeout=60)
+    sock = socket.create_connection((host, int(port)), timeout=scaled(60))
     sock.sendall(
         f"POST /api/v1/projects/x/runs HTTP/1.1\r\nHost: {host}\r\n"
         f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
@@ -253,8 +254,8 @@ def test_bodies_wait_on_disk_not_in_memory(server: ServerProcess, engine: Engine
     chunk = b" " * (size - 1)
     waiting = [_start_upload(server, make_token(engine, "x"), size, chunk) for _ in range(count)]
     try:
-        deadline = time.monotonic() + 60
-        while _spooled(spool) < count * (size - 1) and time.monotonic() < deadline:
+        deadline = Deadline(60)
+        while _spooled(spool) < count * (size - 1) and not deadline.expired():
             time.sleep(0.2)
         assert _spooled(spool) == count * (size - 1)
         grew = _rss(server) - rss_before

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, seed
 from db_fixtures import make_context, make_profile
+from deadlines import Deadline, scaled
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
@@ -320,7 +321,7 @@ def test_concurrent_ingests_of_one_run_store_one_copy(migrated_url: str) -> None
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(60)
+        thread.join(scaled(60))
     engine.dispose()
     assert errors == []
     assert sorted(r.created for r in results) == [False, False, False, True]
@@ -363,7 +364,7 @@ def test_concurrent_first_ingests_of_a_new_project_all_store(migrated_url: str) 
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(60)
+        thread.join(scaled(60))
     assert errors == []
     assert sorted(r.created for r in results) == [True] * workers
     assert len({r.run_id for r in results}) == workers
@@ -451,14 +452,14 @@ def test_killed_ingest_leaves_no_partial_run(migrated_url: str, tmp_path: Path) 
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     try:
-        deadline = time.monotonic() + 60
+        deadline = Deadline(60)
         while not marker.exists():
             assert process.poll() is None, "the ingest process died before writing"
-            assert time.monotonic() < deadline, "the ingest process never wrote"
+            assert not deadline.expired(), f"the ingest never wrote: {deadline.describe()}"
             time.sleep(0.05)
     finally:
         os.kill(process.pid, signal.SIGKILL)
-        process.wait(10)
+        process.wait(scaled(10))
     assert _counts(migrated_url) == dict.fromkeys(
         ("project", "run", "profile", "series", "series_set", "sample"), 0
     )

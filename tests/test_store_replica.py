@@ -19,6 +19,7 @@ import httpx
 import numpy as np
 import pytest
 from db_fixtures import DIALECTS, create_postgres, create_sqlite, drop_postgres, make_context
+from deadlines import scaled
 from server_process import ServerProcess, start_server
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
@@ -123,27 +124,35 @@ def test_history_reads_come_from_the_replica_and_writes_go_to_the_primary(
         f"{api}/benchmarks/gpt/series",
         params={"kind": "step", "name": "train_step"},
         headers=bearer(token),
-        timeout=30,
+        timeout=scaled(30),
     ).json()
     assert [p["commit"] for p in history["points"]] == REPLICA_SHAS
     assert {v for p in history["points"] for v in p["values"]} == {77e6}
 
     runs = httpx.get(
-        f"{api}/runs", params={"since": "2026-01-01T00:00:00Z"}, headers=bearer(token), timeout=30
+        f"{api}/runs",
+        params={"since": "2026-01-01T00:00:00Z"},
+        headers=bearer(token),
+        timeout=scaled(30),
     ).json()
     assert [r["commit"] for r in runs["runs"]] == REPLICA_SHAS
 
     weekly = httpx.get(
-        f"{api}/reports/weekly", params={"week": "2026-W10"}, headers=bearer(token), timeout=30
+        f"{api}/reports/weekly",
+        params={"week": "2026-W10"},
+        headers=bearer(token),
+        timeout=scaled(30),
     ).json()
     assert [b["runs_in_period"] for b in weekly["benchmarks"]] == [2]
 
-    page = httpx.get(f"{server.url}/p/{PROJECT}/b/gpt", timeout=30).text
+    page = httpx.get(f"{server.url}/p/{PROJECT}/b/gpt", timeout=scaled(30)).text
     assert REPLICA_SHAS[0][:7] in page and f"{0:040x}"[:7] + "<" not in page
 
     # A run page and a comparison are what a pull request links to: the primary answers.
     comparison = httpx.get(
-        f"{server.url}/api/v1/runs/{uploaded[-1]}/comparison", headers=bearer(token), timeout=30
+        f"{server.url}/api/v1/runs/{uploaded[-1]}/comparison",
+        headers=bearer(token),
+        timeout=scaled(30),
     )
     assert comparison.status_code == 200 and comparison.json()["run_id"] == uploaded[-1]
 

@@ -1,18 +1,17 @@
 """The weekly HTML report in a real browser: headless Chromium (Debian's) through Playwright.
 
 Skipped with the reason when Chromium is absent on a laptop; a failure in CI (CI=true), where
-.ci/run installs it.
+scripts/test installs it (as root with apt-get).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import chromium_or_skip
 from sqlalchemy.orm import Session
 from test_weekly import KERNEL, PROJECT, ingest_history, w05
 from test_weekly import profile as profile  # the module-scoped fixture
@@ -21,7 +20,6 @@ from perfci.core.model import Profile
 from perfci.report.weekly_html import render_html
 from perfci.usecases.weekly.report import build_weekly_report
 
-CHROMIUM = Path("/usr/bin/chromium")
 NAME = 'gpt2 <img src=x onerror="document.title=1"> & co'
 
 pytestmark = pytest.mark.browser
@@ -29,13 +27,9 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists() and not shutil.which("chromium"):
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{CHROMIUM} is required in CI (apt-get install chromium)")
-        pytest.skip(f"{CHROMIUM} is absent: install Debian's chromium to run browser tests")
+    executable = chromium_or_skip()
     from playwright.sync_api import sync_playwright
 
-    executable = str(CHROMIUM) if CHROMIUM.exists() else shutil.which("chromium")
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(
             executable_path=executable, headless=True, args=["--no-sandbox"]

@@ -15,6 +15,12 @@ back-off. A fast-forward push would do for appends alone, but retention rewrites
 the lease makes that safe too: a squash built on a tip that moved is refused, never forced over
 another job's run.
 
+How long to keep trying follows the contention, not a fixed count: a lost race whose tip moved
+means another job landed, which is progress (with N jobs pushing at once, one may lose N - 1
+times and still land). Only refusals with no landing in between (the tip stays where it was:
+a lock held by a stuck push, a server refusing for a reason git words like a race) count
+against ``patience``.
+
 Whose branch it is (issue 31): perfci reads and writes only a branch it made. The branch's root
 commit holds :data:`MARKER`, and every file of its tip is one perfci writes (``README.md``, the
 marker, ``runs/<benchmark>/<file>.json.gz``, plain files). The repository's default branch, or a
@@ -272,7 +278,7 @@ class GitBranch:
         max_bytes: int,
         prefix: str = "",
         message: str,
-        attempts: int = 8,
+        patience: int = 8,
     ) -> AppendResult:
         """Add ``new_files`` to the branch (creating it, orphan, when absent) and push.
 
@@ -285,12 +291,27 @@ class GitBranch:
         ------
         StorageError
             The push was refused for another reason than a concurrent push (no permission,
-            protected branch), or still lost the race after ``attempts`` tries.
+            protected branch), or was refused ``patience`` times in a row while no other job
+            landed (module docstring: races lost to jobs that landed never use it up).
         """
         blobs = {path: self._hash(data) for path, data in new_files.items()}
         sizes = {path: len(data) for path, data in new_files.items()}
-        for attempt in range(1, attempts + 1):
+        attempt = 0
+        stalled = 0
+        built_on: str | None = None
+        while True:
+            attempt += 1
             tip = self.fetch()
+            if attempt > 1:
+                # The last push lost: was it to a job that landed (the tip moved), or to none?
+                stalled = stalled + 1 if tip == built_on else 0
+                if stalled >= patience:
+                    raise StorageError(
+                        f"could not push to {self.branch} of {_redact(self.url)}: refused "
+                        f"{stalled} times in a row while its tip stayed at "
+                        f"{(tip or 'nothing')[:12]} (no other job landed in between)"
+                    )
+            built_on = tip
             current = self.files(tip) if tip else []
             if all(any(f.path == p for f in current) for p in blobs):
                 return AppendResult(
@@ -318,12 +339,8 @@ class GitBranch:
                     commit=commit, dropped=tuple(dropped), attempts=attempt, already_there=False
                 )
             # Another job pushed first: back off (randomised, so two losers don't collide
-            # again), then rebuild on its tip.
-            time.sleep(random.uniform(0.05, 0.25) * attempt)
-        raise StorageError(
-            f"could not push to {self.branch} of {_redact(self.url)} after "
-            f"{attempts} attempts: other jobs kept pushing first"
-        )
+            # again; growing, up to 2 s, so that many jobs spread out), then rebuild on its tip.
+            time.sleep(random.uniform(0.05, 0.25) * min(attempt, 8))
 
     def _hash(self, data: bytes) -> str:
         return self._git("hash-object", "-w", "--stdin", input=data).decode().strip()
