@@ -9,6 +9,12 @@ environment never held perfci's secrets
 (:func:`perfci.usecases.check.isolation.isolate_from_secrets`: it may re-execute itself), and run
 with SIGTERM and SIGHUP raised as exceptions so that their cleanup runs
 (:mod:`perfci.cli._signals`).
+
+Starting is quick (issue 33): building the app imports the command modules, which import
+their use cases, Rich and the formats' readers only inside the commands, and Typer's Rich help
+(``typer.rich_utils``) is imported only when help is printed (:class:`_HelpCommand`).
+``tests/test_cold_start.py`` guards what ``--help``, ``formats`` and ``parse`` import;
+``benchmarks/cold_start.py`` times them.
 """
 
 from __future__ import annotations
@@ -16,11 +22,14 @@ from __future__ import annotations
 import signal
 import sys
 import traceback
+from typing import Any
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from perfci import __version__
 from perfci.cli import (
+    _console,
     alerts_cmd,
     check_cmd,
     compare_cmd,
@@ -37,7 +46,7 @@ from perfci.cli import (
     serve_cmd,
     token_cmd,
 )
-from perfci.cli._console import err_console, use_log_width_for_help
+from perfci.cli._console import use_log_width_for_help
 from perfci.cli._signals import Terminated, raising_on_termination
 from perfci.core.errors import PerfciError
 
@@ -56,6 +65,52 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _unset_flag_is_false(option: Any) -> Any:
+    """The ``--help`` flag, not given, reads as ``False`` rather than ``None``.
+
+    Typer coerces a parameter whose value is not already a ``bool`` through a pydantic
+    ``TypeAdapter``, and so imports pydantic (0.1-0.4 s) on every command for the help flag
+    alone, whose unset value its copy of click leaves at ``None``. A flag not given is false.
+    """
+    if option is not None and getattr(option, "default", False) is None:
+        option.default = False
+    return option
+
+
+class _HelpCommand(TyperCommand):
+    """A command whose help is laid out for CI logs in a pipe (:mod:`perfci.cli._console`),
+    and that imports nothing for its help flag until help is asked for."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:  # typer's vendored click types
+        use_log_width_for_help()  # imports Typer's Rich help: only when help is printed
+        super().format_help(ctx, formatter)
+
+    def get_help_option(self, ctx: Any) -> Any:
+        return _unset_flag_is_false(super().get_help_option(ctx))
+
+
+class _HelpGroup(TyperGroup):
+    """A group whose help is laid out, and whose help flag is read, as :class:`_HelpCommand`'s."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:  # typer's vendored click types
+        use_log_width_for_help()
+        super().format_help(ctx, formatter)
+
+    def get_help_option(self, ctx: Any) -> Any:
+        return _unset_flag_is_false(super().get_help_option(ctx))
+
+
+def _lay_help_out_for_logs(typer_app: typer.Typer) -> None:
+    """Give every command and group of ``typer_app`` the help classes above."""
+    typer_app.info.cls = _HelpGroup
+    for command in typer_app.registered_commands:
+        command.cls = _HelpCommand
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _lay_help_out_for_logs(group.typer_instance)
+
 
 # Each subcommand module exposes register(app).
 for _module in (
@@ -76,6 +131,7 @@ for _module in (
     runs_cmd,
 ):
     _module.register(app)
+_lay_help_out_for_logs(app)
 
 
 def _version(value: bool) -> None:
@@ -109,11 +165,12 @@ def main(argv: list[str] | None = None) -> int:
         from perfci.usecases.check.isolation import isolate_from_secrets  # lazy: --help stays light
 
         isolate_from_secrets()
-    use_log_width_for_help()
     with raising_on_termination(runs_benchmark) as stop:
         code = _run(args)
     if stop.exit_code is not None:  # typer turns the exception into a plain 130
-        err_console.print(f"stopped by {signal.Signals(stop.signum or 0).name}", markup=False)
+        _console.err_console.print(
+            f"stopped by {signal.Signals(stop.signum or 0).name}", markup=False
+        )
         return stop.exit_code
     return code
 
@@ -123,25 +180,25 @@ def _run(args: list[str]) -> int:
         result = app(args=args, standalone_mode=False)
     except PerfciError as exc:
         # Messages carry benchmark output and kernel names: "[rank0]" is not Rich markup.
-        err_console.print(
+        _console.err_console.print(
             "error:", str(exc), style="bold red", markup=False, highlight=False, soft_wrap=True
         )
         return exc.exit_code
     except typer.Exit as exc:
         return exc.exit_code
     except typer.Abort:
-        err_console.print("aborted")
+        _console.err_console.print("aborted")
         return 130
     except ClickException as exc:
         exc.show()  # type: ignore[attr-defined]
         return 2
     except KeyboardInterrupt as exc:
         if not isinstance(exc, Terminated):  # main() says which signal stopped it
-            err_console.print("interrupted", markup=False)
+            _console.err_console.print("interrupted", markup=False)
         return 130
     except Exception:  # noqa: BLE001 - a bug: show it, but never exit 1 ("regression")
         traceback.print_exc()
-        err_console.print(
+        _console.err_console.print(
             "internal error in perfci (the traceback above is a bug: please report it)",
             markup=False,
         )
