@@ -28,24 +28,8 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from perfci import __version__
-from perfci.cli import (
-    _console,
-    alerts_cmd,
-    check_cmd,
-    compare_cmd,
-    db_cmd,
-    formats_cmd,
-    import_cmd,
-    ingest_cmd,
-    parse_cmd,
-    project_cmd,
-    publish_cmd,
-    report_cmd,
-    run_cmd,
-    runs_cmd,
-    serve_cmd,
-    token_cmd,
-)
+from perfci.cli import _console
+from perfci.cli._commands import LazyCommands
 from perfci.cli._console import use_log_width_for_help
 from perfci.cli._signals import Terminated, raising_on_termination
 from perfci.core.errors import PerfciError
@@ -55,15 +39,6 @@ from perfci.core.errors import PerfciError
 #: from the public ``typer.BadParameter`` rather than imported from typer's private package.
 ClickException: type[Exception] = next(
     base for base in typer.BadParameter.__mro__ if base.__name__ == "ClickException"
-)
-
-app = typer.Typer(
-    name="perfci",
-    help="Catch GPU performance regressions in CI: parse profiles, store runs, compare, report.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
@@ -112,26 +87,44 @@ def _lay_help_out_for_logs(typer_app: typer.Typer) -> None:
             _lay_help_out_for_logs(group.typer_instance)
 
 
-# Each subcommand module exposes register(app).
-for _module in (
-    parse_cmd,
-    formats_cmd,
-    run_cmd,
-    ingest_cmd,
-    import_cmd,
-    db_cmd,
-    compare_cmd,
-    check_cmd,
-    report_cmd,
-    alerts_cmd,
-    publish_cmd,
-    serve_cmd,
-    token_cmd,
-    project_cmd,
-    runs_cmd,
-):
-    _module.register(app)
-_lay_help_out_for_logs(app)
+#: The subcommands in the order ``perfci --help`` lists them, each with the module whose
+#: ``register(app)`` defines it: imported when the command runs, or when help lists them all.
+COMMANDS = {
+    "parse": "perfci.cli.parse_cmd",
+    "formats": "perfci.cli.formats_cmd",
+    "run": "perfci.cli.run_cmd",
+    "ingest": "perfci.cli.ingest_cmd",
+    "import-history": "perfci.cli.import_cmd",
+    "compare": "perfci.cli.compare_cmd",
+    "check": "perfci.cli.check_cmd",
+    "report": "perfci.cli.report_cmd",
+    "publish": "perfci.cli.publish_cmd",
+    "serve": "perfci.cli.serve_cmd",
+    "db": "perfci.cli.db_cmd",
+    "alerts": "perfci.cli.alerts_cmd",
+    "token": "perfci.cli.token_cmd",
+    "project": "perfci.cli.project_cmd",
+    "runs": "perfci.cli.runs_cmd",
+}
+
+
+class _RootGroup(_HelpGroup):
+    """``perfci``: its subcommands are built when looked up (:mod:`perfci.cli._commands`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = LazyCommands(COMMANDS, _lay_help_out_for_logs)
+
+
+app = typer.Typer(
+    name="perfci",
+    help="Catch GPU performance regressions in CI: parse profiles, store runs, compare, report.",
+    cls=_RootGroup,
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 
 
 def _version(value: bool) -> None:
