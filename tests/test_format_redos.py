@@ -292,8 +292,7 @@ PRELUDES = {
 
 
 def _family(name: str) -> str:
-    module: str = registry.get_format(name).parse.__module__
-    return module.rsplit(".", 1)[0] + "."
+    return registry.get_format(name).reader.rsplit(".", 1)[0] + "."
 
 
 def _reader_lines(name: str) -> list[str]:
