@@ -14,9 +14,10 @@ in the same order, so that a drift of the machine's speed touches all of them al
   ``nvprof`` summary (a text reader) and a Kineto Chrome trace (the reader that uses numpy).
 
 Each command's stdout and stderr go to a pipe that is read to the end, as in a CI log. Prints
-per command the median wall time, its ratio to ``import typer`` (median of the per-round
-ratios, and ratio of the medians) and whether it is within ``--target`` times the reference.
-Exits 0 whatever the result (a benchmark, not a gate).
+per command the median wall time and CPU time (user + system of the child, from
+``RUSAGE_CHILDREN``: on a shared, loaded machine the steadier of the two), their ratios to
+``import typer`` (medians of the per-round ratios) and whether the wall ratio is within
+``--target``. Exits 0 whatever the result (a benchmark, not a gate).
 
 Issue 33's target: ``perfci --help``, ``perfci formats`` and ``perfci parse`` of a 10 KB file
 each within 2× of ``python -c "import typer"`` on a quiet VM.
@@ -28,6 +29,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -152,19 +154,27 @@ def commands(work: Path) -> dict[str, list[str]]:
     }
 
 
-def run_once(argv: list[str], cwd: Path) -> float:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_once(argv: list[str], cwd: Path) -> tuple[float, float]:
+    """Wall and CPU seconds of one fresh process of ``argv``."""
+    cpu = _children_cpu()
     start = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, cwd=cwd, check=False)
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} exited {done.returncode}:\n{done.stderr.decode()}")
-    return seconds
+    return seconds, _children_cpu() - cpu
 
 
-def measure(
-    cmds: dict[str, list[str]], rounds: int, warmup: int, cwd: Path
-) -> dict[str, list[float]]:
-    times: dict[str, list[float]] = {name: [] for name in cmds}
+Times = dict[str, list[tuple[float, float]]]
+
+
+def measure(cmds: dict[str, list[str]], rounds: int, warmup: int, cwd: Path) -> Times:
+    times: Times = {name: [] for name in cmds}
     for round_ in range(warmup + rounds):
         for name, argv in cmds.items():
             seconds = run_once(argv, cwd)
@@ -173,26 +183,29 @@ def measure(
     return times
 
 
-def report(times: dict[str, list[float]], target: float) -> str:
+def _ratio(runs: list[tuple[float, float]], reference: list[tuple[float, float]], i: int) -> float:
+    """Median over rounds of this command's figure ``i`` over the reference's, same round."""
+    return statistics.median(run[i] / ref[i] for run, ref in zip(runs, reference, strict=True))
+
+
+def report(times: Times, target: float) -> str:
     reference = times[REFERENCE]
-    ref_median = statistics.median(reference)
     rows = [
-        "| Command | median s (min–max) | × import typer (median of per-round ratios) "
-        f"| × (ratio of medians) | within {target:g}× |",
-        "|---|---:|---:|---:|---|",
+        "| Command | wall s, median (min–max) | CPU s, median | wall × import typer "
+        f"| CPU × import typer | wall within {target:g}× |",
+        "|---|---:|---:|---:|---:|---|",
     ]
-    for name, seconds in times.items():
-        paired = statistics.median(t / r for t, r in zip(seconds, reference, strict=True))
-        ratio = statistics.median(seconds) / ref_median
-        verdict = (
-            ""
-            if name in ("python -c pass", REFERENCE)
-            else ("yes" if paired <= target else "**no**")
-        )
-        spread = f"{min(seconds):.3f}–{max(seconds):.3f}"
+    for name, runs in times.items():
+        wall = [run[0] for run in runs]
+        cpu = [run[1] for run in runs]
+        paired = _ratio(runs, reference, 0)
+        verdict = ""
+        if name not in ("python -c pass", REFERENCE):
+            verdict = "yes" if paired <= target else "**no**"
         rows.append(
-            f"| `{name}` | {statistics.median(seconds):.3f} ({spread}) "
-            f"| {paired:.2f} | {ratio:.2f} | {verdict} |"
+            f"| `{name}` | {statistics.median(wall):.3f} ({min(wall):.3f}–{max(wall):.3f}) "
+            f"| {statistics.median(cpu):.3f} | {paired:.2f} | {_ratio(runs, reference, 1):.2f} "
+            f"| {verdict} |"
         )
     return "\n".join(rows)
 
