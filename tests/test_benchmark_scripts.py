@@ -140,6 +140,19 @@ def test_parse_speed_measures_each_format(shared_dir: Path, tmp_path: Path) -> N
         assert _number(row["seconds"]) > 0 and _number(row["metrics (events for json.load)"]) > 0
 
 
+def test_cold_start_times_the_short_commands_against_typer() -> None:
+    out = _run("cold_start.py", "--rounds", "1", "--warmup", "0")
+    rows = _table(out, "Command")
+    names = [row["Command"] for row in rows]
+    assert names[:2] == ["`python -c pass`", "`import typer`"], out
+    for name in ("`perfci --help`", "`perfci formats`"):
+        row = _row(rows, name)
+        assert _number(row["wall × import typer"]) > 0 and _number(row["CPU s, median"]) > 0
+        assert row["wall within 2×"].strip("*") in ("yes", "no")
+    parsed = [name for name in names if name.startswith("`perfci parse (")]
+    assert len(parsed) == 2 and all("KB" in name for name in parsed), names
+
+
 def test_report_speed_times_the_weekly_report() -> None:
     out = _run(
         "report_speed.py", "--days", "21", "--series", "10", "--benchmarks", "1", "--repeats", "2"

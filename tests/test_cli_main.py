@@ -57,3 +57,15 @@ def test_every_documented_command_is_registered(capsys: pytest.CaptureFixture[st
     ):
         assert main([command, "--help"]) == 0, command
     capsys.readouterr()
+
+
+def test_every_lazily_listed_command_is_what_its_module_registers(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The root group builds a subcommand from its module on lookup (issue 33): each name it
+    lists must be the one its module registers, or the command would read as unknown."""
+    from perfci.cli.main import COMMANDS
+
+    for name in COMMANDS:
+        assert main([name, "--help"]) == 0, name
+        assert f" {name} [OPTIONS]" in capsys.readouterr().out, name  # its own usage line

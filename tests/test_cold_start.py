@@ -78,6 +78,98 @@ def test_version_and_help_load_no_heavy_dependency(argv: list[str]) -> None:
     assert _loaded(code, HEAVY_FOR_CLI) == []
 
 
+# --- issue 33: the short commands import what they use, and no more --------------------------
+
+#: Never needed to list formats, detect one or print help: the formats' readers (numpy among
+#: their imports), the use cases' heavy halves, and what only other commands use.
+HEAVY_FOR_SHORT_COMMANDS = (
+    *HEAVY_FOR_CLI,
+    "pydantic",  # Typer coerces a parameter's value through pydantic: none to coerce here
+    "perfci.core.model",
+    "perfci.formats.pytorch.chrome_trace",
+    "perfci.formats.nsys.nsys_sqlite",
+    "perfci.formats.nvprof.nvprof",
+    "perfci.formats.bench.vllm_bench",
+    "perfci.formats.workload.workload_table",
+    "perfci.cli.check_cmd",  # a command's module is imported when it runs or help lists it
+    "perfci.cli.report_cmd",
+    "perfci.usecases.check",
+)
+
+#: An nvprof summary, as ``nvprof ./matrixMul`` prints it.
+NVPROF_SUMMARY = """\
+==4242== NVPROF is profiling process 4242, command: ./matrixMul
+==4242== Profiling application: ./matrixMul
+==4242== Profiling result:
+            Type  Time(%)      Time     Calls       Avg       Min       Max  Name
+ GPU activities:  100.00%  1.0000ms         1  1.0000ms  1.0000ms  1.0000ms  k(float*)
+"""
+
+
+def _readers(loaded: list[str]) -> list[str]:
+    """The format readers among ``loaded`` (module names)."""
+    from perfci.formats import registry
+
+    return sorted({spec.reader for spec in registry.PARSERS} & set(loaded))
+
+
+def _run_cli(argv: list[str]) -> str:
+    return (
+        "import contextlib, io\nfrom perfci.cli.main import main\n"
+        f"with contextlib.redirect_stdout(io.StringIO()):\n    assert main({argv!r}) == 0"
+    )
+
+
+def _all_loaded(code: str) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("argv", [["formats"], ["--version"]])
+def test_listing_the_formats_imports_no_reader_nor_rich(argv: list[str]) -> None:
+    loaded = _all_loaded(_run_cli(argv))
+    assert [name for name in HEAVY_FOR_SHORT_COMMANDS if name in loaded] == []
+    assert _readers(loaded) == []
+    # Detection is there (formats), but no Rich: nothing is drawn but two columns of text.
+    assert not [name for name in loaded if name == "rich" or name.startswith("rich.")]
+    assert "typer.rich_utils" not in loaded
+
+
+def test_help_imports_the_command_modules_but_no_reader_nor_use_case() -> None:
+    loaded = _all_loaded(_run_cli(["--help"]))
+    assert "typer.rich_utils" in loaded  # the help is Typer's Rich help, as before
+    heavy = [name for name in HEAVY_FOR_SHORT_COMMANDS if name in loaded]
+    assert heavy == ["perfci.cli.check_cmd", "perfci.cli.report_cmd"]  # listed: their help line
+    assert _readers(loaded) == []
+    assert "perfci.formats.registry" not in loaded
+
+
+def test_parsing_a_small_file_imports_its_reader_only(tmp_path: Path) -> None:
+    path = tmp_path / "nvprof.txt"
+    path.write_text(NVPROF_SUMMARY, encoding="utf-8")
+    loaded = _all_loaded(_run_cli(["parse", str(path)]))
+    assert _readers(loaded) == ["perfci.formats.nvprof.nvprof"]
+    assert [name for name in HEAVY_FOR_CLI if name in loaded] == []  # numpy among them
+    assert "typer.rich_utils" not in loaded and "perfci.cli.check_cmd" not in loaded
+
+
+def test_a_chrome_trace_brings_numpy_with_its_reader(tmp_path: Path) -> None:
+    """numpy is imported where it is used: by the Chrome-trace reader, when a trace is read."""
+    path = tmp_path / "trace.json"
+    event = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.0, "dur": 2.0}
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": [event]}), encoding="utf-8")
+    loaded = _all_loaded(_run_cli(["parse", str(path)]))
+    assert _readers(loaded) == ["perfci.formats.pytorch.chrome_trace"]
+    assert "numpy" in loaded and "scipy" not in loaded
+
+
 def _profile(path: Path, gemm_ns: float, seed: int) -> Path:
     rng = np.random.default_rng(seed)
     metrics = [

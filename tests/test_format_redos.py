@@ -118,8 +118,8 @@ def test_the_sweep_sees_every_pattern_of_the_readers() -> None:
     assert len(names) > 180  # and those of tables of patterns (_COLUMN_RULES[0] …)
     # The reported ones are among them, as are the helpers' (sniffers, rows, units).
     assert {
-        "perfci.formats.workload.megatron_log._SNIFF_ITERATION",
-        "perfci.formats.nsys.nsys_stats._SNIFF",
+        "perfci.formats.workload._detectors._MEGATRON_LOG_SNIFF_ITERATION",
+        "perfci.formats.nsys._detectors._NSYS_STATS_SNIFF",
         "perfci.formats.nvprof.nvprof._ROW",
         "perfci.core.units._DURATION",
     } <= names
@@ -296,8 +296,7 @@ PRELUDES = {
 
 
 def _family(name: str) -> str:
-    module: str = registry.get_format(name).parse.__module__
-    return module.rsplit(".", 1)[0] + "."
+    return registry.get_format(name).reader.rsplit(".", 1)[0] + "."
 
 
 def _reader_lines(name: str) -> list[str]:

@@ -5,14 +5,23 @@ names to a few characters; without a terminal (and without ``COLUMNS``) the tabl
 ``LOG_WIDTH`` columns instead, which CI log viewers show without wrapping. ``--help`` gets the
 same width: Typer's help panels otherwise cut option names at 80 columns in a pipe
 (``--fail-on-regres…``, issue 16).
+
+Rich is imported when a console is first used (``_console.console.print(...)``), never when
+the CLI is built: ``perfci --help`` and the commands that print little stay quick to start
+(issue 33). The command modules import this module, not its consoles, at their top.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
-from rich.console import Console
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    console: Console
+    err_console: Console
 
 LOG_WIDTH = 160
 
@@ -37,5 +46,16 @@ def use_log_width_for_help() -> None:
     rich_utils.MAX_WIDTH = LOG_WIDTH
 
 
-console = Console(highlight=False, width=_width(sys.stdout))
-err_console = Console(stderr=True, highlight=False, width=_width(sys.stderr))
+def __getattr__(name: str) -> Console:
+    """``console`` (results, stdout) and ``err_console`` (diagnostics, stderr), made on first
+    use and kept."""
+    if name not in ("console", "err_console"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from rich.console import Console
+
+    stderr = name == "err_console"
+    made = Console(
+        stderr=stderr, highlight=False, width=_width(sys.stderr if stderr else sys.stdout)
+    )
+    globals()[name] = made
+    return made

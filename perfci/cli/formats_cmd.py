@@ -7,15 +7,14 @@ import typer
 
 def formats_command() -> None:
     """List the profile formats perfci can read (detection order)."""
-    from rich.table import Table
-
-    from perfci.cli._console import console
     from perfci.usecases.submit.formats import list_formats
 
-    table = Table("format", "description", box=None, pad_edge=False)
-    for name, description in list_formats():
-        table.add_row(name, description)
-    console.print(table)
+    # Two plain columns: no Rich to import for a list (issue 33: a short command starts at once).
+    listed = list_formats()
+    width = max(len("format"), *(len(name) for name, _ in listed))
+    typer.echo(f"{'format':<{width}}  description")
+    for name, description in listed:
+        typer.echo(f"{name:<{width}}  {description}")
 
 
 def register(app: typer.Typer) -> None:

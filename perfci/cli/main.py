@@ -9,6 +9,12 @@ environment never held perfci's secrets
 (:func:`perfci.usecases.check.isolation.isolate_from_secrets`: it may re-execute itself), and run
 with SIGTERM and SIGHUP raised as exceptions so that their cleanup runs
 (:mod:`perfci.cli._signals`).
+
+Starting is quick (issue 33): building the app imports the command modules, which import
+their use cases, Rich and the formats' readers only inside the commands, and Typer's Rich help
+(``typer.rich_utils``) is imported only when help is printed (:class:`_HelpCommand`).
+``tests/test_cold_start.py`` guards what ``--help``, ``formats`` and ``parse`` import;
+``benchmarks/cold_start.py`` times them.
 """
 
 from __future__ import annotations
@@ -16,29 +22,15 @@ from __future__ import annotations
 import signal
 import sys
 import traceback
+from typing import Any
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from perfci import __version__
-from perfci.cli import (
-    alerts_cmd,
-    bisect_cmd,
-    check_cmd,
-    compare_cmd,
-    db_cmd,
-    formats_cmd,
-    import_cmd,
-    ingest_cmd,
-    parse_cmd,
-    project_cmd,
-    publish_cmd,
-    report_cmd,
-    run_cmd,
-    runs_cmd,
-    serve_cmd,
-    token_cmd,
-)
-from perfci.cli._console import err_console, use_log_width_for_help
+from perfci.cli import _console
+from perfci.cli._commands import LazyCommands
+from perfci.cli._console import use_log_width_for_help
 from perfci.cli._signals import Terminated, raising_on_termination
 from perfci.core.errors import PerfciError
 
@@ -49,35 +41,91 @@ ClickException: type[Exception] = next(
     base for base in typer.BadParameter.__mro__ if base.__name__ == "ClickException"
 )
 
+
+def _unset_flag_is_false(option: Any) -> Any:
+    """The ``--help`` flag, not given, reads as ``False`` rather than ``None``.
+
+    Typer coerces a parameter whose value is not already a ``bool`` through a pydantic
+    ``TypeAdapter``, and so imports pydantic (0.1-0.4 s) on every command for the help flag
+    alone, whose unset value its copy of click leaves at ``None``. A flag not given is false.
+    """
+    if option is not None and getattr(option, "default", False) is None:
+        option.default = False
+    return option
+
+
+class _HelpCommand(TyperCommand):
+    """A command whose help is laid out for CI logs in a pipe (:mod:`perfci.cli._console`),
+    and that imports nothing for its help flag until help is asked for."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:  # typer's vendored click types
+        use_log_width_for_help()  # imports Typer's Rich help: only when help is printed
+        super().format_help(ctx, formatter)
+
+    def get_help_option(self, ctx: Any) -> Any:
+        return _unset_flag_is_false(super().get_help_option(ctx))
+
+
+class _HelpGroup(TyperGroup):
+    """A group whose help is laid out, and whose help flag is read, as :class:`_HelpCommand`'s."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:  # typer's vendored click types
+        use_log_width_for_help()
+        super().format_help(ctx, formatter)
+
+    def get_help_option(self, ctx: Any) -> Any:
+        return _unset_flag_is_false(super().get_help_option(ctx))
+
+
+def _lay_help_out_for_logs(typer_app: typer.Typer) -> None:
+    """Give every command and group of ``typer_app`` the help classes above."""
+    typer_app.info.cls = _HelpGroup
+    for command in typer_app.registered_commands:
+        command.cls = _HelpCommand
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _lay_help_out_for_logs(group.typer_instance)
+
+
+#: The subcommands in the order ``perfci --help`` lists them, each with the module whose
+#: ``register(app)`` defines it: imported when the command runs, or when help lists them all.
+COMMANDS = {
+    "parse": "perfci.cli.parse_cmd",
+    "formats": "perfci.cli.formats_cmd",
+    "run": "perfci.cli.run_cmd",
+    "ingest": "perfci.cli.ingest_cmd",
+    "import-history": "perfci.cli.import_cmd",
+    "compare": "perfci.cli.compare_cmd",
+    "check": "perfci.cli.check_cmd",
+    "bisect": "perfci.cli.bisect_cmd",
+    "report": "perfci.cli.report_cmd",
+    "publish": "perfci.cli.publish_cmd",
+    "serve": "perfci.cli.serve_cmd",
+    "db": "perfci.cli.db_cmd",
+    "alerts": "perfci.cli.alerts_cmd",
+    "token": "perfci.cli.token_cmd",
+    "project": "perfci.cli.project_cmd",
+    "runs": "perfci.cli.runs_cmd",
+}
+
+
+class _RootGroup(_HelpGroup):
+    """``perfci``: its subcommands are built when looked up (:mod:`perfci.cli._commands`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = LazyCommands(COMMANDS, _lay_help_out_for_logs)
+
+
 app = typer.Typer(
     name="perfci",
     help="Catch GPU performance regressions in CI: parse profiles, store runs, compare, report.",
+    cls=_RootGroup,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-
-# Each subcommand module exposes register(app).
-for _module in (
-    parse_cmd,
-    formats_cmd,
-    run_cmd,
-    ingest_cmd,
-    import_cmd,
-    db_cmd,
-    compare_cmd,
-    check_cmd,
-    bisect_cmd,
-    report_cmd,
-    alerts_cmd,
-    publish_cmd,
-    serve_cmd,
-    token_cmd,
-    project_cmd,
-    runs_cmd,
-):
-    _module.register(app)
 
 
 def _version(value: bool) -> None:
@@ -111,11 +159,12 @@ def main(argv: list[str] | None = None) -> int:
         from perfci.usecases.check.isolation import isolate_from_secrets  # lazy: --help stays light
 
         isolate_from_secrets()
-    use_log_width_for_help()
     with raising_on_termination(runs_benchmark) as stop:
         code = _run(args)
     if stop.exit_code is not None:  # typer turns the exception into a plain 130
-        err_console.print(f"stopped by {signal.Signals(stop.signum or 0).name}", markup=False)
+        _console.err_console.print(
+            f"stopped by {signal.Signals(stop.signum or 0).name}", markup=False
+        )
         return stop.exit_code
     return code
 
@@ -125,25 +174,25 @@ def _run(args: list[str]) -> int:
         result = app(args=args, standalone_mode=False)
     except PerfciError as exc:
         # Messages carry benchmark output and kernel names: "[rank0]" is not Rich markup.
-        err_console.print(
+        _console.err_console.print(
             "error:", str(exc), style="bold red", markup=False, highlight=False, soft_wrap=True
         )
         return exc.exit_code
     except typer.Exit as exc:
         return exc.exit_code
     except typer.Abort:
-        err_console.print("aborted")
+        _console.err_console.print("aborted")
         return 130
     except ClickException as exc:
         exc.show()  # type: ignore[attr-defined]
         return 2
     except KeyboardInterrupt as exc:
         if not isinstance(exc, Terminated):  # main() says which signal stopped it
-            err_console.print("interrupted", markup=False)
+            _console.err_console.print("interrupted", markup=False)
         return 130
     except Exception:  # noqa: BLE001 - a bug: show it, but never exit 1 ("regression")
         traceback.print_exc()
-        err_console.print(
+        _console.err_console.print(
             "internal error in perfci (the traceback above is a bug: please report it)",
             markup=False,
         )

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from perfci.cli import _console
 from perfci.cli import _options as opts
-from perfci.cli._console import console, err_console
 
 if TYPE_CHECKING:
     from perfci.core.model import Metric, Profile
@@ -22,7 +22,7 @@ def _show(profile: Profile, top: int) -> None:
     from perfci.core.units import format_ns
 
     steps = f", {profile.steps} steps" if profile.steps is not None else ""
-    console.print(
+    _console.console.print(
         f"[bold]{escape(profile.label)}[/] ({profile.format}, "
         f"{len(profile.metrics)} metrics{steps}) — {escape(profile.source)}",
         markup=True,
@@ -60,8 +60,8 @@ def _show(profile: Profile, top: int) -> None:
             )
         if len(metrics) > top:
             table.caption = f"… {len(metrics) - top} more (use --top or --json)"
-        console.print(table, markup=False)
-    console.print()
+        _console.console.print(table, markup=False)
+    _console.console.print()
 
 
 def _value(metric: Metric) -> str:
@@ -93,7 +93,7 @@ def parse_command(
     opts.warn_skipped(skipped)
     for profile in profiles:
         for warning in profile.warnings:
-            err_console.print(f"warning: {profile.source}: {warning}")
+            _console.err_console.print(f"warning: {profile.source}: {warning}")
     if as_json:
         typer.echo(json.dumps(parse.profiles_document(profiles), indent=1))
         return

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from perfci.cli._console import console, err_console
+from perfci.cli import _console
 
 
 def publish_command(
@@ -34,11 +34,11 @@ def publish_command(
         report, settings=get_settings(), markdown=markdown, repository=repo, commit=commit
     )
     for warning in outcome.warnings:
-        err_console.print(f"warning: {warning}", markup=False)
+        _console.err_console.print(f"warning: {warning}", markup=False)
     if outcome.skipped_reason:
-        err_console.print(f"nothing posted: {outcome.skipped_reason}", markup=False)
+        _console.err_console.print(f"nothing posted: {outcome.skipped_reason}", markup=False)
     if outcome.comment_url:
-        console.print(outcome.comment_url, markup=False)
+        _console.console.print(outcome.comment_url, markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from perfci.cli import _console
 from perfci.cli import _options as opts
-from perfci.cli._console import err_console
 from perfci.cli._options import output_formats
 from perfci.core.errors import ConfigError
 
@@ -103,7 +103,7 @@ def report_command(
     repository = repo or os.environ.get("GITHUB_REPOSITORY")
     webhook = slack_webhook or os.environ.get("PERFCI_SLACK_WEBHOOK")
     _check_targets(post, repository, webhook)
-    with err_console.status(f"Building the report of {name} on {branch}…"):
+    with _console.err_console.status(f"Building the report of {name} on {branch}…"):
         report = build_report(
             database_url,
             name,
@@ -113,7 +113,7 @@ def report_command(
             benchmarks=benchmark or None,
             history_weeks=history_weeks,
         )
-    err_console.print(
+    _console.err_console.print(
         f"{len(report.change_points())} change points in "
         f"{len(report.benchmarks)} benchmark trends, week {report.week}"
     )
@@ -128,10 +128,10 @@ def report_command(
             project=project,
         )
         verb = "created" if issue.created else "updated"
-        err_console.print(f"{verb} issue #{issue.number}: {issue.url}")
+        _console.err_console.print(f"{verb} issue #{issue.number}: {issue.url}")
     if "slack" in post:
         post_to_slack(report, webhook or "")
-        err_console.print("posted to Slack")
+        _console.err_console.print("posted to Slack")
 
 
 def write_report(
@@ -143,7 +143,7 @@ def write_report(
     paths = []
     for kind in dict.fromkeys(formats):
         path = out / f"{stem}.{kind}"
-        with err_console.status(f"Rendering {kind}…"):
+        with _console.err_console.status(f"Rendering {kind}…"):
             path.write_text(_render(report, kind, repo), encoding="utf-8")
         paths.append(path)
     return paths

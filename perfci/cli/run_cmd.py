@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from perfci.cli._console import err_console
+from perfci.cli import _console
 
 if TYPE_CHECKING:
     from perfci.usecases.check.benchmark import RepeatResult
@@ -34,14 +34,14 @@ def run_with_progress(
         BarColumn(),
         TextColumn("{task.completed}/{task.total}"),
         TimeElapsedColumn(),
-        console=err_console,
+        console=_console.err_console,
         transient=True,
     ) as progress:
         task = progress.add_task(f"{benchmark}: running", total=repeats)
 
         def advance(index: int, repeat: RepeatResult) -> None:
             progress.advance(task)
-            err_console.print(
+            _console.err_console.print(
                 f"  repeat {index}: {repeat.seconds:.1f} s, {len(repeat.files)} file(s)"
             )
 

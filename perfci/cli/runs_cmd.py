@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from perfci.cli import _console
 from perfci.cli import _options as opts
-from perfci.cli._console import err_console
 
 if TYPE_CHECKING:
     from perfci.core.model import RunInfo
@@ -84,7 +84,7 @@ def delete_command(
 
     run, deleted = delete_stored_run(database_url, run_id, actor=f"cli:{_user()}", confirm=confirm)
     what = described(run)
-    err_console.print(
+    _console.err_console.print(
         f"deleted {what}: {deleted.samples} samples, {deleted.profiles} "
         f"profiles, {deleted.comparisons} comparisons, {deleted.alerts} alerts",
         markup=False,

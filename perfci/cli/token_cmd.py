@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from perfci.cli import _console
 from perfci.cli import _options as opts
-from perfci.cli._console import err_console
 
 if TYPE_CHECKING:  # the store loads when a command runs, not when the CLI is built
     from perfci.usecases.admin import tokens
@@ -42,7 +42,7 @@ def create_command(
             session, project=project, scopes=scopes, name=name, expires_at=expires_at
         )
     until = f", expires {_when(info.expires_at)} UTC" if info.expires_at else ""
-    err_console.print(
+    _console.err_console.print(
         f"token {info.id} ({info.prefix}…) for {info.project}, scopes "
         f"{','.join(info.scopes)}{until}; store it now, it is not shown again:",
         highlight=False,

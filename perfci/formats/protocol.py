@@ -1,19 +1,26 @@
-"""What every format module is: the ``FormatParser`` protocol and the ``Head`` it sniffs.
+"""What every format module is: the ``FormatParser`` protocol, the ``Head`` it sniffs, and the
+``Detector`` that names and sniffs it without importing it.
 
 A format is one module (``formats/<family>/<name>.py``) whose module-level names satisfy
-``FormatParser``; ``registry.PARSERS`` lists the modules themselves, so mypy checks each one
-against the protocol and a module that drifts (a renamed ``parse``, a missing ``options``
-keyword) fails type checking rather than a user's upload.
+``FormatParser``. Its name, description and sniff live in its family's ``_detectors`` module
+as a :class:`Detector` (the reader module re-exports them), so that detection and
+``perfci formats`` never import a reader: ``registry.PARSERS`` pairs each detector with the
+path of its reader, imported only when a file of that format is read (issue 33: importing all
+of them took most of a short command's time). ``tests/test_format_registry.py`` checks every
+reader module against the protocol.
+
+This module imports nothing heavy: detectors import it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from perfci.core.model import Profile
+if TYPE_CHECKING:
+    from perfci.core.model import Profile
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +30,19 @@ class Head:
     raw: bytes
     text: str
     gzipped: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Detector:
+    """A format's name, its line for ``perfci formats`` and its sniff: what detection needs.
+
+    ``sniff`` looks at the content only (never the file name), in time linear in the head's
+    length (``tests/test_format_redos.py``), and imports nothing a reader needs.
+    """
+
+    name: str
+    description: str
+    sniff: Callable[[Head], bool]
 
 
 class FormatParser(Protocol):

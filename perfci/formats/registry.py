@@ -1,8 +1,15 @@
-"""Format detection and dispatch: a plain table of the imported parser modules.
+"""Format detection and dispatch: the one list of formats, each a detector and its reader.
 
-Every parser is a module that satisfies ``protocol.FormatParser`` (``NAME``, ``DESCRIPTION``,
-``sniff(head)``, ``parse(path, options=...)``), grouped by family under ``formats/<family>/``.
-Adding a format is one module, its line in ``PARSERS`` and its tests.
+Every format is a reader module that satisfies ``protocol.FormatParser`` (``NAME``,
+``DESCRIPTION``, ``sniff(head)``, ``parse(path, options=...)``), grouped by family under
+``formats/<family>/``, and a ``protocol.Detector`` in its family's ``_detectors`` module (the
+name, description and sniff, which the reader re-exports). Adding a format is the reader
+module, its detector, its line in ``PARSERS`` and its tests.
+
+``PARSERS`` holds the detectors and the dotted paths of the readers: detection and
+``perfci formats`` import no reader, and a reader (with numpy, for the Chrome trace and the
+SQLite export) is imported when a file of its format is read (issue 33: importing every
+reader was most of the time of ``perfci parse`` on a small file).
 
 Detection tries formats in ``PARSERS`` order: the most specific first, so that a generic
 sniff (CSV with a header) never shadows a precise one.
@@ -11,43 +18,27 @@ sniff (CSV with a header) never shadows a precise one.
 from __future__ import annotations
 
 import gzip
+import importlib
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from perfci.core.errors import ParseError, PerfciError, UnknownFormatError
-from perfci.core.model import Profile
 from perfci.formats._shape import describe
-from perfci.formats.bench import (
-    action_benchmark,
-    action_benchmark_history,
-    bmf,
-    dynamo_csv,
-    google_benchmark,
-    hf_trainer,
-    nvbench_json,
-    nvbench_md,
-    optimum_benchmark,
-    pytest_benchmark,
-    torchbench,
-    vllm_bench,
-)
-from perfci.formats.mlperf import mlperf_log, mlperf_summary
-from perfci.formats.native import perfci_json
-from perfci.formats.ncu import ncu_csv, ncu_text
-from perfci.formats.nsys import nsys_sqlite, nsys_stats, nsys_stats_csv
-from perfci.formats.nvprof import nvprof
-from perfci.formats.protocol import FormatParser, Head
-from perfci.formats.pytorch import chrome_trace, pytorch_table
-from perfci.formats.workload import (
-    deepspeed_comms,
-    megatron_log,
-    megatron_trace,
-    nccl_tests,
-    simai_results,
-    workload_table,
-)
+from perfci.formats.bench import _detectors as bench
+from perfci.formats.mlperf import _detectors as mlperf
+from perfci.formats.native import _detectors as native
+from perfci.formats.ncu import _detectors as ncu
+from perfci.formats.nsys import _detectors as nsys
+from perfci.formats.nvprof import _detectors as nvprof
+from perfci.formats.protocol import Detector, FormatParser, Head
+from perfci.formats.pytorch import _detectors as pytorch
+from perfci.formats.workload import _detectors as workload
+
+if TYPE_CHECKING:
+    from perfci.core.model import Profile
 
 __all__ = [
     "HEAD_BYTES",
@@ -84,62 +75,93 @@ _NATIVE_REPORTS = {
 
 #: Formats whose file is a history (a profile per commit), not the repeats of one run: stored
 #: by ``perfci import-history``, refused as a run.
-HISTORY_FORMATS = frozenset({action_benchmark_history.NAME})
-
-# Detection order matters: binary and strongly-marked formats first, generic tables last.
-PARSERS: tuple[FormatParser, ...] = (
-    nsys_sqlite,
-    vllm_bench,  # typed leading keys: before the sniffers that find a word anywhere in the head
-    perfci_json,
-    chrome_trace,
-    nvbench_json,  # its "meta"/"devices" keys and nv/ summary tags: before the other JSON
-    google_benchmark,
-    pytest_benchmark,
-    optimum_benchmark,
-    action_benchmark,
-    action_benchmark_history,  # window.BENCHMARK_DATA = {...}, or its JSON object
-    torchbench,
-    hf_trainer,  # trainer_state.json's keys, or a flat object of numbers with <split>_runtime
-    mlperf_log,
-    bmf,  # no marker key: after every other JSON format
-    ncu_csv,  # a quoted "ID",…,"Kernel Name" header: before the text and CSV tables
-    ncu_text,  # ==PROF== lines, as ncu_csv's files have too: after it
-    dynamo_csv,  # a fixed "dev,name,batch_size," header: before the generic tables
-    mlperf_summary,  # its title between "====" rules
-    nvbench_md,  # "# Benchmark Results" and NVBench's columns: before the generic tables
-    nsys_stats,
-    nsys_stats_csv,
-    nvprof,
-    pytorch_table,
-    megatron_trace,
-    deepspeed_comms,
-    megatron_log,  # a Megatron-DeepSpeed log with comms_logger lines stays deepspeed_comms's
-    nccl_tests,  # its '# nThread' header; after the training logs a pre-flight run may open
-    simai_results,  # a fixed SimAI header or summary line 1: before the generic tables
-    workload_table,
-)
+HISTORY_FORMATS = frozenset({bench.ACTION_BENCHMARK_HISTORY.name})
 
 
 @dataclass(frozen=True, slots=True)
 class FormatSpec:
-    """One registered format as ``perfci formats``, detection and ``parse_file`` use it."""
+    """One registered format: its detector, and the module that reads its files.
 
-    name: str
-    description: str
-    sniff: Callable[[Head], bool]
-    parse: Callable[..., list[Profile]]
+    ``reader`` is a dotted module path, imported by :meth:`load` (and so by :meth:`parse`)
+    only: listing and sniffing formats never imports a reader.
+    """
+
+    detector: Detector
+    reader: str
+
+    @property
+    def name(self) -> str:
+        return self.detector.name
+
+    @property
+    def description(self) -> str:
+        return self.detector.description
+
+    @property
+    def sniff(self) -> Callable[[Head], bool]:
+        return self.detector.sniff
+
+    def load(self) -> FormatParser:
+        """The reader module (imported on first use; Python keeps it for the next)."""
+        return cast(FormatParser, importlib.import_module(self.reader))
+
+    def parse(self, path: Path, *, options: Mapping[str, str]) -> list[Profile]:
+        """The profiles in ``path``, read by this format's reader."""
+        return self.load().parse(path, options=options)
 
 
-def _spec(parser: FormatParser) -> FormatSpec:
-    return FormatSpec(
-        name=parser.NAME, description=parser.DESCRIPTION, sniff=parser.sniff, parse=parser.parse
-    )
+def _format(detector: Detector, family: str) -> FormatSpec:
+    """The format of ``detector``, read by ``perfci.formats.<family>.<name>``."""
+    return FormatSpec(detector, f"perfci.formats.{family}.{detector.name}")
+
+
+# Detection order matters: binary and strongly-marked formats first, generic tables last.
+PARSERS: tuple[FormatSpec, ...] = (
+    _format(nsys.NSYS_SQLITE, "nsys"),
+    # typed leading keys: before the sniffers that find a word anywhere in the head
+    _format(bench.VLLM_BENCH, "bench"),
+    _format(native.PERFCI_JSON, "native"),
+    _format(pytorch.CHROME_TRACE, "pytorch"),
+    # its "meta"/"devices" keys and nv/ summary tags: before the other JSON
+    _format(bench.NVBENCH_JSON, "bench"),
+    _format(bench.GOOGLE_BENCHMARK, "bench"),
+    _format(bench.PYTEST_BENCHMARK, "bench"),
+    _format(bench.OPTIMUM_BENCHMARK, "bench"),
+    _format(bench.ACTION_BENCHMARK, "bench"),
+    # window.BENCHMARK_DATA = {...}, or its JSON object
+    _format(bench.ACTION_BENCHMARK_HISTORY, "bench"),
+    _format(bench.TORCHBENCH, "bench"),
+    # trainer_state.json's keys, or a flat object of numbers with <split>_runtime
+    _format(bench.HF_TRAINER, "bench"),
+    _format(mlperf.MLPERF_LOG, "mlperf"),
+    _format(bench.BMF, "bench"),  # no marker key: after every other JSON format
+    # a quoted "ID",…,"Kernel Name" header: before the text and CSV tables
+    _format(ncu.NCU_CSV, "ncu"),
+    _format(ncu.NCU_TEXT, "ncu"),  # ==PROF== lines, as ncu_csv's files have too: after it
+    # a fixed "dev,name,batch_size," header: before the generic tables
+    _format(bench.DYNAMO_CSV, "bench"),
+    _format(mlperf.MLPERF_SUMMARY, "mlperf"),  # its title between "====" rules
+    # "# Benchmark Results" and NVBench's columns: before the generic tables
+    _format(bench.NVBENCH_MD, "bench"),
+    _format(nsys.NSYS_STATS, "nsys"),
+    _format(nsys.NSYS_STATS_CSV, "nsys"),
+    _format(nvprof.NVPROF, "nvprof"),
+    _format(pytorch.PYTORCH_TABLE, "pytorch"),
+    _format(workload.MEGATRON_TRACE, "workload"),
+    _format(workload.DEEPSPEED_COMMS, "workload"),
+    # a Megatron-DeepSpeed log with comms_logger lines stays deepspeed_comms's
+    _format(workload.MEGATRON_LOG, "workload"),
+    # its '# nThread' header; after the training logs a pre-flight run may open
+    _format(workload.NCCL_TESTS, "workload"),
+    # a fixed SimAI header or summary line 1: before the generic tables
+    _format(workload.SIMAI_RESULTS, "workload"),
+    _format(workload.WORKLOAD_TABLE, "workload"),
+)
 
 
 def formats() -> dict[str, FormatSpec]:
     """All registered formats by name, in detection order."""
-    specs = (_spec(parser) for parser in PARSERS)
-    return {spec.name: spec for spec in specs}
+    return {spec.name: spec for spec in PARSERS}
 
 
 def read_head(path: Path, size: int = HEAD_BYTES) -> Head:

@@ -22,26 +22,24 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perfci.core.errors import ConfigError
 from perfci.core.model import Better, Device, Metric, MetricKind, Profile
 from perfci.core.units import BYTES_PER_UNIT, NS_PER_UNIT
+from perfci.formats.bench._detectors import ACTION_BENCHMARK
 from perfci.formats.bench._json_doc import (
     ShapeError,
     describe,
-    first_element,
     load,
     number,
     scaled,
     shape_errors,
 )
 
-if TYPE_CHECKING:
-    from perfci.formats.protocol import Head
-
-NAME = "action_benchmark"
-DESCRIPTION = "github-action-benchmark custom JSON ([{name, unit, value, range, extra}])"
+NAME = ACTION_BENCHMARK.name
+DESCRIPTION = ACTION_BENCHMARK.description
+sniff = ACTION_BENCHMARK.sniff
 
 _LABEL = "benchmarks"
 #: The command-line flag that reaches ``options`` (``perfci parse --option KEY=VALUE``).
@@ -93,19 +91,6 @@ class EntryUnit:
     kind: str  # "time", "size", "rate" or "other"
     factor: int = 1
     better: Better | None = None
-
-
-def sniff(head: Head) -> bool:
-    """A JSON array whose first element has a string ``name`` and ``unit`` and a number
-    ``value``."""
-    found, first = first_element(head.text)
-    return (
-        found
-        and isinstance(first, dict)
-        and isinstance(first.get("name"), str)
-        and isinstance(first.get("unit"), str)
-        and number(first.get("value")) is not None
-    )
 
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:

@@ -41,34 +41,27 @@ import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perfci.core.errors import ParseError
 from perfci.core.model import Better, Profile
 from perfci.formats._textio import read_text
+from perfci.formats.bench._detectors import ACTION_BENCHMARK_HISTORY, SCRIPT_PREFIX
 from perfci.formats.bench._json_doc import (
     ShapeError,
     describe,
     iso_time,
     json_errors,
-    leading_items,
     number,
     shape_errors,
 )
 from perfci.formats.bench.action_benchmark import classify, entry_metric, unique_name
 
-if TYPE_CHECKING:
-    from perfci.formats.protocol import Head
-
-NAME = "action_benchmark_history"
-DESCRIPTION = (
-    "github-action-benchmark history (gh-pages data.js: window.BENCHMARK_DATA = {entries}); "
-    "one profile per commit and suite"
-)
+NAME = ACTION_BENCHMARK_HISTORY.name
+DESCRIPTION = ACTION_BENCHMARK_HISTORY.description
+sniff = ACTION_BENCHMARK_HISTORY.sniff
 
 _NOT_NEWLINE = re.compile(r"[^\n]")
-#: What the action writes before the JSON text of ``data.js``.
-SCRIPT_PREFIX = "window.BENCHMARK_DATA"
 _BOM = "\ufeff"
 #: The action's ``biggerIsBetter(tool)`` (``src/write.ts``).
 _TOOL_BETTER = {
@@ -86,16 +79,6 @@ _TOOL_BETTER = {
     "customSmallerIsBetter": Better.LOWER,
 }
 _CUSTOM_TOOLS = frozenset({"customBiggerIsBetter", "customSmallerIsBetter"})
-
-
-def sniff(head: Head) -> bool:
-    """``window.BENCHMARK_DATA = {`` at the start, or a JSON object whose first keys are the
-    action's ``lastUpdate`` / ``repoUrl`` / ``entries``."""
-    text = head.text.removeprefix(_BOM).lstrip()
-    if text.startswith(SCRIPT_PREFIX):
-        return text[len(SCRIPT_PREFIX) :].lstrip().startswith("=")
-    keys = {key for key, _ in leading_items(text, limit=3)}
-    return "entries" in keys and bool(keys & {"lastUpdate", "repoUrl"})
 
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:

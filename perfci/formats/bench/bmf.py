@@ -16,65 +16,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perfci.core.model import Better, Device, Metric, MetricKind, Profile
+from perfci.formats.bench._detectors import BMF
 from perfci.formats.bench._json_doc import (
     ShapeError,
     describe,
-    leading_items,
     load,
     number,
     shape_errors,
 )
 
-if TYPE_CHECKING:
-    from perfci.formats.protocol import Head
-
-NAME = "bmf"
-DESCRIPTION = "Bencher Metric Format JSON ({benchmark: {measure: {value, lower_value, ...}}})"
+NAME = BMF.name
+DESCRIPTION = BMF.description
+sniff = BMF.sniff
 
 _LATENCY = "latency"
 _THROUGHPUT = "throughput"
-_VALUE_KEYS = frozenset({"value", "lower_value", "upper_value"})
-#: Entries the sniff checks: enough to refuse a look-alike, few enough for a cut head.
-_SNIFF_ENTRIES = 8
-#: Top-level keys of the other JSON formats (pytest-benchmark, Google Benchmark,
-#: optimum-benchmark, Chrome trace, perfci's own): a file holding one is not BMF.
-_FOREIGN_KEYS = frozenset(
-    {
-        "benchmarks",
-        "context",
-        "machine_info",
-        "config",
-        "report",
-        "traceEvents",
-        "perfci_version",
-        "profiles",
-    }
-)
 _LABEL = "bmf"
-
-
-def sniff(head: Head) -> bool:
-    """An object whose first entries are all objects of ``{value: number, ...}`` measures.
-
-    BMF has no marker key, so every checked measure must hold a numeric ``value`` and nothing
-    beyond ``lower_value`` / ``upper_value``.
-    """
-    items = leading_items(head.text, limit=_SNIFF_ENTRIES)
-    return bool(items) and all(_looks_like_benchmark(name, value) for name, value in items)
-
-
-def _looks_like_benchmark(name: str, measures: Any) -> bool:
-    if name in _FOREIGN_KEYS or not isinstance(measures, dict) or not measures:
-        return False
-    return all(
-        isinstance(fields, dict)
-        and fields.keys() <= _VALUE_KEYS
-        and number(fields.get("value")) is not None
-        for fields in measures.values()
-    )
 
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:

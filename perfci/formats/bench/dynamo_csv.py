@@ -27,26 +27,21 @@ from __future__ import annotations
 
 import csv
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perfci.core.errors import ParseError
 from perfci.core.model import TIME_UNIT, Better, Device, Metric, MetricKind, Profile
 from perfci.formats._text_lines import open_text
+from perfci.formats.bench._detectors import DYNAMO_CSV
 from perfci.formats.caps import Budget, budget
 
-if TYPE_CHECKING:
-    from perfci.formats.protocol import Head
+NAME = DYNAMO_CSV.name
+DESCRIPTION = DYNAMO_CSV.description
+sniff = DYNAMO_CSV.sniff
 
-NAME = "dynamo_csv"
-DESCRIPTION = (
-    "PyTorch compiler benchmark CSV (benchmarks/dynamo: dev,name,batch_size,speedup,abs_latency...)"
-)
-
-_SNIFF = re.compile(r"^\ufeff?dev,name,batch_size,[a-z_]+")
 _REQUIRED = ("dev", "name")
 _NS_PER_MS = 1e6
 _NS_PER_S = 1e9
@@ -65,11 +60,6 @@ _LATENCY = "abs_latency"
 _ZERO_IS_NOT_RUN = frozenset({_LATENCY, "speedup", "compression_ratio"})
 _ATTRS = ("batch_size", "accuracy")
 _TIMES = frozenset({_LATENCY, *(c for c, (unit, _, _) in _MEASURES.items() if unit == TIME_UNIT)})
-
-
-def sniff(head: Head) -> bool:
-    """The header these benchmarks write: ``dev,name,batch_size,<a result column>``."""
-    return _SNIFF.match(head.text) is not None
 
 
 @dataclass(slots=True)

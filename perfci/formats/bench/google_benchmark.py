@@ -30,19 +30,18 @@ import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perfci.core.errors import ParseError
 from perfci.core.limits import MAX_VALUE
 from perfci.core.model import Better, Device, Metric, MetricKind, Profile, default_better
 from perfci.core.units import scale_to_ns
 from perfci.formats.bench import _json_doc
+from perfci.formats.bench._detectors import GOOGLE_BENCHMARK
 
-if TYPE_CHECKING:
-    from perfci.formats.protocol import Head
-
-NAME = "google_benchmark"
-DESCRIPTION = "Google Benchmark JSON (--benchmark_format=json, --benchmark_out)"
+NAME = GOOGLE_BENCHMARK.name
+DESCRIPTION = GOOGLE_BENCHMARK.description
+sniff = GOOGLE_BENCHMARK.sniff
 
 DEFAULT_LABEL = "google-benchmark"
 CPU_SUFFIX = " (cpu)"
@@ -90,20 +89,6 @@ _OLD_AGGREGATES = ("mean", "median", "stddev", "cv")
 _PER_SECOND = "_per_second"
 #: The time units Google Benchmark writes (``benchmark::TimeUnit``).
 TIME_UNITS = ("ns", "us", "ms", "s")
-
-
-def sniff(head: Head) -> bool:
-    """A JSON object with ``"context"`` and ``"benchmarks"`` whose runs carry a ``"time_unit"``
-    and a ``"real_time"`` (or, for a complexity row, a ``"cpu_coefficient"``)."""
-    text = head.text.lstrip("\ufeff \t\r\n")
-    if not text.startswith("{"):
-        return False
-    return (
-        '"context"' in text
-        and '"benchmarks"' in text
-        and '"time_unit"' in text
-        and ('"real_time"' in text or '"cpu_coefficient"' in text)
-    )
 
 
 @dataclass

@@ -37,49 +37,28 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perfci.core.model import Better, Device, Metric, MetricKind, Profile
 from perfci.core.units import NS_PER_UNIT
+from perfci.formats.bench._detectors import HF_RATE as _RATE
+from perfci.formats.bench._detectors import HF_RUNTIME as _RUNTIME
+from perfci.formats.bench._detectors import HF_TRAINER
 from perfci.formats.bench._json_doc import (
     ShapeError,
     describe,
-    leading_items,
     load,
     number,
     scaled,
     shape_errors,
 )
 
-if TYPE_CHECKING:
-    from perfci.formats.protocol import Head
-
-NAME = "hf_trainer"
-DESCRIPTION = (
-    "Hugging Face Trainer results (all_results.json, <split>_results.json, trainer_state.json):"
-    " runtimes, samples/steps/tokens per second, peak memory"
-)
+NAME = HF_TRAINER.name
+DESCRIPTION = HF_TRAINER.description
+sniff = HF_TRAINER.sniff
 
 _LABEL = "trainer"
-_RUNTIME = re.compile(r"^(?P<split>[a-z][a-z0-9]*)_runtime$")
-_RATE = re.compile(r"^(?P<split>[a-z][a-z0-9]*)_(?P<what>samples|steps|tokens)_per_second$")
 _PEAK = re.compile(r"^(?:[a-z][a-z0-9]*_mem_(?:cpu|gpu)_peaked_delta|before_init_mem_(?:cpu|gpu))$")
-_STATE_KEYS = frozenset({"log_history", "is_world_process_zero", "best_metric", "max_steps"})
-_SNIFF_ITEMS = 64
-
-
-def sniff(head: Head) -> bool:
-    """A ``trainer_state.json`` (``global_step`` beside its other keys), or a flat object of
-    numbers with a ``<split>_runtime`` or ``<split>_*_per_second`` key among its first ones."""
-    items = leading_items(head.text, limit=_SNIFF_ITEMS)
-    keys = {key for key, _ in items}
-    if "global_step" in keys and keys & _STATE_KEYS:
-        return True
-    return (
-        bool(items)
-        and all(number(value) is not None for _, value in items)
-        and any(_RUNTIME.match(key) or _RATE.match(key) for key in keys)
-    )
 
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:

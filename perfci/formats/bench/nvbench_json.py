@@ -35,15 +35,17 @@ from typing import TYPE_CHECKING, Any
 
 from perfci.core.errors import ParseError
 from perfci.core.model import Profile
-from perfci.formats.bench._json_doc import ShapeError, describe, leading_items, load, shape_errors
+from perfci.formats.bench._detectors import NVBENCH_JSON
+from perfci.formats.bench._json_doc import ShapeError, describe, load, shape_errors
 from perfci.formats.bench._nvbench import Results, State
 from perfci.formats.caps import budget
 
 if TYPE_CHECKING:
-    from perfci.formats.protocol import Head
+    pass
 
-NAME = "nvbench_json"
-DESCRIPTION = "NVBench JSON (--json / --jsonbin): per state GPU time, noise, batch time, bandwidth"
+NAME = NVBENCH_JSON.name
+DESCRIPTION = NVBENCH_JSON.description
+sniff = NVBENCH_JSON.sniff
 
 _NS_PER_S = 1e9
 #: Summary tag → (State field, scale to perfci's unit).
@@ -66,18 +68,6 @@ _TIMES = {
     "nv/cold/time/gpu/stdev/absolute": "std_ns",
 }
 _COUNTS = frozenset({"samples", "batch_samples"})
-_SNIFF_KEYS = 3
-
-
-def sniff(head: Head) -> bool:
-    """A JSON object whose first keys are NVBench's (``meta``, ``devices``, ``benchmarks``) and
-    whose head holds a state's ``summaries`` with an ``nv/`` tag."""
-    text = head.text
-    keys = {key for key, _ in leading_items(text, limit=_SNIFF_KEYS)}
-    starts = bool(keys & {"meta", "devices"}) or (
-        text.lstrip("\ufeff \t\r\n").startswith('{\n  "benchmarks"')
-    )
-    return starts and '"summaries"' in text and '"nv/' in text
 
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:

@@ -40,14 +40,16 @@ from perfci.core.errors import ParseError
 from perfci.core.model import Profile
 from perfci.core.units import NS_PER_UNIT
 from perfci.formats._text_lines import open_text
+from perfci.formats.bench._detectors import NVBENCH_MD
 from perfci.formats.bench._nvbench import Results, State
 from perfci.formats.caps import Budget, budget
 
 if TYPE_CHECKING:
-    from perfci.formats.protocol import Head
+    pass
 
-NAME = "nvbench_md"
-DESCRIPTION = "NVBench markdown / console output (# Benchmark Results tables of GPU Time, Noise)"
+NAME = NVBENCH_MD.name
+DESCRIPTION = NVBENCH_MD.description
+sniff = NVBENCH_MD.sniff
 
 _RESULTS = "# Benchmark Results"
 _DEVICE_HEADING = re.compile(r"## \[(\d++)\] `([^`]*+)`")  # under "# Devices"
@@ -59,14 +61,6 @@ _MEASURES = frozenset(
     {"Samples", "CPU Time", "GPU Time", "Noise", "Elem/s", "GlobalMem BW", "BWUtil", "BWPeak"}
     | {"Batch GPU", "Batch"}
 )
-
-
-def sniff(head: Head) -> bool:
-    """NVBench's results heading with a table of its columns, or its devices and log."""
-    text = head.text
-    if _RESULTS in text and ("| GPU Time |" in text or "| Samples |" in text):
-        return True
-    return "# Devices" in text and "Pass: Cold:" in text
 
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:

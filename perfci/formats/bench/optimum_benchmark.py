@@ -20,81 +20,36 @@ without a config the device is GPU unless the ``device=cpu|gpu`` option says oth
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perfci.core.errors import ConfigError
 from perfci.core.model import Better, Device, Metric, MetricKind, Profile
 from perfci.core.units import NS_PER_UNIT
+from perfci.formats.bench._detectors import OPTIMUM_BENCHMARK
+from perfci.formats.bench._detectors import OPTIMUM_SECTIONS as _SECTIONS
 from perfci.formats.bench._json_doc import (
     ShapeError,
     describe,
-    leading_items,
     load,
     number,
     scaled,
     shape_errors,
 )
 
-if TYPE_CHECKING:
-    from perfci.formats.protocol import Head
+NAME = OPTIMUM_BENCHMARK.name
+DESCRIPTION = OPTIMUM_BENCHMARK.description
+sniff = OPTIMUM_BENCHMARK.sniff
 
-NAME = "optimum_benchmark"
-DESCRIPTION = "optimum-benchmark report JSON (benchmark.json or benchmark_report.json)"
-
-_SECTIONS = ("memory", "latency", "throughput", "energy", "efficiency")
 # optimum-benchmark writes decimal megabytes (bytes / 1e6); the others for hand-made reports.
 _BYTES_PER = {"B": 1, "bytes": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "MiB": 2**20, "GiB": 2**30}
 _PERCENTILES = ("p90", "p95", "p99")
 _DEVICES = {"cpu": Device.CPU, "gpu": Device.GPU}
-_SNIFF_ENTRIES = 4
 _DEFAULT_LABEL = "optimum-benchmark"
-#: The start of a target whose latency list runs past the sniff head (dataclass order: the
-#: ``unit`` field comes first in every section).
-_TARGET_START = (
-    r'\{\s*"[^"\\]+"\s*:\s*\{\s*"(?:memory|latency|throughput|energy|efficiency)"\s*:'
-    r'\s*(?:null|\{\s*"unit"\s*:)'
-)
-_CUT_REPORT = re.compile(r"^\s*" + _TARGET_START)
-_CUT_WRAPPED_REPORT = re.compile(r'"report"\s*:\s*' + _TARGET_START)
 #: Metadata keeps nested objects of scalars up to this size (input_shapes), not bigger ones.
 _SMALL_OBJECT = 16
-
-
-def sniff(head: Head) -> bool:
-    """``{config, report}`` or a bare report: targets holding latency/memory/... sections."""
-    items = leading_items(head.text, limit=_SNIFF_ENTRIES)
-    found = dict(items)
-    if "report" in found or "config" in found:
-        if isinstance(found.get("report"), dict):
-            return _looks_like_report(found["report"])
-        # The report may lie past the cut of a large head; check how it starts.
-        return isinstance(found.get("config"), dict) and bool(_CUT_WRAPPED_REPORT.search(head.text))
-    if items:
-        return _looks_like_report(found)
-    return bool(_CUT_REPORT.match(head.text.lstrip("\ufeff")))
-
-
-def _looks_like_report(report: Mapping[str, Any]) -> bool:
-    targets = list(report.values())[:_SNIFF_ENTRIES]
-    return (
-        bool(targets)
-        and all(target is None or isinstance(target, dict) for target in targets)
-        and any(_looks_like_target(target) for target in targets)
-    )
-
-
-def _looks_like_target(target: Any) -> bool:
-    """A target's sections: each null or an object with a ``unit``, one at least not null."""
-    if not isinstance(target, dict) or not target.keys() & set(_SECTIONS):
-        return False
-    sections = [target[key] for key in _SECTIONS if key in target]
-    return all(s is None or (isinstance(s, dict) and "unit" in s) for s in sections) and any(
-        s is not None for s in sections
-    )
 
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:

@@ -17,18 +17,17 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perfci.core.errors import ParseError
 from perfci.core.model import Device, Metric, MetricKind, Profile
 from perfci.core.units import scale_to_ns
 from perfci.formats.bench import _json_doc
+from perfci.formats.bench._detectors import PYTEST_BENCHMARK
 
-if TYPE_CHECKING:
-    from perfci.formats.protocol import Head
-
-NAME = "pytest_benchmark"
-DESCRIPTION = "pytest-benchmark JSON (--benchmark-json, .benchmarks/ saved runs)"
+NAME = PYTEST_BENCHMARK.name
+DESCRIPTION = PYTEST_BENCHMARK.description
+sniff = PYTEST_BENCHMARK.sniff
 
 LABEL = "pytest-benchmark"
 #: Top-level keys kept as profile metadata (the machine, the commit, when, which version).
@@ -39,20 +38,6 @@ ATTR_KEYS = ("group", "name", "param", "params", "extra_info")
 _SHA = re.compile(r"^[0-9a-fA-F]{7,64}$")
 #: What ``get_commit_info`` writes when git names no branch.
 _NO_BRANCH = frozenset({"(unknown)", "(detached head)", "HEAD"})
-
-
-def sniff(head: Head) -> bool:
-    """A JSON object with ``"benchmarks"`` whose entries hold ``"stats"`` with ``"rounds"``,
-    and pytest-benchmark's ``"machine_info"``, ``"commit_info"`` or ``"fullname"``."""
-    text = head.text.lstrip("\ufeff \t\r\n")
-    if not text.startswith("{"):
-        return False
-    return (
-        '"benchmarks"' in text
-        and '"stats"' in text
-        and '"rounds"' in text
-        and any(key in text for key in ('"machine_info"', '"commit_info"', '"fullname"'))
-    )
 
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:

@@ -35,30 +35,27 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perfci.core.model import Better, Device, Metric, MetricKind, Profile
+from perfci.formats.bench._detectors import TORCHBENCH
 from perfci.formats.bench._json_doc import (
     ShapeError,
     describe,
-    leading_items,
     load,
     number,
     shape_errors,
 )
 
-if TYPE_CHECKING:
-    from perfci.formats.protocol import Head
-
-NAME = "torchbench"
-DESCRIPTION = "TorchBench userbenchmark metrics JSON (metrics-*.json: {name, environ, metrics})"
+NAME = TORCHBENCH.name
+DESCRIPTION = TORCHBENCH.description
+sniff = TORCHBENCH.sniff
 
 _NS_PER_MS = 1e6
 _NS_PER_S = 1e9
 #: The userbenchmark whose keys are all times in seconds.
 _OPTIM = "optim"
 _BYTES_PER_GIB = 2**30
-_TOP_KEYS = frozenset({"name", "environ", "metrics", "args"})
 #: ``model=…, extra_args=[…], metric=<what>``
 _CONFIG_STYLE = re.compile(r"^(?P<config>.+), metric=(?P<what>[^,]+)$")
 #: ``test_eval[resnet50-cuda-eager]_<what>``
@@ -78,16 +75,6 @@ _MEMORY = {
     "gmem": Device.GPU,
 }
 _THROUGHPUT = frozenset({"throughputs", "throughput"})
-
-
-def sniff(head: Head) -> bool:
-    """An object starting ``{"name": "<text>", "environ": {…}`` with only TorchBench's keys."""
-    items = dict(leading_items(head.text, limit=len(_TOP_KEYS)))
-    return (
-        isinstance(items.get("name"), str)
-        and isinstance(items.get("environ"), dict)
-        and items.keys() <= _TOP_KEYS
-    )
 
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:

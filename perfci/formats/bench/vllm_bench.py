@@ -64,24 +64,22 @@ import re
 import statistics
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perfci.core.errors import ParseError
 from perfci.core.model import Better, Metric, MetricKind, Profile
-from perfci.formats.bench._json_doc import ShapeError, describe, leading_items, number, scaled
+from perfci.formats.bench._detectors import VLLM_BENCH
+from perfci.formats.bench._detectors import is_number as _is_number
+from perfci.formats.bench._detectors import vllm_kind as _kind
+from perfci.formats.bench._json_doc import ShapeError, describe, number, scaled
 from perfci.formats.bench._vllm_json import documents
 
-if TYPE_CHECKING:
-    from perfci.formats.protocol import Head
-
-NAME = "vllm_bench"
-DESCRIPTION = "vLLM / SGLang bench serve, latency and throughput results (JSON, or JSONL of runs)"
+NAME = VLLM_BENCH.name
+DESCRIPTION = VLLM_BENCH.description
+sniff = VLLM_BENCH.sniff
 
 _NS_PER_S = 10**9
 _NS_PER_MS = 10**6
-#: Leading keys the sniff reads: vLLM's setup keys and ``--metadata`` pairs come before its
-#: result keys, and before the per-request arrays that can run past the head.
-_SNIFF_ITEMS = 64
 #: The service's cap on one metric's samples: a run with more requests keeps its summary.
 _MAX_SAMPLES = 100_000
 _REQUESTS, _TOKENS = "requests/s", "tokens/s"
@@ -115,33 +113,6 @@ _ONE_BATCH_TIMES = (
 )
 #: A few scalars of SGLang's ``server_info`` (the server's arguments) worth keeping.
 _SERVER_INFO = ("version", "model_path", "tp_size", "dp_size", "pp_size", "ep_size", "dtype")
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _kind(doc: Mapping[str, Any]) -> str | None:
-    """Which benchmark wrote ``doc`` (a whole result or its leading items), None if none."""
-    numbers = {key for key, value in doc.items() if _is_number(value)}
-    if "avg_latency" in numbers and isinstance(doc.get("latencies"), list):
-        return "latency"
-    if {"elapsed_time", "requests_per_second", "tokens_per_second"} <= numbers:
-        return "throughput"
-    if isinstance(doc.get("run_name"), str) and {"batch_size", "prefill_latency"} <= numbers:
-        return "one_batch"
-    if not isinstance(doc.get("backend"), str):
-        return None
-    if {"successful_requests", "total_latency"} <= numbers:
-        return "offline"
-    if "completed" in numbers and numbers & {"request_throughput", "output_throughput"}:
-        return "serving"
-    return None
-
-
-def sniff(head: Head) -> bool:
-    """A JSON object whose leading keys are those of one of the benchmarks above."""
-    return _kind(dict(leading_items(head.text, limit=_SNIFF_ITEMS))) is not None
 
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:

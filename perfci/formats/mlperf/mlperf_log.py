@@ -23,37 +23,25 @@ Decisions:
 
 from __future__ import annotations
 
-import re
 import zlib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from perfci.core.errors import ParseError
 from perfci.core.model import Profile
 from perfci.formats._textio import gc_paused, open_maybe_gzip
 from perfci.formats.caps import budget
+from perfci.formats.mlperf._detectors import MLPERF_LOG
 from perfci.formats.mlperf._events import Event, Unreadable, decode_event, marked_lines
 from perfci.formats.mlperf._loadgen import RESULT_PREFIXES, detail_profile
 from perfci.formats.mlperf._runs import RunSplitter, build_profiles
 
-if TYPE_CHECKING:
-    from perfci.formats.protocol import Head
+NAME = MLPERF_LOG.name
+DESCRIPTION = MLPERF_LOG.description
+sniff = MLPERF_LOG.sniff
 
-NAME = "mlperf_log"
-DESCRIPTION = (
-    "MLPerf training log (:::MLLOG lines): time to train, epochs, throughput, accuracy; "
-    "inference LoadGen detail log: its results"
-)
-
-_SNIFF = re.compile(r":::MLLOG\s*\{")
 _READ_ERRORS = (OSError, EOFError, zlib.error)
 _INFERENCE_KEYS = frozenset({"loadgen_version", "effective_scenario", "result_validity"})
-
-
-def sniff(head: Head) -> bool:
-    """A ``:::MLLOG {`` marker anywhere in the head (after any rank prefix)."""
-    return _SNIFF.search(head.text) is not None
 
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:

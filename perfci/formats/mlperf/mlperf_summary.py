@@ -38,32 +38,25 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perfci.core.errors import ParseError
 from perfci.core.model import Profile
 from perfci.formats._text_lines import open_text
 from perfci.formats.caps import budget
+from perfci.formats.mlperf._detectors import MLPERF_SUMMARY
 from perfci.formats.mlperf._loadgen import invalid_warning, result_metric
 
-if TYPE_CHECKING:
-    from perfci.formats.protocol import Head
-
-NAME = "mlperf_summary"
-DESCRIPTION = "MLPerf inference LoadGen mlperf_log_summary.txt: throughput, latency percentiles"
+NAME = MLPERF_SUMMARY.name
+DESCRIPTION = MLPERF_SUMMARY.description
+sniff = MLPERF_SUMMARY.sniff
 
 _RULE = re.compile(r"^={8,}\s*$")
 _SUMMARY = "MLPerf Results Summary"
 _RESULT_SECTIONS = frozenset({_SUMMARY, "Additional Stats"})
 _PARAMETERS = "Test Parameters Used"
 _NUMBER = re.compile(r"^[-+]?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
-_SNIFF = re.compile(r"(?m)^={8,}\s*\nMLPerf Results Summary\s*\n={8,}")
 _META_KEYS = {"SUT name": "sut", "Scenario": "scenario", "Mode": "mode", "Result is": "result"}
-
-
-def sniff(head: Head) -> bool:
-    """The summary's title between two rules of ``=``."""
-    return _SNIFF.search(head.text) is not None
 
 
 class _Run:

@@ -5,23 +5,16 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from perfci.core.errors import ParseError
 from perfci.core.jsondoc import from_document
 from perfci.core.model import Profile
 from perfci.formats._textio import open_maybe_gzip
+from perfci.formats.native._detectors import PERFCI_JSON
 
-if TYPE_CHECKING:
-    from perfci.formats.protocol import Head
-
-NAME = "perfci_json"
-DESCRIPTION = "perfci's own JSON document (perfci parse --json)"
-
-
-def sniff(head: Head) -> bool:
-    start = head.text.lstrip()[:4096]
-    return start.startswith("{") and '"perfci_version"' in start and '"profiles"' in start
+NAME = PERFCI_JSON.name
+DESCRIPTION = PERFCI_JSON.description
+sniff = PERFCI_JSON.sniff
 
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:

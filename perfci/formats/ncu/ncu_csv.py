@@ -37,11 +37,10 @@ shows it, or by ``options["decimal_mark"]`` (``.`` or ``,``).
 from __future__ import annotations
 
 import math
-import re
 import statistics
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perfci.core.errors import ParseError
 from perfci.core.model import Metric, MetricKind, Profile
@@ -51,28 +50,15 @@ from perfci.formats.ncu._csv_numbers import Converter, choose_decimal_mark, seri
 from perfci.formats.ncu._csv_reader import DURATIONS as _DURATIONS
 from perfci.formats.ncu._csv_reader import LAUNCH_CONFIG as _LAUNCH_CONFIG
 from perfci.formats.ncu._csv_reader import Kernel, Process, Reader, Series
+from perfci.formats.ncu._detectors import NCU_CSV
 from perfci.formats.ncu._units import NS, better_for, scale
 
-if TYPE_CHECKING:
-    from perfci.formats.protocol import Head
+NAME = NCU_CSV.name
+DESCRIPTION = NCU_CSV.description
+sniff = NCU_CSV.sniff
 
-NAME = "ncu_csv"
-DESCRIPTION = (
-    "Nsight Compute ncu --csv, details or raw page (kernel times per launch, section metrics "
-    "as per-kernel counters)"
-)
-
-_SNIFF = re.compile(
-    r'(?m)^\ufeff?"ID",(?=[^\n]*"Kernel Name")'
-    r'(?=[^\n]*(?:"Metric Name"|"[A-Za-z0-9_]+__[A-Za-z0-9_.]+"))'
-)
 
 _MAX_DISTINCT = 16
-
-
-def sniff(head: Head) -> bool:
-    """An ncu CSV header line: ``"ID",…,"Kernel Name",…`` with ``"Metric Name"`` or metric ids."""
-    return _SNIFF.search(head.text) is not None
 
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:

@@ -32,22 +32,17 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from perfci.core.errors import ParseError
 from perfci.core.model import Profile
 from perfci.formats._text_lines import open_text
 from perfci.formats._textio import gc_paused
 from perfci.formats.ncu import ncu_csv
+from perfci.formats.ncu._detectors import NCU_TEXT
 
-if TYPE_CHECKING:
-    from perfci.formats.protocol import Head
-
-NAME = "ncu_text"
-DESCRIPTION = (
-    "Nsight Compute's default text report (ncu without --csv): kernel times per launch, "
-    "section metrics as per-kernel counters"
-)
+NAME = NCU_TEXT.name
+DESCRIPTION = NCU_TEXT.description
+sniff = NCU_TEXT.sniff
 
 _PROCESS = re.compile(r"^\[(?P<pid>\d+)\] (?P<name>.*?)@(?P<host>[^@\s]*)\s*$")
 _KERNEL = re.compile(
@@ -67,13 +62,6 @@ _TABLE_HEADER = ("Metric Name", "Metric Unit", "Metric Value")
 #: A CSV report (``ncu --csv``) whose header lies beyond the part of the file sniffed.
 _CSV_HEADER = re.compile(r'^\ufeff?"ID","Process ID"')
 
-# A process line holding an "@" (a lookahead, then the line taken whole: ``[^\n]*@[^\n]*``
-# re-read the rest of the line from every "@" of it, issue 31), a kernel line under it.
-_SNIFF_PROCESS = re.compile(
-    r"(?m)^\[\d+\] (?=[^\n@]*+@)[^\n]*+\n {2}\S[^\n]*, Context \d+, Stream \d+"
-)
-_SNIFF_LOG = re.compile(r"(?m)^==PROF== (?:Connected to process|Profiling )")
-_SNIFF_SECTION = re.compile(r"(?m)^ {4}Section: ")
 
 #: The details page's columns, as ncu --csv names them (``NVTX Ranges`` is an NVTX column to
 #: ncu_csv because it names a range).
@@ -95,15 +83,6 @@ _COLUMNS = (
     "Metric Unit",
     "Metric Value",
 )
-
-
-def sniff(head: Head) -> bool:
-    """A text report: a process line with a kernel line under it, or ncu's log lines with a
-    ``Section:`` table (``ncu_csv`` comes first, so a CSV report never gets here)."""
-    text = head.text
-    if _SNIFF_PROCESS.search(text):
-        return True
-    return bool(_SNIFF_LOG.search(text) and _SNIFF_SECTION.search(text))
 
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:

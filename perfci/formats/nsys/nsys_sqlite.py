@@ -58,11 +58,12 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perfci.core.errors import ParseError
 from perfci.core.model import Device, Metric, MetricKind, Profile
 from perfci.formats._steps import collect_steps, step_number
+from perfci.formats.nsys._detectors import NSYS_SQLITE, SQLITE_MAGIC
 from perfci.formats.nsys._sqlite_schema import (
     MARKER,
     NSYS_EVENT_TABLES,
@@ -80,18 +81,9 @@ from perfci.formats.nsys._sqlite_sources import (
     nvtx_step_ranges,
 )
 
-if TYPE_CHECKING:
-    from perfci.formats.protocol import Head
-
-NAME = "nsys_sqlite"
-DESCRIPTION = "Nsight Systems SQLite export (nsys export --type sqlite) and nvprof .nvvp databases"
-
-SQLITE_MAGIC = b"SQLite format 3\x00"
-
-
-def sniff(head: Head) -> bool:
-    """Any uncompressed SQLite database; ``parse`` checks for the Nsight Systems tables."""
-    return not head.gzipped and head.raw.startswith(SQLITE_MAGIC)
+NAME = NSYS_SQLITE.name
+DESCRIPTION = NSYS_SQLITE.description
+sniff = NSYS_SQLITE.sniff
 
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:

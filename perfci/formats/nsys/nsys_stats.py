@@ -24,19 +24,17 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from perfci.core.limits import MAX_VALUE
 from perfci.core.model import Profile
+from perfci.formats.nsys._detectors import NSYS_STATS
 from perfci.formats.nsys._profiles import OSRT_REPORT
 from perfci.formats.nsys._reports import CUDA_API_NAME, Layout, processing, title_report
 from perfci.formats.nsys._tables import Numbers, TableReader
 
-if TYPE_CHECKING:
-    from perfci.formats.protocol import Head
-
-NAME = "nsys_stats"
-DESCRIPTION = "Nsight Systems 'nsys stats' / 'nsys profile --stats=true' console text (2020-2025)"
+NAME = NSYS_STATS.name
+DESCRIPTION = NSYS_STATS.description
+sniff = NSYS_STATS.sniff
 
 _EXECUTING = re.compile(r"^\[(\d+)/(\d+)\]\s+Executing '([\w.-]+)' stats report")
 _PROGRESS = re.compile(r"^\[(\d+)/(\d+)\]\s+\[[=\s]*\d+%\]\s+(\S+\.(?:nsys-rep|qdrep|sqlite))")
@@ -48,24 +46,9 @@ _DASHES = re.compile(r"^\s*-+(?:\s+-+)+\s*$")
 _DASH_RUN = re.compile(r"-+")
 _TITLES = re.compile(r"\s{2,}")
 _WRAPPED_TITLES = re.compile(r"^[A-Za-z][A-Za-z ()%]*$")  # "Name" alone on the next line
-# Linear on any head (issue 31): the first "] with [" or ".py " is taken for good (an atomic
-# group: a later one leaves less room, so cannot match where the first did not), and blanks
-# before a title stay on its line (``\s*`` after ``^`` ran on through every blank line below).
-_SNIFF = re.compile(
-    r"(?m)^(?:\[\d+/\d+\] Executing '\w+' stats report|Processing \[(?>.+?\] with \[).+\.py\]"
-    r"|Running \[(?>.+?\.py ).+\]|[^\S\n]*Time ?\(%\)\s+Total Time|CUDA API Statistics \(\w+\)"
-    r"|[^\S\n]*\*\* .+ \((?:cuda|gpu|nvtx|osrt|cudaapi)\w*\):)"
-)
-_CSV_HEADER = re.compile(r"(?m)^\"?Time ?\(%\)\"?,")
 _MAX_HEADER_LINES = 3
 _DIGITS = frozenset("0123456789")
 _ROW_START = frozenset("0123456789-.")
-
-
-def sniff(head: Head) -> bool:
-    """An nsys report marker or summary header, and not the CSV flavour."""
-    text = head.text
-    return bool(_SNIFF.search(text)) and not _CSV_HEADER.search(text)
 
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:

@@ -15,30 +15,18 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from perfci.core.errors import ParseError
 from perfci.core.model import Profile
+from perfci.formats.nsys._detectors import NSYS_STATS_CSV
 from perfci.formats.nsys._reports import REPORTS, Layout, processing
 from perfci.formats.nsys._tables import Numbers, TableReader
 
-if TYPE_CHECKING:
-    from perfci.formats.protocol import Head
-
-NAME = "nsys_stats_csv"
-DESCRIPTION = "Nsight Systems 'nsys stats --format csv' report blocks or base_<report>.csv files"
+NAME = NSYS_STATS_CSV.name
+DESCRIPTION = NSYS_STATS_CSV.description
+sniff = NSYS_STATS_CSV.sniff
 
 _HEADER = re.compile(r'^"?(?:Time ?\(%\)|Total(?: \(\w+\))?)"?,"?(?:Total Time|Count|Operations)')
-# The 2020/2021 size report has no unit in its titles (KiB): "Total","Operations",...
-_SNIFF = re.compile(
-    r'(?m)^"?(?:Time ?\(%\)"?,"?Total Time|Total \(MB\)"?,"?Count|Total"?,"?Operations"?,)'
-)
-
-
-def sniff(head: Head) -> bool:
-    """A ``Time (%),Total Time ...``, ``Total (MB),Count,...`` or ``Total,Operations,...``
-    header row."""
-    return bool(_SNIFF.search(head.text))
 
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:

@@ -59,12 +59,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from perfci.core.errors import ParseError
 from perfci.core.model import Profile
 from perfci.formats._text_lines import open_text
 from perfci.formats.nvprof._csv import CsvReader
+from perfci.formats.nvprof._detectors import NVPROF
 from perfci.formats.nvprof._runs import (
     API,
     COUNT_START,
@@ -81,29 +81,10 @@ from perfci.formats.nvprof._runs import (
 )
 from perfci.formats.nvprof._text_trace import TraceLayout
 
-if TYPE_CHECKING:
-    from perfci.formats.protocol import Head
+NAME = NVPROF.name
+DESCRIPTION = NVPROF.description
+sniff = NVPROF.sniff
 
-NAME = "nvprof"
-DESCRIPTION = (
-    "nvprof summary text and --csv (GPU activities, API calls, NVTX ranges, "
-    "unified memory, metrics/events, GPU/API traces as text or --csv)"
-)
-
-_RESULT_WORDS = (
-    r"(?:NVPROF is profiling process|Profiling application:|Profiling result:"
-    r"|NVTX result:|Metric result:|Event result:|Unified Memory profiling result:)"
-)
-# Blanks before a header stay on its line (issue 31): ``^\s*`` ran on through every blank
-# line below each line start, so a head of blank lines took a quadratic time.
-_SNIFF = re.compile(
-    rf"(?m)^(?:==\d+==|={{8}})\s*{_RESULT_WORDS}"
-    r"|^[^\S\n]*(?:Type\s+)?Time\(%\)\s+Time\s+Calls\s+Avg\s+Min\s+Max\s+Name\s*$"
-    r'|^"Type","Time\(%\)","Time","Calls","Avg","Min","Max","Name"\r?\n,%,'
-    # Trace tables: the --csv header with its units row, or the text GPU trace header.
-    r'|^"Start","Duration","(?:Grid X","Grid Y","Grid Z"|Name")[^\n]*\n(?:[mun]?s,){2}'
-    r"|^[^\S\n]*Start\s+Duration\s+Grid Size\s+Block Size\s+Regs\*"
-)
 _BANNER = re.compile(r"(?:==(\d+)==|={8})\s*(.*)")
 # Row patterns take each run of blanks or of cells whole (possessive ``*+``, ``++``): what
 # follows a run can never start with what the run holds, so nothing a run gave back could
@@ -128,12 +109,6 @@ _QUOTED = re.compile(r'(Thread|Domain|Range) "(.*)"(?:\s*\(id = (\d+)\))?')
 _DEVICE = re.compile(r'Device "(.*)"')
 _KERNEL = re.compile(r"\s*Kernel: (.*)")
 _TOTAL = re.compile(r"(Total [A-Za-z ]+):\s*(\d+)")
-
-
-def sniff(head: Head) -> bool:
-    """An nvprof banner (``==PID== Profiling result:`` …), a summary or trace header, or a
-    ``--csv`` summary or trace header with its units row."""
-    return _SNIFF.search(head.text) is not None
 
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:

@@ -54,22 +54,20 @@ memory stays at a few MiB whatever the trace size.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perfci.core.model import Better, Device, Metric, MetricKind, Profile
 from perfci.formats._steps import step_metric
 from perfci.formats.caps import budget
 from perfci.formats.pytorch._chrome_events import Aggregate, Peak, is_number
 from perfci.formats.pytorch._chrome_stream import read_trace
+from perfci.formats.pytorch._detectors import CHROME_TRACE
 
-if TYPE_CHECKING:
-    from perfci.formats.protocol import Head
-
-NAME = "chrome_trace"
-DESCRIPTION = "PyTorch profiler / Kineto Chrome-trace JSON (.json, .json.gz, legacy arrays)"
+NAME = CHROME_TRACE.name
+DESCRIPTION = CHROME_TRACE.description
+sniff = CHROME_TRACE.sniff
 
 STEP_KEY = (
     "perfci"  # perfci.integrations.torch.STEP_KEY; not imported so that parsing never needs torch
@@ -93,20 +91,6 @@ DEVICE_TYPES: dict[int, str] = {
     19: "mtia",
     20: "privateuse1",
 }
-_OBJECT_START = re.compile(r"^\s*\{")
-_ARRAY_OF_EVENTS = re.compile(r'^\s*\[\s*\{.*?"ph"\s*:\s*"[A-Za-z]"', re.DOTALL)
-
-
-def sniff(head: Head) -> bool:
-    """A JSON object with ``"traceEvents"`` (or Kineto's leading keys), or an array of events."""
-    text = head.text.lstrip("\ufeff")
-    if _OBJECT_START.match(text):
-        start = text[:4096]
-        return '"traceEvents"' in text or (
-            '"schemaVersion"' in start
-            and ('"deviceProperties"' in start or '"distributedInfo"' in start)
-        )
-    return _ARRAY_OF_EVENTS.match(text[:65536]) is not None
 
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:

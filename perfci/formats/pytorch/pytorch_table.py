@@ -52,7 +52,7 @@ import re
 from collections import Counter, deque
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 from perfci.core.errors import ParseError
 from perfci.core.model import Device, Profile
@@ -60,6 +60,7 @@ from perfci.core.units import parse_duration
 from perfci.formats._fixed_width import SEPARATOR, Layout, build_layout
 from perfci.formats._text_lines import open_text
 from perfci.formats.caps import budget
+from perfci.formats.pytorch._detectors import PYTORCH_TABLE
 from perfci.formats.pytorch._table_rows import (
     CellError,
     Table,
@@ -71,19 +72,10 @@ from perfci.formats.pytorch._table_rows import (
     table_steps,
 )
 
-if TYPE_CHECKING:
-    from perfci.formats.protocol import Head
+NAME = PYTORCH_TABLE.name
+DESCRIPTION = PYTORCH_TABLE.description
+sniff = PYTORCH_TABLE.sniff
 
-NAME = "pytorch_table"
-DESCRIPTION = "PyTorch profiler key_averages().table() text (torch >= 1.8 and legacy <= 1.7)"
-
-# Linear on any head (issue 31): a run of blanks is taken whole before "#", and "Name" needs
-# two spaces, not ``{2,}`` spaces, before ``[^\n]*`` (which takes any more): the two ways
-# to share a long run of spaces were tried one by one.
-_SNIFF = re.compile(
-    r"(?m)^[ \t]*+(?:#+ ?)?-{3,}(?: {2}-{3,})+ *\r?\n"
-    r"[ \t]*+(?:#++ ?)?[ \t]*Name {2}[^\n]*(?:CPU|Calls)"
-)
 _FOOTER = re.compile(r"^(Self )?(\S+) time total: *(\S*)")
 _RULE = re.compile(r"^=+$")
 _LEGACY_CAVEAT = re.compile(
@@ -91,11 +83,6 @@ _LEGACY_CAVEAT = re.compile(
     r"reports|Please ignore this output"
 )
 _LABEL = "key_averages"
-
-
-def sniff(head: Head) -> bool:
-    """A dashed separator followed by a ``Name  ...`` header with CPU or call columns."""
-    return _SNIFF.search(head.text) is not None
 
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:

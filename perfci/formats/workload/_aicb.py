@@ -27,11 +27,9 @@ from perfci.core.model import Metric, MetricKind
 from perfci.core.units import MISSING, NS_PER_UNIT
 from perfci.formats._steps import step_metric
 from perfci.formats.caps import Budget, budget
+from perfci.formats.workload._detectors import AIOB_FIRST, CSV_HEADER, RANK_RANGE
 from perfci.formats.workload._layer_metrics import TableError, number_cell, unit_factor
 
-RANK_RANGE = re.compile(r"^\[rank\s*([0-9]{1,9})\s*~\s*rank\s*([0-9]{1,9})\]$")
-CSV_HEADER = re.compile(r"^comm_type,comm_group,")
-AIOB_FIRST = re.compile(r"^train_iter:\s*([0-9]{1,9})\s*$")
 _AIOB_OP = re.compile(r"^(\S.*?):\s*$")
 _AIOB_STAT = re.compile(r"^\s+([A-Za-z_]\w*):\s*(\S+)\s*$")
 _REQUIRED = ("comm_type", "msg_size")

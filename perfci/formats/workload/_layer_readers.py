@@ -15,6 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from perfci.core.units import to_decimal
+from perfci.formats.workload._detectors import PARALLELISM
 from perfci.formats.workload._layer_metrics import (
     PHASES,
     LayerMetrics,
@@ -22,7 +23,6 @@ from perfci.formats.workload._layer_metrics import (
     TableError,
 )
 
-PARALLELISM = re.compile(r"^(DATA|MODEL|MICRO|HYBRID_[A-Z_]+)$")
 _COUNT = re.compile(r"[0-9]{1,9}")  # ASCII only: str.isdigit() accepts "²", int() does not
 _INTEGER = re.compile(r"-?[0-9]{1,18}")
 _SIMAI_KEYS = frozenset({"ep", "pp", "vpp", "ga", "all_gpus", "pp_comm"})

@@ -40,7 +40,6 @@ import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from perfci.core.errors import ParseError
 from perfci.core.model import Metric, MetricKind, Profile
@@ -48,12 +47,11 @@ from perfci.core.units import parse_size
 from perfci.formats._text_lines import open_text
 from perfci.formats.caps import Budget, budget
 from perfci.formats.workload._aicb import enum_value
+from perfci.formats.workload._detectors import DEEPSPEED_COMMS
 
-if TYPE_CHECKING:
-    from perfci.formats.protocol import Head
-
-NAME = "deepspeed_comms"
-DESCRIPTION = "DeepSpeed comms_logger output: per-collective lines and log_summary() tables"
+NAME = DEEPSPEED_COMMS.name
+DESCRIPTION = DEEPSPEED_COMMS.description
+sniff = DEEPSPEED_COMMS.sniff
 
 _NUMBER = r"[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?"
 _SIZE = rf"(?P<size>{_NUMBER} ?(?:B|KB|MB|GB|TB))"
@@ -84,18 +82,6 @@ _SIZE_PARTS = re.compile(rf"^({_NUMBER}) ?([A-Z]+)$")
 _NS_PER_MS = 1e6
 #: A series: (operation, caller or None, message size as printed).
 _Key = tuple[str, str | None, str]
-
-_SNIFF_OP = re.compile(
-    r"comm op: (?:(?!comm op: )[^|\n])+(?: \| comm group: [^|\n]+)?"
-    r"(?: \| \[Caller Func: [^\]|\n]*\])?"
-    rf" \| time \(ms\): {_NUMBER} \| msg size: "
-)
-_SNIFF_SUMMARY = re.compile(r"(?m)^Comm\. Op +Message Size +Count +Total Latency\(ms\)")
-
-
-def sniff(head: Head) -> bool:
-    """A per-operation line or the summary's header."""
-    return bool(_SNIFF_OP.search(head.text) or _SNIFF_SUMMARY.search(head.text))
 
 
 @dataclass(slots=True)

@@ -86,20 +86,20 @@ validation results. A last line cut short is left out with a warning.
 from __future__ import annotations
 
 import math
-import re
 import statistics
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perfci.core.errors import ConfigError, NoMeasurements, ParseError
 from perfci.core.model import Better, Device, Metric, MetricKind, Profile
 from perfci.formats._steps import detect_warmup, step_metric
 from perfci.formats._text_lines import open_text
 from perfci.formats.caps import budget
+from perfci.formats.workload._detectors import MEGATRON_LOG
 from perfci.formats.workload._megatron_reader import (
     BATCH,
     ELAPSED,
@@ -113,25 +113,11 @@ from perfci.formats.workload._megatron_reader import (
     Run,
 )
 
-if TYPE_CHECKING:
-    from perfci.formats.protocol import Head
-
-NAME = "megatron_log"
-DESCRIPTION = (
-    "Megatron-LM training log (pretrain_gpt.py stdout): iteration time, throughput, timers, memory"
-)
+NAME = MEGATRON_LOG.name
+DESCRIPTION = MEGATRON_LOG.description
+sniff = MEGATRON_LOG.sniff
 
 LABEL = "megatron"
-_ITERATION_HEAD = r"(?<![\w-])iteration\s+\d+\s*/\s*\d+\s*\|"
-# The elapsed time is looked for up to the next iteration head only, where a new attempt
-# starts anyway: reading on to the end of the line from every head of a line of them was
-# quadratic (issue 31: 'iteration 1/1 |' * 4369 took 21 s).
-_SNIFF_ITERATION = re.compile(
-    rf"{_ITERATION_HEAD}(?:(?!{_ITERATION_HEAD})[^\n])*?elapsed time per iteration \((?:ms|s)\):"
-)
-# A long preamble (the arguments alone are tens of KB, NCCL_DEBUG output far more) can push the
-# first iteration line past the sniffed head: Megatron's own banners mark the log as well.
-_SNIFF_SETUP = re.compile(r"-{24} arguments -{24}|using world size: \d+, data-parallel size: \d+")
 
 
 #: Per-line fields that are performance: printed key → (metric name, unit, scale, better).
@@ -147,11 +133,6 @@ _MEASURES: dict[str, tuple[str, str, float, Better]] = {
 }
 #: Fields kept neither as metrics nor as last values.
 _NOT_VALUES = frozenset({SKIPPED, NAN, BATCH, "power per GPU (W/GPU)"})
-
-
-def sniff(head: Head) -> bool:
-    """An iteration line with its elapsed time, or Megatron's ``arguments`` / world-size banner."""
-    return bool(_SNIFF_ITERATION.search(head.text) or _SNIFF_SETUP.search(head.text))
 
 
 # --- parsing --------------------------------------------------------------------------------

@@ -38,7 +38,7 @@ import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perfci.core.errors import ParseError
 from perfci.core.model import Metric, MetricKind, Profile
@@ -46,6 +46,7 @@ from perfci.core.units import parse_duration
 from perfci.formats._steps import step_metric
 from perfci.formats._textio import gc_paused, iter_lines, scaled_decimal
 from perfci.formats.caps import Budget, budget
+from perfci.formats.workload._detectors import MEGATRON_TRACE
 from perfci.formats.workload._kv_tokenizer import (
     TokenizeError,
     parse_int_list,
@@ -53,17 +54,14 @@ from perfci.formats.workload._kv_tokenizer import (
     parse_kv_list,
 )
 
-if TYPE_CHECKING:
-    from perfci.formats.protocol import Head
-
-NAME = "megatron_trace"
-DESCRIPTION = "Megatron-LM / AICB rank trace log (rank:N:op(key=value,...), Echo CMD traces)"
+NAME = MEGATRON_TRACE.name
+DESCRIPTION = MEGATRON_TRACE.description
+sniff = MEGATRON_TRACE.sniff
 
 _RECORD = re.compile(
     r"rank:(?P<rank>[0-9]{1,9}):(?P<op>[A-Za-z_]\w*)\((?P<body>.*)\)\s*$", re.DOTALL
 )
 _RECORD_START = re.compile(r"rank:\d+:")
-_SNIFF = re.compile(r"(?m)^rank:\d+:[A-Za-z_]\w*\([A-Za-z_]\w*=")
 _COMM_WORDS = (
     "allreduce",
     "all_reduce",
@@ -222,11 +220,6 @@ def _value(fields: Mapping[str, str], key: str) -> str | None:
         return None
     text = text.strip()
     return None if text == "None" else text
-
-
-def sniff(head: Head) -> bool:
-    """A line starting ``rank:N:op(key=`` near the top of the file."""
-    return _SNIFF.search(head.text[:65536]) is not None
 
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:

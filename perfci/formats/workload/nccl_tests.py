@@ -53,35 +53,24 @@ and GPU models are metadata.
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perfci.core.errors import ParseError
 from perfci.core.model import Better, Device, Metric, MetricKind, Profile
 from perfci.formats._text_lines import open_text
+from perfci.formats.workload._detectors import NCCL_TESTS
 from perfci.formats.workload._nccl_reader import Reader, Test
 
-if TYPE_CHECKING:
-    from perfci.formats.protocol import Head
-
-NAME = "nccl_tests"
-DESCRIPTION = "NVIDIA nccl-tests logs (all_reduce_perf …): time and bus bandwidth per size"
+NAME = NCCL_TESTS.name
+DESCRIPTION = NCCL_TESTS.description
+sniff = NCCL_TESTS.sniff
 
 _NS_PER_US = 1e3
-_SNIFF = re.compile(
-    r"#\s+size\s+count\s+type\s+(?:\S+\s+){0,2}(?:cpu)?time\s+algbw\s+busbw\s"
-    r"|# nThread \d+ nGpus \d+ minBytes \d+ maxBytes \d+"
-)
 _UNITS = ((1024**3, "GiB"), (1024**2, "MiB"), (1024, "KiB"))
 _LISTED = 5  # wrong results named in a warning
-
-
-def sniff(head: Head) -> bool:
-    """The results' column header, or the settings line every test prints first."""
-    return bool(_SNIFF.search(head.text))
 
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:

@@ -68,7 +68,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perfci.core.errors import ParseError
 from perfci.core.model import Metric, MetricKind, Profile
@@ -77,18 +77,13 @@ from perfci.formats._steps import step_metric
 from perfci.formats._text_lines import open_text
 from perfci.formats.caps import Budget, budget
 from perfci.formats.workload._aicb import indexed_names
+from perfci.formats.workload._detectors import SIMAI_RESULTS
 from perfci.formats.workload._layer_metrics import PHASES, TableError, number_cell, summary_cell
 
-if TYPE_CHECKING:
-    from perfci.formats.protocol import Head
+NAME = SIMAI_RESULTS.name
+DESCRIPTION = SIMAI_RESULTS.description
+sniff = SIMAI_RESULTS.sniff
 
-NAME = "simai_results"
-DESCRIPTION = "SimAI simulation results (<prefix>EndToEnd.csv): per-layer compute and comm, totals"
-
-_SNIFF = re.compile(
-    r"\A\ufeff?\s*(?:layer_name,[^,\r\n]*,fwd compute,wg compute,ig compute,fwd exposed comm,"
-    r"|File name, ?Expose DP comm,)"
-)
 _HEADER_FIRST = "layer_name"
 _SUMMARY_FIRST = "File name"
 _SUM_FIRST = "SUM"
@@ -122,11 +117,6 @@ _NAMES = {
 #: busbw; ("", "finished") for ``workload finished at``.
 _Column = tuple[str, str]
 _METRIC = frozenset({"compute", "exposed"})  # the quantities that are a row's metrics
-
-
-def sniff(head: Head) -> bool:
-    """The results header (``layer_name,<run>,fwd compute,...``) or the summary's keys, first."""
-    return _SNIFF.match(head.text) is not None
 
 
 @dataclass(slots=True)

@@ -36,27 +36,21 @@ What becomes which metric is described in ``_layer_metrics`` (layer tables) and 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping
 from itertools import chain, islice
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perfci.core.errors import ConfigError, ParseError
 from perfci.core.model import Profile
 from perfci.formats._textio import gc_paused, iter_lines
 from perfci.formats.workload import _aicb, _layer_readers
+from perfci.formats.workload._detectors import SNIFF_LINES, WORKLOAD_TABLE, family
 from perfci.formats.workload._layer_metrics import TableError
-from perfci.formats.workload._layer_readers import PARALLELISM
 
-if TYPE_CHECKING:
-    from perfci.formats.protocol import Head
-
-NAME = "workload_table"
-DESCRIPTION = (
-    "layer workload tables (ASTRA-sim 1.0, SimAI/AICB, header-row TSV) and "
-    "AICB comm CSV / AIOB files"
-)
+NAME = WORKLOAD_TABLE.name
+DESCRIPTION = WORKLOAD_TABLE.description
+sniff = WORKLOAD_TABLE.sniff
 
 DEFAULT_TIME_UNIT = {
     "tsv": "ms",
@@ -67,42 +61,11 @@ DEFAULT_TIME_UNIT = {
 }
 DIALECTS = tuple(DEFAULT_TIME_UNIT)
 TIME_UNITS = ("ns", "us", "ms", "s", "cycles")
-_COMPUTE_COLUMN = re.compile(r"(^|\t)\w*compute_time(\t|$)")
 _LABEL = "workload"
-_SNIFF_LINES = 6  # the dialect is told from the first lines
 _CYCLES_NOTE = (
     "compute times are ASTRA-sim cycles stored 1:1 as ns (no clock rate in the "
     "file); pass time_unit=us|ns|... when the producing tool's unit is known"
 )
-
-
-def sniff(head: Head) -> bool:
-    """One of the dialects' first lines: a parallelism keyword, a TSV or CSV header, ..."""
-    return family(head.text) is not None
-
-
-def family(text: str) -> str | None:
-    """``tsv``, ``layers`` (ASTRA-sim or SimAI), ``aicb_csv``, ``aiob``, or ``None``."""
-    lines = [
-        stripped
-        for line in text.splitlines()[:_SNIFF_LINES]
-        if (stripped := line.strip("\ufeff \r")) and not stripped.isspace()
-    ]
-    if not lines:
-        return None
-    first, second = lines[0], lines[1] if len(lines) > 1 else ""
-    tokens = first.split()
-    if tokens[0] in ("name", "layer", "layer_name") and _COMPUTE_COLUMN.search(first):
-        return "tsv"
-    if _aicb.CSV_HEADER.match(first) or (
-        _aicb.RANK_RANGE.match(first) and _aicb.CSV_HEADER.match(second)
-    ):
-        return "aicb_csv"
-    if _aicb.AIOB_FIRST.match(first):
-        return "aiob"
-    if PARALLELISM.match(tokens[0]) and re.match(r"[0-9]+(\s|$)", second):
-        return "layers"
-    return None
 
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
@@ -110,7 +73,7 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     dialect, unit = _options(options)
     with gc_paused(settle=True):
         lines = iter_lines(path, format=NAME)
-        head = list(islice(lines, _SNIFF_LINES))
+        head = list(islice(lines, SNIFF_LINES))
         if head:
             head[0] = head[0].removeprefix("\ufeff")
         kind = _family_of(dialect) if dialect else family("\n".join(head))

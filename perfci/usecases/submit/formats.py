@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from perfci.core.model import Profile
 from perfci.formats import registry
+
+if TYPE_CHECKING:  # the model loads when a document is read, not to list the formats
+    from perfci.core.model import Profile
 
 
 def list_formats() -> list[tuple[str, str]]:

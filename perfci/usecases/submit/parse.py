@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from perfci.analysis.values import compared_value
-from perfci.core.jsondoc import to_document
 from perfci.core.model import Metric, Profile
 from perfci.formats.registry import parse_file
 from perfci.usecases.submit.inputs import expand_inputs, parse_each
@@ -45,4 +44,6 @@ def metric_value(metric: Metric) -> float | None:
 
 def profiles_document(profiles: list[Profile]) -> dict[str, Any]:
     """The perfci JSON document for parsed profiles."""
+    from perfci.core.jsondoc import to_document  # for --json only: a table needs none of it
+
     return to_document(profiles)
