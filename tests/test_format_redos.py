@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from deadlines import time_scale
 from redos_inputs import FormatPattern, adversarial, adversarial_text, format_patterns
 
 import perfci.core.units
@@ -54,7 +55,9 @@ class Hung(BaseException):
 
 @contextmanager
 def hang_guard(what: str, seconds: float = GUARD) -> Iterator[None]:
-    """Fail with ``what`` named when the block runs longer than ``seconds``."""
+    """Fail with ``what`` named when the block runs longer than ``seconds`` on a quiet machine
+    (stretched by :func:`deadlines.time_scale` on a busy one: a hang guard, not a timing)."""
+    seconds *= time_scale()
 
     def expired(signum: int, frame: object) -> None:
         raise Hung(f"{what} ran longer than {seconds:g} s: super-linear backtracking?")
