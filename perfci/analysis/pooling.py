@@ -115,7 +115,8 @@ def with_step_parts(baseline: Baseline, candidate: Candidate) -> tuple[Baseline,
     runs = max((len(v) for v in baseline.values()), default=0)
     base = dict(baseline)
     cand = dict(candidate)
-    base[key] = [_total([run_of(baseline.get(k, ()), j, runs) for k in parts]) for j in range(runs)]
+    series = [baseline.get(k, ()) for k in parts]  # one lookup per key: hashing keys is slow
+    base[key] = [_total([run_of(given, j, runs) for given in series]) for j in range(runs)]
     cand[key] = _total([candidate.get(k, ()) for k in parts])
     return base, cand
 
@@ -216,13 +217,15 @@ def _total(parts: Sequence[Sequence[float]]) -> list[float]:
     A part missing from some repeat would make the total jump between repeats for no reason
     of the step's: such a run gives no total, and pooling leaves it out.
     """
-    present = [list(p) for p in parts if len(p)]
+    present = [p for p in parts if len(p)]
     if not present:
         return []
-    repeats = max(len(p) for p in present)
+    repeats = len(present[0])
     if any(len(p) != repeats for p in present):
         return []
-    return [float(sum(values)) for values in zip(*present, strict=True)]
+    # Summed part after part, in order: ``cumsum`` adds sequentially (``sum`` would add
+    # pairwise for some shapes), so each total is the float Python's ``sum`` gives.
+    return np.cumsum(np.array(present, dtype=np.float64), axis=0)[-1].tolist()  # type: ignore[no-any-return]
 
 
 def pool_primary_step(
