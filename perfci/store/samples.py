@@ -100,81 +100,6 @@ def _series_keys(cursor: Any, series_ids: list[int], *, postgres: bool) -> dict[
     }
 
 
-def run_medians_checked(session: Session, run_ids: Sequence[int]) -> CheckedSamples:
-    """:func:`run_samples_checked` with one value per run and series: the median of its repeats.
-
-    What a reader of long histories needs (the weekly report, issue 35): the database sends
-    one row per run and series instead of one per repeat, and the median is what
-    ``statistics.median`` gives of the values :func:`run_samples_checked` returns, bit for bit
-    (the database picks the middle values, Python averages two of them as ``statistics.median``
-    does). A pruned run gives its stored median; runs holding a bad value are left out and
-    named, as there. ``fastest`` is not read.
-    """
-    ids = sorted(set(run_ids))
-    if not ids:
-        return CheckedSamples({})
-    postgres = session.get_bind().dialect.name == "postgresql"
-    with _bulk.driver_cursor(session) as cursor, _bulk.no_cycle_collection():
-        if postgres:
-            arms = _month_arms(cursor, ids, None)
-            union = " UNION ALL ".join(
-                _PG_SAMPLES_ARM.format(lo=m.first_day, hi=m.end_day, one="") for m, _ in arms
-            )
-            params: Any = [[ids for _, ids in arms], ids]
-            source, ids_param, binary = f"({union})" if arms else None, "= ANY(%s::int4[])", True
-        else:
-            source = "(SELECT run_id, series_id, value FROM sample WHERE run_id IN ({}) "
-            source = source.format("SELECT value FROM json_each(?)") + "AND value IS NOT NULL)"
-            params = [[json.dumps(ids)], json.dumps(ids)]
-            ids_param, binary = "IN (SELECT value FROM json_each(?))", False
-        rows: list[_Middles] = []
-        if source is not None:
-            cursor.execute(_MIDDLES.format(source=source), params[0], **_binary(binary))
-            rows = cursor.fetchall()
-        cursor.execute(_SUMMARIES.format(ids_param).format(""), (params[1],), **_binary(binary))
-        summaries = [(r, s, m, m, 1, m, m) for r, s, m, _ in cursor.fetchall()]
-        merged = list(heapq.merge(rows, summaries, key=itemgetter(0, 1))) if summaries else rows
-        kept, skipped = _drop_bad_middles(merged)
-        grouped: dict[int, dict[int, list[float]]] = {}
-        for run_id, series_id, low, high, count in kept:
-            # statistics.median: the middle value, or the mean of the two middle ones.
-            median = low if count % 2 else (low + high) / 2
-            grouped.setdefault(series_id, {})[run_id] = [median]
-        keys = _series_keys(cursor, list(grouped), postgres=postgres) if grouped else {}
-    samples = {keys[series_id]: per_run for series_id, per_run in grouped.items()}
-    return CheckedSamples(samples, skipped, sorted({row[0] for row in summaries}))
-
-
-def _binary(binary: bool) -> dict[str, bool]:
-    return {"binary": True} if binary else {}
-
-
-# (run, series, low middle, high middle, count, minimum, maximum): a row of ``_MIDDLES``.
-_Middles = tuple[int, int, float, float, int, float, float]
-
-
-def _drop_bad_middles(
-    rows: list[_Middles],
-) -> tuple[list[tuple[int, int, float, float, int]], list[int]]:
-    """``rows`` without the runs holding a value that is not finite and non-negative.
-
-    The lowest and highest values of a run and series are its middle ones only when it has
-    at most two repeats, so ``_MIDDLES`` also gives each group's minimum and maximum: a bad
-    value is below 0, infinite or NaN, and so shows in one of them (NaN sorts last on
-    PostgreSQL; SQLite stores it as NULL, which is not read, as in :func:`_value_rows`).
-    """
-    if not rows:
-        return [], []
-    ends = np.array([(row[5], row[6]) for row in rows], dtype=np.float64)
-    bad = ~(ends >= 0).all(axis=1) | np.isinf(ends).any(axis=1)
-    trimmed = [row[:5] for row in rows]
-    if not bad.any():
-        return trimmed, []
-    skipped = sorted({int(rows[i][0]) for i in np.flatnonzero(bad)})
-    drop = set(skipped)
-    return [row for row in trimmed if row[0] not in drop], skipped
-
-
 def series_values(
     session: Session, series_id: int, created: Mapping[int, datetime]
 ) -> dict[int, list[float]]:
@@ -304,17 +229,6 @@ _SQLITE_SUMMARIES = _SUMMARIES.format("IN (SELECT value FROM json_each(?))")
 _SERIES = "SELECT id, kind, name, device, scope, section, unit, better FROM series WHERE id {}"
 _PG_SERIES = _SERIES.format("= ANY(%s::int4[])")
 _SQLITE_SERIES = _SERIES.format("IN (SELECT value FROM json_each(?))")
-# Per run and series, its middle value(s) by rank (``k = (n+1)/2`` for an odd count ``n``,
-# ``n/2`` and ``n/2 + 1`` for an even one), the count, and the group's minimum and maximum
-# (the bad-value check). Standard window functions: the same statement on both dialects.
-_MIDDLES = (
-    "SELECT run_id, series_id, MIN(CASE WHEN 2 * k >= n THEN value END), MAX(CASE WHEN "
-    "2 * k <= n + 2 THEN value END), MIN(n), MIN(value), MAX(value) FROM ("
-    "SELECT run_id, series_id, value, "
-    "ROW_NUMBER() OVER (PARTITION BY run_id, series_id ORDER BY value) AS k, "
-    "COUNT(*) OVER (PARTITION BY run_id, series_id) AS n FROM {source} AS s) AS w "
-    "GROUP BY run_id, series_id ORDER BY run_id, series_id"
-)
 _KINDS = {kind.value: kind for kind in MetricKind}  # MetricKind(value) is a slow call
 _DEVICES = {device.value: device for device in Device}
 _BETTER = {better.value: better for better in Better}

@@ -17,9 +17,8 @@ Per benchmark and environment (runs are never compared across hardware):
 and for the whole project: coverage (runs per day, days without runs, environments seen).
 Change points in the period become alerts (:func:`perfci.usecases.browse.alerts.record_alerts`).
 
-Speed: one query for the runs (an index range, issue 35) and one for each benchmark's per-run
-medians (the database sends a row per run and series, not per repeat); the statistics then work
-on a series × runs matrix in numpy.
+Speed: one query for the runs (an index range, issue 35) and one (chunked) query for each
+benchmark's samples; the statistics then work on a series × runs matrix in numpy.
 """
 
 from __future__ import annotations
@@ -59,7 +58,7 @@ from perfci.core.weekly import (
 )
 from perfci.store import queries
 from perfci.store.queries import RunInfo
-from perfci.store.samples import run_medians_checked
+from perfci.store.samples import run_samples_checked
 from perfci.usecases.browse.alerts import AlertInfo, NewAlert, record_alerts
 from perfci.usecases.weekly.weeks import iso_week, period_label, week_bounds
 
@@ -195,9 +194,7 @@ def _benchmark_trends(
     until: datetime,
     options: ChangePointOptions | None,
 ) -> list[BenchmarkTrend]:
-    # One query, one row per run and series: the report reads each run's medians alone
-    # (issue 35), never the repeats (a year of a team's runs is ~1 G raw values).
-    checked = run_medians_checked(session, [r.id for r in runs])
+    checked = run_samples_checked(session, [r.id for r in runs])  # one query
     # A run stored with a bad value by an older perfci is left out with a note (issue 13).
     skipped = set(checked.skipped)
     by_environment: dict[int, list[RunInfo]] = {}
