@@ -139,10 +139,10 @@ c AS (
 r AS (
     INSERT INTO run (project_id, benchmark_id, environment_id, commit_id, branch, base_branch,
                      pr_number, ci_provider, ci_run_id, ci_run_attempt, repeats, created_at,
-                     idempotency_key)
+                     idempotency_key, ordered_at)
     SELECT %(project)s, n.benchmark_id, %(environment)s, c.id, n.branch,
            CASE WHEN n.pr IS NULL THEN NULL ELSE 'main' END, n.pr, 'growth', n.sha, 1,
-           %(repeats)s, n.created_at, n.sha
+           %(repeats)s, n.created_at, n.sha, n.created_at - interval '10 minutes'
     FROM n JOIN c ON c.sha = n.sha RETURNING id, benchmark_id, created_at),
 f AS (
     INSERT INTO profile (run_id, repeat, label, format, source, steps, metadata)

@@ -19,6 +19,7 @@ moments of ``log s²`` (limma's ``fitFDist``), with ``trigammaInverse`` by Newto
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -76,11 +77,13 @@ def squeeze_variances(
     d0, s0 = fit_prior(s2[usable], dof[usable])
     moderated = np.isfinite(s2) & (dof > 0)
     if d0 < MAX_PRIOR_DOF:
-        limit = special.fdtri(dof, d0, 1.0 - HYPERVARIABLE_LEVEL)
-        low = special.fdtri(dof, d0, HYPERVARIABLE_LEVEL)
+        limit = by_value(lambda d: special.fdtri(d, d0, 1.0 - HYPERVARIABLE_LEVEL), dof)
+        low = by_value(lambda d: special.fdtri(d, d0, HYPERVARIABLE_LEVEL), dof)
     else:  # F(d, ∞) is χ²(d)/d
-        limit = special.chdtri(dof, HYPERVARIABLE_LEVEL) / np.maximum(dof, 1e-9)
-        low = special.chdtri(dof, 1.0 - HYPERVARIABLE_LEVEL) / np.maximum(dof, 1e-9)
+        limit = by_value(lambda d: special.chdtri(d, HYPERVARIABLE_LEVEL), dof)
+        limit = limit / np.maximum(dof, 1e-9)
+        low = by_value(lambda d: special.chdtri(d, 1.0 - HYPERVARIABLE_LEVEL), dof)
+        low = low / np.maximum(dof, 1e-9)
     with np.errstate(invalid="ignore"):
         moderated &= ~(s2 > s0 * limit)
         if apart is not None:
@@ -92,6 +95,19 @@ def squeeze_variances(
     return post, post_dof
 
 
+def by_value(function: Callable[[FloatArray], FloatArray], x: FloatArray) -> FloatArray:
+    """``function(x)`` for an element-wise ``function``, computed once per distinct value.
+
+    The degrees of freedom of 10,000 metrics take a handful of values (issue 35: special
+    functions were a large share of a comparison); the results are the same numbers.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if x.size < 64:
+        return np.asarray(function(x), dtype=np.float64)
+    values, inverse = np.unique(x, return_inverse=True)
+    return np.asarray(function(values), dtype=np.float64)[inverse.reshape(-1)].reshape(x.shape)
+
+
 def fit_prior(s2: FloatArray, dof: FloatArray) -> tuple[float, float]:
     """The scaled inverse-χ² prior ``(d0, s0²)`` of positive variances, by moments of logs.
 
@@ -100,10 +116,11 @@ def fit_prior(s2: FloatArray, dof: FloatArray) -> tuple[float, float]:
     excess (variances no more spread than sampling alone explains) gives ``d0`` at its cap.
     """
     half = dof / 2.0
-    e = np.log(s2) - special.digamma(half) + np.log(half)
+    e = np.log(s2) - by_value(special.digamma, half) + np.log(half)
     e_mean = float(e.mean())
     n = len(e)
-    excess = float(((e - e_mean) ** 2).sum() / (n - 1) - special.polygamma(1, half).mean())
+    trigamma = by_value(lambda h: special.polygamma(1, h), half)
+    excess = float(((e - e_mean) ** 2).sum() / (n - 1) - trigamma.mean())
     if excess <= 0:
         return MAX_PRIOR_DOF, float(np.exp(e_mean))
     d0 = min(2.0 * trigamma_inverse(excess), MAX_PRIOR_DOF)

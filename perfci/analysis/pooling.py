@@ -35,12 +35,13 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 from numpy.typing import NDArray
 
 from perfci.analysis import prediction
-from perfci.analysis.runs import RunTable, run_of
+from perfci.analysis.runs import RunTable, runs_at
 from perfci.analysis.stats import norm_ppf
 from perfci.analysis.steps import primary_step_in
 from perfci.core.model import Device, MetricKind, SeriesKey
@@ -99,8 +100,9 @@ class PooledStep:
 def with_step_parts(baseline: Baseline, candidate: Candidate) -> tuple[Baseline, Candidate]:
     """``baseline`` and ``candidate`` with a hidden series: each repeat's summed GPU work in
     the primary step's section. Unchanged when there is no step or fewer than two parts."""
+    # Lazily: only the step series' values are read (10,000 series × 150 values otherwise).
     step = primary_step_in(
-        {k: [v for run in runs for v in run] for k, runs in baseline.items() if k.is_time}
+        {k: chain.from_iterable(runs) for k, runs in baseline.items() if k.is_time}
     )
     if step is None:
         return baseline, candidate
@@ -115,7 +117,8 @@ def with_step_parts(baseline: Baseline, candidate: Candidate) -> tuple[Baseline,
     runs = max((len(v) for v in baseline.values()), default=0)
     base = dict(baseline)
     cand = dict(candidate)
-    base[key] = [_total([run_of(baseline.get(k, ()), j, runs) for k in parts]) for j in range(runs)]
+    series = [baseline.get(k, ()) for k in parts]  # one lookup per key: hashing keys is slow
+    base[key] = [_total(runs_at(series, j, runs)) for j in range(runs)]
     cand[key] = _total([candidate.get(k, ()) for k in parts])
     return base, cand
 
@@ -216,13 +219,15 @@ def _total(parts: Sequence[Sequence[float]]) -> list[float]:
     A part missing from some repeat would make the total jump between repeats for no reason
     of the step's: such a run gives no total, and pooling leaves it out.
     """
-    present = [list(p) for p in parts if len(p)]
+    present = [p for p in parts if len(p)]
     if not present:
         return []
-    repeats = max(len(p) for p in present)
+    repeats = len(present[0])
     if any(len(p) != repeats for p in present):
         return []
-    return [float(sum(values)) for values in zip(*present, strict=True)]
+    # Summed part after part, in order: ``cumsum`` adds sequentially (``sum`` would add
+    # pairwise for some shapes), so each total is the float Python's ``sum`` gives.
+    return np.cumsum(np.array(present, dtype=np.float64), axis=0)[-1].tolist()  # type: ignore[no-any-return]
 
 
 def pool_primary_step(

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import ColumnElement, Select, func, select, type_coerce
+from sqlalchemy import ColumnElement, ScalarSelect, Select, select, type_coerce
 from sqlalchemy.orm import Session
 
 from perfci.core.errors import NotFoundError
@@ -48,21 +48,31 @@ class HistoryPoint:
 
 
 def _run_time() -> ColumnElement[datetime]:
-    return type_coerce(func.coalesce(Commit.committed_at, Run.created_at), UTCDateTime())
+    # Stored at ingest (issue 35): coalesce(commit.committed_at, run.created_at), indexed;
+    # never NULL (nullable only for SQLite's sake, migration 0008).
+    return type_coerce(Run.ordered_at, UTCDateTime())
+
+
+def _project_id(project: str) -> ScalarSelect[int]:
+    """The project's id as a scalar subquery: the planner then reads ``run`` by an index
+    range on the id, in the index's order (a join would read it in the join's order and sort)."""
+    return select(Project.id).where(Project.name == project).scalar_subquery()
+
+
+def _benchmark_id(project: str, benchmark: str) -> ScalarSelect[int]:
+    return (
+        select(Benchmark.id)
+        .join(Project, Project.id == Benchmark.project_id)
+        .where(Project.name == project, Benchmark.name == benchmark)
+        .scalar_subquery()
+    )
 
 
 def _runs_of(project: str, benchmark: str | None = None) -> Select[Any]:
-    query = (
-        select(Run.id)
-        .join(Project, Project.id == Run.project_id)
-        .outerjoin(Commit, Commit.id == Run.commit_id)
-        .where(Project.name == project)
-    )
-    if benchmark is not None:
-        query = query.join(Benchmark, Benchmark.id == Run.benchmark_id).where(
-            Benchmark.name == benchmark
-        )
-    return query
+    query = select(Run.id).outerjoin(Commit, Commit.id == Run.commit_id)
+    if benchmark is None:
+        return query.where(Run.project_id == _project_id(project))
+    return query.where(Run.benchmark_id == _benchmark_id(project, benchmark))
 
 
 def baseline_run_ids(
@@ -85,7 +95,9 @@ def baseline_run_ids(
     accepts every environment.
     """
     when = _run_time()
-    query = _runs_of(project, benchmark).where(Run.branch == branch)
+    query = select(Run.id).where(
+        Run.benchmark_id == _benchmark_id(project, benchmark), Run.branch == branch
+    )
     if environment_id is not None:
         query = query.where(Run.environment_id == environment_id)
     if before is not None:
@@ -268,11 +280,13 @@ def runs_by_time(
     late still belongs to its commit's week.
     """
     when = _run_time()
-    query = _run_info_query().where(Project.name == project, when >= since, when < until)
+    query = _run_info_query().where(
+        Run.project_id == _project_id(project), when >= since, when < until
+    )
     if branch is not None:
         query = query.where(Run.branch == branch)
     if benchmark is not None:
-        query = query.where(Benchmark.name == benchmark)
+        query = query.where(Run.benchmark_id == _benchmark_id(project, benchmark))
     query = query.order_by(when, Run.created_at, Run.id)
     return [_run_info(row) for row in session.execute(query)]
 

@@ -82,11 +82,15 @@ c AS (SELECT id FROM c_old UNION ALL SELECT id FROM c_new),
 r AS (
     INSERT INTO run (project_id, benchmark_id, environment_id, commit_id, branch, base_branch,
                      merge_base, pr_number, ci_provider, ci_run_id, ci_run_attempt, ci_url,
-                     repeats, created_at, idempotency_key)
+                     repeats, created_at, idempotency_key, ordered_at)
     SELECT p.id, b.id, e.id, (SELECT id FROM c), %(branch)s::varchar,
            %(base_branch)s::varchar, %(merge_base)s::varchar, %(pr_number)s::int4,
            %(ci_provider)s::varchar, %(ci_run_id)s::varchar, %(ci_run_attempt)s::int4,
-           %(ci_url)s::text, %(repeats)s::int4, %(created_at)s::timestamptz, %(key)s::varchar
+           %(ci_url)s::text, %(repeats)s::int4, %(created_at)s::timestamptz, %(key)s::varchar,
+           -- The run's time: its commit's (stored, else this run's), else when stored.
+           COALESCE((SELECT committed_at FROM c_old),
+                    CASE WHEN %(sha)s::varchar IS NOT NULL THEN %(committed_at)s::timestamptz END,
+                    %(created_at)s::timestamptz)
     FROM p, b, e
     WHERE %(sha)s::varchar IS NULL OR EXISTS (SELECT FROM c)
     ON CONFLICT (project_id, benchmark_id, idempotency_key) DO NOTHING RETURNING id),
@@ -95,6 +99,12 @@ c_time AS (
     UPDATE "commit" SET committed_at = %(committed_at)s::timestamptz
     FROM c_old
     WHERE "commit".id = c_old.id AND c_old.committed_at IS NULL
+      AND %(committed_at)s::timestamptz IS NOT NULL),
+r_time AS (
+    -- ... and so do the runs already stored for it (this run was written with it above).
+    UPDATE run SET ordered_at = %(committed_at)s::timestamptz
+    FROM c_old
+    WHERE run.commit_id = c_old.id AND c_old.committed_at IS NULL
       AND %(committed_at)s::timestamptz IS NOT NULL),
 f AS (
     INSERT INTO profile (run_id, repeat, label, format, source, steps, metadata)
@@ -208,7 +218,7 @@ def resolve_generic(
         {"fingerprint": fingerprint_hash(context.environment)},
         {"values": dict(context.environment), "created_at": created_at},
     )
-    commit_id = _commit_id(session, project_id, context)
+    commit_id, committed_at = _commit_id(session, project_id, context)
     run_id = _insert_run(
         session,
         context,
@@ -219,6 +229,7 @@ def resolve_generic(
         key=key,
         repeats=prepared.repeats,
         created_at=created_at,
+        ordered_at=committed_at or created_at,
     )
     if run_id is None:
         return None
@@ -245,9 +256,12 @@ def _get_or_create(
     return int(found)
 
 
-def _commit_id(session: Session, project_id: int, context: RunContext) -> int | None:
+def _commit_id(
+    session: Session, project_id: int, context: RunContext
+) -> tuple[int | None, datetime | None]:
+    """The run's commit id (None without a commit) and the commit's time, if known."""
     if not context.commit:
-        return None
+        return None, None
     committed_at = parse_time(context.commit_time)
     table = table_of(Commit)
     query = select(table.c.id, table.c.committed_at).where(
@@ -269,7 +283,12 @@ def _commit_id(session: Session, project_id: int, context: RunContext) -> int | 
             .where(table.c.id == found.id, table.c.committed_at.is_(None))
             .values(committed_at=committed_at)
         )
-    return int(found.id)
+        # ... and so do the runs already stored for it: their time is the commit's now.
+        runs = table_of(Run)
+        session.execute(
+            update(runs).where(runs.c.commit_id == found.id).values(ordered_at=committed_at)
+        )
+    return int(found.id), found.committed_at or committed_at
 
 
 def parse_time(value: str | None) -> datetime | None:

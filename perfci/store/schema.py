@@ -143,8 +143,23 @@ class Run(Base):
     __tablename__ = "run"
     __table_args__ = (
         UniqueConstraint("project_id", "benchmark_id", "idempotency_key"),
-        # Baseline selection: same benchmark, branch and environment, newest first.
-        Index("ix_run_baseline", "benchmark_id", "branch", "environment_id", "created_at"),
+        # Run lookups read an index range in the order they return (issue 35): a baseline
+        # (same benchmark, branch and environment, newest first), a series' history (same
+        # benchmark and branch) and a branch's runs of a period (the weekly report). The
+        # order's tie-breakers are in the key so that no query sorts what it reads.
+        Index(
+            "ix_run_baseline",
+            "benchmark_id",
+            "branch",
+            "environment_id",
+            "ordered_at",
+            "created_at",
+            "id",
+        ),
+        Index(
+            "ix_run_benchmark_ordered", "benchmark_id", "branch", "ordered_at", "created_at", "id"
+        ),
+        Index("ix_run_project_ordered", "project_id", "branch", "ordered_at", "created_at", "id"),
         Index("ix_run_project_created", "project_id", "created_at"),
     )
 
@@ -164,6 +179,11 @@ class Run(Base):
     repeats: Mapped[int] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     idempotency_key: Mapped[str] = mapped_column(String(255))
+    # The run's time: its commit's time when known, else ``created_at`` (issue 35). Written
+    # at ingest, and rewritten for a commit's runs when its time arrives later
+    # (:mod:`perfci.store.run_resolve`), so that every lookup by time reads an index range.
+    # Never NULL, though nullable: see migration 0008 (SQLite would rebuild ``run``).
+    ordered_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     # When ``perfci db prune`` rolled the run's raw samples up into ``sample_summary`` rows
     # (issue 17); NULL while its per-repeat samples are stored.
     pruned_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

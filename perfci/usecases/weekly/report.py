@@ -17,8 +17,8 @@ Per benchmark and environment (runs are never compared across hardware):
 and for the whole project: coverage (runs per day, days without runs, environments seen).
 Change points in the period become alerts (:func:`perfci.usecases.browse.alerts.record_alerts`).
 
-Speed: one query for the runs and one (chunked) query for each benchmark's samples; the
-statistics then work on a series × runs matrix in numpy.
+Speed: one query for the runs (an index range, issue 35) and one (chunked) query for each
+benchmark's samples; the statistics then work on a series × runs matrix in numpy.
 """
 
 from __future__ import annotations
