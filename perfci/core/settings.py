@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import difflib
 import re
-import tomllib
 from collections.abc import Mapping
 from contextvars import ContextVar
 from pathlib import Path
@@ -43,6 +42,7 @@ from pydantic_settings import (
 )
 
 from perfci.core import private_env
+from perfci.core.compat import tomllib
 from perfci.core.errors import ConfigError
 
 # What one upload may hold is defined once, in perfci.core.limits (it imports nothing, for the

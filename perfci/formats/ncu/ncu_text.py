@@ -34,6 +34,7 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from perfci.core.compat import compile_linear
 from perfci.core.errors import ParseError
 from perfci.core.model import Profile
 from perfci.formats._text_lines import open_text
@@ -69,7 +70,7 @@ _CSV_HEADER = re.compile(r'^\ufeff?"ID","Process ID"')
 
 # A process line holding an "@" (a lookahead, then the line taken whole: ``[^\n]*@[^\n]*``
 # re-read the rest of the line from every "@" of it, issue 31), a kernel line under it.
-_SNIFF_PROCESS = re.compile(
+_SNIFF_PROCESS = compile_linear(
     r"(?m)^\[\d+\] (?=[^\n@]*+@)[^\n]*+\n {2}\S[^\n]*, Context \d+, Stream \d+"
 )
 _SNIFF_LOG = re.compile(r"(?m)^==PROF== (?:Connected to process|Profiling )")

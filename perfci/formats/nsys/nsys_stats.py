@@ -26,6 +26,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from perfci.core.compat import compile_linear
 from perfci.core.limits import MAX_VALUE
 from perfci.core.model import Profile
 from perfci.formats.nsys._reports import (
@@ -57,7 +58,7 @@ _WRAPPED_TITLES = re.compile(r"^[A-Za-z][A-Za-z ()%]*$")  # "Name" alone on the 
 # Linear on any head (issue 31): the first "] with [" or ".py " is taken for good (an atomic
 # group: a later one leaves less room, so cannot match where the first did not), and blanks
 # before a title stay on its line (``\s*`` after ``^`` ran on through every blank line below).
-_SNIFF = re.compile(
+_SNIFF = compile_linear(
     r"(?m)^(?:\[\d+/\d+\] Executing '\w+' stats report|Processing \[(?>.+?\] with \[).+\.py\]"
     r"|Running \[(?>.+?\.py ).+\]|[^\S\n]*Time ?\(%\)\s+Total Time|CUDA API Statistics \(\w+\)"
     r"|[^\S\n]*\*\* .+ \((?:cuda|gpu|nvtx|osrt|cudaapi)\w*\):)"

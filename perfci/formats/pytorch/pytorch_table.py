@@ -54,6 +54,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from perfci.core.compat import compile_linear
 from perfci.core.errors import ParseError
 from perfci.core.model import Device, Profile
 from perfci.core.units import parse_duration
@@ -80,7 +81,7 @@ DESCRIPTION = "PyTorch profiler key_averages().table() text (torch >= 1.8 and le
 # Linear on any head (issue 31): a run of blanks is taken whole before "#", and "Name" needs
 # two spaces, not ``{2,}`` spaces, before ``[^\n]*`` (which takes any more): the two ways
 # to share a long run of spaces were tried one by one.
-_SNIFF = re.compile(
+_SNIFF = compile_linear(
     r"(?m)^[ \t]*+(?:#+ ?)?-{3,}(?: {2}-{3,})+ *\r?\n"
     r"[ \t]*+(?:#++ ?)?[ \t]*Name {2}[^\n]*(?:CPU|Calls)"
 )

@@ -6,11 +6,12 @@ for ``perfci project`` (and anything else that manages projects by name).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from perfci.core.compat import UTC
 from perfci.core.errors import ConfigError, NotFoundError
 from perfci.store.schema import Project
 from perfci.usecases.browse.pages import ProjectSummary

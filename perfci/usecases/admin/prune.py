@@ -12,10 +12,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy.exc import DBAPIError
 
+from perfci.core.compat import UTC
 from perfci.core.errors import ConfigError, StorageError
 from perfci.core.settings import Settings, get_settings, redact_url
 from perfci.store import partitions, retention

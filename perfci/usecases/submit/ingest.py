@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
 
@@ -22,6 +22,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session
 
 from perfci.analysis.values import compared_value
+from perfci.core.compat import UTC
 from perfci.core.errors import ConfigError, InvalidValue, ParseError, UnknownFormatError
 from perfci.core.limits import MAX_VALUE
 from perfci.core.model import MetricKind, Profile, RunContext, SeriesParts
