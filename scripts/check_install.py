@@ -128,6 +128,11 @@ def check(line: InstallLine, python: str, work: Path) -> tuple[bool, str]:
     checkout.mkdir()
     copy_checkout(checkout)
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    # The workflows' `python3` is the interpreter under test, as setup-python would make it.
+    shims = work / "bin"
+    shims.mkdir()
+    (shims / "python3").symlink_to(shutil.which(python) or python)
+    env["PATH"] = f"{shims}{os.pathsep}{env.get('PATH', '')}"
     if line.kind == "readme":
         venv = work / "venv"
         subprocess.run([python, "-m", "venv", str(venv)], check=True)
@@ -207,7 +212,10 @@ def main(argv: list[str] | None = None) -> int:
             ok, output = check(line, args.python, Path(work))
         took = time.monotonic() - started
         first = line.script.strip().splitlines()[-1].strip()
-        print(f"{'ok  ' if ok else 'FAIL'} Python {version} {took:5.0f} s  {line.source}: {first}")
+        print(
+            f"{'ok  ' if ok else 'FAIL'} Python {version} {took:5.0f} s  {line.source}: {first}",
+            flush=True,
+        )
         if not ok:
             failed += 1
             print(output[-4000:], file=sys.stderr)

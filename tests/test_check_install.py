@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -52,6 +53,19 @@ def test_the_readme_and_the_action_docs_state_the_python_version() -> None:
     action_docs = (ROOT / "github_action" / "README.md").read_text(encoding="utf-8")
     assert "Python 3.10 or newer" in action_docs and "python3-venv" in action_docs
     assert 'requires-python = ">=3.10"' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+
+
+def test_every_package_of_perfci_is_in_the_wheel() -> None:
+    """pyproject.toml lists the packages: a new subpackage left out is missing from every
+    install (perfci.usecases.submit was, after issue 32, and `perfci parse` failed)."""
+    listed = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    found = {
+        ".".join(init.parent.relative_to(ROOT).parts)
+        for init in (ROOT / "perfci").rglob("__init__.py")
+    }
+    assert found - listed == set()
 
 
 def _python310() -> str | None:
