@@ -211,7 +211,9 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="perfci-check-install-") as work:
             ok, output = check(line, args.python, Path(work))
         took = time.monotonic() - started
-        first = line.script.strip().splitlines()[-1].strip()
+        # The line that installs: the last of a workflow step's script, a whole README line.
+        first = "its install step, on a cache miss" if line.kind == "action" else ""
+        first = first or line.script.strip().splitlines()[-1].strip()
         print(
             f"{'ok  ' if ok else 'FAIL'} Python {version} {took:5.0f} s  {line.source}: {first}",
             flush=True,

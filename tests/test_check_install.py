@@ -81,7 +81,7 @@ def _check_install(python: str, *only: str) -> subprocess.CompletedProcess[str]:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=1800,
+        timeout=3600,  # 6 installs: 25-35 min on the 2-core VM under load
         check=False,
     )
 
