@@ -7,11 +7,11 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
-import tomllib
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+import tomllib
 
 import perfci.formats
 from perfci.cli.main import main

@@ -12,12 +12,12 @@ import os
 import subprocess
 import sys
 import threading
-import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+import tomllib
 from db_fixtures import make_context, make_profile
 from deadlines import scaled
 from processes import end_group, own_group

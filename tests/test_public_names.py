@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import tomllib
 from importlib.metadata import PackageNotFoundError, entry_points, version
 from pathlib import Path
 
 import pytest
+import tomllib
 
 import perfci
 

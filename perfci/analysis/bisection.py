@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection
-from enum import StrEnum
 
 from perfci.core.bisection import Probe, ProbeStatus, log_change
+from perfci.core.compat import StrEnum
 
 __all__ = ["Side", "more_than_one", "next_index", "side_of"]
 

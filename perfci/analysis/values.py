@@ -15,8 +15,8 @@ itself stays a mean, so a change that slows one step in four still shows.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from enum import StrEnum
 
+from perfci.core.compat import StrEnum
 from perfci.core.model import Metric, MetricKind, SeriesKey
 
 

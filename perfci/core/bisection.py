@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from enum import StrEnum
 from typing import Any
+
+from perfci.core.compat import StrEnum
 
 __all__ = [
     "BisectAnswer",

@@ -11,8 +11,9 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import StrEnum
 from typing import Any
+
+from perfci.core.compat import StrEnum
 
 
 class MetricKind(StrEnum):

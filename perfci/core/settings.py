@@ -25,7 +25,6 @@ from __future__ import annotations
 import difflib
 import json
 import re
-import tomllib
 from collections.abc import Mapping
 from contextvars import ContextVar
 from pathlib import Path
@@ -44,6 +43,7 @@ from pydantic_settings import (
 )
 
 from perfci.core import private_env
+from perfci.core.compat import tomllib
 from perfci.core.errors import ConfigError
 
 # What one upload may hold is defined once, in perfci.core.limits (it imports nothing, for the

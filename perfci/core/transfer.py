@@ -18,7 +18,7 @@ import dataclasses
 import types
 import typing
 from collections import Counter
-from typing import Annotated, Any, ClassVar, Self
+from typing import Annotated, Any, ClassVar
 
 from pydantic import (
     BaseModel,
@@ -31,6 +31,7 @@ from pydantic import (
     field_serializer,
 )
 
+from perfci.core.compat import Self
 from perfci.core.model import (
     BaselineInfo,
     Contribution,

@@ -7,9 +7,9 @@ Decimal arithmetic is used for the conversion so that ``4.91060s`` becomes exact
 from __future__ import annotations
 
 import math
-import re
 from decimal import Decimal, InvalidOperation
 
+from perfci.core.compat import compile_linear
 from perfci.core.limits import MAX_VALUE
 
 NS_PER_UNIT: dict[str, int] = {
@@ -51,8 +51,10 @@ MISSING = frozenset({"", "-", "--", "n/a", "N/A", "NaN", "nan", "None", "null"})
 # Each run is taken whole (possessive ``*+``): giving part of a run of digits, separators or
 # blanks to the next quantifier never lets the rest match, and trying every split of a long
 # run took minutes (issue 31).
-_DURATION = re.compile(r"^\s*+([-+]?[0-9][0-9,.\u00a0 ]*+(?:[eE][-+]?\d++)?+)\s*+([a-zµμ]*+)\s*+$")
-_SIZE = re.compile(r"^\s*+([-+]?[0-9][0-9,.\u00a0]*+(?:[eE][-+]?\d++)?+)\s*+([A-Za-z]*+)\s*+$")
+_DURATION = compile_linear(
+    r"^\s*+([-+]?[0-9][0-9,.\u00a0 ]*+(?:[eE][-+]?\d++)?+)\s*+([a-zµμ]*+)\s*+$"
+)
+_SIZE = compile_linear(r"^\s*+([-+]?[0-9][0-9,.\u00a0]*+(?:[eE][-+]?\d++)?+)\s*+([A-Za-z]*+)\s*+$")
 
 
 def to_decimal(text: str, *, grouping: str = ",") -> Decimal:

@@ -20,10 +20,11 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from perfci import __version__
+from perfci.core.compat import UTC, parse_iso_datetime
 from perfci.core.errors import ParseError
 from perfci.core.jsondoc import from_document, to_document
 from perfci.core.model import Profile, RunContext
@@ -160,7 +161,7 @@ def _parse_time(value: object) -> datetime | None:
     if not isinstance(value, str) or not value:
         return None
     try:
-        parsed = datetime.fromisoformat(value)
+        parsed = parse_iso_datetime(value)
     except ValueError:
         return None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)

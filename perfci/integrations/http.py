@@ -31,7 +31,7 @@ import logging
 import time
 from collections.abc import Callable, Collection, Mapping
 from itertools import takewhile
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
 import requests
 from requests import PreparedRequest
@@ -40,6 +40,8 @@ from urllib3.connectionpool import ConnectionPool
 from urllib3.exceptions import InvalidHeader, MaxRetryError, ResponseError
 from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import RequestHistory, Retry
+
+from perfci.core.compat import Self
 
 __all__ = [
     "IDEMPOTENT",

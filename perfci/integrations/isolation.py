@@ -22,7 +22,7 @@ them out of the environment of its own bash step (the benchmark's grandparent).
 What this cannot do: a benchmark running as the same user can still read every file that user
 can (``.git/config`` with a token persisted by ``actions/checkout``, ``~/.docker/config.json``)
 and, as root with ``CAP_SYS_PTRACE``, any memory. Isolating those takes another user or a
-container; README "Security" says so.
+container; docs/security.md says so.
 """
 
 from __future__ import annotations

@@ -13,13 +13,15 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from matplotlib import dates as mdates
 from matplotlib import rc_context
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+
+from perfci.core.compat import UTC
 
 __all__ = ["step_trend_svg"]
 

@@ -14,12 +14,13 @@ import pathlib
 import tempfile
 from collections.abc import Callable
 from contextlib import AsyncExitStack
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Path, Query, Request, Response
 from sqlalchemy.orm import Session
 
+from perfci.core.compat import UTC
 from perfci.core.errors import ConfigError, NotFoundError
 from perfci.core.model import Device, MetricKind, Profile, RunContext, RunInfo, SeriesKey, Verdict
 from perfci.server import auth

@@ -5,11 +5,12 @@ Rows in, rows out; the use cases (:mod:`perfci.usecases.admin.tokens`) decide an
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from perfci.core.compat import UTC
 from perfci.core.errors import NotFoundError
 from perfci.store.schema import ApiToken, Project
 

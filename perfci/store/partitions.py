@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 
 from sqlalchemy import text
 from sqlalchemy.orm import Session
+
+from perfci.core.compat import UTC
 
 #: Where the partitions live (created by migration 0006).
 PARTITION_SCHEMA = "perfci_partitions"

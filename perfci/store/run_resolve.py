@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import Table, select, update
 from sqlalchemy.orm import Session
 
+from perfci.core.compat import UTC, parse_iso_datetime
 from perfci.core.errors import ConfigError, StorageError
 from perfci.core.fingerprint import fingerprint_hash
 from perfci.core.model import Profile, RunContext
@@ -295,7 +296,7 @@ def parse_time(value: str | None) -> datetime | None:
     if not value:
         return None
     try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        parsed = parse_iso_datetime(value.replace("Z", "+00:00"))
     except ValueError:
         raise ConfigError(f"commit time {value!r} is not an ISO 8601 date") from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)

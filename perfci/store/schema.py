@@ -24,7 +24,7 @@ import hashlib
 import sys
 from array import array
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
@@ -48,6 +48,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from perfci.core.compat import UTC
 from perfci.core.model import SeriesKey
 
 # Deterministic constraint names, so that migrations can drop and alter them on both dialects.

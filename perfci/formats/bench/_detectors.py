@@ -4,10 +4,10 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
+from perfci.core.compat import compile_linear
 from perfci.formats.bench._json_doc import first_element, leading_items, number
 from perfci.formats.protocol import Detector, Head
 
@@ -87,7 +87,7 @@ def _looks_like_bmf_benchmark(name: str, measures: Any) -> bool:
 
 # --- PyTorch's dynamo benchmarks CSV ------------------------------------------------------------
 
-_DYNAMO_CSV_SNIFF = re.compile(r"^\ufeff?dev,name,batch_size,[a-z_]+")
+_DYNAMO_CSV_SNIFF = compile_linear(r"^\ufeff?dev,name,batch_size,[a-z_]+")
 
 
 def _dynamo_csv(head: Head) -> bool:
@@ -128,8 +128,8 @@ def _pytest_benchmark(head: Head) -> bool:
 
 # --- Hugging Face Trainer -----------------------------------------------------------------------
 
-HF_RUNTIME = re.compile(r"^(?P<split>[a-z][a-z0-9]*)_runtime$")
-HF_RATE = re.compile(r"^(?P<split>[a-z][a-z0-9]*)_(?P<what>samples|steps|tokens)_per_second$")
+HF_RUNTIME = compile_linear(r"^(?P<split>[a-z][a-z0-9]*)_runtime$")
+HF_RATE = compile_linear(r"^(?P<split>[a-z][a-z0-9]*)_(?P<what>samples|steps|tokens)_per_second$")
 _HF_STATE_KEYS = frozenset({"log_history", "is_world_process_zero", "best_metric", "max_steps"})
 _HF_SNIFF_ITEMS = 64
 
@@ -158,8 +158,8 @@ _TARGET_START = (
     r'\{\s*"[^"\\]+"\s*:\s*\{\s*"(?:memory|latency|throughput|energy|efficiency)"\s*:'
     r'\s*(?:null|\{\s*"unit"\s*:)'
 )
-_CUT_REPORT = re.compile(r"^\s*" + _TARGET_START)
-_CUT_WRAPPED_REPORT = re.compile(r'"report"\s*:\s*' + _TARGET_START)
+_CUT_REPORT = compile_linear(r"^\s*" + _TARGET_START)
+_CUT_WRAPPED_REPORT = compile_linear(r'"report"\s*:\s*' + _TARGET_START)
 
 
 def _optimum_benchmark(head: Head) -> bool:

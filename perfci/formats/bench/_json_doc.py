@@ -11,11 +11,11 @@ import json
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from perfci.core.compat import UTC, parse_iso_datetime
 from perfci.core.errors import ParseError
 from perfci.formats._textio import open_maybe_gzip
 
@@ -157,7 +157,7 @@ def iso_time(value: object) -> str | None:
     if not isinstance(value, str):
         return None
     try:
-        moment = datetime.fromisoformat(value)
+        moment = parse_iso_datetime(value)
     except ValueError:
         return None
     return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).isoformat()

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from perfci.core.compat import compile_linear
 from perfci.core.errors import ParseError
 from perfci.formats._textio import open_maybe_gzip
 
@@ -24,7 +25,7 @@ _READ_ERRORS = (OSError, EOFError, zlib.error)
 #: Per-request arrays that perfci does not read and that make a ``--save-detailed`` result
 #: large (10k requests: ~90 MB of inter-token times, ~20 MB of texts): cut out before decoding.
 _NUMBERS = re.compile(rb"[-+0-9.eE, \[\]]*")
-_STRINGS = re.compile(rb'\[(?:"(?:[^"\\]++|\\.)*+"(?:, "(?:[^"\\]++|\\.)*+")*+)?\]')
+_STRINGS = compile_linear(rb'\[(?:"(?:[^"\\]++|\\.)*+"(?:, "(?:[^"\\]++|\\.)*+")*+)?\]')
 
 
 def documents(path: Path, *, format: str) -> Iterator[tuple[int, Any]]:

@@ -18,12 +18,12 @@ Entries other than times are ``MEASURE`` metrics named by ``name`` in their unit
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfci.core.compat import compile_linear
 from perfci.core.errors import ConfigError
 from perfci.core.model import Better, Device, Metric, MetricKind, Profile
 from perfci.core.units import BYTES_PER_UNIT, NS_PER_UNIT
@@ -74,13 +74,13 @@ _SIZE_WORDS = {
 # Linear on any text (issue 31): "per" + one space at least is ``per(?=\s)`` and a run of spaces
 # is taken whole (``\s*+``), never split between two quantifiers; no leading ``\s*`` either,
 # which ``sub`` tried from every space of a long run (the caller strips what is left).
-_PER_ITERATION = re.compile(r"(?:/|\bper(?=\s))\s*+(?:iter|iteration|op|operation|call|run)s?$")
-_RATE = re.compile(
+_PER_ITERATION = compile_linear(r"(?:/|\bper(?=\s))\s*+(?:iter|iteration|op|operation|call|run)s?$")
+_RATE = compile_linear(
     r"(?:/|\bper(?=\s))\s*+(?:s|sec|secs|second|seconds|ms|min|minute|h|hour)$"
     r"|\bx\s++faster$|\btimes\s++faster$|^x$|\bspeed-?up$|^hz$|^fps$|flops$",
 )
 _BYTES_BY_LOWER = {unit.lower(): factor for unit, factor in BYTES_PER_UNIT.items()}
-_RANGE = re.compile(r"^\s*+(?:(?:±|\+/-|\+-)\s*+)?([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(%?)")
+_RANGE = compile_linear(r"^\s*+(?:(?:±|\+/-|\+-)\s*+)?([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(%?)")
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,10 +39,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from perfci.core.compat import UTC
 from perfci.core.errors import ParseError
 from perfci.core.model import Better, Profile
 from perfci.formats._textio import read_text

@@ -30,12 +30,12 @@ axis value ``2^8``, as in NVBench's state names. The measures are read by their 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from perfci.core.compat import compile_linear
 from perfci.core.errors import ParseError
 from perfci.core.model import Profile
 from perfci.core.units import NS_PER_UNIT
@@ -52,8 +52,8 @@ DESCRIPTION = NVBENCH_MD.description
 sniff = NVBENCH_MD.sniff
 
 _RESULTS = "# Benchmark Results"
-_DEVICE_HEADING = re.compile(r"## \[(\d++)\] `([^`]*+)`")  # under "# Devices"
-_TABLE_DEVICE = re.compile(r"### \[(\d++)\] (.++)")  # above a table
+_DEVICE_HEADING = compile_linear(r"## \[(\d++)\] `([^`]*+)`")  # under "# Devices"
+_TABLE_DEVICE = compile_linear(r"### \[(\d++)\] (.++)")  # above a table
 _SI = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _BYTES = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "PB": 1e15}
 _BYTES |= {"KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4}

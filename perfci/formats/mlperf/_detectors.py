@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import re
-
+from perfci.core.compat import compile_linear
 from perfci.formats.protocol import Detector, Head
 
-_MLPERF_LOG_SNIFF = re.compile(r":::MLLOG\s*\{")
-_MLPERF_SUMMARY_SNIFF = re.compile(r"(?m)^={8,}\s*\nMLPerf Results Summary\s*\n={8,}")
+_MLPERF_LOG_SNIFF = compile_linear(r":::MLLOG\s*\{")
+_MLPERF_SUMMARY_SNIFF = compile_linear(r"(?m)^={8,}\s*\nMLPerf Results Summary\s*\n={8,}")
 
 
 def _mlperf_log(head: Head) -> bool:

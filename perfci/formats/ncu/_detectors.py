@@ -3,21 +3,20 @@
 
 from __future__ import annotations
 
-import re
-
+from perfci.core.compat import compile_linear
 from perfci.formats.protocol import Detector, Head
 
-_NCU_CSV_SNIFF = re.compile(
+_NCU_CSV_SNIFF = compile_linear(
     r'(?m)^\ufeff?"ID",(?=[^\n]*"Kernel Name")'
     r'(?=[^\n]*(?:"Metric Name"|"[A-Za-z0-9_]+__[A-Za-z0-9_.]+"))'
 )
 # A process line holding an "@" (a lookahead, then the line taken whole: ``[^\n]*@[^\n]*``
 # re-read the rest of the line from every "@" of it, issue 31), a kernel line under it.
-_NCU_TEXT_SNIFF_PROCESS = re.compile(
+_NCU_TEXT_SNIFF_PROCESS = compile_linear(
     r"(?m)^\[\d+\] (?=[^\n@]*+@)[^\n]*+\n {2}\S[^\n]*, Context \d+, Stream \d+"
 )
-_NCU_TEXT_SNIFF_LOG = re.compile(r"(?m)^==PROF== (?:Connected to process|Profiling )")
-_NCU_TEXT_SNIFF_SECTION = re.compile(r"(?m)^ {4}Section: ")
+_NCU_TEXT_SNIFF_LOG = compile_linear(r"(?m)^==PROF== (?:Connected to process|Profiling )")
+_NCU_TEXT_SNIFF_SECTION = compile_linear(r"(?m)^ {4}Section: ")
 
 
 def _ncu_csv(head: Head) -> bool:

@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-import re
-
+from perfci.core.compat import compile_linear
 from perfci.formats.protocol import Detector, Head
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -12,14 +11,14 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 # Linear on any head (issue 31): the first "] with [" or ".py " is taken for good (an atomic
 # group: a later one leaves less room, so cannot match where the first did not), and blanks
 # before a title stay on its line (``\s*`` after ``^`` ran on through every blank line below).
-_NSYS_STATS_SNIFF = re.compile(
+_NSYS_STATS_SNIFF = compile_linear(
     r"(?m)^(?:\[\d+/\d+\] Executing '\w+' stats report|Processing \[(?>.+?\] with \[).+\.py\]"
     r"|Running \[(?>.+?\.py ).+\]|[^\S\n]*Time ?\(%\)\s+Total Time|CUDA API Statistics \(\w+\)"
     r"|[^\S\n]*\*\* .+ \((?:cuda|gpu|nvtx|osrt|cudaapi)\w*\):)"
 )
-_NSYS_STATS_CSV_HEADER = re.compile(r"(?m)^\"?Time ?\(%\)\"?,")
+_NSYS_STATS_CSV_HEADER = compile_linear(r"(?m)^\"?Time ?\(%\)\"?,")
 # The 2020/2021 size report has no unit in its titles (KiB): "Total","Operations",...
-_NSYS_STATS_CSV_SNIFF = re.compile(
+_NSYS_STATS_CSV_SNIFF = compile_linear(
     r'(?m)^"?(?:Time ?\(%\)"?,"?Total Time|Total \(MB\)"?,"?Count|Total"?,"?Operations"?,)'
 )
 

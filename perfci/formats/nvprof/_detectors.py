@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import re
-
+from perfci.core.compat import compile_linear
 from perfci.formats.protocol import Detector, Head
 
 _RESULT_WORDS = (
@@ -12,7 +11,7 @@ _RESULT_WORDS = (
 )
 # Blanks before a header stay on its line (issue 31): ``^\s*`` ran on through every blank
 # line below each line start, so a head of blank lines took a quadratic time.
-_NVPROF_SNIFF = re.compile(
+_NVPROF_SNIFF = compile_linear(
     rf"(?m)^(?:==\d+==|={{8}})\s*{_RESULT_WORDS}"
     r"|^[^\S\n]*(?:Type\s+)?Time\(%\)\s+Time\s+Calls\s+Avg\s+Min\s+Max\s+Name\s*$"
     r'|^"Type","Time\(%\)","Time","Calls","Avg","Min","Max","Name"\r?\n,%,'

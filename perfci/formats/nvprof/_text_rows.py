@@ -7,16 +7,16 @@ Throughput (bytes/s), the launch shape and the device, summed per name by ``_tra
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
+from perfci.core.compat import compile_linear
 from perfci.core.units import parse_duration, parse_size
 from perfci.formats.nvprof._runs import RunReader, Table
 from perfci.formats.nvprof._text_trace import MisalignedRow, shape
 from perfci.formats.nvprof._trace import TraceSeries, classify, parse_rate
 
 #: A trace row starts with its Start time (``612.48ms``, ``1.00263s``).
-TRACE_ROW_START = re.compile(r"\s*+\d++(?:\.\d++)?+[a-zµ]*+\s")
+TRACE_ROW_START = compile_linear(r"\s*+\d++(?:\.\d++)?+[a-zµ]*+\s")
 
 
 class TextTraceReader(RunReader):

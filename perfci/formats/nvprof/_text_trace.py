@@ -21,14 +21,15 @@ such a row could be split in more than one way, and the row is refused, naming i
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+
+from perfci.core.compat import compile_linear
 
 #: Columns whose cells may hold spaces: device names (``Tesla K80 (0)``) in any of them.
 _FREE_TEXT = frozenset({"Device", "Src Dev", "Dst Dev", "Unified Memory"})
 #: Columns whose cells are ``(x y z)`` or ``-``.
 _SHAPES = frozenset({"Grid Size", "Block Size"})
-_TITLE = re.compile(r"\S+(?: \S+)*+")
+_TITLE = compile_linear(r"\S+(?: \S+)*+")
 
 
 class MisalignedRow(ValueError):

@@ -60,6 +60,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from perfci.core.compat import compile_linear
 from perfci.core.errors import ParseError
 from perfci.core.model import Profile
 from perfci.formats._text_lines import open_text
@@ -89,22 +90,22 @@ _BANNER = re.compile(r"(?:==(\d+)==|={8})\s*(.*)")
 # Row patterns take each run of blanks or of cells whole (possessive ``*+``, ``++``): what
 # follows a run can never start with what the run holds, so nothing a run gave back could
 # match, and trying all the ways to split a long run was quadratic or worse (issue 31).
-_ROW = re.compile(
+_ROW = compile_linear(
     r"\s*+(?:([A-Za-z][A-Za-z ()]*+):)?\s*+(\d++(?:\.\d++)?+)%\s++(\S++)\s++(\d++)\s++(\S++)"
     r"\s++(\S++)\s++(\S++)\s++(\S.*)"
 )
-_ROW_START = re.compile(r"\s*+(?:[A-Za-z][A-Za-z ()]*+:)?\s*+\d++(?:\.\d++)?+%")
-_UM_ROW = re.compile(r"\s*+(\d++)\s++(\S++)\s++(\S++)\s++(\S++)\s++(\S++)\s++(\S++)\s++(\S.*)")
+_ROW_START = compile_linear(r"\s*+(?:[A-Za-z][A-Za-z ()]*+:)?\s*+\d++(?:\.\d++)?+%")
+_UM_ROW = compile_linear(r"\s*+(\d++)\s++(\S++)\s++(\S++)\s++(\S++)\s++(\S++)\s++(\S++)\s++(\S.*)")
 # Values are one token or a utilisation level with its number: ``Low (1)``, ``Idle (0)``.
 _VALUE = r"([A-Za-z]++ \(\d++\)|\S++)"
 # The description is the fewest whole words (lazily) before three values that end the row,
 # else none (then two blanks at least after the name, as ``\s+(.*?)\s+`` had it); tried word
 # by word, not from every character of a long blank run (issue 31).
-_METRIC_ROW = re.compile(
+_METRIC_ROW = compile_linear(
     r"\s*+(\d++)\s++(\S++)\s++((?:\S++(?:\s++\S++)*?)?)(?:(?<=\S)\s++|(?<=\s\s))"
     rf"{_VALUE}\s++{_VALUE}\s++{_VALUE}"
 )
-_EVENT_ROW = re.compile(r"\s*+(\d++)\s++(\S++)\s++(\S++)\s++(\S++)\s++(\S++)\s++(\S++)")
+_EVENT_ROW = compile_linear(r"\s*+(\d++)\s++(\S++)\s++(\S++)\s++(\S++)\s++(\S++)\s++(\S++)")
 _QUOTED = re.compile(r'(Thread|Domain|Range) "(.*)"(?:\s*\(id = (\d+)\))?')
 _DEVICE = re.compile(r'Device "(.*)"')
 _KERNEL = re.compile(r"\s*Kernel: (.*)")

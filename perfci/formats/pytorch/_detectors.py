@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import re
 
+from perfci.core.compat import compile_linear
 from perfci.formats.protocol import Detector, Head
 
-_OBJECT_START = re.compile(r"^\s*\{")
-_ARRAY_OF_EVENTS = re.compile(r'^\s*\[\s*\{.*?"ph"\s*:\s*"[A-Za-z]"', re.DOTALL)
+_OBJECT_START = compile_linear(r"^\s*\{")
+_ARRAY_OF_EVENTS = compile_linear(r'^\s*\[\s*\{.*?"ph"\s*:\s*"[A-Za-z]"', re.DOTALL)
 # Linear on any head (issue 31): a run of blanks is taken whole before "#", and "Name" needs
 # two spaces, not ``{2,}`` spaces, before ``[^\n]*`` (which takes any more): the two ways
 # to share a long run of spaces were tried one by one.
-_PYTORCH_TABLE_SNIFF = re.compile(
+_PYTORCH_TABLE_SNIFF = compile_linear(
     r"(?m)^[ \t]*+(?:#+ ?)?-{3,}(?: {2}-{3,})+ *\r?\n"
     r"[ \t]*+(?:#++ ?)?[ \t]*Name {2}[^\n]*(?:CPU|Calls)"
 )

@@ -3,51 +3,52 @@
 
 from __future__ import annotations
 
-import re
-
+from perfci.core.compat import compile_linear
 from perfci.formats.protocol import Detector, Head
 
 # --- deepspeed_comms
 _DEEPSPEED_NUMBER = r"[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?"
-_DEEPSPEED_SNIFF_OP = re.compile(
+_DEEPSPEED_SNIFF_OP = compile_linear(
     r"comm op: (?:(?!comm op: )[^|\n])+(?: \| comm group: [^|\n]+)?"
     r"(?: \| \[Caller Func: [^\]|\n]*\])?"
     rf" \| time \(ms\): {_DEEPSPEED_NUMBER} \| msg size: "
 )
-_DEEPSPEED_SNIFF_SUMMARY = re.compile(r"(?m)^Comm\. Op +Message Size +Count +Total Latency\(ms\)")
+_DEEPSPEED_SNIFF_SUMMARY = compile_linear(
+    r"(?m)^Comm\. Op +Message Size +Count +Total Latency\(ms\)"
+)
 
 # --- megatron_log
 _ITERATION_HEAD = r"(?<![\w-])iteration\s+\d+\s*/\s*\d+\s*\|"
 # The elapsed time is looked for up to the next iteration head only, where a new attempt
 # starts anyway: reading on to the end of the line from every head of a line of them was
 # quadratic (issue 31: 'iteration 1/1 |' * 4369 took 21 s).
-_MEGATRON_LOG_SNIFF_ITERATION = re.compile(
+_MEGATRON_LOG_SNIFF_ITERATION = compile_linear(
     rf"{_ITERATION_HEAD}(?:(?!{_ITERATION_HEAD})[^\n])*?elapsed time per iteration \((?:ms|s)\):"
 )
 # A long preamble (the arguments alone are tens of KB, NCCL_DEBUG output far more) can push the
 # first iteration line past the sniffed head: Megatron's own banners mark the log as well.
-_MEGATRON_LOG_SNIFF_SETUP = re.compile(
+_MEGATRON_LOG_SNIFF_SETUP = compile_linear(
     r"-{24} arguments -{24}|using world size: \d+, data-parallel size: \d+"
 )
 
 # --- megatron_trace, nccl_tests, simai_results
-_MEGATRON_TRACE_SNIFF = re.compile(r"(?m)^rank:\d+:[A-Za-z_]\w*\([A-Za-z_]\w*=")
-_NCCL_TESTS_SNIFF = re.compile(
+_MEGATRON_TRACE_SNIFF = compile_linear(r"(?m)^rank:\d+:[A-Za-z_]\w*\([A-Za-z_]\w*=")
+_NCCL_TESTS_SNIFF = compile_linear(
     r"#\s+size\s+count\s+type\s+(?:\S+\s+){0,2}(?:cpu)?time\s+algbw\s+busbw\s"
     r"|# nThread \d+ nGpus \d+ minBytes \d+ maxBytes \d+"
 )
-_SIMAI_RESULTS_SNIFF = re.compile(
+_SIMAI_RESULTS_SNIFF = compile_linear(
     r"\A\ufeff?\s*(?:layer_name,[^,\r\n]*,fwd compute,wg compute,ig compute,fwd exposed comm,"
     r"|File name, ?Expose DP comm,)"
 )
 
 # --- workload_table: the first lines of each dialect (its readers use them too)
-RANK_RANGE = re.compile(r"^\[rank\s*([0-9]{1,9})\s*~\s*rank\s*([0-9]{1,9})\]$")
-CSV_HEADER = re.compile(r"^comm_type,comm_group,")
-AIOB_FIRST = re.compile(r"^train_iter:\s*([0-9]{1,9})\s*$")
-PARALLELISM = re.compile(r"^(DATA|MODEL|MICRO|HYBRID_[A-Z_]+)$")
-_COMPUTE_COLUMN = re.compile(r"(^|\t)\w*compute_time(\t|$)")
-_LAYER_COUNT = re.compile(r"[0-9]+(\s|$)")
+RANK_RANGE = compile_linear(r"^\[rank\s*([0-9]{1,9})\s*~\s*rank\s*([0-9]{1,9})\]$")
+CSV_HEADER = compile_linear(r"^comm_type,comm_group,")
+AIOB_FIRST = compile_linear(r"^train_iter:\s*([0-9]{1,9})\s*$")
+PARALLELISM = compile_linear(r"^(DATA|MODEL|MICRO|HYBRID_[A-Z_]+)$")
+_COMPUTE_COLUMN = compile_linear(r"(^|\t)\w*compute_time(\t|$)")
+_LAYER_COUNT = compile_linear(r"[0-9]+(\s|$)")
 SNIFF_LINES = 6  # the dialect is told from the first lines
 
 

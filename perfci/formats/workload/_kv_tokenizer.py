@@ -24,6 +24,8 @@ import functools
 import re
 from dataclasses import dataclass
 
+from perfci.core.compat import compile_linear
+
 _OPENERS = {"[": "]", "(": ")", "{": "}"}
 _CLOSERS = frozenset(_OPENERS.values())
 _QUOTES = frozenset("'\"")
@@ -42,13 +44,13 @@ _QUOTED_LIST = rf"\[\s*+(?:{_QUOTED}(?:\s*+,\s*+{_QUOTED})*+\s*+)?\]"
 _VALUE = rf"(?:{_PLAIN_LIST}|{_QUOTED_LIST}|{_PLAIN_VALUE})"
 # One pass splits a simple record: each match is a key=value piece with its comma, or one
 # character that is not (then the key is "": the record is not simple).
-_PIECES = re.compile(rf"\s*+([A-Za-z_][\w.]*+)=({_VALUE})(?:,(?!\Z)|\Z)|(?s:.)")
+_PIECES = compile_linear(rf"\s*+([A-Za-z_][\w.]*+)=({_VALUE})(?:,(?!\Z)|\Z)|(?s:.)")
 # The same for a list of quoted strings: (content, "") per item, ("", char) otherwise.
-_ITEMS = re.compile(r"\s*+'([^'\\]*+)'\s*+(?:,(?!\s*+\Z)|\Z)|((?s:.))")
+_ITEMS = compile_linear(r"\s*+'([^'\\]*+)'\s*+(?:,(?!\s*+\Z)|\Z)|((?s:.))")
 # And for a list of quoted key=value records, one pass for all of them: per match either a
 # piece (opening quote or "", key, value), or an item's end ("'"), or a stray character.
 _UNQUOTED_VALUE = rf"(?:{_PLAIN_LIST}|{_PLAIN_VALUE})"
-_RECORD_ITEMS = re.compile(
+_RECORD_ITEMS = compile_linear(
     rf"(?:(\s*+')|,)\s*+([A-Za-z_][\w.]*+)=({_UNQUOTED_VALUE})(?=[,'])"
     r"|'\s*+(?:,(?=\s*+')|\Z)|((?s:.))"
 )

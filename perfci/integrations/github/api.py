@@ -14,13 +14,14 @@ import logging
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
-from datetime import UTC, datetime
-from typing import Any, Self
+from datetime import datetime
+from typing import Any
 from urllib.parse import urlsplit
 
 import requests
 
 from perfci import __version__
+from perfci.core.compat import UTC, Self
 from perfci.core.errors import ConfigError, GitHubError
 from perfci.integrations.http import (
     IDEMPOTENT,

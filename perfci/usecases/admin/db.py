@@ -7,9 +7,10 @@ so that where the database lives and how it is reached stays the store's busines
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING
 
+from perfci.core.compat import UTC
 from perfci.core.errors import StorageError
 from perfci.core.settings import Settings, get_settings, redact_url
 from perfci.store import db

@@ -12,8 +12,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
+from perfci.core.compat import UTC
 from perfci.core.errors import ConfigError, DatabaseFailure, StorageError
 from perfci.core.settings import Settings, get_settings, redact_url
 from perfci.store import partitions, retention

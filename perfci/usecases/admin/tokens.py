@@ -17,8 +17,9 @@ import hmac
 import re
 import secrets
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
+from perfci.core.compat import UTC, parse_iso_datetime
 from perfci.core.errors import AuthError, ConfigError, NotFoundError
 from perfci.store import access
 from perfci.store.schema import ApiToken
@@ -113,7 +114,7 @@ def parse_expiry(text: str, *, now: datetime | None = None) -> datetime:
         if found:
             moment = now + int(found[1]) * _UNIT[found[2].lower()]
         else:
-            moment = datetime.fromisoformat(text.strip())
+            moment = parse_iso_datetime(text.strip())
             moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
     except (ValueError, OverflowError):
         raise ConfigError(

@@ -30,12 +30,13 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from perfci.core import private_env
+from perfci.core.compat import UTC
 from perfci.core.errors import ConfigError, PerfciError
 from perfci.core.model import Profile, RunContext
 from perfci.core.settings import Settings, find_project_root

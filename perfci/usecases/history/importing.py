@@ -26,9 +26,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
+from perfci.core.compat import UTC, parse_iso_datetime
 from perfci.core.errors import ConfigError
 from perfci.core.model import Profile, RunContext
 from perfci.core.settings import Settings, get_settings, redact_url
@@ -263,7 +264,7 @@ def _entry_context(base: RunContext, entry: _Entry) -> RunContext:
 def _when(entry: _Entry) -> datetime:
     """When the entry was measured (its ``date``), else its commit's time, else now."""
     moment = entry.metadata.get("date") or entry.metadata.get("commit_time")
-    return datetime.fromisoformat(str(moment)) if moment else datetime.now(UTC)
+    return parse_iso_datetime(str(moment)) if moment else datetime.now(UTC)
 
 
 def _store(

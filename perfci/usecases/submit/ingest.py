@@ -13,13 +13,14 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
 
 from perfci.analysis.values import compared_value
+from perfci.core.compat import UTC
 from perfci.core.errors import (
     ConfigError,
     DatabaseFailure,

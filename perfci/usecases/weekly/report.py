@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,7 @@ from perfci.analysis.changepoints import (
     detect_change_points,
     segment_levels,
 )
+from perfci.core.compat import UTC
 from perfci.core.errors import ConfigError
 from perfci.core.model import MetricKind, SeriesKey
 from perfci.core.weekly import (

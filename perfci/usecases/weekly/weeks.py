@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 
+from perfci.core.compat import UTC
 from perfci.core.errors import ConfigError
 
 __all__ = ["WEEK_YEARS", "iso_week", "period_label", "week_bounds"]
