@@ -9,6 +9,7 @@ same width: Typer's help panels otherwise cut option names at 80 columns in a pi
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
@@ -39,3 +40,28 @@ def use_log_width_for_help() -> None:
 
 console = Console(highlight=False, width=_width(sys.stdout))
 err_console = Console(stderr=True, highlight=False, width=_width(sys.stderr))
+
+
+class _ProgressLines(logging.Handler):
+    """Each record as one plain line on stderr (names may hold "[", which is not markup)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            err_console.print(self.format(record), markup=False, highlight=False, soft_wrap=True)
+        except Exception:  # noqa: BLE001 - logging's contract: a handler never raises
+            self.handleError(record)
+
+
+def show_progress(logger_name: str) -> None:
+    """Print the INFO lines of ``logger_name`` on stderr (once, however often called).
+
+    The history branch is read and pushed deep inside a check; its one-line progress
+    ("history: read 12 runs from git:perfci-data") goes through logging so that the use case
+    stays free of consoles, and the CLI shows it here.
+    """
+    logger = logging.getLogger(logger_name)
+    if any(isinstance(h, _ProgressLines) for h in logger.handlers):
+        return
+    handler = _ProgressLines(level=logging.INFO)
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)

@@ -37,7 +37,7 @@ from perfci.cli import (
     serve_cmd,
     token_cmd,
 )
-from perfci.cli._console import err_console, use_log_width_for_help
+from perfci.cli._console import err_console, show_progress, use_log_width_for_help
 from perfci.cli._signals import Terminated, raising_on_termination
 from perfci.core.errors import PerfciError
 
@@ -110,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
 
         isolate_from_secrets()
     use_log_width_for_help()
+    show_progress("perfci.history")
     with raising_on_termination(runs_benchmark) as stop:
         code = _run(args)
     if stop.exit_code is not None:  # typer turns the exception into a plain 130
