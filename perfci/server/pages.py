@@ -174,7 +174,8 @@ def benchmark_page(
         chosen, (series, points) = "", browse.step_history(reads, project, benchmark, branch=None)
     runs = browse.benchmark_runs(reads, project, benchmark)
     verdicts = browse.verdicts(reads, [r.id for r in runs])
-    step_of = {p.run_id: p.value_ns for p in points}
+    # Every listed run's step, pull requests' too: the chart holds the base branch's only.
+    step_of = browse.step_times(reads, project, benchmark, [r.id for r in runs])
     chart, changes = _chart(points)
     return render(
         request,

@@ -23,6 +23,7 @@ from perfci.core.errors import NotFoundError
 from perfci.core.model import Device, MetricKind, SeriesKey
 from perfci.store import queries
 from perfci.store.queries import HistoryPoint, RunInfo
+from perfci.store.samples import series_values
 from perfci.store.schema import (
     Benchmark,
     Comparison,
@@ -322,20 +323,64 @@ def _benchmark_id(session: Session, project: str, benchmark: str) -> int:
     return int(found)
 
 
+#: Runs whose step values say how long each step series typically is (the longest is the step).
+_TYPICAL_RUNS = 20
+
+
 def _primary_step(session: Session, benchmark_id: int) -> tuple[int | None, SeriesKey | None]:
+    """The step series the comment judges (:func:`perfci.analysis.steps.primary_step`: the
+    longest, then the one seen in more runs), by its recent runs' values.
+
+    Not the first one stored: a benchmark that reports an iteration and its forward step
+    would otherwise chart the forward step while the comment judged the iteration (issue 36).
+    """
+    from perfci.analysis.steps import primary_step
+
     query = (
         select(Series.id, Series.name, Series.device, Series.scope, Series.section)
         .where(Series.benchmark_id == benchmark_id, Series.kind == MetricKind.STEP.value)
-        .order_by(Series.scope != "", Series.section != "", Series.id)
-        .limit(1)
+        .order_by(Series.id)
     )
-    found = session.execute(query).first()
-    if found is None:
+    keys = {
+        int(series_id): SeriesKey(
+            kind=MetricKind.STEP, name=name, device=Device(device), scope=scope, section=section
+        )
+        for series_id, name, device, scope, section in session.execute(query)
+    }
+    if len(keys) <= 1:
+        return next(iter(keys.items()), (None, None))
+    candidates: list[tuple[SeriesKey, float | None, int]] = []
+    for series_id, key in keys.items():
+        found = queries.latest_values(session, series_id, branch=None, limit=_TYPICAL_RUNS)
+        medians = [statistics.median(r.values) for r in found if r.values]
+        candidates.append((key, statistics.median(medians) if medians else None, len(medians)))
+    chosen = primary_step(candidates)
+    if chosen is None:
         return None, None
-    series_id, name, device, scope, section = found
-    return int(series_id), SeriesKey(
-        kind=MetricKind.STEP, name=name, device=Device(device), scope=scope, section=section
-    )
+    return next(i for i, k in keys.items() if k == chosen), chosen
+
+
+def step_times(
+    session: Session, project: str, benchmark: str, run_ids: list[int]
+) -> dict[int, float]:
+    """Run id → the primary step's time (median of the run's repeats) for ``run_ids``, on
+    any branch: a benchmark's runs table lists pull-request runs beside the base branch's."""
+    benchmark_id = _benchmark_id(session, project, benchmark)
+    series_id, _ = _primary_step(session, benchmark_id)
+    if series_id is None or not run_ids:
+        return {}
+    created = {
+        int(run_id): stored
+        for run_id, stored in session.execute(
+            select(Run.id, Run.created_at).where(Run.id.in_(run_ids))
+        )
+    }
+    values = series_values(session, series_id, created)
+    return {
+        run_id: statistics.median(found)
+        for run_id, found in values.items()
+        if found and all(math.isfinite(v) and v >= 0 for v in found)
+    }
 
 
 def _step_points(
