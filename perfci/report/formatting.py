@@ -401,13 +401,46 @@ def unsettled_sentence(result: RunComparison) -> str | None:
 
 
 def rerun_hint(result: RunComparison) -> int | None:
-    """The largest number of repeats an inconclusive gated metric asks for, if any."""
+    """The largest number of repeats an inconclusive gated metric asks for, if any.
+
+    A line that asks for no more than one repeat beyond the ones it had gives no hint: that is
+    what a busy host's lines ask of adaptive repeats (``load_guard``: one more, for a quiet
+    one), and "re-run with about 16 repeats" after 15 is no advice (issue 36); the run's note
+    says why those lines are open instead.
+    """
     needed = [
         m.repeats_needed
         for m in result.metrics
-        if m.gated and m.verdict is Verdict.INCONCLUSIVE and m.repeats_needed
+        if m.gated
+        and m.verdict is Verdict.INCONCLUSIVE
+        and m.repeats_needed
+        and m.repeats_needed > m.n_candidate + 1
     ]
     return max(needed) if needed else None
+
+
+def rerun_sentence(result: RunComparison) -> str | None:
+    """The re-run hint as a sentence (in repeats, or pairs for a same-runner A/B run)."""
+    needed = rerun_hint(result)
+    if needed is None:
+        return None
+    unit = "pairs" if is_ab(result) else "repeats"
+    return f"Re-run with about {needed} {unit} to settle the inconclusive lines."
+
+
+def is_ab(result: RunComparison) -> bool:
+    """Whether ``result`` is a same-runner A/B comparison (``--ab``): its baseline is pairs."""
+    return result.baseline is not None and result.baseline.pairs is not None
+
+
+def baseline_words(result: RunComparison) -> str | None:
+    """``4 runs of main`` or, for ``--ab``, ``A/B: 5 pairs against main``."""
+    base = result.baseline
+    if base is None:
+        return None
+    if base.pairs is not None:
+        return f"A/B: {base.pairs} pair{'' if base.pairs == 1 else 's'} against {base.branch}"
+    return f"{base.runs} run{'' if base.runs == 1 else 's'} of {base.branch}"
 
 
 def explains_change(result: RunComparison) -> bool:

@@ -104,7 +104,7 @@ def _context(
         "shared": result.shared_factor,
         "measures": fmt.headline_measures(result)[:max_rows],
         "counts": fmt.counts_sentence(result.metrics),
-        "rerun": fmt.rerun_hint(result),
+        "rerun": fmt.rerun_sentence(result),
         "answer": fmt.step_answer(result),
         "unsettled": fmt.unsettled_sentence(result),
         "contributions": contributions,

@@ -468,7 +468,7 @@ def _store(
                 )
                 stored = None if pr.created else latest_comparison(session, pr.run_id)
                 if stored is None:
-                    _describe(result, context, pr.run_id, base.run_id, setup)
+                    _describe(result, context, pr.run_id, base.run_id, setup, len(pairs))
                     save_comparison(session, result, commit=False)
                 session.commit()
             except BaseException:
@@ -481,7 +481,12 @@ def _store(
 
 
 def _describe(
-    result: RunComparison, context: RunContext, run_id: int, base_run_id: int, setup: ABSetup
+    result: RunComparison,
+    context: RunContext,
+    run_id: int,
+    base_run_id: int,
+    setup: ABSetup,
+    pairs: int,
 ) -> None:
     result.run_id, result.commit, result.branch = run_id, context.commit, context.branch
     result.pr_number, result.ci_url = context.pr_number, context.ci_url
@@ -492,4 +497,5 @@ def _describe(
         first_commit=setup.base_sha,
         last_commit=setup.base_sha,
         run_ids=[base_run_id],
+        pairs=pairs,
     )
