@@ -267,10 +267,10 @@ def test_failing_repeat_exits_with_its_code_and_stores_nothing(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.setenv("FAIL_REPEAT", "1")  # repeat 0 writes its profile, repeat 1 fails
+    monkeypatch.setenv("FAIL_REPEAT", "1")  # the first repeat writes its profile, the second fails
     assert _check(migrated_url) == 3
     err = capsys.readouterr().err
-    assert "repeat 1" in err and "code 3" in err and "out of memory" in err
+    assert "repeat 2 of the benchmark" in err and "code 3" in err and "out of memory" in err
     assert _runs(migrated_url) == 0
 
 
