@@ -16,6 +16,7 @@ from __future__ import annotations
 import signal
 import sys
 import traceback
+from typing import Any
 
 import typer
 
@@ -119,9 +120,41 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
+def _command() -> Any:
+    """The app as a click command, its plain flags shown without a type in ``--help``.
+
+    Typer labels every option with its type, a plain flag (``--ab``, ``--json``, ``--help``)
+    too: ``<bool>`` reads as if it took a value (issue 36). An empty metavar shows nothing
+    there, and a flag takes no value for it to name.
+    """
+    command = typer.main.get_command(app)
+    pending, every = [command], []
+    while pending:  # groups (perfci db, perfci project) hold commands of their own
+        sub = pending.pop()
+        every.append(sub)
+        pending.extend(getattr(sub, "commands", {}).values())
+    for sub in every:
+        for param in sub.params:
+            if getattr(param, "is_flag", False):
+                param.metavar = ""
+        # --help is made anew on each call: its maker is wrapped on this command object.
+        sub.get_help_option = _untyped(sub.get_help_option)  # type: ignore[method-assign]
+    return command
+
+
+def _untyped(make: Any) -> Any:
+    def help_option(ctx: Any) -> Any:
+        option = make(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+    return help_option
+
+
 def _run(args: list[str]) -> int:
     try:
-        result = app(args=args, standalone_mode=False)
+        result = _command()(args=args, standalone_mode=False)
     except PerfciError as exc:
         # Messages carry benchmark output and kernel names: "[rank0]" is not Rich markup.
         err_console.print(
