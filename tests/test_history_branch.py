@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -306,6 +307,10 @@ def test_two_check_jobs_pushing_at_once_both_land(origin: Origin) -> None:
     assert [p.returncode for p in processes] == [0, 0], outputs
     assert all("warning: history" not in out for out in outputs), outputs
     assert len(origin.run_files()) == 2
+    # Each job says, in one line each, that it read the branch and pushed its run (issue 36).
+    for out in outputs:
+        assert re.search(r"^history: (read \d+ runs? from|git:perfci-data holds no)", out, re.M)
+        assert re.search(rf"^history: pushed run of {BENCHMARK} at \w+ to git:{BRANCH}$", out, re.M)
 
 
 def test_a_push_built_on_a_stale_tip_is_refused_not_forced(origin: Origin) -> None:
