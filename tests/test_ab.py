@@ -156,7 +156,7 @@ def test_unchanged_pr_passes_and_both_sides_are_stored(
     assert not [m for m in report["metrics"] if m["verdict"] in {"regression", "improvement"}]
     assert any("Same-runner A/B comparison: 3 pairs" in note for note in report["notes"])
     assert {m["n_candidate"] for m in report["metrics"]} == {3}
-    assert "pair 0: base" in captured.err and "pair 2: pull request" in captured.err
+    assert "pair 1: base" in captured.err and "pair 3: pull request" in captured.err
     engine = make_engine(migrated_url)
     try:
         with engine.connect() as connection:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -738,6 +739,25 @@ def test_readme_workflows_parse_pin_actions_by_sha_and_declare_permissions() -> 
             assert "write-all" not in block
     # history branch, PostgreSQL pull requests and baselines, server, fork comments, weekly
     assert workflows == 6
+
+
+def test_the_weekly_workflow_reads_the_history_branch_with_options_perfci_report_takes() -> None:
+    from typer.main import get_command
+
+    from perfci.cli.main import app
+
+    readme = (ACTION.parent / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n(.*?)```", readme, flags=re.S)
+    (weekly,) = [yaml.safe_load(b) for b in blocks if "name: perf-weekly" in b]
+    steps = weekly["jobs"]["weekly"]["steps"]
+    assert any(str(s.get("uses", "")).startswith("actions/checkout@") for s in steps)
+    (script,) = [s["run"] for s in steps if '/bin/perfci" report' in s.get("run", "")]
+    args = shlex.split(script.replace("\\\n", " "))
+    args = args[args.index("report") + 1 :]
+    assert args[args.index("--history") + 1] == "git:perfci-data"
+    report = get_command(app).commands["report"]  # type: ignore[attr-defined]
+    known = {option for param in report.params for option in param.opts}
+    assert {a for a in args if a.startswith("--")} <= known
 
 
 def test_every_step_script_is_valid_bash(action: dict[str, Any], tmp_path: Path) -> None:

@@ -250,16 +250,27 @@ def test_compare_of_an_unknown_run_is_a_usage_error(
     )
 
 
+def test_compare_in_an_empty_folder_says_so_and_creates_no_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PERFCI_DATABASE_URL", raising=False)
+    assert main(["compare", "--run", "42"]) == 2
+    err = capsys.readouterr().err
+    assert "no perfci store at" in err and "perfci check" in err
+    assert not (tmp_path / ".perfci").exists()
+
+
 def test_failing_repeat_exits_with_its_code_and_stores_nothing(
     project: Path,
     migrated_url: str,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.setenv("FAIL_REPEAT", "1")  # repeat 0 writes its profile, repeat 1 fails
+    monkeypatch.setenv("FAIL_REPEAT", "1")  # the first repeat writes its profile, the second fails
     assert _check(migrated_url) == 3
     err = capsys.readouterr().err
-    assert "repeat 1" in err and "code 3" in err and "out of memory" in err
+    assert "repeat 2 of the benchmark" in err and "code 3" in err and "out of memory" in err
     assert _runs(migrated_url) == 0
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from datetime import UTC, date, datetime, timedelta
@@ -108,6 +109,20 @@ def test_help_in_a_pipe_is_not_cut_at_80_columns() -> None:
         "--markdown-out",
     ):
         assert option in done.stdout
+
+
+@pytest.mark.parametrize("command", [[], ["check"], ["compare"], ["db", "upgrade"]])
+def test_help_shows_no_type_on_a_plain_flag(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 36: "--ab <bool>" read as if the flag took a value; the values keep their types.
+    from perfci.cli.main import main
+
+    assert main([*command, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "<bool>" not in out and "--help" in out
+    if command == ["check"]:
+        assert re.search(r"--ab\s+Same-runner", out) and re.search(r"--json-out\s+<path>", out)
 
 
 # --- markdown / md -------------------------------------------------------------------------------

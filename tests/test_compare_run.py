@@ -95,6 +95,17 @@ def test_an_unchanged_run_is_unchanged_and_no_history_is_no_baseline() -> None:
     assert {m.verdict for m in fresh.metrics} == {Verdict.NEW}
 
 
+def test_a_first_run_names_its_step_and_never_says_it_has_none() -> None:
+    # Issue 36: a first run (no baseline) said "No step time in these profiles" beside its
+    # step row; the longest step series is its step by this run's values.
+    _, candidate = _runs(np.random.default_rng(4), {}, repeats=3)
+    fresh = compare_run({}, candidate, benchmark="b")
+    assert fresh.verdict is Verdict.NO_BASELINE
+    assert fresh.primary_step == STEP.key
+    assert not any("No step time" in note for note in fresh.notes)
+    assert any(note.startswith("Primary step: train_step") for note in fresh.notes)
+
+
 @pytest.mark.parametrize(
     ("baseline", "candidate"),
     [({}, {STEP: []}), ({STEP: []}, {STEP: []}), ({STEP: [[]]}, {STEP: []})],

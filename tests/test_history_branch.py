@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -381,6 +382,10 @@ def test_two_check_jobs_pushing_at_once_both_land(origin: Origin) -> None:
     assert [p.returncode for p in processes] == [0, 0], outputs
     assert all("warning: history" not in out for out in outputs), outputs
     assert len(origin.run_files()) == 2
+    # Each job says, in one line each, that it read the branch and pushed its run (issue 36).
+    for out in outputs:
+        assert re.search(r"^history: (read \d+ runs? from|git:perfci-data holds no)", out, re.M)
+        assert re.search(rf"^history: pushed run of {BENCHMARK} at \w+ to git:{BRANCH}$", out, re.M)
 
 
 def test_a_push_built_on_a_stale_tip_is_refused_not_forced(origin: Origin) -> None:
@@ -597,3 +602,106 @@ def test_the_token_goes_to_git_as_a_header_and_never_into_a_message(tmp_path: Pa
 def test_the_history_package_ships_in_the_wheel() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     assert "perfci.history" in config["tool"]["setuptools"]["packages"]
+
+
+# --- the weekly report from the branch (issue 36) ----------------------------------------------
+
+
+def _push_week(history: GitBranch, job: int, runs: int) -> None:
+    """``runs`` base-branch runs of one CI job, on the days of ISO week 2026-W45."""
+    for n in range(runs):
+        day = 2 + (job + n) % 5  # Monday 2 to Friday 6 November
+        context = make_context(
+            commit=f"{job:02d}{n:038x}",
+            ci_run_id=f"job{job}-{n}",
+            ci_provider="test",
+            commit_time=f"2026-11-0{day}T1{n}:00:00+00:00",
+        )
+        repeats = [[make_profile({"step": 1e6 * (1 + r / 100)}, label="p")] for r in range(3)]
+        created = datetime(2026, 11, day, 12, n, job, tzinfo=UTC)
+        document = encode_run(
+            context=context, benchmark=BENCHMARK, repeats=repeats, created_at=created
+        )
+        path = run_path(context=context, benchmark=BENCHMARK, created_at=created, document=document)
+        history.append({path: document}, max_bytes=1 << 20, prefix="runs/", message=path)
+
+
+def _report(origin: Origin, clone: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            str(PERFCI),
+            "report",
+            "--history",
+            f"git:{BRANCH}",
+            "--week",
+            "2026-W45",
+            "--project",
+            "acme/model",
+            "--format",
+            "json",
+            "--format",
+            "md",
+            "--out",
+            str(out),
+        ],
+        cwd=clone,
+        env=origin.env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_the_weekly_report_reads_the_history_branch_that_several_jobs_pushed(
+    origin: Origin, tmp_path: Path
+) -> None:
+    writers = [_branch(origin, origin.clone()) for _ in range(3)]
+    start = threading.Barrier(len(writers))
+    errors: list[BaseException] = []
+
+    def job(index: int, history: GitBranch) -> None:
+        try:
+            start.wait()
+            _push_week(history, index, runs=3)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=job, args=(i, b)) for i, b in enumerate(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors, errors
+    assert len(origin.run_files()) == 9
+
+    weekly = origin.clone("weekly")  # the weekly job: a fresh runner, no store of its own
+    done = _report(origin, weekly, tmp_path / "out")
+    assert done.returncode == 0, done.stderr
+    assert f"history: read 9 runs from git:{BRANCH}" in done.stderr
+    assert ", 9 new to the store" in done.stderr
+    paths = done.stdout.split()
+    report = json.loads(Path(next(p for p in paths if p.endswith(".json"))).read_text("utf-8"))
+    assert report["week"] == "2026-W45"
+    assert report["coverage"]["runs"] == 9
+    (trend,) = report["benchmarks"]
+    assert (trend["benchmark"], trend["runs_in_period"]) == (BENCHMARK, 9)
+    markdown = Path(next(p for p in paths if p.endswith(".md"))).read_text("utf-8")
+    assert BENCHMARK in markdown
+
+    # A later run pushed by one more job is read next week on the same runner: only it.
+    _push_week(writers[0], 7, runs=1)
+    again = _report(origin, weekly, tmp_path / "again")
+    assert again.returncode == 0, again.stderr
+    assert f"history: read 1 run from git:{BRANCH}" in again.stderr
+    report = json.loads(next((tmp_path / "again").glob("*.json")).read_text("utf-8"))
+    assert report["coverage"]["runs"] == 10
+
+
+def test_the_weekly_report_of_a_missing_history_branch_says_so(
+    origin: Origin, tmp_path: Path
+) -> None:
+    done = _report(origin, origin.clone(), tmp_path / "out")
+    assert done.returncode == 2, done.stderr
+    assert f"git:{BRANCH} does not exist on origin yet" in done.stderr
+    assert not (tmp_path / "out").exists()

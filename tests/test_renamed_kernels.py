@@ -214,8 +214,7 @@ def test_the_run_page_lists_the_renamed_kernel() -> None:
     import datetime
     import types
 
-    from perfci.report import formatting as fmt
-    from perfci.server.pages import make_templates
+    from perfci.server.pages import make_templates, run_page_context
 
     rows = recorded("unchanged")
     base = {k: list(v["base"]) for k, v in rows.items()}
@@ -238,18 +237,7 @@ def test_the_run_page_lists_the_renamed_kernel() -> None:
     page = (
         make_templates()
         .env.get_template("run.html")
-        .render(
-            run=run,
-            result=result,
-            rows=fmt.by_severity(result.metrics),
-            hidden=0,
-            fmt=fmt,
-            token=None,
-            headline="",
-            contributions=result.contributions,
-            by_key={m.key: m for m in result.metrics},
-            renamed=fmt.replacements(result.metrics),
-        )
+        .render(token=None, **run_page_context(run, result))
     )
     assert (
         f"<li><code>{OLD}</code> replaced by <code>{NEW}</code> (same family, rule: "

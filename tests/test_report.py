@@ -346,6 +346,47 @@ def test_an_inconclusive_step_suggests_how_many_repeats_would_settle_it(
     assert "## ⚠️ Inconclusive" in comment and "Re-run with about 12 repeats" in comment
 
 
+def _with_open_step(result: RunComparison, repeats_needed: int, n: int) -> RunComparison:
+    step = next(m for m in result.metrics if m.series == STEP)
+    vague = dataclasses.replace(
+        step, verdict=Verdict.INCONCLUSIVE, repeats_needed=repeats_needed, n_candidate=n
+    )
+    return dataclasses.replace(
+        result,
+        verdict=Verdict.INCONCLUSIVE,
+        metrics=[vague if m is step else m for m in result.metrics],
+    )
+
+
+def _terminal(result: RunComparison) -> str:
+    console = Console(record=True, width=140, file=io.StringIO(), color_system=None)
+    print_comparison(result, console)
+    return console.export_text()
+
+
+def test_the_rerun_hint_is_in_the_terminal_and_never_one_repeat_more(
+    regression: RunComparison,
+) -> None:
+    useful = _with_open_step(regression, repeats_needed=12, n=5)
+    assert "Re-run with about 12 repeats to settle" in _terminal(useful)
+    # 16 after 15 (a busy host's lines ask adaptive repeats for one more): no hint (issue 36).
+    busy = _with_open_step(regression, repeats_needed=16, n=15)
+    assert "Re-run" not in render_comment(busy) and "Re-run" not in _terminal(busy)
+
+
+def test_an_ab_comparison_counts_pairs_not_a_baseline_of_one_run(
+    regression: RunComparison,
+) -> None:
+    assert regression.baseline is not None
+    base = dataclasses.replace(regression.baseline, runs=1, pairs=5)
+    ab = dataclasses.replace(_with_open_step(regression, 9, 5), baseline=base)
+    comment, terminal = render_comment(ab), _terminal(ab)
+    assert "**Baseline:** A/B: 5 pairs against main" in comment
+    assert "Baseline: A/B: 5 pairs against main" in terminal
+    assert "1 run" not in comment and "1 run" not in terminal
+    assert "Re-run with about 9 pairs" in comment and "Re-run with about 9 pairs" in terminal
+
+
 def test_an_all_but_open_interval_prints_as_infinity_not_a_hundred_digits(
     regression: RunComparison,
 ) -> None:

@@ -53,6 +53,27 @@ def test_failing_repeat_stops_with_exit_code_and_tail(tmp_path: Path) -> None:
     assert not (tmp_path / "repeat-1").exists()  # stopped at the first failure
 
 
+def test_a_benchmark_that_dies_unflushed_still_shows_its_last_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Piped, Python buffers stdout: os._exit (or a crash) lost it, and "last output:" was empty
+    # (issue 36). The runner sets PYTHONUNBUFFERED for the benchmark unless it is set.
+    monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)
+    script = "import os\nprint('loading the model')\nos._exit(3)"
+    with pytest.raises(BenchmarkFailed) as info:
+        run_benchmark([sys.executable, "-c", script], benchmark="b", repeats=2, work_dir=tmp_path)
+    assert info.value.exit_code == 3 and info.value.tail == "loading the model"
+    assert str(info.value).startswith("repeat 1 of the benchmark exited with code 3")
+    with pytest.raises(BenchmarkFailed) as silent:
+        run_benchmark(
+            [sys.executable, "-c", "raise SystemExit(3)"],
+            benchmark="b",
+            repeats=1,
+            work_dir=tmp_path / "silent",
+        )
+    assert "last output:\n(nothing: the benchmark printed no output)" in str(silent.value)
+
+
 def test_repeat_without_profiles_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="wrote no profile file"):
         run_benchmark([sys.executable, "-c", "pass"], benchmark="b", repeats=1, work_dir=tmp_path)

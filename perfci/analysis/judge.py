@@ -214,7 +214,14 @@ def _primary_step(
         (e.series, e.baseline, e.n_baseline) for e in estimates
     ]
     rows += [(m.series, m.baseline_median, m.n_baseline) for m in untested if m.series is not None]
-    return primary_step(rows)
+    chosen = primary_step(rows)
+    if chosen is None:
+        # A first run (every line "no baseline") has step series all the same: by this run's
+        # values (issue 36: "No step time in these profiles" beside a step row).
+        chosen = primary_step(
+            [(m.series, m.candidate_median, m.n_candidate) for m in untested if m.series]
+        )
+    return chosen
 
 
 def _step_levels(

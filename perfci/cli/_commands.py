@@ -27,11 +27,19 @@ class LazyCommands(MutableMapping[str, Any]):
     prepare
         Called on the Typer app a module registered into, before it is built (to set the
         command classes, as the root's are).
+    finish
+        Called on each click command once it is built (to adjust how its help reads).
     """
 
-    def __init__(self, modules: Mapping[str, str], prepare: Callable[[typer.Typer], None]):
+    def __init__(
+        self,
+        modules: Mapping[str, str],
+        prepare: Callable[[typer.Typer], None],
+        finish: Callable[[Any], None] | None = None,
+    ):
         self._modules = dict(modules)
         self._prepare = prepare
+        self._finish = finish
         self._built: dict[str, Any] = {}
 
     def __getitem__(self, name: str) -> Any:
@@ -39,7 +47,10 @@ class LazyCommands(MutableMapping[str, Any]):
             holder = typer.Typer()
             importlib.import_module(self._modules[name]).register(holder)  # KeyError: unknown
             self._prepare(holder)
-            self._built[name] = typer.main.get_group(holder).commands[name]
+            built = typer.main.get_group(holder).commands[name]
+            if self._finish is not None:
+                self._finish(built)
+            self._built[name] = built
         return self._built[name]
 
     def __setitem__(self, name: str, command: Any) -> None:

@@ -13,6 +13,7 @@ the CLI is built: ``perfci --help`` and the commands that print little stay quic
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from typing import TYPE_CHECKING
@@ -59,3 +60,30 @@ def __getattr__(name: str) -> Console:
     )
     globals()[name] = made
     return made
+
+
+class _ProgressLines(logging.Handler):
+    """Each record as one plain line on stderr (names may hold "[", which is not markup)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            __getattr__("err_console").print(
+                self.format(record), markup=False, highlight=False, soft_wrap=True
+            )
+        except Exception:  # noqa: BLE001 - logging's contract: a handler never raises
+            self.handleError(record)
+
+
+def show_progress(logger_name: str) -> None:
+    """Print the INFO lines of ``logger_name`` on stderr (once, however often called).
+
+    The history branch is read and pushed deep inside a check; its one-line progress
+    ("history: read 12 runs from git:perfci-data") goes through logging so that the use case
+    stays free of consoles, and the CLI shows it here.
+    """
+    logger = logging.getLogger(logger_name)
+    if any(isinstance(h, _ProgressLines) for h in logger.handlers):
+        return
+    handler = _ProgressLines(level=logging.INFO)
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)

@@ -186,7 +186,7 @@ def _pair_progress(side: str, index: int, seconds: float, profiles: int) -> None
 
     name = "base" if side == "base" else "pull request"
     err_console.print(
-        f"  pair {index}: {name} {seconds:.1f} s, {profiles} profile(s)", markup=False
+        f"  pair {index + 1}: {name} {seconds:.1f} s, {profiles} profile(s)", markup=False
     )
 
 

@@ -30,7 +30,7 @@ from typer.core import TyperCommand, TyperGroup
 from perfci import __version__
 from perfci.cli import _console
 from perfci.cli._commands import LazyCommands
-from perfci.cli._console import use_log_width_for_help
+from perfci.cli._console import show_progress, use_log_width_for_help
 from perfci.cli._signals import Terminated, raising_on_termination
 from perfci.core.errors import PerfciError
 
@@ -114,7 +114,7 @@ class _RootGroup(_HelpGroup):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.commands = LazyCommands(COMMANDS, _lay_help_out_for_logs)
+        self.commands = LazyCommands(COMMANDS, _lay_help_out_for_logs, _untype_flags)
 
 
 app = typer.Typer(
@@ -159,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         from perfci.usecases.check.isolation import isolate_from_secrets  # lazy: --help stays light
 
         isolate_from_secrets()
+    show_progress("perfci.history")  # the history branch's one-line progress, on stderr
     with raising_on_termination(runs_benchmark) as stop:
         code = _run(args)
     if stop.exit_code is not None:  # typer turns the exception into a plain 130
@@ -169,9 +170,45 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
+def _command() -> Any:
+    """The app as a click command, its plain flags shown without a type in ``--help``
+    (:func:`_untype_flags`; each subcommand gets the same when it is built)."""
+    command = typer.main.get_command(app)
+    _untype_flags(command)
+    return command
+
+
+def _untype_flags(command: Any) -> None:
+    """Typer labels every option with its type, a plain flag (``--ab``, ``--json``, ``--help``)
+    too: ``<bool>`` reads as if it took a value (issue 36). An empty metavar shows nothing
+    there, and a flag takes no value for it to name. Subcommands not built yet (the root's
+    :class:`LazyCommands`) get it when they are, so nothing is built for it."""
+    pending = [command]
+    while pending:  # groups (perfci db, perfci project) hold commands of their own
+        sub = pending.pop()
+        for param in sub.params:
+            if getattr(param, "is_flag", False):
+                param.metavar = ""
+        # --help is made anew on each call: its maker is wrapped on this command object.
+        sub.get_help_option = _untyped(sub.get_help_option)
+        commands = getattr(sub, "commands", {})
+        if not isinstance(commands, LazyCommands):
+            pending.extend(commands.values())
+
+
+def _untyped(make: Any) -> Any:
+    def help_option(ctx: Any) -> Any:
+        option = make(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+    return help_option
+
+
 def _run(args: list[str]) -> int:
     try:
-        result = app(args=args, standalone_mode=False)
+        result = _command()(args=args, standalone_mode=False)
     except PerfciError as exc:
         # Messages carry benchmark output and kernel names: "[rank0]" is not Rich markup.
         _console.err_console.print(

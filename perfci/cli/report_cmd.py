@@ -88,6 +88,12 @@ def report_command(
         "PERFCI_SLACK_WEBHOOK). A secret: prefer "
         "the variable.",
     ),
+    history: str | None = typer.Option(
+        None,
+        "--history",
+        help="Read the runs from this history branch of origin first (git:perfci-data, as "
+        "`perfci check --history` writes it) into the embedded store, and report from there.",
+    ),
     history_weeks: int = typer.Option(
         8, "--history-weeks", min=1, help="Weeks of history searched for change points."
     ),
@@ -113,6 +119,7 @@ def report_command(
             branch=branch,
             benchmarks=benchmark or None,
             history_weeks=history_weeks,
+            history=history,
         )
     _console.err_console.print(
         f"{len(report.change_points())} change points in "

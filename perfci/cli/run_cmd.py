@@ -42,7 +42,8 @@ def run_with_progress(
         def advance(index: int, repeat: RepeatResult) -> None:
             progress.advance(task)
             _console.err_console.print(
-                f"  repeat {index}: {repeat.seconds:.1f} s, {len(repeat.files)} file(s)"
+                f"  repeat {index + 1}/{repeats}: {repeat.seconds:.1f} s, "
+                f"{len(repeat.files)} file(s)"
             )
 
         return run_benchmark_repeats(

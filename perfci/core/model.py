@@ -293,6 +293,8 @@ class BaselineInfo:
     first_commit: str | None = None
     last_commit: str | None = None
     run_ids: list[int] = field(default_factory=list)
+    #: Same-runner A/B (``--ab``): the pairs compared (the base side is one run of them).
+    pairs: int | None = None
 
 
 @dataclass(slots=True)

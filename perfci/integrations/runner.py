@@ -301,7 +301,11 @@ def _run_once(
 ) -> RepeatResult:
     child_env = dict(env)
     child_env["PERFCI_OUTPUT_DIR"] = str(out_dir)
-    child_env["PERFCI_REPEAT"] = str(index)
+    child_env["PERFCI_REPEAT"] = str(index)  # 0-based for programs; messages say index + 1
+    # A Python benchmark's output reaches the tail even when it dies without flushing
+    # (os._exit, a crash, a kill): piped, its stdout is block-buffered (issue 36: a benchmark
+    # that exited 3 gave an empty "last output:").
+    child_env.setdefault("PYTHONUNBUFFERED", "1")
     # perfci.integrations.torch reads it: under nsys, a second CUPTI client (torch.profiler) must
     # stay off.
     child_env["PERFCI_PROFILER"] = profiler
@@ -323,16 +327,18 @@ def _run_once(
     if host_state is not None:
         state = {**(state or {}), "host": host_state}
     if returncode != 0:
+        shown = "\n".join(tail) if tail else "(nothing: the benchmark printed no output)"
         raise BenchmarkFailed(
-            f"repeat {index} of the benchmark exited with code {returncode}; last output:\n"
-            + "\n".join(tail),
+            f"repeat {index + 1} of the benchmark exited with code {returncode}; last output:\n"
+            + shown,
             returncode=returncode,
             tail="\n".join(tail),
         )
     files = collect_files(out_dir, patterns)
     if not files:
         raise ConfigError(
-            f"repeat {index} wrote no profile file matching {', '.join(patterns)} in {out_dir}; "
+            f"repeat {index + 1} wrote no profile file matching {', '.join(patterns)} "
+            f"in {out_dir}; "
             "does the benchmark write into $PERFCI_OUTPUT_DIR (see perfci.integrations.torch)?"
         )
     if state is not None:
@@ -378,7 +384,7 @@ def _wait(
             code = process.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             raise BenchmarkFailed(
-                f"repeat {index} timed out after {timeout_s:.0f} s",
+                f"repeat {index + 1} timed out after {timeout_s:.0f} s",
                 returncode=124,
                 tail="\n".join(tail),
             ) from None

@@ -112,6 +112,8 @@ def print_comparison(result: RunComparison, console: Console, *, max_rows: int =
                 )
             )
     console.print(f"{len(result.metrics)} metrics: {fmt.counts_sentence(result.metrics)}")
+    if (rerun := fmt.rerun_sentence(result)) is not None:
+        console.print(rerun)
     _print_context(result, console)
 
 
@@ -188,8 +190,7 @@ def _print_context(result: RunComparison, console: Console) -> None:
                 f", commits {fmt.short_sha(base.first_commit)}..{fmt.short_sha(base.last_commit)}"
             )
         console.print(
-            f"Baseline: {base.runs} run{'' if base.runs == 1 else 's'} of "
-            f"{escape(visible(base.branch))}"
+            f"Baseline: {escape(visible(fmt.baseline_words(result) or ''))}"
             f"{escape(visible(commits))}"
         )
     for note in result.notes:

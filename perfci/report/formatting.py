@@ -247,6 +247,85 @@ def by_severity(metrics: Iterable[MetricComparison]) -> list[MetricComparison]:
     )
 
 
+#: The full tables lead with what was decided: regressions, improvements and the gated lines
+#: found unchanged; then the gated lines still open, the new and missing ones, and the ungated
+#: unchanged. The ungated inconclusive lines (often most of a run: a few µs each) are folded
+#: apart (:func:`folded`): they cannot fail the check and settled nothing.
+_DECIDED_RANK = {
+    Verdict.REGRESSION: 0,
+    Verdict.IMPROVEMENT: 1,
+    Verdict.UNCHANGED: 2,  # gated; ungated: 7
+    Verdict.INCONCLUSIVE: 3,  # gated; ungated: folded
+    Verdict.NEW: 4,
+    Verdict.MISSING: 5,
+    Verdict.NO_BASELINE: 6,
+}
+
+
+def folded(metric: MetricComparison) -> bool:
+    """Whether ``metric`` goes under the one folded summary line: inconclusive and ungated."""
+    return metric.verdict is Verdict.INCONCLUSIVE and not metric.gated
+
+
+def decided_first(
+    metrics: Iterable[MetricComparison],
+) -> tuple[list[MetricComparison], list[MetricComparison]]:
+    """``(shown, folded)``: the lines of the full table in the order of ``_DECIDED_RANK``
+    (gated first within a verdict, the host's times on a GPU run last, then the largest
+    per-step change), and the ungated inconclusive lines, largest change first."""
+    every = list(metrics)
+    host = _host_side(every)
+
+    def rank(m: MetricComparison) -> int:
+        if m.verdict is Verdict.UNCHANGED and not m.gated:
+            return 7
+        return _DECIDED_RANK[m.verdict]
+
+    def order(m: MetricComparison) -> tuple[int, bool, bool, float, str]:
+        return (rank(m), not m.gated, host(m), -abs(delta_ns(m)), m.key)
+
+    shown = sorted((m for m in every if not folded(m)), key=order)
+    return shown, sorted((m for m in every if folded(m)), key=order)
+
+
+def folded_summary(count: int) -> str:
+    """The one line the ungated inconclusive lines are folded under."""
+    if count == 1:
+        return (
+            "1 inconclusive line that does not gate: reported only (it cannot fail the "
+            "check), too small or too noisy at this run to settle"
+        )
+    return (
+        f"{count} inconclusive lines that do not gate: reported only (they cannot fail the "
+        "check), too small or too noisy at this run to settle"
+    )
+
+
+def shown_summary(shown: int, folded: int) -> str:
+    """The summary line of the full table, beside the folded lines'."""
+    if not folded:
+        return f"All {shown} metrics, decided first"
+    apart = (
+        "the ungated inconclusive one is"
+        if folded == 1
+        else f"the {folded} ungated inconclusive ones are"
+    )
+    return f"{shown} metrics, decided first ({apart} folded below)"
+
+
+def unchanged_gated(result: RunComparison) -> list[MetricComparison]:
+    """The gated lines found unchanged, the steps left out (their own table shows them),
+    largest share of the step first."""
+    rows = [
+        m
+        for m in result.metrics
+        if m.verdict is Verdict.UNCHANGED
+        and m.gated
+        and (m.series is None or m.series.kind is not MetricKind.STEP)
+    ]
+    return sorted(rows, key=lambda m: (-(m.share_of_step or 0.0), m.key))
+
+
 def host_side_keys(metrics: Iterable[MetricComparison]) -> frozenset[str]:
     """Keys of the host thread's times on a GPU run (:func:`perfci.analysis.gating.host_timing`)."""
     every = list(metrics)
@@ -262,14 +341,15 @@ def _host_side(metrics: list[MetricComparison]) -> Callable[[MetricComparison], 
 
 
 def counts(metrics: Iterable[MetricComparison]) -> dict[Verdict, int]:
-    """Metrics per verdict, in severity order, verdicts with none left out."""
+    """Metrics per verdict, what was decided first, verdicts with none left out."""
     found = Counter(m.verdict for m in metrics)
-    return {verdict: found[verdict] for verdict in SEVERITY if found[verdict]}
+    return {verdict: found[verdict] for verdict in _DECIDED_RANK if found[verdict]}
 
 
 def counts_sentence(metrics: Iterable[MetricComparison]) -> str:
-    """``2 regressions, 1 improvement, 40 unchanged``; on a GPU run, how many of the
-    regressions and improvements are the CPU's times (``5 regressions (4 CPU-side)``)."""
+    """``2 regressions, 1 improvement, 40 unchanged, 9 inconclusive (7 not gating)``; on a
+    GPU run, how many of the regressions and improvements are the CPU's times
+    (``5 regressions (4 CPU-side)``)."""
     every = list(metrics)
     host = _host_side(every)
     parts = []
@@ -278,6 +358,9 @@ def counts_sentence(metrics: Iterable[MetricComparison]) -> str:
         on_cpu = sum(1 for m in every if m.verdict is verdict and host(m))
         if verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT) and on_cpu:
             word += " (all CPU-side)" if on_cpu == count else f" ({on_cpu} CPU-side)"
+        ungated = sum(1 for m in every if m.verdict is verdict and folded(m))
+        if ungated:
+            word += " (none gating)" if ungated == count else f" ({ungated} not gating)"
         parts.append(f"{count} {word}")
     return ", ".join(parts) if parts else "no metrics"
 
@@ -351,13 +434,46 @@ def unsettled_sentence(result: RunComparison) -> str | None:
 
 
 def rerun_hint(result: RunComparison) -> int | None:
-    """The largest number of repeats an inconclusive gated metric asks for, if any."""
+    """The largest number of repeats an inconclusive gated metric asks for, if any.
+
+    A line that asks for no more than one repeat beyond the ones it had gives no hint: that is
+    what a busy host's lines ask of adaptive repeats (``load_guard``: one more, for a quiet
+    one), and "re-run with about 16 repeats" after 15 is no advice (issue 36); the run's note
+    says why those lines are open instead.
+    """
     needed = [
         m.repeats_needed
         for m in result.metrics
-        if m.gated and m.verdict is Verdict.INCONCLUSIVE and m.repeats_needed
+        if m.gated
+        and m.verdict is Verdict.INCONCLUSIVE
+        and m.repeats_needed
+        and m.repeats_needed > m.n_candidate + 1
     ]
     return max(needed) if needed else None
+
+
+def rerun_sentence(result: RunComparison) -> str | None:
+    """The re-run hint as a sentence (in repeats, or pairs for a same-runner A/B run)."""
+    needed = rerun_hint(result)
+    if needed is None:
+        return None
+    unit = "pairs" if is_ab(result) else "repeats"
+    return f"Re-run with about {needed} {unit} to settle the inconclusive lines."
+
+
+def is_ab(result: RunComparison) -> bool:
+    """Whether ``result`` is a same-runner A/B comparison (``--ab``): its baseline is pairs."""
+    return result.baseline is not None and result.baseline.pairs is not None
+
+
+def baseline_words(result: RunComparison) -> str | None:
+    """``4 runs of main`` or, for ``--ab``, ``A/B: 5 pairs against main``."""
+    base = result.baseline
+    if base is None:
+        return None
+    if base.pairs is not None:
+        return f"A/B: {base.pairs} pair{'' if base.pairs == 1 else 's'} against {base.branch}"
+    return f"{base.runs} run{'' if base.runs == 1 else 's'} of {base.branch}"
 
 
 def explains_change(result: RunComparison) -> bool:

@@ -2,8 +2,11 @@
 
 The comment starts with a hidden marker (:func:`comment_marker`) by which
 :class:`perfci.integrations.github.client.GitHubClient` finds and edits it in place. The verdict
-comes first; the full table of metrics sits in a collapsed ``<details>`` section and is the only
-part cut when the comment would exceed GitHub's size limit.
+comes first, then what was decided (regressions, improvements, the gated lines found
+unchanged); the full table of metrics sits in a collapsed ``<details>`` section, decided lines
+first, with the ungated inconclusive lines folded apart in one more (issue 36: they were a wall
+of a few µs each before the lines that decided). The full table is the only part cut when the
+comment would exceed GitHub's size limit, the folded lines first.
 """
 
 from __future__ import annotations
@@ -98,6 +101,7 @@ def _context(
     result: RunComparison, *, run_url: str | None, max_rows: int, summary: bool
 ) -> dict[str, Any]:
     by_key = {m.key: m for m in result.metrics}
+    shown, folded = fmt.decided_first(result.metrics)
     contributions = [
         (c, by_key.get(c.key))
         for c in result.contributions[:max_rows]
@@ -114,13 +118,15 @@ def _context(
         "shared": result.shared_factor,
         "measures": fmt.headline_measures(result)[:max_rows],
         "counts": fmt.counts_sentence(result.metrics),
-        "rerun": fmt.rerun_hint(result),
+        "rerun": fmt.rerun_sentence(result),
         "answer": fmt.step_answer(result),
         "unsettled": fmt.unsettled_sentence(result),
         "contributions": contributions,
         "renamed": fmt.replacements(result.metrics)[:max_rows],
         "sections": _sections(result, max_rows),
-        "all_rows": fmt.by_severity(result.metrics),
+        "all_rows": shown + folded,
+        "shown_summary": fmt.shown_summary(len(shown), len(folded)),
+        "folded_summary": fmt.folded_summary(len(folded)),
         "host_keys": fmt.host_side_keys(result.metrics),
         "name_len": NAME_LEN,
         "footer": _footer(result, run_url or result.ci_url),
@@ -130,13 +136,14 @@ def _context(
 def _sections(
     result: RunComparison, max_rows: int
 ) -> list[tuple[str, list[MetricComparison], int]]:
-    """(title, top rows, rows left out) for regressions and improvements, when there are any."""
+    """(title, top rows, rows left out) for what was decided: regressions, improvements and
+    the gated lines found unchanged, when there are any."""
     out = []
-    for title, verdict in (
-        ("Regressions", Verdict.REGRESSION),
-        ("Improvements", Verdict.IMPROVEMENT),
+    for title, rows in (
+        ("Regressions", fmt.by_impact(result.metrics, Verdict.REGRESSION)),
+        ("Improvements", fmt.by_impact(result.metrics, Verdict.IMPROVEMENT)),
+        ("Unchanged gated lines", fmt.unchanged_gated(result)),
     ):
-        rows = fmt.by_impact(result.metrics, verdict)
         if rows:
             out.append((title, rows[:max_rows], max(0, len(rows) - max_rows)))
     return out
@@ -154,11 +161,12 @@ def _footer(result: RunComparison, url: str | None) -> list[str]:
 
 
 def _render(context: dict[str, Any], *, details_limit: int) -> str:
-    rows = context["all_rows"]
+    rows = context["all_rows"][:details_limit]  # the folded lines last: cut first
     body = _template().render(
         **context,
-        details=rows[:details_limit],
-        details_hidden=len(rows) - min(details_limit, len(rows)),
+        details=[m for m in rows if not fmt.folded(m)],
+        folded_rows=[m for m in rows if fmt.folded(m)],
+        details_hidden=len(context["all_rows"]) - len(rows),
     )
     # Optional blocks leave runs of blank lines; Markdown ignores them, readers of diffs don't.
     return _BLANK_LINES.sub("\n\n", body)

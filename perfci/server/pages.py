@@ -20,7 +20,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup, escape
 
 from perfci.core.errors import AuthError
-from perfci.core.model import Verdict
+from perfci.core.model import RunComparison, RunInfo, Verdict
 from perfci.core.transfer import comparison_from_dict
 from perfci.report import formatting as fmt
 from perfci.report.escape import safe_url, visible
@@ -44,6 +44,9 @@ router = APIRouter(include_in_schema=False, default_response_class=HTMLResponse)
 TEMPLATES = Path(__file__).parent / "templates"
 #: Rows of the comparison table; the rest are counted, not shown (the JSON API has them all).
 MAX_ROWS = 300
+#: Characters of a metric's name shown in a table cell; the whole name is its title (a
+#: templated CUDA kernel's name runs to thousands).
+NAME_CUT = 160
 
 
 def make_templates() -> Jinja2Templates:
@@ -174,7 +177,8 @@ def benchmark_page(
         chosen, (series, points) = "", browse.step_history(reads, project, benchmark, branch=None)
     runs = browse.benchmark_runs(reads, project, benchmark)
     verdicts = browse.verdicts(reads, [r.id for r in runs])
-    step_of = {p.run_id: p.value_ns for p in points}
+    # Every listed run's step, pull requests' too: the chart holds the base branch's only.
+    step_of = browse.step_times(reads, project, benchmark, [r.id for r in runs])
     chart, changes = _chart(points)
     return render(
         request,
@@ -223,21 +227,29 @@ def run_page(request: Request, run_id: int, session: SessionDep, token: CookieTo
     auth.require_read(session, token, browse.project_of_run(session, run_id))
     detail = browse.run_detail(session, run_id)
     result = comparison_from_dict(detail.comparison) if detail.comparison else None
-    rows = fmt.by_severity(result.metrics) if result else []
-    return render(
-        request,
-        "run.html",
-        run=detail.run,
-        result=result,
-        rows=rows[:MAX_ROWS],
-        hidden=max(0, len(rows) - MAX_ROWS),
-        fmt=fmt,
-        token=token,
-        headline=verdict_badge(result.verdict, headline=True) if result else None,
-        contributions=result.contributions[:20] if result else [],
-        by_key={m.key: m for m in result.metrics} if result else {},
-        renamed=fmt.replacements(result.metrics)[:20] if result else [],
-    )
+    return render(request, "run.html", token=token, **run_page_context(detail.run, result))
+
+
+def run_page_context(run: RunInfo, result: RunComparison | None) -> dict[str, Any]:
+    """What the run page shows: the decided lines first, the ungated inconclusive ones in a
+    folded block under one summary line (as in the comment), at most ``MAX_ROWS`` rows."""
+    shown, folded = fmt.decided_first(result.metrics) if result else ([], [])
+    rows = shown[:MAX_ROWS]
+    folded_rows = folded[: MAX_ROWS - len(rows)]
+    return {
+        "run": run,
+        "result": result,
+        "rows": rows,
+        "folded_rows": folded_rows,
+        "folded_summary": fmt.folded_summary(len(folded)),
+        "hidden": len(shown) + len(folded) - len(rows) - len(folded_rows),
+        "fmt": fmt,
+        "headline": verdict_badge(result.verdict, headline=True) if result else None,
+        "contributions": result.contributions[:20] if result else [],
+        "by_key": {m.key: m for m in result.metrics} if result else {},
+        "renamed": fmt.replacements(result.metrics)[:20] if result else [],
+        "name_cut": NAME_CUT,
+    }
 
 
 def _chart(points: Sequence[StepPoint]) -> tuple[str | None, list[tuple[StepPoint, float]]]:

@@ -24,6 +24,7 @@ __all__ = [
     "project_of_run",
     "projects",
     "run_created_at",
+    "runs_created_at",
     "step_series",
 ]
 
@@ -109,6 +110,16 @@ def run_created_at(session: Session, run_id: int) -> datetime | None:
     """When run ``run_id`` was stored, if there is such a run."""
     row = session.get(Run, run_id)
     return None if row is None else row.created_at
+
+
+def runs_created_at(session: Session, run_ids: Sequence[int]) -> dict[int, datetime]:
+    """Run id → when it was stored, for those of ``run_ids`` that exist."""
+    found: dict[int, datetime] = {}
+    for start in range(0, len(run_ids), _CHUNK):
+        chunk = list(run_ids[start : start + _CHUNK])
+        query = select(Run.id, Run.created_at).where(Run.id.in_(chunk))
+        found.update({int(run_id): stored for run_id, stored in session.execute(query)})
+    return found
 
 
 def newest_run_ids(session: Session, benchmark_id: int, limit: int) -> list[int]:

@@ -374,13 +374,18 @@ class Tentative:
     keep: bool = False
 
 
-def open_store(settings: Settings, *, root: Path | None = None) -> Store:
+def open_store(settings: Settings, *, root: Path | None = None, create: bool = True) -> Store:
     """Open the store ``settings`` name, ready for use.
 
     SQLite is migrated to head here (creating ``.perfci/``); PostgreSQL must already be at
-    head, else ``StorageError`` says to run ``perfci db upgrade``.
+    head, else ``StorageError`` says to run ``perfci db upgrade``. With ``create=False`` (a
+    command that only reads, such as ``perfci compare``), a SQLite file that does not exist is
+    a ``StorageError`` naming it, and nothing is created (issue 36: ``perfci compare --run 42``
+    in an empty folder made ``.perfci/perfci.db``).
     """
     url = settings.resolved_database_url(root)
+    if not create:
+        _refuse_missing_sqlite(url)
     engine = make_engine(url)
     try:
         if make_url(url).get_backend_name() == "sqlite" and _revision(engine, url) != HEAD_REVISION:
@@ -390,6 +395,18 @@ def open_store(settings: Settings, *, root: Path | None = None) -> Store:
         engine.dispose()
         raise
     return Store(url=url, engine=engine, sessions=make_sessionmaker(engine))
+
+
+def _refuse_missing_sqlite(url: str) -> None:
+    parsed = make_url(url)
+    database = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:":
+        return
+    if not Path(database).is_file():
+        raise StorageError(
+            f"no perfci store at {database}: nothing was checked here yet (run `perfci check` "
+            "in this project first, or give --database-url)"
+        )
 
 
 def _revision(engine: Engine, url: str) -> str | None:

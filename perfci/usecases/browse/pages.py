@@ -21,6 +21,7 @@ from perfci.core.model import SeriesKey
 from perfci.store import dashboard, queries
 from perfci.store.comparisons import latest_comparison_document
 from perfci.store.queries import HistoryPoint, RunInfo
+from perfci.store.samples import series_values
 from perfci.store.work import Session
 
 __all__ = [
@@ -249,9 +250,49 @@ def _benchmark_id(session: Session, project: str, benchmark: str) -> int:
     return found
 
 
+#: Runs whose step values say how long each step series typically is (the longest is the step).
+_TYPICAL_RUNS = 20
+
+
 def _primary_step(session: Session, benchmark_id: int) -> tuple[int | None, SeriesKey | None]:
-    found = dashboard.step_series(session, benchmark_id)
-    return found[0] if found else (None, None)
+    """The step series the comment judges (:func:`perfci.analysis.steps.primary_step`: the
+    longest, then the one seen in more runs), by its recent runs' values.
+
+    Not the first one stored: a benchmark that reports an iteration and its forward step
+    would otherwise chart the forward step while the comment judged the iteration (issue 36).
+    """
+    from perfci.analysis.steps import primary_step
+
+    # By age: the tie-break of primary_step sees the series in the order they were stored.
+    keys = dict(sorted(dashboard.step_series(session, benchmark_id)))
+    if len(keys) <= 1:
+        return next(iter(keys.items()), (None, None))
+    candidates: list[tuple[SeriesKey, float | None, int]] = []
+    for series_id, key in keys.items():
+        found = queries.latest_values(session, series_id, branch=None, limit=_TYPICAL_RUNS)
+        medians = [statistics.median(r.values) for r in found if r.values]
+        candidates.append((key, statistics.median(medians) if medians else None, len(medians)))
+    chosen = primary_step(candidates)
+    if chosen is None:
+        return None, None
+    return next(i for i, k in keys.items() if k == chosen), chosen
+
+
+def step_times(
+    session: Session, project: str, benchmark: str, run_ids: list[int]
+) -> dict[int, float]:
+    """Run id → the primary step's time (median of the run's repeats) for ``run_ids``, on
+    any branch: a benchmark's runs table lists pull-request runs beside the base branch's."""
+    benchmark_id = _benchmark_id(session, project, benchmark)
+    series_id, _ = _primary_step(session, benchmark_id)
+    if series_id is None or not run_ids:
+        return {}
+    values = series_values(session, series_id, dashboard.runs_created_at(session, run_ids))
+    return {
+        run_id: statistics.median(found)
+        for run_id, found in values.items()
+        if found and all(math.isfinite(v) and v >= 0 for v in found)
+    }
 
 
 def _step_points(

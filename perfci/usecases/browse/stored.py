@@ -45,7 +45,7 @@ def run_comparison(
     ``baseline_branch`` than the stored comparison's. An unknown id is a ``NotFoundError``.
     """
     settings = get_settings({"database_url": database_url})
-    store = open_store(settings)
+    store = open_store(settings, create=False)  # a read: an empty folder gets no store
     try:
         with store.sessions() as session:
             result = _comparison(

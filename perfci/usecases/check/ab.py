@@ -468,7 +468,7 @@ def _store(
                 pr = ingest_run(session, context=context, benchmark=benchmark, repeats=pairs.pr)
                 stored = None if pr.created else latest_comparison(session, pr.run_id)
                 if stored is None:
-                    _describe(result, context, pr.run_id, base.run_id, setup)
+                    _describe(result, context, pr.run_id, base.run_id, setup, len(pairs))
                     save_comparison(session, result)
             submitted = SubmitResult(pr, stored or result)
     finally:
@@ -477,7 +477,12 @@ def _store(
 
 
 def _describe(
-    result: RunComparison, context: RunContext, run_id: int, base_run_id: int, setup: ABSetup
+    result: RunComparison,
+    context: RunContext,
+    run_id: int,
+    base_run_id: int,
+    setup: ABSetup,
+    pairs: int,
 ) -> None:
     result.run_id, result.commit, result.branch = run_id, context.commit, context.branch
     result.pr_number, result.ci_url = context.pr_number, context.ci_url
@@ -488,4 +493,5 @@ def _describe(
         first_commit=setup.base_sha,
         last_commit=setup.base_sha,
         run_ids=[base_run_id],
+        pairs=pairs,
     )

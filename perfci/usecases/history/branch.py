@@ -138,15 +138,25 @@ def append_history(
     done = _branch(settings, branch, find_project_root(cwd)).append(
         documents, max_bytes=settings.history_max_bytes, prefix=f"{RUNS_DIR}/", message=message
     )
-    logger.info(
-        "history: %s %d run(s) on %s (%d push(es), %d old run(s) dropped)",
-        "found" if done.already_there else "appended",
-        len(documents),
-        branch,
-        done.attempts,
-        len(done.dropped),
-    )
+    logger.info("history: %s", _pushed_words(entries, branch, done.already_there))
+    if done.attempts > 1 or done.dropped:
+        logger.debug(
+            "history: %d push attempt(s), %d old run(s) dropped", done.attempts, len(done.dropped)
+        )
     return 0 if done.already_there else len(documents)
+
+
+def _pushed_words(entries: Sequence[HistoryRun], branch: str, already_there: bool) -> str:
+    """One line for the job's log: which run went to which branch (a push is otherwise
+    silent, and a reader of the log could not tell the history was written)."""
+    if len(entries) == 1:
+        entry = entries[0]
+        what = f"run of {entry.benchmark} at {(entry.context.commit or 'unknown')[:12]}"
+    else:
+        what = f"{len(entries)} runs"
+    if already_there:
+        return f"{what} already on git:{branch}, nothing pushed"
+    return f"pushed {what} to git:{branch}"
 
 
 def is_base_branch_push(context: RunContext, baseline_branch: str) -> bool:
@@ -170,11 +180,13 @@ def sync_branch(settings: Settings, branch: str, *, cwd: Path | None = None) -> 
     history = _branch(settings, branch, root)
     tip = history.fetch()
     if tip is None:
+        logger.info("history: git:%s holds no runs yet", branch)
         return SyncResult(commit=None, files=0, stored=0, warnings=[])
     url = settings.resolved_database_url(root)
     marker = history.repo.with_suffix(".imported")
     previous = _read_marker(marker, url)
     if previous == tip and _store_exists(url):
+        logger.info("history: no new runs on git:%s since the last read", branch)
         return SyncResult(commit=tip, files=0, stored=0, warnings=[])
     prefix = f"{RUNS_DIR}/"
     if previous and _store_exists(url) and history.has_commit(previous):
@@ -191,7 +203,12 @@ def sync_branch(settings: Settings, branch: str, *, cwd: Path | None = None) -> 
         store.close()
     _write_marker(marker, tip, url)
     logger.info(
-        "history: %d new run file(s) on %s at %s, %d stored", len(files), branch, tip[:12], stored
+        "history: read %d run%s from git:%s (at %s), %d new to the store",
+        len(files),
+        "" if len(files) == 1 else "s",
+        branch,
+        tip[:12],
+        stored,
     )
     return SyncResult(commit=tip, files=len(files), stored=stored, warnings=warnings)
 

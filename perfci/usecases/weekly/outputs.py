@@ -7,15 +7,21 @@ GitHub and Slack is done here.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfci.core.settings import get_settings
+from perfci.core.errors import ConfigError
+from perfci.core.settings import Settings, find_project_root, get_settings
 
 if TYPE_CHECKING:
     from perfci.core.weekly import WeeklyReport
+
+#: The history branch's progress and skipped files: the CLI shows this logger's lines.
+logger = logging.getLogger("perfci.history")
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,16 +42,35 @@ def build_report(
     branch: str,
     benchmarks: Sequence[str] | None,
     history_weeks: int,
+    history: str | None = None,
+    cwd: Path | None = None,
 ) -> WeeklyReport:
     """The weekly report of ``project`` (default: settings, else the repository) on
-    ``branch`` for ``[since, until)``."""
+    ``branch`` for ``[since, until)``.
+
+    With a history branch (``history = "git:perfci-data"``, from the flag, the settings or a
+    ``git:`` database URL), its runs are read into the embedded store first, as a check does
+    (:func:`perfci.usecases.history.branch.sync_branch`): the weekly job of the Action's
+    default mode has no other store. A report cannot be made without them, so a branch that
+    cannot be read is an error here, not a warning.
+
+    Raises
+    ------
+    ConfigError
+        The history branch is not ``git:NAME``, names a branch of the code, or holds no runs.
+    StorageError
+        git could not fetch the branch.
+    """
     from perfci.store.db import open_store
     from perfci.usecases.stores import project_or_default
     from perfci.usecases.weekly.report import build_weekly_report
 
-    settings = get_settings({"database_url": database_url, "project": project})
+    overrides = {"database_url": database_url, "project": project, "history": history}
+    settings = get_settings(overrides, start=cwd)
     name = project_or_default(settings.project)
-    store = open_store(settings)
+    if settings.history and not settings.server_url:
+        _read_history(settings, settings.history, cwd)
+    store = open_store(settings, root=find_project_root(cwd))
     try:
         with store.sessions() as session:
             return build_weekly_report(
@@ -59,6 +84,23 @@ def build_report(
             )
     finally:
         store.close()
+
+
+def _read_history(settings: Settings, history: str, cwd: Path | None) -> None:
+    from perfci.history import parse_history
+    from perfci.usecases.history.branch import sync_branch
+
+    branch = parse_history(history)  # ConfigError when it is not git:BRANCH
+    if branch is None:  # history = "none"
+        return
+    synced = sync_branch(settings, branch, cwd=cwd)
+    if synced.commit is None:
+        raise ConfigError(
+            f"the history branch git:{branch} does not exist on origin yet: a push to the base "
+            "branch with `perfci check --history` creates it"
+        )
+    for warning in synced.warnings:
+        logger.warning("%s", warning)
 
 
 def post_issue(
