@@ -103,7 +103,10 @@ def test_compare_speed_reports_its_budget() -> None:
     out = _run(
         "compare_speed.py", "--metrics", "200", "--baseline", "5", "--repeats", "3", "--rounds", "1"
     )
-    assert re.search(r"compare\(\): 200 metrics × \(5, 3\).* → budget < 1 s (met|missed)", out)
+    # One row per store: the full comparison, its store read, scipy on the same arrays, ratio.
+    rows = _table(out, "store")
+    assert [row["comparison"] for row in rows] == ["200 × 5 runs × 3 repeats"], out
+    assert re.fullmatch(r"[\d.]+× \((met|NOT met)\)", rows[0]["ratio"]), out
 
 
 def test_detection_scores_every_detector() -> None:
