@@ -6,7 +6,7 @@ the dataclasses the server's schemas and templates use.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 
 from sqlalchemy import func, select, type_coerce
@@ -30,6 +30,11 @@ __all__ = [
 
 #: ``IN`` lists are cut to this many ids (SQLite's and drivers' parameter limits).
 _CHUNK = 1000
+
+
+def _chunks(ids: Sequence[int]) -> Iterator[list[int]]:
+    for start in range(0, len(ids), _CHUNK):
+        yield list(ids[start : start + _CHUNK])
 
 
 def projects(session: Session) -> list[tuple[str, bool, int, int, datetime | None]]:
@@ -115,8 +120,7 @@ def run_created_at(session: Session, run_id: int) -> datetime | None:
 def runs_created_at(session: Session, run_ids: Sequence[int]) -> dict[int, datetime]:
     """Run id → when it was stored, for those of ``run_ids`` that exist."""
     found: dict[int, datetime] = {}
-    for start in range(0, len(run_ids), _CHUNK):
-        chunk = list(run_ids[start : start + _CHUNK])
+    for chunk in _chunks(run_ids):
         query = select(Run.id, Run.created_at).where(Run.id.in_(chunk))
         found.update({int(run_id): stored for run_id, stored in session.execute(query)})
     return found
@@ -133,8 +137,7 @@ def newest_run_ids(session: Session, benchmark_id: int, limit: int) -> list[int]
 def latest_verdicts(session: Session, run_ids: Sequence[int]) -> dict[int, str]:
     """The verdict of each run's latest comparison (runs never compared are left out)."""
     found: dict[int, str] = {}
-    for start in range(0, len(run_ids), _CHUNK):
-        chunk = list(run_ids[start : start + _CHUNK])
+    for chunk in _chunks(run_ids):
         query = (
             select(Comparison.run_id, Comparison.verdict)
             .where(Comparison.run_id.in_(chunk))
