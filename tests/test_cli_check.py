@@ -367,16 +367,18 @@ def test_in_github_actions_the_job_summary_is_written_without_a_token(
 
 
 def _in_actions(
-    project: Path, monkeypatch: pytest.MonkeyPatch, server: FakeGitHub, *, fork: bool = False
+    project: Path, monkeypatch: pytest.MonkeyPatch, server: FakeGitHub, *, fork: str = ""
 ) -> tuple[Path, Path]:
-    """GitHub Actions on pull request 7 of octo/tiny (from a fork when ``fork``), with a token:
-    returns the step-output and job-summary files."""
-    event = project / f"event-{fork}.json"
-    head = "someone/tiny" if fork else "octo/tiny"
-    pull = {"number": 7, "head": {"repo": {"full_name": head}}}
+    """GitHub Actions on pull request 7 of octo/tiny (from the fork ``fork``, or a deleted
+    one), with a token: returns the step-output and job-summary files."""
+    event = project / "event.json"
+    head = {"full_name": fork} if fork else {"full_name": "octo/tiny"}
+    if fork == "deleted":  # a fork deleted since: GitHub sends no head repository
+        head = None
+    pull = {"number": 7, "head": {"repo": head}}
     pull["base"] = {"ref": "main", "repo": {"full_name": "octo/tiny"}}
     event.write_text(json.dumps({"number": 7, "pull_request": pull}), encoding="utf-8")
-    output, summary = project / f"output-{fork}.txt", project / f"summary-{fork}.md"
+    output, summary = project / "output.txt", project / "summary.md"
     for name, value in {
         "GITHUB_ACTIONS": "true",
         "GITHUB_REPOSITORY": "octo/tiny",
@@ -461,15 +463,17 @@ def test_check_decides_comment_cc_outputs_summary_and_exit_code_in_actions(
     assert not github_server.unknown
 
 
+@pytest.mark.parametrize("fork", ["someone/tiny", "deleted"])
 def test_a_fork_pull_request_posts_nothing_though_a_token_is_set(
     project: Path,
     migrated_url: str,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     github_server: FakeGitHub,
+    fork: str,
 ) -> None:
     _baseline(migrated_url, monkeypatch, runs=3)
-    output, summary = _in_actions(project, monkeypatch, github_server, fork=True)
+    output, summary = _in_actions(project, monkeypatch, github_server, fork=fork)
     monkeypatch.setenv("SLOWDOWN", "1.2")
     assert _pr_check(migrated_url, "21") == 1
     assert github_server.requests == []
