@@ -9,9 +9,11 @@ in the same order, so that a drift of the machine's speed touches all of them al
 
 - ``python -c pass`` (the interpreter) and ``python -c "import typer"`` (the CLI framework
   alone: the reference);
-- two floors, what the framework imports before any of perfci's code runs: Typer's Rich help
-  (``typer.rich_utils``) for ``--help``, and for ``parse`` Typer's coercion of argument values
-  (``typer._adapters``, which imports pydantic) with the Rich table it prints;
+- two former floors, what the framework would import before any of perfci's code runs: Typer's
+  Rich help (``typer.rich_utils``) for ``--help``, and for ``parse`` Typer's coercion of
+  argument values (``typer._adapters``, which imports pydantic) with a Rich table. In a pipe,
+  as here, perfci now imports none of them (plain help and tables, ``perfci/cli/_coercion.py``);
+  the rows show what that saves;
 - ``perfci --help``, ``perfci formats``;
 - ``perfci parse FILE`` of two files of about 10 KB that the script writes (not timed): an
   ``nvprof`` summary (a text reader) and a Kineto Chrome trace (the reader that uses numpy).

@@ -47,7 +47,7 @@ GIT_IDENTITY = {
 }
 EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 PATH_EXPR = re.compile(r"^[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*$")
-# `perfci check --github-output` sets the first three, the check step itself the others.
+# `perfci check --github-output` writes every one of them.
 CHECK_OUTPUTS = {
     "verdict",
     "regressions",
@@ -777,53 +777,39 @@ def test_every_step_script_is_valid_bash(action: dict[str, Any], tmp_path: Path)
         assert done.returncode == 0, f"{step.get('name')}: {done.stderr}"
 
 
-def test_the_outputs_script_decides_from_the_report(tmp_path: Path) -> None:
-    report = {
-        "schema_version": 1,
+def test_the_run_step_is_one_perfci_check_command(action: dict[str, Any]) -> None:
+    """Issue 32: the policy (comment-on, cc, outputs, fork rule, exit code) is perfci's; the
+    step maps inputs to flags and runs one command, whose exit code is the step's."""
+    steps = action["runs"]["steps"]
+    script = _step(action, "check")["run"]
+    assert steps[-1] is _step(action, "check")
+    assert script.count('"${perfci[@]}"') == 1
+    assert script.rstrip().endswith('"${perfci[@]}" "${args[@]}"')
+    assert "GITHUB_OUTPUT" not in script and "GITHUB_STEP_SUMMARY" not in script
+    assert not (ACTION.parent / "outputs.py").exists()
+    for step in steps:
+        assert "publish" not in step.get("run", ""), step.get("name")
+
+
+def test_the_step_outputs_come_from_the_comparison() -> None:
+    from perfci.core.model import RunComparison, Verdict
+    from perfci.usecases.check.outputs import github_outputs
+
+    result = RunComparison(BENCHMARK, Verdict.IMPROVEMENT, [], run_id=12)
+    outputs = github_outputs(
+        result,
+        report=Path("r/report.md"),
+        json_report=Path("r/report.json"),
+        comment_url=None,
+        server_url="https://perfci.example.com/",
+    )
+    assert outputs == {
         "verdict": "improvement",
-        "run_id": 12,
-        "pr_number": 7,
-        "metrics": [],
-        "benchmark": BENCHMARK,
+        "regressions": "0",
+        "report": "r/report.md",
+        "json-report": "r/report.json",
+        "step-time-change": "",  # no step line, no baseline
+        "comment-url": "",
+        "run-url": "https://perfci.example.com/runs/12",
     }
-    path = tmp_path / "report.json"
-    path.write_text(json.dumps(report), encoding="utf-8")
-    fork = tmp_path / "fork.json"
-    event = _pull_request_event()
-    event["pull_request"]["head"]["repo"]["full_name"] = "someone/gpt"
-    fork.write_text(json.dumps(event), encoding="utf-8")
-    script = ACTION.parent / "outputs.py"
-
-    def decide(
-        comment_on: str, event_path: Path | None = None, server: str = ""
-    ) -> tuple[str, dict[str, str]]:
-        output = tmp_path / f"out-{comment_on}-{server != ''}"
-        env = {
-            **os.environ,
-            "GITHUB_OUTPUT": str(output),
-            "COMMENT_ON": comment_on,
-            "GITHUB_EVENT_PATH": str(event_path or ""),
-            "PERFCI_SERVER_URL": server,
-        }
-        done = subprocess.run(
-            [sys.executable, str(script), str(path)],
-            env=env,
-            text=True,
-            capture_output=True,
-            check=True,
-        )
-        return done.stdout.strip(), read_outputs(output)
-
-    assert decide("always")[0] == "yes no"
-    assert decide("change")[0] == "yes no"  # an improvement is a change worth a comment
-    assert decide("regression")[0] == "no no"
-    assert decide("always", fork)[0] == "no no"  # a fork's token could not post it
-    # A fork deleted since the pull request was opened has no head repository: still a fork,
-    # as perfci's own rule says (integrations.github.actions.is_fork_pull_request).
-    gone = tmp_path / "gone.json"
-    event = _pull_request_event()
-    event["pull_request"]["head"]["repo"] = None
-    gone.write_text(json.dumps(event), encoding="utf-8")
-    assert decide("always", gone)[0] == "no no"
-    _, outputs = decide("always", server="https://perfci.example.com/")
-    assert outputs == {"step-time-change": "", "run-url": "https://perfci.example.com/runs/12"}
+    assert github_outputs(result, report=None)["run-url"] == ""  # only a server has run pages

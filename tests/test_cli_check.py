@@ -14,11 +14,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from github_fake import TOKEN, FakeGitHub, github_server
 from sqlalchemy import func, select
+from test_action import read_outputs
 
 from perfci.cli.main import main
 from perfci.store.db import make_engine
 from perfci.store.schema import Comparison, Run
+
+__all__ = ["github_server"]  # the fixture, imported for pytest
 
 SCRIPT = """\
 import json, os, random
@@ -357,3 +361,128 @@ def test_in_github_actions_the_job_summary_is_written_without_a_token(
     assert _check(migrated_url, "--branch", "main", "--ci-run-id", "1") == 0
     assert "tiny" in summary.read_text(encoding="utf-8")
     assert "no GitHub token" in capsys.readouterr().err
+
+
+# --- issue 32: the Action's policy is perfci check's ------------------------------------------
+
+
+def _in_actions(
+    project: Path, monkeypatch: pytest.MonkeyPatch, server: FakeGitHub, *, fork: str = ""
+) -> tuple[Path, Path]:
+    """GitHub Actions on pull request 7 of octo/tiny (from the fork ``fork``, or a deleted
+    one), with a token: returns the step-output and job-summary files."""
+    event = project / "event.json"
+    head = {"full_name": fork} if fork else {"full_name": "octo/tiny"}
+    if fork == "deleted":  # a fork deleted since: GitHub sends no head repository
+        head = None
+    pull = {"number": 7, "head": {"repo": head}}
+    pull["base"] = {"ref": "main", "repo": {"full_name": "octo/tiny"}}
+    event.write_text(json.dumps({"number": 7, "pull_request": pull}), encoding="utf-8")
+    output, summary = project / "output.txt", project / "summary.md"
+    for name, value in {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_REPOSITORY": "octo/tiny",
+        "GITHUB_EVENT_NAME": "pull_request",
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_API_URL": server.url,
+        "GITHUB_OUTPUT": str(output),
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "PERFCI_GITHUB_TOKEN": TOKEN,
+    }.items():
+        monkeypatch.setenv(name, value)
+    return output, summary
+
+
+def _pr_check(url: str, run: str, *args: str) -> int:
+    return _check(
+        url,
+        "--branch",
+        "feature",
+        "--base-branch",
+        "main",
+        "--commit",
+        f"{int(run):040x}",
+        "--ci-run-id",
+        f"pr-{run}",
+        "--pr",
+        "7",
+        "--github-output",
+        "--report-dir",
+        "reports",
+        *args,
+    )
+
+
+def test_check_decides_comment_cc_outputs_summary_and_exit_code_in_actions(
+    project: Path,
+    migrated_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    github_server: FakeGitHub,
+) -> None:
+    _baseline(migrated_url, monkeypatch)
+    output, summary = _in_actions(project, monkeypatch, github_server)
+    monkeypatch.setenv("SLOWDOWN", "1.2")
+    capsys.readouterr()
+
+    cc = ("--comment-on", "regression", "--cc", "@alice b@d", "--cc", "@octo/perf")
+    assert _pr_check(migrated_url, "11", *cc) == 1  # fail-on-regression: the default
+    err = capsys.readouterr().err
+    outputs = read_outputs(output)
+    [comment] = github_server.comments_on("octo/tiny", 7)
+    assert comment["body"].rstrip().endswith("cc @alice @octo/perf")
+    assert "'b@d' is not a @user or @org/team mention" in err
+    assert [s["state"] for s in github_server.statuses] == ["failure"]
+    report = project / "reports" / "tiny" / "report.json"
+    assert outputs == {
+        "verdict": "regression",
+        "regressions": outputs["regressions"],
+        "report": "reports/tiny/report.md",
+        "json-report": "reports/tiny/report.json",
+        "step-time-change": outputs["step-time-change"],
+        "comment-url": comment["html_url"],
+        "run-url": "",
+    }
+    assert int(outputs["regressions"]) >= 1 and float(outputs["step-time-change"]) > 5
+    assert json.loads(report.read_text(encoding="utf-8"))["verdict"] == "regression"
+    assert "Regression" in summary.read_text(encoding="utf-8")
+
+    assert _pr_check(migrated_url, "12", *cc, "--no-fail-on-regression") == 0
+    assert len(github_server.comments_on("octo/tiny", 7)) == 1  # edited in place
+
+    # Nothing worth a comment for --comment-on regression: no API call, the summary says why.
+    monkeypatch.delenv("SLOWDOWN")
+    output.write_text("", encoding="utf-8")
+    calls = len(github_server.requests)
+    assert _pr_check(migrated_url, "13", *cc) == 0
+    assert len(github_server.requests) == calls
+    quiet = read_outputs(output)
+    assert quiet["verdict"] != "regression" and quiet["comment-url"] == ""
+    assert "--comment-on regression" in summary.read_text(encoding="utf-8")
+    assert TOKEN not in capsys.readouterr().err
+    assert not github_server.unknown
+
+
+@pytest.mark.parametrize("fork", ["someone/tiny", "deleted"])
+def test_a_fork_pull_request_posts_nothing_though_a_token_is_set(
+    project: Path,
+    migrated_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    github_server: FakeGitHub,
+    fork: str,
+) -> None:
+    _baseline(migrated_url, monkeypatch, runs=3)
+    output, summary = _in_actions(project, monkeypatch, github_server, fork=fork)
+    monkeypatch.setenv("SLOWDOWN", "1.2")
+    assert _pr_check(migrated_url, "21") == 1
+    assert github_server.requests == []
+    assert read_outputs(output)["comment-url"] == ""
+    assert "pull request from a fork" in summary.read_text(encoding="utf-8")
+    assert (project / "reports" / "tiny" / "report.md").is_file()  # the artifact to post later
+    assert "fork" in capsys.readouterr().err
+
+
+def test_comment_on_takes_one_of_three_words(project: Path, migrated_url: str) -> None:
+    assert _check(migrated_url, "--comment-on", "sometimes") == 2
+    assert _runs(migrated_url) == 0

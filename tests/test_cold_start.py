@@ -8,6 +8,7 @@ other tests). They guard behaviour, not timings: benchmarks/check_overhead.py me
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import warnings
@@ -142,13 +143,42 @@ def test_listing_the_formats_imports_no_reader_nor_rich(argv: list[str]) -> None
     assert "typer.rich_utils" not in loaded
 
 
+def _rich(loaded: list[str]) -> list[str]:
+    return [name for name in loaded if name == "rich" or name.startswith(("rich.", "typer.rich"))]
+
+
 def test_help_imports_the_command_modules_but_no_reader_nor_use_case() -> None:
     loaded = _all_loaded(_run_cli(["--help"]))
-    assert "typer.rich_utils" in loaded  # the help is Typer's Rich help, as before
+    assert _rich(loaded) == []  # in a pipe the help is plain text: no Rich to draw boxes
     heavy = [name for name in HEAVY_FOR_SHORT_COMMANDS if name in loaded]
     assert heavy == ["perfci.cli.check_cmd", "perfci.cli.report_cmd"]  # listed: their help line
     assert _readers(loaded) == []
     assert "perfci.formats.registry" not in loaded
+
+
+def test_help_on_a_terminal_is_typers_rich_help() -> None:
+    code = (
+        "import contextlib, io\nfrom perfci.cli.main import main\n"
+        "class Terminal(io.StringIO):\n    def isatty(self): return True\n"
+        "with contextlib.redirect_stdout(Terminal()):\n    assert main(['--help']) == 0"
+    )
+    assert "typer.rich_utils" in _all_loaded(code)
+
+
+def test_help_in_a_pipe_lists_every_command_and_option_whole(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from perfci.cli.main import COMMANDS, main
+
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "╭" not in out and "…" not in out and "..." not in out.split("Commands:")[1]
+    assert "Catch GPU performance regressions in CI" in out
+    for name in COMMANDS:
+        assert re.search(rf"^  {re.escape(name)} +\S", out, flags=re.M), name
+    assert main(["parse", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"--top <int range> +Rows shown per metric kind", out), out
 
 
 def test_parsing_a_small_file_imports_its_reader_only(tmp_path: Path) -> None:
@@ -157,7 +187,27 @@ def test_parsing_a_small_file_imports_its_reader_only(tmp_path: Path) -> None:
     loaded = _all_loaded(_run_cli(["parse", str(path)]))
     assert _readers(loaded) == ["perfci.formats.nvprof.nvprof"]
     assert [name for name in HEAVY_FOR_CLI if name in loaded] == []  # numpy among them
-    assert "typer.rich_utils" not in loaded and "perfci.cli.check_cmd" not in loaded
+    assert "perfci.cli.check_cmd" not in loaded
+    # Its values need no conversion (a path, the default --top): Typer's pydantic coercion is
+    # not imported, and the table goes into the pipe as plain text, without Rich.
+    assert "pydantic" not in loaded and _rich(loaded) == []
+
+
+def test_values_that_need_converting_still_get_typers_checks_and_messages(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from perfci.cli.main import main
+
+    path = tmp_path / "nvprof.txt"
+    path.write_text(NVPROF_SUMMARY, encoding="utf-8")
+    assert main(["parse", str(path), "--top", "0"]) == 2
+    assert "greater than or equal to 1" in capsys.readouterr().err
+    assert main(["parse", str(path), "--top", "x"]) == 2
+    assert "valid integer" in capsys.readouterr().err
+    assert main(["parse", str(path), "--top", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[2].split() == ["name", "device", "calls", "total", "avg", "bytes"]
+    assert out.splitlines()[3].split()[:3] == ["k(float*)", "gpu", "1"]
 
 
 def test_a_chrome_trace_brings_numpy_with_its_reader(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from perfci.report.json_report import comparison_to_dict
 from perfci.report.markdown import comment_marker
 from perfci.usecases.check.publish import (
     MAX_ERROR_ANNOTATIONS,
+    CommentOn,
     artifact_paths,
     publish,
     publish_artifact,
@@ -407,3 +408,60 @@ def test_publish_command_posts_a_saved_report(
     assert "#issuecomment-" in capsys.readouterr().out
     assert main(["publish", str(json_path), "--repo", REPO, "--commit", "5" * 40]) == 2
     assert TOKEN not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("comment_on", "posts_regression", "posts_unchanged"),
+    [("always", True, True), ("change", True, False), ("regression", True, False)],
+)
+def test_comment_on_decides_which_verdicts_are_posted(
+    github_server: FakeGitHub,
+    regression: RunComparison,
+    unchanged: RunComparison,
+    comment_on: str,
+    posts_regression: bool,
+    posts_unchanged: bool,
+) -> None:
+    for result, posts in ((regression, posts_regression), (unchanged, posts_unchanged)):
+        github_server.requests.clear()
+        outcome = publish(
+            result,
+            context=_context(),
+            settings=_settings(github_server),
+            benchmark="gpt-tiny",
+            comment_on=CommentOn(comment_on),
+            event=_event(),
+            env={},
+        )
+        assert bool(github_server.requests) is posts, (comment_on, result.verdict)
+        assert (outcome.skipped_reason is None) is posts
+        if not posts:
+            assert f"--comment-on {comment_on}" in (outcome.skipped_reason or "")
+
+
+def test_cc_mentions_go_into_a_regressions_comment_only(
+    github_server: FakeGitHub, regression: RunComparison, unchanged: RunComparison
+) -> None:
+    cc = ["@alice  @octo/perf-team", "not-a-mention", "@x](https://evil.example)"]
+    outcome = publish(
+        regression,
+        context=_context(),
+        settings=_settings(github_server),
+        benchmark="gpt-tiny",
+        cc=cc,
+        event=_event(),
+        env={},
+    )
+    assert outcome.markdown.endswith("\ncc @alice @octo/perf-team\n")
+    assert github_server.comments_on(REPO, 7)[0]["body"] == outcome.markdown
+    assert len(outcome.warnings) == 2 and "'not-a-mention'" in outcome.warnings[0]
+    quiet = publish(
+        unchanged,
+        context=_context(),
+        settings=_settings(github_server),
+        benchmark="gpt-tiny",
+        cc=cc,
+        event=_event(),
+        env={},
+    )
+    assert "cc @alice" not in quiet.markdown

@@ -34,6 +34,30 @@ def _width(stream: object) -> int | None:
     return LOG_WIDTH
 
 
+def plain_output(stream: object = None) -> bool:
+    """Whether tables go out as plain text: stdout (or ``stream``) is not a terminal (a CI
+    log, a pipe), where Rich's layout adds nothing but its import time (issue 33)."""
+    isatty = getattr(sys.stdout if stream is None else stream, "isatty", None)
+    return not (callable(isatty) and isatty())
+
+
+def plain_help_width(stream: object = None) -> int | None:
+    """The width of plain-text help when stdout (or ``stream``) is not a terminal, or ``None``
+    on a terminal, where the help is Typer's Rich help.
+
+    In a pipe the help is plain text: the same words, ``LOG_WIDTH`` wide (or ``COLUMNS``,
+    ``TERMINAL_WIDTH`` when set) so that option names and command summaries are never cut,
+    and nothing of Rich is imported to draw boxes that a log shows as noise.
+    """
+    if not plain_output(stream):
+        return None
+    for name in ("TERMINAL_WIDTH", "COLUMNS"):
+        value = os.environ.get(name, "")
+        if value.isdigit() and int(value) > 0:
+            return max(int(value), 50)
+    return LOG_WIDTH
+
+
 def use_log_width_for_help() -> None:
     """Lay Typer's ``--help`` out for ``LOG_WIDTH`` columns when stdout is not a terminal.
 

@@ -10,11 +10,14 @@ when a culprit is named and its rerun confirms it, 1 when the search ends withou
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from perfci.cli import _options as opts
-from perfci.core.bisection import Probe
+
+if TYPE_CHECKING:  # the type only: `perfci --help` does not import the bisection model
+    from perfci.core.bisection import Probe
 
 
 def bisect_command(

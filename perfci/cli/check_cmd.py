@@ -9,13 +9,14 @@ inside the command so that ``perfci --help`` stays fast.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import typer
 
 from perfci.cli import _options as opts
 
 if TYPE_CHECKING:
+    from perfci.usecases.check.comment_policy import CommentOn
     from perfci.usecases.check.run import BenchmarkSpec, CheckOutcome
 
 _PROFILE_HELP = (
@@ -68,14 +69,35 @@ def check_command(
         None, "--markdown-out", help="Write the PR comment (Markdown) here."
     ),
     json_out: Path | None = typer.Option(None, "--json-out", help="Write the JSON report here."),
+    report_dir: Path | None = typer.Option(
+        None,
+        "--report-dir",
+        help="Write the Markdown and JSON reports to DIR/<benchmark>/report.md and report.json "
+        "(unless --markdown-out / --json-out say otherwise): the folder to upload as an artifact.",
+    ),
     github_output: bool = typer.Option(
-        False, "--github-output", help="Append verdict=, regressions=, report= to $GITHUB_OUTPUT."
+        False,
+        "--github-output",
+        help="Append the step outputs to $GITHUB_OUTPUT: verdict, regressions, report, "
+        "json-report, step-time-change, comment-url, run-url.",
     ),
     comment: bool | None = typer.Option(
         None,
         "--comment/--no-comment",
         help="Post the PR comment and commit status (default: in GitHub Actions, or when a "
         "token, repository and PR are known).",
+    ),
+    comment_on: Literal["always", "change", "regression"] = typer.Option(
+        "always",
+        "--comment-on",
+        help="Which verdicts get the comment and status: always, change (a regression or an "
+        "improvement) or regression. The job summary always has the report.",
+    ),
+    cc: list[str] = typer.Option(
+        [],
+        "--cc",
+        help="@user or @org/team to mention in the comment of a regression (repeatable; "
+        "several may be given space separated).",
     ),
     fail_on_regression: bool | None = typer.Option(
         None,
@@ -117,6 +139,7 @@ def check_command(
     benchmark repeat exits with its own code. Nothing is stored unless every profile parsed.
     """
     from perfci.usecases.check import run as usecase
+    from perfci.usecases.check.comment_policy import CommentOn
 
     output_file = usecase.github_output_path() if github_output else None
     request = usecase.CheckRequest(
@@ -157,13 +180,23 @@ def check_command(
         request, overrides=overrides, runner=_progress_runner, pair_progress=_pair_progress
     )
     _print(outcome)
-    report = _write_reports(outcome, markdown_out=markdown_out, json_out=json_out)
-    if output_file is not None:
-        usecase.append_github_output(
-            output_file, usecase.github_outputs(outcome.comparison, report)
-        )
+    if report_dir is not None:
+        in_dir = usecase.report_files(report_dir, outcome.spec.name)
+        markdown_out, json_out = markdown_out or in_dir[0], json_out or in_dir[1]
+    _write_reports(outcome, markdown_out=markdown_out, json_out=json_out)
+    comment_url = None
     if usecase.should_publish(outcome, comment=comment):
-        _publish(outcome, comment=comment)
+        policy = CommentOn(comment_on)
+        comment_url = _publish(outcome, comment=comment, comment_on=policy, cc=cc)
+    if output_file is not None:
+        outputs = usecase.github_outputs(
+            outcome.comparison,
+            report=markdown_out or json_out,
+            json_report=json_out,
+            comment_url=comment_url,
+            server_url=outcome.settings.server_url,
+        )
+        usecase.append_github_output(output_file, outputs)
     return outcome.exit_code
 
 
@@ -222,8 +255,8 @@ def _print(outcome: CheckOutcome) -> None:
 
 def _write_reports(
     outcome: CheckOutcome, *, markdown_out: Path | None, json_out: Path | None
-) -> Path | None:
-    """Write the requested files; returns the report path for ``report=`` (Markdown first)."""
+) -> None:
+    """Write the requested report files."""
     from perfci.cli._console import err_console
     from perfci.usecases.check.repro import repro_of
     from perfci.usecases.check.run import write_json, write_markdown
@@ -240,20 +273,23 @@ def _write_reports(
     if json_out is not None:
         write_json(outcome.comparison, json_out)
         err_console.print(f"wrote {json_out}", markup=False)
-    return markdown_out or json_out
 
 
-def _publish(outcome: CheckOutcome, *, comment: bool | None) -> None:
+def _publish(
+    outcome: CheckOutcome, *, comment: bool | None, comment_on: CommentOn, cc: list[str]
+) -> str | None:
+    """Post the comment and status, write the job summary; returns the comment's URL."""
     from perfci.cli._console import err_console
     from perfci.usecases.check.run import publish_outcome
 
-    published = publish_outcome(outcome, comment=comment)
+    published = publish_outcome(outcome, comment=comment, comment_on=comment_on, cc=cc)
     if published.comment_url:
         err_console.print(f"pull-request comment: {published.comment_url}", markup=False)
     if published.skipped_reason:
         err_console.print(f"note: {published.skipped_reason}", markup=False)
     for warning in published.warnings:
         err_console.print(f"warning: {warning}", markup=False)
+    return published.comment_url
 
 
 def register(app: typer.Typer) -> None:

@@ -29,8 +29,9 @@ from typer.core import TyperCommand, TyperGroup
 
 from perfci import __version__
 from perfci.cli import _console
+from perfci.cli._coercion import lean_coercion
 from perfci.cli._commands import LazyCommands
-from perfci.cli._console import show_progress, use_log_width_for_help
+from perfci.cli._console import plain_help_width, show_progress, use_log_width_for_help
 from perfci.cli._signals import Terminated, raising_on_termination
 from perfci.core.errors import PerfciError
 
@@ -54,13 +55,30 @@ def _unset_flag_is_false(option: Any) -> Any:
     return option
 
 
+def _format_help(command: Any, ctx: Any, formatter: Any, rich_help: Any) -> None:
+    """Help on a terminal is Typer's Rich help; in a pipe (a CI log, ``| less``) it is plain
+    text as wide as the log (:mod:`perfci.cli._console`): the same words without the box
+    drawing, and without importing Rich, Markdown and Pygments for it (issue 33)."""
+    width = plain_help_width()
+    if width is None:
+        use_log_width_for_help()  # imports Typer's Rich help: only when help is printed
+        rich_help(ctx, formatter)
+        return
+    formatter.width = width
+    # Typer prints its Rich help unless the markup mode is None: click's own layout then.
+    mode, command.rich_markup_mode = command.rich_markup_mode, None
+    try:
+        rich_help(ctx, formatter)
+    finally:
+        command.rich_markup_mode = mode
+
+
 class _HelpCommand(TyperCommand):
-    """A command whose help is laid out for CI logs in a pipe (:mod:`perfci.cli._console`),
-    and that imports nothing for its help flag until help is asked for."""
+    """A command whose help is laid out for CI logs in a pipe (:func:`_format_help`), and that
+    imports nothing for its help flag until help is asked for."""
 
     def format_help(self, ctx: Any, formatter: Any) -> None:  # typer's vendored click types
-        use_log_width_for_help()  # imports Typer's Rich help: only when help is printed
-        super().format_help(ctx, formatter)
+        _format_help(self, ctx, formatter, super().format_help)
 
     def get_help_option(self, ctx: Any) -> Any:
         return _unset_flag_is_false(super().get_help_option(ctx))
@@ -70,8 +88,7 @@ class _HelpGroup(TyperGroup):
     """A group whose help is laid out, and whose help flag is read, as :class:`_HelpCommand`'s."""
 
     def format_help(self, ctx: Any, formatter: Any) -> None:  # typer's vendored click types
-        use_log_width_for_help()
-        super().format_help(ctx, formatter)
+        _format_help(self, ctx, formatter, super().format_help)
 
     def get_help_option(self, ctx: Any) -> Any:
         return _unset_flag_is_false(super().get_help_option(ctx))
@@ -189,6 +206,7 @@ def _untype_flags(command: Any) -> None:
         for param in sub.params:
             if getattr(param, "is_flag", False):
                 param.metavar = ""
+        lean_coercion(sub)  # values that need no conversion skip pydantic
         # --help is made anew on each call: its maker is wrapped on this command object.
         sub.get_help_option = _untyped(sub.get_help_option)
         commands = getattr(sub, "commands", {})

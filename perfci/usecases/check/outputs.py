@@ -8,7 +8,8 @@ Files are written where asked (``--markdown``, ``--json``); ``$GITHUB_OUTPUT`` g
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,7 @@ from perfci.core import private_env
 from perfci.core.errors import ConfigError
 from perfci.core.model import RunComparison
 from perfci.core.repro import Repro
+from perfci.usecases.check.comment_policy import CommentOn
 
 if TYPE_CHECKING:
     from perfci.usecases.check.publish import PublishOutcome
@@ -26,7 +28,10 @@ __all__ = [
     "github_output_path",
     "github_outputs",
     "publish_outcome",
+    "report_files",
+    "run_url",
     "should_publish",
+    "step_time_change",
     "write_json",
     "write_markdown",
 ]
@@ -64,6 +69,16 @@ def _write(path: Path, text: str) -> None:
         raise ConfigError(f"cannot write {path}: {exc.strerror}") from None
 
 
+_SLUG = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def report_files(report_dir: Path, benchmark: str) -> tuple[Path, Path]:
+    """``--report-dir``'s files: ``<report_dir>/<benchmark>/report.md`` and ``report.json``,
+    one folder per benchmark (the artifact the GitHub Action's workflows upload)."""
+    folder = report_dir / _SLUG.sub("_", benchmark)
+    return folder / "report.md", folder / "report.json"
+
+
 def github_output_path(env: Mapping[str, str] | None = None) -> Path:
     """``$GITHUB_OUTPUT``; checked before the run so a misconfigured job stores nothing."""
     value = (private_env.environ() if env is None else env).get("GITHUB_OUTPUT")
@@ -72,13 +87,47 @@ def github_output_path(env: Mapping[str, str] | None = None) -> Path:
     return Path(value)
 
 
-def github_outputs(result: RunComparison, report: Path | None) -> dict[str, str]:
-    """The step outputs: ``verdict``, ``regressions`` (regressed metrics) and ``report``."""
+def github_outputs(
+    result: RunComparison,
+    *,
+    report: Path | None,
+    json_report: Path | None = None,
+    comment_url: str | None = None,
+    server_url: str | None = None,
+) -> dict[str, str]:
+    """The step outputs of a check, as the GitHub Action names them:
+
+    ``verdict``; ``regressions`` (regressed metrics); ``report`` (the Markdown report, else the
+    JSON one); ``json-report``; ``step-time-change`` (the primary step's change in percent,
+    signed, empty without a baseline); ``comment-url`` (empty when none was posted);
+    ``run-url`` (the run's page on the perfci server, remote mode only).
+    """
     return {
         "verdict": result.verdict.value,
         "regressions": str(len(result.regressions)),
         "report": str(report) if report else "",
+        "json-report": str(json_report) if json_report else "",
+        "step-time-change": step_time_change(result),
+        "comment-url": comment_url or "",
+        "run-url": run_url(result, server_url),
     }
+
+
+def step_time_change(result: RunComparison) -> str:
+    """The primary step's change in percent, signed (``+35.31``), or ``""`` without one."""
+    from perfci.report.formatting import primary_step
+
+    step = primary_step(result)
+    if step is None or step.change is None:
+        return ""
+    return f"{step.change * 100:+.2f}"
+
+
+def run_url(result: RunComparison, server_url: str | None) -> str:
+    """The stored run's page on the perfci server (remote mode only), else ``""``."""
+    if not server_url or result.run_id is None:
+        return ""
+    return f"{server_url.rstrip('/')}/runs/{result.run_id}"
 
 
 def append_github_output(path: Path, values: Mapping[str, str]) -> None:
@@ -119,10 +168,13 @@ def publish_outcome(
     outcome: CheckOutcome,
     *,
     comment: bool | None,
+    comment_on: CommentOn = CommentOn.ALWAYS,
+    cc: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
     out_dir: Path | None = None,
 ) -> PublishOutcome:
-    """Publish the check's comparison (comment, status, job summary, annotations, files)."""
+    """Publish the check's comparison (comment, status, job summary, annotations, files);
+    ``comment_on`` and ``cc`` are :func:`perfci.usecases.check.publish.publish`'s."""
     from perfci.usecases.check.publish import publish
     from perfci.usecases.check.repro import repro_of
 
@@ -132,6 +184,8 @@ def publish_outcome(
         settings=outcome.settings,
         benchmark=outcome.spec.name,
         comment=comment is not False,
+        comment_on=comment_on,
+        cc=cc,
         env=env,
         out_dir=out_dir,
         repro=repro_of(outcome, env),
