@@ -21,20 +21,23 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from perfci.core import private_env
+from perfci.core.answers import Acceptance
 from perfci.core.errors import ConfigError, GitHubError
 from perfci.core.model import MetricComparison, MetricKind, RunComparison, RunContext, Verdict
 from perfci.core.repro import Repro
 from perfci.core.settings import Settings
 from perfci.integrations.github.actions import annotation, is_fork_pull_request, write_job_summary
 from perfci.integrations.github.client import GitHubClient
+from perfci.report.answers import with_answers
 from perfci.report.json_report import comparison_to_dict
 from perfci.report.markdown import comment_marker, render_comment, render_summary
+from perfci.usecases.answers.accepted import AcceptedView, accepted_view
 
 __all__ = [
     "MAX_ERROR_ANNOTATIONS",
@@ -100,6 +103,7 @@ def publish(
     out_dir: Path | None = None,
     client: GitHubClient | None = None,
     repro: Repro | None = None,
+    acceptances: Sequence[Acceptance] = (),
 ) -> PublishOutcome:
     """Report ``result`` as files, job summary, annotations, PR comment and commit status.
 
@@ -125,6 +129,9 @@ def publish(
         A GitHub client to use (tests); built from ``settings`` when needed.
     repro
         The repro bundle shown in the comment and the job summary (``None``: none).
+    acceptances
+        Regressions accepted on the pull request (``/perfci accept``, issue 34): shown at the
+        top of the comment; when they hold every gated regression, the status is ``success``.
 
     Never raises for GitHub's refusals: they come back in ``warnings`` (and as annotations).
     """
@@ -133,6 +140,9 @@ def publish(
     markdown = render_comment(
         result, marker=comment_marker(benchmark), run_url=context.ci_url, repro=repro
     )
+    accepted = accepted_view(result, acceptances)
+    if accepted is not None:
+        markdown = with_answers(markdown, accepted.block)
     outcome = PublishOutcome(markdown=markdown)
     if out_dir is not None:
         outcome.report_paths = _write_artifact(
@@ -153,6 +163,7 @@ def publish(
             settings=settings,
             run_url=context.ci_url,
             client=client,
+            accepted=accepted,
         )
     outcome.summary_written = _write_summary(
         result, outcome, run_url=context.ci_url, env=env, repro=repro
@@ -295,14 +306,17 @@ def _post(
     settings: Settings,
     run_url: str | None,
     client: GitHubClient | None,
+    accepted: AcceptedView | None = None,
 ) -> None:
+    covered = accepted is not None and accepted.covered
     _post_saved(
         markdown,
         outcome,
         target=target,
         benchmark=benchmark,
-        verdict=_status_verdict(result),
-        description=status_description(result),
+        # An accepted check passes: its status is a success saying who accepted it and why.
+        verdict=Verdict.UNCHANGED if covered else _status_verdict(result),
+        description=accepted.description if accepted and covered else status_description(result),
         settings=settings,
         run_url=run_url,
         client=client,
