@@ -9,12 +9,16 @@ a 10 % drop fails the check, which is what people then answer.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from github_fake import TOKEN, FakeGitHub, github_server
+from test_answers_workflow import answer_script
 
 from perfci.cli.main import main
 from perfci.report.markdown import comment_marker
@@ -243,3 +247,98 @@ def test_unknown_commands_get_help_and_other_comments_are_ignored(
         assert "`/perfci accept <reason>`" in reply and "`/perfci rerun" in reply
     assert gh.statuses[-1]["state"] == "failure"
     assert not gh.requests_to("GET", "/permission$")  # help costs no permission lookup
+
+
+def test_the_workflows_answer_step_accepts_as_written(
+    pr_world: tuple[str, Path, FakeGitHub],
+) -> None:
+    """``github_action/answers.yml``'s step, run by bash as the runner would, with perfci
+    installed where its install step puts it."""
+    url, folder, gh = pr_world
+    venv = folder / "runner" / "perfci" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "perfci").symlink_to(Path(sys.executable).parent / "perfci")
+    event = _comment_event(gh, folder, "alice", "/perfci accept the new tokenizer is slower")
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(folder),
+        "RUNNER_TEMP": str(folder / "runner"),
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_REPOSITORY": REPO,
+        "GITHUB_API_URL": gh.url,
+        "GITHUB_TOKEN": TOKEN,
+        "PERFCI_DATABASE_URL": url,
+    }
+    done = subprocess.run(
+        ["bash", "-e", "-c", answer_script()],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("accepted:")
+    assert gh.statuses[-1]["state"] == "success"
+    assert "**Accepted** by @\u2060alice" in _perfci_comment(gh)["body"]
+
+
+def test_the_accepted_change_is_not_raised_again_on_the_base_branch_after_the_merge(
+    pr_world: tuple[str, Path, FakeGitHub], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The merge is noted on the acceptance; the change point at the merge commit (an alert
+    the weekly report records) is acknowledged with who accepted it and why."""
+    from datetime import datetime, timedelta
+
+    from perfci.core.compat import UTC
+    from perfci.core.transfer import comparison_from_dict
+    from perfci.core.weekly import NewAlert, WeeklyReport
+    from perfci.store.queries import runs_by_time
+    from perfci.usecases.browse.alerts import record_alerts
+    from perfci.usecases.stores import session_for
+    from perfci.usecases.weekly.answers import acknowledge_accepted
+
+    url, folder, gh = pr_world
+    merge = "a" * 40
+    assert _answer(url, _comment_event(gh, folder, "alice", "/perfci accept new vocabulary")) == 0
+    merged = folder / "merged.json"
+    pull = {"number": PR, "merged": True, "merge_commit_sha": merge}
+    event = {"action": "closed", "pull_request": pull, "repository": {"full_name": REPO}}
+    merged.write_text(json.dumps(event), encoding="utf-8")
+    capsys.readouterr()
+    assert _answer(url, merged) == 0
+    assert "1 acceptance(s) noted" in capsys.readouterr().out
+
+    out = folder / "main.json"
+    _check(url, folder, 0.9, 50, "--branch", "main", "--commit", merge, "--json-out", str(out))
+    series = comparison_from_dict(json.loads(out.read_text()))
+    regressed = next(m for m in series.gated_regressions if m.series is not None)
+    now = datetime.now(UTC)
+    with session_for(url) as session:
+        runs = runs_by_time(session, project=REPO, since=now - timedelta(days=1), until=now)
+        run = next(r for r in runs if r.commit == merge)
+        (alert,) = record_alerts(
+            session,
+            project=REPO,
+            alerts=[
+                NewAlert(
+                    benchmark=BENCHMARK,
+                    series=regressed.series,
+                    environment_id=run.environment_id,
+                    branch="main",
+                    run_id=run.id,
+                    commit=merge,
+                    previous_commit=f"{6:040x}",
+                    before=1.0,
+                    after=1.1,
+                    change=0.1,
+                    p_value=0.001,
+                )
+            ],
+        )
+        assert alert.status == "open"
+        report = WeeklyReport(REPO, "main", "2026-W48", now, now, now, alerts=[alert])
+        acknowledge_accepted(session, report)
+    (done,) = report.alerts
+    assert done.status == "acknowledged"
+    assert done.note == "accepted in PR #7 by @alice: new vocabulary"
