@@ -67,3 +67,26 @@ def test_it_never_fetches_nor_runs_the_pull_requests_code() -> None:
     (answer,) = [s for s in steps if s.get("name") == "Answer"]
     assert "PERFCI_DATABASE_URL" in answer["env"]
     assert 'perfci/bin/perfci" answer' in answer_script()
+
+
+def test_it_installs_the_postgres_driver_its_store_needs() -> None:
+    (install,) = [
+        s for s in workflow()["jobs"]["answer"]["steps"] if s.get("name") == "Install perfci"
+    ]
+    assert '"./perfci-src[postgres]"' in install["run"]
+
+
+def test_the_docs_example_is_the_workflow_as_shipped() -> None:
+    """docs/answers.md's copy-paste example says what answers.yml does (comments aside)."""
+    docs = (WORKFLOW.parent.parent / "docs" / "answers.md").read_text(encoding="utf-8")
+    (block,) = [b for b in re.findall(r"```yaml\n(.*?)```", docs, flags=re.S)]
+    shown = yaml.safe_load(block)
+    shipped = workflow()
+    shipped.pop("concurrency")
+    shipped["jobs"]["answer"].pop("timeout-minutes")
+    for flow in (shown, shipped):
+        for step in flow["jobs"]["answer"]["steps"]:
+            if "run" in step:  # the shell's comments aside
+                lines = step["run"].splitlines()
+                step["run"] = [line for line in lines if not line.strip().startswith("#")]
+    assert shown == shipped
