@@ -342,3 +342,20 @@ def test_the_accepted_change_is_not_raised_again_on_the_base_branch_after_the_me
     (done,) = report.alerts
     assert done.status == "acknowledged"
     assert done.note == "accepted in PR #7 by @alice: new vocabulary"
+
+
+def test_a_command_given_on_the_command_line_is_answered_the_same_way(
+    pr_world: tuple[str, Path, FakeGitHub], capsys: pytest.CaptureFixture[str]
+) -> None:
+    url, folder, gh = pr_world
+    local = ["answer", "--database-url", url, "--project", REPO, "--repo", REPO, "--pr", str(PR)]
+    assert main([*local, "--user", "rob", "--body", "/perfci false-alarm"]) == 0
+    assert main([*local, "--user", "alice", "--body", "/perfci false-alarm noisy box"]) == 0
+    assert "false-alarm: recorded 1 false alarm(s)" in capsys.readouterr().out
+    replies = [c["body"] for c in gh.comments_on(REPO, PR) if "perfci:reply=local-" in c["body"]]
+    assert len(replies) == 2 and "has `read` access" in replies[0]
+    assert gh.reactions == []  # no comment to react to
+    assert main([*local, "--user", "alice"]) == 2  # --pr needs --user and --body
+    assert "--pr needs --user and --body" in capsys.readouterr().err
+    counts = _counts(_weekly(url, folder))
+    assert (counts["false_alarms"], counts["precision"]) == (1, 0.0)

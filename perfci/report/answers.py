@@ -29,10 +29,14 @@ ANSWERS_END = "<!-- /perfci:answers -->"
 _REASON_LEN = 300
 
 
-def reply_marker(comment_id: int) -> str:
-    """The hidden line of perfci's reply to comment ``comment_id``: a job that runs twice
-    edits its reply instead of posting a second one."""
-    return f"<!-- perfci:reply={int(comment_id)} -->"
+def reply_marker(comment_id: int | str) -> str:
+    """The hidden line of perfci's reply to comment ``comment_id`` (a number, or a key made of
+    hex digits for a command given on the command line): a job that runs twice edits its
+    reply instead of posting a second one."""
+    key = str(comment_id)
+    if not key.replace("local-", "", 1).isalnum():
+        raise ValueError(f"not a comment id: {comment_id!r}")
+    return f"<!-- perfci:reply={key} -->"
 
 
 def acceptance_block(acceptances: Sequence[Acceptance], *, uncovered: int = 0) -> str:

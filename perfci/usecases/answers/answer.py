@@ -24,6 +24,7 @@ one comment per command, found again by a hidden marker if the job runs twice.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -320,9 +321,10 @@ def _head_sha(pull: dict[str, Any]) -> str:
 
 
 def _reply(client: GitHubClient, event: CommentEvent, text: str) -> str | None:
-    posted = client.upsert_comment(
-        event.repository, event.pr_number, text, reply_marker(event.comment_id)
-    )
+    # A command given on the command line has no comment: its words key the reply.
+    words = "\n".join((event.user, event.body)).encode()
+    key = event.comment_id or f"local-{zlib.crc32(words):08x}"
+    posted = client.upsert_comment(event.repository, event.pr_number, text, reply_marker(key))
     return posted.url
 
 
