@@ -8,6 +8,10 @@ module as a plugin). It serves, under an optional path prefix such as ``/api/v3`
 - ``POST /repos/{o}/{r}/statuses/{sha}``
 - ``GET/POST /repos/{o}/{r}/issues`` (``state``, ``labels``, paginated) and
   ``PATCH /repos/{o}/{r}/issues/{n}``
+- ``GET /repos/{o}/{r}/collaborators/{user}/permission`` (roles set in ``permissions``;
+  anyone else ``none``), ``GET /repos/{o}/{r}/pulls/{n}`` (set with :meth:`FakeGitHub.add_pull`),
+  ``POST /repos/{o}/{r}/issues/comments/{id}/reactions`` and
+  ``POST /repos/{o}/{r}/actions/runs/{id}/rerun`` (recorded in ``reactions`` and ``reruns``)
 
 It checks ``Authorization: Bearer <token>`` / ``token <token>`` (401 otherwise), records every
 request, answers anything else with a loud 404, and plays scripted failures
@@ -70,6 +74,10 @@ class FakeGitHub:
     statuses: list[dict[str, Any]] = field(default_factory=list)
     issues: dict[int, dict[str, Any]] = field(default_factory=dict)
     failures: list[Failure] = field(default_factory=list)
+    permissions: dict[str, str] = field(default_factory=dict)  # login -> role_name
+    pulls: dict[int, dict[str, Any]] = field(default_factory=dict)
+    reactions: list[dict[str, Any]] = field(default_factory=list)
+    reruns: list[int] = field(default_factory=list)
     unknown: list[Recorded] = field(default_factory=list)  # requests no route matched
     lock: threading.Lock = field(default_factory=threading.Lock)
     _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1001))
@@ -119,6 +127,15 @@ class FakeGitHub:
     ) -> int:
         with self.lock:
             return self._new_issue(repo, title, body, labels, state, pull_request)["number"]
+
+    def add_pull(self, repo: str, number: int, head_sha: str, base: str = "main") -> None:
+        """A pull request of ``repo`` (same-repository head) whose head is ``head_sha``."""
+        self.pulls[number] = {
+            "number": number,
+            "head": {"sha": head_sha, "ref": "feature", "repo": {"full_name": repo}},
+            "base": {"ref": base, "repo": {"full_name": repo}},
+            "_repo": repo,
+        }
 
     def comments_on(self, repo: str, issue: int) -> list[dict[str, Any]]:
         return [c for c in self.comments.values() if c["_repo"] == repo and c["_issue"] == issue]
@@ -251,7 +268,44 @@ def _edit_issue(gh: FakeGitHub, req: Recorded, m: re.Match[str]):
     return 200, _public(issue), {}
 
 
+_COARSE = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read"}
+
+
+def _permission(gh: FakeGitHub, req: Recorded, m: re.Match[str]):
+    role = gh.permissions.get(m["user"], "none")
+    coarse = _COARSE.get(role, role)
+    return 200, {"permission": coarse, "role_name": role, "user": {"login": m["user"]}}, {}
+
+
+def _get_pull(gh: FakeGitHub, req: Recorded, m: re.Match[str]):
+    pull = gh.pulls.get(int(m["n"]))
+    if pull is None or pull["_repo"] != m["repo"]:
+        return 404, {"message": "Not Found"}, {}
+    return 200, _public(pull), {}
+
+
+def _react(gh: FakeGitHub, req: Recorded, m: re.Match[str]):
+    comment = gh.comments.get(int(m["id"]))
+    if comment is None or comment["_repo"] != m["repo"]:
+        return 404, {"message": "Not Found"}, {}
+    content = (req.json or {}).get("content")
+    if content not in {"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"}:
+        return 422, {"message": "Validation Failed"}, {}
+    reaction = {"id": len(gh.reactions) + 1, "content": content, "_comment": comment["id"]}
+    gh.reactions.append(reaction)
+    return 201, _public(reaction), {}
+
+
+def _rerun(gh: FakeGitHub, req: Recorded, m: re.Match[str]):
+    gh.reruns.append(int(m["id"]))
+    return 201, {}, {}
+
+
 ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
+    ("GET", re.compile(REPO + r"/collaborators/(?P<user>[^/]+)/permission$"), _permission),
+    ("GET", re.compile(REPO + r"/pulls/(?P<n>\d+)$"), _get_pull),
+    ("POST", re.compile(REPO + r"/issues/comments/(?P<id>\d+)/reactions$"), _react),
+    ("POST", re.compile(REPO + r"/actions/runs/(?P<id>\d+)/rerun$"), _rerun),
     ("GET", re.compile(REPO + r"/issues/(?P<n>\d+)/comments$"), _list_comments),
     ("POST", re.compile(REPO + r"/issues/(?P<n>\d+)/comments$"), _create_comment),
     ("PATCH", re.compile(REPO + r"/issues/comments/(?P<id>\d+)$"), _edit_comment),

@@ -117,6 +117,7 @@ COMMANDS = {
     "bisect": "perfci.cli.bisect_cmd",
     "report": "perfci.cli.report_cmd",
     "publish": "perfci.cli.publish_cmd",
+    "answer": "perfci.cli.answer_cmd",
     "serve": "perfci.cli.serve_cmd",
     "db": "perfci.cli.db_cmd",
     "alerts": "perfci.cli.alerts_cmd",

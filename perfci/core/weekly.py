@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
+from perfci.core.answers import BenchmarkAnswers
 from perfci.core.model import SeriesKey
 
 __all__ = [
@@ -275,6 +276,8 @@ class WeeklyReport:
     coverage: Coverage = field(default_factory=lambda: Coverage(runs=0))
     alerts: list[AlertInfo] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: Per benchmark, what people answered to its pull requests' alerts (issue 34).
+    answers: list[BenchmarkAnswers] = field(default_factory=list)
 
     def measure_changes(self) -> list[tuple[BenchmarkTrend, MeasureChange]]:
         """The period's changes of benchmark cases and headline values, worse ones first."""

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 # The newest migration in migrations/versions (a test checks it against Alembic's head). Kept
 # as a constant so that opening an up-to-date store never loads Alembic (slow to import).
-HEAD_REVISION = "0008"
+HEAD_REVISION = "0009"
 
 # Seconds a SQLite writer waits for another one before giving up ("database is locked").
 SQLITE_BUSY_TIMEOUT_S = 30

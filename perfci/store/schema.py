@@ -436,3 +436,33 @@ class Comparison(Base):
     regressions: Mapped[int] = mapped_column(Integer)
     result: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Answer(Base):
+    """What a person answered on a pull request about its check (issue 34): ``accepted`` (the
+    regression is intended), ``false-alarm`` or ``rerun``, by whom, why, and which comparison
+    it answered. ``keys`` are the regressed lines an acceptance covers (series keys);
+    ``merge_commit_sha`` is where the accepted change landed on the base branch, once known.
+    """
+
+    __tablename__ = "answer"
+    __table_args__ = (
+        Index("ix_answer_project_pr", "project_id", "pr_number"),
+        Index("ix_answer_project_created", "project_id", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("project.id", ondelete="CASCADE"))
+    benchmark_id: Mapped[int] = mapped_column(ForeignKey("benchmark.id", ondelete="CASCADE"))
+    pr_number: Mapped[int] = mapped_column(Integer)
+    commit_sha: Mapped[str | None] = mapped_column(String(64))
+    # The answer outlives a deleted run: it still counts in the precision.
+    comparison_id: Mapped[int | None] = mapped_column(
+        ForeignKey("comparison.id", ondelete="SET NULL")
+    )
+    kind: Mapped[str] = mapped_column(String(16))
+    actor: Mapped[str] = mapped_column(String(200))
+    reason: Mapped[str | None] = mapped_column(Text)
+    keys: Mapped[list[str]] = mapped_column(JSON, default=list)
+    merge_commit_sha: Mapped[str | None] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

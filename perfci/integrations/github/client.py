@@ -136,6 +136,49 @@ class GitHubClient(GitHubApi):
         # Posting the same status twice is harmless (the latest per context wins): plain retry.
         return self._post(url, payload, permission="statuses: write", recover=None)
 
+    # --- answers on pull requests (issue 34) -------------------------------------------------
+
+    def permission_of(self, repo: str, user: str) -> str:
+        """``user``'s role on ``repo``: ``admin``, ``maintain``, ``write``, ``triage``, ``read``
+        or ``none`` (a login GitHub does not know is ``none``).
+
+        Reads ``role_name`` (which tells ``maintain`` and ``triage`` apart), else the coarser
+        ``permission``. The token needs read access to the repository's collaborators, which
+        a workflow's ``GITHUB_TOKEN`` has.
+        """
+        url = self._url(
+            f"/repos/{checked_repo(repo)}/collaborators/{quote(user, safe='')}/permission"
+        )
+        try:
+            data = self._request("GET", url).json()
+        except GitHubError as exc:
+            if exc.status == 404:
+                return "none"
+            raise
+        role = data.get("role_name") or data.get("permission") or "none"
+        return str(role).lower()
+
+    def pull_request(self, repo: str, number: int) -> dict[str, Any]:
+        """Pull request ``number`` as GitHub gives it (head and base, merge state)."""
+        url = self._url(f"/repos/{checked_repo(repo)}/pulls/{int(number)}")
+        data: dict[str, Any] = self._request("GET", url, permission="pull-requests: read").json()
+        return data
+
+    def add_reaction(self, repo: str, comment_id: int, content: str) -> None:
+        """React to an issue or pull-request comment (``+1``, ``eyes``, ``confused`` ...).
+
+        GitHub answers an existing reaction with 200, so a repeat is harmless.
+        """
+        url = self._url(f"/repos/{checked_repo(repo)}/issues/comments/{int(comment_id)}/reactions")
+        self._post(url, {"content": content}, permission=_COMMENT_PERMISSION, recover=None)
+
+    def rerun_workflow_run(self, repo: str, run_id: int) -> None:
+        """Re-run workflow run ``run_id`` as it ran: same event, same commit, same secrets
+        (none, for a fork's ``pull_request`` run)."""
+        url = self._url(f"/repos/{checked_repo(repo)}/actions/runs/{int(run_id)}/rerun")
+        # GitHub answers 201 with an empty body; a second rerun of a running one is a 403.
+        self._request("POST", url, permission="actions: write")
+
     # --- issues (weekly reports) -------------------------------------------------------------
 
     def create_or_update_issue(

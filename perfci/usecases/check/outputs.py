@@ -189,4 +189,5 @@ def publish_outcome(
         env=env,
         out_dir=out_dir,
         repro=repro_of(outcome, env),
+        acceptances=outcome.acceptances,
     )

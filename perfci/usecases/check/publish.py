@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from perfci.core import private_env
+from perfci.core.answers import Acceptance
 from perfci.core.model import RunComparison, RunContext, Verdict
 from perfci.core.repro import Repro
 from perfci.core.settings import Settings
@@ -38,7 +39,9 @@ from perfci.integrations.github.actions import (
     write_job_summary,
 )
 from perfci.integrations.github.client import GitHubClient
+from perfci.report.answers import with_answers
 from perfci.report.markdown import comment_marker, render_comment, render_summary
+from perfci.usecases.answers.accepted import accepted_view
 from perfci.usecases.check.artifact import artifact_paths, publish_artifact, write_artifact
 from perfci.usecases.check.comment_policy import CommentOn, cc_line, cc_mentions, worth_a_comment
 from perfci.usecases.check.posting import (
@@ -82,6 +85,7 @@ def publish(
     out_dir: Path | None = None,
     client: GitHubClient | None = None,
     repro: Repro | None = None,
+    acceptances: Sequence[Acceptance] = (),
 ) -> PublishOutcome:
     """Report ``result`` as files, job summary, annotations, PR comment and commit status.
 
@@ -113,6 +117,9 @@ def publish(
         A GitHub client to use (tests); built from ``settings`` when needed.
     repro
         The repro bundle shown in the comment and the job summary (``None``: none).
+    acceptances
+        Regressions accepted on the pull request (``/perfci accept``, issue 34): shown at the
+        top of the comment; when they hold every gated regression, the status is ``success``.
 
     Never raises for GitHub's refusals: they come back in ``warnings`` (and as annotations).
     """
@@ -121,6 +128,9 @@ def publish(
     markdown = render_comment(
         result, marker=comment_marker(benchmark), run_url=context.ci_url, repro=repro
     )
+    accepted = accepted_view(result, acceptances)
+    if accepted is not None:
+        markdown = with_answers(markdown, accepted.block)
     mentions, cc_warnings = cc_mentions(cc)
     if result.verdict is Verdict.REGRESSION:
         markdown += cc_line(mentions)
@@ -140,13 +150,17 @@ def publish(
         event=_event(event, env),
     )
     if outcome.skipped_reason is None:
+        covered = accepted is not None and accepted.covered
         post_comment_and_status(
             markdown,
             outcome,
             target=Target(str(context.repository), int(context.pr_number or 0), context.commit),
             benchmark=benchmark,
-            verdict=status_verdict(result),
-            description=status_description(result),
+            # An accepted check passes: its status is a success saying who accepted it and why.
+            verdict=Verdict.UNCHANGED if covered else status_verdict(result),
+            description=accepted.description
+            if accepted and covered
+            else status_description(result),
             settings=settings,
             run_url=context.ci_url,
             client=client,

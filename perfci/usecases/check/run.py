@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from perfci.core.answers import Acceptance
 from perfci.core.model import Profile, RunComparison, RunContext, Verdict
 from perfci.core.settings import Settings, get_settings
 from perfci.usecases.check.adaptive import adaptive_repeats, look_plan
@@ -76,6 +77,8 @@ class CheckOutcome:
     warnings: list[str] = field(default_factory=list)
     #: The base side's stored run in A/B mode (``--ab``).
     ab_base: IngestResult | None = None
+    #: Regressions accepted on this pull request (``/perfci accept``, issue 34).
+    acceptances: list[Acceptance] = field(default_factory=list)
 
     @property
     def comparison(self) -> RunComparison:
@@ -83,6 +86,10 @@ class CheckOutcome:
 
     @property
     def exit_code(self) -> int:
+        from perfci.usecases.answers.accepted import is_accepted
+
+        if is_accepted(self.comparison, self.acceptances):
+            return 0  # what regresses is what a person with write access accepted
         return exit_code(self.comparison, fail_on_regression=self.settings.fail_on_regression)
 
 
@@ -139,8 +146,10 @@ def run_check(
     if request.ab:
         from perfci.usecases.check.ab import run_ab_check
 
-        return run_ab_check(
-            request, spec=spec, settings=settings, env=env, cwd=cwd, progress=pair_progress
+        return _with_acceptances(
+            run_ab_check(
+                request, spec=spec, settings=settings, env=env, cwd=cwd, progress=pair_progress
+            )
         )
     plan = look_plan(spec, request, settings)
     runner = runner or run_repeats
@@ -172,14 +181,24 @@ def run_check(
     warnings += record_history(
         settings, context, spec.name, repeats, baseline_branch=request.baseline_branch, cwd=cwd
     )
-    return CheckOutcome(
-        spec=spec,
-        settings=settings,
-        context=context,
-        submitted=submitted,
-        database_url=url,
-        warnings=warnings,
+    return _with_acceptances(
+        CheckOutcome(
+            spec=spec,
+            settings=settings,
+            context=context,
+            submitted=submitted,
+            database_url=url,
+            warnings=warnings,
+        )
     )
+
+
+def _with_acceptances(outcome: CheckOutcome) -> CheckOutcome:
+    """``outcome`` with the regressions accepted on its pull request (issue 34)."""
+    from perfci.usecases.answers.accepted import check_acceptances
+
+    outcome.acceptances = check_acceptances(outcome.settings, outcome.context, outcome.spec.name)
+    return outcome
 
 
 # --- context and store ----------------------------------------------------------------------

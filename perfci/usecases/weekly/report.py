@@ -15,7 +15,9 @@ Per benchmark and environment (runs are never compared across hardware):
   series that matter (at least 1 % of step time);
 
 and for the whole project: coverage (runs per day, days without runs, environments seen).
-Change points in the period become alerts (:func:`perfci.usecases.browse.alerts.record_alerts`).
+Change points in the period become alerts (:func:`perfci.usecases.browse.alerts.record_alerts`);
+an alert at the merge of a change accepted on its pull request is acknowledged, and the
+answers given on pull requests are tallied per benchmark (:mod:`perfci.usecases.weekly.answers`).
 
 Speed: one query for the runs (an index range, issue 35) and one (chunked) query for each
 benchmark's samples; the statistics then work on a series × runs matrix in numpy.
@@ -38,6 +40,7 @@ from perfci.analysis.changepoints import (
     detect_change_points,
     segment_levels,
 )
+from perfci.core.answers import BenchmarkAnswers
 from perfci.core.compat import UTC
 from perfci.core.errors import ConfigError
 from perfci.core.model import MetricKind, SeriesKey
@@ -61,6 +64,7 @@ from perfci.store.queries import RunInfo
 from perfci.store.samples import run_samples_checked
 from perfci.store.work import Session
 from perfci.usecases.browse.alerts import AlertInfo, NewAlert, record_alerts
+from perfci.usecases.weekly.answers import acknowledge_accepted, tally_answers
 from perfci.usecases.weekly.weeks import iso_week, period_label, week_bounds
 
 # The report's types live in perfci.core.weekly; they are re-exported here for callers that
@@ -160,6 +164,8 @@ def build_weekly_report(
         )
     if record:
         report.alerts = _record(session, report)
+        acknowledge_accepted(session, report)
+    report.answers = tally_answers(session, project=project, since=history_since, until=until)
     return report
 
 
@@ -446,6 +452,8 @@ def _plain(value: Any) -> Any:
             out["key"] = value.key
         if isinstance(value, ShareMove):
             out["change"] = _plain(value.change)
+        if isinstance(value, BenchmarkAnswers):
+            out["precision"] = _plain(value.precision)
         return out
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
