@@ -13,12 +13,7 @@ from itertools import pairwise
 from typing import Any
 
 from perfci.core.model import Better, Device, Metric, MetricKind
-from perfci.formats.workload._megatron_reader import (
-    MEMORY_FIELDS,
-    NS_PER_MS,
-    ONE_LINE,
-    Run,
-)
+from perfci.formats.workload._megatron_reader import MEMORY_FIELDS, NS_PER_MS, ONE_LINE, Run
 
 #: Per-line fields that are performance: printed key → (metric name, unit, scale, better).
 MEASURES: dict[str, tuple[str, str, float, Better]] = {
