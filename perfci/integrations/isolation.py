@@ -112,7 +112,7 @@ def _not_dumpable() -> None:
     if not sys.platform.startswith("linux"):
         return
     with contextlib.suppress(Exception):  # best effort: no libc, a sandbox refusing prctl
-        import ctypes
+        import ctypes  # lazy: Linux only, and a Python built without ctypes still isolates
 
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
 

@@ -38,6 +38,7 @@ from typing import Any
 from perfci.core import private_env
 from perfci.core.errors import BenchmarkFailed, ConfigError
 from perfci.core.private_env import BENCHMARK_VARIABLES, WITHHELD_CI_VARIABLES, WORKFLOW_FILES
+from perfci.core.settings import get_settings
 from perfci.integrations.benchmark_env import benchmark_environment, workflow_files_kept
 from perfci.integrations.machine import gpu_state
 from perfci.integrations.machine.host_load import HostLoadMeter
@@ -113,8 +114,6 @@ def wrap_command(command: Sequence[str], profiler: str, output_dir: Path) -> lis
 
 def _configured_pass_env(cwd: Path | None) -> list[str]:
     """The ``pass_env`` setting (environment, then config file) when the caller passed none."""
-    from perfci.core.settings import get_settings
-
     return list(get_settings(start=cwd).pass_env)
 
 

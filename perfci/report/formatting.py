@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from perfci.analysis.steps import primary_step as step_rule
 from perfci.core.model import Better, MetricComparison, MetricKind, RunComparison, Verdict
 from perfci.core.units import format_ns, format_value
 
@@ -197,14 +198,12 @@ def delta_ns(metric: MetricComparison) -> float:
 def primary_step(result: RunComparison) -> MetricComparison | None:
     """The step line the run was judged on: the one the comparison names (``primary_step``);
     for a comparison stored before it named one, the same rule (:mod:`perfci.analysis.steps`)."""
-    from perfci.analysis.steps import primary_step as rule
-
     steps = result.steps
     chosen = result.primary_step or next(
         (
             k.key
             for k in [
-                rule(
+                step_rule(
                     (m.series, m.baseline_median, m.n_baseline)
                     for m in steps
                     if m.series is not None
@@ -324,6 +323,7 @@ def host_side_keys(metrics: Iterable[MetricComparison]) -> frozenset[str]:
 
 def host_side(metrics: list[MetricComparison]) -> Callable[[MetricComparison], bool]:
     """Whether a line of ``metrics`` is the host thread's times on a GPU run."""
+    # lazy: gating loads numpy and scipy, which the commands that only list (alerts) never need
     from perfci.analysis.gating import gpu_run, host_timing
 
     on_gpu = gpu_run(m.series for m in metrics if m.series is not None)

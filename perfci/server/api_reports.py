@@ -10,6 +10,7 @@ from perfci.server import auth
 from perfci.server.api_params import ERRORS, NO_NUL, PREFIX, ProjectName
 from perfci.server.deps import ReadSessionDep, SessionDep, TokenDep
 from perfci.usecases.browse import pages as browse
+from perfci.usecases.weekly.report import build_weekly_report, report_to_dict, week_bounds
 
 router = APIRouter(prefix=PREFIX, responses=ERRORS)
 
@@ -29,8 +30,6 @@ def weekly_report(
 
     Reading a report records nothing: alerts are recorded by ``perfci report``.
     """
-    from perfci.usecases.weekly.report import build_weekly_report, report_to_dict, week_bounds
-
     auth.require_read(session, token, project)
     browse.get_project(session, project)
     since, until = week_bounds(week)
