@@ -13,7 +13,8 @@ from ab_repo import ended, running
 
 from perfci.cli.main import main
 from perfci.core.errors import BenchmarkFailed, ConfigError
-from perfci.integrations.runner import RunResult, benchmark_environment, run_benchmark
+from perfci.integrations.benchmark_env import benchmark_environment
+from perfci.integrations.runner import RunResult, run_benchmark
 
 WRITER = (
     "import os, pathlib, json\n"

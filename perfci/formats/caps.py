@@ -69,24 +69,23 @@ class Budget:
 
     def metric(self, count: int = 1) -> None:
         totals = self._totals
-        if totals is None:
-            return
-        totals.metrics += count
-        cap = totals.limits.max_metrics
-        if cap is not None and totals.metrics > cap:
-            raise self._refused("metrics", cap, totals.limits.metrics_setting)
+        if totals is not None:
+            totals.metrics += count
+            limits = totals.limits
+            self._check("metrics", totals.metrics, limits.max_metrics, limits.metrics_setting)
 
     def sample(self, count: int = 1) -> None:
         totals = self._totals
-        if totals is None:
-            return
-        totals.samples += count
-        cap = totals.limits.max_samples
-        if cap is not None and totals.samples > cap:
-            raise self._refused("samples", cap, totals.limits.samples_setting)
+        if totals is not None:
+            totals.samples += count
+            limits = totals.limits
+            self._check("samples", totals.samples, limits.max_samples, limits.samples_setting)
 
-    def _refused(self, what: str, cap: int, setting: str) -> InputTooLarge:
-        return InputTooLarge(
+    def _check(self, what: str, total: int, cap: int | None, setting: str) -> None:
+        """Refuse the run once ``total`` is past ``cap``."""
+        if cap is None or total <= cap:
+            return
+        raise InputTooLarge(
             f"the run has more than {cap} {what}; this server accepts at most {cap} per run "
             f"({setting}): refused while reading, at the first {what[:-1]} past the cap",
             source=self._source,

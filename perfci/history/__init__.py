@@ -13,7 +13,8 @@ touched; and only a branch perfci made is ever read or written).
 from perfci.history._files import BranchFile
 from perfci.history._git import cache_root
 from perfci.history.documents import HistoryRun, decode_run, encode_run, run_path
-from perfci.history.git_branch import AppendResult, GitBranch, parse_history
+from perfci.history.git_branch import AppendResult, GitBranch
+from perfci.history.setting import parse_history
 
 __all__ = [
     "AppendResult",

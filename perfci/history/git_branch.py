@@ -28,26 +28,21 @@ branch holding anything else (``history = "git:main"``: code, exec bits, links),
 before anything is read or written, so retention never squashes a branch perfci did not create.
 A branch made by perfci before the marker existed is recognised by its root commit's README.
 
-Authentication: the checkout's own ``http.*.extraheader`` (what ``actions/checkout`` persists)
-is reused, else a GitHub token is sent as the same header for an ``https://`` origin on one of
-``token_hosts`` (the GitHub server's). Both go to git through ``GIT_CONFIG_*`` environment
-variables, never on a command line (``ps`` shows those) and never in a message.
+Authentication: :mod:`perfci.history._remote`.
 """
 
 from __future__ import annotations
 
-import base64
 import random
 import re
-import subprocess
 import tempfile
 import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
-from perfci.core.errors import ConfigError, StorageError
+from perfci.core.errors import StorageError
+from perfci.history._bare import NETWORK_TIMEOUT_S, BareRepo
 from perfci.history._files import (
     MARKER,
     MARKER_TEXT,
@@ -57,18 +52,10 @@ from perfci.history._files import (
     parse_tree,
     perfci_file,
 )
-from perfci.history._git import (
-    LOCAL_TIMEOUT_S,
-    SAFE_FLAGS,
-    cache_name,
-    git_env,
-    open_cache,
-    read_checkout,
-)
+from perfci.history._git import cache_name, git_env, open_cache
+from perfci.history._remote import auth_config, last_line, redact, remote_url
+from perfci.history.setting import DEFAULT_BRANCH
 
-DEFAULT_BRANCH = "perfci-data"
-_BRANCH = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,199}")
-_CREDENTIALS = re.compile(r"://[^/@\s]+@")
 _RETRYABLE = (
     "[rejected]",
     "stale info",
@@ -78,32 +65,14 @@ _RETRYABLE = (
     "failed to update ref",
     "incorrect old value",
 )
-_NETWORK_TIMEOUT_S = 300
-_LOCAL_TIMEOUT_S = LOCAL_TIMEOUT_S
+
+
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "perfci",
     "GIT_AUTHOR_EMAIL": "perfci@users.noreply.github.com",
     "GIT_COMMITTER_NAME": "perfci",
     "GIT_COMMITTER_EMAIL": "perfci@users.noreply.github.com",
 }
-
-
-def parse_history(value: str | None) -> str | None:
-    """The history branch named by a ``history`` setting, or ``None`` for no history.
-
-    ``git:BRANCH``, or ``git`` for :data:`DEFAULT_BRANCH`; ``none``/``off``/empty: no history.
-    """
-    if value is None or value.strip().lower() in ("", "none", "off", "false"):
-        return None
-    scheme, _, branch = value.strip().partition(":")
-    if scheme != "git":
-        raise ConfigError(
-            f"history {value!r}: expected git:BRANCH (e.g. git:{DEFAULT_BRANCH}) or none"
-        )
-    branch = branch or DEFAULT_BRANCH
-    if not _BRANCH.fullmatch(branch) or ".." in branch or branch.endswith((".lock", "/", ".")):
-        raise ConfigError(f"history {value!r}: {branch!r} is not a valid branch name")
-    return branch
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,10 +124,11 @@ class GitBranch:
         self.branch = branch
         self._ref = f"refs/heads/{branch}"
         self._checkout = checkout
-        self.url = self._remote_url(remote)
-        self._env = git_env(self._auth_config(token, token_hosts))
-        self.repo = cache / cache_name(_dir_name(branch), _redact(self.url))
+        self.url = remote_url(checkout, remote, branch)
+        self.repo = cache / cache_name(_dir_name(branch), redact(self.url))
         open_cache(self.repo, checkout=checkout)
+        self._env = git_env(auth_config(checkout, self.url, token, token_hosts))
+        self._bare = BareRepo(self.repo, env=self._env, url=self.url, branch=branch)
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -170,7 +140,7 @@ class GitBranch:
         StorageError
             The branch is the remote's default branch, or not one perfci made (module doc).
         """
-        listed = self._git("ls-remote", "--symref", self.url, "HEAD", self._ref, network=True)
+        listed = self._bare.git("ls-remote", "--symref", self.url, "HEAD", self._ref, network=True)
         lines = [line.split("\t") for line in listed.decode().splitlines()]
         if [f"ref: {self._ref}", "HEAD"] in lines:
             raise StorageError(
@@ -179,10 +149,10 @@ class GitBranch:
             )
         if not any(len(line) == 2 and line[1] == self._ref for line in lines):
             return None
-        self._git(
+        self._bare.git(
             "fetch", "--quiet", "--no-tags", self.url, f"+{self._ref}:{self._ref}", network=True
         )
-        tip = self._git("rev-parse", "--verify", f"{self._ref}^{{commit}}").decode().strip()
+        tip = self._bare.git("rev-parse", "--verify", f"{self._ref}^{{commit}}").decode().strip()
         self._check_ours(tip)
         return tip
 
@@ -196,7 +166,7 @@ class GitBranch:
                 "it is not a perfci history branch, and perfci never writes to a branch of "
                 f"code; name one of its own (e.g. git:{DEFAULT_BRANCH})"
             )
-        roots = self._git("rev-list", "--max-parents=0", tip).decode().split()
+        roots = self._bare.git("rev-list", "--max-parents=0", tip).decode().split()
         marker, readme = self._hash(MARKER_TEXT.encode()), self._hash(README.encode())
         for root in roots:
             blobs = {f.path: f.blob for f in self.files(root)}
@@ -209,7 +179,7 @@ class GitBranch:
 
     def _entries(self, commit: str) -> list[tuple[str, str]]:
         """(mode, path) of every entry of ``commit``'s tree, links and submodules included."""
-        out = self._git("ls-tree", "-r", "-z", "--full-tree", commit).decode()
+        out = self._bare.git("ls-tree", "-r", "-z", "--full-tree", commit).decode()
         entries = []
         for record in filter(None, out.split("\0")):
             meta, _, path = record.partition("\t")
@@ -218,19 +188,19 @@ class GitBranch:
 
     def has_commit(self, commit: str) -> bool:
         """Whether ``commit`` is in the cached repository (a previous fetch brought it)."""
-        done = self._run("cat-file", "-e", f"{commit}^{{commit}}")
+        done = self._bare.run("cat-file", "-e", f"{commit}^{{commit}}")
         return done.returncode == 0
 
     def files(self, commit: str, prefix: str = "") -> list[BranchFile]:
         """Every file of ``commit`` (under ``prefix``), sorted by path."""
-        out = self._git(
+        out = self._bare.git(
             "ls-tree", "-r", "-l", "-z", "--full-tree", commit, *([prefix] if prefix else [])
         )
         return sorted(parse_tree(out), key=lambda f: f.path)
 
     def added(self, old: str, new: str, prefix: str = "") -> list[BranchFile]:
         """Files in ``new`` that ``old`` does not have (``old`` must be cached)."""
-        out = self._git(
+        out = self._bare.git(
             "diff-tree",
             "-r",
             "-z",
@@ -246,28 +216,7 @@ class GitBranch:
 
     def read(self, blobs: Sequence[str]) -> Iterator[bytes]:
         """The contents of ``blobs``, in order (one ``git cat-file --batch`` for all)."""
-        if not blobs:
-            return
-        with subprocess.Popen(
-            ["git", *SAFE_FLAGS, f"--git-dir={self.repo}", "cat-file", "--batch"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=self._env,
-        ) as process:
-            assert process.stdin is not None and process.stdout is not None
-            process.stdin.write("".join(f"{b}\n" for b in blobs).encode())
-            process.stdin.close()
-            for blob in blobs:
-                header = process.stdout.readline().split()
-                if len(header) != 3 or header[1] != b"blob":
-                    raise StorageError(
-                        f"history branch {self.branch}: blob {blob} is missing "
-                        "from the fetched data"
-                    )
-                data = process.stdout.read(int(header[2]))
-                process.stdout.read(1)  # the newline after each object
-                yield data
+        return self._bare.read(blobs)
 
     # --- writing ---------------------------------------------------------------------------
 
@@ -307,7 +256,7 @@ class GitBranch:
                 stalled = stalled + 1 if tip == built_on else 0
                 if stalled >= patience:
                     raise StorageError(
-                        f"could not push to {self.branch} of {_redact(self.url)}: refused "
+                        f"could not push to {self.branch} of {redact(self.url)}: refused "
                         f"{stalled} times in a row while its tip stayed at "
                         f"{(tip or 'nothing')[:12]} (no other job landed in between)"
                     )
@@ -343,7 +292,7 @@ class GitBranch:
             time.sleep(random.uniform(0.05, 0.25) * min(attempt, 8))
 
     def _hash(self, data: bytes) -> str:
-        return self._git("hash-object", "-w", "--stdin", input=data).decode().strip()
+        return self._bare.git("hash-object", "-w", "--stdin", input=data).decode().strip()
 
     def _commit(self, files: Sequence[BranchFile], *, parent: str | None, message: str) -> str:
         entries = "".join(
@@ -351,11 +300,11 @@ class GitBranch:
         )
         with tempfile.TemporaryDirectory(prefix="perfci-index-") as scratch:
             env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
-            self._git("update-index", "-z", "--index-info", input=entries.encode(), env=env)
-            tree = self._git("write-tree", env=env).decode().strip()
+            self._bare.git("update-index", "-z", "--index-info", input=entries.encode(), env=env)
+            tree = self._bare.git("write-tree", env=env).decode().strip()
         parents = ["-p", parent] if parent else []
         return (
-            self._git("commit-tree", tree, *parents, input=message.encode(), env=_IDENTITY)
+            self._bare.git("commit-tree", tree, *parents, input=message.encode(), env=_IDENTITY)
             .decode()
             .strip()
         )
@@ -363,14 +312,14 @@ class GitBranch:
     def _push(self, commit: str, *, expected: str | None) -> bool:
         """Push ``commit`` if the remote tip is still ``expected``; False when it moved."""
         lease = f"--force-with-lease={self._ref}:{expected or ''}"
-        done = self._run(
+        done = self._bare.run(
             "push",
             "--quiet",
             "--no-verify",
             lease,
             self.url,
             f"{commit}:{self._ref}",
-            timeout=_NETWORK_TIMEOUT_S,
+            timeout=NETWORK_TIMEOUT_S,
         )
         if done.returncode == 0:
             return True
@@ -378,96 +327,10 @@ class GitBranch:
         if any(marker in reason for marker in _RETRYABLE):
             return False
         raise StorageError(
-            f"could not push to {self.branch} of {_redact(self.url)}: "
-            f"{_last_line(reason)} (does the job's token have `contents: write`?)"
+            f"could not push to {self.branch} of {redact(self.url)}: "
+            f"{last_line(reason)} (does the job's token have `contents: write`?)"
         )
-
-    # --- git -------------------------------------------------------------------------------
-
-    def _remote_url(self, remote: str) -> str:
-        done = read_checkout(self._checkout, "remote", "get-url", remote)
-        url = done.stdout.decode().strip()
-        if done.returncode != 0 or not url:
-            raise StorageError(
-                f"the checkout {self._checkout} has no `{remote}` remote, so "
-                f"there is no {self.branch} branch to read or write history"
-            )
-        if "://" not in url and not re.match(r"^[^/]+:", url) and not Path(url).is_absolute():
-            url = str((self._checkout / url).resolve())  # a relative local path
-        return url
-
-    def _auth_config(
-        self, token: str | None, hosts: Collection[str] | None
-    ) -> list[tuple[str, str]]:
-        done = read_checkout(
-            self._checkout, "config", "--local", "--get-regexp", r"^http\..*extraheader$"
-        )
-        persisted = [
-            tuple(line.split(" ", 1)) for line in done.stdout.decode().splitlines() if " " in line
-        ]
-        if persisted:
-            return [(k, v) for k, v in persisted]
-        parts = urlsplit(self.url)
-        allowed = hosts is None or (parts.hostname or "").lower() in {h.lower() for h in hosts}
-        if token and parts.scheme == "https" and parts.hostname and allowed:
-            basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
-            host = parts.hostname + (f":{parts.port}" if parts.port else "")
-            return [(f"http.https://{host}/.extraheader", f"AUTHORIZATION: basic {basic}")]
-        return []
-
-    def _run(
-        self,
-        *args: str,
-        input: bytes | None = None,
-        env: Mapping[str, str] | None = None,
-        timeout: int = _LOCAL_TIMEOUT_S,
-    ) -> subprocess.CompletedProcess[bytes]:
-        try:
-            return subprocess.run(
-                ["git", *SAFE_FLAGS, f"--git-dir={self.repo}", *args],
-                input=input,
-                capture_output=True,
-                env={**self._env, **(env or {})},
-                timeout=timeout,
-                check=False,
-            )
-        except FileNotFoundError:
-            raise StorageError("git is not installed: the history branch needs it") from None
-        except subprocess.TimeoutExpired:
-            raise StorageError(
-                f"git {args[0]} on {_redact(self.url)} took over {timeout} s and was stopped"
-            ) from None
-
-    def _git(
-        self,
-        *args: str,
-        input: bytes | None = None,
-        network: bool = False,
-        env: Mapping[str, str] | None = None,
-    ) -> bytes:
-        done = self._run(
-            *args,
-            input=input,
-            env=env,
-            timeout=_NETWORK_TIMEOUT_S if network else _LOCAL_TIMEOUT_S,
-        )
-        if done.returncode != 0:
-            reason = _last_line(done.stderr.decode(errors="replace"))
-            where = f" {_redact(self.url)}" if network else ""
-            raise StorageError(
-                f"history branch {self.branch}: git {args[0]}{where} failed: {reason}"
-            )
-        return done.stdout
 
 
 def _dir_name(branch: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", branch)
-
-
-def _redact(url: str) -> str:
-    return _CREDENTIALS.sub("://***@", url)
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return _redact(lines[-1]) if lines else "no message"

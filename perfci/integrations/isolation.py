@@ -1,8 +1,9 @@
 """A process that starts the benchmark begins as one that never held perfci's secrets.
 
-Leaving a secret out of the benchmark's environment (:func:`perfci.integrations.runner.
-benchmark_environment`) is not enough: ``/proc/$PPID/environ`` shows the environment perfci
-itself was *started* with, and changing ``os.environ`` does not change that block. So
+Leaving a secret out of the benchmark's environment
+(:func:`perfci.integrations.benchmark_env.benchmark_environment`) is not enough:
+``/proc/$PPID/environ`` shows the environment perfci itself was *started* with, and changing
+``os.environ`` does not change that block. So
 ``perfci check`` and ``perfci run`` begin with :func:`isolate`:
 
 1. The private variables (:func:`perfci.core.private_env.is_private`: every ``PERFCI_*``
@@ -111,7 +112,7 @@ def _not_dumpable() -> None:
     if not sys.platform.startswith("linux"):
         return
     with contextlib.suppress(Exception):  # best effort: no libc, a sandbox refusing prctl
-        import ctypes
+        import ctypes  # lazy: Linux only, and a Python built without ctypes still isolates
 
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
 

@@ -89,7 +89,7 @@ def steady_cpu_memory(prefault_bytes: int = PREFAULT_BYTES) -> bool:
     if not libc.mallopt(_M_TRIM_THRESHOLD, 1 << 30):
         return False
     if prefault_bytes > 0:
-        import torch
+        import torch  # lazy: torch is the optional [torch] extra; perfci imports without it
 
         # Chunks below the mmap threshold come from the heap and go back to it when freed;
         # the touch is what pages them in (malloc alone only reserves addresses).
@@ -107,7 +107,7 @@ class _StepTimer:
     """Per-step wall time: CUDA events on a GPU (no host sync inside the loop), else a clock."""
 
     def __init__(self, use_cuda: bool) -> None:
-        import torch
+        import torch  # lazy: torch is the optional [torch] extra; perfci imports without it
 
         self._torch = torch
         self._use_cuda = use_cuda
@@ -177,7 +177,7 @@ class profile_steps:  # noqa: N801 - used as a context manager, reads like a fun
     ) -> None:
         if warmup < 0 or active < 1:
             raise ValueError("warmup must be >= 0 and active >= 1")
-        import torch
+        import torch  # lazy: torch is the optional [torch] extra; perfci imports without it
 
         self._torch = torch
         self.warmup = warmup
@@ -198,6 +198,7 @@ class profile_steps:  # noqa: N801 - used as a context manager, reads like a fun
         return self
 
     def __iter__(self) -> Iterator[int]:
+        # lazy: torch is the optional [torch] extra; perfci imports without it
         from torch.profiler import ProfilerAction, ProfilerActivity, profile
 
         for index in range(self.warmup):

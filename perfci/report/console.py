@@ -15,6 +15,7 @@ from rich.text import Text
 
 from perfci.core.model import MetricComparison, RunComparison, Verdict
 from perfci.report import formatting as fmt
+from perfci.report import sentences
 from perfci.report.escape import shorten, visible
 
 __all__ = ["print_comparison"]
@@ -60,9 +61,9 @@ def print_comparison(result: RunComparison, console: Console, *, max_rows: int =
             f"{fmt.duration(step.candidate_median)} per step "
             f"({escape(_shown(fmt.name_of(step)))})"
         )
-        if (answer := fmt.step_answer(result)) is not None:
+        if (answer := sentences.step_answer(result)) is not None:
             console.print(escape(answer))
-    if (unsettled := fmt.unsettled_sentence(result)) is not None:
+    if (unsettled := sentences.unsettled_sentence(result)) is not None:
         console.print(escape(unsettled))
     for m in fmt.headline_measures(result)[:max_rows]:
         if m.change is None:
@@ -111,8 +112,8 @@ def print_comparison(result: RunComparison, console: Console, *, max_rows: int =
                     host=fmt.host_side_keys(result.metrics),
                 )
             )
-    console.print(f"{len(result.metrics)} metrics: {fmt.counts_sentence(result.metrics)}")
-    if (rerun := fmt.rerun_sentence(result)) is not None:
+    console.print(f"{len(result.metrics)} metrics: {sentences.counts_sentence(result.metrics)}")
+    if (rerun := sentences.rerun_sentence(result)) is not None:
         console.print(rerun)
     _print_context(result, console)
 
@@ -190,7 +191,7 @@ def _print_context(result: RunComparison, console: Console) -> None:
                 f", commits {fmt.short_sha(base.first_commit)}..{fmt.short_sha(base.last_commit)}"
             )
         console.print(
-            f"Baseline: {escape(visible(fmt.baseline_words(result) or ''))}"
+            f"Baseline: {escape(visible(sentences.baseline_words(result) or ''))}"
             f"{escape(visible(commits))}"
         )
     for note in result.notes:

@@ -22,6 +22,7 @@ import jinja2
 from perfci.core.model import KNOWN_UNITS, Contribution, MetricComparison, RunComparison, Verdict
 from perfci.core.repro import Repro
 from perfci.report import formatting as fmt
+from perfci.report import sentences
 from perfci.report._markdown_env import markdown_template
 from perfci.report.escape import md_code, md_escape, md_link, visible
 from perfci.report.repro import render_repro
@@ -117,10 +118,10 @@ def _context(
         ],
         "shared": result.shared_factor,
         "measures": fmt.headline_measures(result)[:max_rows],
-        "counts": fmt.counts_sentence(result.metrics),
-        "rerun": fmt.rerun_sentence(result),
-        "answer": fmt.step_answer(result),
-        "unsettled": fmt.unsettled_sentence(result),
+        "counts": sentences.counts_sentence(result.metrics),
+        "rerun": sentences.rerun_sentence(result),
+        "answer": sentences.step_answer(result),
+        "unsettled": sentences.unsettled_sentence(result),
         "contributions": contributions,
         "renamed": fmt.replacements(result.metrics)[:max_rows],
         "sections": _sections(result, max_rows),

@@ -28,6 +28,7 @@ from perfci.server.parse_pool import Budget, ParsePool
 from perfci.server.ratelimit import UploadRateLimit
 from perfci.server.schemas import ErrorPublic, HealthPublic, RunCreate
 from perfci.server.security import SecurityHeadersMiddleware
+from perfci.server.served import served_settings
 from perfci.usecases.admin.db import database_answers, read_engine, service_engine
 
 STATIC = Path(__file__).parent / "static"
@@ -183,6 +184,4 @@ def limits_from(settings: Settings) -> Limits:
 def create_app_from_env() -> FastAPI:
     """The app from the settings ``perfci serve`` handed over (else the environment and the
     config file): uvicorn's factory."""
-    from perfci.server.served import served_settings
-
     return create_app(served_settings())

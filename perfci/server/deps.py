@@ -17,17 +17,8 @@ import anyio.to_thread
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
+from perfci.core import limits as defaults
 from perfci.core.errors import AuthError
-from perfci.core.limits import (
-    MAX_BODY_BYTES,
-    MAX_INFLATED_BYTES,
-    MAX_INFLATION_RATIO,
-    MAX_METRICS,
-    MAX_SAMPLES,
-    PARSE_CPU_SECONDS,
-    PARSE_CPU_SECONDS_PER_MIB,
-    PARSE_MEMORY_BYTES,
-)
 from perfci.core.settings import Settings
 from perfci.server.metrics import Registry
 from perfci.usecases.admin.tokens import TokenInfo, authenticate
@@ -43,15 +34,15 @@ _MAX_TOKEN_CHARS = 200
 class Limits:
     """What one upload may hold; see ``perfci serve --help``. The defaults are the settings'."""
 
-    max_body_bytes: int = MAX_BODY_BYTES
-    max_metrics: int = MAX_METRICS
+    max_body_bytes: int = defaults.MAX_BODY_BYTES
+    max_metrics: int = defaults.MAX_METRICS
     max_files: int = 1000
-    max_samples: int = MAX_SAMPLES
-    max_inflated_bytes: int = MAX_INFLATED_BYTES
-    max_inflation_ratio: int = MAX_INFLATION_RATIO
-    parse_cpu_seconds: float = PARSE_CPU_SECONDS
-    parse_cpu_seconds_per_mib: float = PARSE_CPU_SECONDS_PER_MIB
-    parse_memory_bytes: int = PARSE_MEMORY_BYTES
+    max_samples: int = defaults.MAX_SAMPLES
+    max_inflated_bytes: int = defaults.MAX_INFLATED_BYTES
+    max_inflation_ratio: int = defaults.MAX_INFLATION_RATIO
+    parse_cpu_seconds: float = defaults.PARSE_CPU_SECONDS
+    parse_cpu_seconds_per_mib: float = defaults.PARSE_CPU_SECONDS_PER_MIB
+    parse_memory_bytes: int = defaults.PARSE_MEMORY_BYTES
 
 
 def get_session(request: Request) -> Iterator[Session]:

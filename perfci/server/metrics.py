@@ -17,6 +17,7 @@ one worker per container) and rendered in the Prometheus text format 0.0.4:
 from __future__ import annotations
 
 import bisect
+import json
 import threading
 import time
 from collections import defaultdict
@@ -205,8 +206,6 @@ def _too_large(limit: int) -> str:
 
 
 async def _send_413(send: Send, limit: int) -> None:
-    import json
-
     body = json.dumps(error_body("payload_too_large", _too_large(limit))).encode()
     headers: list[Any] = [
         (b"content-type", b"application/json"),

@@ -23,16 +23,11 @@ from perfci.core.errors import AuthError
 from perfci.core.model import RunComparison, RunInfo, Verdict
 from perfci.core.transfer import comparison_from_dict
 from perfci.report import formatting as fmt
+from perfci.report import sentences
 from perfci.report.escape import safe_url, visible
 from perfci.report.plots import step_trend_svg
 from perfci.server import auth
-from perfci.server.deps import (
-    TOKEN_COOKIE,
-    CookieTokenDep,
-    ReadSessionDep,
-    SessionDep,
-    SettingsDep,
-)
+from perfci.server.deps import TOKEN_COOKIE, CookieTokenDep, ReadSessionDep, SessionDep, SettingsDep
 from perfci.server.schemas import INT32
 from perfci.server.security import require_same_origin
 from perfci.usecases.admin.tokens import authenticate
@@ -244,6 +239,7 @@ def run_page_context(run: RunInfo, result: RunComparison | None) -> dict[str, An
         "folded_summary": fmt.folded_summary(len(folded)),
         "hidden": len(shown) + len(folded) - len(rows) - len(folded_rows),
         "fmt": fmt,
+        "sentences": sentences,
         "headline": verdict_badge(result.verdict, headline=True) if result else None,
         "contributions": result.contributions[:20] if result else [],
         "by_key": {m.key: m for m in result.metrics} if result else {},

@@ -32,6 +32,19 @@ def load(path: Path, *, format: str) -> Any:
         return json.load(handle)
 
 
+def load_benchmarks(path: Path, *, format: str, tool: str) -> dict[str, Any]:
+    """The JSON object of ``path`` that holds a ``benchmarks`` array, as ``tool`` writes it
+    (Google Benchmark, pytest-benchmark); a ``ParseError`` naming ``tool`` for anything else."""
+    doc = load(path, format=format)
+    if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
+        raise ParseError(
+            f"expected a JSON object with a 'benchmarks' array ({tool})",
+            source=str(path),
+            format=format,
+        )
+    return doc
+
+
 @contextmanager
 def json_errors(path: Path, *, format: str) -> Iterator[None]:
     """Turn the JSON decoder's errors raised inside the block into a ``ParseError`` naming

@@ -28,14 +28,7 @@ from perfci.core.errors import ConfigError
 from perfci.core.model import Better, Device, Metric, MetricKind, Profile
 from perfci.core.units import BYTES_PER_UNIT, NS_PER_UNIT
 from perfci.formats.bench._detectors import ACTION_BENCHMARK
-from perfci.formats.bench._json_doc import (
-    ShapeError,
-    describe,
-    load,
-    number,
-    scaled,
-    shape_errors,
-)
+from perfci.formats.bench._json_doc import ShapeError, describe, load, number, scaled, shape_errors
 
 NAME = ACTION_BENCHMARK.name
 DESCRIPTION = ACTION_BENCHMARK.description

@@ -20,13 +20,7 @@ from typing import Any
 
 from perfci.core.model import Better, Device, Metric, MetricKind, Profile
 from perfci.formats.bench._detectors import BMF
-from perfci.formats.bench._json_doc import (
-    ShapeError,
-    describe,
-    load,
-    number,
-    shape_errors,
-)
+from perfci.formats.bench._json_doc import ShapeError, describe, load, number, shape_errors
 
 NAME = BMF.name
 DESCRIPTION = BMF.description

@@ -104,13 +104,7 @@ class _Case:
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     """The one profile of a Google Benchmark JSON file."""
     source = str(path)
-    doc = _json_doc.load(path, format=NAME)
-    if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
-        raise ParseError(
-            "expected a JSON object with a 'benchmarks' array (--benchmark_format=json)",
-            source=source,
-            format=NAME,
-        )
+    doc = _json_doc.load_benchmarks(path, format=NAME, tool="--benchmark_format=json")
     context = doc.get("context")
     context = context if isinstance(context, dict) else {}
     profile = Profile(label=_label(context), format=NAME, source=source)

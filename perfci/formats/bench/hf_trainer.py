@@ -44,14 +44,7 @@ from perfci.core.units import NS_PER_UNIT
 from perfci.formats.bench._detectors import HF_RATE as _RATE
 from perfci.formats.bench._detectors import HF_RUNTIME as _RUNTIME
 from perfci.formats.bench._detectors import HF_TRAINER
-from perfci.formats.bench._json_doc import (
-    ShapeError,
-    describe,
-    load,
-    number,
-    scaled,
-    shape_errors,
-)
+from perfci.formats.bench._json_doc import ShapeError, describe, load, number, scaled, shape_errors
 
 NAME = HF_TRAINER.name
 DESCRIPTION = HF_TRAINER.description

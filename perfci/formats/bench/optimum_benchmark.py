@@ -30,14 +30,7 @@ from perfci.core.model import Better, Device, Metric, MetricKind, Profile
 from perfci.core.units import NS_PER_UNIT
 from perfci.formats.bench._detectors import OPTIMUM_BENCHMARK
 from perfci.formats.bench._detectors import OPTIMUM_SECTIONS as _SECTIONS
-from perfci.formats.bench._json_doc import (
-    ShapeError,
-    describe,
-    load,
-    number,
-    scaled,
-    shape_errors,
-)
+from perfci.formats.bench._json_doc import ShapeError, describe, load, number, scaled, shape_errors
 
 NAME = OPTIMUM_BENCHMARK.name
 DESCRIPTION = OPTIMUM_BENCHMARK.description

@@ -43,13 +43,7 @@ _NO_BRANCH = frozenset({"(unknown)", "(detached head)", "HEAD"})
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     """The one profile of a pytest-benchmark JSON file."""
     source = str(path)
-    doc = _json_doc.load(path, format=NAME)
-    if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
-        raise ParseError(
-            "expected a JSON object with a 'benchmarks' array (pytest-benchmark --benchmark-json)",
-            source=source,
-            format=NAME,
-        )
+    doc = _json_doc.load_benchmarks(path, format=NAME, tool="pytest-benchmark --benchmark-json")
     metadata = {key: doc[key] for key in METADATA_KEYS if doc.get(key) is not None}
     metadata.update(_provenance(doc))
     profile = Profile(label=LABEL, format=NAME, source=source, metadata=metadata)

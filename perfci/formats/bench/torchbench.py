@@ -39,13 +39,7 @@ from typing import Any
 
 from perfci.core.model import Better, Device, Metric, MetricKind, Profile
 from perfci.formats.bench._detectors import TORCHBENCH
-from perfci.formats.bench._json_doc import (
-    ShapeError,
-    describe,
-    load,
-    number,
-    shape_errors,
-)
+from perfci.formats.bench._json_doc import ShapeError, describe, load, number, shape_errors
 
 NAME = TORCHBENCH.name
 DESCRIPTION = TORCHBENCH.description

@@ -60,8 +60,6 @@ across runs; one batch's by its sizes. A label that repeats in a file gets `` #2
 
 from __future__ import annotations
 
-import re
-import statistics
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -73,15 +71,21 @@ from perfci.formats.bench._detectors import is_number as _is_number
 from perfci.formats.bench._detectors import vllm_kind as _kind
 from perfci.formats.bench._json_doc import ShapeError, describe, number, scaled
 from perfci.formats.bench._vllm_json import documents
+from perfci.formats.bench._vllm_latency import (
+    NS_PER_MS,
+    NS_PER_S,
+    STAT_KEY,
+    Outcome,
+    latency_metric,
+    latency_stats,
+    request_seconds,
+    seconds_in_ns,
+)
 
 NAME = VLLM_BENCH.name
 DESCRIPTION = VLLM_BENCH.description
 sniff = VLLM_BENCH.sniff
 
-_NS_PER_S = 10**9
-_NS_PER_MS = 10**6
-#: The service's cap on one metric's samples: a run with more requests keeps its summary.
-_MAX_SAMPLES = 100_000
 _REQUESTS, _TOKENS = "requests/s", "tokens/s"
 #: Throughput keys (any version, any tool) and their metric name and unit.
 _RATES: dict[str, tuple[str, str]] = {
@@ -100,10 +104,6 @@ _RATES: dict[str, tuple[str, str]] = {
     "overall_throughput": ("overall_throughput", _TOKENS),
     "accept_length": ("accept_length", "tokens"),
 }
-#: ``mean_ttft_ms``, ``p99.9_itl_ms``, ``median_e2e_latency_ms``...
-_STAT_KEY = re.compile(
-    r"^(?P<stat>mean|median|std|max|p\d+(?:\.\d+)?)_(?P<what>ttft|tpot|itl|e2el|e2e_latency)_ms$"
-)
 _LATENCIES = ("ttft", "tpot", "itl", "e2el")
 #: bench_one_batch's times in seconds: metric name, key, whether the value is a median.
 _ONE_BATCH_TIMES = (
@@ -162,18 +162,18 @@ def _serving(doc: dict[str, Any], source: str) -> Profile:
     profile = Profile(label=_serving_label(doc), format=NAME, source=source)
     profile.metadata = _metadata(doc)
     completed = int(number(doc["completed"]) or 0)
-    outcome = _Outcome(doc, completed)
+    outcome = Outcome(doc, completed)
     if outcome.failed:
         profile.warnings.append(outcome.warning())
     if completed <= 0:
         profile.warnings.append("every request failed: the run has no latency or throughput")
         return profile
-    stats = _latency_stats(doc)
-    ttfts = _request_seconds(doc, "ttfts", outcome, profile.warnings)
+    stats = latency_stats(doc)
+    ttfts = request_seconds(doc, "ttfts", outcome, profile.warnings)
     zero: list[str] = []
     for name in _LATENCIES:
         samples = ttfts if name == "ttft" else None
-        metric = _latency(name, stats.get(name, {}), _NS_PER_MS, samples, profile.warnings)
+        metric = latency_metric(name, stats.get(name, {}), NS_PER_MS, samples, profile.warnings)
         if metric is not None and name in ("ttft", "e2el"):
             metric.calls = completed  # one per completed request
         if metric is not None and metric.avg_ns == 0:
@@ -211,121 +211,6 @@ def _rate_text(value: Any) -> str:
     return "?"
 
 
-class _Outcome:
-    """Which requests failed, from ``failed``, ``errors`` or ``num_prompts`` − ``completed``."""
-
-    def __init__(self, doc: Mapping[str, Any], completed: int) -> None:
-        errors = doc.get("errors")
-        self.errors: list[Any] | None = errors if isinstance(errors, list) else None
-        failed = number(doc.get("failed"))
-        prompts = number(doc.get("num_prompts"))
-        if failed is None and self.errors is not None:
-            failed = sum(1 for error in self.errors if error)
-        if failed is None and prompts is not None:
-            failed = max(prompts - completed, 0)
-        self.completed = completed
-        self.failed = int(failed or 0)
-
-    def warning(self) -> str:
-        first = next((str(e) for e in self.errors or () if e), "")
-        lines = [text.strip() for text in first.splitlines() if text.strip()]
-        shown = f" (first error: {lines[-1][:200]!r})" if lines else ""
-        total = self.failed + self.completed
-        return (
-            f"{self.failed} of {total} requests failed{shown}; the latencies and throughputs "
-            f"are those of the {self.completed} that completed"
-        )
-
-    def successes(self, count: int) -> list[bool] | None:
-        """Which of ``count`` per-request values are of completed requests; None if unknown."""
-        if self.errors is not None and len(self.errors) == count:
-            mask = [not error for error in self.errors]
-            return mask if sum(mask) == self.completed else None
-        return [True] * count if count == self.completed and not self.failed else None
-
-
-def _request_seconds(
-    doc: Mapping[str, Any], key: str, outcome: _Outcome, warnings: list[str]
-) -> list[float] | None:
-    """The completed requests' values of the per-request array ``key`` (seconds) in ns."""
-    values = doc.get(key)
-    if not isinstance(values, list) or not values:
-        return None
-    mask = outcome.successes(len(values))
-    if mask is None:
-        warnings.append(
-            f"{key} ({len(values)} values) does not line up with the {outcome.completed} "
-            "completed requests: the summary is compared instead"
-        )
-        return None
-    kept = [value for value, ok in zip(values, mask, strict=True) if ok]
-    if len(kept) > _MAX_SAMPLES:
-        warnings.append(f"{key}: {len(kept)} values, over {_MAX_SAMPLES}: the summary is kept")
-        return None
-    return _seconds(kept, key, warnings)
-
-
-def _seconds(values: list[Any], key: str, warnings: list[str]) -> list[float] | None:
-    """``values`` (seconds) in ns; None, with a warning, when one is no time."""
-    samples: list[float] = []
-    for index, raw in enumerate(values):
-        value = number(raw)
-        if value is None or value < 0:
-            warnings.append(f"{key}[{index}] is {describe(raw)}, not a time: {key} left out")
-            return None
-        samples.append(scaled(value, _NS_PER_S))
-    return samples
-
-
-def _latency_stats(doc: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """``{"ttft": {"mean": <ms>, "p99": <ms>, ...}, ...}`` from the summary keys."""
-    stats: dict[str, dict[str, Any]] = {}
-    for key, value in doc.items():
-        match = _STAT_KEY.match(key)
-        if match:
-            name = "e2el" if match["what"] == "e2e_latency" else match["what"]
-            stats.setdefault(name, {})[match["stat"]] = value
-    return stats
-
-
-def _latency(
-    name: str,
-    stats: Mapping[str, Any],
-    factor: int,
-    samples: list[float] | None,
-    warnings: list[str],
-) -> Metric | None:
-    """The ``BENCH`` metric of one latency from its summary ``stats`` (``{"mean": .., "p99":
-    ..}`` in a unit of ``factor`` ns) and its per-request ``samples`` (ns)."""
-    ns = {stat: scaled(v, factor) for stat, raw in stats.items() if (v := number(raw)) is not None}
-    mean = ns.get("mean")
-    if mean is None and samples:
-        mean = statistics.fmean(samples)
-    if mean is None:
-        mean = ns.get("median")  # SGLang's first releases: medians only
-    if mean is None:
-        return None
-    if mean < 0 or min(ns.values(), default=0.0) < 0:
-        warnings.append(f"{name}: a negative time in its summary: left out")
-        return None
-    metric = Metric(
-        kind=MetricKind.BENCH,
-        name=name,
-        avg_ns=mean,
-        std_ns=ns.get("std"),
-        median_ns=ns.get("median"),
-        max_ns=ns.get("max"),
-        attrs={f"{stat}_ns": v for stat, v in ns.items() if stat.startswith("p")},
-    )
-    if samples:
-        metric.samples_ns, metric.calls = samples, len(samples)
-        metric.min_ns = min(samples)
-        metric.max_ns = metric.max_ns if metric.max_ns is not None else max(samples)
-        if metric.median_ns is None:
-            metric.median_ns = statistics.median(samples)
-    return metric
-
-
 # --- the other benchmarks -----------------------------------------------------------------
 
 
@@ -333,13 +218,13 @@ def _latency_run(doc: dict[str, Any], source: str) -> Profile:
     """vLLM bench latency: one batch's end-to-end time, ``num_iters`` times (seconds)."""
     profile = Profile(label="latency", format=NAME, source=source, metadata=_metadata(doc))
     latencies = doc["latencies"]
-    samples = _seconds(latencies, "latencies", profile.warnings) if latencies else None
+    samples = seconds_in_ns(latencies, "latencies", profile.warnings) if latencies else None
     stats: dict[str, Any] = {"mean": doc["avg_latency"]}
     percentiles = doc.get("percentiles")
     if isinstance(percentiles, dict):
         stats |= {f"p{key}": value for key, value in percentiles.items()}
         stats["median"] = percentiles.get("50")
-    metric = _latency("latency", stats, _NS_PER_S, samples, profile.warnings)
+    metric = latency_metric("latency", stats, NS_PER_S, samples, profile.warnings)
     if metric is not None:
         profile.metrics.append(metric)
     return profile
@@ -356,7 +241,7 @@ def _one_batch(doc: dict[str, Any], source: str) -> Profile:
         seconds = number(doc.get(key))
         if seconds is None or seconds < 0:
             continue
-        ns = scaled(seconds, _NS_PER_S)
+        ns = scaled(seconds, NS_PER_S)
         profile.metrics.append(
             Metric(kind=MetricKind.BENCH, name=name, avg_ns=ns, median_ns=ns if is_median else None)
         )
@@ -396,7 +281,7 @@ def _metadata(doc: Mapping[str, Any], also: frozenset[str] = frozenset()) -> dic
     ``--metadata`` pairs, duration, counts."""
     meta: dict[str, Any] = {}
     for key, value in doc.items():
-        if key in _RATES or key in also or key == "avg_latency" or _STAT_KEY.match(key):
+        if key in _RATES or key in also or key == "avg_latency" or STAT_KEY.match(key):
             continue
         scalar = _scalar(value)
         if scalar is not None:

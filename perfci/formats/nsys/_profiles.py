@@ -1,19 +1,15 @@
 """Nsight Systems ``nsys stats`` rows → the metrics of profiles.
 
 Shared by the console-text parser (``nsys_stats``) and the CSV parser (``nsys_stats_csv``):
-
-* ``ProfileBuilder``: rows → metrics of one profile (duplicate names kept apart, memory time and
-  size rows of one operation merged, NVTX step ranges turned into ``step`` metrics);
-* ``ProfileSet``: one file → its profiles (a new one at a ``Profiling:`` line, a new report
-  file, or a report that repeats), labelled after their report files.
+``ProfileBuilder`` turns rows into the metrics of one profile (duplicate names kept apart,
+memory time and size rows of one operation merged, NVTX step ranges turned into ``step``
+metrics); ``_profile_set`` splits a file into profiles, one builder each.
 
 What each report and column means is ``_reports`` data.
 """
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
 from typing import Any
 
 from perfci.core.model import Device, Metric, MetricKind, Profile
@@ -31,7 +27,6 @@ from perfci.formats.nsys._reports import (
     TIME_ORDER,
     UNNUMBERED_STEP,
     Layout,
-    ReportSpec,
 )
 
 K = MetricKind
@@ -110,23 +105,7 @@ class ProfileBuilder:
                 name = self._unique(seen, name, attrs)
             else:
                 seen[name] = 1
-            total, avg, low, high, std, median = times
-            self.count_metric()
-            self.metrics.append(
-                Metric(
-                    kind=kind,
-                    name=name,
-                    device=DEVICE_OF[kind],
-                    attrs=attrs,
-                    calls=calls,
-                    total_ns=total,
-                    avg_ns=avg,
-                    min_ns=low,
-                    max_ns=high,
-                    std_ns=std,
-                    median_ns=median,
-                )
-            )
+            self._add_timed(kind, name, attrs, calls, times)
             return
         resolved = self._resolve(layout, name, text)
         if resolved is None:
@@ -137,12 +116,23 @@ class ProfileBuilder:
                 name, {"calls": calls, **dict(zip(TIME_ORDER, times, strict=True))}, attrs
             )
             return
+        self._add_timed(kind, self._claim(kind, name, attrs), attrs, calls, times)
+
+    def _add_timed(
+        self,
+        kind: MetricKind,
+        name: str,
+        attrs: dict[str, Any],
+        calls: int,
+        times: tuple[float, ...],
+    ) -> None:
+        """The metric of a row of the six ``TIME_ORDER`` times, its name already claimed."""
         total, avg, low, high, std, median = times
         self.count_metric()
         self.metrics.append(
             Metric(
                 kind=kind,
-                name=self._claim(kind, name, attrs),
+                name=name,
                 device=DEVICE_OF[kind],
                 attrs=attrs,
                 calls=calls,
@@ -348,88 +338,3 @@ def _step_metrics(metrics: list[Metric]) -> list[Metric]:
                 )
             )
     return steps
-
-
-def unique_labels(labels: list[str | None], stem: str) -> list[str]:
-    """Labels for a file's profiles: unlabeled ones named after the file, repeats numbered."""
-    out: list[str] = []
-    taken: set[str] = set()
-    repeats: dict[str, int] = {}
-    for index, label in enumerate(labels, start=1):
-        base = label or (stem if len(labels) == 1 else f"{stem}#{index}")
-        candidate = base
-        while candidate in taken:
-            repeats[base] = repeats.get(base, 1) + 1
-            candidate = f"{base}#{repeats[base]}"
-        taken.add(candidate)
-        out.append(candidate)
-    return out
-
-
-class ProfileSet:
-    """Splits one file into profiles: a new one starts at a ``Profiling:`` line, at a new report
-    file (``[1/8] ... x.nsys-rep``, ``Processing [x.sqlite]``), or when a report repeats."""
-
-    def __init__(self, *, format: str, source: str) -> None:
-        self.format = format
-        self.source = source
-        self.current = ProfileBuilder(format=format, source=source)
-        self.done: list[ProfileBuilder] = []
-
-    def boundary(self) -> None:
-        if self.current.announced or self.current.metrics:
-            self.done.append(self.current)
-            self.current = ProfileBuilder(format=self.format, source=self.source)
-
-    def start(self, hint: str, metadata: dict[str, Any]) -> None:
-        """A ``Profiling: ...`` line: always a new profile."""
-        self.boundary()
-        self.current.label_hint = hint
-        self.current.metadata.update(metadata)
-
-    def report_file(self, name: str) -> None:
-        """``x.nsys-rep`` / ``x.qdrep`` / ``x.sqlite``: the profile's label is ``x``."""
-        stem = re.sub(r"\.(nsys-rep|qdrep|sqlite|qdstrm)$", "", name.replace("\\", "/"))
-        stem = stem.rsplit("/", 1)[-1]
-        if self.current.announced and self.current.label not in (None, stem):
-            self.boundary()
-        self.current.label = stem
-        self.current.metadata.setdefault("report_file", name)
-
-    def announce(self, report: str, index: tuple[int, int] | None = None) -> ReportSpec | None:
-        """A report starts (or is skipped); a report already seen starts a new profile."""
-        if report in self.current.announced:
-            self.boundary()
-        self.current.announced.add(report)
-        self.current.metadata.setdefault("reports", []).append(report)
-        if index is not None:
-            self.step(index)
-        return REPORTS.get(report)
-
-    def step(self, index: tuple[int, int]) -> None:
-        """``[k/n]``: remembered to tell a profile cut short."""
-        seen, _ = self.current.progress
-        self.current.progress = (max(seen, index[0]), index[1])
-
-    def profiles(self, stem: str) -> list[Profile]:
-        self.boundary()
-        kept = [builder for builder in self.done if builder.metrics]
-        labels = unique_labels([b.label or b.label_hint for b in kept], stem)
-        out = []
-        for builder, label in zip(kept, labels, strict=True):
-            seen, total = builder.progress
-            if seen < total:
-                builder.warnings.append(
-                    f"only steps 1-{seen} of the {total} that nsys "
-                    "announced appear: the output may be cut short"
-                )
-            out.append(builder.build(label))
-        return out
-
-
-def file_stem(path: Path) -> str:
-    """``report1`` for ``report1.txt.gz``."""
-    name = path.name
-    for suffix in (".gz", ".txt", ".log", ".csv", ".out", ".md"):
-        name = name.removesuffix(suffix)
-    return name or path.name

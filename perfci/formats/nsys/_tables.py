@@ -20,7 +20,7 @@ from perfci.core.limits import MAX_VALUE
 from perfci.core.model import Profile
 from perfci.core.units import in_range, to_decimal
 from perfci.formats._textio import gc_paused, open_capped
-from perfci.formats.nsys._profiles import ProfileSet, file_stem
+from perfci.formats.nsys._profile_set import ProfileSet, file_stem
 from perfci.formats.nsys._reports import ELISION, REPORTS, Layout, LayoutError, layout_for
 
 

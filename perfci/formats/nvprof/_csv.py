@@ -13,13 +13,7 @@ import csv
 from collections.abc import Callable
 
 from perfci.core.units import parse_duration, parse_int, parse_size
-from perfci.formats.nvprof._runs import (
-    COUNT_START,
-    GPU,
-    TIME_COLUMNS,
-    TIME_UNITS,
-    Table,
-)
+from perfci.formats.nvprof._runs import COUNT_START, GPU, TIME_COLUMNS, TIME_UNITS, Table
 from perfci.formats.nvprof._text_rows import TextTraceReader
 from perfci.formats.nvprof._trace import TraceSeries, classify, parse_rate
 

@@ -4,7 +4,7 @@
 scope, device, kernel and table) and turns the cells of one row, however it was read (text
 or ``--csv``), into metrics: summary rows, NVTX ranges, unified memory rows and the values
 of ``--metrics`` / ``--events`` kernels; trace rows are summed per name (``_trace``).
-``finish_run`` adds the trace metrics, the steps and the warnings.
+``_run_end.finish_run`` adds the trace metrics, the steps and the warnings.
 """
 
 from __future__ import annotations
@@ -16,16 +16,11 @@ from typing import Any
 from perfci.core.errors import ParseError
 from perfci.core.model import Device, Metric, MetricKind, Profile
 from perfci.core.units import NS_PER_UNIT, parse_duration, parse_size
-from perfci.formats._steps import collect_steps
 from perfci.formats.caps import budget
 from perfci.formats.nvprof._text_trace import TraceLayout
 from perfci.formats.nvprof._trace import (
-    API_TRACE,
-    GPU_TRACE,
     NCCL_PREFIXES,
-    UM_TRACE,
     TraceSeries,
-    trace_metrics,
 )
 
 SUMMARY_HEADER = re.compile(r"\s*(Type\s+)?Time\(%\)\s+Time\s+Calls\s+Avg\s+Min\s+Max\s+Name")
@@ -378,49 +373,3 @@ class RunReader:
         if table.kind != "um" and not header:
             self._warning(f"line {lineno}: text after a table was not read: {line.strip()[:80]!r}")
         return False
-
-
-def finish_run(run: Run) -> Profile:
-    """The trace metrics, steps from the numbered ranges, and warnings for what was not read."""
-    profile = run.profile
-    if run.traces:
-        _add_traces(run)
-    steps = collect_steps(run.ranges, device=Device.CPU)
-    if steps:
-        profile.metrics.extend(steps)
-        profile.steps = max(len(step.samples_ns or ()) for step in steps)
-    for what, count in run.skipped.items():
-        profile.warnings.append(f"{count} {what} were not read")
-    metered = [
-        m for m in profile.metrics if "nvprof_metrics" in m.attrs or "nvprof_events" in m.attrs
-    ]
-    if metered:
-        profile.metadata["mode"] = "metrics/events"
-        profile.warnings.append(
-            f"metrics/events mode: {len(metered)} kernels carry their "
-            "values in attrs['nvprof_metrics'] / attrs['nvprof_events'] "
-            "and have no times"
-        )
-    return profile
-
-
-def _add_traces(run: Run) -> None:
-    """The trace tables' metrics, less the groups and names other tables already give."""
-    names = run.names
-    covered = {
-        group
-        for group, summarised in (
-            (
-                GPU_TRACE,
-                names[MetricKind.KERNEL] or names[MetricKind.MEMORY] or names[MetricKind.COMM],
-            ),
-            (API_TRACE, names[MetricKind.API]),
-            (UM_TRACE, run.um_names),
-        )
-        if summarised
-    }
-    profile = run.profile
-    taken = {(m.kind, m.name) for m in profile.metrics if m.scope is None}
-    metrics, warnings = trace_metrics(run.traces, covered=covered, taken=taken)
-    profile.metrics.extend(metrics)
-    profile.warnings.extend(warnings)

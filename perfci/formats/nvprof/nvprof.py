@@ -66,6 +66,7 @@ from perfci.core.model import Profile
 from perfci.formats._text_lines import open_text
 from perfci.formats.nvprof._csv import CsvReader
 from perfci.formats.nvprof._detectors import NVPROF
+from perfci.formats.nvprof._run_end import finish_run
 from perfci.formats.nvprof._runs import (
     API,
     COUNT_START,
@@ -78,7 +79,6 @@ from perfci.formats.nvprof._runs import (
     TRACE_HEADER,
     UM_HEADER,
     Table,
-    finish_run,
 )
 from perfci.formats.nvprof._text_trace import TraceLayout
 

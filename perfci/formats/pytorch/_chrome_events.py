@@ -1,9 +1,10 @@
 """The aggregation of a Chrome trace's streamed events, batch by batch.
 
 ``CATEGORIES`` maps each ``cat`` to a metric kind and device; ``Aggregate`` takes the batches
-of ``_chrome_stream`` and reduces them to per-(cat, name) durations, memcpy/memset bytes,
-event counts per phase, the ``ProfilerStep#N`` ranges (set aside as steps) and the allocator
-peaks of ``[memory]`` instants (``Peak``), then builds the duration metrics of a profile.
+of ``_chrome_stream`` (``_chrome_types``' events) and reduces them to per-(cat, name)
+durations, memcpy/memset bytes, event counts per phase, the ``ProfilerStep#N`` ranges (set
+aside as steps) and the allocator peaks of ``[memory]`` instants (``Peak``), then builds the
+duration metrics of a profile.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 from perfci.core.model import Device, Metric, MetricKind, Profile
 from perfci.formats._steps import step_number
 from perfci.formats.caps import Budget, budget
-from perfci.formats.pytorch._chrome_stream import Event, EventError
+from perfci.formats.pytorch._chrome_types import Event, EventError
 
 __all__ = ["CATEGORIES", "LEGACY_PIDS", "Aggregate", "Category", "Peak", "is_number"]
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, cast
@@ -30,6 +30,7 @@ import msgspec
 
 from perfci.core.errors import ParseError
 from perfci.formats._textio import open_maybe_gzip
+from perfci.formats.pytorch._chrome_types import BatchConsumer, Event, EventError
 
 CHUNK_BYTES = 1024 * 1024
 _BOM = b"\xef\xbb\xbf"
@@ -44,30 +45,6 @@ _WINDOWS = (64 * 1024, 1024 * 1024)
 _MAX_WRONG_CUTS = 8
 
 
-class Args(msgspec.Struct, gc=False):
-    """The ``args`` fields perfci reads (type checked by the caller): memcpy/memset sizes, and
-    the allocator totals of ``[memory]`` instants (``profile_memory=True``)."""
-
-    bytes: Any = None
-    total_allocated: Any = msgspec.field(default=None, name="Total Allocated")
-    total_reserved: Any = msgspec.field(default=None, name="Total Reserved")
-    device_type: Any = msgspec.field(default=None, name="Device Type")
-    device_id: Any = msgspec.field(default=None, name="Device Id")
-
-
-class Event(msgspec.Struct, gc=False):
-    """One trace event, reduced to what the aggregation needs. ``ts`` and ``dur`` are in
-    microseconds."""
-
-    ph: str | None = None
-    name: str | None = None
-    cat: str | None = None
-    ts: Any = None  # a number in valid traces; anything else only loses per-step totals
-    dur: float | None = None
-    pid: Any = None
-    args: Args | None = None
-
-
 _DECODE_EVENTS = msgspec.json.Decoder(list[Event]).decode
 _DECODE_OBJECT = msgspec.json.Decoder(dict[str, Any]).decode
 
@@ -79,21 +56,6 @@ class TraceSyntaxError(Exception):
         super().__init__(message)
         self.message = message
         self.offset = offset
-
-
-class EventError(Exception):
-    """An event that decoded but cannot be used; raised by the batch consumer.
-
-    ``index`` is the event's position in the batch it was handed.
-    """
-
-    def __init__(self, message: str, index: int) -> None:
-        super().__init__(message)
-        self.message = message
-        self.index = index
-
-
-BatchConsumer = Callable[[list[Event]], None]
 
 
 def read_trace(

@@ -19,7 +19,7 @@ What becomes which metric:
 * each non-negative memory cell (``CPU Mem``, ``Self CPU Mem``, ``CUDA Mem``, ``Self CUDA
   Mem``, 1024-based: ``1.50 Mb`` = 1,572,864 bytes) is also a ``counter`` metric: scope = the
   row's metric name, name = the column, unit bytes, lower is better. Negative cells are net
-  frees and give no counter (``_table_rows.memory_counters``);
+  frees and give no counter (``_table_finish.memory_counters``);
 * the kind comes from the name (``_table_rows.kind_of``); unknown names are
   ``record_function`` ranges, except in legacy tables where unprefixed names (``to``,
   ``matmul``) are operators;
@@ -61,16 +61,8 @@ from perfci.formats._fixed_width import SEPARATOR, Layout, build_layout
 from perfci.formats._text_lines import open_text
 from perfci.formats.caps import budget
 from perfci.formats.pytorch._detectors import PYTORCH_TABLE
-from perfci.formats.pytorch._table_rows import (
-    CellError,
-    Table,
-    Values,
-    add_row,
-    continuation,
-    memory_counters,
-    name_rows,
-    table_steps,
-)
+from perfci.formats.pytorch._table_finish import memory_counters, name_rows, table_steps
+from perfci.formats.pytorch._table_rows import CellError, Table, Values, add_row, continuation
 
 NAME = PYTORCH_TABLE.name
 DESCRIPTION = PYTORCH_TABLE.description

@@ -16,12 +16,7 @@ from typing import Any
 
 from perfci.core.units import to_decimal
 from perfci.formats.workload._detectors import PARALLELISM
-from perfci.formats.workload._layer_metrics import (
-    PHASES,
-    LayerMetrics,
-    LayerTable,
-    TableError,
-)
+from perfci.formats.workload._layer_metrics import PHASES, LayerMetrics, LayerTable, TableError
 
 _COUNT = re.compile(r"[0-9]{1,9}")  # ASCII only: str.isdigit() accepts "²", int() does not
 _INTEGER = re.compile(r"-?[0-9]{1,18}")

@@ -86,27 +86,30 @@ validation results. A last line cut short is left out with a warning.
 from __future__ import annotations
 
 import math
-import statistics
-from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from perfci.core.errors import ConfigError, NoMeasurements, ParseError
-from perfci.core.model import Better, Device, Metric, MetricKind, Profile
+from perfci.core.model import Device, Profile
 from perfci.formats._steps import detect_warmup, step_metric
 from perfci.formats._text_lines import open_text
 from perfci.formats.caps import budget
 from perfci.formats.workload._detectors import MEGATRON_LOG
+from perfci.formats.workload._megatron_metrics import (
+    MEASURES,
+    Schedule,
+    averaged_over,
+    int_value,
+    line_schedule,
+    measures,
+    memory_metrics,
+    timer_metric,
+)
 from perfci.formats.workload._megatron_reader import (
     BATCH,
     ELAPSED,
-    MEMORY_FIELDS,
     NAN,
-    NS_PER_MS,
-    ONE_LINE,
     SKIPPED,
     TIMER_ENTRY,
     Reader,
@@ -120,17 +123,6 @@ sniff = MEGATRON_LOG.sniff
 LABEL = "megatron"
 
 
-#: Per-line fields that are performance: printed key → (metric name, unit, scale, better).
-_MEASURES: dict[str, tuple[str, str, float, Better]] = {
-    "throughput per GPU (TFLOP/s/GPU)": ("throughput per GPU", "flop/s", 1e12, Better.HIGHER),
-    "energy per GPU (J/iter/GPU)": ("energy per iteration per GPU", "J", 1.0, Better.LOWER),
-    # microsoft/Megatron-DeepSpeed's training_log.
-    "samples per second": ("samples per second", "samples/s", 1.0, Better.HIGHER),
-    "tokens per gpu per second (tgs)": ("tokens per second per GPU", "tokens/s", 1, Better.HIGHER),
-    # argonne-lcf/Megatron-DeepSpeed's spelling, seen in its README's logs.
-    "tokens per gpu per second(tgs)": ("tokens per second per GPU", "tokens/s", 1, Better.HIGHER),
-    "TFLOPs": ("TFLOPs", "flop/s", 1e12, Better.HIGHER),
-}
 #: Fields kept neither as metrics nor as last values.
 _NOT_VALUES = frozenset({SKIPPED, NAN, BATCH, "power per GPU (W/GPU)"})
 
@@ -142,7 +134,7 @@ def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     """One profile per training run of the log at ``path`` (plain or gzip)."""
     source = str(path)
     warmup = _warmup_option(options)
-    reader = Reader(budget(source, NAME), measures=frozenset(_MEASURES))
+    reader = Reader(budget(source, NAME), measures=frozenset(MEASURES))
     with open_text(path, format=NAME) as handle:
         for number, line in enumerate(handle, 1):
             if not line.endswith("\n") and _cut_short(line):
@@ -205,43 +197,7 @@ def _cut_short(line: str) -> bool:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Schedule:
-    """How a run's lines lie on its iterations."""
-
-    log_interval: int
-    from_arguments: bool
-    off_grid_first: bool  # the first line is the run's first iteration alone
-    start: int  # the iteration the run started after
-
-
-def _schedule(run: Run) -> _Schedule:
-    iterations = [interval.iteration for interval in run.intervals]
-    given = _int(run.args.get("log_interval"))
-    interval = given if given and given > 0 else _inferred_interval(iterations, run.loaded)
-    off_grid = len(iterations) > 1 and interval > 1 and iterations[0] % interval != 0
-    if run.loaded is not None and run.loaded < iterations[0]:
-        start = run.loaded
-    elif off_grid:
-        start = iterations[0] - 1
-    else:
-        start = max(iterations[0] - interval, 0)
-    return _Schedule(interval, bool(given and given > 0), off_grid, start)
-
-
-def _inferred_interval(iterations: list[int], loaded: int | None) -> int:
-    """The spacing of the lines after the first, else of the two lines, else of the first."""
-    gaps = Counter(b - a for a, b in pairwise(iterations[1:]))
-    if gaps:
-        return max(1, min(gaps, key=lambda gap: (-gaps[gap], gap)))
-    if len(iterations) == 2:
-        first, second = iterations
-        # "1, 10": the first-iteration line and then the grid.
-        return max(1, second if first == 1 and second > 2 else second - first)
-    return max(1, iterations[0] - (loaded or 0))
-
-
-def _warmup(samples: list[float], schedule: _Schedule, forced: int | None) -> int:
+def _warmup(samples: list[float], schedule: Schedule, forced: int | None) -> int:
     if forced is not None:
         return min(forced, len(samples))
     count = len(samples)
@@ -252,7 +208,7 @@ def _warmup(samples: list[float], schedule: _Schedule, forced: int | None) -> in
 
 
 def _profile(run: Run, *, source: str, warmup: int | None) -> Profile:
-    schedule = _schedule(run)
+    schedule = line_schedule(run)
     samples = [interval.elapsed_ns for interval in run.intervals]
     warm = _warmup(samples, schedule, warmup)
     step = step_metric("iteration", samples, device=Device.GPU, warmup=warm)
@@ -260,7 +216,7 @@ def _profile(run: Run, *, source: str, warmup: int | None) -> Profile:
     # Each sample is an average over its interval's iterations: the total is what those
     # intervals took, not the sum of their averages (issue 33: 10x short at --log-interval 10).
     step.total_ns = math.fsum(
-        sample * count for sample, count in zip(samples, _averaged_over(run, schedule), strict=True)
+        sample * count for sample, count in zip(samples, averaged_over(run, schedule), strict=True)
     )
     step.avg_ns = step.total_ns / iterations if iterations > 0 else step.avg_ns
     step.attrs = {
@@ -276,147 +232,20 @@ def _profile(run: Run, *, source: str, warmup: int | None) -> Profile:
         steps=iterations,
         metadata=_metadata(run, schedule),
     )
-    profile.metrics += _measures(run, warm)
+    profile.metrics += measures(run, warm)
     profile.metrics += [
-        _timer_metric(name, entries, shape=run.timer_shapes[name], warm=warm, schedule=schedule)
+        timer_metric(name, entries, shape=run.timer_shapes[name], warm=warm, schedule=schedule)
         for name, entries in run.timers.items()
     ]
-    profile.metrics += _memory_metrics(run)
+    profile.metrics += memory_metrics(run)
     profile.warnings += _run_warnings(run, profile.metadata, warm)
     return profile
-
-
-def _averaged_over(run: Run, schedule: _Schedule) -> list[int]:
-    """How many iterations each line's elapsed time per iteration was divided by: those since
-    the previous line (the first: since the run's start). A lone first-iteration line leaves
-    Megatron's iteration counters as they were, so the next line divides its interval's time
-    by the iterations since the start (its time holds iteration 1 once, in the first line):
-    the samples times these counts add up to the run's time either way."""
-    counts = []
-    previous = schedule.start
-    for index, interval in enumerate(run.intervals):
-        since = schedule.start if schedule.off_grid_first and index == 1 else previous
-        counts.append(max(interval.iteration - since, 1))
-        previous = interval.iteration
-    return counts
-
-
-def _measures(run: Run, warm: int) -> list[Metric]:
-    """A ``measure`` per performance field, one sample per line that has it."""
-    found: dict[str, list[tuple[int, float]]] = {}
-    for index, interval in enumerate(run.intervals):
-        for key, value in interval.fields.items():
-            if key in _MEASURES and value >= 0:
-                found.setdefault(key, []).append((index, value))
-    metrics = []
-    for key, rows in found.items():
-        name, unit, scale, better = _MEASURES[key]
-        values = [value * scale for _, value in rows]
-        leading = sum(1 for index, _ in rows if index < warm)
-        steady = values[leading:] or values
-        metrics.append(
-            Metric(
-                kind=MetricKind.MEASURE,
-                name=name,
-                unit=unit,
-                better=better,
-                value=statistics.fmean(steady),
-                samples=values,
-                warmup=leading,
-                calls=len(values),
-                attrs={"source": key},
-            )
-        )
-    return metrics
-
-
-def _timer_metric(
-    name: str,
-    entries: list[tuple[int, float, float | None]],
-    *,
-    shape: str,
-    warm: int,
-    schedule: _Schedule,
-) -> Metric:
-    """A timer's ``range``: per interval its max across ranks, per iteration, in ns."""
-    samples: list[float] = []
-    mins: list[float] = []
-    total = 0.0
-    for index, max_ms, min_ms in entries:
-        first_alone = schedule.off_grid_first and index == 0
-        scale = NS_PER_MS * (schedule.log_interval if first_alone else 1)
-        samples.append(max_ms * scale)
-        if min_ms is not None:
-            mins.append(min_ms * scale)
-        if not first_alone:
-            total += max_ms * NS_PER_MS * schedule.log_interval
-    attrs: dict[str, Any] = {"across_ranks": "max", "log_interval": schedule.log_interval}
-    if shape == ONE_LINE:
-        attrs["across_ranks"] = "rank 0 only"
-    if mins:
-        attrs["min_across_ranks_ns"] = mins
-    return Metric(
-        kind=MetricKind.RANGE,
-        name=name,
-        device=Device.GPU,
-        calls=len(samples),
-        total_ns=total,
-        avg_ns=statistics.fmean(samples),
-        min_ns=min(samples),
-        max_ns=max(samples),
-        median_ns=statistics.median(samples),
-        std_ns=statistics.stdev(samples) if len(samples) > 1 else None,
-        samples_ns=samples,
-        warmup=sum(1 for index, _, _ in entries if index < warm),
-        attrs=attrs,
-    )
-
-
-def _memory_metrics(run: Run) -> list[Metric]:
-    """Peak memory over ranks (``measure``), and each rank's (``counter``) when several."""
-    metrics = []
-    ranks = sorted(run.memory, key=lambda rank: -1 if rank is None else rank)
-    for key, name in MEMORY_FIELDS:
-        per_rank = {rank: run.memory[rank][key] for rank in ranks if key in run.memory[rank]}
-        if not per_rank:
-            continue
-        top = max(per_rank, key=lambda rank: per_rank[rank])
-        attrs: dict[str, Any] = {"source": f"report_memory: {key} (MB)", "ranks": len(per_rank)}
-        if top is not None:
-            attrs["rank"] = top
-        metrics.append(_bytes_metric(MetricKind.MEASURE, name, per_rank[top], attrs=attrs))
-        if len(per_rank) > 1:
-            metrics += [
-                _bytes_metric(MetricKind.COUNTER, name, value, scope=f"rank {rank}")
-                for rank, value in per_rank.items()
-                if rank is not None
-            ]
-    return metrics
-
-
-def _bytes_metric(
-    kind: MetricKind,
-    name: str,
-    value: float,
-    *,
-    scope: str | None = None,
-    attrs: dict[str, Any] | None = None,
-) -> Metric:
-    return Metric(
-        kind=kind,
-        name=name,
-        scope=scope,
-        unit="bytes",
-        better=Better.LOWER,
-        value=value,
-        attrs=attrs or {},
-    )
 
 
 # --- metadata and warnings ------------------------------------------------------------------
 
 
-def _metadata(run: Run, schedule: _Schedule) -> dict[str, Any]:
+def _metadata(run: Run, schedule: Schedule) -> dict[str, Any]:
     first, last = run.intervals[0], run.intervals[-1]
     batches = [int(v) for i in run.intervals if (v := i.fields.get(BATCH)) is not None]
     meta: dict[str, Any] = {
@@ -439,11 +268,11 @@ def _metadata(run: Run, schedule: _Schedule) -> dict[str, Any]:
     meta["last_values"] = {
         key: value
         for key, value in last.fields.items()
-        if key not in _MEASURES and key not in _NOT_VALUES and not ELAPSED.match(key)
+        if key not in MEASURES and key not in _NOT_VALUES and not ELAPSED.match(key)
     }
     if run.args:
         meta["arguments"] = {
-            name: text if (number := _int(text)) is None else number
+            name: text if (number := int_value(text)) is None else number
             for name, text in sorted(run.args.items())
         }
     if run.other_timers:
@@ -457,7 +286,7 @@ def _metadata(run: Run, schedule: _Schedule) -> dict[str, Any]:
     return meta
 
 
-def _count(run: Run, key: str, schedule: _Schedule) -> int | None:
+def _count(run: Run, key: str, schedule: Schedule) -> int | None:
     """Skipped or NaN iterations over the run: each line counts its interval. Current Megatron
     counts the first-iteration line's again in the next line, the versions that first printed
     that line do not: the fewest iterations both readings allow."""
@@ -495,10 +324,3 @@ def _run_warnings(run: Run, meta: Mapping[str, Any], warm: int) -> list[str]:
             f"{run.unreadable} iteration line(s) without a positive elapsed time: left out"
         )
     return warnings
-
-
-def _int(text: str | None) -> int | None:
-    if text is None:
-        return None
-    text = text.strip()
-    return int(text) if text.isascii() and text.isdigit() and len(text) < 19 else None

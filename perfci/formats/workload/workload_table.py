@@ -46,7 +46,7 @@ from perfci.core.model import Profile
 from perfci.formats._textio import gc_paused, iter_lines
 from perfci.formats.workload import _aicb, _layer_readers
 from perfci.formats.workload._detectors import SNIFF_LINES, WORKLOAD_TABLE, family
-from perfci.formats.workload._layer_metrics import TableError
+from perfci.formats.workload._layer_metrics import LayerTable, TableError
 
 NAME = WORKLOAD_TABLE.name
 DESCRIPTION = WORKLOAD_TABLE.description
@@ -136,18 +136,17 @@ def _read_layers(lines: Iterable[str], dialect: str | None, unit: str | None) ->
     if dialect is None:
         dialect = "simai" if table.simai else "astrasim"
     _, meta = _unit_metadata(dialect, unit)
-    return Profile(
-        label=_LABEL,
-        format=NAME,
-        source="",
-        metrics=table.metrics,
-        metadata={**meta, **table.metadata, "layers": table.rows},
-    )
+    return _layer_profile(table, meta)
 
 
 def _read_tsv(lines: Iterable[str], dialect: str | None, unit: str | None) -> Profile:
     chosen, meta = _unit_metadata("tsv", unit)
     table = _layer_readers.read_tsv(lines, unit=chosen)
+    return _layer_profile(table, meta)
+
+
+def _layer_profile(table: LayerTable, meta: dict[str, Any]) -> Profile:
+    """The profile of a table of layers, its metadata after ``meta`` (the dialect, the unit)."""
     return Profile(
         label=_LABEL,
         format=NAME,

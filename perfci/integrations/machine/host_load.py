@@ -114,7 +114,7 @@ def _mark() -> _Mark | None:
     if found is None:
         return None
     try:
-        import resource  # Unix only; without it there is nothing to subtract
+        import resource  # lazy: Unix only; without it there is nothing to subtract
     except ImportError:
         return None
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
