@@ -50,6 +50,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -501,6 +502,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "a 2-core runner)",
     )
     parser.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        help="copy the stores (history.db, ab.db) into this folder at the end",
+    )
+    parser.add_argument(
         "--load-pattern",
         choices=("cycle", "busy-baseline", "busy-pr"),
         default="cycle",
@@ -557,6 +564,10 @@ def run(args: argparse.Namespace) -> dict[str, Tally]:
                 ab_mode(repo, f"sqlite:///{work / 'ab.db'}", args, work, tallies)
         finally:
             os.chdir(cwd)
+            if args.keep is not None:  # the stores, to read a surprising verdict again
+                args.keep.mkdir(parents=True, exist_ok=True)
+                for db in work.glob("*.db"):
+                    shutil.copy2(db, args.keep / db.name)
     return tallies
 
 

@@ -216,7 +216,7 @@ def test_a_quieter_host_than_the_baseline_ever_had_is_no_improvement(
     result = _pr(session, template, state=QUIET)
     assert not [v for v in _decided(result).values() if v is Verdict.IMPROVEMENT]
     assert result.verdict not in (Verdict.IMPROVEMENT, Verdict.REGRESSION)
-    [note] = [n for n in result.notes if "host was quieter than in any baseline run" in n]
+    [note] = [n for n in result.notes if "host was quieter than the baseline runs'" in n]
     assert "other processes took 2% of the host's CPU in this run, 70% in the baseline" in note
 
 
@@ -240,8 +240,8 @@ def test_a_busier_host_beside_other_jobs_is_no_regression(
     result = _pr(session, template, state=_host(0.82), load=2.0)
     assert not [v for v in _decided(result).values() if v is Verdict.REGRESSION]
     assert result.verdict is not Verdict.REGRESSION
-    [note] = [n for n in result.notes if "host was busier than in any baseline run" in n]
-    assert "other processes took 82% of the host's CPU in this run, 60–69% in the" in note
+    [note] = [n for n in result.notes if "host was busier than the baseline runs'" in n]
+    assert "other processes took 82% of the host's CPU in this run, 60–69% (usually 60%) in" in note
 
 
 def test_a_busier_host_that_leaves_the_benchmark_enough_keeps_its_verdicts(
@@ -251,7 +251,7 @@ def test_a_busier_host_that_leaves_the_benchmark_enough_keeps_its_verdicts(
     no load shift, and a real slowdown is still a regression."""
     _history(session, template, state=_host(0.05))
     result = _pr(session, template, state=_host(0.20), change=1.6)
-    assert not [n for n in result.notes if "than in any baseline run" in n]
+    assert not [n for n in result.notes if "than the baseline runs'" in n]
     assert _decided(result).get(ADDMM) is Verdict.REGRESSION
 
 
@@ -270,4 +270,18 @@ def test_repeats_left_out_for_a_busy_host_still_say_the_run_was_busier(
     result = _pr(session, template, states=busy, loads=[2.6, 2.6, 1.9])
     assert [n for n in result.notes if "ran on a busy host" in n]  # two repeats left out
     assert not [v for v in _decided(result).values() if v is Verdict.REGRESSION]
-    assert [n for n in result.notes if "host was busier than in any baseline run" in n]
+    assert [n for n in result.notes if "host was busier than the baseline runs'" in n]
+
+
+def test_one_busy_baseline_run_does_not_make_a_busy_candidate_fair(
+    session: Session, template: Profile
+) -> None:
+    """Seven baseline runs beside other jobs (others 40 %) and one beside more (70 %): the
+    baseline's level is its usual runs', so a candidate at 60 % (0.40 of the host left against
+    0.60) is busier than what it is compared with, although within the range the baseline
+    saw and not busy enough for the per-repeat screen."""
+    _history(session, template, states=[_host(0.40)] * 7 + [_host(0.70)])
+    result = _pr(session, template, state=_host(0.60), load=1.6)
+    assert not [v for v in _decided(result).values() if v is Verdict.REGRESSION]
+    [note] = [n for n in result.notes if "host was busier than the baseline runs'" in n]
+    assert "60% of the host's CPU in this run, 40–70% (usually 40%) in the baseline" in note

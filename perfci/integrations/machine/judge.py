@@ -256,25 +256,29 @@ def step_moved(value: float | None, others: Sequence[float], tolerance: float) -
 
 @dataclass(frozen=True, slots=True)
 class LoadShift:
-    """The host's load during the candidate's repeats lay outside what the baseline runs saw.
+    """The host's load during the candidate's repeats differed from the baseline runs'.
 
     ``quieter``: other processes took less of the host than in any baseline run (by
-    :data:`~perfci.integrations.machine.host_load.BUSY_EXCESS`, or left it
-    :data:`FREE_CPU_RATIO` times the CPU), so the baseline's times held load the candidate's do
-    not, and a line the candidate ran faster may be that alone; ``busier`` the reverse. Shares
-    are each run's median over its repeats.
+    :data:`~perfci.integrations.machine.host_load.BUSY_EXCESS`), or left the benchmark
+    :data:`FREE_CPU_RATIO` times the CPU they usually left it (the baseline runs' median), so
+    the baseline's times held load the candidate's do not, and a line the candidate ran faster
+    may be that alone; ``busier`` the reverse. Shares are each run's median over its repeats.
+    The usual level counts, not only the range: the baseline's level is what its typical runs
+    measured, and one busy baseline run among quiet ones does not make a busy candidate fair.
     """
 
     quieter: bool
     candidate_share: float
     baseline_low: float
     baseline_high: float
+    baseline_usual: float
 
     def words(self) -> str:
-        """``"other processes took 2% of the host's CPU in this run, 48–71% in the baseline
-        runs"``."""
+        """``"other processes took 2% of the host's CPU in this run, 48–71% (usually 60%) in
+        the baseline runs"``."""
         low, high = round(self.baseline_low * 100), round(self.baseline_high * 100)
-        seen = f"{low}%" if low == high else f"{low}–{high}%"
+        usual = round(self.baseline_usual * 100)
+        seen = f"{low}%" if low == high else f"{low}–{high}% (usually {usual}%)"
         return (
             f"other processes took {self.candidate_share:.0%} of the host's CPU in this run, "
             f"{seen} in the baseline runs"
@@ -285,8 +289,9 @@ def load_shift(
     baseline_runs: Sequence[Sequence[Mapping[str, Any] | None]],
     candidate: Sequence[Mapping[str, Any] | None],
 ) -> LoadShift | None:
-    """Whether the candidate's host load lay beyond the range the baseline runs saw (see
-    :class:`LoadShift`); ``None`` when it did not, or when either side was not measured."""
+    """Whether the candidate's host load lay beyond what the baseline runs saw or usually
+    left the benchmark (see :class:`LoadShift`); ``None`` when it did not, or when either side
+    was not measured."""
     levels = [
         median(shares)
         for run in baseline_runs
@@ -296,12 +301,16 @@ def load_shift(
     known = [v for v in levels if v is not None]
     if own is None or not known:
         return None
-    low, high = min(known), max(known)
-    quieter = own < low - BUSY_EXCESS or _free(own) > _free(low) * FREE_CPU_RATIO
-    busier = own > high + BUSY_EXCESS or _free(own) < _free(high) / FREE_CPU_RATIO
+    low, high, usual = min(known), max(known), median(known) or 0.0
+    quieter = own < low - BUSY_EXCESS or _free(own) > _free(usual) * FREE_CPU_RATIO
+    busier = own > high + BUSY_EXCESS or _free(own) < _free(usual) / FREE_CPU_RATIO
     if quieter or busier:
         return LoadShift(
-            quieter=own < low, candidate_share=own, baseline_low=low, baseline_high=high
+            quieter=quieter,
+            candidate_share=own,
+            baseline_low=low,
+            baseline_high=high,
+            baseline_usual=usual,
         )
     return None
 

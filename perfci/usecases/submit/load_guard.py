@@ -61,7 +61,7 @@ def undecided_on_a_load_change(result: RunComparison, shift: LoadShift) -> None:
         return
     way, other = ("faster", "quieter") if shift.quieter else ("slower", "busier")
     result.notes.append(
-        f"This run's host was {other} than in any baseline run ({shift.words()}): load is "
+        f"This run's host was {other} than the baseline runs' ({shift.words()}): load is "
         f"not one factor on every metric, so the {moved} line(s) that ran {way} may have "
         f"done so for that alone and are inconclusive. Compare on one runner with "
         "`perfci check --ab` (both sides share the load), or let the baseline grow on "
