@@ -50,10 +50,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfci.analysis import prediction, stats
+from perfci.analysis import stats
 from perfci.analysis.engine import CompareOptions
+from perfci.analysis.estimate import MetricEstimate
+from perfci.analysis.factor import (
+    MIN_METRICS_FOR_FACTOR,
+    MachineFactor,
+    factor_notes,
+    factor_with_prior,
+)
 from perfci.analysis.gating import HEADLINE_KINDS, gpu_run, host_timing
-from perfci.analysis.judge import MetricEstimate, judge_estimates
+from perfci.analysis.judge import judge_estimates
 from perfci.analysis.renames import any_value, mark_renames, pair_renamed
 from perfci.analysis.stats import FloatArray
 from perfci.analysis.work import with_paired_work_step
@@ -204,7 +211,9 @@ def compare_paired(
             options=options,
             notes=notes,
             untested=untested,
-            factor=machine.line if machine is not None and beyond else None,
+            factor=machine.factor.to_estimate()
+            if machine is not None and machine.factor is not None and beyond
+            else None,
         )
 
     result = judge(beyond=True)
@@ -215,29 +224,27 @@ def compare_paired(
             # the runner's processes vary by is the code's doing. Each metric is judged on
             # its own numbers.
             result = judge(beyond=False)
-        result.notes.extend(_factor_notes(line, machine))
+        result.notes.extend(factor_notes(line, machine.factor))
     mark_renames(result, renamed, rename_notes)
     return result
 
 
 @dataclass(frozen=True, slots=True)
-class MachineFactor:
-    """How the runner's speed moved between processes, and what is left of each metric's noise.
+class ProcessFactors:
+    """What the runner's per-process speed leaves of each metric's noise, and the factor.
 
     ``residual_var[key]`` is the variance over pairs of a metric's log difference once each
     process's own factor is taken out, for every time metric complete in all pairs;
     ``common_var`` the variance over pairs of the two processes' factor difference (what every
-    metric's difference shares); ``line`` the factor between the two sides as a line to judge,
-    or ``None`` when the metrics do not move together; ``se`` how well that factor is known
-    from the metrics; ``process_spread`` the standard deviation of one process's factor.
+    metric's difference shares); ``factor`` the machine-wide factor between the two sides, or
+    ``None`` when the metrics do not move together (:mod:`.factor` says why this is not one
+    type with it: the residual noise is needed without a factor too).
     """
 
     residual_var: dict[SeriesKey, float]
     common_var: float
     pairs: int
-    line: MetricEstimate | None
-    se: float
-    process_spread: float
+    factor: MachineFactor | None
 
 
 def _machine_factor(
@@ -245,7 +252,7 @@ def _machine_factor(
     base: Mapping[SeriesKey, Sequence[float | None]],
     pr: Mapping[SeriesKey, Sequence[float | None]],
     options: CompareOptions,
-) -> MachineFactor | None:
+) -> ProcessFactors | None:
     """The runner's per-process speed, estimated within each side, and the factor between them.
 
     On a shared runner one process runs a few percent faster or slower than the next in every
@@ -256,9 +263,9 @@ def _machine_factor(
     the other side. Taking each process's factor out (centred, so each side's mean and each
     metric's printed change stay as they are) leaves a metric's own noise. What stays common
     to all metrics is the difference of the two sides' mean factors: it is estimated like
-    history mode's run factor (:func:`.prediction.factor_with_prior`: the mode most metrics
+    history mode's run factor (:func:`.factor.factor_with_prior`: the mode most metrics
     share, under a prior at no shift with the spread the processes' factors imply) and judged
-    as its own line; ``line`` is ``None`` when fewer than :data:`MIN_MOVING_TOGETHER` of the
+    as its own line; ``factor`` is ``None`` when fewer than :data:`MIN_MOVING_TOGETHER` of the
     metrics move with it.
 
     ``None`` with fewer than 3 pairs or 20 time metrics complete in all of them, or with
@@ -275,7 +282,7 @@ def _machine_factor(
     keys = [
         k for k, row in found.items() if k.is_time and row.n == pairs and not host_timing(k, on_gpu)
     ]
-    if pairs < 3 or len(keys) < prediction.MIN_METRICS_FOR_FACTOR:
+    if pairs < 3 or len(keys) < MIN_METRICS_FOR_FACTOR:
         return None
     a = np.array([base[k][:pairs] for k in keys], dtype=np.float64)  # None reads as NaN
     b = np.array([pr[k][:pairs] for k in keys], dtype=np.float64)
@@ -288,27 +295,26 @@ def _machine_factor(
     change = residual.mean(axis=1)  # equals each metric's paired mean: the factors are centred
     spread = float(np.var(side_a, ddof=1) + np.var(side_b, ddof=1))  # two processes' worth
     common = math.sqrt(spread / pairs)
-    found_factor = prediction.factor_with_prior(change, np.sqrt(var / pairs), 0.0, common)
-    line, se = None, 0.0
+    found_factor = factor_with_prior(change, np.sqrt(var / pairs), 0.0, common)
+    factor = None
     if found_factor is not None and found_factor[2] >= MIN_MOVING_TOGETHER:
         value, se, _support = found_factor
-        line = MetricEstimate(
+        factor = MachineFactor(
+            candidate=value,
+            se=se,
+            usual=0.0,
+            usual_var=common**2,
+            spread=math.sqrt(spread / 2),
+            runs=pairs,
+            candidate_runs=pairs,
             series=keys[0],
-            baseline=1.0,
-            candidate=math.exp(value),
-            log_change=value,
-            se=math.sqrt(common**2 + se**2),
-            dof=float(pairs - 1),
-            n_baseline=pairs,
-            n_candidate=pairs,
+            paired=True,
         )
-    return MachineFactor(
+    return ProcessFactors(
         residual_var=dict(zip(keys, var.tolist(), strict=True)),
         common_var=float(np.var(side_b - side_a, ddof=1)),
         pairs=pairs,
-        line=line,
-        se=se,
-        process_spread=math.sqrt(spread / 2),
+        factor=factor,
     )
 
 
@@ -319,30 +325,10 @@ def _process_factors(logs: FloatArray) -> FloatArray:
     return np.asarray(factors - factors.mean(), dtype=np.float64)
 
 
-def _factor_notes(line: MetricComparison, machine: MachineFactor) -> list[str]:
-    """What the machine factor says about an A/B comparison, in words a reader can act on."""
-    change = line.change or 0.0
-    if line.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT):
-        way = "slower" if change > 0 else "faster"
-        return [
-            f"Every metric of the pull request's side moved together: {abs(change):.1%} "
-            f"{way} than the base side, more than this runner's speed varied between "
-            f"processes (±{machine.process_spread:.1%}). Both sides ran here, alternately, "
-            "so that is the code's doing: each metric is judged on its own numbers."
-        ]
-    if machine.process_spread >= 0.005:
-        return [
-            f"This runner's speed varied by ±{machine.process_spread:.1%} from one process to "
-            "the next, in every metric at once; operators and kernels are judged beyond that "
-            '(column "Beyond run factor"), the step on its own numbers.'
-        ]
-    return []
-
-
 def _estimates(
     found: Mapping[SeriesKey, PairedStats],
     options: CompareOptions,
-    machine: MachineFactor | None = None,
+    machine: ProcessFactors | None = None,
     *,
     beyond: bool = False,
 ) -> list[MetricEstimate]:
@@ -371,7 +357,7 @@ def _estimates(
         if options.moderate:
             r_var, r_dof = _moderate(r_var, r_dof)
         own = dict(zip(keys, zip(r_var.tolist(), r_dof.tolist(), strict=True), strict=True))
-    factor = machine.line if machine is not None and beyond else None
+    factor = machine.factor if machine is not None and beyond else None
     margin = math.log1p(options.delta)
     z = stats.norm_ppf(0.5 + options.confidence / 2)
     out = []
@@ -384,10 +370,10 @@ def _estimates(
             s2, d = _satterthwaite(machine.common_var, machine.pairs - 1, r2, r_d)
             tested_var = s2
             if factor is not None and key.kind not in HEADLINE_KINDS:
-                tested, tested_var = row.mean - factor.log_change, r2
+                tested, tested_var = row.mean - factor.change, r2
                 extra = {
                     "adjusted_log_change": tested,
-                    "adjusted_se": math.sqrt(r2 / row.n + machine.se**2),
+                    "adjusted_se": math.sqrt(r2 / row.n + factor.se**2),
                     "adjusted_dof": r_d,
                 }
         out.append(
