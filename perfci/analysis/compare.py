@@ -10,7 +10,8 @@ the same-runner A/B mode in :mod:`.paired`) into verdicts. All are pure: numpy/s
 1. Every run becomes one value per metric: the median of its repeats' logs, after leaving out
    repeats that are off in every metric (:mod:`.runs`).
 2. The baseline starts at the base branch's last change of level (an accepted change), and
-   baseline runs off in every metric (a loaded runner, a throttled GPU) are left out.
+   baseline runs off in every metric (a loaded runner, a throttled GPU) are left out
+   (:mod:`.baseline_runs`).
 3. Per metric, a t prediction interval for a new run from the baseline runs' spread, with
    variances moderated across metrics (:mod:`.prediction`, :mod:`.moderation`), and no
    narrower than the baseline's own tails demand when they are heavier than normal
@@ -18,7 +19,7 @@ the same-runner A/B mode in :mod:`.paired`) into verdicts. All are pure: numpy/s
 4. With 20 or more metrics, the run's machine-wide factor is estimated (anchored by the
    baseline's run-to-run spread of factors, robust to a change that moves many metrics; on
    a GPU run from the GPU's own time lines) and each metric it covers is also judged beyond
-   it; the factor is its own gated line.
+   it; the factor is its own gated line (:mod:`.factor`).
 5. Weighted Benjamini–Hochberg across the run's metrics, the practical margin, gating,
    the run verdict and the attribution of the step's change (:mod:`.judge`).
 
@@ -42,6 +43,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from perfci.analysis import prediction
+from perfci.analysis.baseline_runs import drop_wrecked_runs, run_factors, start_at_last_level
 from perfci.analysis.engine import CompareOptions, compare_core
 from perfci.analysis.estimate import MetricEstimate
 from perfci.analysis.factor import (
@@ -60,13 +62,7 @@ from perfci.analysis.pooling import (
     with_step_parts,
 )
 from perfci.analysis.renames import any_repeat, any_run, mark_renames, pair_renamed
-from perfci.analysis.runs import (
-    RunTable,
-    build_run_table,
-    drop_wrecked_runs,
-    run_factors,
-    start_at_last_level,
-)
+from perfci.analysis.runs import RunTable, build_run_table
 from perfci.analysis.tails import TailModel, fit_tails
 from perfci.analysis.work import with_work_step
 from perfci.core.errors import SampleError

@@ -21,7 +21,7 @@ Two related objects stay elsewhere, because they hold different things:
   factor per *column* on both sides, arrays with leading batch axes (the detection benchmark
   estimates thousands of comparisons in one call); it is tested by the two-sample test itself,
   column against column, and has no standard error or prior to carry.
-- :class:`.paired.ProcessFactors` holds what the A/B mode learns besides the factor between
+- :class:`.paired_stats.ProcessFactors` holds what the A/B mode learns besides the factor between
   the sides: each metric's noise once every process's own factor is out, which its estimates
   need even when the metrics do not move together (and there is no :class:`MachineFactor`).
 
