@@ -28,7 +28,8 @@ from ab_repo import (
 from deadlines import Deadline, scaled
 from sqlalchemy import select
 
-from perfci.analysis.paired import compare_paired, paired_stats
+from perfci.analysis.paired import compare_paired
+from perfci.analysis.paired_stats import paired_stats
 from perfci.analysis.stats import SampleError
 from perfci.core.model import MetricKind, SeriesKey, Verdict
 from perfci.store.db import make_engine

@@ -16,7 +16,8 @@ import pytest
 
 from perfci.analysis import gating, moderation, pooling
 from perfci.analysis.compare import compare_run
-from perfci.analysis.judge import MetricEstimate, judge_estimates
+from perfci.analysis.estimate import MetricEstimate
+from perfci.analysis.judge import judge_estimates
 from perfci.core.model import MetricKind, RunComparison, SeriesKey, Verdict
 from perfci.report.console import print_comparison
 from perfci.report.markdown import render_comment

@@ -10,7 +10,8 @@ from scipy import stats as sst
 
 from perfci.analysis import noise
 from perfci.analysis.compare import CompareOptions
-from perfci.analysis.engine import SHARED_FACTOR_KEY, compare_core
+from perfci.analysis.engine import compare_core
+from perfci.analysis.factor import MIN_METRICS_FOR_FACTOR, SHARED_FACTOR_KEY
 from perfci.core.model import Verdict
 
 
@@ -37,7 +38,7 @@ def test_factor_is_recovered_by_medians_over_metrics() -> None:
 
 def test_too_few_metrics_give_no_factor() -> None:
     rng = np.random.default_rng(2)
-    base, cand = _aligned(rng, noise.MIN_METRICS_FOR_FACTOR - 1, np.zeros(10), np.zeros(3))
+    base, cand = _aligned(rng, MIN_METRICS_FOR_FACTOR - 1, np.zeros(10), np.zeros(3))
     assert noise.estimate_shared_factor(base, cand) is None
 
 

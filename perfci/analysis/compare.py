@@ -10,7 +10,8 @@ the same-runner A/B mode in :mod:`.paired`) into verdicts. All are pure: numpy/s
 1. Every run becomes one value per metric: the median of its repeats' logs, after leaving out
    repeats that are off in every metric (:mod:`.runs`).
 2. The baseline starts at the base branch's last change of level (an accepted change), and
-   baseline runs off in every metric (a loaded runner, a throttled GPU) are left out.
+   baseline runs off in every metric (a loaded runner, a throttled GPU) are left out
+   (:mod:`.baseline_runs`).
 3. Per metric, a t prediction interval for a new run from the baseline runs' spread, with
    variances moderated across metrics (:mod:`.prediction`, :mod:`.moderation`), and no
    narrower than the baseline's own tails demand when they are heavier than normal
@@ -18,7 +19,7 @@ the same-runner A/B mode in :mod:`.paired`) into verdicts. All are pure: numpy/s
 4. With 20 or more metrics, the run's machine-wide factor is estimated (anchored by the
    baseline's run-to-run spread of factors, robust to a change that moves many metrics; on
    a GPU run from the GPU's own time lines) and each metric it covers is also judged beyond
-   it; the factor is its own gated line.
+   it; the factor is its own gated line (:mod:`.factor`).
 5. Weighted Benjamini–Hochberg across the run's metrics, the practical margin, gating,
    the run verdict and the attribution of the step's change (:mod:`.judge`).
 
@@ -37,20 +38,23 @@ Personal. Sci. 8:355.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from perfci.analysis import prediction
+from perfci.analysis.baseline_runs import drop_wrecked_runs, run_factors, start_at_last_level
 from perfci.analysis.engine import CompareOptions, compare_core
-from perfci.analysis.gating import GATE_KINDS, gpu_run, host_timing
-from perfci.analysis.judge import (
+from perfci.analysis.estimate import MetricEstimate
+from perfci.analysis.factor import (
+    MIN_METRICS_FOR_FACTOR,
     SHARED_FACTOR_KEY,
-    MetricEstimate,
-    judge_estimates,
-    run_verdict,
+    MachineFactor,
+    estimate_run_factor,
+    factor_notes,
 )
+from perfci.analysis.gating import GATE_KINDS, gpu_run, host_timing
+from perfci.analysis.judge import judge_estimates, run_verdict
 from perfci.analysis.pooling import (
     StepParts,
     pool_primary_step,
@@ -58,13 +62,7 @@ from perfci.analysis.pooling import (
     with_step_parts,
 )
 from perfci.analysis.renames import any_repeat, any_run, mark_renames, pair_renamed
-from perfci.analysis.runs import (
-    RunTable,
-    build_run_table,
-    drop_wrecked_runs,
-    run_factors,
-    start_at_last_level,
-)
+from perfci.analysis.runs import RunTable, build_run_table
 from perfci.analysis.tails import TailModel, fit_tails
 from perfci.analysis.work import with_work_step
 from perfci.core.errors import SampleError
@@ -168,9 +166,9 @@ def compare_run(
         options=options,
         notes=table.notes,
         untested=untested,
-        factor=factor,
+        factor=factor.to_estimate() if factor is not None else None,
     )
-    result.notes.extend(_factor_notes(result.shared_factor, factor))
+    result.notes.extend(factor_notes(result.shared_factor, factor))
     mark_renames(result, renamed, rename_notes)
     result.baseline_runs_used = list(table.used)
     result.baseline_level_start = table.level_start
@@ -215,7 +213,7 @@ def _centre(row: np.ndarray) -> float | None:
 
 def _estimates(
     table: RunTable, rows: list[int], options: CompareOptions, parts: StepParts | None = None
-) -> tuple[list[MetricEstimate], MetricEstimate | None]:
+) -> tuple[list[MetricEstimate], MachineFactor | None]:
     """Per-metric estimates on the plain basis, and beyond the run factor when it is known."""
     if not rows:
         return [], None
@@ -260,10 +258,11 @@ def _estimates(
             moderate=options.moderate,
             own=steps,
         )
-        found = prediction.estimate_run_factor(relative.estimate[time], relative.se[time], factors)
+        first_time = table.keys[rows[int(np.argmax(time))]]
+        found = estimate_run_factor(relative.estimate[time], relative.se[time], factors, first_time)
     beyond = time if found is not None else np.zeros_like(time)
     adjusted = relative.estimate - found.candidate if found is not None else None
-    adjusted_se = np.sqrt(relative.se**2 + found.candidate_se**2) if found is not None else None
+    adjusted_se = np.sqrt(relative.se**2 + found.se**2) if found is not None else None
     pooled = pool_primary_step(
         table, rows, parts, relative if found is not None else plain, found, factors
     )
@@ -309,8 +308,7 @@ def _estimates(
             adjusted_se=step.se,
             adjusted_dof=step.dof,
         )
-    first_time = rows[int(np.argmax(time))]
-    return estimates, _factor_estimate(found, table.keys[first_time])
+    return estimates, found
 
 
 def _tails_by_family(
@@ -335,7 +333,7 @@ def _tails_by_family(
     and the other metrics, so that their tails do not loosen or tighten the others' tests.
     """
     own = base
-    if factors is not None and time.sum() >= prediction.MIN_METRICS_FOR_FACTOR:
+    if factors is not None and time.sum() >= MIN_METRICS_FOR_FACTOR:
         own = base - np.where(time[:, None], factors[None, :], 0.0)
     models = {
         flag: fit_tails(own[host == flag], moderate=moderate)
@@ -349,47 +347,3 @@ def _tails_by_family(
         if model is not None
     )
     return [models[bool(flag)] for flag in host]
-
-
-def _factor_estimate(
-    found: prediction.RunFactor | None, any_series: SeriesKey
-) -> MetricEstimate | None:
-    """The machine-wide factor as a line: this run's factor against the baseline runs'."""
-    if found is None:
-        return None
-    change = found.candidate - found.baseline_mean
-    se = math.sqrt(found.baseline_sd**2 * (1 + 1 / found.runs) + found.candidate_se**2)
-    return MetricEstimate(
-        series=any_series,
-        baseline=1.0,
-        candidate=math.exp(change),
-        log_change=change,
-        se=se,
-        dof=float(found.runs - 1),
-        n_baseline=found.runs,
-        n_candidate=1,
-    )
-
-
-def _factor_notes(line: MetricComparison | None, found: MetricEstimate | None) -> list[str]:
-    """What the machine-wide factor says, in words a reader can act on."""
-    if line is None or found is None or line.change is None:
-        return []
-    spread = (line.ci_high or 0.0) - (line.change or 0.0)
-    if line.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT):
-        way = "slower" if line.change > 0 else "faster"
-        return [
-            f"Every metric of this run moved together: {abs(line.change):.1%} {way} than "
-            f"the baseline runs, beyond their usual spread (±{spread:.1%}). From one run on "
-            "a shared runner, a machine-wide shift (load, throttling, another card) and a "
-            "change that slows everything look the same: re-run it, or compare on one "
-            "runner with `perfci check --ab`. A metric is called changed here only where its "
-            "own numbers moved too."
-        ]
-    if abs(line.change) >= 0.005:
-        return [
-            f"This run's machine-wide level was {line.change:+.1%} against the baseline "
-            f"runs (within their usual ±{spread:.1%}); each metric is judged beyond it "
-            '(column "Beyond run factor").'
-        ]
-    return []

@@ -15,6 +15,7 @@ from typing import Literal
 import numpy as np
 
 from perfci.analysis import noise, stats
+from perfci.analysis.factor import SHARED_FACTOR_KEY
 from perfci.analysis.stats import FloatArray, ShiftTest
 from perfci.core.errors import ConfigError, SampleError
 from perfci.core.model import MetricComparison, Verdict
@@ -36,7 +37,6 @@ _TESTS: dict[str, Callable[..., ShiftTest]] = {
     "welch": stats.welch_t,
     "mannwhitney": stats.mann_whitney,
 }
-SHARED_FACTOR_KEY = "shared:run-factor"
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,7 +310,7 @@ def _apply_shared_factor(groups: list[_Group], options: CompareOptions) -> Metri
     return _shared_factor_line(factor, options)
 
 
-def _shared_factor_line(factor: noise.SharedFactor, options: CompareOptions) -> MetricComparison:
+def _shared_factor_line(factor: noise.ColumnFactors, options: CompareOptions) -> MetricComparison:
     """The shift common to all metrics, tested like a metric: its own p-value, not BH-adjusted."""
     result = shift_test(factor.baseline[None, :], factor.candidate[None, :], options)
     change, low, high = (np.expm1(a) for a in (result.estimate, result.ci_low, result.ci_high))

@@ -33,37 +33,28 @@ the margin = unchanged).
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
-import numpy as np
-
-from perfci.analysis import attribution, stats
-from perfci.analysis.detectable import detectable_changes
-from perfci.analysis.engine import CompareOptions, decide_on
+from perfci.analysis import attribution
+from perfci.analysis.engine import CompareOptions
+from perfci.analysis.estimate import MetricEstimate
 from perfci.analysis.gating import (
-    FACTOR,
     GATE_KINDS,
     GATED,
-    GATED_CLASSES,
     OTHER,
     STEP,
     VIEW,
     VIEW_KINDS,
-    bh_weights,
-    directional_holm,
     gpu_run,
     host_timing,
     is_gated,
     share_of_step,
     work_levels,
 )
+from perfci.analysis.significance import judge_lines
 from perfci.analysis.steps import primary_step
-from perfci.analysis.tails import TailModel
 from perfci.analysis.work import WORK_NAME
 from perfci.core.model import (
-    Better,
     MetricComparison,
     MetricKind,
     RunComparison,
@@ -71,37 +62,9 @@ from perfci.core.model import (
     Verdict,
 )
 
-__all__ = ["MetricEstimate", "judge_estimates", "run_verdict"]
+__all__ = ["judge_estimates", "run_verdict"]
 
 _UNTESTED = frozenset({Verdict.NEW, Verdict.MISSING, Verdict.NO_BASELINE})
-SHARED_FACTOR_KEY = "shared:run-factor"
-
-
-@dataclass(frozen=True, slots=True)
-class MetricEstimate:
-    """One metric's change, ready to be judged.
-
-    ``baseline`` and ``candidate`` are the values shown (``Baseline``, ``This run``) and
-    ``log_change`` must equal ``log(candidate / baseline)`` so that the printed change can be
-    checked from them; ``se`` and ``dof`` give its interval. ``adjusted_*`` (optional) is the
-    change beyond the run's machine-wide factor; when present, the test uses it. ``tails``
-    (optional) are the baseline's heavy tails (:mod:`perfci.analysis.tails`): p-values and
-    intervals on either basis are made no narrower than they demand.
-    """
-
-    series: SeriesKey
-    baseline: float
-    candidate: float
-    log_change: float
-    se: float
-    dof: float
-    n_baseline: int
-    n_candidate: int
-    repeats_needed: int | None = None
-    adjusted_log_change: float | None = None
-    adjusted_se: float | None = None
-    adjusted_dof: float | None = None
-    tails: TailModel | None = None
 
 
 def judge_estimates(
@@ -144,7 +107,7 @@ def judge_estimates(
     step_levels = _step_levels(estimates, untested)
     on_gpu = gpu_run(series.values())
     classes = [_budget_class(e, primary, step_levels, options, on_gpu) for e in estimates]
-    lines = _judge(estimates, classes, factor, options)
+    lines = judge_lines(estimates, classes, factor, options)
     tested = lines[: len(estimates)]
     shared = lines[len(estimates)] if factor is not None else None
     metrics = sorted(
@@ -253,174 +216,6 @@ def _budget_class(
     if not is_gated(estimate.series, share, options, on_gpu):
         return OTHER
     return VIEW if estimate.series.kind in VIEW_KINDS else GATED
-
-
-# --- tests and verdicts -----------------------------------------------------------------------
-
-
-def _judge(
-    estimates: Sequence[MetricEstimate],
-    classes: list[str],
-    factor: MetricEstimate | None,
-    options: CompareOptions,
-) -> list[MetricComparison]:
-    """One line per estimate (then the factor's), tested and decided together."""
-    rows = [*estimates, factor] if factor is not None else list(estimates)
-    classes = [*classes, FACTOR] if factor is not None else classes
-    if not rows:
-        return []
-    test_log = np.array(
-        [e.log_change if e.adjusted_log_change is None else e.adjusted_log_change for e in rows]
-    )
-    test_se = np.array([e.se if e.adjusted_se is None else e.adjusted_se for e in rows])
-    test_dof = np.array([e.dof if e.adjusted_dof is None else e.adjusted_dof for e in rows])
-    tails = [e.tails for e in rows]
-    p = _with_tails(two_sided_p(test_log, test_se, test_dof), tails)
-    weights = bh_weights(classes, options)
-    q = _adjust(p, test_log, weights, has_factor=factor is not None)
-    plain = np.array([e.log_change for e in rows])
-    low, high = _interval(
-        plain,
-        np.array([e.se for e in rows]),
-        np.array([e.dof for e in rows]),
-        _confidences(options.confidence, tails),
-    )
-    adj_low, adj_high = _interval(
-        test_log, test_se, test_dof, _confidences(options.confidence, tails)
-    )
-    higher = np.array(
-        [e.series.better is Better.HIGHER or options.is_higher_better(e.series.key) for e in rows],
-        dtype=bool,
-    )
-    verdicts = decide_on(
-        np.expm1(plain),
-        np.expm1(test_log),
-        np.expm1(adj_low),
-        np.expm1(adj_high),
-        q,
-        higher,
-        options,
-    )
-    if factor is not None:
-        plain_se = np.array([e.se for e in rows])
-        plain_p = _with_tails(two_sided_p(plain, plain_se, np.array([e.dof for e in rows])), tails)
-        plain_q = _adjust(plain_p, plain, weights, has_factor=True)
-        own = decide_on(
-            np.expm1(plain),
-            np.expm1(plain),
-            np.expm1(low),
-            np.expm1(high),
-            plain_q,
-            higher,
-            options,
-        )
-        _own_numbers_when_machine_moved(verdicts, own)
-    detectable = detectable_changes(
-        test_se, test_dof, tails, weights, has_factor=factor is not None, options=options
-    )
-    lines = []
-    for i, e in enumerate(rows):
-        adjusted = e.adjusted_log_change is not None
-        verdict = Verdict(verdicts[i])
-        lines.append(
-            MetricComparison(
-                key=SHARED_FACTOR_KEY
-                if factor is not None and i == len(rows) - 1
-                else e.series.key,
-                verdict=verdict,
-                baseline_median=e.baseline,
-                candidate_median=e.candidate,
-                change=float(np.expm1(plain[i])),
-                ci_low=float(np.expm1(low[i])),
-                ci_high=float(np.expm1(high[i])),
-                p_value=float(p[i]),
-                q_value=None if math.isnan(q[i]) else float(q[i]),
-                n_baseline=e.n_baseline,
-                n_candidate=e.n_candidate,
-                gated=classes[i] in GATED_CLASSES,
-                repeats_needed=e.repeats_needed if verdict is Verdict.INCONCLUSIVE else None,
-                series=None if classes[i] == FACTOR else e.series,
-                adjusted_change=float(np.expm1(test_log[i])) if adjusted else None,
-                adjusted_ci_low=float(np.expm1(adj_low[i])) if adjusted else None,
-                adjusted_ci_high=float(np.expm1(adj_high[i])) if adjusted else None,
-                detectable_change=float(detectable[i])
-                if verdict is Verdict.INCONCLUSIVE and math.isfinite(detectable[i])
-                else None,
-            )
-        )
-    return lines
-
-
-def _adjust(
-    p: np.ndarray, estimate: np.ndarray, weights: np.ndarray, *, has_factor: bool
-) -> np.ndarray:
-    """q-values: directional weighted BH over the metrics; the factor line on its own budget.
-
-    The factor (last, when present) asks another question (is this machine unusual?) than
-    the metrics (did the code move this?). Inside BH, a broad real change's many discoveries
-    would loosen its threshold until an ordinary machine 2 % slower read as "moved beyond its
-    usual spread"; so it is tested at its own share of ``alpha`` (Bonferroni), and BH runs
-    over the rest with the rest of the budget.
-    """
-    if not has_factor:
-        return directional_holm(p, estimate, weights)
-    share = weights[-1] / len(weights)
-    factor_q = np.minimum(p[-1:] / share, 1.0) if share > 0 else np.ones(1)
-    return np.concatenate([directional_holm(p[:-1], estimate[:-1], weights[:-1]), factor_q])
-
-
-def _own_numbers_when_machine_moved(verdicts: np.ndarray, own: np.ndarray) -> None:
-    """When the run factor itself moved beyond its usual spread, verdicts need own numbers.
-
-    Then nobody can tell a machine that moved from a code change that moved most metrics
-    (the factor line says so). A metric keeps a regression or an improvement only if its own
-    numbers (``own``: the verdicts on the plain change, tested and BH-adjusted alike) say the
-    same; judged beyond an uncertain factor alone, an untouched kernel would read as an
-    improvement because the rest got slower. The factor line (last) keeps its verdict.
-    Edits ``verdicts`` in place.
-    """
-    if verdicts[-1] not in (Verdict.REGRESSION.value, Verdict.IMPROVEMENT.value):
-        return
-    decided = np.isin(verdicts[:-1], [Verdict.REGRESSION.value, Verdict.IMPROVEMENT.value])
-    differs = decided & (verdicts[:-1] != own[:-1])
-    verdicts[:-1][differs] = Verdict.INCONCLUSIVE.value
-
-
-def two_sided_p(estimate: np.ndarray, se: np.ndarray, dof: np.ndarray) -> np.ndarray:
-    """Two-sided t p-values; a zero standard error is decided exactly (0 if moved, else 1)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.abs(estimate) / se
-    p = 2.0 * stats.t_sf(t, np.maximum(dof, 1e-9))
-    zero = se == 0
-    return np.where(zero, np.where(estimate == 0, 1.0, 0.0), p)
-
-
-def _with_tails(p: np.ndarray, tails: Sequence[TailModel | None]) -> np.ndarray:
-    """``p`` with each row's tail model applied (rows without one unchanged)."""
-    out = p.copy()
-    for model in {t for t in tails if t is not None}:
-        rows = np.array([t is not None and t == model for t in tails])
-        out[rows] = model.p_values(p[rows])
-    return out
-
-
-def _confidences(confidence: float, tails: Sequence[TailModel | None]) -> np.ndarray:
-    """Per row, the normal-model confidence that covers ``confidence`` under its tails."""
-    levels = {t: t.confidence(confidence) for t in tails if t is not None}
-    return np.array([confidence if t is None else levels[t] for t in tails])
-
-
-def _interval(
-    estimate: np.ndarray, se: np.ndarray, dof: np.ndarray, confidence: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Two-sided t intervals, each row at its own confidence level."""
-    quantile = np.empty(np.shape(estimate))
-    for level in np.unique(confidence):
-        rows = confidence == level
-        quantile[rows] = stats.t_ppf(0.5 + float(level) / 2, np.maximum(dof[rows], 1e-9))
-    half = quantile * se
-    half = np.where(se == 0, 0.0, half)
-    return estimate - half, estimate + half
 
 
 # --- shares, gating, attribution --------------------------------------------------------------

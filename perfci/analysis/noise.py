@@ -1,9 +1,10 @@
-"""Noise: the run factor shared by all metrics of one repeat, and the repeats a verdict needs.
+"""Noise of the plain two-sample comparison: its column factors, and the repeats it needs.
 
 GPU clocks, thermals and a busy neighbour slow *every* kernel of one repeat together. Seen per
 metric that is noise; seen across hundreds of metrics it is one number per repeat that can be
 estimated robustly (a median over metrics) and removed, which shrinks each metric's variance
-without moving its level.
+without moving its level. (The run comparisons estimate their factor otherwise, as a
+:class:`.factor.MachineFactor`; :mod:`.factor` says why these are another type.)
 
 References
 ----------
@@ -21,19 +22,17 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from perfci.analysis.factor import MIN_METRICS_FOR_FACTOR
 from perfci.analysis.stats import norm_ppf
 
 FloatArray = NDArray[np.float64]
 
-#: Fewer metrics than this give no shared factor: a median of a few values is itself noisy
-#: (its error would be added to every metric) and one real change could move it.
-MIN_METRICS_FOR_FACTOR = 20
 #: The most repeats :func:`repeats_needed` will suggest before saying "more runs will not do".
 MAX_REPEATS = 200
 
 
 @dataclass(frozen=True, slots=True)
-class SharedFactor:
+class ColumnFactors:
     """Per-column log factors shared by all metrics, estimated by medians over metrics.
 
     ``baseline`` holds one log factor per baseline run, ``candidate`` one per candidate repeat,
@@ -46,7 +45,7 @@ class SharedFactor:
     metrics: int
 
 
-def estimate_shared_factor(base_log: FloatArray, cand_log: FloatArray) -> SharedFactor | None:
+def estimate_shared_factor(base_log: FloatArray, cand_log: FloatArray) -> ColumnFactors | None:
     """Estimate the shared factor of aligned log samples (rows = metrics, columns = runs/repeats).
 
     Leading axes are independent comparisons (``(..., metrics, columns)``), so the detection
@@ -61,11 +60,11 @@ def estimate_shared_factor(base_log: FloatArray, cand_log: FloatArray) -> Shared
     centre = np.median(base_log, axis=-1, keepdims=True)
     baseline = np.median(base_log - centre, axis=-2)
     candidate = np.median(cand_log - centre, axis=-2)
-    return SharedFactor(baseline=baseline, candidate=candidate, metrics=base_log.shape[-2])
+    return ColumnFactors(baseline=baseline, candidate=candidate, metrics=base_log.shape[-2])
 
 
 def remove_shared_factor(
-    base_log: FloatArray, cand_log: FloatArray, factor: SharedFactor
+    base_log: FloatArray, cand_log: FloatArray, factor: ColumnFactors
 ) -> tuple[FloatArray, FloatArray]:
     """Divide every metric by its column's factor (subtract, on logs).
 

@@ -19,12 +19,12 @@ difference, so the comparison is a paired one:
    runner one process runs a few percent faster or slower than the next in every metric at
    once (±5 % between processes of the example on a loaded 2-core VM). With 20 or more time
    metrics complete in 3 or more pairs, each process's factor is estimated within its own
-   side, where the code is the same in every process (:func:`_machine_factor`), and taken
-   out; what stays common to all metrics, the factor between the two sides, is estimated like
+   side, where the code is the same in every process (:mod:`.paired_stats`), and taken out;
+   what stays common to all metrics, the factor between the two sides, is estimated like
    history mode's run factor and judged as its own line. Operators, kernels and ranges are
    then also judged beyond it (its own interval is a fraction as wide). The step and other
    headline values are judged on their own numbers; so is everything when fewer than
-   :data:`MIN_MOVING_TOGETHER` of the metrics move with the factor (they do not move
+   :data:`.paired_stats.MIN_MOVING_TOGETHER` of the metrics move with the factor (they do not move
    together: half of them changed, say), or when the factor itself moved beyond what the
    processes vary by (both sides ran here, alternately: that is the code's doing).
 5. :func:`perfci.analysis.judge.judge_estimates` tests, adjusts (weighted Benjamini–Hochberg),
@@ -46,14 +46,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
-from perfci.analysis import prediction, stats
+from perfci.analysis import stats
 from perfci.analysis.engine import CompareOptions
-from perfci.analysis.gating import HEADLINE_KINDS, gpu_run, host_timing
-from perfci.analysis.judge import MetricEstimate, judge_estimates
+from perfci.analysis.estimate import MetricEstimate
+from perfci.analysis.factor import factor_notes
+from perfci.analysis.gating import HEADLINE_KINDS
+from perfci.analysis.judge import judge_estimates
+from perfci.analysis.moderation import squeeze_variances
+from perfci.analysis.paired_stats import (
+    PairedStats,
+    ProcessFactors,
+    paired_stats,
+    process_factors,
+)
 from perfci.analysis.renames import any_value, mark_renames, pair_renamed
 from perfci.analysis.stats import FloatArray
 from perfci.analysis.work import with_paired_work_step
@@ -62,9 +70,7 @@ from perfci.core.model import MetricComparison, RunComparison, SeriesKey, Verdic
 __all__ = [
     "MAX_PAIRS_NEEDED",
     "MIN_MODERATED_DOF",
-    "PairedStats",
     "compare_paired",
-    "paired_stats",
     "pairs_needed",
 ]
 
@@ -73,69 +79,6 @@ __all__ = [
 MAX_PAIRS_NEEDED = 200
 #: Fewest degrees of freedom (pairs − 1) whose variance takes part in the moderation.
 MIN_MODERATED_DOF = 3
-#: Share of the time metrics that must move with the factor between the sides for it to be
-#: taken out: with fewer, the metrics do not move together (half of them changed, say) and
-#: which cluster is "the machine" cannot be told from one comparison.
-MIN_MOVING_TOGETHER = 0.75
-
-
-@dataclass(frozen=True, slots=True)
-class PairedStats:
-    """The paired statistics of one metric, before moderation and judging.
-
-    ``log_base`` is the mean log of the base side over the kept pairs; ``mean`` and ``var``
-    are the mean and sample variance of the log differences (``var`` is NaN with one pair).
-    """
-
-    n: int
-    log_base: float
-    mean: float
-    var: float
-
-
-def paired_stats(
-    base: Sequence[float | None], pr: Sequence[float | None], *, key: str = "metric"
-) -> PairedStats | None:
-    """Mean and variance of ``log(pr_k) − log(base_k)`` over the complete pairs.
-
-    Parameters
-    ----------
-    base, pr
-        Values per pair (index ``k`` is pair ``k``); ``None`` or NaN marks a missing value.
-        Lists of unequal length are compared over the shorter one.
-    key
-        The metric's name, for error messages.
-
-    Returns
-    -------
-    PairedStats | None
-        ``None`` when no pair is complete.
-
-    Raises
-    ------
-    SampleError
-        A present value is infinite or negative.
-    """
-    b = _present(base, key, role="base")
-    p = _present(pr, key, role="pull-request")
-    n = min(len(b), len(p))
-    keep = ~np.isnan(b[:n]) & ~np.isnan(p[:n])
-    count = int(keep.sum())
-    if count == 0:
-        return None
-    # One row for both sides, so that a zero on either side gets the same offset on both.
-    logs = stats.safe_log(np.concatenate([b[:n][keep], p[:n][keep]])[None, :])[0]
-    log_b, log_p = logs[:count], logs[count:]
-    diff = log_p - log_b
-    var = float(np.var(diff, ddof=1)) if count > 1 else math.nan
-    return PairedStats(n=count, log_base=float(log_b.mean()), mean=float(diff.mean()), var=var)
-
-
-def _present(values: Sequence[float | None], key: str, *, role: str) -> FloatArray:
-    array = np.array([math.nan if v is None else float(v) for v in values], dtype=np.float64)
-    present = array[~np.isnan(array)]
-    stats.validate_sample(key, present.tolist(), role=role)
-    return array
 
 
 def compare_paired(
@@ -195,7 +138,7 @@ def compare_paired(
                 )
             else:
                 found[key] = paired
-    machine = _machine_factor(found, base, pr, options)
+    machine = process_factors(found, base, pr, options)
 
     def judge(*, beyond: bool) -> RunComparison:
         return judge_estimates(
@@ -204,7 +147,9 @@ def compare_paired(
             options=options,
             notes=notes,
             untested=untested,
-            factor=machine.line if machine is not None and beyond else None,
+            factor=machine.factor.to_estimate()
+            if machine is not None and machine.factor is not None and beyond
+            else None,
         )
 
     result = judge(beyond=True)
@@ -215,134 +160,15 @@ def compare_paired(
             # the runner's processes vary by is the code's doing. Each metric is judged on
             # its own numbers.
             result = judge(beyond=False)
-        result.notes.extend(_factor_notes(line, machine))
+        result.notes.extend(factor_notes(line, machine.factor))
     mark_renames(result, renamed, rename_notes)
     return result
-
-
-@dataclass(frozen=True, slots=True)
-class MachineFactor:
-    """How the runner's speed moved between processes, and what is left of each metric's noise.
-
-    ``residual_var[key]`` is the variance over pairs of a metric's log difference once each
-    process's own factor is taken out, for every time metric complete in all pairs;
-    ``common_var`` the variance over pairs of the two processes' factor difference (what every
-    metric's difference shares); ``line`` the factor between the two sides as a line to judge,
-    or ``None`` when the metrics do not move together; ``se`` how well that factor is known
-    from the metrics; ``process_spread`` the standard deviation of one process's factor.
-    """
-
-    residual_var: dict[SeriesKey, float]
-    common_var: float
-    pairs: int
-    line: MetricEstimate | None
-    se: float
-    process_spread: float
-
-
-def _machine_factor(
-    found: Mapping[SeriesKey, PairedStats],
-    base: Mapping[SeriesKey, Sequence[float | None]],
-    pr: Mapping[SeriesKey, Sequence[float | None]],
-    options: CompareOptions,
-) -> MachineFactor | None:
-    """The runner's per-process speed, estimated within each side, and the factor between them.
-
-    On a shared runner one process runs a few percent faster or slower than the next in every
-    metric at once (another job on the host, the clock, the memory it got), so a pair's two
-    processes differ by that much even where the code did not change. Within one side the code
-    is the same in every process, so a process's factor (the median over time metrics of how
-    far it lies from its side's mean) is the machine alone, whatever the code change does to
-    the other side. Taking each process's factor out (centred, so each side's mean and each
-    metric's printed change stay as they are) leaves a metric's own noise. What stays common
-    to all metrics is the difference of the two sides' mean factors: it is estimated like
-    history mode's run factor (:func:`.prediction.factor_with_prior`: the mode most metrics
-    share, under a prior at no shift with the spread the processes' factors imply) and judged
-    as its own line; ``line`` is ``None`` when fewer than :data:`MIN_MOVING_TOGETHER` of the
-    metrics move with it.
-
-    ``None`` with fewer than 3 pairs or 20 time metrics complete in all of them, or with
-    ``remove_shared_factor=False``.
-    """
-    if options.remove_shared_factor is False:
-        return None
-    pairs = max((row.n for row in found.values()), default=0)
-    # On a GPU run the host's times move with where the CPU waits, not with the machine's
-    # speed (gating.HOST_TIMING_KINDS): the GPU's own times carry the factor. On an H200 with
-    # every CPU busy, the host's lines moved apart and vetoed a factor the kernels shared,
-    # and every kernel's interval took the processes' whole spread (±12 %).
-    on_gpu = gpu_run(found)
-    keys = [
-        k for k, row in found.items() if k.is_time and row.n == pairs and not host_timing(k, on_gpu)
-    ]
-    if pairs < 3 or len(keys) < prediction.MIN_METRICS_FOR_FACTOR:
-        return None
-    a = np.array([base[k][:pairs] for k in keys], dtype=np.float64)  # None reads as NaN
-    b = np.array([pr[k][:pairs] for k in keys], dtype=np.float64)
-    logs = stats.safe_log(np.concatenate([a, b], axis=1))
-    log_a, log_b = logs[:, :pairs], logs[:, pairs:]
-    side_a = _process_factors(log_a)
-    side_b = _process_factors(log_b)
-    residual = (log_b - side_b[None, :]) - (log_a - side_a[None, :])
-    var = np.var(residual, axis=1, ddof=1)
-    change = residual.mean(axis=1)  # equals each metric's paired mean: the factors are centred
-    spread = float(np.var(side_a, ddof=1) + np.var(side_b, ddof=1))  # two processes' worth
-    common = math.sqrt(spread / pairs)
-    found_factor = prediction.factor_with_prior(change, np.sqrt(var / pairs), 0.0, common)
-    line, se = None, 0.0
-    if found_factor is not None and found_factor[2] >= MIN_MOVING_TOGETHER:
-        value, se, _support = found_factor
-        line = MetricEstimate(
-            series=keys[0],
-            baseline=1.0,
-            candidate=math.exp(value),
-            log_change=value,
-            se=math.sqrt(common**2 + se**2),
-            dof=float(pairs - 1),
-            n_baseline=pairs,
-            n_candidate=pairs,
-        )
-    return MachineFactor(
-        residual_var=dict(zip(keys, var.tolist(), strict=True)),
-        common_var=float(np.var(side_b - side_a, ddof=1)),
-        pairs=pairs,
-        line=line,
-        se=se,
-        process_spread=math.sqrt(spread / 2),
-    )
-
-
-def _process_factors(logs: FloatArray) -> FloatArray:
-    """Each process's factor on one side: median over metrics of its distance from their mean,
-    centred so that the factors of the side average zero."""
-    factors = np.median(logs - logs.mean(axis=1, keepdims=True), axis=0)
-    return np.asarray(factors - factors.mean(), dtype=np.float64)
-
-
-def _factor_notes(line: MetricComparison, machine: MachineFactor) -> list[str]:
-    """What the machine factor says about an A/B comparison, in words a reader can act on."""
-    change = line.change or 0.0
-    if line.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT):
-        way = "slower" if change > 0 else "faster"
-        return [
-            f"Every metric of the pull request's side moved together: {abs(change):.1%} "
-            f"{way} than the base side, more than this runner's speed varied between "
-            f"processes (±{machine.process_spread:.1%}). Both sides ran here, alternately, "
-            "so that is the code's doing: each metric is judged on its own numbers."
-        ]
-    if machine.process_spread >= 0.005:
-        return [
-            f"This runner's speed varied by ±{machine.process_spread:.1%} from one process to "
-            "the next, in every metric at once; operators and kernels are judged beyond that "
-            '(column "Beyond run factor"), the step on its own numbers.'
-        ]
-    return []
 
 
 def _estimates(
     found: Mapping[SeriesKey, PairedStats],
     options: CompareOptions,
-    machine: MachineFactor | None = None,
+    machine: ProcessFactors | None = None,
     *,
     beyond: bool = False,
 ) -> list[MetricEstimate]:
@@ -371,7 +197,7 @@ def _estimates(
         if options.moderate:
             r_var, r_dof = _moderate(r_var, r_dof)
         own = dict(zip(keys, zip(r_var.tolist(), r_dof.tolist(), strict=True), strict=True))
-    factor = machine.line if machine is not None and beyond else None
+    factor = machine.factor if machine is not None and beyond else None
     margin = math.log1p(options.delta)
     z = stats.norm_ppf(0.5 + options.confidence / 2)
     out = []
@@ -384,10 +210,10 @@ def _estimates(
             s2, d = _satterthwaite(machine.common_var, machine.pairs - 1, r2, r_d)
             tested_var = s2
             if factor is not None and key.kind not in HEADLINE_KINDS:
-                tested, tested_var = row.mean - factor.log_change, r2
+                tested, tested_var = row.mean - factor.change, r2
                 extra = {
                     "adjusted_log_change": tested,
-                    "adjusted_se": math.sqrt(r2 / row.n + machine.se**2),
+                    "adjusted_se": math.sqrt(r2 / row.n + factor.se**2),
                     "adjusted_dof": r_d,
                 }
         out.append(
@@ -425,8 +251,6 @@ def _moderate(var: FloatArray, dof: FloatArray) -> tuple[FloatArray, FloatArray]
     for their plain paired t; from four pairs on, moderated, 4.7 % (1,000 runs each). Metrics
     with fewer pairs keep their own variance and degrees of freedom.
     """
-    from perfci.analysis.moderation import squeeze_variances
-
     rows = dof >= MIN_MODERATED_DOF
     if not rows.any():
         return var, dof

@@ -41,6 +41,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from perfci.analysis import prediction
+from perfci.analysis.factor import MachineFactor
 from perfci.analysis.runs import RunTable, runs_at
 from perfci.analysis.stats import norm_ppf
 from perfci.analysis.steps import primary_step_in
@@ -235,7 +236,7 @@ def pool_primary_step(
     rows: list[int],
     parts: StepParts | None,
     basis: prediction.Basis,
-    found: prediction.RunFactor | None,
+    found: MachineFactor | None,
     factors: np.ndarray | None,
 ) -> tuple[int, PooledStep] | None:
     """The primary step's row (in ``rows``) and its change pooled with its parts', if any;
@@ -268,7 +269,7 @@ def pool_primary_step(
         parts_se=float(own.se[0]),
         factors=shift,
         factor=found.candidate if found is not None else 0.0,
-        factor_se=found.candidate_se if found is not None else 0.0,
+        factor_se=found.se if found is not None else 0.0,
         dof=float(min(basis.dof[at], own.dof[0])),
     )
     if pooled is None:

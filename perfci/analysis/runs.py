@@ -1,4 +1,4 @@
-"""Runs as the unit of noise: run summaries, outlier repeats, wrecked runs, the baseline's level.
+"""Runs as the unit of noise: run summaries and outlier repeats.
 
 Repeats inside one run share the runner, the process start and the GPU; runs differ from one
 another. So every run — each baseline run and the candidate — becomes ONE value per metric,
@@ -9,15 +9,11 @@ Run values are trimmed means of the repeats' logs (:func:`summarise`).
 
 - **Outlier repeats**: a repeat that is slower in everything than the other repeats of its
   run (a load spike during that one process) is left out of its run, never a majority of it.
-- **Wrecked runs**: a baseline run whose factor — the median over metrics of how far each
-  metric of the run lies from its own centre, one sweep of Tukey's median polish — lies far
-  above the spread of the other runs' factors (a loaded runner, a throttled GPU) is left
-  out, at most a third of the runs.
+  One-sided: noise on a runner (another process, throttling, a cold cache) only adds time,
+  so a repeat *faster* in everything is the truest measure there is and is kept.
 
-Both are one-sided: noise on a runner (another process, throttling, a cold cache) only adds
-time, so a repeat or run *faster* in everything is the truest measure there is and is kept.
-- **The baseline's level**: when the base branch's primary step changed level inside the
-  window (an accepted change), only the runs from that change on form the baseline.
+Which baseline runs then form the baseline (wrecked runs, the base branch's last level) is
+:mod:`.baseline_runs`' job.
 
 References: Tukey (1977), *Exploratory Data Analysis*, ch. 11 (median polish); Iglewicz &
 Hoaglin (1993), *How to Detect and Handle Outliers* (robust z-scores from the MAD).
@@ -33,11 +29,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from perfci.analysis.changepoints import ChangePointOptions, detect_change_points
 from perfci.analysis.stats import MAD_TO_SD, validate_sample
-from perfci.analysis.steps import primary_step
 from perfci.core.errors import SampleError
-from perfci.core.model import Better, MetricKind, SeriesKey
+from perfci.core.model import Better, SeriesKey
 
 FloatArray = NDArray[np.float64]
 
@@ -46,13 +40,8 @@ FloatArray = NDArray[np.float64]
 WRECK_FLOOR = math.log(1.05)
 #: ... and this many robust standard deviations beyond the others.
 WRECK_SIGMAS = 4.0
-#: Fewest baseline runs for telling a wrecked run from the rest.
-MIN_RUNS_FOR_WRECKS = 5
 #: Fewest metrics for telling a repeat that is off in everything from a noisy metric.
 MIN_METRICS_FOR_REPEATS = 5
-#: Fewest runs at a new level of the step for it to start the baseline whatever this run
-#: shows: fewer, at the end of the window, may be one loaded runner's episode.
-MIN_RUNS_AT_LEVEL = 5
 
 
 @dataclass(slots=True)
@@ -318,7 +307,7 @@ def _within(matrix: FloatArray) -> tuple[FloatArray, FloatArray]:
     return np.where(count > 1, ss, 0.0), np.maximum(count - 1, 0).astype(np.float64)
 
 
-def _repeat_factors(matrix: FloatArray) -> FloatArray:
+def repeat_factors(matrix: FloatArray) -> FloatArray:
     """Each repeat's factor: the median over metrics of its distance from the metric's median."""
     return _nanmedian((matrix - _nanmedian(matrix)[:, None]).T)
 
@@ -332,7 +321,7 @@ def _repeat_factor_spread(matrices: Sequence[FloatArray]) -> float:
     """Robust sd of repeat factors around their run's median, pooled over baseline runs."""
     deviations = [
         f - np.median(f)
-        for f in (_repeat_factors(m) for m in matrices if _usable_for_repeats(m))
+        for f in (repeat_factors(m) for m in matrices if _usable_for_repeats(m))
         if np.isfinite(f).all()
     ]
     if not deviations:
@@ -357,7 +346,7 @@ def _drop_outlier_repeats(
     """
     if not _usable_for_repeats(matrix):
         return matrix, []
-    factors = _repeat_factors(matrix * slower[:, None])
+    factors = repeat_factors(matrix * slower[:, None])
     if not np.isfinite(factors).all():
         return matrix, []
     distance = factors - np.median(factors)
@@ -373,123 +362,13 @@ def _drop_outlier_repeats(
 def _repeat_note(factors: Sequence[float], total: int) -> str:
     return (
         f"{len(factors)} of {total} repeats of this run left out: "
-        f"{_range_words(factors)} across all metrics than its other repeats."
+        f"{range_words(factors)} across all metrics than its other repeats."
     )
 
 
-def _range_words(log_factors: Sequence[float]) -> str:
+def range_words(log_factors: Sequence[float]) -> str:
     """``30–60 % slower`` (or faster) from log factors."""
     pct = sorted(abs(math.expm1(f)) * 100 for f in log_factors)
     way = "slower" if np.median(log_factors) > 0 else "faster"
     low, high = round(pct[0]), round(pct[-1])
     return f"{low} % {way}" if low == high else f"{low}–{high} % {way}"
-
-
-# --- whole runs -------------------------------------------------------------------------------
-
-
-def run_factors(base: FloatArray) -> FloatArray:
-    """Each run's factor: the median over metrics of its distance from the metric's centre."""
-    if base.shape[1] == 0:
-        return np.zeros(0)
-    return _repeat_factors(base)
-
-
-def drop_wrecked_runs(table: RunTable) -> RunTable:
-    """Leave out baseline runs slower in everything (see the module docstring); note how many.
-
-    One-sided, as for repeats: load and throttling only add time, so a run faster in
-    everything than the others is the truest measure of the base branch's level, and
-    leaving it out (as a "36 % faster, loaded runner") would make the rest look like the
-    level and an unchanged pull request run on a quieter runner look like an improvement.
-    """
-    runs = table.base.shape[1]
-    if runs < MIN_RUNS_FOR_WRECKS:
-        return table
-    factors = run_factors(table.base * orientation(table.keys)[:, None])
-    if not np.isfinite(factors).all():
-        return table
-    centre = float(np.median(factors))
-    spread = MAD_TO_SD * float(np.median(np.abs(factors - centre)))
-    distance = factors - centre
-    limit = max(WRECK_FLOOR, WRECK_SIGMAS * spread)
-    worst = np.argsort(-distance)[: runs // 3]
-    gone = sorted(int(j) for j in worst if distance[j] > limit)
-    if not gone:
-        return table
-    words = _range_words([float(factors[j] - centre) for j in gone])
-    table.notes.append(
-        f"{len(gone)} of {runs} baseline runs left out: {words} across all "
-        "metrics (a loaded runner or a throttled GPU)."
-    )
-    return _keep_columns(table, [j for j in range(runs) if j not in gone])
-
-
-def _keep_columns(table: RunTable, columns: list[int]) -> RunTable:
-    table.base = table.base[:, columns]
-    table.base_repeats = table.base_repeats[:, columns]
-    if table.base_few is not None:
-        table.base_few = table.base_few[:, columns]
-    table.used = [table.used[j] for j in columns]
-    return table
-
-
-def primary_step_row(table: RunTable) -> int | None:
-    """Row of the primary step (:func:`.steps.primary_step`: the longest, then the one seen in
-    more runs, then the smaller key), if any."""
-    rows = []
-    for i, key in enumerate(table.keys):
-        values = table.base[i][np.isfinite(table.base[i])]
-        if key.kind is MetricKind.STEP and values.size:
-            rows.append((key, float(np.exp(np.median(values))), int(values.size)))
-    chosen = primary_step(rows)
-    return None if chosen is None else table.keys.index(chosen)
-
-
-def start_at_last_level(table: RunTable, *, delta: float) -> RunTable:
-    """Keep only the runs since the primary step's last change of level (if any).
-
-    The change-point detector (PELT with a corrected t-test, :mod:`.changepoints`) runs on
-    the primary step's run values; changes smaller than the practical margin ``delta`` are
-    ignored, since they cannot make a verdict wrong. A new level held by fewer than
-    :data:`MIN_RUNS_AT_LEVEL` runs at the end of the window may as well be a loaded runner's
-    episode: it starts the baseline only when this run's step sits nearer to it than to the
-    level before (the pull request holds the base branch's change); otherwise those runs are
-    left out, so that an episode of slow runs neither hides a regression nor makes an
-    unchanged run an "improvement".
-    """
-    row = primary_step_row(table)
-    if row is None:
-        return table
-    present = np.flatnonzero(np.isfinite(table.base[row]))
-    if present.size < 4:
-        return table
-    values = np.exp(table.base[row, present])
-    found = detect_change_points(values, options=ChangePointOptions(min_magnitude=delta))
-    if not found:
-        return table
-    last = found[-1]
-    if present.size - last.index < MIN_RUNS_AT_LEVEL:
-        before = found[-2].index if len(found) > 1 else 0
-        new = float(np.mean(table.base[row, present[last.index :]]))
-        old = float(np.mean(table.base[row, present[before : last.index]]))
-        cand = float(table.cand[row])
-        if math.isfinite(cand) and abs(cand - old) < abs(cand - new):
-            start = int(present[last.index])
-            episode = table.base.shape[1] - start
-            table.notes.append(
-                f"The base branch's last {episode} run{'s' if episode != 1 else ''} had "
-                f"{table.keys[row].display_name} {last.change:+.1%} off its level before, "
-                "too few to tell a new level from a loaded runner, and this run's step is "
-                "at the earlier level: those runs are left out."
-            )
-            return start_at_last_level(_keep_columns(table, list(range(start))), delta=delta)
-    first_column = int(present[last.index])
-    kept = list(range(first_column, table.base.shape[1]))
-    table.notes.append(
-        f"The base branch's {table.keys[row].display_name} changed level {last.change:+.1%} "
-        f"{len(kept)} run{'s' if len(kept) != 1 else ''} ago; the baseline starts there "
-        f"({len(kept)} of {table.base.shape[1]} runs)."
-    )
-    table.level_start = table.used[first_column]
-    return _keep_columns(table, kept)

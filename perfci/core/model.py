@@ -66,12 +66,28 @@ class Metric:
     left out of comparisons. ``attrs`` keeps source-specific extras (comm type, NVTX style).
 
     ``unit`` is ``ns`` for times, whose numbers live in the ``*_ns`` fields; any other unit
-    keeps its numbers in ``value`` (the source's summary) and ``samples`` (per-instance
-    values, with ``warmup`` as for times), in that unit. ``better`` is the good direction.
+    keeps them in ``value`` (the source's summary) and ``samples`` (per-instance, ``warmup``
+    as for times). ``better`` is the good direction.
 
     ``step_totals_ns`` (a time that is part of every profiled step's work, where the source
     says which step each call ran in) is its summed time in each step, in step order: what
     same-runner A/B compares on the fastest step (:func:`perfci.analysis.values.compared_value`).
+
+    Why the two: a profiler gives a time as summaries (total, self, calls, average, min, max,
+    std, median), shown by reports and compared per step; a throughput, a peak memory or a
+    counter is one number in its own unit, never divided by steps. Two classes would touch the
+    28 modules of ``formats/`` that build metrics, the JSON document and the store for no
+    change of behaviour. The invariant every reader keeps (``tests/test_metric_values.py``):
+    a time has no ``value``/``samples``; another unit has no ``*_ns`` field
+    (``step_totals_ns`` included) and its number in ``value`` or ``samples``.
+
+    Who reads which: comparisons take one number per metric and repeat from
+    :func:`perfci.analysis.values.compared_value`, which picks the system by ``unit`` (as
+    :meth:`steady_samples` does); the store keeps that number as a sample's ``value`` with the
+    ``*_ns`` summaries beside it for display (:func:`perfci.store.prepared.values_of`);
+    ``perfci parse`` shows the ``*_ns`` columns; the JSON document (:mod:`.jsondoc`) carries
+    every field set. An uploaded document is not forced into the invariant: a field of the
+    other system is stored as given and never compared.
     """
 
     kind: MetricKind
