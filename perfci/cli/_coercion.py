@@ -9,6 +9,8 @@ on the command line, a value out of its range, an enum, a path flag such as ``ex
 goes to Typer's own coercion, built on first need, so its checks and messages are unchanged.
 """
 
+# lazy: the imports inside functions load a command's work only when it runs, so that
+# `perfci --help` and the short commands start fast (tests/test_cold_start.py).
 from __future__ import annotations
 
 import os

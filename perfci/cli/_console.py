@@ -11,6 +11,8 @@ the CLI is built: ``perfci --help`` and the commands that print little stay quic
 (issue 33). The command modules import this module, not its consoles, at their top.
 """
 
+# lazy: the imports inside functions load a command's work only when it runs, so that
+# `perfci --help` and the short commands start fast (tests/test_cold_start.py).
 from __future__ import annotations
 
 import logging

@@ -4,6 +4,8 @@ One definition each, so that `perfci ingest` and `perfci check` can never descri
 flag differently.
 """
 
+# lazy: the imports inside functions load a command's work only when it runs, so that
+# `perfci --help` and the short commands start fast (tests/test_cold_start.py).
 from __future__ import annotations
 
 from pathlib import Path

@@ -4,6 +4,8 @@ Alerts are created by ``perfci report``; a dismissed alert stays dismissed when 
 finds the same change point again.
 """
 
+# lazy: the imports inside functions load a command's work only when it runs, so that
+# `perfci --help` and the short commands start fast (tests/test_cold_start.py).
 from __future__ import annotations
 
 import dataclasses

@@ -7,6 +7,8 @@ when a culprit is named and its rerun confirms it, 1 when the search ends withou
 (nothing changed, budget spent, not confirmed), 2 on a usage error.
 """
 
+# lazy: the imports inside functions load a command's work only when it runs, so that
+# `perfci --help` and the short commands start fast (tests/test_cold_start.py).
 from __future__ import annotations
 
 from pathlib import Path

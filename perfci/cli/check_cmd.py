@@ -6,6 +6,8 @@ Progress and status lines go to stderr, the verdict to stdout. Heavy modules are
 inside the command so that ``perfci --help`` stays fast.
 """
 
+# lazy: the imports inside functions load a command's work only when it runs, so that
+# `perfci --help` and the short commands start fast (tests/test_cold_start.py).
 from __future__ import annotations
 
 from pathlib import Path

@@ -6,6 +6,8 @@ as it is now and stores that too. Exit 0: no gated regression; 1: gated regressi
 ``fail_on_regression``); 2: usage or input error, such as an unknown run id.
 """
 
+# lazy: the imports inside functions load a command's work only when it runs, so that
+# `perfci --help` and the short commands start fast (tests/test_cold_start.py).
 from __future__ import annotations
 
 from typing import TYPE_CHECKING

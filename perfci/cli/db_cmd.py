@@ -2,6 +2,8 @@
 keep a large store in shape: ``prune`` (retention), ``maintain`` (the periodic job) and
 ``partitions`` (issue 17; docs/operations.md)."""
 
+# lazy: the imports inside functions load a command's work only when it runs, so that
+# `perfci --help` and the short commands start fast (tests/test_cold_start.py).
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated

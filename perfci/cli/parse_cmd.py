@@ -1,5 +1,7 @@
 """``perfci parse``: read profiles and show their metrics, or print the perfci JSON document."""
 
+# lazy: the imports inside functions load a command's work only when it runs, so that
+# `perfci --help` and the short commands start fast (tests/test_cold_start.py).
 from __future__ import annotations
 
 import json

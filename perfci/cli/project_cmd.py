@@ -4,6 +4,8 @@ Projects are private by default: their runs and dashboard pages need a read toke
 project is readable by anyone who can reach the server (uploads still need a token).
 """
 
+# lazy: the imports inside functions load a command's work only when it runs, so that
+# `perfci --help` and the short commands start fast (tests/test_cold_start.py).
 from __future__ import annotations
 
 import typer

@@ -1,5 +1,7 @@
 """``perfci publish``: post a saved report's comment and status (the fork-safe workflow_run job)."""
 
+# lazy: the imports inside functions load a command's work only when it runs, so that
+# `perfci --help` and the short commands start fast (tests/test_cold_start.py).
 from __future__ import annotations
 
 from pathlib import Path

@@ -3,6 +3,8 @@
 Progress goes to stderr; the paths of the files written go to stdout, one per line.
 """
 
+# lazy: the imports inside functions load a command's work only when it runs, so that
+# `perfci --help` and the short commands start fast (tests/test_cold_start.py).
 from __future__ import annotations
 
 import json

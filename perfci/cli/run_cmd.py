@@ -1,5 +1,7 @@
 """``perfci run``: run a benchmark N times under a profiler and collect its profiles."""
 
+# lazy: the imports inside functions load a command's work only when it runs, so that
+# `perfci --help` and the short commands start fast (tests/test_cold_start.py).
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -1,5 +1,7 @@
 """``perfci token``: create, list and revoke a project's API tokens (for ``perfci serve``)."""
 
+# lazy: the imports inside functions load a command's work only when it runs, so that
+# `perfci --help` and the short commands start fast (tests/test_cold_start.py).
 from __future__ import annotations
 
 import json
