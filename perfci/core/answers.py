@@ -11,7 +11,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import StrEnum
+
+from perfci.core.compat import StrEnum
 
 __all__ = [
     "COMMANDS",

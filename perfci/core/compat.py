@@ -3,6 +3,7 @@
 Every other module takes these names from here, not from the standard library, so that the
 day 3.10 is dropped this module is the one place to simplify. ``tests/test_python310.py``
 checks that nothing else in the package needs a newer Python (vermin, and mypy run for 3.10).
+``tomllib`` has a module of its own, :mod:`perfci.core.tomlcompat` (only the settings need it).
 """
 
 from __future__ import annotations
@@ -18,12 +19,9 @@ UTC = timezone.utc
 if sys.version_info >= (3, 11):  # vermin: these lines only run on 3.11 and newer
     from enum import StrEnum  # novermin
     from typing import Self  # novermin
-
-    import tomllib  # novermin
 else:  # pragma: no cover - exercised on Python 3.10 (scripts/check-install --python)
     from enum import Enum
 
-    import tomli as tomllib
     from typing_extensions import Self
 
     class StrEnum(str, Enum):
@@ -42,7 +40,6 @@ __all__ = [
     "StrEnum",
     "compile_linear",
     "parse_iso_datetime",
-    "tomllib",
     "without_possessive",
 ]
 

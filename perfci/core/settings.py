@@ -43,7 +43,6 @@ from pydantic_settings import (
 )
 
 from perfci.core import private_env
-from perfci.core.compat import tomllib
 from perfci.core.errors import ConfigError
 
 # What one upload may hold is defined once, in perfci.core.limits (it imports nothing, for the
@@ -60,6 +59,7 @@ from perfci.core.limits import (
     UPLOAD_BURST,
     UPLOAD_RATE,
 )
+from perfci.core.tomlcompat import tomllib
 
 DEFAULT_DB_DIR = ".perfci"
 DEFAULT_DB_NAME = "perfci.db"
