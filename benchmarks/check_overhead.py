@@ -69,7 +69,7 @@ from pathlib import Path
 from perfci.cli import main as cli_main
 from perfci.core.settings import get_settings
 from perfci.usecases.check import run as check
-from perfci.usecases.submit.ingest import parse_repeats
+from perfci.usecases.submit.repeats import parse_repeats
 from perfci.integrations.context import detect_run_context
 from perfci.store.db import open_store
 from perfci.usecases.submit.run import submit_run
@@ -106,7 +106,8 @@ def build_store(folder: Path, runs: int) -> str:
     from perfci.core.settings import get_settings
     from perfci.integrations.context import detect_run_context
     from perfci.store.db import open_store
-    from perfci.usecases.submit.ingest import ingest_run, parse_repeats
+    from perfci.usecases.submit.ingest import ingest_run
+    from perfci.usecases.submit.repeats import parse_repeats
 
     sources = [parse_repeats(_trace_files(f"main-{i}")) for i in range(1, 5)]
     url = f"sqlite:///{folder / '.perfci' / 'perfci.db'}"

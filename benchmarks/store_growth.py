@@ -67,7 +67,8 @@ from perfci.store.queries import baseline_run_ids, environment_id, series_histor
 from perfci.store.samples import run_samples_checked
 from perfci.usecases.admin.prune import prune_store
 from perfci.usecases.submit.ingest import ingest_run
-from perfci.usecases.weekly.report import build_weekly_report, report_to_dict
+from perfci.usecases.weekly.report import build_weekly_report
+from perfci.usecases.weekly.report_json import report_to_dict
 
 PROJECT = "growth"
 ENVIRONMENT = {"gpu": "H100", "driver": "550.54", "cuda": "12.4", "torch": "2.4.0"}

@@ -23,7 +23,7 @@ from perfci.analysis.paired import compare_paired
 from perfci.analysis.values import PerStep
 from perfci.core.model import Profile, RunComparison, Verdict
 from perfci.formats import registry
-from perfci.usecases.check.ab import Pairs, compare_pairs, series_values
+from perfci.usecases.check.ab_compare import Pairs, compare_pairs, series_values
 from perfci.usecases.check.ab_git import ABSetup
 
 PROFILES = Path(__file__).resolve().parents[1] / "examples" / "gpt" / "profiles"

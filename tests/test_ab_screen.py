@@ -12,7 +12,7 @@ import numpy as np
 
 from perfci.analysis.engine import CompareOptions
 from perfci.core.model import Device, Metric, MetricKind, Profile
-from perfci.usecases.check.ab import Pairs, compare_pairs, screen_pairs
+from perfci.usecases.check.ab_compare import Pairs, compare_pairs, screen_pairs
 from perfci.usecases.check.ab_git import ABSetup
 
 QUIET, BUSY = 0.01, 0.60

@@ -57,7 +57,8 @@ from perfci.usecases.browse.runs import DELETE_ACTION, delete_run
 from perfci.usecases.submit import run as submit_module
 from perfci.usecases.submit.ingest import ingest_run
 from perfci.usecases.submit.run import submit_run
-from perfci.usecases.weekly.report import build_weekly_report, week_bounds
+from perfci.usecases.weekly.report import build_weekly_report
+from perfci.usecases.weekly.weeks import week_bounds
 
 T0 = datetime(2026, 3, 2, tzinfo=UTC)  # a Monday
 RLO = "\u202e"  # RIGHT-TO-LEFT OVERRIDE: "gemm\u202enrek" reads "gemmkern" reversed

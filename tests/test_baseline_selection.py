@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from perfci.core.model import Profile, RunContext, Verdict
 from perfci.core.settings import Settings
-from perfci.usecases.submit.ingest import parse_repeats
+from perfci.usecases.submit.repeats import parse_repeats
 from perfci.usecases.submit.run import SubmitResult, submit_run
 
 PROFILES = Path(__file__).resolve().parents[1] / "examples" / "gpt" / "profiles"

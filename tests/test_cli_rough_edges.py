@@ -25,20 +25,14 @@ from perfci.cli import report_cmd
 from perfci.cli.main import main
 from perfci.core.errors import ConfigError
 from perfci.core.model import Metric, MetricKind, Profile
+from perfci.core.weekly import Coverage, DayCount, WeeklyReport
 from perfci.report.weekly_html import render_html
 from perfci.report.weekly_markdown import render_markdown, weekly_marker
 from perfci.store.db import make_engine
 from perfci.store.schema import Run
 from perfci.usecases.check.repeats import check_repeats_match
-from perfci.usecases.weekly.report import (
-    Coverage,
-    DayCount,
-    WeeklyReport,
-    build_weekly_report,
-    iso_week,
-    period_label,
-    week_bounds,
-)
+from perfci.usecases.weekly.report import build_weekly_report
+from perfci.usecases.weekly.weeks import iso_week, period_label, week_bounds
 
 REPO = Path(__file__).resolve().parents[1]
 

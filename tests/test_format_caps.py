@@ -23,7 +23,7 @@ from profile_files import FILES
 from perfci.core.errors import InputTooLarge, ParseError, UnknownFormatError
 from perfci.formats import registry
 from perfci.formats.caps import ParseLimits, parse_limits
-from perfci.usecases.submit.ingest import parse_repeats
+from perfci.usecases.submit.repeats import parse_repeats
 
 CAP = 1_000
 #: Names in the files over the cap: two hundred times the cap.

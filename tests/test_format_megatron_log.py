@@ -20,7 +20,7 @@ from perfci.cli.main import main
 from perfci.core.errors import ConfigError, NoMeasurements, ParseError, UnknownFormatError
 from perfci.core.model import Better, Device, Metric, MetricKind, Profile
 from perfci.formats import registry
-from perfci.usecases.submit.ingest import parse_repeats
+from perfci.usecases.submit.repeats import parse_repeats
 
 K = MetricKind
 MS = 1e6  # ns

@@ -617,7 +617,7 @@ NEGATIVE_SELF_TABLE = "".join(f"{line}  \n" for line in NEGATIVE_SELF_LINES[:-1]
 
 
 def test_a_negative_self_time_is_left_out_and_the_run_can_be_stored(tmp_path: Path) -> None:
-    from perfci.usecases.submit.ingest import check_values, prepare_run
+    from perfci.usecases.submit.prepare import check_values, prepare_run
 
     path = tmp_path / "stack_table.txt"
     path.write_text(NEGATIVE_SELF_TABLE)

@@ -37,7 +37,7 @@ from perfci.integrations.machine.gpu_state import StateJudge, parse_smi_csv, rea
 from perfci.integrations.machine.host_load import MIN_WALL_S
 from perfci.integrations.runner import run_benchmark
 from perfci.store import queries
-from perfci.usecases.submit.ingest import parse_repeats
+from perfci.usecases.submit.repeats import parse_repeats
 from perfci.usecases.submit.run import submit_run
 
 DATA = Path(__file__).parent / "data" / "gpu_state"

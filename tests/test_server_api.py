@@ -633,7 +633,8 @@ def test_weekly_report_and_alerts_over_the_api(
     server: ServerProcess, engine: Engine, project: str
 ) -> None:
     """A step change on main shows in the weekly report; its alert is listed and dismissed."""
-    from perfci.usecases.weekly.report import build_weekly_report, week_bounds
+    from perfci.usecases.weekly.report import build_weekly_report
+    from perfci.usecases.weekly.weeks import week_bounds
 
     token = make_token(engine, project, "upload,read")
     admin = make_token(engine, project, "admin")

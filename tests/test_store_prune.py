@@ -30,7 +30,8 @@ from perfci.usecases.admin.prune import prune_store
 from perfci.usecases.browse import pages as browse
 from perfci.usecases.submit.compare import compare_stored_run
 from perfci.usecases.submit.ingest import ingest_run
-from perfci.usecases.weekly.report import build_weekly_report, report_to_dict
+from perfci.usecases.weekly.report import build_weekly_report
+from perfci.usecases.weekly.report_json import report_to_dict
 
 PROJECT, BENCHMARK = "acme/model", "train"
 T0 = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)  # a Monday

@@ -18,7 +18,8 @@ from perfci.core.model import Metric, MetricKind, Profile
 from perfci.store import db
 from perfci.store.prepared import Values, merge_values, sample_rows
 from perfci.store.runs import stored_run, write_run
-from perfci.usecases.submit.ingest import check_values, prepare_run, run_key
+from perfci.usecases.submit.ingest import run_key
+from perfci.usecases.submit.prepare import check_values, prepare_run
 
 _WHEN = datetime(2025, 3, 1, tzinfo=UTC)
 

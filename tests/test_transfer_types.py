@@ -369,7 +369,7 @@ def test_the_openapi_schema_has_every_model_field_under_the_old_names() -> None:
 
 
 def test_the_ingest_keys_series_by_the_series_key_parts() -> None:
-    from perfci.usecases.submit.ingest import prepare_run
+    from perfci.usecases.submit.prepare import prepare_run
 
     metrics = [
         Metric(kind=MetricKind.KERNEL, name="k", scope="Layer 0"),

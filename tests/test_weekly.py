@@ -43,7 +43,9 @@ from perfci.report.weekly_markdown import (
 from perfci.store import db
 from perfci.usecases.browse.alerts import list_alerts, set_alert_status
 from perfci.usecases.submit.ingest import ingest_run
-from perfci.usecases.weekly.report import build_weekly_report, report_to_dict, week_bounds
+from perfci.usecases.weekly.report import build_weekly_report
+from perfci.usecases.weekly.report_json import report_to_dict
+from perfci.usecases.weekly.weeks import week_bounds
 
 __all__ = ["github_server"]  # the fixture, imported for pytest
 

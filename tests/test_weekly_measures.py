@@ -16,7 +16,8 @@ from perfci.core.model import Better, Metric, MetricKind, Profile, RunContext
 from perfci.report.weekly_html import render_html
 from perfci.report.weekly_markdown import render_markdown
 from perfci.usecases.submit.ingest import ingest_run
-from perfci.usecases.weekly.report import build_weekly_report, week_bounds
+from perfci.usecases.weekly.report import build_weekly_report
+from perfci.usecases.weekly.weeks import week_bounds
 
 T0 = datetime(2024, 1, 1, 9, 0, tzinfo=UTC)  # day 21 starts 2024-W04
 PROJECT, BENCHMARK = "acme/serve", "llm-serving"

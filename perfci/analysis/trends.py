@@ -2,8 +2,9 @@
 
 Pure numpy on per-run medians, no store: which series is the step, what explains a change of
 step-time level, whose share of step time moved over the period, which kernels appeared or
-vanished, and how noisy the stable segment is. The use case
-(:mod:`perfci.usecases.weekly.report`) builds the matrix from stored runs and assembles the report.
+vanished, and how noisy the stable segment is. The use case builds the matrix from stored
+runs (:mod:`perfci.usecases.weekly.trend`) and assembles the report
+(:mod:`perfci.usecases.weekly.report`).
 """
 
 from __future__ import annotations

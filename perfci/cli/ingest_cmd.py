@@ -45,7 +45,7 @@ def ingest_command(
     """Parse profile files and store them as one run (idempotent: re-ingesting is a no-op)."""
     from perfci.cli._console import err_console
     from perfci.usecases.submit.files import store_profiles
-    from perfci.usecases.submit.ingest import parse_repeats
+    from perfci.usecases.submit.repeats import parse_repeats
 
     environment = opts.key_value_pairs(env, option="--env")
     # Parse everything first: a bad file stops here, before the store is even opened.

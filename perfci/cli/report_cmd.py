@@ -23,7 +23,7 @@ from perfci.core.compat import UTC
 from perfci.core.errors import ConfigError
 
 if TYPE_CHECKING:  # the report stack (scipy, matplotlib, jinja2, the store) loads when run
-    from perfci.usecases.weekly.report import WeeklyReport
+    from perfci.core.weekly import WeeklyReport
 
 FORMATS = ("html", "md", "json")
 TARGETS = ("github-issue", "slack")
@@ -40,7 +40,7 @@ def period(
     if since and week:
         raise ConfigError("give --since or --week, not both")
     if week:
-        from perfci.usecases.weekly.report import week_bounds
+        from perfci.usecases.weekly.weeks import week_bounds
 
         return week_bounds(week)
     match = _DURATION.match((since or "7d").strip().lower())
@@ -168,7 +168,7 @@ def _render(report: WeeklyReport, kind: str, repo: str | None) -> str:
         from perfci.report.weekly_markdown import render_markdown
 
         return render_markdown(report, repo=repo)
-    from perfci.usecases.weekly.report import report_to_dict
+    from perfci.usecases.weekly.report_json import report_to_dict
 
     return json.dumps(report_to_dict(report), indent=1, ensure_ascii=False) + "\n"
 

@@ -2,7 +2,7 @@
 
 Plain dataclasses, built by :func:`perfci.usecases.weekly.report.build_weekly_report`, rendered by
 :mod:`perfci.report.weekly_markdown` and :mod:`perfci.report.weekly_html`, and turned into JSON
-by :func:`perfci.usecases.weekly.report.report_to_dict`.
+by :func:`perfci.usecases.weekly.report_json.report_to_dict`.
 """
 
 from __future__ import annotations

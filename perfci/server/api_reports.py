@@ -10,7 +10,9 @@ from perfci.server import auth
 from perfci.server.api_params import ERRORS, NO_NUL, PREFIX, ProjectName
 from perfci.server.deps import ReadSessionDep, SessionDep, TokenDep
 from perfci.usecases.browse import pages as browse
-from perfci.usecases.weekly.report import build_weekly_report, report_to_dict, week_bounds
+from perfci.usecases.weekly.report import build_weekly_report
+from perfci.usecases.weekly.report_json import report_to_dict
+from perfci.usecases.weekly.weeks import week_bounds
 
 router = APIRouter(prefix=PREFIX, responses=ERRORS)
 

@@ -30,7 +30,7 @@ from perfci.server.inflate import inflate
 from perfci.server.parse_pool import Parsed, grow_budget
 from perfci.server.schemas import MAX_NAME, DocumentIn, MetricIn, RunCreate
 from perfci.usecases.submit.formats import profiles_from_document
-from perfci.usecases.submit.ingest import parse_repeats
+from perfci.usecases.submit.repeats import parse_repeats
 
 # --- counting before decoding -----------------------------------------------------------------
 

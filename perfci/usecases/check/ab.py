@@ -32,63 +32,35 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from perfci.analysis.values import PerStep, compared_value
 from perfci.core.errors import ConfigError
-from perfci.core.model import BaselineInfo, Profile, RunComparison, RunContext, SeriesKey
+from perfci.core.model import BaselineInfo, Profile, RunComparison, RunContext
 from perfci.core.settings import Settings
+from perfci.integrations.machine import gpu_state
+from perfci.integrations.runner import run_benchmark
+from perfci.store.db import open_store
+from perfci.store.work import unit_of_work
 from perfci.usecases.check import looks as adaptive
-from perfci.usecases.check.ab_git import (
-    BASE_RUN_SUFFIX,
-    ABSetup,
-    base_run_context,
-    base_worktree,
-    merge_base_sha,
-    prepare,
+from perfci.usecases.check.ab_compare import Pairs, compare_pairs
+from perfci.usecases.check.ab_git import ABSetup, base_run_context, base_worktree, prepare
+from perfci.usecases.check.run import CheckOutcome, context_of, work_dir
+from perfci.usecases.history.branch import record_history
+from perfci.usecases.submit.ingest import IngestResult, ingest_run
+from perfci.usecases.submit.repeats import parse_repeats
+from perfci.usecases.submit.run import (
+    SubmitResult,
+    compare_options,
+    latest_comparison,
+    save_comparison,
 )
 
 if TYPE_CHECKING:
-    from perfci.analysis.engine import CompareOptions
-    from perfci.usecases.check.run import BenchmarkSpec, CheckOutcome, CheckRequest
-    from perfci.usecases.submit.ingest import IngestResult
-    from perfci.usecases.submit.run import SubmitResult
-
-# The git side (merge-base, worktree) lives in ab_git; its names are re-exported here.
-__all__ = [
-    "BASE_RUN_SUFFIX",
-    "ABSetup",
-    "PairProgress",
-    "Pairs",
-    "base_run_context",
-    "base_worktree",
-    "command_for",
-    "compare_pairs",
-    "merge_base_sha",
-    "prepare",
-    "run_ab_check",
-    "run_looks",
-    "run_pairs",
-    "screen_pairs",
-    "series_values",
-]
+    from perfci.usecases.check.spec import BenchmarkSpec, CheckRequest
 
 #: Called after each side of each pair: (side "base" | "pr", pair index, seconds, files).
 PairProgress = Callable[[str, int, float, int], None]
-
-
-@dataclass(slots=True)
-class Pairs:
-    """The parsed profiles of the pairs run so far, and the benchmark time they took."""
-
-    base: list[list[Profile]] = dataclasses.field(default_factory=list)
-    pr: list[list[Profile]] = dataclasses.field(default_factory=list)
-    seconds: float = 0.0
-
-    def __len__(self) -> int:
-        return len(self.pr)
 
 
 def run_ab_check(
@@ -110,8 +82,6 @@ def run_ab_check(
     BenchmarkFailed, ParseError
         A repeat failed or wrote a bad profile; nothing is stored, the worktree is removed.
     """
-    from perfci.usecases.check.run import CheckOutcome, context_of
-
     _refuse_unsupported(request, settings)
     context = context_of(settings, request, env=env, cwd=cwd)
     setup = prepare(settings, request, context, cwd=cwd)
@@ -129,8 +99,6 @@ def run_ab_check(
         for p in group
         for w in p.warnings
     ]
-    from perfci.usecases.history.branch import record_history
-
     warnings += record_history(
         settings, base_context, spec.name, pairs.base, baseline_branch=setup.base_branch, cwd=cwd
     )
@@ -183,8 +151,6 @@ def run_looks(
     ``setup.root / setup.workdir`` is the candidate side, ``tree / setup.workdir`` the base;
     ``perfci bisect`` runs it with both sides in worktrees of their own.
     """
-    from perfci.usecases.submit.run import compare_options
-
     options = dataclasses.replace(compare_options(settings), alpha=plan.alpha(settings.alpha))
     pairs = Pairs()
     looks = 0
@@ -225,8 +191,6 @@ def run_pairs(
     progress: PairProgress | None = None,
 ) -> None:
     """Run ``count`` more pairs into ``pairs``; even pairs base first, odd pairs PR first."""
-    from perfci.usecases.check.run import work_dir
-
     pr_cwd = setup.root / setup.workdir
     base_cwd = tree / setup.workdir
     out = work_dir(spec.name, pr_cwd) / "ab"
@@ -247,12 +211,7 @@ def _run_side(
     spec: BenchmarkSpec, command: Sequence[str], cwd: Path, directory: Path
 ) -> tuple[list[Profile], float]:
     """One fresh process of one side; its profiles, parsed at once (a bad one stops here)."""
-    from perfci.integrations.runner import run_benchmark
-    from perfci.usecases.submit.ingest import parse_repeats
-
     started = time.monotonic()
-    from perfci.integrations.machine import gpu_state
-
     run = run_benchmark(
         command,
         benchmark=spec.name,
@@ -290,156 +249,6 @@ def command_for(command: Sequence[str], *, checkout: Path, tree: Path) -> list[s
     return list(command)
 
 
-# --- comparing and storing --------------------------------------------------------------------
-
-
-def series_values(
-    repeats: Sequence[Sequence[Profile]], per_step: PerStep = PerStep.MEAN
-) -> dict[SeriesKey, list[float | None]]:
-    """Per series, its per-step value in each repeat (``None`` where the repeat lacks it).
-
-    With ``per_step`` left at the mean, the values the store keeps
-    (:mod:`perfci.usecases.submit.ingest`): a repeat with several profiles keys its series by
-    section = profile label, and a series appearing twice in one repeat is summed.
-    """
-    out: dict[SeriesKey, list[float | None]] = {}
-    for index, repeat in enumerate(repeats):
-        for profile in repeat:
-            section = profile.label if len(repeat) > 1 else ""
-            for metric in profile.metrics:
-                value = compared_value(metric, profile.steps, per_step)
-                if value is None:
-                    continue
-                row = out.setdefault(SeriesKey.of(metric, section), [None] * len(repeats))
-                previous = row[index]
-                row[index] = value if previous is None else previous + value
-    return out
-
-
-def compare_pairs(
-    pairs: Pairs, *, benchmark: str, options: CompareOptions, setup: ABSetup
-) -> RunComparison:
-    """The paired comparison of the pairs so far, with the A/B note first."""
-    from perfci.analysis.paired import compare_paired
-
-    note = (
-        f"Same-runner A/B comparison: {len(pairs)} pairs of the merge-base "
-        f"{setup.base_sha[:12]} ({setup.base_branch}) and this pull request, run "
-        "alternately on one runner (base first in even pairs, pull request first in odd "
-        "ones) and compared pair by pair, so machine-level noise cancels."
-    )
-    kept, screened = screen_pairs(pairs.base, pairs.pr)
-    base, pr = [pairs.base[k] for k in kept], [pairs.pr[k] for k in kept]
-    fastest = _fastest_step_note(base + pr)
-    return compare_paired(
-        series_values(base, PerStep.FASTEST),
-        series_values(pr, PerStep.FASTEST),
-        benchmark=benchmark,
-        options=options,
-        notes=[note, *fastest, *screened],
-    )
-
-
-def _fastest_step_note(repeats: Sequence[Sequence[Profile]]) -> list[str]:
-    """One line when some series are compared on their fastest step, saying which and why."""
-    steps = [
-        len(metric.step_totals_ns)
-        for repeat in repeats
-        for profile in repeat
-        for metric in profile.metrics
-        if metric.step_totals_ns
-    ]
-    if not steps:
-        return []
-    counts = f"{min(steps)}" if min(steps) == max(steps) else f"{min(steps)}–{max(steps)}"
-    return [
-        "Host-side operators and ranges that run in every profiled step are compared on "
-        f"their fastest of the {counts} steps: another process on the runner only adds "
-        "time, to some steps more than others. The step time is compared on its mean."
-    ]
-
-
-#: Fewest pairs kept when some are left out for their machine state.
-MIN_SCREENED_PAIRS = 3
-
-
-def screen_pairs(
-    base: Sequence[Sequence[Profile]], pr: Sequence[Sequence[Profile]]
-) -> tuple[list[int], list[str]]:
-    """The pairs to compare, leaving out those whose two processes ran on different machines.
-
-    A pair cancels what the machine did to both of its processes; when only one of them ran
-    throttled or on a busy host (a neighbour's job started between the two), the pair's difference
-    is the machine's, not the code's. Such a pair is left out and named, as long as
-    :data:`MIN_SCREENED_PAIRS` remain. What is usual (the SM clock, the host's load) is learnt from
-    every process of the comparison (:class:`perfci.integrations.machine.gpu_state.StateJudge`); a
-    pair where both processes were suspect is kept: they shared the machine's state.
-    """
-    from perfci.integrations.machine.gpu_state import StateJudge
-    from perfci.integrations.machine.judge import step_moved, step_tolerance
-
-    every = list(range(min(len(base), len(pr))))
-    states = [(_state_of(base[k]), _state_of(pr[k])) for k in every]
-    if not any(b or p for b, p in states):
-        return every, []
-    judge = StateJudge.from_history([[s for pair in states for s in pair if s]])
-    busy = _busy_throughout([s for pair in states for s in pair if s])
-    ratios = _step_ratios(base, pr)
-    tolerance = step_tolerance([[r for r in ratios if r is not None]])
-    kept, notes = [], []
-    for k, (b, p) in enumerate(states):
-        on_base, on_pr = judge.judge(b), judge.judge(p)
-        side, judged = ("base", on_base) if on_base.suspect else ("pull request", on_pr)
-        others = [r for i, r in enumerate(ratios) if i != k and r is not None]
-        # A busy host alone counts only when the pair's step ratio moved with it.
-        harmless = judged.host_only and not step_moved(ratios[k], others, tolerance)
-        if on_base.suspect == on_pr.suspect or harmless:
-            kept.append(k)
-            continue
-        notes.append(f"pair {k + 1} left out: only its {side} process {judged.what_happened()}")
-    if len(kept) < MIN_SCREENED_PAIRS:
-        return every, busy
-    return kept, [*busy, *notes]
-
-
-def _step_ratios(
-    base: Sequence[Sequence[Profile]], pr: Sequence[Sequence[Profile]]
-) -> list[float | None]:
-    """Per pair, the primary step of the pull request's process over the base's."""
-    from perfci.analysis.steps import primary_step_in
-
-    pairs = min(len(base), len(pr))
-    sides = series_values(base[:pairs]), series_values(pr[:pairs])
-    step = primary_step_in(sides[0])
-    if step is None or step not in sides[1]:
-        return [None] * pairs
-    return [p / b if b and p else None for b, p in zip(sides[0][step], sides[1][step], strict=True)]
-
-
-def _busy_throughout(states: Sequence[Mapping[str, object]]) -> list[str]:
-    """A note when the host was busy for the whole comparison: no pair stands out then, yet the
-    intervals are wider (on an H200 with every CPU taken, one kernel's 95 % interval was ±13 %
-    at 5 pairs, against ±1 % on the quiet host: ``benchmarks/RESULTS.md``)."""
-    from perfci.integrations.machine.host_load import BUSY_EXCESS
-    from perfci.integrations.machine.judge import others_cpu
-
-    shares = [v for v in (others_cpu(s) for s in states) if v is not None]
-    if len(shares) < len(states) or not shares or min(shares) < BUSY_EXCESS:
-        return []
-    low, high = f"{min(shares):.0%}", f"{max(shares):.0%}"
-    took = low if low == high else f"{low} to {high}"
-    return [
-        f"Every process ran on a busy host (other processes took {took} of its CPU): pairing "
-        "cancels what both processes of a pair shared, but the timings spread more than on a "
-        "quiet runner."
-    ]
-
-
-def _state_of(profiles: Sequence[Profile]) -> dict[str, object] | None:
-    state = profiles[0].metadata.get("gpu_state") if profiles else None
-    return state if isinstance(state, dict) else None
-
-
 def _store(
     settings: Settings,
     context: RunContext,
@@ -453,11 +262,6 @@ def _store(
 
     A retried job (the PR run already stored) gets the comparison stored the first time.
     """
-    from perfci.store.db import open_store
-    from perfci.store.work import unit_of_work
-    from perfci.usecases.submit.ingest import ingest_run
-    from perfci.usecases.submit.run import SubmitResult, latest_comparison, save_comparison
-
     store = open_store(settings)
     try:
         with store.sessions() as session:

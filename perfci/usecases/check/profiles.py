@@ -24,7 +24,7 @@ def collect_repeats(
 
     Everything is parsed here, before any store is opened, so bad input writes nothing.
     """
-    from perfci.usecases.submit.ingest import parse_repeats
+    from perfci.usecases.submit.repeats import parse_repeats
 
     if profiles:
         return parse_repeats(list(profiles), format=spec.format, options=spec.options)

@@ -38,8 +38,8 @@ from perfci.history import HistoryRun, parse_history
 from perfci.integrations.context import detect_run_context
 from perfci.store.prepared import PreparedRun
 from perfci.usecases.history.branch import append_history
-from perfci.usecases.submit.ingest import check_values, prepare_run
 from perfci.usecases.submit.inputs import expand_inputs
+from perfci.usecases.submit.prepare import check_values, prepare_run
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,70 +25,26 @@ benchmark's samples; the statistics then work on a series × runs matrix in nump
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Sequence
-from datetime import date, datetime, timedelta
-from typing import Any
+from datetime import datetime, timedelta
 
-import numpy as np
-
-from perfci.analysis import trends
-from perfci.analysis.changepoints import (
-    ChangePoint,
-    ChangePointOptions,
-    detect_change_points,
-    segment_levels,
-)
-from perfci.core.answers import BenchmarkAnswers
-from perfci.core.compat import UTC
+from perfci.analysis.changepoints import ChangePointOptions
 from perfci.core.errors import ConfigError
-from perfci.core.model import MetricKind, SeriesKey
 from perfci.core.weekly import (
-    BenchmarkTrend,
     ChangePointReport,
     Coverage,
     DayCount,
-    DayStretch,
     EnvironmentSeen,
-    KernelContribution,
-    MeasureChange,
-    Noise,
-    SeriesNoise,
-    ShareMove,
-    TrendPoint,
     WeeklyReport,
 )
 from perfci.store import queries
 from perfci.store.queries import RunInfo
-from perfci.store.samples import run_samples_checked
 from perfci.store.work import Session
 from perfci.usecases.browse.alerts import AlertInfo, NewAlert, record_alerts
 from perfci.usecases.weekly.answers import acknowledge_accepted, tally_answers
-from perfci.usecases.weekly.weeks import iso_week, period_label, week_bounds
-
-# The report's types live in perfci.core.weekly; they are re-exported here for callers that
-# import them beside build_weekly_report.
-__all__ = [
-    "BenchmarkTrend",
-    "ChangePointReport",
-    "Coverage",
-    "DayCount",
-    "DayStretch",
-    "EnvironmentSeen",
-    "KernelContribution",
-    "Noise",
-    "SeriesNoise",
-    "ShareMove",
-    "TrendPoint",
-    "WeeklyReport",
-    "build_weekly_report",
-    "iso_week",
-    "period_label",
-    "report_to_dict",
-    "week_bounds",
-]
-
+from perfci.usecases.weekly.trend import benchmark_trends, run_time, utc
+from perfci.usecases.weekly.weeks import period_label
 
 # --- building ---------------------------------------------------------------------------------
 
@@ -127,7 +83,7 @@ def build_weekly_report(
         Store the period's change points as alerts (never twice; a dismissed alert stays
         dismissed) and fill ``alert_id``/``alert_status`` on them.
     """
-    since, until = _utc(since), _utc(until)
+    since, until = utc(since), utc(until)
     if until <= since:
         raise ConfigError(f"the report period is empty: {since:%Y-%m-%d} .. {until:%Y-%m-%d}")
     if history_weeks < 1:
@@ -154,7 +110,7 @@ def build_weekly_report(
         by_benchmark.setdefault(run.benchmark, []).append(run)
     for name in sorted(by_benchmark):
         report.benchmarks.extend(
-            _benchmark_trends(session, by_benchmark[name], since, until, options)
+            benchmark_trends(session, by_benchmark[name], since, until, options)
         )
     report.coverage = _coverage(runs, since, until)
     if not runs:
@@ -167,15 +123,6 @@ def build_weekly_report(
         acknowledge_accepted(session, report)
     report.answers = tally_answers(session, project=project, since=history_since, until=until)
     return report
-
-
-def _utc(moment: datetime) -> datetime:
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-
-
-def run_time(run: RunInfo) -> datetime:
-    """When a run's code was written: its commit's time, else when the run was stored."""
-    return _utc(run.commit_time or run.created_at)
 
 
 def _history_runs(
@@ -191,176 +138,7 @@ def _history_runs(
     found = queries.runs_by_time(session, project=project, since=since, until=until, branch=branch)
     wanted = set(benchmarks) if benchmarks else None
     kept = [r for r in found if wanted is None or r.benchmark in wanted]
-    return sorted(kept, key=lambda r: (run_time(r), _utc(r.created_at), r.id))
-
-
-def _benchmark_trends(
-    session: Session,
-    runs: list[RunInfo],
-    since: datetime,
-    until: datetime,
-    options: ChangePointOptions | None,
-) -> list[BenchmarkTrend]:
-    checked = run_samples_checked(session, [r.id for r in runs])  # one query
-    # A run stored with a bad value by an older perfci is left out with a note (issue 13).
-    skipped = set(checked.skipped)
-    by_environment: dict[int, list[RunInfo]] = {}
-    for run in runs:
-        if run.id not in skipped:
-            by_environment.setdefault(run.environment_id, []).append(run)
-    trends_ = []
-    for environment_id in sorted(by_environment):
-        found = by_environment[environment_id]
-        trend = _trend(found, _matrix(found, checked.samples), since, until, options)
-        if skipped:
-            trend.notes.append(_skipped_note(checked.skipped))
-        trends_.append(trend)
-    return trends_
-
-
-def _skipped_note(run_ids: list[int]) -> str:
-    listed = ", ".join(str(r) for r in run_ids)
-    return (
-        f"Left out run{'s' if len(run_ids) > 1 else ''} {listed}: a stored value is not a "
-        f"finite, non-negative number (stored before perfci checked values); remove it "
-        f"with `perfci runs delete`."
-    )
-
-
-def _matrix(
-    runs: list[RunInfo], samples: dict[SeriesKey, dict[int, list[float]]]
-) -> trends.SeriesMatrix:
-    """The series × ``runs`` matrix of per-run medians (a column per run, in order)."""
-    column = {run.id: i for i, run in enumerate(runs)}
-    by_column = {
-        key: {column[run_id]: values for run_id, values in by_run.items() if run_id in column}
-        for key, by_run in samples.items()
-    }
-    return trends.series_matrix(len(runs), by_column)
-
-
-def _trend(
-    runs: list[RunInfo],
-    matrix: trends.SeriesMatrix,
-    since: datetime,
-    until: datetime,
-    options: ChangePointOptions | None,
-) -> BenchmarkTrend:
-    first = runs[0]
-    in_period = [since <= run_time(r) < until for r in runs]
-    trend = BenchmarkTrend(
-        benchmark=first.benchmark,
-        environment_id=first.environment_id,
-        environment=dict(first.environment),
-        step=trends.step_series(matrix),
-        runs_in_period=sum(in_period),
-    )
-    trend.measure_changes = _measure_changes(runs, matrix, in_period, trend.step, options)
-    if trend.step is None:
-        if not trend.measure_changes:
-            trend.notes.append("No step-time series: change points need one.")
-        return trend
-    # Only the runs that measured the step time: the series must have no holes.
-    keep = [i for i, v in enumerate(matrix.row(trend.step)) if not math.isnan(v)]
-    runs, matrix = [runs[i] for i in keep], matrix.columns(keep)
-    flags = [in_period[i] for i in keep]
-    steps = [float(v) for v in matrix.row(trend.step)]
-    found = detect_change_points(steps, options=options)
-    levels = segment_levels(steps, found)
-    trend.points = [
-        TrendPoint(
-            run_id=r.id, commit=r.commit, time=run_time(r), value=v, level=level, in_period=flag
-        )
-        for r, v, level, flag in zip(runs, steps, levels, flags, strict=True)
-    ]
-    bounds = [0, *(cp.index for cp in found), len(steps)]
-    trend.change_points = [
-        _change_point(runs, matrix, trend.step, cp, bounds[i], bounds[i + 2], flags[cp.index])
-        for i, cp in enumerate(found)
-    ]
-    period = [i for i, flag in enumerate(flags) if flag]
-    trends.mark_late(trend.change_points, steps, period[0] if period else len(steps), options)
-    trend.share_movers = trends.share_movers(matrix, trend.step, period)
-    trend.new_kernels, trend.vanished_kernels = trends.new_and_vanished(matrix, period)
-    trend.noise = trends.noise(matrix, trend.step, bounds)
-    return trend
-
-
-#: At most this many benchmark cases / headline values per benchmark get a change-point scan.
-_MAX_MEASURES = 200
-_MEASURE_KINDS = frozenset({MetricKind.BENCH, MetricKind.MEASURE})
-
-
-def _measure_changes(
-    runs: list[RunInfo],
-    matrix: trends.SeriesMatrix,
-    in_period: list[bool],
-    step: SeriesKey | None,
-    options: ChangePointOptions | None,
-) -> list[MeasureChange]:
-    """The period's changes of level of every benchmark case and headline value.
-
-    Throughput, peak memory, accuracy and the cases of a pytest-benchmark or Google Benchmark
-    suite are what such projects track; each is scanned like the step time, on its own runs.
-    """
-    found: list[MeasureChange] = []
-    keys = [k for k in matrix.keys if k.kind in _MEASURE_KINDS and k != step][:_MAX_MEASURES]
-    for key in keys:
-        row = matrix.row(key)
-        kept = [i for i, v in enumerate(row) if not math.isnan(v)]
-        values = [float(row[i]) for i in kept]
-        for cp in detect_change_points(values, options=options):
-            run = runs[kept[cp.index]]
-            if not in_period[kept[cp.index]]:
-                continue
-            previous = runs[kept[cp.index - 1]] if cp.index > 0 else None
-            found.append(
-                MeasureChange(
-                    name=key.display_name,
-                    kind=key.kind.value,
-                    unit=key.unit,
-                    better=key.better.value,
-                    run_id=run.id,
-                    commit=run.commit,
-                    previous_commit=previous.commit if previous else None,
-                    time=run_time(run),
-                    before=cp.before,
-                    after=cp.after,
-                    change=cp.change,
-                    p_value=cp.p_value,
-                    in_period=True,
-                )
-            )
-    return sorted(found, key=lambda c: (not c.worse, -abs(c.change), c.name))
-
-
-def _change_point(
-    runs: list[RunInfo],
-    matrix: trends.SeriesMatrix,
-    step: SeriesKey,
-    cp: ChangePoint,
-    start: int,
-    stop: int,
-    in_period: bool,
-) -> ChangePointReport:
-    run = runs[cp.index]
-    previous = runs[cp.index - 1] if cp.index > 0 else None
-    report = ChangePointReport(
-        index=cp.index,
-        run_id=run.id,
-        commit=run.commit,
-        previous_commit=previous.commit if previous else None,
-        time=run_time(run),
-        before=cp.before,
-        after=cp.after,
-        change=cp.change,
-        p_value=cp.p_value,
-        in_period=in_period,
-    )
-    found = trends.contributors(matrix, step, start, cp.index, stop)
-    if found is not None:
-        report.explained, report.contributors = found
-    return report
+    return sorted(kept, key=lambda r: (run_time(r), utc(r.created_at), r.id))
 
 
 # --- coverage ---------------------------------------------------------------------------------
@@ -427,45 +205,3 @@ def _record(session: Session, report: WeeklyReport) -> list[AlertInfo]:
     for (cp, _), alert in zip(pending, alerts, strict=True):
         cp.alert_id, cp.alert_status = alert.id, alert.status
     return alerts
-
-
-# --- JSON -------------------------------------------------------------------------------------
-
-SCHEMA_VERSION = 1
-
-
-def report_to_dict(report: WeeklyReport) -> dict[str, Any]:
-    """``report`` as JSON-ready dicts and lists: dates ISO 8601, NaN/inf as ``null``."""
-    data: dict[str, Any] = _plain(report)
-    data["schema_version"] = SCHEMA_VERSION
-    data["change_points"] = [
-        {"benchmark": t.benchmark, "environment_id": t.environment_id, "run_id": cp.run_id}
-        for t, cp in report.change_points()
-    ]
-    return data
-
-
-def _plain(value: Any) -> Any:
-    if hasattr(value, "__dataclass_fields__"):
-        out = {name: _plain(getattr(value, name)) for name in value.__dataclass_fields__}
-        if isinstance(value, SeriesKey):
-            out["key"] = value.key
-        if isinstance(value, ShareMove):
-            out["change"] = _plain(value.change)
-        if isinstance(value, BenchmarkAnswers):
-            out["precision"] = _plain(value.precision)
-        return out
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    if isinstance(value, float | np.floating):
-        number = float(value)
-        return number if math.isfinite(number) else None
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, str):
-        return str(value)  # StrEnum → its plain value
-    return value
