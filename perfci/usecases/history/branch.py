@@ -39,7 +39,8 @@ from perfci.core import private_env
 from perfci.core.compat import UTC
 from perfci.core.errors import ConfigError, PerfciError
 from perfci.core.model import Profile, RunContext
-from perfci.core.settings import Settings, find_project_root
+from perfci.core.settings import Settings
+from perfci.core.settings_sources import find_project_root
 from perfci.history import (
     GitBranch,
     HistoryRun,
