@@ -12,7 +12,10 @@ from alembic import context
 from sqlalchemy.engine import Connection
 
 from perfci.core.settings import get_settings
-from perfci.store.db import make_engine
+
+# schema_service adds the service's tables to Base.metadata: autogenerate must see them all.
+from perfci.store import schema_service  # noqa: F401
+from perfci.store.engines import make_engine
 from perfci.store.schema import Base
 
 config = context.config
