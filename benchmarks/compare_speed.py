@@ -46,7 +46,7 @@ from sqlalchemy import create_engine, text
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from perfci.core.model import Metric, MetricKind, Profile, RunContext
-from perfci.store import db
+from perfci.store import engines, migrate
 from perfci.store.queries import get_run
 from perfci.store.samples import run_samples_checked
 from perfci.usecases.submit.compare import choose_baseline, compare_stored_run
@@ -78,8 +78,8 @@ def _fill(url: str, metrics: int, baseline: int, repeats: int) -> int:
     """The store's runs; the candidate's id."""
     rng = np.random.default_rng(1)
     levels = np.exp(rng.uniform(np.log(1e3), np.log(1e7), metrics))
-    engine = db.make_engine(url)
-    make = db.make_sessionmaker(engine)
+    engine = engines.make_engine(url)
+    make = engines.make_sessionmaker(engine)
     run_id = 0
     try:
         for i in range(baseline + 1):
@@ -107,7 +107,7 @@ def _fill(url: str, metrics: int, baseline: int, repeats: int) -> int:
 
 
 def _candidate(url: str) -> int:
-    engine = db.make_engine(url)
+    engine = engines.make_engine(url)
     try:
         with engine.connect() as c:
             return int(c.execute(text("SELECT max(id) FROM run")).scalar_one())
@@ -119,13 +119,13 @@ def _candidate(url: str) -> int:
 def _store(kind: str, file: Path | None = None) -> Iterator[str]:
     if file is not None:  # kept between invocations (and upgraded when older)
         url = f"sqlite:///{file}"
-        db.upgrade(url)
+        migrate.upgrade(url)
         yield url
         return
     if kind == "sqlite":
         with tempfile.TemporaryDirectory() as folder:
             url = f"sqlite:///{folder}/compare.db"
-            db.upgrade(url)
+            migrate.upgrade(url)
             yield url
         return
     admin = create_engine(
@@ -137,7 +137,7 @@ def _store(kind: str, file: Path | None = None) -> Iterator[str]:
         c.execute(text(f'CREATE DATABASE "{name}"'))
     url = admin.url.set(database=name).render_as_string(hide_password=False)
     try:
-        db.upgrade(url)
+        migrate.upgrade(url)
         yield url
     finally:
         with admin.connect() as c:
@@ -147,9 +147,9 @@ def _store(kind: str, file: Path | None = None) -> Iterator[str]:
 
 def _arrays(url: str, run_id: int) -> tuple[np.ndarray, np.ndarray]:
     """The same numbers as perfci reads them: metrics × baseline run medians, metrics × repeats."""
-    engine = db.make_engine(url)
+    engine = engines.make_engine(url)
     try:
-        with db.make_sessionmaker(engine)() as session:
+        with engines.make_sessionmaker(engine)() as session:
             run = get_run(session, run_id)
             ids = choose_baseline(session, run).run_ids
             samples = run_samples_checked(session, [*ids, run_id]).samples
@@ -178,8 +178,8 @@ def _one_size(kind: str, metrics: int, args: argparse.Namespace) -> None:
     with _store(kind, file) as url:
         run_id = _candidate(url) if filled else _fill(url, metrics, args.baseline, args.repeats)
         base, cand = _arrays(url, run_id)
-        engine = db.make_engine(url)
-        make = db.make_sessionmaker(engine)
+        engine = engines.make_engine(url)
+        make = engines.make_sessionmaker(engine)
 
         def full() -> object:
             with make() as session:

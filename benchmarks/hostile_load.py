@@ -49,7 +49,7 @@ import requests
 from service_load import PROJECT, Replica, body, descendants, start_replica
 from sqlalchemy import create_engine, select, text
 
-from perfci.store import db
+from perfci.store import engines, migrate
 from perfci.store.schema import Run
 from perfci.usecases.admin.tokens import create_token
 
@@ -430,9 +430,9 @@ def main() -> int:
         connection.execute(text(f'CREATE DATABASE "{name}"'))
     url = admin.url.set(database=name).render_as_string(hide_password=False)
     try:
-        db.upgrade(url)
-        engine = db.make_engine(url)
-        with db.make_sessionmaker(engine)() as session:
+        migrate.upgrade(url)
+        engine = engines.make_engine(url)
+        with engines.make_sessionmaker(engine)() as session:
             tokens = [
                 create_token(session, project=PROJECT, scopes="upload,read", name=f"c{i}")[0]
                 for i in range(args.clients + args.loris)

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from perfci.core.model import Metric, MetricKind, Profile, RunContext
 from perfci.report.weekly_html import render_html
 from perfci.report.weekly_markdown import render_markdown
-from perfci.store import db
+from perfci.store import engines, migrate
 from perfci.usecases.submit.ingest import ingest_run
 from perfci.usecases.weekly.report import build_weekly_report
 
@@ -65,10 +65,10 @@ def ingest_year(url: str, *, days: int, series: int, benchmarks: int, repeats: i
     """Ingest the synthetic history; returns the number of sample rows written."""
     rng = np.random.default_rng(1)
     per_benchmark = max(2, series // benchmarks) - 1  # the step time is one of the series
-    engine = db.make_engine(url)
+    engine = engines.make_engine(url)
     samples = 0
     try:
-        sessions = db.make_sessionmaker(engine)
+        sessions = engines.make_sessionmaker(engine)
         for b in range(benchmarks):
             names = [f"kernel_{b}_{i:03d}<float, {i % 7}>" for i in range(per_benchmark)]
             # ~0.4 ms per step with a long tail, largest first: the two that change matter.
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory() as folder:
         url = f"sqlite:///{Path(folder) / 'report.db'}"
-        db.upgrade(url)
+        migrate.upgrade(url)
         ingest_s, samples = _timed(
             lambda: ingest_year(
                 url,
@@ -129,8 +129,8 @@ def main(argv: list[str] | None = None) -> int:
         until = T0 + timedelta(days=args.days)
         until = datetime(until.year, until.month, until.day, tzinfo=UTC)
         since = until - timedelta(days=7)
-        engine = db.make_engine(url)
-        sessions = db.make_sessionmaker(engine)
+        engine = engines.make_engine(url)
+        sessions = engines.make_sessionmaker(engine)
         rows: list[tuple[str, float, str]] = []
         try:
             with sessions() as session:

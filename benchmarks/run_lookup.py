@@ -40,7 +40,7 @@ from sqlalchemy.orm import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from perfci.store import db, queries
+from perfci.store import engines, migrate, queries
 from perfci.store.schema import Commit, Project, Run, UTCDateTime
 
 DEFAULT_PG = "postgresql+psycopg://root@127.0.0.1:5432/test"
@@ -75,7 +75,7 @@ ORDER BY {_WHEN} DESC, run.created_at DESC, run.id DESC LIMIT 30
 
 
 def _setup(url: str) -> None:
-    engine = db.make_engine(url)
+    engine = engines.make_engine(url)
     with engine.begin() as c:
         c.execute(text("INSERT INTO project (id, name, created_at) VALUES (1, 'p', now())"))
         c.execute(
@@ -96,7 +96,7 @@ def _setup(url: str) -> None:
 
 
 def _grow(url: str, lo: int, hi: int) -> None:
-    engine = db.make_engine(url)
+    engine = engines.make_engine(url)
     step = 200_000
     with engine.connect() as c:
         for start in range(lo, hi, step):
@@ -122,7 +122,7 @@ def _median_ms(work: list[Callable[[], object]], calls: int) -> list[float]:
 def _measure(url: str, runs: int, calls: int) -> None:
     rng = random.Random(runs)
     days = runs / PER_DAY
-    engine = db.make_engine(url)
+    engine = engines.make_engine(url)
     with Session(engine) as session:
 
         def pick() -> tuple[str, datetime]:
@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         c.execute(text(f'CREATE DATABASE "{name}"'))
     url = admin.url.set(database=name).render_as_string(hide_password=False)
     try:
-        db.upgrade(url)
+        migrate.upgrade(url)
         _setup(url)
         print("median ms per call (new: indexed ordered_at; old: the coalesce statement)")
         print("| runs stored | baseline new | baseline old | weekly runs new | weekly runs old |")

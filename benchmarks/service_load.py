@@ -45,7 +45,7 @@ import numpy as np
 import requests
 from sqlalchemy import create_engine, func, select, text
 
-from perfci.store import db
+from perfci.store import engines, migrate
 from perfci.store.schema import Run
 from perfci.usecases.admin.tokens import create_token
 
@@ -560,9 +560,9 @@ def main() -> int:
         connection.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
         connection.execute(text(f'CREATE DATABASE "{name}"'))
     url = admin.url.set(database=name).render_as_string(hide_password=False)
-    db.upgrade(url)
-    engine = db.make_engine(url)
-    with db.make_sessionmaker(engine)() as session:
+    migrate.upgrade(url)
+    engine = engines.make_engine(url)
+    with engines.make_sessionmaker(engine)() as session:
         token, _ = create_token(session, project=PROJECT, scopes="upload,read")
     engine.dispose()
     log_dir = Path(f"/tmp/{name}")

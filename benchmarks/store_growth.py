@@ -62,7 +62,7 @@ from sqlalchemy import Engine, create_engine, text
 
 from perfci.core.fingerprint import fingerprint_hash
 from perfci.core.model import Metric, MetricKind, Profile, RunContext, SeriesKey
-from perfci.store import db, partitions
+from perfci.store import engines, migrate, partitions
 from perfci.store.queries import baseline_run_ids, environment_id, series_history
 from perfci.store.samples import run_samples_checked
 from perfci.usecases.admin.prune import prune_store
@@ -188,8 +188,8 @@ class Filler:
 
     def setup(self) -> None:
         """Each benchmark's first run through the real ingest: its series and ids."""
-        engine = db.make_engine(self.url)
-        sessions = db.make_sessionmaker(engine)
+        engine = engines.make_engine(self.url)
+        sessions = engines.make_sessionmaker(engine)
         rng = np.random.default_rng(1)
         try:
             for b in range(self.args.benchmarks):
@@ -364,7 +364,7 @@ def measure_ingest(stores: list[Store], args: argparse.Namespace) -> None:
         for store in rotate(stores, i):
             when = END + timedelta(minutes=i)
             key = f"measured-{i}"
-            sessions = db.make_sessionmaker(store.engine)
+            sessions = engines.make_sessionmaker(store.engine)
             started = time.perf_counter()
             with sessions() as session:
                 result = ingest_run(
@@ -383,7 +383,7 @@ def measure_ingest(stores: list[Store], args: argparse.Namespace) -> None:
 def measure_queries(stores: list[Store], args: argparse.Namespace) -> None:
     for i in range(args.query_rounds):
         for store in rotate(stores, i):
-            sessions = db.make_sessionmaker(store.engine)
+            sessions = engines.make_sessionmaker(store.engine)
             started = time.perf_counter()
             with sessions() as session:
                 env = environment_id(session, fingerprint_hash(ENVIRONMENT))
@@ -403,7 +403,7 @@ def measure_queries(stores: list[Store], args: argparse.Namespace) -> None:
             del found
     for i in range(args.history_rounds):
         for store in rotate(stores, i):
-            sessions = db.make_sessionmaker(store.engine)
+            sessions = engines.make_sessionmaker(store.engine)
             started = time.perf_counter()
             with sessions() as session:
                 points = series_history(
@@ -423,7 +423,7 @@ def measure_weekly(stores: list[Store], args: argparse.Namespace) -> None:
     since, until = last_week()
     for i in range(args.weekly_rounds):
         for store in rotate(stores, i):
-            sessions = db.make_sessionmaker(store.engine)
+            sessions = engines.make_sessionmaker(store.engine)
             started = time.perf_counter()
             with sessions() as session:
                 report = build_weekly_report(
@@ -463,7 +463,7 @@ def measure_sizes(store: Store) -> None:
 def what_main_shows(engine: Engine, every: int) -> dict[str, Any]:
     """Every ``every``-th weekly report of main (bench_0) over the year, and the step's
     history medians."""
-    sessions = db.make_sessionmaker(engine)
+    sessions = engines.make_sessionmaker(engine)
     reports = []
     with sessions() as session:
         week = T0 - timedelta(days=T0.weekday())
@@ -690,10 +690,10 @@ def main() -> int:
 def run(server: Server, args: argparse.Namespace, checkpoints: list[int]) -> int:
     started = time.perf_counter()
     url = server.create(args.database)
-    db.upgrade(url)
-    engine = db.make_engine(url)
+    migrate.upgrade(url)
+    engine = engines.make_engine(url)
     try:
-        with db.make_sessionmaker(engine)() as session:
+        with engines.make_sessionmaker(engine)() as session:
             partitions.ensure_months(session, partitions.months_from(partitions.Month.of(T0), 13))
             session.commit()
     finally:
@@ -727,14 +727,14 @@ def run(server: Server, args: argparse.Namespace, checkpoints: list[int]) -> int
         file=sys.stderr,
     )
     empty_url = server.create(f"{args.database}_empty")
-    db.upgrade(empty_url)
+    migrate.upgrade(empty_url)
     stores = [
-        Store("empty", empty_url, db.make_engine(empty_url)),
+        Store("empty", empty_url, engines.make_engine(empty_url)),
         *(
-            Store(name.removeprefix(f"{args.database}_"), u, db.make_engine(u))
+            Store(name.removeprefix(f"{args.database}_"), u, engines.make_engine(u))
             for name, u in copies
         ),
-        Store(_short(filler.rows), url, db.make_engine(url)),
+        Store(_short(filler.rows), url, engines.make_engine(url)),
     ]
     steps: list[PruneStep] = []
     try:

@@ -46,7 +46,7 @@ from sqlalchemy import Engine, create_engine, text
 
 from perfci.core.fingerprint import fingerprint_hash
 from perfci.core.model import Metric, MetricKind, Profile, RunContext
-from perfci.store import db
+from perfci.store import engines, migrate
 from perfci.store.partitions import day_number
 from perfci.store.queries import baseline_run_ids, environment_id
 from perfci.store.samples import run_samples
@@ -187,8 +187,8 @@ def ingest_and_copy(
     difference being measured. Returns (samples, the ingests, the raw COPYs by table).
     """
     # One pooled connection, so that one server process does all the server work.
-    engine = db.make_engine(url, pool_size=1)
-    sessions = db.make_sessionmaker(engine)
+    engine = engines.make_engine(url, pool_size=1)
+    sessions = engines.make_sessionmaker(engine)
     samples, ingests = 0, Timed()
     copies = {table: Timed() for table in (RAW_TABLES if raw_copy else ())}
     try:
@@ -248,8 +248,8 @@ def _backend_pid(engine: Engine) -> int | None:
 
 
 def baseline_query_ms(url: str, rounds: int) -> tuple[float, int]:
-    engine = db.make_engine(url)
-    sessions = db.make_sessionmaker(engine)
+    engine = engines.make_engine(url)
+    sessions = engines.make_sessionmaker(engine)
     times, values = [], 0
     try:
         for _ in range(rounds):
@@ -369,7 +369,7 @@ def measure(store: str, args: argparse.Namespace) -> Result:
         file=sys.stderr,
     )
     with scratch_database(store, args.postgres_url) as url:
-        db.upgrade(url)
+        migrate.upgrade(url)
         postgres = store == "postgres"
         samples, ingest, copies = ingest_and_copy(
             url, args.runs, args.series, args.repeats, raw_copy=postgres

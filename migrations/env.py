@@ -12,7 +12,10 @@ from alembic import context
 from sqlalchemy.engine import Connection
 
 from perfci.core.settings import get_settings
-from perfci.store.db import make_engine
+
+# schema_service adds the service's tables to Base.metadata: autogenerate must see them all.
+from perfci.store import schema_service  # noqa: F401
+from perfci.store.engines import make_engine
 from perfci.store.schema import Base
 
 config = context.config
@@ -35,8 +38,12 @@ def _configure(connection: Connection) -> None:
 
 
 def run_migrations_offline() -> None:
-    context.configure(url=_url(), target_metadata=target_metadata, literal_binds=True,
-                      dialect_opts={"paramstyle": "named"})
+    context.configure(
+        url=_url(),
+        target_metadata=target_metadata,
+        literal_binds=True,
+        dialect_opts={"paramstyle": "named"},
+    )
     with context.begin_transaction():
         context.run_migrations()
 

@@ -25,7 +25,7 @@ from deadlines import Deadline
 from sqlalchemy import select
 
 from perfci.cli.main import main
-from perfci.store.db import make_engine
+from perfci.store.engines import make_engine
 from perfci.store.schema import Run
 
 SCRIPT = """\

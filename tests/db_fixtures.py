@@ -28,7 +28,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from perfci.core.model import Metric, MetricKind, Profile, RunContext
-from perfci.store import db
+from perfci.store import engines, migrate
 
 POSTGRES_ENV = "PERFCI_TEST_POSTGRES_URL"
 DIALECTS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
@@ -63,7 +63,7 @@ def create_postgres(admin: Engine) -> str:
         connection.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
         connection.execute(text(f'CREATE DATABASE "{name}"'))
     url = admin.url.set(database=name).render_as_string(hide_password=False)
-    db.upgrade(url)
+    migrate.upgrade(url)
     return url
 
 
@@ -77,7 +77,7 @@ def drop_postgres(admin: Engine, url: str) -> None:
 def create_sqlite(folder: Path) -> str:
     """A fresh SQLite file in ``folder``, migrated to head; its URL."""
     url = f"sqlite:///{folder / f'perfci-{next(_counter)}.db'}"
-    db.upgrade(url)
+    migrate.upgrade(url)
     return url
 
 
@@ -106,7 +106,7 @@ def _store_engines() -> Iterator[dict[str, Engine]]:
 @pytest.fixture
 def store_engine(store_url: str, _store_engines: dict[str, Engine]) -> Engine:
     if store_url not in _store_engines:
-        _store_engines[store_url] = db.make_engine(store_url)
+        _store_engines[store_url] = engines.make_engine(store_url)
     return _store_engines[store_url]
 
 

@@ -32,8 +32,9 @@ from perfci.analysis.paired import compare_paired
 from perfci.analysis.paired_stats import paired_stats
 from perfci.analysis.stats import SampleError
 from perfci.core.model import MetricKind, SeriesKey, Verdict
-from perfci.store.db import make_engine
-from perfci.store.schema import Commit, Comparison, Run
+from perfci.store.engines import make_engine
+from perfci.store.schema import Commit, Run
+from perfci.store.schema_service import Comparison
 
 __all__ = ["clean_env"]  # a fixture, imported for its name
 

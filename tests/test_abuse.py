@@ -49,10 +49,11 @@ from perfci.report.console import print_comparison
 from perfci.report.markdown import render_comment
 from perfci.report.weekly_html import render_html
 from perfci.report.weekly_markdown import render_markdown, render_slack
-from perfci.store import db, queries
+from perfci.store import db, engines, queries
 from perfci.store.queries import HistoryPoint
 from perfci.store.samples import run_samples, run_samples_checked
-from perfci.store.schema import AuditEvent, Comparison, ProfileRow, Run, Sample
+from perfci.store.schema import ProfileRow, Run, Sample
+from perfci.store.schema_service import AuditEvent, Comparison
 from perfci.usecases.browse.runs import DELETE_ACTION, delete_run
 from perfci.usecases.submit import run as submit_module
 from perfci.usecases.submit.ingest import ingest_run
@@ -87,7 +88,7 @@ def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]
 
 
 def _table_counts(url: str) -> dict[str, int]:
-    engine = db.make_engine(url)
+    engine = engines.make_engine(url)
     try:
         with engine.connect() as connection:
             return {
@@ -618,7 +619,7 @@ def test_malformed_database_urls_are_a_clear_error(
     url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(ConfigError, match="sqlite:///PATH"):
-        db.make_engine(url)
+        engines.make_engine(url)
     code, out, err = _cli(capsys, "db", "current", "--database-url", url)
     assert code == 2 and "postgresql://" in err and "sqlite:///" in err
     assert "hunter2" not in out + err and "Traceback" not in err

@@ -18,8 +18,9 @@ from sqlalchemy.orm import Session
 
 from perfci.cli.main import main
 from perfci.core.model import MetricComparison, RunComparison, Verdict
-from perfci.store.db import make_engine
-from perfci.store.schema import Comparison, Run
+from perfci.store.engines import make_engine
+from perfci.store.schema import Run
+from perfci.store.schema_service import Comparison
 from perfci.usecases.check import looks as adaptive
 
 __all__ = ["clean_env"]  # a fixture, imported for its name

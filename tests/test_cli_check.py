@@ -19,8 +19,9 @@ from sqlalchemy import func, select
 from test_action import read_outputs
 
 from perfci.cli.main import main
-from perfci.store.db import make_engine
-from perfci.store.schema import Comparison, Run
+from perfci.store.engines import make_engine
+from perfci.store.schema import Run
+from perfci.store.schema_service import Comparison
 
 __all__ = ["github_server"]  # the fixture, imported for pytest
 

@@ -28,7 +28,7 @@ from perfci.core.model import Metric, MetricKind, Profile
 from perfci.core.weekly import Coverage, DayCount, WeeklyReport
 from perfci.report.weekly_html import render_html
 from perfci.report.weekly_markdown import render_markdown, weekly_marker
-from perfci.store.db import make_engine
+from perfci.store.engines import make_engine
 from perfci.store.schema import Run
 from perfci.usecases.check.repeats import check_repeats_match
 from perfci.usecases.weekly.report import build_weekly_report

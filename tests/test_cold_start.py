@@ -398,10 +398,10 @@ def test_guarded_t_and_mann_whitney_p_values_equal_the_scipy_stats_ones() -> Non
 
 
 def test_an_up_to_date_store_opens_without_alembic(tmp_path: Path) -> None:
-    from perfci.store import db
+    from perfci.store import migrate
 
     url = f"sqlite:///{tmp_path / 'perfci.db'}"
-    db.upgrade(url)
+    migrate.upgrade(url)
     code = (
         "from perfci.core.settings import Settings\nfrom perfci.store.db import open_store\n"
         f"open_store(Settings(database_url={url!r})).close()"

@@ -30,7 +30,7 @@ from test_server_api import make_token, run_body, seed_history, upload
 
 from perfci.cli.main import main
 from perfci.report.plots import step_trend_svg
-from perfci.store import db
+from perfci.store import db, engines
 
 PROJECT = "acme/dash"
 #: A name with a right-to-left override: it must read "<U+202E>" on every page, never reversed.
@@ -55,7 +55,7 @@ def dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashboard]:
     url = create_sqlite(folder)
     server = start_server(url, log_dir=folder, env={"PERFCI_MIN_BASELINE_RUNS": "3"})
     try:
-        engine = db.make_engine(url)
+        engine = engines.make_engine(url)
         token = make_token(engine, PROJECT, "upload,read")
         hostile = make_token(engine, HOSTILE_PROJECT, "upload,read")
         engine.dispose()
@@ -124,7 +124,7 @@ def _pages(d: Dashboard) -> dict[str, str]:
 
 
 def test_a_benchmark_named_with_a_slash_has_its_page(dashboard: Dashboard) -> None:
-    engine = db.make_engine(dashboard.url)
+    engine = engines.make_engine(dashboard.url)
     token = make_token(engine, PROJECT, "upload")
     engine.dispose()
     body = run_body(

@@ -24,7 +24,7 @@ from deadlines import Deadline, scaled
 from server_process import free_port
 from sqlalchemy import text
 
-from perfci.store import db
+from perfci.store import migrate
 
 REPO = Path(__file__).resolve().parents[1]
 ENTRYPOINT = REPO / "docker" / "entrypoint.sh"
@@ -110,7 +110,7 @@ def empty_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[s
         connection.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
         connection.execute(text(f'CREATE DATABASE "{name}"'))
     url = admin.url.set(database=name).render_as_string(hide_password=False)
-    assert db.current(url) is None
+    assert migrate.current(url) is None
     yield url
     drop_postgres(admin, url)
 
@@ -141,7 +141,7 @@ def test_entrypoint_migrates_then_serves(empty_database: str, tmp_path: Path) ->
     try:
         health = _wait_healthy(f"http://127.0.0.1:{port}/healthz", process, log)
         assert health.json()["status"] == "ok"
-        assert db.current(empty_database) == db.head_revision()
+        assert migrate.current(empty_database) == migrate.head_revision()
         assert "schema at revision" in log.read_text()
     finally:
         if process.poll() is None:

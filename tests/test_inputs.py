@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from perfci.cli.main import main
 from perfci.core.jsondoc import to_document
 from perfci.core.model import Metric, MetricKind, Profile
-from perfci.store.db import make_engine
+from perfci.store.engines import make_engine
 from perfci.store.schema import ProfileRow
 from perfci.usecases.submit.inputs import expand_inputs
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from perfci.store.db import HEAD_REVISION
+from perfci.store.migrate import HEAD_REVISION
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -73,9 +73,9 @@ def test_installed_wheel_migrates_a_database_on_its_own(wheel: Path, tmp_path: P
         capture_output=True,
     )
     code = (
-        "import perfci, sys; from perfci.store import db; "
+        "import perfci, sys; from perfci.store import migrate; "
         f"assert perfci.__file__.startswith({str(target)!r}), perfci.__file__; "
-        f"print(db.upgrade('sqlite:///{tmp_path / 'x.db'}'))"
+        f"print(migrate.upgrade('sqlite:///{tmp_path / 'x.db'}'))"
     )
     # Run outside the checkout so that only the installed copy (and its migrations) is found.
     done = subprocess.run(

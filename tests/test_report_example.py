@@ -29,7 +29,7 @@ from perfci.formats.registry import parse_file
 from perfci.report import formatting as fmt
 from perfci.report.markdown import render_comment
 from perfci.server.pages import make_templates, run_page_context
-from perfci.store import db
+from perfci.store import engines
 from perfci.store.queries import get_run
 from perfci.usecases.submit.run import submit_run
 
@@ -63,8 +63,8 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Example]:
     (unchanged code) and one with slow attention."""
     url = create_sqlite(tmp_path_factory.mktemp("example"))
     settings = Settings(database_url=url)
-    engine = db.make_engine(url)
-    sessions = db.make_sessionmaker(engine)
+    engine = engines.make_engine(url)
+    sessions = engines.make_sessionmaker(engine)
     out: Example = {}
     try:
         for number in range(1, 5):

@@ -27,8 +27,9 @@ from server_process import ServerProcess, start_server
 from sqlalchemy import Engine, func
 from sqlalchemy import select as sql_select
 
-from perfci.store import db
-from perfci.store.schema import AuditEvent, Comparison, ProfileRow, Project, Run, Sample
+from perfci.store import engines
+from perfci.store.schema import ProfileRow, Project, Run, Sample
+from perfci.store.schema_service import AuditEvent, Comparison
 from perfci.usecases.admin.tokens import create_token
 
 MAX_BODY = 3_000_000
@@ -87,7 +88,7 @@ def server(
 
 @pytest.fixture(scope="module")
 def engine(server: ServerProcess) -> Iterator[Engine]:
-    engine = db.make_engine(server.database_url)
+    engine = engines.make_engine(server.database_url)
     yield engine
     engine.dispose()
 
@@ -100,7 +101,7 @@ def project() -> str:
 def make_token(
     engine: Engine, project: str, scopes: str = "upload,read", expires_at: datetime | None = None
 ) -> str:
-    with db.make_sessionmaker(engine)() as session:
+    with engines.make_sessionmaker(engine)() as session:
         token, _ = create_token(
             session, project=project, scopes=scopes, name="abuse", expires_at=expires_at
         )

@@ -25,8 +25,9 @@ from sqlalchemy import Engine, func, select
 from perfci.core.errors import AuthError
 from perfci.core.model import Metric, MetricKind, Profile, RunContext
 from perfci.integrations import remote
-from perfci.store import db
-from perfci.store.schema import ApiToken, Comparison, ProfileRow, Project, Run, Sample
+from perfci.store import engines
+from perfci.store.schema import ProfileRow, Project, Run, Sample
+from perfci.store.schema_service import ApiToken, Comparison
 from perfci.usecases.admin.tokens import create_token, revoke_token
 
 MAX_BODY = 2_000_000
@@ -60,7 +61,7 @@ def server(
 
 @pytest.fixture(scope="module")
 def engine(server: ServerProcess) -> Iterator[Engine]:
-    engine = db.make_engine(server.database_url)
+    engine = engines.make_engine(server.database_url)
     yield engine
     engine.dispose()
 
@@ -71,7 +72,7 @@ def project() -> str:
 
 
 def make_token(engine: Engine, project: str, scopes: str = "upload,read") -> str:
-    with db.make_sessionmaker(engine)() as session:
+    with engines.make_sessionmaker(engine)() as session:
         token, _ = create_token(session, project=project, scopes=scopes, name="test")
     return token
 
@@ -311,7 +312,7 @@ def test_missing_wrong_revoked_and_wrong_scope_tokens_write_nothing(
     read_only = make_token(engine, project, "read")
     other = make_token(engine, project + "-other", "upload,read")
     revoked = make_token(engine, project)
-    with db.make_sessionmaker(engine)() as session:
+    with engines.make_sessionmaker(engine)() as session:
         revoked_id = (
             session.execute(select(ApiToken.id).order_by(ApiToken.id.desc())).scalars().first()
         )
@@ -669,7 +670,7 @@ def test_weekly_report_and_alerts_over_the_api(
     assert found and found[0]["commit"] == f"{20:040x}"
     assert found[0]["change"] == pytest.approx(0.18, abs=0.05)  # gemm 6 → 7.8 ms of 10 ms
     assert counts(engine)["run"] >= 32
-    with db.make_sessionmaker(engine)() as session:  # what `perfci report` does: record them
+    with engines.make_sessionmaker(engine)() as session:  # what `perfci report` does: record them
         for week in weeks:
             since, until = week_bounds(week)
             build_weekly_report(session, project=project, since=since, until=until)
@@ -740,7 +741,7 @@ def test_three_replicas_racing_the_same_runs_store_each_once_and_survive_a_kill(
     admin = request.getfixturevalue("postgres_admin")
     url = create_postgres(admin)
     replicas = [start_server(url, log_dir=tmp_path) for _ in range(3)]
-    engine = db.make_engine(url)
+    engine = engines.make_engine(url)
     try:
         project = "replicas/race"
         token = make_token(engine, project)

@@ -14,7 +14,7 @@ from db_fixtures import create_sqlite
 from server_process import ServerProcess, start_server
 from test_server_api import make_token, seed_history
 
-from perfci.store import db
+from perfci.store import engines
 
 pytestmark = pytest.mark.browser
 PROJECT = "acme/browser"
@@ -26,7 +26,7 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerPro
     folder = tmp_path_factory.mktemp("browser")
     url = create_sqlite(folder)
     server = start_server(url, log_dir=folder, env={"PERFCI_MIN_BASELINE_RUNS": "3"})
-    engine = db.make_engine(url)
+    engine = engines.make_engine(url)
     token = make_token(engine, PROJECT, "upload,read")
     engine.dispose()
     pr_run = seed_history(server, PROJECT, token, runs=8)

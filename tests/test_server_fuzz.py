@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis import checks
 from server_process import ServerProcess, start_server
 
-from perfci.store import db
+from perfci.store import engines
 from perfci.usecases.admin.tokens import create_token
 
 pytestmark = pytest.mark.slow
@@ -42,8 +42,8 @@ def fuzz_server(
         if postgres
         else (create_sqlite(folder))
     )
-    engine = db.make_engine(url)
-    with db.make_sessionmaker(engine)() as session:
+    engine = engines.make_engine(url)
+    with engines.make_sessionmaker(engine)() as session:
         token, _ = create_token(session, project=PROJECT, scopes="admin")
     engine.dispose()
     server = start_server(url, log_dir=folder, args=("--max-body-bytes", "1000000", "--api-docs"))

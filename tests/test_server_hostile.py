@@ -27,8 +27,9 @@ from server_process import ServerProcess, start_server
 from sqlalchemy import Engine, func
 from sqlalchemy import select as sql_select
 
-from perfci.store import db
-from perfci.store.schema import Comparison, ProfileRow, Run, Sample
+from perfci.store import engines
+from perfci.store.schema import ProfileRow, Run, Sample
+from perfci.store.schema_service import Comparison
 from perfci.usecases.admin.tokens import create_token
 
 HOOK = Path(__file__).parent / "parse_hook"
@@ -74,7 +75,7 @@ def server(
 
 @pytest.fixture(scope="module")
 def engine(server: ServerProcess) -> Iterator[Engine]:
-    engine = db.make_engine(server.database_url)
+    engine = engines.make_engine(server.database_url)
     yield engine
     engine.dispose()
 
@@ -85,7 +86,7 @@ def project() -> str:
 
 
 def make_token(engine: Engine, project: str, scopes: str = "upload,read") -> str:
-    with db.make_sessionmaker(engine)() as session:
+    with engines.make_sessionmaker(engine)() as session:
         token, _ = create_token(session, project=project, scopes=scopes, name="hostile")
     return token
 

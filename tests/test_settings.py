@@ -242,7 +242,7 @@ def test_the_service_limits_and_serve_help_read_the_settings_defaults(
 def test_serve_hands_its_workers_one_settings_object_whole(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from perfci.core.settings import settings_from_json, settings_to_json
+    from perfci.core.settings_handover import settings_from_json, settings_to_json
 
     built = get_settings(
         {
@@ -264,7 +264,7 @@ def test_serve_hands_its_workers_one_settings_object_whole(
 
 
 def test_settings_handed_over_broken_are_a_config_error() -> None:
-    from perfci.core.settings import settings_from_json
+    from perfci.core.settings_handover import settings_from_json
 
     with pytest.raises(ConfigError, match=r"PERFCI_SERVE_SETTINGS.*max_metrics") as caught:
         settings_from_json('{"max_metrics": -1, "github_token": "ghp_not-shown-anywhere"}')

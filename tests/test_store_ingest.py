@@ -25,7 +25,7 @@ from perfci.cli.main import main
 from perfci.core.errors import ConfigError, ParseError, StorageError, UnknownFormatError
 from perfci.core.model import MetricKind, SeriesKey
 from perfci.formats.registry import formats, parse_file
-from perfci.store import db
+from perfci.store import db, engines, migrate
 from perfci.store.queries import get_run
 from perfci.store.samples import run_samples
 from perfci.store.schema import (
@@ -48,7 +48,7 @@ _TABLES = ("project", "run", "profile", "series", "series_set", "sample")
 
 
 def _counts(url: str, tables: tuple[str, ...] = _TABLES) -> dict[str, int]:
-    engine = db.make_engine(url)
+    engine = engines.make_engine(url)
     try:
         with engine.connect() as connection:
             return {
@@ -264,12 +264,12 @@ def test_malformed_file_writes_nothing(session: Session, tmp_path: Path) -> None
 
 
 def test_database_error_mid_ingest_rolls_back(migrated_url: str) -> None:
-    engine = db.make_engine(migrated_url)
+    engine = engines.make_engine(migrated_url)
     try:
         with engine.begin() as connection:
             connection.execute(text("DROP TABLE sample"))  # fails after run and series rows
         with (
-            db.make_sessionmaker(engine)() as session,
+            engines.make_sessionmaker(engine)() as session,
             pytest.raises(
                 StorageError, match=r"could not store the run of 'b' \(p\.txt\): .*sample"
             ),
@@ -296,8 +296,8 @@ def test_database_error_mid_ingest_rolls_back(migrated_url: str) -> None:
 
 
 def test_concurrent_ingests_of_one_run_store_one_copy(migrated_url: str) -> None:
-    engine = db.make_engine(migrated_url, pool_size=8)
-    sessions = db.make_sessionmaker(engine)
+    engine = engines.make_engine(migrated_url, pool_size=8)
+    sessions = engines.make_sessionmaker(engine)
     values = {f"kernel_{i}": float(i) for i in range(3000)}
     context = make_context(ci_run_id="7")
     barrier, results, errors = threading.Barrier(4), [], []
@@ -335,8 +335,8 @@ def test_concurrent_first_ingests_of_a_new_project_all_store(migrated_url: str) 
     # Different runs of one new project at once: all create its project, benchmark,
     # environment and commit, and overlapping new series listed in different orders (four
     # orders, two of them twice: four new lists of series, each raced for).
-    engine = db.make_engine(migrated_url, pool_size=8)
-    sessions = db.make_sessionmaker(engine)
+    engine = engines.make_engine(migrated_url, pool_size=8)
+    sessions = engines.make_sessionmaker(engine)
     names = [f"kernel_{i}" for i in range(2000)]
     workers = 6
     barrier, results, errors = threading.Barrier(workers), [], []
@@ -427,7 +427,7 @@ KILLED_INGEST = textwrap.dedent("""
     from pathlib import Path
     sys.path.insert(0, sys.argv[3])
     from db_fixtures import make_context, make_profile
-    from perfci.store import _bulk, db
+    from perfci.store import _bulk, db, engines, migrate
     from perfci.usecases.submit.ingest import ingest_run
 
     real = _bulk.write_samples
@@ -438,8 +438,8 @@ KILLED_INGEST = textwrap.dedent("""
         time.sleep(120)
 
     _bulk.write_samples = write_then_hang
-    engine = db.make_engine(sys.argv[1])
-    with db.make_sessionmaker(engine)() as session:
+    engine = engines.make_engine(sys.argv[1])
+    with engines.make_sessionmaker(engine)() as session:
         ingest_run(session, context=make_context(ci_run_id="9"), benchmark="b",
                    repeats=[[make_profile({f"k{i}": float(i) for i in range(5000)})]])
 """)
@@ -464,9 +464,9 @@ def test_killed_ingest_leaves_no_partial_run(migrated_url: str, tmp_path: Path) 
         ("project", "run", "profile", "series", "series_set", "sample"), 0
     )
     # Nothing is left locked either: the same run goes in now.
-    engine = db.make_engine(migrated_url)
+    engine = engines.make_engine(migrated_url)
     try:
-        with db.make_sessionmaker(engine)() as session:
+        with engines.make_sessionmaker(engine)() as session:
             result = ingest_run(
                 session,
                 context=make_context(ci_run_id="9"),
@@ -517,7 +517,7 @@ def test_cli_ingest_and_reingest(migrated_url: str, capsys: pytest.CaptureFixtur
     code, out, _ = _cli(capsys, *args)
     assert code == 0 and json.loads(out)["created"] is False
     assert json.loads(out)["run_id"] == first["run_id"]
-    engine = db.make_engine(migrated_url)
+    engine = engines.make_engine(migrated_url)
     try:
         with Session(engine) as session:
             run = get_run(session, first["run_id"])
@@ -570,7 +570,7 @@ def test_cli_bad_file_exits_2_and_writes_nothing(
 def test_cli_database_error_exits_2_naming_the_files(
     migrated_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    engine = db.make_engine(migrated_url)
+    engine = engines.make_engine(migrated_url)
     try:
         with engine.begin() as connection:
             connection.execute(text("DROP TABLE sample"))  # fails after the run's own rows
@@ -608,12 +608,12 @@ def test_cli_db_commands_redact_password(
     code, out, _ = _cli(capsys, "db", "current", "--database-url", url)
     assert code == 0 and "no perfci schema" in out
     code, out, _ = _cli(capsys, "db", "upgrade", "--database-url", url)
-    assert code == 0 and db.head_revision() in out
+    assert code == 0 and migrate.head_revision() in out
     code, out, _ = _cli(capsys, "db", "current", "--database-url", url)
     assert code == 0 and "(head)" in out
     code, out, _ = _cli(capsys, "db", "downgrade", "base", "--database-url", url)
     assert code == 0 and "base" in out
-    assert db.current(url) is None
+    assert migrate.current(url) is None
     code, _, err = _cli(
         capsys,
         "db",
@@ -633,15 +633,15 @@ def test_open_store_migrates_sqlite_but_not_postgres(empty_url: str, tmp_path: P
         url = f"sqlite:///{tmp_path / 'nested' / '.perfci' / 'perfci.db'}"
         store = db.open_store(Settings(database_url=url))
         store.close()
-        assert db.current(url) == db.head_revision()
+        assert migrate.current(url) == migrate.head_revision()
         default = db.open_store(Settings(), root=tmp_path)
         default.close()
         assert (tmp_path / ".perfci" / "perfci.db").is_file()
         return
     with pytest.raises(StorageError, match="perfci db upgrade"):
         db.open_store(Settings(database_url=empty_url))
-    assert db.current(empty_url) is None
-    db.upgrade(empty_url)
+    assert migrate.current(empty_url) is None
+    migrate.upgrade(empty_url)
     db.open_store(Settings(database_url=empty_url)).close()
 
 
@@ -650,17 +650,17 @@ def test_postgres_pool_replaces_connections_dropped_while_idle(
 ) -> None:
     if not migrated_url.startswith("postgresql"):
         pytest.skip("the idle ping is PostgreSQL's")
-    engine = db.make_engine(migrated_url, pool_size=1)
+    engine = engines.make_engine(migrated_url, pool_size=1)
     try:
         with engine.connect() as connection:
             first = connection.execute(text("SELECT pg_backend_pid()")).scalar_one()
         with engine.connect() as connection:  # used a moment ago: no ping, same connection
             assert connection.execute(text("SELECT pg_backend_pid()")).scalar_one() == first
-        admin = db.make_engine(migrated_url)
+        admin = engines.make_engine(migrated_url)
         with admin.connect() as connection:
             connection.execute(text(f"SELECT pg_terminate_backend({first})"))
         admin.dispose()
-        monkeypatch.setattr(db, "PING_AFTER_IDLE_S", 0.0)  # as if idle for long
+        monkeypatch.setattr(engines, "PING_AFTER_IDLE_S", 0.0)  # as if idle for long
         with engine.connect() as connection:
             assert connection.execute(text("SELECT pg_backend_pid()")).scalar_one() != first
     finally:

@@ -8,14 +8,15 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
-from perfci.store import db
+# schema_service adds the service's tables to Base.metadata: autogenerate must see them all.
+from perfci.store import engines, migrate, schema_service  # noqa: F401
 from perfci.store.schema import Base
 
 TABLES = {"project", "environment", "commit", "benchmark", "run", "profile", "series", "sample"}
 
 
 def _tables(url: str) -> set[str]:
-    engine = db.make_engine(url)
+    engine = engines.make_engine(url)
     try:
         return set(inspect(engine).get_table_names())
     finally:
@@ -23,21 +24,21 @@ def _tables(url: str) -> set[str]:
 
 
 def test_upgrade_head_on_empty_then_downgrade_base(empty_url: str) -> None:
-    assert db.current(empty_url) is None
-    assert db.upgrade(empty_url) == db.head_revision()
-    assert db.current(empty_url) == db.head_revision()
+    assert migrate.current(empty_url) is None
+    assert migrate.upgrade(empty_url) == migrate.head_revision()
+    assert migrate.current(empty_url) == migrate.head_revision()
     assert _tables(empty_url) >= TABLES
-    assert db.upgrade(empty_url) == db.head_revision()  # idempotent
+    assert migrate.upgrade(empty_url) == migrate.head_revision()  # idempotent
 
-    assert db.downgrade(empty_url, "base") is None
-    assert db.current(empty_url) is None
+    assert migrate.downgrade(empty_url, "base") is None
+    assert migrate.current(empty_url) is None
     assert _tables(empty_url) - {"alembic_version"} == set()
 
 
 def test_models_match_migrations(empty_url: str) -> None:
     """What `alembic check` does: autogenerate finds nothing to change after upgrade head."""
-    db.upgrade(empty_url)
-    engine = db.make_engine(empty_url)
+    migrate.upgrade(empty_url)
+    engine = engines.make_engine(empty_url)
     try:
         with engine.connect() as connection:
             context = MigrationContext.configure(connection, opts={"compare_type": True})
@@ -48,7 +49,7 @@ def test_models_match_migrations(empty_url: str) -> None:
 
 def test_migrations_never_import_perfci() -> None:
     """Migrations describe schema only (STYLE.md §7): old ones must not change with the models."""
-    scripts = sorted(db.migrations_dir().joinpath("versions").glob("*.py"))
+    scripts = sorted(migrate.migrations_dir().joinpath("versions").glob("*.py"))
     assert scripts
     for script in scripts:
         tree = ast.parse(script.read_text(encoding="utf-8"))
@@ -65,4 +66,4 @@ def test_migrations_never_import_perfci() -> None:
 
 def test_head_revision_constant_matches_the_migration_scripts() -> None:
     # open_store compares against the constant so that it never loads Alembic when up to date.
-    assert db.head_revision() == db.HEAD_REVISION
+    assert migrate.head_revision() == migrate.HEAD_REVISION

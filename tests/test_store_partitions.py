@@ -16,7 +16,7 @@ from sqlalchemy import Engine, func, inspect, select, text
 from sqlalchemy.orm import Session
 
 from perfci.cli.main import main
-from perfci.store import _bulk, db, partitions, samples
+from perfci.store import _bulk, engines, migrate, partitions, samples
 from perfci.store.partitions import Month
 from perfci.store.schema import Run, Sample
 from perfci.usecases.submit.ingest import ingest_run
@@ -30,7 +30,7 @@ WHEN = [
 
 
 def _ingest(engine: Engine, when: datetime, i: int, *, branch: str = "main") -> int:
-    with db.make_sessionmaker(engine)() as session:
+    with engines.make_sessionmaker(engine)() as session:
         result = ingest_run(
             session,
             context=make_context(
@@ -72,13 +72,13 @@ def test_day_numbers_and_months() -> None:
 
 
 def test_a_populated_store_converts_down_to_0005_and_back_up(migrated_url: str) -> None:
-    engine = db.make_engine(migrated_url)
+    engine = engines.make_engine(migrated_url)
     try:
         ids = [_ingest(engine, when, i) for i, when in enumerate(WHEN)]
         before = _samples(engine, ids)
         assert len(before) == 2 and all(len(v) == 3 for v in before.values())
 
-        assert db.downgrade(migrated_url, "0005") == "0005"
+        assert migrate.downgrade(migrated_url, "0005") == "0005"
         columns = {c["name"] for c in inspect(engine).get_columns("sample")}
         assert "run_day" not in columns and "pruned_at" not in {
             c["name"] for c in inspect(engine).get_columns("run")
@@ -96,7 +96,7 @@ def test_a_populated_store_converts_down_to_0005_and_back_up(migrated_url: str) 
 
         # The conversion of a store at 0005 holding runs: the rows keep their numbers and get
         # their run's day; on PostgreSQL each lands in its month's partition.
-        assert db.upgrade(migrated_url) == db.head_revision()
+        assert migrate.upgrade(migrated_url) == migrate.head_revision()
         assert _samples(engine, ids) == before
         with Session(engine) as session:
             days = session.execute(
@@ -133,7 +133,7 @@ def _count(engine: Engine, partition: str) -> int:
 def test_a_downgrade_is_refused_once_runs_were_pruned(
     migrated_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    engine = db.make_engine(migrated_url)
+    engine = engines.make_engine(migrated_url)
     try:
         _ingest(engine, WHEN[0], 0)
         assert main(["db", "prune", "--keep", "30d", "--database-url", migrated_url]) == 0
@@ -143,13 +143,13 @@ def test_a_downgrade_is_refused_once_runs_were_pruned(
         assert code == 2
         assert "cannot downgrade below 0006: 1 runs were pruned" in err
         assert "Traceback" not in err
-        assert db.current(migrated_url) == db.head_revision()  # nothing changed
+        assert migrate.current(migrated_url) == migrate.head_revision()  # nothing changed
     finally:
         engine.dispose()
 
 
 def test_an_ingest_makes_its_months_partition_when_there_is_none(migrated_url: str) -> None:
-    engine = db.make_engine(migrated_url)
+    engine = engines.make_engine(migrated_url)
     try:
         old = datetime(2019, 3, 10, tzinfo=UTC)
         run_id = _ingest(engine, old, 7)
@@ -162,7 +162,7 @@ def test_an_ingest_makes_its_months_partition_when_there_is_none(migrated_url: s
 
 
 def test_ingests_racing_for_a_new_months_partition_all_succeed(migrated_url: str) -> None:
-    engine = db.make_engine(migrated_url, pool_size=8)
+    engine = engines.make_engine(migrated_url, pool_size=8)
     try:
         when = datetime(2018, 6, 1, tzinfo=UTC)
         barrier, results, errors = threading.Barrier(6), [], []
@@ -189,7 +189,7 @@ def test_ingests_racing_for_a_new_months_partition_all_succeed(migrated_url: str
 
 
 def test_reads_name_their_months_so_only_those_partitions_are_read(migrated_url: str) -> None:
-    engine = db.make_engine(migrated_url)
+    engine = engines.make_engine(migrated_url)
     if not _postgres(engine):
         engine.dispose()
         pytest.skip("partitions are PostgreSQL's")
@@ -243,7 +243,7 @@ def test_sqlite_keeps_one_plain_table_with_the_days(tmp_path: Any) -> None:
     from db_fixtures import create_sqlite
 
     url = create_sqlite(tmp_path)
-    engine = db.make_engine(url)
+    engine = engines.make_engine(url)
     try:
         run_id = _ingest(engine, WHEN[1], 1)
         with Session(engine) as session:

@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from perfci.cli.main import main
 from perfci.core.model import Metric, MetricKind, Profile, SeriesKey
-from perfci.store import db, partitions, queries
+from perfci.store import engines, partitions, queries
 from perfci.store.samples import run_samples_checked
 from perfci.store.schema import Run, Sample, SampleSummary
 from perfci.usecases.admin.prune import prune_store
@@ -79,8 +79,8 @@ def _ingest(sessions: sessionmaker[Session], day: int, rng: np.random.Generator,
 def _fill(url: str) -> dict[str, list[int]]:
     """A year of runs; their ids by kind ("main", "pr")."""
     rng = np.random.default_rng(17)
-    engine = db.make_engine(url)
-    sessions = db.make_sessionmaker(engine)
+    engine = engines.make_engine(url)
+    sessions = engines.make_sessionmaker(engine)
     ids: dict[str, list[int]] = {"main": [], "pr": []}
     try:
         for day in range(0, 364):
@@ -97,7 +97,7 @@ def _fill(url: str) -> dict[str, list[int]]:
 @pytest.fixture
 def year(migrated_url: str) -> Iterator[tuple[str, dict[str, list[int]], Engine]]:
     ids = _fill(migrated_url)
-    engine = db.make_engine(migrated_url)
+    engine = engines.make_engine(migrated_url)
     yield migrated_url, ids, engine
     engine.dispose()
 
@@ -249,7 +249,7 @@ def test_a_pruned_run_serves_as_a_baseline_run_of_one_repeat_with_a_note(
 ) -> None:
     url, ids, engine = year
     prune_store(url, keep="90d", now=NOW)
-    sessions = db.make_sessionmaker(engine)
+    sessions = engines.make_sessionmaker(engine)
     new_run = _ingest(
         sessions,
         364,
@@ -282,8 +282,8 @@ def test_a_pruned_run_serves_as_a_baseline_run_of_one_repeat_with_a_note(
 
 
 def test_a_retry_of_a_pruned_run_is_the_stored_run(migrated_url: str) -> None:
-    engine = db.make_engine(migrated_url)
-    sessions = db.make_sessionmaker(engine)
+    engine = engines.make_engine(migrated_url)
+    sessions = engines.make_sessionmaker(engine)
     try:
         run_id = _ingest(sessions, 10, np.random.default_rng(5), branch="main")
         prune_store(migrated_url, keep="30d", now=NOW)
@@ -312,8 +312,8 @@ def test_a_retry_of_a_pruned_run_is_the_stored_run(migrated_url: str) -> None:
 def test_dry_run_changes_nothing_and_the_cli_says_what_it_would_do(
     migrated_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    engine = db.make_engine(migrated_url)
-    sessions = db.make_sessionmaker(engine)
+    engine = engines.make_engine(migrated_url)
+    sessions = engines.make_sessionmaker(engine)
     rng = np.random.default_rng(9)
     try:
         for day in (0, 3, 40):
@@ -346,8 +346,8 @@ def test_prune_without_a_period_is_refused(
 def test_deleting_a_pruned_run_deletes_its_summaries(migrated_url: str) -> None:
     from perfci.usecases.browse.runs import delete_run
 
-    engine = db.make_engine(migrated_url)
-    sessions = db.make_sessionmaker(engine)
+    engine = engines.make_engine(migrated_url)
+    sessions = engines.make_sessionmaker(engine)
     try:
         run_id = _ingest(sessions, 10, np.random.default_rng(5), branch="main")
         kept = _ingest(sessions, 300, np.random.default_rng(6), branch="main")
@@ -369,8 +369,8 @@ def test_every_base_branch_keeps_its_repeats_not_only_the_configured_default(
 ) -> None:
     """Issue 31: ``--keep-base`` kept only the baseline branch's runs; ``master`` and
     ``release/*`` were rolled up. Base branches are the ``base_branches`` patterns."""
-    engine = db.make_engine(migrated_url)
-    sessions = db.make_sessionmaker(engine)
+    engine = engines.make_engine(migrated_url)
+    sessions = engines.make_sessionmaker(engine)
     rng = np.random.default_rng(3)
     try:
         runs = {

@@ -28,7 +28,7 @@ from test_server_api import ENV, bearer, counts, make_token, run_body, upload
 
 from perfci.cli.main import main
 from perfci.core.model import Metric, MetricKind, Profile
-from perfci.store import db
+from perfci.store import engines
 from perfci.usecases.admin.db import read_engine
 from perfci.usecases.submit.ingest import ingest_run
 
@@ -52,7 +52,7 @@ def two_stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple
 
 def _replica_runs(url: str) -> None:
     """Two main runs of ``gpt`` in the replica, a 77 ms step: numbers the primary never has."""
-    engine = db.make_engine(url)
+    engine = engines.make_engine(url)
     try:
         for i, sha in enumerate(REPLICA_SHAS):
             when = START + timedelta(days=i)
@@ -60,7 +60,7 @@ def _replica_runs(url: str) -> None:
             profile = Profile(
                 label="p", format="synthetic", source="r.json", metrics=[step], steps=3
             )
-            with db.make_sessionmaker(engine)() as session:
+            with engines.make_sessionmaker(engine)() as session:
                 ingest_run(
                     session,
                     context=make_context(
@@ -83,7 +83,7 @@ def _replica_runs(url: str) -> None:
 @pytest.fixture
 def service(two_stores: tuple[str, str], tmp_path: Path) -> Iterator[tuple[ServerProcess, str]]:
     primary, replica = two_stores
-    engine = db.make_engine(primary)
+    engine = engines.make_engine(primary)
     token = make_token(engine, PROJECT, "upload,read,admin")
     engine.dispose()
     assert main(["project", "update", PROJECT, "--public", "--database-url", primary]) == 0
@@ -111,7 +111,7 @@ def test_history_reads_come_from_the_replica_and_writes_go_to_the_primary(
         uploaded.append(int(response.json()["run_id"]))
 
     # Uploads (and their comparisons) went to the primary only.
-    primary_engine, replica_engine = db.make_engine(primary), db.make_engine(replica)
+    primary_engine, replica_engine = engines.make_engine(primary), engines.make_engine(replica)
     try:
         assert counts(primary_engine)["run"] == 4 and counts(primary_engine)["comparison"] == 4
         assert counts(replica_engine)["run"] == 2 and counts(replica_engine)["comparison"] == 0

@@ -16,7 +16,7 @@ from sqlalchemy import Connection, Engine, event, func, insert, select, text
 from sqlalchemy.orm import Session
 
 from perfci.core.model import MetricKind, SeriesKey
-from perfci.store import db, queries
+from perfci.store import engines, migrate, queries
 from perfci.store.schema import Commit, ProfileRow, Run, Sample
 from perfci.usecases.submit.ingest import ingest_run
 
@@ -97,9 +97,9 @@ def _counts(engine: Engine) -> dict[str, int]:
 
 
 def test_migration_0008_fills_every_runs_time_and_keeps_every_row(migrated_url: str) -> None:
-    engine = db.make_engine(migrated_url)
+    engine = engines.make_engine(migrated_url)
     try:
-        with db.make_sessionmaker(engine)() as session:
+        with engines.make_sessionmaker(engine)() as session:
             _ingest(session, 1, commit="a1", commit_day=-5)
             _ingest(session, 2, commit="b2")
             _ingest(session, 3, commit=None)
@@ -107,12 +107,12 @@ def test_migration_0008_fills_every_runs_time_and_keeps_every_row(migrated_url: 
             before = _counts(engine)
             expected = _expected(session)
         engine.dispose()
-        assert db.downgrade(migrated_url, "0007") == "0007"
+        assert migrate.downgrade(migrated_url, "0007") == "0007"
         with engine.connect() as connection:
             columns = connection.execute(text("SELECT * FROM run")).keys()
             assert "ordered_at" not in columns
         engine.dispose()
-        assert db.upgrade(migrated_url) == db.HEAD_REVISION
+        assert migrate.upgrade(migrated_url) == migrate.HEAD_REVISION
         assert _counts(engine) == before == {"run": 4, "commit": 2, "profile": 8, "sample": 16}
         with Session(engine) as session:
             assert _ordered(session) == expected

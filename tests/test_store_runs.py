@@ -15,7 +15,7 @@ from sqlalchemy import text
 
 from perfci.core.errors import RunConflict
 from perfci.core.model import Metric, MetricKind, Profile
-from perfci.store import db
+from perfci.store import engines
 from perfci.store.prepared import Values, merge_values, sample_rows
 from perfci.store.runs import stored_run, write_run
 from perfci.usecases.submit.ingest import run_key
@@ -25,7 +25,7 @@ _WHEN = datetime(2025, 3, 1, tzinfo=UTC)
 
 
 def _counts(url: str) -> dict[str, int]:
-    engine = db.make_engine(url)
+    engine = engines.make_engine(url)
     try:
         with engine.connect() as connection:
             return {
@@ -41,9 +41,9 @@ def test_write_run_leaves_commit_and_rollback_to_the_caller(migrated_url: str) -
         [[make_profile({"a": 1.0, "b": 2.0})], [make_profile({"a": 1.5, "b": 2.5})]]
     )
     check_values(prepared)
-    engine = db.make_engine(migrated_url)
+    engine = engines.make_engine(migrated_url)
     try:
-        with db.make_sessionmaker(engine)() as session:
+        with engines.make_sessionmaker(engine)() as session:
             written = write_run(
                 session,
                 context=make_context(),
@@ -57,7 +57,7 @@ def test_write_run_leaves_commit_and_rollback_to_the_caller(migrated_url: str) -
         assert _counts(migrated_url) == dict.fromkeys(
             ("project", "run", "profile", "series", "sample"), 0
         )
-        with db.make_sessionmaker(engine)() as session:
+        with engines.make_sessionmaker(engine)() as session:
             write_run(
                 session,
                 context=make_context(),
@@ -80,9 +80,9 @@ def test_write_run_leaves_commit_and_rollback_to_the_caller(migrated_url: str) -
 
 def test_stored_run_answers_a_retry_and_refuses_other_numbers(migrated_url: str) -> None:
     prepared = prepare_run([[make_profile({"a": 1.0})]])
-    engine = db.make_engine(migrated_url)
+    engine = engines.make_engine(migrated_url)
     try:
-        with db.make_sessionmaker(engine)() as session:
+        with engines.make_sessionmaker(engine)() as session:
             assert (
                 stored_run(
                     session, context=make_context(), benchmark="b", key="k", prepared=prepared

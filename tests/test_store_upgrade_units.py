@@ -20,7 +20,7 @@ from perfci.core.fingerprint import fingerprint_hash
 from perfci.core.jsondoc import to_document
 from perfci.core.model import Metric, MetricKind, Profile
 from perfci.integrations.context import detect_run_context
-from perfci.store import db
+from perfci.store import engines, migrate
 from perfci.store.schema import series_parts_hash
 
 PROJECT, BENCHMARK = "acme/x", "train"
@@ -32,11 +32,11 @@ SERIES = {  # id: (kind, name, per-step ns)
 
 def _old_store(url: str, runs: int = 8, repeats: int = 3) -> None:
     """``runs`` main runs written into a store at revision 0004, as perfci then wrote them."""
-    assert db.upgrade(url, "0004") == "0004"
+    assert migrate.upgrade(url, "0004") == "0004"
     environment = detect_run_context(PROJECT, {}).environment
     rng = np.random.default_rng(1)
     start = datetime(2026, 10, 1, tzinfo=UTC)
-    engine = db.make_engine(url)
+    engine = engines.make_engine(url)
     try:
         with engine.begin() as c:
             c.execute(
@@ -144,9 +144,9 @@ def test_a_populated_0004_store_upgrades_and_its_runs_are_still_the_baseline(
 ) -> None:
     _old_store(empty_url)
     assert main(["db", "upgrade", "--database-url", empty_url]) == 0
-    assert f"schema at revision {db.head_revision()}" in capsys.readouterr().out
-    assert db.current(empty_url) == db.head_revision()
-    engine = db.make_engine(empty_url)
+    assert f"schema at revision {migrate.head_revision()}" in capsys.readouterr().out
+    assert migrate.current(empty_url) == migrate.head_revision()
+    engine = engines.make_engine(empty_url)
     try:
         with engine.connect() as c:
             units = c.execute(text("SELECT DISTINCT unit, better FROM series")).all()
@@ -183,5 +183,5 @@ def test_downgrade_below_units_is_refused_while_non_time_series_exist(
     args = ["ingest", str(path), "--benchmark", "llm", "--database-url", migrated_url]
     assert main([*args, "--branch", "main", "--commit", "a" * 40]) == 0
     with pytest.raises(RuntimeError, match="cannot downgrade below 0005: 1 series hold values"):
-        db.downgrade(migrated_url, "0004")
-    assert db.current(migrated_url) == db.head_revision()
+        migrate.downgrade(migrated_url, "0004")
+    assert migrate.current(migrated_url) == migrate.head_revision()

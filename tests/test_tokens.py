@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 
 from perfci.cli import token_cmd
 from perfci.core.errors import AuthError, ConfigError, NotFoundError
-from perfci.store.schema import ApiToken, Project
+from perfci.store.schema import Project
+from perfci.store.schema_service import ApiToken
 from perfci.usecases.admin import tokens
 
 
@@ -155,10 +156,10 @@ def test_the_cli_creates_an_expiring_token_and_lists_expiry_and_last_use(migrate
         app, ["token", "create", "--project", "acme/exp", "--expires", "yesterday", *url]
     )
     assert refused.exit_code != 0 and "--expires" in str(refused.exception or refused.output)
-    from perfci.store import db
+    from perfci.store import engines
 
-    engine = db.make_engine(migrated_url)
-    with db.make_sessionmaker(engine)() as session:
+    engine = engines.make_engine(migrated_url)
+    with engines.make_sessionmaker(engine)() as session:
         tokens.authenticate(session, token)
     engine.dispose()
     rows = json.loads(

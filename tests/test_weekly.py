@@ -40,7 +40,7 @@ from perfci.report.weekly_markdown import (
     render_slack,
     weekly_marker,
 )
-from perfci.store import db
+from perfci.store import engines
 from perfci.usecases.browse.alerts import list_alerts, set_alert_status
 from perfci.usecases.submit.ingest import ingest_run
 from perfci.usecases.weekly.report import build_weekly_report
@@ -354,9 +354,9 @@ def _invoke(args: list[str]) -> Any:
 
 
 def _ingest_committed(url: str, profile: Profile) -> None:
-    engine = db.make_engine(url)
+    engine = engines.make_engine(url)
     try:
-        with db.make_sessionmaker(engine)() as session:
+        with engines.make_sessionmaker(engine)() as session:
             ingest_history(session, profile, runs=35, repeats=1)
     finally:
         engine.dispose()

@@ -45,8 +45,9 @@ def upgrade() -> None:
         sa.Column("project_id", sa.Integer(), nullable=False),
         sa.Column("sha", sa.String(64), nullable=False),
         sa.Column("committed_at", TZ, nullable=True),
-        sa.ForeignKeyConstraint(["project_id"], ["project.id"], ondelete="CASCADE",
-                                name="fk_commit_project_id_project"),
+        sa.ForeignKeyConstraint(
+            ["project_id"], ["project.id"], ondelete="CASCADE", name="fk_commit_project_id_project"
+        ),
         sa.PrimaryKeyConstraint("id", name="pk_commit"),
         sa.UniqueConstraint("project_id", "sha", name="uq_commit_project_id_sha"),
     )
@@ -55,8 +56,12 @@ def upgrade() -> None:
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("project_id", sa.Integer(), nullable=False),
         sa.Column("name", sa.String(200), nullable=False),
-        sa.ForeignKeyConstraint(["project_id"], ["project.id"], ondelete="CASCADE",
-                                name="fk_benchmark_project_id_project"),
+        sa.ForeignKeyConstraint(
+            ["project_id"],
+            ["project.id"],
+            ondelete="CASCADE",
+            name="fk_benchmark_project_id_project",
+        ),
         sa.PrimaryKeyConstraint("id", name="pk_benchmark"),
         sa.UniqueConstraint("project_id", "name", name="uq_benchmark_project_id_name"),
     )
@@ -71,8 +76,9 @@ def upgrade() -> None:
         sa.Column("source", sa.Text(), nullable=False),
         sa.Column("steps", sa.Integer(), nullable=True),
         sa.Column("metadata", sa.JSON(), nullable=False),
-        sa.ForeignKeyConstraint(["run_id"], ["run.id"], ondelete="CASCADE",
-                                name="fk_profile_run_id_run"),
+        sa.ForeignKeyConstraint(
+            ["run_id"], ["run.id"], ondelete="CASCADE", name="fk_profile_run_id_run"
+        ),
         sa.PrimaryKeyConstraint("id", name="pk_profile"),
     )
     op.create_index("ix_profile_run_id", "profile", ["run_id"])
@@ -86,8 +92,12 @@ def upgrade() -> None:
         sa.Column("scope", sa.Text(), server_default="", nullable=False),
         sa.Column("section", sa.Text(), server_default="", nullable=False),
         sa.Column("name", sa.Text(), nullable=False),
-        sa.ForeignKeyConstraint(["benchmark_id"], ["benchmark.id"], ondelete="CASCADE",
-                                name="fk_series_benchmark_id_benchmark"),
+        sa.ForeignKeyConstraint(
+            ["benchmark_id"],
+            ["benchmark.id"],
+            ondelete="CASCADE",
+            name="fk_series_benchmark_id_benchmark",
+        ),
         sa.PrimaryKeyConstraint("id", name="pk_series"),
         sa.UniqueConstraint("benchmark_id", "key_hash", name="uq_series_benchmark_id_key_hash"),
     )
@@ -99,9 +109,19 @@ def upgrade() -> None:
         sa.Column("repeat", sa.SmallInteger(), nullable=False),
         sa.Column("value", sa.Double(), nullable=True),
         sa.Column("calls", sa.BigInteger(), nullable=True),
-        *(sa.Column(name, sa.Double(), nullable=True) for name in (
-            "total_ns", "self_ns", "avg_ns", "min_ns", "max_ns", "std_ns", "median_ns",
-            "bytes")),
+        *(
+            sa.Column(name, sa.Double(), nullable=True)
+            for name in (
+                "total_ns",
+                "self_ns",
+                "avg_ns",
+                "min_ns",
+                "max_ns",
+                "std_ns",
+                "median_ns",
+                "bytes",
+            )
+        ),
         sa.PrimaryKeyConstraint("run_id", "series_id", "repeat", name="pk_sample"),
     )
 
@@ -125,27 +145,50 @@ def _create_run() -> None:
         sa.Column("repeats", sa.Integer(), nullable=False),
         sa.Column("created_at", TZ, nullable=False),
         sa.Column("idempotency_key", sa.String(255), nullable=False),
-        sa.ForeignKeyConstraint(["project_id"], ["project.id"], ondelete="CASCADE",
-                                name="fk_run_project_id_project"),
-        sa.ForeignKeyConstraint(["benchmark_id"], ["benchmark.id"], ondelete="CASCADE",
-                                name="fk_run_benchmark_id_benchmark"),
-        sa.ForeignKeyConstraint(["environment_id"], ["environment.id"],
-                                name="fk_run_environment_id_environment"),
+        sa.ForeignKeyConstraint(
+            ["project_id"], ["project.id"], ondelete="CASCADE", name="fk_run_project_id_project"
+        ),
+        sa.ForeignKeyConstraint(
+            ["benchmark_id"],
+            ["benchmark.id"],
+            ondelete="CASCADE",
+            name="fk_run_benchmark_id_benchmark",
+        ),
+        sa.ForeignKeyConstraint(
+            ["environment_id"], ["environment.id"], name="fk_run_environment_id_environment"
+        ),
         sa.ForeignKeyConstraint(["commit_id"], ["commit.id"], name="fk_run_commit_id_commit"),
         sa.PrimaryKeyConstraint("id", name="pk_run"),
-        sa.UniqueConstraint("project_id", "benchmark_id", "idempotency_key",
-                            name="uq_run_project_id_benchmark_id_idempotency_key"),
+        sa.UniqueConstraint(
+            "project_id",
+            "benchmark_id",
+            "idempotency_key",
+            name="uq_run_project_id_benchmark_id_idempotency_key",
+        ),
     )
-    op.create_index("ix_run_baseline", "run",
-                    ["benchmark_id", "branch", "environment_id", "created_at"])
+    op.create_index(
+        "ix_run_baseline", "run", ["benchmark_id", "branch", "environment_id", "created_at"]
+    )
     op.create_index("ix_run_project_created", "run", ["project_id", "created_at"])
     op.create_index("ix_run_commit_id", "run", ["commit_id"])
 
 
 def downgrade() -> None:
-    for index, table in (("ix_run_commit_id", "run"), ("ix_run_project_created", "run"),
-                         ("ix_run_baseline", "run"), ("ix_profile_run_id", "profile")):
+    for index, table in (
+        ("ix_run_commit_id", "run"),
+        ("ix_run_project_created", "run"),
+        ("ix_run_baseline", "run"),
+        ("ix_profile_run_id", "profile"),
+    ):
         op.drop_index(index, table_name=table)
-    for table in ("sample", "series", "profile", "run", "benchmark", "commit", "environment",
-                  "project"):
+    for table in (
+        "sample",
+        "series",
+        "profile",
+        "run",
+        "benchmark",
+        "commit",
+        "environment",
+        "project",
+    ):
         op.drop_table(table)

@@ -32,8 +32,12 @@ def upgrade() -> None:
         sa.Column("created_at", TZ, nullable=False),
         sa.Column("last_used_at", TZ, nullable=True),
         sa.Column("revoked_at", TZ, nullable=True),
-        sa.ForeignKeyConstraint(["project_id"], ["project.id"], ondelete="CASCADE",
-                                name="fk_api_token_project_id_project"),
+        sa.ForeignKeyConstraint(
+            ["project_id"],
+            ["project.id"],
+            ondelete="CASCADE",
+            name="fk_api_token_project_id_project",
+        ),
         sa.PrimaryKeyConstraint("id", name="pk_api_token"),
         sa.UniqueConstraint("token_hash", name="uq_api_token_token_hash"),
     )
@@ -57,19 +61,32 @@ def upgrade() -> None:
         sa.Column("note", sa.Text(), nullable=True),
         sa.Column("created_at", TZ, nullable=False),
         sa.Column("updated_at", TZ, nullable=False),
-        sa.ForeignKeyConstraint(["project_id"], ["project.id"], ondelete="CASCADE",
-                                name="fk_alert_project_id_project"),
-        sa.ForeignKeyConstraint(["benchmark_id"], ["benchmark.id"], ondelete="CASCADE",
-                                name="fk_alert_benchmark_id_benchmark"),
-        sa.ForeignKeyConstraint(["series_id"], ["series.id"], ondelete="CASCADE",
-                                name="fk_alert_series_id_series"),
-        sa.ForeignKeyConstraint(["environment_id"], ["environment.id"],
-                                name="fk_alert_environment_id_environment"),
-        sa.ForeignKeyConstraint(["run_id"], ["run.id"], ondelete="CASCADE",
-                                name="fk_alert_run_id_run"),
+        sa.ForeignKeyConstraint(
+            ["project_id"], ["project.id"], ondelete="CASCADE", name="fk_alert_project_id_project"
+        ),
+        sa.ForeignKeyConstraint(
+            ["benchmark_id"],
+            ["benchmark.id"],
+            ondelete="CASCADE",
+            name="fk_alert_benchmark_id_benchmark",
+        ),
+        sa.ForeignKeyConstraint(
+            ["series_id"], ["series.id"], ondelete="CASCADE", name="fk_alert_series_id_series"
+        ),
+        sa.ForeignKeyConstraint(
+            ["environment_id"], ["environment.id"], name="fk_alert_environment_id_environment"
+        ),
+        sa.ForeignKeyConstraint(
+            ["run_id"], ["run.id"], ondelete="CASCADE", name="fk_alert_run_id_run"
+        ),
         sa.PrimaryKeyConstraint("id", name="pk_alert"),
-        sa.UniqueConstraint("series_id", "environment_id", "branch", "run_id",
-                            name="uq_alert_series_id_environment_id_branch_run_id"),
+        sa.UniqueConstraint(
+            "series_id",
+            "environment_id",
+            "branch",
+            "run_id",
+            name="uq_alert_series_id_environment_id_branch_run_id",
+        ),
     )
     op.create_index("ix_alert_project_status", "alert", ["project_id", "status"])
     op.create_table(
@@ -81,8 +98,9 @@ def upgrade() -> None:
         sa.Column("regressions", sa.Integer(), nullable=False),
         sa.Column("result", sa.JSON(), nullable=False),
         sa.Column("created_at", TZ, nullable=False),
-        sa.ForeignKeyConstraint(["run_id"], ["run.id"], ondelete="CASCADE",
-                                name="fk_comparison_run_id_run"),
+        sa.ForeignKeyConstraint(
+            ["run_id"], ["run.id"], ondelete="CASCADE", name="fk_comparison_run_id_run"
+        ),
         sa.PrimaryKeyConstraint("id", name="pk_comparison"),
     )
     op.create_index("ix_comparison_run_id", "comparison", ["run_id"])

@@ -26,8 +26,12 @@ def upgrade() -> None:
         sa.Column("benchmark_id", sa.Integer(), nullable=False),
         sa.Column("list_hash", sa.String(32), nullable=False),
         sa.Column("series_ids", sa.LargeBinary(), nullable=False),
-        sa.ForeignKeyConstraint(["benchmark_id"], ["benchmark.id"], ondelete="CASCADE",
-                                name="fk_series_set_benchmark_id_benchmark"),
+        sa.ForeignKeyConstraint(
+            ["benchmark_id"],
+            ["benchmark.id"],
+            ondelete="CASCADE",
+            name="fk_series_set_benchmark_id_benchmark",
+        ),
         sa.PrimaryKeyConstraint("benchmark_id", "list_hash", name="pk_series_set"),
     )
 

@@ -24,9 +24,7 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     with op.batch_alter_table("series") as batch:
         batch.add_column(sa.Column("unit", sa.String(32), nullable=False, server_default="ns"))
-        batch.add_column(
-            sa.Column("better", sa.String(8), nullable=False, server_default="lower")
-        )
+        batch.add_column(sa.Column("better", sa.String(8), nullable=False, server_default="lower"))
 
 
 def downgrade() -> None:

@@ -61,7 +61,7 @@ def run_with_progress(
 
 
 def default_work_dir(benchmark: str) -> Path:
-    from perfci.core.settings import find_project_root
+    from perfci.core.settings_sources import find_project_root
 
     return find_project_root() / ".perfci" / "runs" / benchmark
 

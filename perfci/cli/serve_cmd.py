@@ -61,12 +61,8 @@ def serve_command(
     _require_server_extra()
     import uvicorn
 
-    from perfci.core.settings import (
-        HANDED_OVER_ENV,
-        get_settings,
-        redact_url,
-        settings_to_json,
-    )
+    from perfci.core.settings import get_settings, redact_url
+    from perfci.core.settings_handover import HANDED_OVER_ENV, settings_to_json
     from perfci.usecases.admin.db import check_ready
 
     flags = {

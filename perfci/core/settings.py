@@ -12,18 +12,16 @@ built directly reads the flags and the environment only; ``get_settings()`` adds
 
 Unknown keys in the config file or among the flags are a :class:`~perfci.core.errors.ConfigError`
 naming the key and the nearest valid one (a typo must not silently change nothing). The
-settings that say where a token is sent (:data:`TOKEN_DESTINATIONS`: ``github_api_url``,
-``server_url``) are refused in the config file, which a pull request can change: flags and the
-environment only (issue 31). Unknown
-``PERFCI_*`` environment variables are ignored: that namespace also holds variables that are not
-settings (``PERFCI_SLACK_WEBHOOK``, the test suite's ``PERFCI_TEST_POSTGRES_URL``, variables a
-benchmark reads).
+settings that say where a token is sent (``github_api_url``, ``server_url``) are refused in
+the config file, which a pull request can change: flags and the environment only (issue 31;
+the sources are in :mod:`perfci.core.settings_sources`). Unknown ``PERFCI_*`` environment
+variables are ignored: that namespace also holds variables that are not settings
+(``PERFCI_SLACK_WEBHOOK``, the test suite's ``PERFCI_TEST_POSTGRES_URL``, variables a benchmark
+reads).
 """
 
 from __future__ import annotations
 
-import difflib
-import json
 import re
 from collections.abc import Mapping
 from contextvars import ContextVar
@@ -32,17 +30,13 @@ from typing import Annotated, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
-from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
-    EnvSettingsSource,
     NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
-    TomlConfigSettingsSource,
 )
 
-from perfci.core import private_env
 from perfci.core.errors import ConfigError
 
 # What one upload may hold is defined once, in perfci.core.limits (it imports nothing, for the
@@ -59,16 +53,20 @@ from perfci.core.limits import (
     UPLOAD_BURST,
     UPLOAD_RATE,
 )
-from perfci.core.tomlcompat import tomllib
+from perfci.core.settings_sources import (
+    ConfigFileSource,
+    GitHubActionsSource,
+    PrivateEnvSource,
+    find_config_file,
+    find_project_root,
+    unknown_setting_message,
+)
 
 DEFAULT_DB_DIR = ".perfci"
 DEFAULT_DB_NAME = "perfci.db"
 #: Keys of ``[tool.perfci.benchmarks.NAME]`` that override the global threshold of that name.
 BENCHMARK_THRESHOLDS = ("delta", "alpha")
 _VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-#: Settings that say where a token is sent: never read from a config file, which is the
-#: repository's (a pull request's) to change; only flags and the environment set them.
-TOKEN_DESTINATIONS = ("github_api_url", "server_url")
 
 #: The directory ``get_settings`` looks for the config file from, while it builds the settings;
 #: ``None`` (the default) means no config file, as for ``Settings(...)`` built directly.
@@ -218,7 +216,8 @@ class Settings(BaseSettings):
         The config file and GitHub's variables are read only inside :func:`get_settings`.
         ``GITHUB_TOKEN`` sits under the config file because Actions sets it in every job: a
         token written in the file is the more deliberate choice (the API URL it goes to
-        cannot be written there: :data:`TOKEN_DESTINATIONS`). The environment includes the
+        cannot be written there:
+        :data:`~perfci.core.settings_sources.TOKEN_DESTINATIONS`). The environment includes the
         variables perfci holds in memory (:mod:`perfci.core.private_env`).
         """
         env = PrivateEnvSource(settings_cls)
@@ -312,118 +311,6 @@ class Settings(BaseSettings):
         return self.model_copy(update={k: float(v) for k, v in update.items()}) if update else self
 
 
-def find_project_root(start: Path | None = None) -> Path:
-    """The nearest directory upwards holding ``.git``, ``perfci.toml`` or ``pyproject.toml``."""
-    here = (start or Path.cwd()).resolve()
-    for candidate in (here, *here.parents):
-        if any(
-            (candidate / marker).exists() for marker in (".git", "perfci.toml", "pyproject.toml")
-        ):
-            return candidate
-    return here
-
-
-def find_config_file(start: Path | None = None) -> tuple[Path, tuple[str, ...]] | None:
-    """The config file and the table in it: ``perfci.toml``, or ``pyproject.toml`` holding
-    ``[tool.perfci]``, in ``start`` or the nearest directory above it; ``None`` when neither.
-
-    A ``pyproject.toml`` without the table does not stop the search: a monorepo's package
-    may have its own ``pyproject.toml`` under the root that configures perfci.
-    """
-    here = (start or Path.cwd()).resolve()
-    for candidate in (here, *here.parents):
-        dedicated = candidate / "perfci.toml"
-        if dedicated.is_file():
-            return dedicated, ()
-        pyproject = candidate / "pyproject.toml"
-        if pyproject.is_file():
-            table = _read_toml(pyproject).get("tool", {}).get("perfci")
-            if isinstance(table, dict):
-                return pyproject, ("tool", "perfci")
-    return None
-
-
-class ConfigFileSource(TomlConfigSettingsSource):
-    """The config file's settings: keys spelled with dashes or underscores, unknown keys refused.
-
-    Only the top-level keys are respelled: the names under ``[tool.perfci.benchmarks]`` are
-    benchmark names, kept as written.
-    """
-
-    def __init__(
-        self, settings_cls: type[BaseSettings], path: Path, table: tuple[str, ...]
-    ) -> None:
-        self.where = f"{path} [{'.'.join(table)}]" if table else str(path)
-        super().__init__(settings_cls, toml_file=path, toml_table_header=table)
-        unknown = [
-            key for key in self.toml_data if key.replace("-", "_") not in settings_cls.model_fields
-        ]
-        if unknown:
-            raise ConfigError(unknown_setting_message(unknown[0], f"in {self.where}"))
-        refused = [key for key in self.toml_data if key.replace("-", "_") in TOKEN_DESTINATIONS]
-        if refused:
-            raise ConfigError(destination_message(refused[0], self.where))
-        self.init_kwargs = {key.replace("-", "_"): value for key, value in self.toml_data.items()}
-
-    def _read_file(self, file_path: Path) -> dict[str, Any]:  # type: ignore[override]
-        return _read_toml(file_path)
-
-
-def destination_message(key: str, where: str) -> str:
-    """Why ``key`` (a setting naming where a token is sent) is refused in a config file."""
-    name = key.replace("-", "_")
-    instead = {
-        "github_api_url": "GITHUB_API_URL (set by GitHub Actions) or PERFCI_GITHUB_API_URL",
-        "server_url": "PERFCI_SERVER_URL or the GitHub Action's `server-url` input",
-    }.get(name, f"PERFCI_{name.upper()}")
-    return (
-        f"'{key}' in {where}: where perfci sends a token is never read from the repository "
-        f"(a pull request could point it at its own host); set {instead} in the job instead"
-    )
-
-
-class PrivateEnvSource(EnvSettingsSource):
-    """``PERFCI_*`` variables: the environment and those perfci holds in memory
-    (:mod:`perfci.core.private_env`: after ``perfci check`` moved them out of its
-    environment)."""
-
-    def _load_env_vars(self) -> Mapping[str, str | None]:
-        loaded = dict(super()._load_env_vars())
-        for name, value in private_env.held().items():
-            loaded[name if self.case_sensitive else name.lower()] = value
-        return loaded
-
-
-class GitHubActionsSource(PydanticBaseSettingsSource):
-    """``GITHUB_TOKEN`` and ``GITHUB_API_URL``, which GitHub Actions sets in every job."""
-
-    _VARIABLES = (("github_token", "GITHUB_TOKEN"), ("github_api_url", "GITHUB_API_URL"))
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        return None, field_name, False  # not used: __call__ reads the two variables itself
-
-    def __call__(self) -> dict[str, Any]:
-        env = private_env.environ()
-        return {field: env[name] for field, name in self._VARIABLES if name in env}
-
-
-def unknown_setting_message(key: str, where: str) -> str:
-    """``unknown setting 'KEY' WHERE: did you mean 'NAME'?``, in the spelling ``key`` uses."""
-    dashed = "-" in key
-    names = [n.replace("_", "-") if dashed else n for n in Settings.model_fields]
-    close = difflib.get_close_matches(key, names, n=1)
-    hint = f"did you mean '{close[0]}'?" if close else "perfci has no setting of that name"
-    return f"unknown setting '{key}' {where}: {hint}"
-
-
-def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
-
-
 def get_settings(
     overrides: Mapping[str, Any] | None = None, *, start: Path | None = None
 ) -> Settings:
@@ -436,49 +323,23 @@ def get_settings(
     try:
         return Settings(**flags)
     except ValidationError as exc:
-        problems = "; ".join(_problem(err) for err in exc.errors())
+        problems = validation_problems(exc)
         raise ConfigError(f"invalid settings: {problems}") from None
     finally:
         _config_start.reset(token)
 
 
-#: The environment variable through which ``perfci serve`` hands its worker processes the one
-#: Settings object it built (flags, environment and file already resolved), whole.
-HANDED_OVER_ENV = "PERFCI_SERVE_SETTINGS"
-
-
-def settings_to_json(settings: Settings) -> str:
-    """``settings`` as JSON for another process of this program, secrets included (they go
-    only into that process's environment, never to a log)."""
-    data = settings.model_dump(mode="json")
-    for name, value in settings:
-        if isinstance(value, SecretStr):
-            data[name] = value.get_secret_value()
-    return json.dumps(data)
-
-
-def settings_from_json(text: str) -> Settings:
-    """The Settings :func:`settings_to_json` wrote: every field given, so nothing of this
-    process's environment or config file can change them."""
-    try:
-        data = json.loads(text)
-    except ValueError:
-        raise ConfigError(f"the settings handed over in {HANDED_OVER_ENV} are not JSON") from None
-    try:
-        return Settings(**data)
-    except ValidationError as exc:
-        # Only what is wrong, never the values: they hold the secrets.
-        problems = "; ".join(_problem(err) for err in exc.errors())
-        raise ConfigError(
-            f"invalid settings handed over in {HANDED_OVER_ENV}: {problems}"
-        ) from None
+def validation_problems(exc: ValidationError) -> str:
+    """What is wrong in ``exc``, one clause a setting, without the values (they may be
+    secrets)."""
+    return "; ".join(_problem(err) for err in exc.errors())
 
 
 def _problem(err: Any) -> str:
     where = ".".join(str(p) for p in err["loc"])
     if err["type"] == "extra_forbidden":
         # Only a flag can get here: the config file's keys are checked by ConfigFileSource.
-        return unknown_setting_message(where, "given as an override")
+        return unknown_setting_message(where, "given as an override", Settings.model_fields)
     return f"{where}: {err['msg']}"
 
 

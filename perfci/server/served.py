@@ -1,9 +1,9 @@
 """The one Settings object a server process serves with.
 
 ``perfci serve`` resolves its flags, the environment and the config file once and hands the
-result to each worker process whole (:data:`~perfci.core.settings.HANDED_OVER_ENV`); the app
-factory and the HTTP protocol of that worker both read it here. A server started another way
-(``uvicorn --factory perfci.server.app:create_app_from_env``) resolves its own.
+result to each worker process whole (:data:`~perfci.core.settings_handover.HANDED_OVER_ENV`);
+the app factory and the HTTP protocol of that worker both read it here. A server started
+another way (``uvicorn --factory perfci.server.app:create_app_from_env``) resolves its own.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from __future__ import annotations
 import functools
 import os
 
-from perfci.core.settings import HANDED_OVER_ENV, Settings, get_settings, settings_from_json
+from perfci.core.settings import Settings, get_settings
+from perfci.core.settings_handover import HANDED_OVER_ENV, settings_from_json
 
 
 @functools.cache

@@ -12,7 +12,8 @@ from sqlalchemy.orm import Session
 
 from perfci.core.compat import UTC
 from perfci.core.errors import NotFoundError
-from perfci.store.schema import ApiToken, Project
+from perfci.store.schema import Project
+from perfci.store.schema_service import ApiToken
 
 
 def project_is_public(session: Session, project: str) -> bool:

@@ -15,7 +15,8 @@ from sqlalchemy.orm import Session
 from perfci.core.errors import NotFoundError
 from perfci.core.weekly import AlertInfo, NewAlert
 from perfci.store import _bulk
-from perfci.store.schema import Alert, Benchmark, Project, Series, series_key_hash, utcnow
+from perfci.store.schema import Benchmark, Project, Series, series_key_hash, utcnow
+from perfci.store.schema_service import Alert
 
 __all__ = ["query_alerts", "set_status", "upsert_alert"]
 

@@ -16,7 +16,8 @@ from sqlalchemy.orm import Session
 
 from perfci.core.answers import AnswerKind, PrVerdict, StoredAnswer
 from perfci.core.errors import NotFoundError
-from perfci.store.schema import Answer, Benchmark, Commit, Comparison, Project, Run, utcnow
+from perfci.store.schema import Benchmark, Commit, Project, Run, utcnow
+from perfci.store.schema_service import Answer, Comparison
 
 __all__ = [
     "PrComparison",

@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from perfci.store.schema import Comparison
+from perfci.store.schema_service import Comparison
 
 __all__ = ["add_comparison", "latest_comparison_document"]
 

@@ -13,7 +13,8 @@ from sqlalchemy import func, select, type_coerce
 from sqlalchemy.orm import Session
 
 from perfci.core.model import Device, MetricKind, SeriesKey
-from perfci.store.schema import Benchmark, Comparison, Project, Run, Series, UTCDateTime
+from perfci.store.schema import Benchmark, Project, Run, Series, UTCDateTime
+from perfci.store.schema_service import Comparison
 
 __all__ = [
     "benchmark_id",

@@ -9,15 +9,8 @@ from sqlalchemy import ColumnElement, delete, func, select, true
 from sqlalchemy.orm import Session
 
 from perfci.store.partitions import day_number
-from perfci.store.schema import (
-    Alert,
-    AuditEvent,
-    Comparison,
-    ProfileRow,
-    Run,
-    Sample,
-    SampleSummary,
-)
+from perfci.store.schema import ProfileRow, Run, Sample, SampleSummary
+from perfci.store.schema_service import Alert, AuditEvent, Comparison
 
 Dependent = type[Sample | SampleSummary | ProfileRow | Comparison | Alert]
 

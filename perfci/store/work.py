@@ -22,7 +22,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from perfci.core.errors import DatabaseFailure, KeyTaken
-from perfci.store.db import error_reason
+from perfci.store.engines import error_reason
 
 __all__ = ["Engine", "Session", "SessionFactory", "reading", "unit_of_work"]
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from perfci.core.compat import UTC
 from perfci.core.errors import StorageError
 from perfci.core.settings import Settings, get_settings, redact_url
-from perfci.store import db
+from perfci.store import db, engines, migrate
 
 if TYPE_CHECKING:
     from perfci.store.work import Engine, SessionFactory
@@ -44,12 +44,12 @@ def upgrade_schema(database_url: str | None, revision: str = "head") -> SchemaSt
     current month and ``partitions_ahead`` more (PostgreSQL); the state reached."""
     settings = get_settings({"database_url": database_url})
     url = settings.resolved_database_url()
-    reached = db.upgrade(url, revision)
-    made = db.make_partitions_ahead(url, datetime.now(UTC), settings.partitions_ahead)
+    reached = migrate.upgrade(url, revision)
+    made = migrate.make_partitions_ahead(url, datetime.now(UTC), settings.partitions_ahead)
     return SchemaState(
         url=redact_url(url),
         found=reached,
-        head=db.head_revision(),
+        head=migrate.head_revision(),
         partitions_made=tuple(str(month) for month in made),
     )
 
@@ -62,16 +62,18 @@ def downgrade_schema(database_url: str | None, revision: str) -> SchemaState:
     """
     url = resolve_url(database_url)
     try:
-        reached = db.downgrade(url, revision)
+        reached = migrate.downgrade(url, revision)
     except RuntimeError as exc:  # a migration's refusal (see migrations/versions)
         raise StorageError(f"could not downgrade database {redact_url(url)}: {exc}") from exc
-    return SchemaState(url=redact_url(url), found=reached, head=db.head_revision())
+    return SchemaState(url=redact_url(url), found=reached, head=migrate.head_revision())
 
 
 def schema_state(database_url: str | None) -> SchemaState:
     """The database's schema revision beside the newest one this perfci ships."""
     url = resolve_url(database_url)
-    return SchemaState(url=redact_url(url), found=db.current(url), head=db.head_revision())
+    return SchemaState(
+        url=redact_url(url), found=migrate.current(url), head=migrate.head_revision()
+    )
 
 
 def check_ready(settings: Settings) -> str:
@@ -86,15 +88,15 @@ def check_ready(settings: Settings) -> str:
 
 def service_engine(url: str) -> tuple[Engine, SessionFactory]:
     """The engine and session factory a service process works with, for ``url``."""
-    engine = db.make_engine(url)
-    return engine, db.make_sessionmaker(engine)
+    engine = engines.make_engine(url)
+    return engine, engines.make_sessionmaker(engine)
 
 
 def read_engine(url: str) -> tuple[Engine, SessionFactory]:
     """The engine and sessions of a read replica at ``url`` (``read_database_url``): every
     transaction read-only, so a write sent there fails at once rather than on failover."""
-    engine = db.make_engine(url, read_only=True)
-    return engine, db.make_sessionmaker(engine)
+    engine = engines.make_engine(url, read_only=True)
+    return engine, engines.make_sessionmaker(engine)
 
 
 def database_answers(engine: Engine) -> bool:

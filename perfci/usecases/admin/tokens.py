@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from perfci.core.compat import UTC, parse_iso_datetime
 from perfci.core.errors import AuthError, ConfigError, NotFoundError
 from perfci.store import access
-from perfci.store.schema import ApiToken
+from perfci.store.schema_service import ApiToken
 from perfci.store.work import Session, unit_of_work
 
 __all__ = [

@@ -1,7 +1,7 @@
 """Operator actions on stored runs: remove one (a bad upload, a run of the wrong machine).
 
 A deletion is one transaction: the run's samples, profiles, comparisons and alerts go with it,
-and an :class:`~perfci.store.schema.AuditEvent` row records who removed what, so a baseline
+and an :class:`~perfci.store.schema_service.AuditEvent` row records who removed what, so a baseline
 that changed under a team can be explained afterwards. ``perfci runs delete`` and the
 admin-scoped API call both come here.
 """

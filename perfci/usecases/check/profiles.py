@@ -11,7 +11,7 @@ from pathlib import Path
 
 from perfci.core.errors import ConfigError
 from perfci.core.model import Profile
-from perfci.core.settings import find_project_root
+from perfci.core.settings_sources import find_project_root
 from perfci.usecases.check.spec import BenchmarkSpec, Runner
 
 __all__ = ["collect_repeats", "run_repeats", "work_dir"]

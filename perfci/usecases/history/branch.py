@@ -39,7 +39,8 @@ from perfci.core import private_env
 from perfci.core.compat import UTC
 from perfci.core.errors import ConfigError, PerfciError
 from perfci.core.model import Profile, RunContext
-from perfci.core.settings import Settings, find_project_root
+from perfci.core.settings import Settings
+from perfci.core.settings_sources import find_project_root
 from perfci.history import (
     GitBranch,
     HistoryRun,
@@ -304,7 +305,7 @@ def _write_marker(path: Path, commit: str, url: str) -> None:
 
 def _store_exists(url: str) -> bool:
     """False for a SQLite file that is gone (a new runner): the marker is stale then."""
-    from perfci.store.db import sqlite_file
+    from perfci.store.engines import sqlite_file
 
     path = sqlite_file(url)
     return path is None or path.is_file()

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perfci.core.errors import ConfigError
-from perfci.core.settings import Settings, find_project_root, get_settings
+from perfci.core.settings import Settings, get_settings
+from perfci.core.settings_sources import find_project_root
 
 if TYPE_CHECKING:
     from perfci.core.weekly import WeeklyReport
