@@ -127,10 +127,7 @@ def _accept(
 ) -> AnswerOutcome:
     regressed = [c for c in checked if c.regressed]
     if not regressed:
-        url = _reply(
-            client, event, "perfci: nothing to accept: the check of the head found no regression."
-        )
-        return AnswerOutcome("nothing", "no regression to accept", reply_url=url)
+        return _nothing(client, event, "nothing to accept", "no regression to accept")
     with unit_of_work(session):
         ids = [
             _record(session, project, event, c, AnswerKind.ACCEPTED, command.reason, c.regressed)
@@ -184,12 +181,9 @@ def _false_alarm(
 ) -> AnswerOutcome:
     regressed = [c for c in checked if c.regressed]
     if not regressed:
-        url = _reply(
-            client,
-            event,
-            "perfci: no false alarm to record: the check of the head found no regression.",
+        return _nothing(
+            client, event, "no false alarm to record", "no regression to call a false alarm"
         )
-        return AnswerOutcome("nothing", "no regression to call a false alarm", reply_url=url)
     with unit_of_work(session):
         ids = [
             _record(session, project, event, c, AnswerKind.FALSE_ALARM, command.reason or None)
@@ -268,6 +262,12 @@ def acceptances(session: Session, project: str, pr_number: int, benchmark: str) 
             session, project, pr_number=pr_number, benchmark=benchmark, kind=AnswerKind.ACCEPTED
         )
     ]
+
+
+def _nothing(client: GitHubClient, event: CommentEvent, said: str, summary: str) -> AnswerOutcome:
+    """The head's check found no regression: a reply saying so, and nothing recorded."""
+    url = _reply(client, event, f"perfci: {said}: the check of the head found no regression.")
+    return AnswerOutcome("nothing", summary, reply_url=url)
 
 
 def _record(
