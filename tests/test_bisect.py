@@ -19,7 +19,7 @@ import pytest
 from ab_repo import assert_cleaned, clean_env, ended
 from bisect_repo import make_range
 
-from perfci.analysis.bisection import Side, more_than_one, next_index, side_of
+from perfci.analysis.bisection import Side, more_than_one, moved, next_index, side_of
 from perfci.cli.main import main
 from perfci.core.bisection import Probe, ProbeRole, ProbeStatus
 
@@ -39,8 +39,35 @@ def test_a_probe_is_bad_when_it_carries_at_least_half_the_change() -> None:
     assert side_of(_probe(ProbeStatus.CHANGED, 0.10), total) is Side.PARTLY
     assert side_of(_probe(ProbeStatus.CHANGED, 0.25), total) is Side.BAD
     assert side_of(_probe(ProbeStatus.CHANGED, -0.2), total) is Side.PARTLY
-    assert side_of(_probe(ProbeStatus.INCONCLUSIVE, 0.3), total) is Side.SKIP
+    assert side_of(_probe(ProbeStatus.INCONCLUSIVE, 0.3, 0.05, 0.6), total) is Side.SKIP
     assert side_of(_probe(ProbeStatus.UNBUILDABLE, None), total) is Side.SKIP
+
+
+def test_an_inconclusive_probe_is_placed_when_its_interval_clears_the_half_way_point() -> None:
+    """On a loaded runner no interval settles inside the 2 % margin, but one of ±10 % tells a
+    commit at the good level (0) from one at the bad level (+30 %): half-way is +14.0 %."""
+    total = _probe(ProbeStatus.CHANGED, 0.30, 0.22, 0.39)
+    assert side_of(_probe(ProbeStatus.INCONCLUSIVE, 0.01, -0.09, 0.12), total) is Side.GOOD
+    assert side_of(_probe(ProbeStatus.INCONCLUSIVE, 0.29, 0.16, 0.43), total) is Side.BAD
+    # Straddling the half-way point, or no interval: neither side.
+    assert side_of(_probe(ProbeStatus.INCONCLUSIVE, 0.08, -0.05, 0.15), total) is Side.SKIP
+    assert side_of(Probe("c", "g", ProbeRole.SEARCH, ProbeStatus.INCONCLUSIVE), total) is (
+        Side.SKIP
+    )
+    # A speed-up being bisected: the same rule, turned.
+    faster = _probe(ProbeStatus.CHANGED, -0.25, -0.3, -0.2)
+    assert side_of(_probe(ProbeStatus.INCONCLUSIVE, -0.2, -0.3, -0.17), faster) is Side.BAD
+    assert side_of(_probe(ProbeStatus.INCONCLUSIVE, 0.0, -0.1, 0.1), faster) is Side.GOOD
+
+
+def test_a_probe_moved_when_changed_or_its_interval_leaves_out_zero() -> None:
+    assert moved(_probe(ProbeStatus.CHANGED, 0.2, 0.1, 0.3))
+    assert moved(_probe(ProbeStatus.INCONCLUSIVE, 0.2, 0.03, 0.4))
+    assert moved(_probe(ProbeStatus.INCONCLUSIVE, 0.2, 0.03, 0.4), direction=1.0)
+    assert not moved(_probe(ProbeStatus.INCONCLUSIVE, 0.2, 0.03, 0.4), direction=-1.0)
+    assert not moved(_probe(ProbeStatus.INCONCLUSIVE, 0.1, -0.02, 0.3))
+    assert not moved(_probe(ProbeStatus.UNCHANGED, 0.01, 0.005, 0.015))
+    assert not moved(_probe(ProbeStatus.UNBUILDABLE, None))
 
 
 def test_the_next_probe_is_the_middle_or_its_nearest_unskipped_neighbour() -> None:

@@ -9,8 +9,16 @@ changed/unchanged rule. With two (+10 % at one commit, +25 % at a later one), th
 between them changed by +10 %, under half of the +37.5 % total: the search walks on to the
 larger change, the one that matters most, and the smaller one is the evidence that the range
 holds more than one (the rule of rustc-perf's and Pinpoint's "largest step" follow-up, made
-explicit). Inconclusive and unbuildable commits are on neither side: the search skips them,
-probing the nearest neighbour inside the range still open (``git bisect skip``'s rule).
+explicit). Unbuildable commits are on neither side: the search skips them, probing the nearest
+neighbour inside the range still open (``git bisect skip``'s rule).
+
+An *inconclusive* probe still places its commit when its interval lies wholly on one side of
+the half-way point. The question a probe answers is not "did this commit change by more than
+the 2 % margin?" (which a loaded runner's ±10 % intervals never settle) but "does it sit at the
+good level or the bad one?", and for a +30 % range an interval of ±10 % answers that. A probe
+whose interval straddles the half-way point is skipped like an unbuildable one. A wrong side
+costs nothing worse than an unconfirmed answer: the culprit must then show the change against
+its parent, twice (:func:`moved`).
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ from collections.abc import Collection
 from perfci.core.bisection import Probe, ProbeStatus, log_change
 from perfci.core.compat import StrEnum
 
-__all__ = ["Side", "more_than_one", "next_index", "side_of"]
+__all__ = ["Side", "more_than_one", "moved", "next_index", "side_of"]
 
 
 class Side(StrEnum):
@@ -37,12 +45,51 @@ def side_of(probe: Probe, total: Probe) -> Side:
     end against the good end, a changed probe."""
     if probe.status is ProbeStatus.UNCHANGED:
         return Side.GOOD
-    if probe.status is not ProbeStatus.CHANGED:
+    whole = log_change(total.change)
+    if probe.status is ProbeStatus.UNBUILDABLE or whole is None or whole == 0:
         return Side.SKIP
-    moved, whole = log_change(probe.change), log_change(total.change)
-    if moved is None or whole is None or whole == 0:
+    if probe.status is ProbeStatus.INCONCLUSIVE:
+        return _side_by_interval(probe, whole)
+    shift = log_change(probe.change)
+    if shift is None:
         return Side.SKIP
-    return Side.BAD if moved / whole >= 0.5 else Side.PARTLY
+    return Side.BAD if shift / whole >= 0.5 else Side.PARTLY
+
+
+def _side_by_interval(probe: Probe, whole: float) -> Side:
+    """An inconclusive probe's side: its interval (on the log scale, turned so that the
+    range's change is positive) wholly past the half-way point, or wholly short of it."""
+    low, high = log_change(probe.ci_low), log_change(probe.ci_high)
+    if low is None or high is None:
+        return Side.SKIP
+    sign = math.copysign(1.0, whole)
+    low, high = sorted((low * sign, high * sign))
+    half = abs(whole) / 2
+    if low >= half:
+        return Side.BAD
+    return Side.GOOD if high < half else Side.SKIP
+
+
+def moved(probe: Probe, direction: float | None = None) -> bool:
+    """Whether a probe shows a change (in ``direction``'s sign when given): its verdict says
+    changed, or, inconclusive, its interval leaves out zero.
+
+    The second case is a bisection's one metric, chosen beforehand: the verdict's correction
+    for the comparison's many lines (:mod:`perfci.analysis.judge`) does not apply to it, its
+    own interval does.
+    """
+    if probe.status is ProbeStatus.CHANGED:
+        shift = log_change(probe.change)
+    elif probe.status is ProbeStatus.INCONCLUSIVE:
+        low, high = log_change(probe.ci_low), log_change(probe.ci_high)
+        if low is None or high is None or low * high <= 0:
+            return False
+        shift = low
+    else:
+        return False
+    if shift is None or shift == 0:
+        return False
+    return direction is None or shift * direction > 0
 
 
 def next_index(low: int, high: int, skipped: Collection[int]) -> int | None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from perfci.analysis.bisection import Side, more_than_one, next_index, side_of
+from perfci.analysis.bisection import Side, more_than_one, moved, next_index, side_of
 from perfci.core.bisection import BisectAnswer, Probe, ProbeRole, ProbeStatus, log_change
 from perfci.core.errors import ConfigError
 from perfci.core.fingerprint import fingerprint_hash
@@ -194,7 +194,7 @@ class _Search:
                 f"the benchmark does not run at both ends of the range ({total.message}); "
                 "bisect needs a GOOD and a BAD commit that both run"
             )
-        if total.status is not ProbeStatus.CHANGED:
+        if not moved(total):
             answer.stopped = _unmoved(total)
             return
         self.metric = total.metric  # the step's key when no metric was named
@@ -277,13 +277,8 @@ class _Search:
 
 
 def _same_way(probe: Probe, total: Probe) -> bool:
-    moved, whole = log_change(probe.change), log_change(total.change)
-    return (
-        probe.status is ProbeStatus.CHANGED
-        and moved is not None
-        and whole is not None
-        and moved * whole > 0
-    )
+    whole = log_change(total.change)
+    return whole is not None and moved(probe, whole)
 
 
 def _unmoved(total: Probe) -> str:
