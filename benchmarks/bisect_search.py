@@ -133,7 +133,6 @@ def run(
         state = json.loads(state_file.read_text(encoding="utf-8"))
         probes = state["probes"]
         search = [p for p in probes if p["role"] != "rerun" and not p["reused"]]
-        reruns = [p for p in probes if p["role"] == "rerun"]
         worktrees = git(repo, "worktree", "list", "--porcelain").count("worktree ")
         first_line = done.stdout.splitlines()[0] if done.stdout else done.stderr[-300:]
         return {
@@ -149,7 +148,8 @@ def run(
             "more_than_one": "more than one change" in done.stdout,
             "probes": len(search),
             "bound": math.ceil(math.log2(commits)) + 2,
-            "rerun_confirmed": bool(reruns) and reruns[0]["status"] == "changed",
+            "rerun_confirmed": "confirmed by a rerun" in first_line
+            and "NOT confirmed" not in first_line,
             "pairs": sum(p["pairs"] for p in probes),
             "wall_s": round(wall, 1),
             "cpu_s": round(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from types import TracebackType
@@ -89,9 +90,12 @@ def run_probe(
     role: ProbeRole,
     metric: str | None,
     fingerprint: str,
+    settled: Callable[[Probe], bool] | None = None,
 ) -> Probe:
     """The A/B of ``commit`` against ``against``, read for ``metric`` (``None``: the step).
 
+    Pairs are added look by look until ``settled`` holds for the probe so far (the search's
+    question about this commit is answered) or the plan ends; without it, as ``--ab`` does.
     A commit whose benchmark fails or writes a bad profile is *unbuildable*: its probe says
     so, nothing is raised (the search skips it).
     """
@@ -105,7 +109,19 @@ def run_probe(
     plan = adaptive.plan_looks(pairs_at_least, settings.max_repeats)
     started = time.monotonic()
     try:
-        pairs, result = run_looks(side, setup, base, plan, settings, progress=None)
+        pairs, result = run_looks(
+            side,
+            setup,
+            base,
+            plan,
+            settings,
+            progress=None,
+            settled=None
+            if settled is None
+            else lambda found: settled(
+                probe_of(found, commit=commit, against=against, role=role, metric=metric)
+            ),
+        )
     except (BenchmarkFailed, ParseError) as exc:
         return Probe(
             commit=commit,

@@ -187,7 +187,7 @@ class _Search:
 
     def run(self, answer: BisectAnswer) -> None:
         self.low, self.high = 0, len(self.chain) - 1
-        total = self.probe(self.chain[0], self.chain[-1], ProbeRole.RANGE, self.high)
+        total = self.probe(self.chain[0], self.chain[-1], ProbeRole.RANGE, self.high, _settled)
         answer.total = total
         if total.status is ProbeStatus.UNBUILDABLE:
             raise ConfigError(
@@ -205,7 +205,13 @@ class _Search:
         skipped: set[int] = set()
         partly = False
         while (index := next_index(self.low, self.high, skipped)) is not None:
-            probe = self.probe(self.chain[0], self.chain[index], ProbeRole.SEARCH, index)
+            probe = self.probe(
+                self.chain[0],
+                self.chain[index],
+                ProbeRole.SEARCH,
+                index,
+                lambda found: side_of(found, total) is not Side.SKIP,
+            )
             side = side_of(probe, total)
             if side is Side.SKIP:
                 skipped.add(index)
@@ -230,13 +236,26 @@ class _Search:
     def _confirm(self, total: Probe, answer: BisectAnswer, *, partly: bool) -> None:
         culprit, parent = self.chain[self.high], self.chain[self.low]
         answer.culprit, answer.parent = culprit, parent
-        answer.confirmation = self.probe(parent, culprit, ProbeRole.PARENT, None)
-        answer.rerun = self.probe(parent, culprit, ProbeRole.RERUN, None)
+
+        def shows(found: Probe) -> bool:
+            return _same_way(found, total) or found.status is ProbeStatus.UNCHANGED
+
+        answer.confirmation = self.probe(parent, culprit, ProbeRole.PARENT, None, shows)
+        answer.rerun = self.probe(parent, culprit, ProbeRole.RERUN, None, shows)
         answer.confirmed = all(_same_way(p, total) for p in (answer.confirmation, answer.rerun))
         if more_than_one(total, answer.confirmation, margin=self.settings.delta, partly=partly):
             answer.more_than_one = _more_sentence(total, answer.confirmation)
 
-    def probe(self, against: str, commit: str, role: ProbeRole, place: int | None) -> Probe:
+    def probe(
+        self,
+        against: str,
+        commit: str,
+        role: ProbeRole,
+        place: int | None,
+        settled: Callable[[Probe], bool],
+    ) -> Probe:
+        """The probe of ``commit`` against ``against`` (reused when stored); a new one adds
+        pairs until ``settled`` (the question this probe answers) or the plan's end."""
         found = self._reuse(against, commit, role)
         if found is None:
             if self.budget is not None and self.spent >= self.budget:
@@ -252,6 +271,7 @@ class _Search:
                 role=role,
                 metric=self.metric or None,
                 fingerprint=self.fingerprint,
+                settled=settled,
             )
             self.spent += 1
             self.cache.append(found)
@@ -274,6 +294,11 @@ class _Search:
                 return replace(stored, role=role, reused=True)
             return replace(read_metric(stored, self.metric), role=role, reused=True)
         return None
+
+
+def _settled(probe: Probe) -> bool:
+    """Whether a probe of the range has its answer: a change, or none within the margin."""
+    return moved(probe) or probe.status is ProbeStatus.UNCHANGED
 
 
 def _same_way(probe: Probe, total: Probe) -> bool:

@@ -145,11 +145,14 @@ def run_looks(
     settings: Settings,
     *,
     progress: PairProgress | None,
+    settled: Callable[[RunComparison], bool] | None = None,
 ) -> tuple[Pairs, RunComparison]:
     """Run pairs look by look (the adaptive plan) until the verdict is settled or stops.
 
     ``setup.root / setup.workdir`` is the candidate side, ``tree / setup.workdir`` the base;
-    ``perfci bisect`` runs it with both sides in worktrees of their own.
+    ``perfci bisect`` runs it with both sides in worktrees of their own, and with ``settled``:
+    it follows one metric, so it stops when that metric is settled (or at the plan's end),
+    whatever the other lines say.
     """
     options = dataclasses.replace(compare_options(settings), alpha=plan.alpha(settings.alpha))
     pairs = Pairs()
@@ -159,14 +162,26 @@ def run_looks(
         run_pairs(spec, setup, tree, pairs, count=target - len(pairs), progress=progress)
         looks += 1
         result = compare_pairs(pairs, benchmark=spec.name, options=options, setup=setup)
-        reason = adaptive.next_reason(
-            result,
-            done=len(pairs),
-            plan=plan,
-            seconds_per_repeat=pairs.seconds / len(pairs),
-            spent=pairs.seconds,
-            budget=settings.budget,
-        )
+        per_pair = pairs.seconds / len(pairs)
+        if settled is None:
+            reason = adaptive.next_reason(
+                result,
+                done=len(pairs),
+                plan=plan,
+                seconds_per_repeat=per_pair,
+                spent=pairs.seconds,
+                budget=settings.budget,
+            )
+        elif settled(result):
+            reason = adaptive.SETTLED
+        else:
+            reason = adaptive.room_left(
+                done=len(pairs),
+                plan=plan,
+                seconds_per_repeat=per_pair,
+                spent=pairs.seconds,
+                budget=settings.budget,
+            )
         if reason is not None:
             result.notes.append(
                 adaptive.note(

@@ -42,6 +42,7 @@ NOT_BY_REPEATS = (
 )
 AT_MAXIMUM = "the most repeats allowed (--max-repeats) were run"
 OVER_BUDGET = "another batch would exceed the time budget (--budget)"
+SETTLED = "the metric followed is settled"
 ALREADY_STORED = "this run was already stored (a retried job)"
 
 
@@ -126,6 +127,15 @@ def next_reason(
         return DECIDED
     if not settleable(result, plan.maximum):
         return NOT_BY_REPEATS
+    return room_left(
+        done=done, plan=plan, seconds_per_repeat=seconds_per_repeat, spent=spent, budget=budget
+    )
+
+
+def room_left(
+    *, done: int, plan: LookPlan, seconds_per_repeat: float, spent: float, budget: float | None
+) -> str | None:
+    """Why no further look fits (the plan's maximum, the time budget), or ``None``."""
     later = [size for size in plan.sizes if size > done]
     if not later:
         return AT_MAXIMUM
