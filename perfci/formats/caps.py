@@ -37,10 +37,19 @@ class ParseLimits:
 
 
 @dataclass(slots=True)
+class _Tally:
+    """One cap of a parse block and what was counted against it."""
+
+    what: str  # "metrics" or "samples", as the error says it
+    cap: int | None
+    setting: str
+    total: int = 0
+
+
+@dataclass(slots=True)
 class _Totals:
-    limits: ParseLimits
-    metrics: int = 0
-    samples: int = 0
+    metrics: _Tally
+    samples: _Tally
 
 
 _TOTALS: ContextVar[_Totals | None] = ContextVar("perfci_parse_totals", default=None)
@@ -49,7 +58,11 @@ _TOTALS: ContextVar[_Totals | None] = ContextVar("perfci_parse_totals", default=
 @contextmanager
 def parse_limits(limits: ParseLimits) -> Iterator[None]:
     """Count the metrics and samples of every file parsed inside the block against ``limits``."""
-    token = _TOTALS.set(_Totals(limits))
+    totals = _Totals(
+        _Tally("metrics", limits.max_metrics, limits.metrics_setting),
+        _Tally("samples", limits.max_samples, limits.samples_setting),
+    )
+    token = _TOTALS.set(totals)
     try:
         yield
     finally:
@@ -60,34 +73,31 @@ class Budget:
     """What one reader may still make: call :meth:`metric` for each new metric and
     :meth:`sample` for each further value kept; each raises ``InputTooLarge`` past a cap."""
 
-    __slots__ = ("_format", "_source", "_totals")
+    __slots__ = ("_format", "_metrics", "_samples", "_source")
 
     def __init__(self, totals: _Totals | None, source: str, format: str) -> None:
-        self._totals = totals
+        self._metrics = None if totals is None else totals.metrics
+        self._samples = None if totals is None else totals.samples
         self._source = source
         self._format = format
 
     def metric(self, count: int = 1) -> None:
-        totals = self._totals
-        if totals is not None:
-            totals.metrics += count
-            limits = totals.limits
-            self._check("metrics", totals.metrics, limits.max_metrics, limits.metrics_setting)
+        if self._metrics is not None:
+            self._add(self._metrics, count)
 
     def sample(self, count: int = 1) -> None:
-        totals = self._totals
-        if totals is not None:
-            totals.samples += count
-            limits = totals.limits
-            self._check("samples", totals.samples, limits.max_samples, limits.samples_setting)
+        if self._samples is not None:
+            self._add(self._samples, count)
 
-    def _check(self, what: str, total: int, cap: int | None, setting: str) -> None:
-        """Refuse the run once ``total`` is past ``cap``."""
-        if cap is None or total <= cap:
+    def _add(self, tally: _Tally, count: int) -> None:
+        """Count ``count`` more against ``tally``; refuse the run once past its cap."""
+        tally.total += count
+        cap, what = tally.cap, tally.what
+        if cap is None or tally.total <= cap:
             return
         raise InputTooLarge(
             f"the run has more than {cap} {what}; this server accepts at most {cap} per run "
-            f"({setting}): refused while reading, at the first {what[:-1]} past the cap",
+            f"({tally.setting}): refused while reading, at the first {what[:-1]} past the cap",
             source=self._source,
             format=self._format,
         )

@@ -45,6 +45,12 @@ class Detector:
     sniff: Callable[[Head], bool]
 
 
+def detector(sniff: Callable[[Head], bool], description: str) -> Detector:
+    """The detector of the format ``sniff`` is named after (``_bmf`` sniffs ``bmf``): the name
+    is written once, and ``tests/test_format_registry.py`` checks it against the reader's."""
+    return Detector(sniff.__name__.removeprefix("_"), description, sniff)
+
+
 class FormatParser(Protocol):
     """A profile format: its name, a one-line description, a sniffer and a parser.
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from perfci.core.compat import compile_linear
 from perfci.formats.bench._json_doc import first_element, leading_items, number
-from perfci.formats.protocol import Detector, Head
+from perfci.formats.protocol import Head, detector
 
 _BOM = "\ufeff"
 
@@ -101,28 +101,27 @@ def _dynamo_csv(head: Head) -> bool:
 def _google_benchmark(head: Head) -> bool:
     """A JSON object with ``"context"`` and ``"benchmarks"`` whose runs carry a ``"time_unit"``
     and a ``"real_time"`` (or, for a complexity row, a ``"cpu_coefficient"``)."""
-    text = head.text.lstrip("\ufeff \t\r\n")
-    if not text.startswith("{"):
-        return False
-    return (
-        '"context"' in text
-        and '"benchmarks"' in text
-        and '"time_unit"' in text
-        and ('"real_time"' in text or '"cpu_coefficient"' in text)
+    return _object_holding(
+        head, ("context", "benchmarks", "time_unit"), ("real_time", "cpu_coefficient")
     )
 
 
 def _pytest_benchmark(head: Head) -> bool:
     """A JSON object with ``"benchmarks"`` whose entries hold ``"stats"`` with ``"rounds"``,
     and pytest-benchmark's ``"machine_info"``, ``"commit_info"`` or ``"fullname"``."""
+    return _object_holding(
+        head, ("benchmarks", "stats", "rounds"), ("machine_info", "commit_info", "fullname")
+    )
+
+
+def _object_holding(head: Head, every: tuple[str, ...], some: tuple[str, ...]) -> bool:
+    """A JSON object whose head holds every key of ``every`` and one at least of ``some``
+    (anywhere: a run's keys lie past the first ones)."""
     text = head.text.lstrip("\ufeff \t\r\n")
-    if not text.startswith("{"):
-        return False
     return (
-        '"benchmarks"' in text
-        and '"stats"' in text
-        and '"rounds"' in text
-        and any(key in text for key in ('"machine_info"', '"commit_info"', '"fullname"'))
+        text.startswith("{")
+        and all(f'"{key}"' in text for key in every)
+        and any(f'"{key}"' in text for key in some)
     )
 
 
@@ -270,80 +269,47 @@ def _nvbench_md(head: Head) -> bool:
     return "# Devices" in text and "Pass: Cold:" in text
 
 
-ACTION_BENCHMARK = Detector(
-    name="action_benchmark",
-    description="github-action-benchmark custom JSON ([{name, unit, value, range, extra}])",
-    sniff=_action_benchmark,
+ACTION_BENCHMARK = detector(
+    _action_benchmark, "github-action-benchmark custom JSON ([{name, unit, value, range, extra}])"
 )
-ACTION_BENCHMARK_HISTORY = Detector(
-    name="action_benchmark_history",
-    description=(
-        "github-action-benchmark history (gh-pages data.js: window.BENCHMARK_DATA = {entries}); "
-        "one profile per commit and suite"
-    ),
-    sniff=_action_benchmark_history,
+ACTION_BENCHMARK_HISTORY = detector(
+    _action_benchmark_history,
+    "github-action-benchmark history (gh-pages data.js: window.BENCHMARK_DATA = {entries}); "
+    "one profile per commit and suite",
 )
-BMF = Detector(
-    name="bmf",
-    description="Bencher Metric Format JSON ({benchmark: {measure: {value, lower_value, ...}}})",
-    sniff=_bmf,
+BMF = detector(
+    _bmf, "Bencher Metric Format JSON ({benchmark: {measure: {value, lower_value, ...}}})"
 )
-DYNAMO_CSV = Detector(
-    name="dynamo_csv",
-    description=(
-        "PyTorch compiler benchmark CSV (benchmarks/dynamo: dev,name,batch_size,speedup,"
-        "abs_latency...)"
-    ),
-    sniff=_dynamo_csv,
+DYNAMO_CSV = detector(
+    _dynamo_csv,
+    "PyTorch compiler benchmark CSV (benchmarks/dynamo: dev,name,batch_size,speedup,"
+    "abs_latency...)",
 )
-GOOGLE_BENCHMARK = Detector(
-    name="google_benchmark",
-    description="Google Benchmark JSON (--benchmark_format=json, --benchmark_out)",
-    sniff=_google_benchmark,
+GOOGLE_BENCHMARK = detector(
+    _google_benchmark, "Google Benchmark JSON (--benchmark_format=json, --benchmark_out)"
 )
-HF_TRAINER = Detector(
-    name="hf_trainer",
-    description=(
-        "Hugging Face Trainer results (all_results.json, <split>_results.json, "
-        "trainer_state.json): runtimes, samples/steps/tokens per second, peak memory"
-    ),
-    sniff=_hf_trainer,
+HF_TRAINER = detector(
+    _hf_trainer,
+    "Hugging Face Trainer results (all_results.json, <split>_results.json, "
+    "trainer_state.json): runtimes, samples/steps/tokens per second, peak memory",
 )
-OPTIMUM_BENCHMARK = Detector(
-    name="optimum_benchmark",
-    description="optimum-benchmark report JSON (benchmark.json or benchmark_report.json)",
-    sniff=_optimum_benchmark,
+OPTIMUM_BENCHMARK = detector(
+    _optimum_benchmark, "optimum-benchmark report JSON (benchmark.json or benchmark_report.json)"
 )
-PYTEST_BENCHMARK = Detector(
-    name="pytest_benchmark",
-    description="pytest-benchmark JSON (--benchmark-json, .benchmarks/ saved runs)",
-    sniff=_pytest_benchmark,
+PYTEST_BENCHMARK = detector(
+    _pytest_benchmark, "pytest-benchmark JSON (--benchmark-json, .benchmarks/ saved runs)"
 )
-TORCHBENCH = Detector(
-    name="torchbench",
-    description=(
-        "TorchBench userbenchmark metrics JSON (metrics-*.json: {name, environ, metrics})"
-    ),
-    sniff=_torchbench,
+TORCHBENCH = detector(
+    _torchbench, "TorchBench userbenchmark metrics JSON (metrics-*.json: {name, environ, metrics})"
 )
-VLLM_BENCH = Detector(
-    name="vllm_bench",
-    description=(
-        "vLLM / SGLang bench serve, latency and throughput results (JSON, or JSONL of runs)"
-    ),
-    sniff=_vllm_bench,
+VLLM_BENCH = detector(
+    _vllm_bench,
+    "vLLM / SGLang bench serve, latency and throughput results (JSON, or JSONL of runs)",
 )
-NVBENCH_JSON = Detector(
-    name="nvbench_json",
-    description=(
-        "NVBench JSON (--json / --jsonbin): per state GPU time, noise, batch time, bandwidth"
-    ),
-    sniff=_nvbench_json,
+NVBENCH_JSON = detector(
+    _nvbench_json,
+    "NVBench JSON (--json / --jsonbin): per state GPU time, noise, batch time, bandwidth",
 )
-NVBENCH_MD = Detector(
-    name="nvbench_md",
-    description=(
-        "NVBench markdown / console output (# Benchmark Results tables of GPU Time, Noise)"
-    ),
-    sniff=_nvbench_md,
+NVBENCH_MD = detector(
+    _nvbench_md, "NVBench markdown / console output (# Benchmark Results tables of GPU Time, Noise)"
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
@@ -153,6 +153,16 @@ def describe(value: object) -> str:
         shown = value if len(value) <= 40 else value[:37] + "..."
         return f"a string {json.dumps(shown)}"
     return "an array" if isinstance(value, list) else "an object"
+
+
+def required_number(fields: Mapping[str, Any], key: str, where: str) -> float:
+    """``fields[key]`` as a finite number, else a ``ShapeError`` saying what ``where`` holds."""
+    raw = fields.get(key)
+    value = number(raw)
+    if value is None:
+        got = "it is missing" if key not in fields else f"got {describe(raw)}"
+        raise ShapeError(f"{where}: {key!r} must be a finite number; {got}")
+    return value
 
 
 def scaled(value: float, factor: int) -> float:

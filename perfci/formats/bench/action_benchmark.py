@@ -28,7 +28,15 @@ from perfci.core.errors import ConfigError
 from perfci.core.model import Better, Device, Metric, MetricKind, Profile
 from perfci.core.units import BYTES_PER_UNIT, NS_PER_UNIT
 from perfci.formats.bench._detectors import ACTION_BENCHMARK
-from perfci.formats.bench._json_doc import ShapeError, describe, load, number, scaled, shape_errors
+from perfci.formats.bench._json_doc import (
+    ShapeError,
+    describe,
+    load,
+    number,
+    required_number,
+    scaled,
+    shape_errors,
+)
 
 NAME = ACTION_BENCHMARK.name
 DESCRIPTION = ACTION_BENCHMARK.description
@@ -175,10 +183,7 @@ def entry_metric(
     where = f"{where} {index} ({name!r})"
     if not isinstance(unit_text, str):
         raise ShapeError(f"{where}: 'unit' must be a string; got {describe(unit_text)}")
-    value = number(raw)
-    if value is None:
-        got = "it is missing" if "value" not in entry else f"got {describe(raw)}"
-        raise ShapeError(f"{where}: 'value' must be a finite number; {got}")
+    value = required_number(entry, "value", where)
     unit = classify(unit_text)
     better = chosen or unit.better or Better.LOWER
     attrs = _attrs(entry)

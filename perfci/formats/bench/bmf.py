@@ -20,7 +20,7 @@ from typing import Any
 
 from perfci.core.model import Better, Device, Metric, MetricKind, Profile
 from perfci.formats.bench._detectors import BMF
-from perfci.formats.bench._json_doc import ShapeError, describe, load, number, shape_errors
+from perfci.formats.bench._json_doc import ShapeError, describe, load, required_number, shape_errors
 
 NAME = BMF.name
 DESCRIPTION = BMF.description
@@ -76,7 +76,7 @@ def _metric(benchmark: str, measure: str, fields: Any) -> Metric:
         raise ShapeError(
             f"{where}: expected an object with a numeric value, got {describe(fields)}"
         )
-    value = _number(fields, "value", where)
+    value = required_number(fields, "value", where)
     lower = _bound(fields, "lower_value", where)
     upper = _bound(fields, "upper_value", where)
     slug = measure.strip().lower()
@@ -106,15 +106,6 @@ def _metric(benchmark: str, measure: str, fields: Any) -> Metric:
     )
 
 
-def _number(fields: dict[str, Any], key: str, where: str) -> float:
-    raw = fields.get(key)
-    value = number(raw)
-    if value is None:
-        got = "it is missing" if key not in fields else f"got {describe(raw)}"
-        raise ShapeError(f"{where}: {key!r} must be a finite number; {got}")
-    return value
-
-
 def _bound(fields: dict[str, Any], key: str, where: str) -> float | None:
     """An optional lower / upper value: absent or null means none."""
-    return None if fields.get(key) is None else _number(fields, key, where)
+    return None if fields.get(key) is None else required_number(fields, key, where)

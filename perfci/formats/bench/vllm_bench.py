@@ -87,22 +87,31 @@ DESCRIPTION = VLLM_BENCH.description
 sniff = VLLM_BENCH.sniff
 
 _REQUESTS, _TOKENS = "requests/s", "tokens/s"
-#: Throughput keys (any version, any tool) and their metric name and unit.
+#: Throughput keys (any version, any tool) by unit, in the order their metrics are made.
+_RATE_KEYS = (
+    (
+        _REQUESTS,
+        ("request_throughput", "request_goodput", "request_goodput:", "requests_per_second"),
+    ),
+    (
+        _TOKENS,
+        (
+            "output_throughput",
+            "total_token_throughput",
+            "input_throughput",
+            "total_throughput",
+            "max_output_tokens_per_s",
+            "tokens_per_second",
+            "prefill_throughput",
+            "median_decode_throughput",
+            "overall_throughput",
+        ),
+    ),
+    ("tokens", ("accept_length",)),
+)
+#: Each key's metric name and unit: the key is the name, less the ":" of a tool's typo.
 _RATES: dict[str, tuple[str, str]] = {
-    "request_throughput": ("request_throughput", _REQUESTS),
-    "request_goodput": ("request_goodput", _REQUESTS),
-    "request_goodput:": ("request_goodput", _REQUESTS),
-    "requests_per_second": ("requests_per_second", _REQUESTS),
-    "output_throughput": ("output_throughput", _TOKENS),
-    "total_token_throughput": ("total_token_throughput", _TOKENS),
-    "input_throughput": ("input_throughput", _TOKENS),
-    "total_throughput": ("total_throughput", _TOKENS),
-    "max_output_tokens_per_s": ("max_output_tokens_per_s", _TOKENS),
-    "tokens_per_second": ("tokens_per_second", _TOKENS),
-    "prefill_throughput": ("prefill_throughput", _TOKENS),
-    "median_decode_throughput": ("median_decode_throughput", _TOKENS),
-    "overall_throughput": ("overall_throughput", _TOKENS),
-    "accept_length": ("accept_length", "tokens"),
+    key: (key.rstrip(":"), unit) for unit, keys in _RATE_KEYS for key in keys
 }
 _LATENCIES = ("ttft", "tpot", "itl", "e2el")
 #: bench_one_batch's times in seconds: metric name, key, whether the value is a median.

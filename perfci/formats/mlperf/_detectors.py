@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from perfci.core.compat import compile_linear
-from perfci.formats.protocol import Detector, Head
+from perfci.formats.protocol import Head, detector
 
 _MLPERF_LOG_SNIFF = compile_linear(r":::MLLOG\s*\{")
 _MLPERF_SUMMARY_SNIFF = compile_linear(r"(?m)^={8,}\s*\nMLPerf Results Summary\s*\n={8,}")
@@ -19,16 +19,12 @@ def _mlperf_summary(head: Head) -> bool:
     return _MLPERF_SUMMARY_SNIFF.search(head.text) is not None
 
 
-MLPERF_LOG = Detector(
-    name="mlperf_log",
-    description=(
-        "MLPerf training log (:::MLLOG lines): time to train, epochs, throughput, accuracy; "
-        "inference LoadGen detail log: its results"
-    ),
-    sniff=_mlperf_log,
+MLPERF_LOG = detector(
+    _mlperf_log,
+    "MLPerf training log (:::MLLOG lines): time to train, epochs, throughput, accuracy; "
+    "inference LoadGen detail log: its results",
 )
-MLPERF_SUMMARY = Detector(
-    name="mlperf_summary",
-    description="MLPerf inference LoadGen mlperf_log_summary.txt: throughput, latency percentiles",
-    sniff=_mlperf_summary,
+MLPERF_SUMMARY = detector(
+    _mlperf_summary,
+    "MLPerf inference LoadGen mlperf_log_summary.txt: throughput, latency percentiles",
 )

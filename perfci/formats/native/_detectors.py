@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from perfci.formats.protocol import Detector, Head
+from perfci.formats.protocol import Head, detector
 
 
 def _perfci_json(head: Head) -> bool:
@@ -10,8 +10,4 @@ def _perfci_json(head: Head) -> bool:
     return start.startswith("{") and '"perfci_version"' in start and '"profiles"' in start
 
 
-PERFCI_JSON = Detector(
-    name="perfci_json",
-    description="perfci's own JSON document (perfci parse --json)",
-    sniff=_perfci_json,
-)
+PERFCI_JSON = detector(_perfci_json, "perfci's own JSON document (perfci parse --json)")

@@ -143,6 +143,11 @@ class Reader:
 
     # --- lines ------------------------------------------------------------------------------
 
+    def _error(self, message: str, line: int | None = None) -> ParseError:
+        """An error at ``line`` (the current line when None)."""
+        line = self.lineno if line is None else line
+        return ParseError(message, source=self.source, line=line, format=self.format_name)
+
     def _csv_lines(self, handle: Iterable[str]) -> Iterator[str]:
         """The lines that can be CSV rows: starting with a quote, quotes balanced."""
         for number, line in enumerate(handle, 1):
@@ -233,12 +238,10 @@ class Reader:
                 self._skip_line(self.lineno)  # quoted application output
         if self.tables and not any(t.rows for t in self.tables):
             first_table = self.tables[0]
-            raise ParseError(
+            raise self._error(
                 "the ncu CSV table has a header but no rows: the file was cut short, or ncu "
                 "profiled no kernels (check its ==PROF== / ==WARNING== lines)",
-                source=self.source,
                 line=first_table.line,
-                format=self.format_name,
             )
 
     def _short_row(self, row: list[str], table: Table) -> bool:
@@ -253,12 +256,9 @@ class Reader:
             return True
         if len(row) >= table.need:
             return False  # the rule columns of a newer ncu may be left off
-        raise ParseError(
+        raise self._error(
             f"a row with {len(row)} cells under the header at line {table.line}, which has "
-            f"{len(table.header)} columns (at least {table.need} are needed)",
-            source=self.source,
-            line=self.lineno,
-            format=self.format_name,
+            f"{len(table.header)} columns (at least {table.need} are needed)"
         )
 
     # --- headers ----------------------------------------------------------------------------
@@ -266,12 +266,7 @@ class Reader:
     def _header(self, row: list[str]) -> Table:
         columns = {name.strip(): index for index, name in enumerate(row)}
         if "Kernel Name" not in columns:
-            raise ParseError(
-                "an ncu CSV header without a 'Kernel Name' column",
-                source=self.source,
-                line=self.lineno,
-                format=self.format_name,
-            )
+            raise self._error("an ncu CSV header without a 'Kernel Name' column")
         pid, pname, host = (columns.get(n) for n in ("Process ID", "Process Name", "Host Name"))
         attrs = [(columns[name], key) for name, key in _ATTR_COLUMNS.items() if name in columns]
         attrs += [
@@ -282,65 +277,42 @@ class Reader:
         common = [columns["Kernel Name"], *(i for i in (pid, pname, host) if i is not None)]
         common += [index for index, _ in attrs]
         details = {"Metric Name", "Metric Value"} <= columns.keys()
-        number = len(self.tables)
+        table = Table(
+            number=len(self.tables),
+            line=self.lineno,
+            raw=not details,
+            header=row,
+            need=len(row),
+            pid=pid,
+            pname=pname,
+            host=host,
+            kernel=columns["Kernel Name"],
+            attrs=tuple(attrs),
+        )
         if details:
             if "Metric Unit" not in columns:
-                raise ParseError(
-                    "an ncu details-page header without a 'Metric Unit' column",
-                    source=self.source,
-                    line=self.lineno,
-                    format=self.format_name,
-                )
-            section = columns.get("Section Name")
-            metric, unit, value = (
+                raise self._error("an ncu details-page header without a 'Metric Unit' column")
+            table.section = columns.get("Section Name")
+            table.metric, table.unit, table.value = (
                 columns[n] for n in ("Metric Name", "Metric Unit", "Metric Value")
             )
-            wanted = [*common, metric, value, unit, *([section] if section is not None else [])]
-            table = Table(
-                number=number,
-                line=self.lineno,
-                raw=False,
-                header=row,
-                need=max(wanted) + 1,
-                pid=pid,
-                pname=pname,
-                host=host,
-                kernel=columns["Kernel Name"],
-                section=section,
-                metric=metric,
-                unit=unit,
-                value=value,
-                attrs=tuple(attrs),
-            )
+            wanted = [*common, table.metric, table.value, table.unit]
+            if table.section is not None:
+                wanted.append(table.section)
+            table.need = max(wanted) + 1
         else:
             nvtx = {index for index, key in attrs if key == "nvtx"}
-            metric_columns = tuple(
+            table.metric_columns = tuple(
                 index
                 for index, name in enumerate(row)
                 if name.strip() not in _IDENTITY_COLUMNS and index not in nvtx
             )
-            if not metric_columns:
-                raise ParseError(
+            if not table.metric_columns:
+                raise self._error(
                     "an ncu CSV header with neither 'Metric Name'/'Metric Value' columns "
-                    "(details page) nor metric columns (raw page)",
-                    source=self.source,
-                    line=self.lineno,
-                    format=self.format_name,
+                    "(details page) nor metric columns (raw page)"
                 )
-            table = Table(
-                number=number,
-                line=self.lineno,
-                raw=True,
-                header=row,
-                need=len(row),
-                pid=pid,
-                pname=pname,
-                host=host,
-                kernel=columns["Kernel Name"],
-                attrs=tuple(attrs),
-                metric_columns=metric_columns,
-                expect_units=True,
-            )
+            table.expect_units = True
         self.tables.append(table)
         return table
 

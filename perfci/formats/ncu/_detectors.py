@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from perfci.core.compat import compile_linear
-from perfci.formats.protocol import Detector, Head
+from perfci.formats.protocol import Head, detector
 
 _NCU_CSV_SNIFF = compile_linear(
     r'(?m)^\ufeff?"ID",(?=[^\n]*"Kernel Name")'
@@ -33,19 +33,13 @@ def _ncu_text(head: Head) -> bool:
     return bool(_NCU_TEXT_SNIFF_LOG.search(text) and _NCU_TEXT_SNIFF_SECTION.search(text))
 
 
-NCU_CSV = Detector(
-    name="ncu_csv",
-    description=(
-        "Nsight Compute ncu --csv, details or raw page (kernel times per launch, section metrics "
-        "as per-kernel counters)"
-    ),
-    sniff=_ncu_csv,
+NCU_CSV = detector(
+    _ncu_csv,
+    "Nsight Compute ncu --csv, details or raw page (kernel times per launch, section metrics "
+    "as per-kernel counters)",
 )
-NCU_TEXT = Detector(
-    name="ncu_text",
-    description=(
-        "Nsight Compute's default text report (ncu without --csv): kernel times per launch, "
-        "section metrics as per-kernel counters"
-    ),
-    sniff=_ncu_text,
+NCU_TEXT = detector(
+    _ncu_text,
+    "Nsight Compute's default text report (ncu without --csv): kernel times per launch, "
+    "section metrics as per-kernel counters",
 )

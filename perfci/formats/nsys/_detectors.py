@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from perfci.core.compat import compile_linear
-from perfci.formats.protocol import Detector, Head
+from perfci.formats.protocol import Head, detector
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -40,24 +40,15 @@ def _nsys_stats_csv(head: Head) -> bool:
     return bool(_NSYS_STATS_CSV_SNIFF.search(head.text))
 
 
-NSYS_SQLITE = Detector(
-    name="nsys_sqlite",
-    description=(
-        "Nsight Systems SQLite export (nsys export --type sqlite) and nvprof .nvvp databases"
-    ),
-    sniff=_nsys_sqlite,
+NSYS_SQLITE = detector(
+    _nsys_sqlite,
+    "Nsight Systems SQLite export (nsys export --type sqlite) and nvprof .nvvp databases",
 )
-NSYS_STATS = Detector(
-    name="nsys_stats",
-    description=(
-        "Nsight Systems 'nsys stats' / 'nsys profile --stats=true' console text (2020-2025)"
-    ),
-    sniff=_nsys_stats,
+NSYS_STATS = detector(
+    _nsys_stats,
+    "Nsight Systems 'nsys stats' / 'nsys profile --stats=true' console text (2020-2025)",
 )
-NSYS_STATS_CSV = Detector(
-    name="nsys_stats_csv",
-    description=(
-        "Nsight Systems 'nsys stats --format csv' report blocks or base_<report>.csv files"
-    ),
-    sniff=_nsys_stats_csv,
+NSYS_STATS_CSV = detector(
+    _nsys_stats_csv,
+    "Nsight Systems 'nsys stats --format csv' report blocks or base_<report>.csv files",
 )

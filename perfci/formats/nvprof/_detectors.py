@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from perfci.core.compat import compile_linear
-from perfci.formats.protocol import Detector, Head
+from perfci.formats.protocol import Head, detector
 
 _RESULT_WORDS = (
     r"(?:NVPROF is profiling process|Profiling application:|Profiling result:"
@@ -27,11 +27,8 @@ def _nvprof(head: Head) -> bool:
     return _NVPROF_SNIFF.search(head.text) is not None
 
 
-NVPROF = Detector(
-    name="nvprof",
-    description=(
-        "nvprof summary text and --csv (GPU activities, API calls, NVTX ranges, "
-        "unified memory, metrics/events, GPU/API traces as text or --csv)"
-    ),
-    sniff=_nvprof,
+NVPROF = detector(
+    _nvprof,
+    "nvprof summary text and --csv (GPU activities, API calls, NVTX ranges, "
+    "unified memory, metrics/events, GPU/API traces as text or --csv)",
 )

@@ -192,8 +192,12 @@ class RunReader:
             )
         else:
             found = _GROUP_KINDS.get(group)
-            if found is None or found is MetricKind.RANGE:
-                self._add_range(run, group, pct, calls, name, times)
+            if found is None:
+                key = f"rows of type {group!r} (no matching metric kind)"
+                run.skipped[key] = run.skipped.get(key, 0) + 1
+                return
+            if found is MetricKind.RANGE:
+                self._add_range(run, pct, calls, name, times)
                 return
             kind = found
         scope = self.scope
@@ -214,19 +218,9 @@ class RunReader:
         run.profile.metrics.append(metric)
 
     def _add_range(
-        self,
-        run: Run,
-        group: str,
-        pct: float,
-        calls: int,
-        name: str,
-        times: tuple[float | None, ...],
+        self, run: Run, pct: float, calls: int, name: str, times: tuple[float | None, ...]
     ) -> None:
-        """A ``Range:`` row (the NVTX block's own time), or a row of a group perfci skips."""
-        if group != "Range":
-            key = f"rows of type {group!r} (no matching metric kind)"
-            run.skipped[key] = run.skipped.get(key, 0) + 1
-            return
+        """A ``Range:`` row: the NVTX block's own time."""
         name = self.scope or name
         if times[0] is not None:
             run.ranges.append((name, times[0]))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from perfci.core.compat import compile_linear
-from perfci.formats.protocol import Detector, Head
+from perfci.formats.protocol import Head, detector
 
 _OBJECT_START = compile_linear(r"^\s*\{")
 _ARRAY_OF_EVENTS = compile_linear(r'^\s*\[\s*\{.*?"ph"\s*:\s*"[A-Za-z]"', re.DOTALL)
@@ -36,13 +36,9 @@ def _pytorch_table(head: Head) -> bool:
     return _PYTORCH_TABLE_SNIFF.search(head.text) is not None
 
 
-CHROME_TRACE = Detector(
-    name="chrome_trace",
-    description="PyTorch profiler / Kineto Chrome-trace JSON (.json, .json.gz, legacy arrays)",
-    sniff=_chrome_trace,
+CHROME_TRACE = detector(
+    _chrome_trace, "PyTorch profiler / Kineto Chrome-trace JSON (.json, .json.gz, legacy arrays)"
 )
-PYTORCH_TABLE = Detector(
-    name="pytorch_table",
-    description="PyTorch profiler key_averages().table() text (torch >= 1.8 and legacy <= 1.7)",
-    sniff=_pytorch_table,
+PYTORCH_TABLE = detector(
+    _pytorch_table, "PyTorch profiler key_averages().table() text (torch >= 1.8 and legacy <= 1.7)"
 )

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from perfci.core.compat import compile_linear
-from perfci.formats.protocol import Detector, Head
+from perfci.formats.protocol import Head, detector
 
 # --- deepspeed_comms
 _DEEPSPEED_NUMBER = r"[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?"
@@ -107,41 +107,25 @@ def family(text: str) -> str | None:
     return None
 
 
-DEEPSPEED_COMMS = Detector(
-    name="deepspeed_comms",
-    description="DeepSpeed comms_logger output: per-collective lines and log_summary() tables",
-    sniff=_deepspeed_comms,
+DEEPSPEED_COMMS = detector(
+    _deepspeed_comms, "DeepSpeed comms_logger output: per-collective lines and log_summary() tables"
 )
-MEGATRON_LOG = Detector(
-    name="megatron_log",
-    description=(
-        "Megatron-LM training log (pretrain_gpt.py stdout): iteration time, throughput, timers, "
-        "memory"
-    ),
-    sniff=_megatron_log,
+MEGATRON_LOG = detector(
+    _megatron_log,
+    "Megatron-LM training log (pretrain_gpt.py stdout): iteration time, throughput, timers, memory",
 )
-MEGATRON_TRACE = Detector(
-    name="megatron_trace",
-    description="Megatron-LM / AICB rank trace log (rank:N:op(key=value,...), Echo CMD traces)",
-    sniff=_megatron_trace,
+MEGATRON_TRACE = detector(
+    _megatron_trace, "Megatron-LM / AICB rank trace log (rank:N:op(key=value,...), Echo CMD traces)"
 )
-NCCL_TESTS = Detector(
-    name="nccl_tests",
-    description="NVIDIA nccl-tests logs (all_reduce_perf …): time and bus bandwidth per size",
-    sniff=_nccl_tests,
+NCCL_TESTS = detector(
+    _nccl_tests, "NVIDIA nccl-tests logs (all_reduce_perf …): time and bus bandwidth per size"
 )
-SIMAI_RESULTS = Detector(
-    name="simai_results",
-    description=(
-        "SimAI simulation results (<prefix>EndToEnd.csv): per-layer compute and comm, totals"
-    ),
-    sniff=_simai_results,
+SIMAI_RESULTS = detector(
+    _simai_results,
+    "SimAI simulation results (<prefix>EndToEnd.csv): per-layer compute and comm, totals",
 )
-WORKLOAD_TABLE = Detector(
-    name="workload_table",
-    description=(
-        "layer workload tables (ASTRA-sim 1.0, SimAI/AICB, header-row TSV) and "
-        "AICB comm CSV / AIOB files"
-    ),
-    sniff=_workload_table,
+WORKLOAD_TABLE = detector(
+    _workload_table,
+    "layer workload tables (ASTRA-sim 1.0, SimAI/AICB, header-row TSV) and "
+    "AICB comm CSV / AIOB files",
 )
