@@ -203,17 +203,20 @@ def check_command(
 
 
 def _progress_runner(spec: BenchmarkSpec, directory: Path) -> list[list[Path]]:
-    from perfci.cli.run_cmd import run_with_progress
+    from perfci.cli.run_cmd import repeat_progress
+    from perfci.usecases.check.benchmark import run_benchmark_repeats
 
-    return run_with_progress(
-        spec.command,
-        benchmark=spec.name,
-        repeats=spec.repeats,
-        profiler=spec.profiler,
-        work_dir=directory,
-        globs=spec.globs or None,
-        pass_env=spec.pass_env,
-    )
+    with repeat_progress(spec.name, spec.repeats) as advance:
+        return run_benchmark_repeats(
+            spec.command,
+            benchmark=spec.name,
+            repeats=spec.repeats,
+            profiler=spec.profiler,
+            work_dir=directory,
+            globs=spec.globs or None,
+            pass_env=spec.pass_env,
+            on_repeat=advance,
+        )
 
 
 def _pair_progress(side: str, index: int, seconds: float, profiles: int) -> None:
