@@ -1,4 +1,5 @@
-"""Options several commands share: run context, profile format, database URL, KEY=VALUE pairs.
+"""Options several commands share: benchmark, run context, profile format, database URL, the
+test's margin and level, KEY=VALUE pairs.
 
 One definition each, so that `perfci ingest` and `perfci check` can never describe the same
 flag differently.
@@ -14,6 +15,26 @@ from typing import Annotated
 import typer
 
 Project = Annotated[str | None, typer.Option("--project", help="Project (default: repository).")]
+#: ``--project`` of the commands that read what is stored (the settings name a project).
+StoredProject = Annotated[
+    str | None,
+    typer.Option("--project", help="Project (default: settings, else the repository name)."),
+]
+#: ``--benchmark`` where the config file declares the benchmarks.
+DeclaredBenchmark = Annotated[
+    str | None,
+    typer.Option(
+        "--benchmark",
+        "-b",
+        help="Benchmark name (default: the only one declared in the config file).",
+    ),
+]
+#: ``--json`` of the commands that store something: what they stored, as JSON.
+JsonResult = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+#: ``--json`` of the commands that list stored things.
+Json = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+Delta = Annotated[float | None, typer.Option("--delta", help="Practical margin (relative).")]
+Alpha = Annotated[float | None, typer.Option("--alpha", help="False-discovery rate.")]
 Commit = Annotated[
     str | None, typer.Option("--commit", help="Commit SHA (default: detected from CI or git).")
 ]

@@ -30,12 +30,7 @@ def check_command(
     command: list[str] | None = typer.Argument(
         None, help="Benchmark command after `--` (default: the declared one).", show_default=False
     ),
-    benchmark: str | None = typer.Option(
-        None,
-        "--benchmark",
-        "-b",
-        help="Benchmark name (default: the only one declared in the config file).",
-    ),
+    benchmark: opts.DeclaredBenchmark = None,
     repeats: int | None = typer.Option(
         None,
         "--repeats",
@@ -106,8 +101,8 @@ def check_command(
         "--fail-on-regression/--no-fail-on-regression",
         help="Exit 1 on a gated regression (default: settings, true).",
     ),
-    delta: float | None = typer.Option(None, "--delta", help="Practical margin (relative)."),
-    alpha: float | None = typer.Option(None, "--alpha", help="False-discovery rate."),
+    delta: opts.Delta = None,
+    alpha: opts.Alpha = None,
     baseline_runs: int | None = typer.Option(
         None, "--baseline-runs", min=1, help="Baseline runs to compare with."
     ),

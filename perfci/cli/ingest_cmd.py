@@ -40,7 +40,7 @@ def ingest_command(
     ci_run_attempt: opts.CiRunAttempt = None,
     env: opts.EnvironmentEntries = None,
     database_url: opts.DatabaseUrl = None,
-    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    as_json: opts.JsonResult = False,
 ) -> None:
     """Parse profile files and store them as one run (idempotent: re-ingesting is a no-op)."""
     from perfci.cli._console import err_console
