@@ -26,6 +26,7 @@ _PROFILE_HELP = (
 )
 
 
+@opts.with_run_context
 def check_command(
     command: list[str] | None = typer.Argument(
         None, help="Benchmark command after `--` (default: the declared one).", show_default=False
@@ -45,13 +46,7 @@ def check_command(
     format: opts.ProfileFormat = None,
     option: opts.ParserOptions = None,
     project: opts.Project = None,
-    commit: opts.Commit = None,
-    branch: opts.Branch = None,
-    base_branch: opts.BaseBranch = None,
-    pr: opts.PullRequest = None,
-    ci_run_id: opts.CiRunId = None,
-    ci_run_attempt: opts.CiRunAttempt = None,
-    env: opts.EnvironmentEntries = None,
+    context: opts.RunContextFlags = opts.RUN_CONTEXT,
     baseline_branch: str | None = typer.Option(
         None, "--baseline-branch", help="Baseline branch (default: PR base, else settings)."
     ),
@@ -150,15 +145,7 @@ def check_command(
         options=opts.key_value_pairs(option, option="--option"),
         baseline_branch=baseline_branch,
         ab=ab,
-        context={
-            "commit": commit,
-            "branch": branch,
-            "base_branch": base_branch,
-            "pr_number": pr,
-            "ci_run_id": ci_run_id,
-            "ci_run_attempt": ci_run_attempt,
-            "environment": opts.key_value_pairs(env, option="--env"),
-        },
+        context=context.fields(),
     )
     overrides = {
         "database_url": database_url,
