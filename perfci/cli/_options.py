@@ -1,4 +1,5 @@
-"""Options several commands share: run context, profile format, database URL, KEY=VALUE pairs.
+"""Options several commands share: benchmark, run context, profile format, database URL, the
+test's margin and level, KEY=VALUE pairs.
 
 One definition each, so that `perfci ingest` and `perfci check` can never describe the same
 flag differently.
@@ -8,12 +9,37 @@ flag differently.
 # `perfci --help` and the short commands start fast (tests/test_cold_start.py).
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
 import typer
 
+T = TypeVar("T")
+
 Project = Annotated[str | None, typer.Option("--project", help="Project (default: repository).")]
+#: ``--project`` of the commands that read what is stored (the settings name a project).
+StoredProject = Annotated[
+    str | None,
+    typer.Option("--project", help="Project (default: settings, else the repository name)."),
+]
+#: ``--benchmark`` where the config file declares the benchmarks.
+DeclaredBenchmark = Annotated[
+    str | None,
+    typer.Option(
+        "--benchmark",
+        "-b",
+        help="Benchmark name (default: the only one declared in the config file).",
+    ),
+]
+#: ``--json`` of the commands that store something: what they stored, as JSON.
+JsonResult = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+#: ``--json`` of the commands that list stored things.
+Json = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+Delta = Annotated[float | None, typer.Option("--delta", help="Practical margin (relative).")]
+Alpha = Annotated[float | None, typer.Option("--alpha", help="False-discovery rate.")]
 Commit = Annotated[
     str | None, typer.Option("--commit", help="Commit SHA (default: detected from CI or git).")
 ]
@@ -70,6 +96,68 @@ def key_value_pairs(values: list[str] | None, *, option: str) -> dict[str, str]:
             raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint=option)
         pairs[key.strip()] = value.strip()
     return pairs
+
+
+#: The flags that say where a run was measured, by parameter name, in the order ``--help``
+#: lists them: :func:`with_run_context` gives them to a command.
+_RUN_CONTEXT: dict[str, Any] = {
+    "commit": Commit,
+    "branch": Branch,
+    "base_branch": BaseBranch,
+    "pr": PullRequest,
+    "ci_run_id": CiRunId,
+    "ci_run_attempt": CiRunAttempt,
+    "env": EnvironmentEntries,
+}
+#: The RunContext field of each of those flags whose name is not the field's.
+_FIELD = {"pr": "pr_number", "env": "environment"}
+
+#: A command's parameter with this default stands for the run-context flags
+#: (:func:`with_run_context`).
+RUN_CONTEXT: Any = object()
+
+
+class RunContextFlags:
+    """The run-context flags as given (``None`` where not), for the command's use case."""
+
+    def __init__(self, given: Mapping[str, Any]) -> None:
+        self._given = dict(given)
+
+    def fields(self) -> dict[str, Any]:
+        """As :class:`~perfci.core.model.RunContext` fields: a usage error (exit 2) for an
+        ``--env`` entry that is not KEY=VALUE."""
+        fields = {_FIELD.get(name, name): value for name, value in self._given.items()}
+        fields["environment"] = key_value_pairs(self._given["env"], option="--env")
+        return fields
+
+
+def with_run_context(command: Callable[..., T]) -> Callable[..., T]:
+    """``command`` taking the run-context flags (``--commit`` … ``--env``) where its parameter
+    whose default is :data:`RUN_CONTEXT` stands; that parameter gets them as
+    :class:`RunContextFlags`.
+
+    Typer reads a command's options from its signature: the one made here lists the flags in
+    the place of that parameter, so that ``--help`` shows them there.
+    """
+    signature = inspect.signature(command, eval_str=True)
+    (slot,) = (p for p in signature.parameters.values() if p.default is RUN_CONTEXT)
+    flags = [
+        inspect.Parameter(name, slot.kind, default=None, annotation=option)
+        for name, option in _RUN_CONTEXT.items()
+    ]
+    params = list(signature.parameters.values())
+    at = params.index(slot)
+    params[at : at + 1] = flags
+
+    @functools.wraps(command)
+    def given_flags(**given: Any) -> T:
+        context = RunContextFlags({name: given.pop(name) for name in _RUN_CONTEXT})
+        return command(**given, **{slot.name: context})
+
+    given_flags.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    given_flags.__annotations__ = {p.name: p.annotation for p in params}
+    given_flags.__annotations__["return"] = signature.return_annotation
+    return given_flags
 
 
 #: Every spelling of an output format a command accepts, to the one name it is written under:

@@ -33,9 +33,7 @@ def list_command(
     status: str | None = typer.Option(
         None, "--status", help=f"Only alerts in this status: {', '.join(STATUSES)}."
     ),
-    project: str | None = typer.Option(
-        None, "--project", help="Project (default: settings, else the repository name)."
-    ),
+    project: opts.StoredProject = None,
     benchmark: str | None = typer.Option(None, "--benchmark", "-b", help="Only this benchmark."),
     as_json: bool = typer.Option(False, "--json", help="Print the alerts as JSON."),
     database_url: opts.DatabaseUrl = None,

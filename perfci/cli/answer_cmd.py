@@ -30,9 +30,7 @@ def answer_command(
     repo: str | None = typer.Option(
         None, "--repo", help="OWNER/NAME (default: the event's, else $GITHUB_REPOSITORY)."
     ),
-    project: str | None = typer.Option(
-        None, "--project", help="Project (default: settings, else the repository name)."
-    ),
+    project: opts.StoredProject = None,
     database_url: opts.DatabaseUrl = None,
 ) -> None:
     """Answer a pull request's check: /perfci accept <reason>, false-alarm, rerun.

@@ -27,12 +27,7 @@ def bisect_command(
     bad: str = typer.Argument(
         ..., help="A later commit (on GOOD's first-parent line) where it moved."
     ),
-    benchmark: str | None = typer.Option(
-        None,
-        "--benchmark",
-        "-b",
-        help="Benchmark name (default: the only one declared in the config file).",
-    ),
+    benchmark: opts.DeclaredBenchmark = None,
     metric: str | None = typer.Option(
         None,
         "--metric",
@@ -53,8 +48,8 @@ def bisect_command(
         min=1,
         help="Most pairs a probe's adaptive looks may run (default: 3x --ab-pairs).",
     ),
-    delta: float | None = typer.Option(None, "--delta", help="Practical margin (relative)."),
-    alpha: float | None = typer.Option(None, "--alpha", help="False-discovery rate."),
+    delta: opts.Delta = None,
+    alpha: opts.Alpha = None,
     markdown_out: Path | None = typer.Option(
         None, "--markdown-out", help="Write the answer as Markdown here (for an issue)."
     ),

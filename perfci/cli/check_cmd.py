@@ -26,16 +26,12 @@ _PROFILE_HELP = (
 )
 
 
+@opts.with_run_context
 def check_command(
     command: list[str] | None = typer.Argument(
         None, help="Benchmark command after `--` (default: the declared one).", show_default=False
     ),
-    benchmark: str | None = typer.Option(
-        None,
-        "--benchmark",
-        "-b",
-        help="Benchmark name (default: the only one declared in the config file).",
-    ),
+    benchmark: opts.DeclaredBenchmark = None,
     repeats: int | None = typer.Option(
         None,
         "--repeats",
@@ -50,13 +46,7 @@ def check_command(
     format: opts.ProfileFormat = None,
     option: opts.ParserOptions = None,
     project: opts.Project = None,
-    commit: opts.Commit = None,
-    branch: opts.Branch = None,
-    base_branch: opts.BaseBranch = None,
-    pr: opts.PullRequest = None,
-    ci_run_id: opts.CiRunId = None,
-    ci_run_attempt: opts.CiRunAttempt = None,
-    env: opts.EnvironmentEntries = None,
+    context: opts.RunContextFlags = opts.RUN_CONTEXT,
     baseline_branch: str | None = typer.Option(
         None, "--baseline-branch", help="Baseline branch (default: PR base, else settings)."
     ),
@@ -106,8 +96,8 @@ def check_command(
         "--fail-on-regression/--no-fail-on-regression",
         help="Exit 1 on a gated regression (default: settings, true).",
     ),
-    delta: float | None = typer.Option(None, "--delta", help="Practical margin (relative)."),
-    alpha: float | None = typer.Option(None, "--alpha", help="False-discovery rate."),
+    delta: opts.Delta = None,
+    alpha: opts.Alpha = None,
     baseline_runs: int | None = typer.Option(
         None, "--baseline-runs", min=1, help="Baseline runs to compare with."
     ),
@@ -155,15 +145,7 @@ def check_command(
         options=opts.key_value_pairs(option, option="--option"),
         baseline_branch=baseline_branch,
         ab=ab,
-        context={
-            "commit": commit,
-            "branch": branch,
-            "base_branch": base_branch,
-            "pr_number": pr,
-            "ci_run_id": ci_run_id,
-            "ci_run_attempt": ci_run_attempt,
-            "environment": opts.key_value_pairs(env, option="--env"),
-        },
+        context=context.fields(),
     )
     overrides = {
         "database_url": database_url,
@@ -203,17 +185,20 @@ def check_command(
 
 
 def _progress_runner(spec: BenchmarkSpec, directory: Path) -> list[list[Path]]:
-    from perfci.cli.run_cmd import run_with_progress
+    from perfci.cli.run_cmd import repeat_progress
+    from perfci.usecases.check.benchmark import run_benchmark_repeats
 
-    return run_with_progress(
-        spec.command,
-        benchmark=spec.name,
-        repeats=spec.repeats,
-        profiler=spec.profiler,
-        work_dir=directory,
-        globs=spec.globs or None,
-        pass_env=spec.pass_env,
-    )
+    with repeat_progress(spec.name, spec.repeats) as advance:
+        return run_benchmark_repeats(
+            spec.command,
+            benchmark=spec.name,
+            repeats=spec.repeats,
+            profiler=spec.profiler,
+            work_dir=directory,
+            globs=spec.globs or None,
+            pass_env=spec.pass_env,
+            on_repeat=advance,
+        )
 
 
 def _pair_progress(side: str, index: int, seconds: float, profiles: int) -> None:

@@ -45,7 +45,7 @@ def import_history_command(
         help="Also push the runs, in one commit, to this history branch of origin "
         "(git:perfci-data), where `perfci check --history` reads them.",
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    as_json: opts.JsonResult = False,
 ) -> None:
     """Store another tool's benchmark history: each entry a run of its commit (idempotent).
 

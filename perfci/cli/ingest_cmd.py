@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # the parsers and the store load when the command runs (CLI c
     from perfci.usecases.submit.ingest import IngestResult
 
 
+@opts.with_run_context
 def ingest_command(
     files: list[Path] = typer.Argument(
         ..., help="Profile files of the run, or folders of them.", show_default=False
@@ -32,22 +33,16 @@ def ingest_command(
     format: opts.ProfileFormat = None,
     option: opts.ParserOptions = None,
     project: opts.Project = None,
-    commit: opts.Commit = None,
-    branch: opts.Branch = None,
-    base_branch: opts.BaseBranch = None,
-    pr: opts.PullRequest = None,
-    ci_run_id: opts.CiRunId = None,
-    ci_run_attempt: opts.CiRunAttempt = None,
-    env: opts.EnvironmentEntries = None,
+    context: opts.RunContextFlags = opts.RUN_CONTEXT,
     database_url: opts.DatabaseUrl = None,
-    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    as_json: opts.JsonResult = False,
 ) -> None:
     """Parse profile files and store them as one run (idempotent: re-ingesting is a no-op)."""
     from perfci.cli._console import err_console
     from perfci.usecases.submit.files import store_profiles
     from perfci.usecases.submit.repeats import parse_repeats
 
-    environment = opts.key_value_pairs(env, option="--env")
+    run_context = context.fields()
     # Parse everything first: a bad file stops here, before the store is even opened.
     skipped: list[Path] = []
     repeats = parse_repeats(
@@ -71,15 +66,7 @@ def ingest_command(
         database_url=database_url,
         project=project,
         warn=warn,
-        context={
-            "commit": commit,
-            "branch": branch,
-            "base_branch": base_branch,
-            "pr_number": pr,
-            "ci_run_id": ci_run_id,
-            "ci_run_attempt": ci_run_attempt,
-            "environment": environment,
-        },
+        context=run_context,
     )
     _report(
         stored.result,

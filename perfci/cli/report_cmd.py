@@ -66,9 +66,7 @@ def report_command(
     benchmark: list[str] = typer.Option(
         [], "--benchmark", "-b", help="Only this benchmark (repeatable)."
     ),
-    project: str | None = typer.Option(
-        None, "--project", help="Project (default: settings, else the repository name)."
-    ),
+    project: opts.StoredProject = None,
     formats: list[str] = typer.Option(
         list(FORMATS),
         "--format",

@@ -4,7 +4,8 @@
 # `perfci --help` and the short commands start fast (tests/test_cold_start.py).
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,20 +17,11 @@ if TYPE_CHECKING:
     from perfci.usecases.check.benchmark import RepeatResult
 
 
-def run_with_progress(
-    command: list[str],
-    *,
-    benchmark: str,
-    repeats: int,
-    profiler: str,
-    work_dir: Path,
-    globs: list[str] | None = None,
-    pass_env: Sequence[str] | None = None,
-) -> list[list[Path]]:
-    """Run the benchmark with a progress bar on stderr; returns the files of each repeat."""
+@contextmanager
+def repeat_progress(benchmark: str, repeats: int) -> Iterator[Callable[[int, RepeatResult], None]]:
+    """A progress bar on stderr while the benchmark runs; yields what each finished repeat calls
+    (the ``on_repeat`` of :func:`~perfci.usecases.check.benchmark.run_benchmark_repeats`)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from perfci.usecases.check.benchmark import run_benchmark_repeats
 
     with Progress(
         TextColumn("[bold]{task.description}"),
@@ -48,16 +40,7 @@ def run_with_progress(
                 f"{len(repeat.files)} file(s)"
             )
 
-        return run_benchmark_repeats(
-            command,
-            benchmark=benchmark,
-            repeats=repeats,
-            work_dir=work_dir,
-            profiler=profiler,
-            globs=globs,
-            on_repeat=advance,
-            pass_env=pass_env,
-        )
+        yield advance
 
 
 def default_work_dir(benchmark: str) -> Path:
@@ -81,14 +64,18 @@ def run_command(
     The command gets PERFCI_OUTPUT_DIR and PERFCI_REPEAT. Nothing is stored: use
     `perfci ingest` on the files, or `perfci check` for the whole loop.
     """
-    files = run_with_progress(
-        command,
-        benchmark=benchmark,
-        repeats=repeats,
-        profiler=profiler,
-        work_dir=work_dir or default_work_dir(benchmark),
-        globs=glob or None,
-    )
+    from perfci.usecases.check.benchmark import run_benchmark_repeats
+
+    with repeat_progress(benchmark, repeats) as advance:
+        files = run_benchmark_repeats(
+            command,
+            benchmark=benchmark,
+            repeats=repeats,
+            profiler=profiler,
+            work_dir=work_dir or default_work_dir(benchmark),
+            globs=glob or None,
+            on_repeat=advance,
+        )
     for index, repeat_files in enumerate(files):
         for path in repeat_files:
             typer.echo(f"{index}\t{path}")

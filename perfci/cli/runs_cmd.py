@@ -22,11 +22,9 @@ runs_app = typer.Typer(help="List stored runs and delete one (a bad upload).", n
 @runs_app.command("list")
 def list_command(
     benchmark: str = typer.Option(..., "--benchmark", "-b", help="Benchmark name."),
-    project: str | None = typer.Option(
-        None, "--project", help="Project (default: settings, else the repository name)."
-    ),
+    project: opts.StoredProject = None,
     limit: int = typer.Option(20, "--limit", min=1, help="Newest runs shown."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    as_json: opts.Json = False,
     database_url: opts.DatabaseUrl = None,
 ) -> None:
     """The newest runs of a benchmark: id, time, branch, commit, CI run."""

@@ -56,7 +56,7 @@ def create_command(
 @token_app.command("list")
 def list_command(
     project: str = typer.Option(..., "--project", help="Project whose tokens to list."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    as_json: opts.Json = False,
     database_url: opts.DatabaseUrl = None,
 ) -> None:
     """List tokens: id, prefix, name, scopes, created, last used, expiry, revoked."""

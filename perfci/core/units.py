@@ -7,6 +7,7 @@ Decimal arithmetic is used for the conversion so that ``4.91060s`` becomes exact
 from __future__ import annotations
 
 import math
+import re
 from decimal import Decimal, InvalidOperation
 
 from perfci.core.compat import compile_linear
@@ -103,19 +104,7 @@ def parse_duration(text: str, *, unit: str | None = None, grouping: str = ",") -
     A unit glued to the number wins over ``unit``. ``None`` for placeholders.
     Raises ``ValueError`` when there is neither a known suffix nor a default unit.
     """
-    if text.strip() in MISSING:
-        return None
-    match = _DURATION.match(text)
-    if not match:
-        raise ValueError(f"not a duration: {text!r}")
-    number, suffix = match.groups()
-    chosen = suffix or unit
-    if chosen is None:
-        raise ValueError(f"duration without a unit: {text!r}")
-    factor = NS_PER_UNIT.get(chosen)
-    if factor is None:
-        raise ValueError(f"unknown time unit {chosen!r} in {text!r}")
-    return in_range(float(to_decimal(number, grouping=grouping) * factor), text)
+    return _scaled(text, _DURATION, NS_PER_UNIT, ("duration", "time"), unit, grouping)
 
 
 def scale_to_ns(value: float | Decimal | str, unit: str) -> float:
@@ -131,16 +120,35 @@ def parse_size(text: str, *, unit: str | None = None, grouping: str = ",") -> fl
 
     Binary (1024-based) multiples, as PyTorch and nvprof print them.
     """
+    return _scaled(text, _SIZE, BYTES_PER_UNIT, ("size", "size"), unit or "B", grouping)
+
+
+def _scaled(
+    text: str,
+    pattern: re.Pattern[str],
+    per_unit: dict[str, int],
+    names: tuple[str, str],
+    unit: str | None,
+    grouping: str,
+) -> float | None:
+    """``text``, a number and an optional unit suffix as ``pattern`` splits them, times the
+    factor of its unit (the suffix, else ``unit``) in ``per_unit``; ``None`` for placeholders.
+
+    ``names`` are the quantity's and its units' names in the error messages.
+    """
     if text.strip() in MISSING:
         return None
-    match = _SIZE.match(text)
+    quantity, units = names
+    match = pattern.match(text)
     if not match:
-        raise ValueError(f"not a size: {text!r}")
+        raise ValueError(f"not a {quantity}: {text!r}")
     number, suffix = match.groups()
-    chosen = suffix or unit or "B"
-    factor = BYTES_PER_UNIT.get(chosen)
+    chosen = suffix or unit
+    if chosen is None:
+        raise ValueError(f"{quantity} without a unit: {text!r}")
+    factor = per_unit.get(chosen)
     if factor is None:
-        raise ValueError(f"unknown size unit {chosen!r} in {text!r}")
+        raise ValueError(f"unknown {units} unit {chosen!r} in {text!r}")
     return in_range(float(to_decimal(number, grouping=grouping) * factor), text)
 
 

@@ -209,21 +209,17 @@ def _slowdowns(state: Mapping[str, Any]) -> list[str]:
 
 def repeat_clock(state: Mapping[str, Any]) -> float | None:
     """The repeat's median SM clock: the slowest GPU's, since a step waits for every GPU."""
-    clocks = [
-        float(c)
-        for gpu in _gpus(state)
-        if isinstance(c := gpu.get("sm_clock_median_mhz"), int | float)
-    ]
-    return min(clocks) if clocks else None
+    return _lowest(state, "sm_clock_median_mhz")
 
 
 def _limit(state: Mapping[str, Any]) -> float | None:
-    limits = [
-        float(c)
-        for gpu in _gpus(state)
-        if isinstance(c := gpu.get("sm_clock_limit_mhz"), int | float)
-    ]
-    return min(limits) if limits else None
+    return _lowest(state, "sm_clock_limit_mhz")
+
+
+def _lowest(state: Mapping[str, Any], field: str) -> float | None:
+    """The lowest of the GPUs' numeric ``field``; ``None`` when no GPU reports it."""
+    values = [float(v) for gpu in _gpus(state) if isinstance(v := gpu.get(field), int | float)]
+    return min(values) if values else None
 
 
 def _gpus(state: Mapping[str, Any]) -> list[Mapping[str, Any]]:
