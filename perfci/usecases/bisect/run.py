@@ -149,7 +149,7 @@ def _sha(root: Path, revision: str, what: str) -> str:
 
 
 def _fingerprint(settings: Settings, *, env: Mapping[str, str] | None, cwd: Path) -> str:
-    from perfci.usecases.check.run import context_of
+    from perfci.usecases.check.outcome import context_of
 
     context = context_of(settings, CheckRequest(), env=env, cwd=cwd)
     return fingerprint_hash(context.environment)

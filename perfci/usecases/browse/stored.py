@@ -15,7 +15,7 @@ from perfci.core.errors import ConfigError
 from perfci.core.settings import Settings, get_settings
 from perfci.store.db import open_store
 from perfci.store.queries import get_run
-from perfci.usecases.check.run import exit_code
+from perfci.usecases.check.outcome import exit_code
 from perfci.usecases.stores import project_or_default
 
 if TYPE_CHECKING:

@@ -20,8 +20,8 @@ from perfci.core.repro import Repro
 from perfci.usecases.check.comment_policy import CommentOn
 
 if TYPE_CHECKING:
+    from perfci.usecases.check.outcome import CheckOutcome
     from perfci.usecases.check.publish import PublishOutcome
-    from perfci.usecases.check.run import CheckOutcome
 
 __all__ = [
     "append_github_output",
