@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 from perfci.core.answers import Acceptance
 from perfci.core.model import RunComparison, RunContext, Verdict
 from perfci.core.settings import Settings
+from perfci.integrations.context import detect_run_context, merge_base
+from perfci.usecases.answers.accepted import is_accepted
 from perfci.usecases.check.spec import BenchmarkSpec, CheckRequest
 
 if TYPE_CHECKING:  # heavy imports stay out of `perfci --help` and of the CLI's import time
@@ -44,8 +46,6 @@ class CheckOutcome:
 
     @property
     def exit_code(self) -> int:
-        from perfci.usecases.answers.accepted import is_accepted
-
         if is_accepted(self.comparison, self.acceptances):
             return 0  # what regresses is what a person with write access accepted
         return exit_code(self.comparison, fail_on_regression=self.settings.fail_on_regression)
@@ -60,8 +60,6 @@ def context_of(
     settings: Settings, request: CheckRequest, *, env: Mapping[str, str] | None, cwd: Path | None
 ) -> RunContext:
     """The run context: detected from CI and git, flags applied, merge-base filled in."""
-    from perfci.integrations.context import detect_run_context, merge_base
-
     context = detect_run_context(settings.project, request.context, env=env, cwd=cwd)
     if context.merge_base is None and context.base_branch:
         # A local PR check: history newer than the fork point is not this PR's baseline.

@@ -13,10 +13,12 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perfci.core.model import Profile, RunContext
 from perfci.core.settings import Settings, get_settings
+from perfci.store.db import open_store
+from perfci.usecases.answers.accepted import check_acceptances
 from perfci.usecases.check.ab import PairProgress, run_ab_check
 from perfci.usecases.check.adaptive import adaptive_repeats, look_plan
 from perfci.usecases.check.outcome import CheckOutcome, context_of
@@ -33,9 +35,7 @@ from perfci.usecases.check.outputs import (
 from perfci.usecases.check.profiles import collect_repeats, run_repeats
 from perfci.usecases.check.spec import BenchmarkSpec, CheckRequest, Runner, resolve_benchmark
 from perfci.usecases.history.branch import record_history, sync_history
-
-if TYPE_CHECKING:  # heavy imports stay out of `perfci --help` and of the CLI's import time
-    from perfci.usecases.submit.run import SubmitResult
+from perfci.usecases.submit.run import SubmitResult, submit_remote, submit_run
 
 # The check's parts live in check_spec, check_profiles, check_adaptive and check_outputs; their
 # public names are re-exported here, where the CLI and the A/B check import them.
@@ -155,8 +155,6 @@ def run_check(
 
 def _with_acceptances(outcome: CheckOutcome) -> CheckOutcome:
     """``outcome`` with the regressions accepted on its pull request (issue 34)."""
-    from perfci.usecases.answers.accepted import check_acceptances
-
     outcome.acceptances = check_acceptances(outcome.settings, outcome.context, outcome.spec.name)
     return outcome
 
@@ -171,9 +169,6 @@ def _submit(
     repeats: list[list[Profile]],
     baseline_branch: str | None,
 ) -> tuple[SubmitResult, str]:
-    from perfci.store.db import open_store
-    from perfci.usecases.submit.run import submit_remote, submit_run
-
     if settings.server_url:
         remote = submit_remote(settings, context=context, benchmark=benchmark, repeats=repeats)
         return remote, settings.server_url
