@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import ColumnElement, Table, func, select
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.dml import Insert
@@ -30,10 +31,9 @@ def insert_ignore(session: Session, table: Table, conflict: Sequence[str]) -> In
     """``INSERT INTO table … ON CONFLICT (conflict) DO NOTHING`` for the session's dialect."""
     dialect = session.get_bind().dialect.name
     if dialect == "postgresql":
-        from sqlalchemy.dialects import postgresql  # only the dialect in use is imported
-
         return postgresql.insert(table).on_conflict_do_nothing(index_elements=list(conflict))
     if dialect == "sqlite":
+        # lazy: only the dialect in use loads (PostgreSQL's comes with the schema's types)
         from sqlalchemy.dialects import sqlite
 
         return sqlite.insert(table).on_conflict_do_nothing(index_elements=list(conflict))

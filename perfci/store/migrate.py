@@ -43,6 +43,7 @@ def migrations_dir() -> Path:
 
 def alembic_config(url: str | None = None, *, connection: Connection | None = None) -> Config:
     """An Alembic config for ``url`` (or an open ``connection``) with perfci's scripts."""
+    # lazy: Alembic is slow to import and only migrations need it (module docstring)
     from alembic.config import Config
 
     folder = migrations_dir()
@@ -57,6 +58,7 @@ def alembic_config(url: str | None = None, *, connection: Connection | None = No
 
 def head_revision() -> str:
     """The newest migration this perfci ships (read from the scripts, for tests and tools)."""
+    # lazy: Alembic is slow to import and only migrations need it (module docstring)
     from alembic.script import ScriptDirectory
 
     head = ScriptDirectory.from_config(alembic_config()).get_current_head()
@@ -67,6 +69,7 @@ def head_revision() -> str:
 
 def upgrade(url: str, revision: str = "head") -> str | None:
     """Migrate the database at ``url`` up to ``revision``; returns the revision reached."""
+    # lazy: Alembic is slow to import and only migrations need it (module docstring)
     from alembic import command
 
     with _migrating(url, "upgrade") as connection:
@@ -76,6 +79,7 @@ def upgrade(url: str, revision: str = "head") -> str | None:
 
 def downgrade(url: str, revision: str) -> str | None:
     """Migrate the database at ``url`` down to ``revision`` (``base`` empties it)."""
+    # lazy: Alembic is slow to import and only migrations need it (module docstring)
     from alembic import command
 
     with _migrating(url, "downgrade") as connection:
@@ -130,12 +134,14 @@ def _migrating(url: str, action: str) -> Iterator[Connection]:
 
 
 def _is_alembic_error(exc: Exception) -> bool:
+    # lazy: Alembic is slow to import and only migrations need it (module docstring)
     from alembic.util import CommandError
 
     return isinstance(exc, CommandError)
 
 
 def known_revisions() -> set[str]:
+    # lazy: Alembic is slow to import and only migrations need it (module docstring)
     from alembic.script import ScriptDirectory
 
     scripts = ScriptDirectory.from_config(alembic_config())

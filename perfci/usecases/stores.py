@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from perfci.core.settings import get_settings
+from perfci.integrations.context import detect_run_context
 from perfci.store.db import open_store
 
 if TYPE_CHECKING:
@@ -35,6 +36,4 @@ def session_for(database_url: str | None) -> Iterator[Session]:
 
 def project_or_default(project: str | None) -> str:
     """The project a ``--project`` flag names, else the settings', else the repository's."""
-    from perfci.integrations.context import detect_run_context
-
     return get_settings({"project": project}).project or detect_run_context(None).project

@@ -14,6 +14,7 @@ from perfci.core.compat import UTC
 from perfci.core.errors import StorageError
 from perfci.core.settings import Settings, get_settings, redact_url
 from perfci.store import db, engines, migrate
+from perfci.store.health import ping
 
 if TYPE_CHECKING:
     from perfci.store.work import Engine, SessionFactory
@@ -101,8 +102,6 @@ def read_engine(url: str) -> tuple[Engine, SessionFactory]:
 
 def database_answers(engine: Engine) -> bool:
     """Whether the database behind ``engine`` answers a trivial query now."""
-    from perfci.store.health import ping
-
     try:
         ping(engine)
     except Exception:  # noqa: BLE001 - any failure means "not healthy"

@@ -54,6 +54,7 @@ def check_acceptances(settings: Settings, context: RunContext, benchmark: str) -
     """
     if context.pr_number is None or settings.server_url:
         return []
+    # lazy: the store only for a pull request checked locally; `perfci publish` opens none
     from perfci.store.db import open_store
     from perfci.store.work import reading
     from perfci.usecases.answers.answer import acceptances

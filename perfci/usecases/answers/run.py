@@ -12,8 +12,10 @@ from typing import Any
 
 from perfci.core.errors import ConfigError
 from perfci.core.settings import Settings
+from perfci.integrations.context import read_event
 from perfci.integrations.github.client import GitHubClient
 from perfci.integrations.github.events import CommentEvent, comment_event, merged_pull
+from perfci.store.db import open_store
 from perfci.usecases.answers.answer import AnswerOutcome, answer_comment, record_merge
 
 __all__ = ["answer_event", "local_comment", "read_answer_event"]
@@ -22,8 +24,6 @@ __all__ = ["answer_event", "local_comment", "read_answer_event"]
 def read_answer_event(path: str) -> Mapping[str, Any] | CommentEvent:
     """The event payload at ``path``, as :func:`answer_event` takes it; ``ConfigError`` when
     there is none to read."""
-    from perfci.integrations.context import read_event
-
     event = read_event(path)
     if not event:
         raise ConfigError(f"{path}: not a readable GitHub event payload")
@@ -50,8 +50,6 @@ def answer_event(
 
     ``repository`` (``OWNER/NAME``) stands in for the payload's when it names none.
     """
-    from perfci.store.db import open_store
-
     if isinstance(event, CommentEvent):
         found: CommentEvent | str = event
     else:

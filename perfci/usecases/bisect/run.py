@@ -29,6 +29,7 @@ from perfci.core.settings import Settings, get_settings
 from perfci.integrations import git
 from perfci.usecases.bisect.probe import Worktrees, read_metric, run_probe
 from perfci.usecases.bisect.state import BisectState, bisect_id, reusable, save_state, state_path
+from perfci.usecases.check.outcome import context_of
 from perfci.usecases.check.spec import BenchmarkSpec, CheckRequest, resolve_benchmark
 
 __all__ = ["BisectRequest", "ProbeProgress", "run_bisect"]
@@ -149,8 +150,6 @@ def _sha(root: Path, revision: str, what: str) -> str:
 
 
 def _fingerprint(settings: Settings, *, env: Mapping[str, str] | None, cwd: Path) -> str:
-    from perfci.usecases.check.run import context_of
-
     context = context_of(settings, CheckRequest(), env=env, cwd=cwd)
     return fingerprint_hash(context.environment)
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from perfci.analysis.steps import primary_step
 from perfci.core.errors import NotFoundError
 from perfci.core.model import SeriesKey
 from perfci.store import dashboard, queries
@@ -261,8 +262,6 @@ def _primary_step(session: Session, benchmark_id: int) -> tuple[int | None, Seri
     Not the first one stored: a benchmark that reports an iteration and its forward step
     would otherwise chart the forward step while the comment judged the iteration (issue 36).
     """
-    from perfci.analysis.steps import primary_step
-
     # By age: the tie-break of primary_step sees the series in the order they were stored.
     keys = dict(sorted(dashboard.step_series(session, benchmark_id)))
     if len(keys) <= 1:
@@ -337,6 +336,7 @@ class StepChanges:
 
 def step_changes(points: list[StepPoint]) -> StepChanges:
     """Where the level of ``points`` (oldest first) changes, as the dashboard's chart marks it."""
+    # lazy: numpy/scipy only for the step chart; `perfci runs` and the listings load none
     from perfci.analysis.changepoints import detect_change_points, segment_levels
 
     if not points:

@@ -15,7 +15,9 @@ from perfci.core.errors import ConfigError
 from perfci.core.settings import Settings, get_settings
 from perfci.store.db import open_store
 from perfci.store.queries import get_run
-from perfci.usecases.check.run import exit_code
+from perfci.usecases.browse import pages as browse
+from perfci.usecases.browse.runs import delete_run
+from perfci.usecases.check.outcome import exit_code
 from perfci.usecases.stores import project_or_default
 
 if TYPE_CHECKING:
@@ -62,6 +64,7 @@ def _comparison(
     session: Session, run_id: int, *, settings: Settings, baseline_branch: str | None, fresh: bool
 ) -> RunComparison:
     """The stored comparison when it answers the question asked, else a new one."""
+    # lazy: comparing loads the analysis (scipy); `perfci runs` lists and deletes without it
     from perfci.usecases.submit.run import compare_run_now, latest_comparison
 
     get_run(session, run_id)  # an unknown id is a NotFoundError, not an empty comparison
@@ -82,8 +85,6 @@ def newest_runs(
 ) -> list[RunInfo]:
     """The newest ``limit`` runs of ``benchmark`` in ``project`` (default: settings, else the
     repository's)."""
-    from perfci.usecases.browse import pages as browse
-
     settings = get_settings({"database_url": database_url, "project": project})
     name = project_or_default(settings.project)
     store = open_store(settings)
@@ -106,8 +107,6 @@ def delete_stored_run(
     ConfigError
         When ``confirm`` says no: nothing is deleted.
     """
-    from perfci.usecases.browse.runs import delete_run
-
     store = open_store(get_settings({"database_url": database_url}))
     try:
         with store.sessions() as session:

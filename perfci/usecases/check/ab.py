@@ -45,7 +45,8 @@ from perfci.store.work import unit_of_work
 from perfci.usecases.check import looks as adaptive
 from perfci.usecases.check.ab_compare import Pairs, compare_pairs
 from perfci.usecases.check.ab_git import ABSetup, base_run_context, base_worktree, prepare
-from perfci.usecases.check.run import CheckOutcome, context_of, work_dir
+from perfci.usecases.check.outcome import CheckOutcome, context_of
+from perfci.usecases.check.profiles import work_dir
 from perfci.usecases.history.branch import record_history
 from perfci.usecases.submit.ingest import IngestResult, ingest_run
 from perfci.usecases.submit.repeats import parse_repeats

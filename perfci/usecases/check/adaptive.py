@@ -16,23 +16,30 @@ from typing import TYPE_CHECKING
 
 from perfci.core.model import Profile, RunComparison, RunContext
 from perfci.core.settings import Settings
+from perfci.store.db import open_store
+from perfci.usecases.check import looks as adaptive
 from perfci.usecases.check.profiles import collect_repeats
 from perfci.usecases.check.spec import BenchmarkSpec, CheckRequest, Runner
+from perfci.usecases.submit.compare import compare_stored_run
+from perfci.usecases.submit.ingest import ingest_run
+from perfci.usecases.submit.run import (
+    SubmitResult,
+    compare_options,
+    latest_comparison,
+    save_comparison,
+)
 
-if TYPE_CHECKING:  # heavy imports stay out of `perfci --help` and of the CLI's import time
+if TYPE_CHECKING:
     from perfci.store.db import Tentative
     from perfci.store.work import Session
     from perfci.usecases.check.looks import LookPlan
     from perfci.usecases.submit.ingest import IngestResult
-    from perfci.usecases.submit.run import SubmitResult
 
 __all__ = ["adaptive_repeats", "look_plan"]
 
 
 def look_plan(spec: BenchmarkSpec, request: CheckRequest, settings: Settings) -> LookPlan:
     """The fixed plan of looks: one when the profiles are read or go to a server."""
-    from perfci.usecases.check import looks as adaptive
-
     if request.profiles or settings.server_url:
         return adaptive.single_look(spec.repeats)
     return adaptive.plan_looks(spec.repeats, settings.max_repeats)
@@ -58,10 +65,6 @@ def adaptive_repeats(
     stopped, when it is the last. ``settings`` carries the per-look level already; ``alpha``
     is the check's own, for the note. Returns all repeats, the stored run and the store's URL.
     """
-    from perfci.store.db import open_store
-    from perfci.usecases.check import looks as adaptive
-    from perfci.usecases.submit.run import SubmitResult
-
     store = open_store(settings)
     looks = 0
     try:
@@ -129,10 +132,6 @@ def _look(
 
     A run stored before (a retried CI job) gets the comparison it got the first time.
     """
-    from perfci.usecases.submit.compare import compare_stored_run
-    from perfci.usecases.submit.ingest import ingest_run
-    from perfci.usecases.submit.run import compare_options, latest_comparison
-
     ingest = ingest_run(session, context=context, benchmark=benchmark, repeats=repeats)
     stored = None if ingest.created else latest_comparison(session, ingest.run_id)
     if stored is not None:
@@ -151,8 +150,6 @@ def _look(
 
 def _keep(work: Tentative, look: _Look, note: str) -> None:
     """Keep the final look: the run and its comparison, with the adaptive note, committed."""
-    from perfci.usecases.submit.run import save_comparison
-
     if not look.stored_before:
         look.comparison.notes.append(note)
         save_comparison(work.session, look.comparison)  # releases the look's SAVEPOINT

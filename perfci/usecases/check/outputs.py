@@ -17,11 +17,14 @@ from perfci.core import private_env
 from perfci.core.errors import ConfigError
 from perfci.core.model import RunComparison
 from perfci.core.repro import Repro
+from perfci.report.formatting import primary_step
+from perfci.report.json_report import comparison_to_dict
 from perfci.usecases.check.comment_policy import CommentOn
+from perfci.usecases.check.repro import repro_of
 
 if TYPE_CHECKING:
+    from perfci.usecases.check.outcome import CheckOutcome
     from perfci.usecases.check.publish import PublishOutcome
-    from perfci.usecases.check.run import CheckOutcome
 
 __all__ = [
     "append_github_output",
@@ -46,6 +49,7 @@ def write_markdown(
     repro: Repro | None = None,
 ) -> Path:
     """The pull-request comment (with its hidden marker and repro bundle) as a file."""
+    # lazy: jinja2 only for the Markdown comment (HEAVY_FOR_CHECK in tests/test_cold_start.py)
     from perfci.report.markdown import comment_marker, render_comment
 
     text = render_comment(result, marker=comment_marker(benchmark), run_url=run_url, repro=repro)
@@ -55,8 +59,6 @@ def write_markdown(
 
 def write_json(result: RunComparison, path: Path) -> Path:
     """The comparison as JSON (``perfci compare --json``'s document)."""
-    from perfci.report.json_report import comparison_to_dict
-
     _write(path, json.dumps(comparison_to_dict(result), indent=1) + "\n")
     return path
 
@@ -115,8 +117,6 @@ def github_outputs(
 
 def step_time_change(result: RunComparison) -> str:
     """The primary step's change in percent, signed (``+35.31``), or ``""`` without one."""
-    from perfci.report.formatting import primary_step
-
     step = primary_step(result)
     if step is None or step.change is None:
         return ""
@@ -175,8 +175,8 @@ def publish_outcome(
 ) -> PublishOutcome:
     """Publish the check's comparison (comment, status, job summary, annotations, files);
     ``comment_on`` and ``cc`` are :func:`perfci.usecases.check.publish.publish`'s."""
+    # lazy: posting loads requests and jinja2; a check that does not publish stays without them
     from perfci.usecases.check.publish import publish
-    from perfci.usecases.check.repro import repro_of
 
     return publish(
         outcome.comparison,

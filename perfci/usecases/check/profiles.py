@@ -12,7 +12,10 @@ from pathlib import Path
 from perfci.core.errors import ConfigError
 from perfci.core.model import Profile
 from perfci.core.settings_sources import find_project_root
+from perfci.integrations.machine import gpu_state
+from perfci.integrations.runner import run_benchmark
 from perfci.usecases.check.spec import BenchmarkSpec, Runner
+from perfci.usecases.submit.repeats import parse_repeats
 
 __all__ = ["collect_repeats", "run_repeats", "work_dir"]
 
@@ -24,8 +27,6 @@ def collect_repeats(
 
     Everything is parsed here, before any store is opened, so bad input writes nothing.
     """
-    from perfci.usecases.submit.repeats import parse_repeats
-
     if profiles:
         return parse_repeats(list(profiles), format=spec.format, options=spec.options)
     if not spec.command:
@@ -34,7 +35,6 @@ def collect_repeats(
             f"declare `command` in [tool.perfci.benchmarks.{spec.name}], or "
             "pass --profile FILE"
         )
-    from perfci.integrations.machine import gpu_state
 
     files = runner(spec, work_dir(spec.name, cwd))
     repeats = [
@@ -52,8 +52,6 @@ def work_dir(benchmark: str, cwd: Path | None = None) -> Path:
 
 def run_repeats(spec: BenchmarkSpec, directory: Path) -> list[list[Path]]:
     """The plain runner: each repeat a fresh process, no progress display."""
-    from perfci.integrations.runner import run_benchmark
-
     return run_benchmark(
         spec.command,
         benchmark=spec.name,

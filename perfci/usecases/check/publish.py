@@ -33,6 +33,7 @@ from perfci.core.answers import Acceptance
 from perfci.core.model import RunComparison, RunContext, Verdict
 from perfci.core.repro import Repro
 from perfci.core.settings import Settings
+from perfci.integrations.context import read_event
 from perfci.integrations.github.actions import (
     annotation,
     is_fork_pull_request,
@@ -175,8 +176,6 @@ def publish(
 
 
 def _event(event: Mapping[str, Any] | None, env: Mapping[str, str]) -> Mapping[str, Any]:
-    from perfci.integrations.context import read_event
-
     return event if event is not None else read_event(env.get("GITHUB_EVENT_PATH"))
 
 

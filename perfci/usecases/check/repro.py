@@ -17,7 +17,7 @@ from perfci.core.repro import Repro
 from perfci.core.settings import Settings
 
 if TYPE_CHECKING:
-    from perfci.usecases.check.run import CheckOutcome
+    from perfci.usecases.check.outcome import CheckOutcome
 
 __all__ = ["repro_flags", "repro_of"]
 

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from perfci.core.answers import Acceptance
-from perfci.core.model import Profile, RunComparison, RunContext, Verdict
+from perfci.core.model import Profile, RunContext
 from perfci.core.settings import Settings, get_settings
+from perfci.store.db import open_store
+from perfci.usecases.answers.accepted import check_acceptances
+from perfci.usecases.check.ab import PairProgress, run_ab_check
 from perfci.usecases.check.adaptive import adaptive_repeats, look_plan
+from perfci.usecases.check.outcome import CheckOutcome, context_of
 from perfci.usecases.check.outputs import (
     append_github_output,
     github_output_path,
@@ -30,14 +32,10 @@ from perfci.usecases.check.outputs import (
     write_json,
     write_markdown,
 )
-from perfci.usecases.check.profiles import collect_repeats, run_repeats, work_dir
+from perfci.usecases.check.profiles import collect_repeats, run_repeats
 from perfci.usecases.check.spec import BenchmarkSpec, CheckRequest, Runner, resolve_benchmark
 from perfci.usecases.history.branch import record_history, sync_history
-
-if TYPE_CHECKING:  # heavy imports stay out of `perfci --help` and of the CLI's import time
-    from perfci.usecases.check.ab import PairProgress
-    from perfci.usecases.submit.ingest import IngestResult
-    from perfci.usecases.submit.run import SubmitResult
+from perfci.usecases.submit.run import SubmitResult, submit_remote, submit_run
 
 # The check's parts live in check_spec, check_profiles, check_adaptive and check_outputs; their
 # public names are re-exported here, where the CLI and the A/B check import them.
@@ -48,8 +46,6 @@ __all__ = [
     "Runner",
     "append_github_output",
     "collect_repeats",
-    "context_of",
-    "exit_code",
     "github_output_path",
     "github_outputs",
     "look_plan",
@@ -59,43 +55,9 @@ __all__ = [
     "run_check",
     "run_repeats",
     "should_publish",
-    "work_dir",
     "write_json",
     "write_markdown",
 ]
-
-
-@dataclass(slots=True)
-class CheckOutcome:
-    """A finished check: what was run, where it is stored, and how it compares."""
-
-    spec: BenchmarkSpec
-    settings: Settings
-    context: RunContext
-    submitted: SubmitResult
-    database_url: str
-    warnings: list[str] = field(default_factory=list)
-    #: The base side's stored run in A/B mode (``--ab``).
-    ab_base: IngestResult | None = None
-    #: Regressions accepted on this pull request (``/perfci accept``, issue 34).
-    acceptances: list[Acceptance] = field(default_factory=list)
-
-    @property
-    def comparison(self) -> RunComparison:
-        return self.submitted.comparison
-
-    @property
-    def exit_code(self) -> int:
-        from perfci.usecases.answers.accepted import is_accepted
-
-        if is_accepted(self.comparison, self.acceptances):
-            return 0  # what regresses is what a person with write access accepted
-        return exit_code(self.comparison, fail_on_regression=self.settings.fail_on_regression)
-
-
-def exit_code(result: RunComparison, *, fail_on_regression: bool) -> int:
-    """1 for a gated regression (the run verdict) when it should fail the job, else 0."""
-    return 1 if fail_on_regression and result.verdict is Verdict.REGRESSION else 0
 
 
 def run_check(
@@ -144,8 +106,6 @@ def run_check(
     spec = resolve_benchmark(settings, request)
     settings = settings.for_benchmark(spec.name, overrides)  # its own delta/alpha, under flags
     if request.ab:
-        from perfci.usecases.check.ab import run_ab_check
-
         return _with_acceptances(
             run_ab_check(
                 request, spec=spec, settings=settings, env=env, cwd=cwd, progress=pair_progress
@@ -195,26 +155,11 @@ def run_check(
 
 def _with_acceptances(outcome: CheckOutcome) -> CheckOutcome:
     """``outcome`` with the regressions accepted on its pull request (issue 34)."""
-    from perfci.usecases.answers.accepted import check_acceptances
-
     outcome.acceptances = check_acceptances(outcome.settings, outcome.context, outcome.spec.name)
     return outcome
 
 
-# --- context and store ----------------------------------------------------------------------
-
-
-def context_of(
-    settings: Settings, request: CheckRequest, *, env: Mapping[str, str] | None, cwd: Path | None
-) -> RunContext:
-    """The run context: detected from CI and git, flags applied, merge-base filled in."""
-    from perfci.integrations.context import detect_run_context, merge_base
-
-    context = detect_run_context(settings.project, request.context, env=env, cwd=cwd)
-    if context.merge_base is None and context.base_branch:
-        # A local PR check: history newer than the fork point is not this PR's baseline.
-        context.merge_base = merge_base(cwd, context.base_branch, context.commit or "HEAD")
-    return context
+# --- the store ------------------------------------------------------------------------------
 
 
 def _submit(
@@ -224,9 +169,6 @@ def _submit(
     repeats: list[list[Profile]],
     baseline_branch: str | None,
 ) -> tuple[SubmitResult, str]:
-    from perfci.store.db import open_store
-    from perfci.usecases.submit.run import submit_remote, submit_run
-
     if settings.server_url:
         remote = submit_remote(settings, context=context, benchmark=benchmark, repeats=repeats)
         return remote, settings.server_url

@@ -51,6 +51,9 @@ from perfci.history import (
     run_path,
 )
 from perfci.history.documents import RUNS_DIR
+from perfci.store.db import open_store
+from perfci.store.engines import sqlite_file
+from perfci.usecases.submit.ingest import ingest_run
 
 if TYPE_CHECKING:
     from perfci.store.work import SessionFactory
@@ -175,8 +178,6 @@ def sync_branch(settings: Settings, branch: str, *, cwd: Path | None = None) -> 
     StorageError
         git failed (no remote, no access) or the store did.
     """
-    from perfci.store.db import open_store
-
     root = find_project_root(cwd)
     history = _branch(settings, branch, root)
     tip = history.fetch()
@@ -217,8 +218,6 @@ def sync_branch(settings: Settings, branch: str, *, cwd: Path | None = None) -> 
 def _ingest_file(
     sessions: SessionFactory, path: str, data: bytes, branch: str, warnings: list[str]
 ) -> int:
-    from perfci.usecases.submit.ingest import ingest_run
-
     try:
         run = decode_run(data, source=f"{branch}:{path}")
         with sessions() as session:
@@ -305,7 +304,5 @@ def _write_marker(path: Path, commit: str, url: str) -> None:
 
 def _store_exists(url: str) -> bool:
     """False for a SQLite file that is gone (a new runner): the marker is stale then."""
-    from perfci.store.engines import sqlite_file
-
     path = sqlite_file(url)
     return path is None or path.is_file()

@@ -36,8 +36,10 @@ from perfci.core.settings import Settings, get_settings, redact_url
 from perfci.formats.registry import HISTORY_FORMATS, parse_file
 from perfci.history import HistoryRun, parse_history
 from perfci.integrations.context import detect_run_context
+from perfci.store.db import open_store
 from perfci.store.prepared import PreparedRun
 from perfci.usecases.history.branch import append_history
+from perfci.usecases.submit.ingest import ingest_prepared
 from perfci.usecases.submit.inputs import expand_inputs
 from perfci.usecases.submit.prepare import check_values, prepare_run
 
@@ -271,9 +273,6 @@ def _store(
     settings: Settings, planned: Sequence[_Planned], progress: Callable[[int, int], None] | None
 ) -> tuple[list[ImportedRun], str]:
     """Store each planned run in its own transaction; the runs and where they went."""
-    from perfci.store.db import open_store
-    from perfci.usecases.submit.ingest import ingest_prepared
-
     runs: list[ImportedRun] = []
     store = open_store(settings)
     try:

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 from perfci.core.errors import ConfigError
 from perfci.core.settings import get_settings
 from perfci.integrations.context import detect_run_context
+from perfci.store.db import open_store
+from perfci.usecases.submit.ingest import ingest_run
 
 if TYPE_CHECKING:
     from perfci.core.model import Profile, RunContext
@@ -53,13 +55,11 @@ def store_profiles(
     run_context = detect_run_context(settings.project, dict(context))
     _check_provenance(run_context, baseline_branch=settings.baseline_branch, warn=warn)
     if settings.server_url:
+        # lazy: remote mode only; a local ingest needs none of the comparison (numpy, scipy)
         from perfci.usecases.submit.run import submit_remote
 
         remote = submit_remote(settings, context=run_context, benchmark=benchmark, repeats=repeats)
         return StoredFiles(remote.ingest, run_context.project, settings.server_url)
-    from perfci.store.db import open_store
-    from perfci.usecases.submit.ingest import ingest_run
-
     store = open_store(settings)
     try:
         with store.sessions() as session:

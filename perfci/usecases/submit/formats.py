@@ -18,6 +18,7 @@ def list_formats() -> list[tuple[str, str]]:
 def profiles_from_document(document: Any, *, source: str = "") -> list[Profile]:
     """The profiles of one perfci JSON document (``perfci parse --json``); ``source`` names it
     in a ``ParseError``."""
+    # lazy: perfci.core.model loads to read a document, not to list the formats
     from perfci.core.jsondoc import from_document
 
     return from_document(document, source=source)

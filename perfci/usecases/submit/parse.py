@@ -44,6 +44,6 @@ def metric_value(metric: Metric) -> float | None:
 
 def profiles_document(profiles: list[Profile]) -> dict[str, Any]:
     """The perfci JSON document for parsed profiles."""
-    from perfci.core.jsondoc import to_document  # for --json only: a table needs none of it
+    from perfci.core.jsondoc import to_document  # lazy: --json only; a table needs none of it
 
     return to_document(profiles)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from perfci.analysis.compare import CompareOptions
-from perfci.core.errors import KeyTaken
+from perfci.core.errors import ConfigError, KeyTaken
 from perfci.core.model import Profile, RunComparison, RunContext, Verdict
 from perfci.core.settings import Settings
 from perfci.core.transfer import comparison_from_dict
@@ -167,7 +167,7 @@ def submit_remote(
     The server runs the same sequence and answers with the comparison; the upload carries an
     Idempotency-Key derived from its content, so a retried CI job gets the same run back.
     """
-    from perfci.core.errors import ConfigError
+    # lazy: requests only in remote mode
     from perfci.integrations.remote import comparison_of, upload_run
 
     if settings.server_url is None:

@@ -17,6 +17,9 @@ from typing import TYPE_CHECKING
 from perfci.core.errors import ConfigError
 from perfci.core.settings import Settings, get_settings
 from perfci.core.settings_sources import find_project_root
+from perfci.store.db import open_store
+from perfci.usecases.stores import project_or_default
+from perfci.usecases.weekly.report import build_weekly_report
 
 if TYPE_CHECKING:
     from perfci.core.weekly import WeeklyReport
@@ -62,10 +65,6 @@ def build_report(
     StorageError
         git could not fetch the branch.
     """
-    from perfci.store.db import open_store
-    from perfci.usecases.stores import project_or_default
-    from perfci.usecases.weekly.report import build_weekly_report
-
     overrides = {"database_url": database_url, "project": project, "history": history}
     settings = get_settings(overrides, start=cwd)
     name = project_or_default(settings.project)
@@ -88,6 +87,7 @@ def build_report(
 
 
 def _read_history(settings: Settings, history: str, cwd: Path | None) -> None:
+    # lazy: the history branch and the ingest it needs load only with `history = "git:…"`
     from perfci.history import parse_history
     from perfci.usecases.history.branch import sync_branch
 
@@ -113,6 +113,7 @@ def post_issue(
     project: str | None = None,
 ) -> PostedIssue:
     """Create, or update in place, the weekly issue of ``report`` in ``repo``."""
+    # lazy: requests and jinja2 only when the report is posted as an issue
     from perfci.integrations.github.client import GitHubClient
     from perfci.report.weekly_markdown import issue_title, render_markdown, weekly_marker
 
@@ -130,6 +131,7 @@ def post_issue(
 
 def post_to_slack(report: WeeklyReport, webhook: str) -> None:
     """Post the report's Slack summary to the incoming ``webhook``."""
+    # lazy: requests and jinja2 only when the report is posted to Slack
     from perfci.integrations.slack import post_slack
     from perfci.report.weekly_markdown import render_slack
 
