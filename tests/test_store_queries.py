@@ -15,7 +15,6 @@ from perfci.store.queries import (
     baseline_run_ids,
     environment_id,
     get_run,
-    runs_by_time,
     runs_in_period,
     series_history,
 )
@@ -175,6 +174,6 @@ def test_runs_by_time_follow_the_commit_not_the_storage(session: Session) -> Non
     older = _run(session, day=2, commit="b2", stored_day=30)
     local = _run(session, day=3, commit=None)
     week = {"project": "acme/model", "since": T0, "until": T0 + timedelta(days=7)}
-    assert [r.id for r in runs_by_time(session, **week)] == [old, older, local]
+    assert [r.id for r in runs_in_period(session, **week, by_run_time=True)] == [old, older, local]
     assert [r.id for r in runs_in_period(session, **week)] == [local]
-    assert runs_by_time(session, **week, branch="feature") == []
+    assert runs_in_period(session, **week, by_run_time=True, branch="feature") == []
