@@ -11,7 +11,7 @@ what was measured (the commit), and re-runs of one commit by when they ran.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -339,26 +339,19 @@ def _run_info_query() -> Select[Any]:
     )
 
 
+#: The fields of RunInfo that ``run`` has a column of the same name for: read as they are.
+_RUN_COLUMNS = tuple(f.name for f in fields(RunInfo) if f.name in Run.__table__.c)
+
+
 def _run_info(row: Any) -> RunInfo:
     run, project, benchmark, sha, committed_at, environment = row
     return RunInfo(
-        id=run.id,
         project=project,
         benchmark=benchmark,
-        environment_id=run.environment_id,
-        created_at=run.created_at,
-        repeats=run.repeats,
         commit=sha,
         commit_time=committed_at,
-        branch=run.branch,
-        base_branch=run.base_branch,
-        merge_base=run.merge_base,
-        pr_number=run.pr_number,
-        ci_provider=run.ci_provider,
-        ci_run_id=run.ci_run_id,
-        ci_run_attempt=run.ci_run_attempt,
-        ci_url=run.ci_url,
         environment=_str_dict(environment),
+        **{name: getattr(run, name) for name in _RUN_COLUMNS},
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, cast
 
@@ -185,17 +185,8 @@ def resolve_postgres(session: Session, run: NewRun) -> Resolved:
     return run_id, benchmark_id, None if packed_ids is None else unpack_series_ids(packed_ids)
 
 
-#: The columns of ``run`` that hold its context's values as they are, under the same names.
-_CONTEXT_COLUMNS = (
-    "branch",
-    "base_branch",
-    "merge_base",
-    "pr_number",
-    "ci_provider",
-    "ci_run_id",
-    "ci_run_attempt",
-    "ci_url",
-)
+#: The context's fields that ``run`` has a column of the same name for: stored as they are.
+_CONTEXT_COLUMNS = tuple(f.name for f in fields(RunContext) if f.name in Run.__table__.c)
 
 
 def _context_columns(context: RunContext) -> dict[str, Any]:
