@@ -167,7 +167,7 @@ def test_runs_in_period_and_get_run(session: Session) -> None:
         get_run(session, 999_999)
 
 
-def test_runs_by_time_follow_the_commit_not_the_storage(session: Session) -> None:
+def test_runs_by_run_time_follow_the_commit_not_the_storage(session: Session) -> None:
     # Backfilled: commits of days 1 and 2 stored on day 30; a run without a commit time
     # belongs to when it was stored.
     old = _run(session, day=1, commit="b1", stored_day=30)
