@@ -15,8 +15,9 @@ it, then ``ANALYZE``), interleaved call by call:
   benchmark before a time in the history) against the old statement, which filtered and sorted
   on the coalesce, with the old index ``(benchmark_id, branch, environment_id, created_at)``
   made for it;
-- **weekly**: :func:`perfci.store.queries.runs_by_time` (one week of ``main``, the weekly report's
-  first query) against the old statement, built and read the same way (ORM rows to ``RunInfo``).
+- **weekly**: :func:`perfci.store.queries.runs_in_period` by run time (one week of ``main``, the
+  weekly report's first query) against the old statement, built and read the same way (ORM
+  rows to ``RunInfo``).
 
 Prints the median milliseconds of ``--calls`` calls per query and size, and in brackets the
 server's execution time of the statement alone (``EXPLAIN ANALYZE``, median of 5); target: the
@@ -149,8 +150,8 @@ def _measure(url: str, runs: int, calls: int) -> None:
 
         def new_weekly() -> object:
             since, until = week()
-            return queries.runs_by_time(
-                session, project="p", since=since, until=until, branch="main"
+            return queries.runs_in_period(
+                session, project="p", since=since, until=until, by_run_time=True, branch="main"
             )
 
         def old_weekly() -> object:

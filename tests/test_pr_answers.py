@@ -293,7 +293,7 @@ def test_the_accepted_change_is_not_raised_again_on_the_base_branch_after_the_me
     from perfci.core.compat import UTC
     from perfci.core.transfer import comparison_from_dict
     from perfci.core.weekly import NewAlert, WeeklyReport
-    from perfci.store.queries import runs_by_time
+    from perfci.store.queries import runs_in_period
     from perfci.usecases.browse.alerts import record_alerts
     from perfci.usecases.stores import session_for
     from perfci.usecases.weekly.answers import acknowledge_accepted
@@ -315,7 +315,9 @@ def test_the_accepted_change_is_not_raised_again_on_the_base_branch_after_the_me
     regressed = next(m for m in series.gated_regressions if m.series is not None)
     now = datetime.now(UTC)
     with session_for(url) as session:
-        runs = runs_by_time(session, project=REPO, since=now - timedelta(days=1), until=now)
+        runs = runs_in_period(
+            session, project=REPO, since=now - timedelta(days=1), until=now, by_run_time=True
+        )
         run = next(r for r in runs if r.commit == merge)
         (alert,) = record_alerts(
             session,

@@ -1,6 +1,6 @@
-"""One step for every view (issue 36): the dashboard charts, and lists for every run, the step
-series the comment judged (:func:`perfci.analysis.steps.primary_step`, the longest), not the
-first step series stored."""
+"""One step for every view (issue 36): the dashboard charts, and lists for every run, and the
+weekly report follows, the step series the comment judged
+(:func:`perfci.analysis.steps.primary_step`, the longest), not the first step series stored."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ from db_fixtures import make_context
 from sqlalchemy.orm import Session
 
 from perfci.core.model import Metric, MetricKind, Profile
+from perfci.store import dashboard
 from perfci.usecases.browse import pages as browse
 from perfci.usecases.submit.compare import compare_stored_run
 from perfci.usecases.submit.ingest import ingest_run
+from perfci.usecases.weekly.report import build_weekly_report
 
 PROJECT = "acme/model"
 BENCHMARK = "train"
@@ -67,3 +69,24 @@ def test_the_dashboard_charts_and_lists_the_step_the_comment_judged(
     assert set(times) == {pr_run, *main_runs}
     step = next(m for m in judged.metrics if m.key == judged.primary_step)
     assert times[pr_run] == pytest.approx(step.candidate_median)
+
+
+def test_the_weekly_report_follows_the_step_the_comment_judged(session: Session) -> None:
+    main_runs = [_ingest(session, n, branch="main") for n in range(6)]
+    pr_run = _ingest(session, 10, branch="feature", pr_number=7, base_branch="main")
+    judged = compare_stored_run(session, pr_run)
+    assert judged.primary_step is not None
+    # The case that tells them apart: the forward step is stored first, the iteration is longer.
+    benchmark_id = dashboard.benchmark_id(session, PROJECT, BENCHMARK)
+    assert benchmark_id is not None
+    first_stored = dashboard.step_series(session, benchmark_id)[0][1]
+    assert first_stored.name == "forward" and first_stored.key != judged.primary_step
+
+    report = build_weekly_report(
+        session, project=PROJECT, since=START, until=START + timedelta(days=1), record=False
+    )
+    (trend,) = report.benchmarks
+    assert trend.step is not None and trend.step.key == judged.primary_step
+    assert [p.run_id for p in trend.points] == main_runs
+    charted, _ = browse.step_history(session, PROJECT, BENCHMARK, branch="main")
+    assert charted == trend.step

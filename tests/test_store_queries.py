@@ -15,7 +15,6 @@ from perfci.store.queries import (
     baseline_run_ids,
     environment_id,
     get_run,
-    runs_by_time,
     runs_in_period,
     series_history,
 )
@@ -168,13 +167,13 @@ def test_runs_in_period_and_get_run(session: Session) -> None:
         get_run(session, 999_999)
 
 
-def test_runs_by_time_follow_the_commit_not_the_storage(session: Session) -> None:
+def test_runs_by_run_time_follow_the_commit_not_the_storage(session: Session) -> None:
     # Backfilled: commits of days 1 and 2 stored on day 30; a run without a commit time
     # belongs to when it was stored.
     old = _run(session, day=1, commit="b1", stored_day=30)
     older = _run(session, day=2, commit="b2", stored_day=30)
     local = _run(session, day=3, commit=None)
     week = {"project": "acme/model", "since": T0, "until": T0 + timedelta(days=7)}
-    assert [r.id for r in runs_by_time(session, **week)] == [old, older, local]
+    assert [r.id for r in runs_in_period(session, **week, by_run_time=True)] == [old, older, local]
     assert [r.id for r in runs_in_period(session, **week)] == [local]
-    assert runs_by_time(session, **week, branch="feature") == []
+    assert runs_in_period(session, **week, by_run_time=True, branch="feature") == []

@@ -246,11 +246,12 @@ def test_the_weekly_reports_run_query_reads_an_index_range(session: Session) -> 
     since = T0 + timedelta(days=100)
 
     def lookup() -> object:
-        return queries.runs_by_time(
+        return queries.runs_in_period(
             session,
             project="acme/model",
             since=since,
             until=since + timedelta(weeks=1),
+            by_run_time=True,
             branch="main",
         )
 

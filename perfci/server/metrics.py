@@ -127,17 +127,30 @@ def _labels(**values: str) -> str:
     return ",".join(f'{key}="{escape(value)}"' for key, value in values.items())
 
 
-class MetricsMiddleware:
+class _HttpMiddleware:
+    """A pure ASGI middleware for HTTP requests: lifespan and websocket scopes pass through."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            await self.http(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raise NotImplementedError
+
+
+class MetricsMiddleware(_HttpMiddleware):
     """Counts every HTTP request by method, route template and status, and times it."""
 
     def __init__(self, app: ASGIApp, registry: Registry) -> None:
-        self.app = app
+        super().__init__(app)
         self.registry = registry
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         status = 500
 
@@ -158,7 +171,7 @@ class MetricsMiddleware:
             )
 
 
-class BodyLimitMiddleware:
+class BodyLimitMiddleware(_HttpMiddleware):
     """Refuses request bodies over ``max_bytes`` with 413, by Content-Length and by counting.
 
     A declared length over the limit is refused before any of the body is read; a body without
@@ -166,13 +179,10 @@ class BodyLimitMiddleware:
     """
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app = app
+        super().__init__(app)
         self.max_bytes = max_bytes
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         declared = _content_length(scope)
         if declared is not None and declared > self.max_bytes:
             await _send_413(send, self.max_bytes)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import ColumnElement, select, update
 from sqlalchemy.orm import Session
 
 from perfci.core.compat import UTC
@@ -73,20 +73,19 @@ def project_tokens(session: Session, project_id: int) -> list[ApiToken]:
 
 def token_by_id(session: Session, token_id: int) -> tuple[ApiToken, str] | None:
     """Token ``token_id`` with its project's name, or ``None``."""
-    found = session.execute(
-        select(ApiToken, Project.name)
-        .join(Project, Project.id == ApiToken.project_id)
-        .where(ApiToken.id == token_id)
-    ).first()
-    return None if found is None else (found[0], found[1])
+    return _token_where(session, ApiToken.id == token_id)
 
 
 def token_by_hash(session: Session, token_hash: str) -> tuple[ApiToken, str] | None:
     """The token whose hash is ``token_hash`` (an index lookup) with its project's name."""
+    return _token_where(session, ApiToken.token_hash == token_hash)
+
+
+def _token_where(session: Session, condition: ColumnElement[bool]) -> tuple[ApiToken, str] | None:
     found = session.execute(
         select(ApiToken, Project.name)
         .join(Project, Project.id == ApiToken.project_id)
-        .where(ApiToken.token_hash == token_hash)
+        .where(condition)
     ).first()
     return None if found is None else (found[0], found[1])
 

@@ -11,9 +11,9 @@ what was measured (the commit), and re-runs of one commit by when they ran.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 from sqlalchemy import ColumnElement, ScalarSelect, Select, select, type_coerce
@@ -34,6 +34,9 @@ from perfci.store.schema import (
     UTCDateTime,
     series_key_hash,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing's own from Python 3.11
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,16 +128,26 @@ def drop_bad_points(points: Sequence[HistoryPoint]) -> tuple[list[HistoryPoint],
     return kept, skipped
 
 
+class _SeriesOnBranch(TypedDict):
+    series: SeriesKey
+    branch: str
+
+
+class HistoryQuery(_SeriesOnBranch, total=False):
+    """Which values of a benchmark :func:`series_history` reads: one series on one branch,
+    from ``since`` (inclusive) until ``until`` (exclusive)."""
+
+    since: datetime | None
+    until: datetime | None
+
+
 def series_history(
     session: Session,
     *,
     project: str,
     benchmark: str,
-    series: SeriesKey,
-    branch: str,
-    since: datetime | None = None,
-    until: datetime | None = None,
     environment_id: int | None = None,
+    **query: Unpack[HistoryQuery],
 ) -> list[HistoryPoint]:
     """The values of one series over the runs of ``branch``, oldest first.
 
@@ -143,19 +156,19 @@ def series_history(
     one value, the median of its repeats.
     """
     when = _run_time()
-    query = (
+    found = (
         _runs_of(project, benchmark)
         .add_columns(Commit.sha, Commit.committed_at, Run.created_at)
-        .where(Run.branch == branch)
+        .where(Run.branch == query["branch"])
     )
     if environment_id is not None:
-        query = query.where(Run.environment_id == environment_id)
-    if since is not None:
-        query = query.where(when >= since)
-    if until is not None:
-        query = query.where(when < until)
-    runs = session.execute(query.order_by(when, Run.created_at, Run.id)).all()
-    series_id = _series_id(session, project, benchmark, series) if runs else None
+        found = found.where(Run.environment_id == environment_id)
+    if (since := query.get("since")) is not None:
+        found = found.where(when >= since)
+    if (until := query.get("until")) is not None:
+        found = found.where(when < until)
+    runs = session.execute(found.order_by(when, Run.created_at, Run.id)).all()
+    series_id = _series_id(session, project, benchmark, query["series"]) if runs else None
     if series_id is None:
         return []
     values = series_values(session, series_id, {row[0]: row[3] for row in runs})
@@ -197,6 +210,17 @@ class RunValues:
     time: datetime  # the run's time: its commit's, else when it was stored
     created_at: datetime
     values: list[float]
+
+
+class _LatestRuns(TypedDict):
+    branch: str | None
+    limit: int
+
+
+class LatestQuery(_LatestRuns, total=False):
+    """Which runs :func:`latest_values` reads, for callers that pass it on."""
+
+    not_branch: str | None
 
 
 def latest_values(
@@ -244,48 +268,35 @@ def latest_values(
     return found
 
 
+class RunFilter(TypedDict, total=False):
+    """The optional filters of :func:`runs_in_period`, for callers that pass them on."""
+
+    branch: str | None
+    benchmark: str | None
+
+
 def runs_in_period(
     session: Session,
     *,
     project: str,
     since: datetime,
     until: datetime,
-    branch: str | None = None,
-    benchmark: str | None = None,
+    by_run_time: bool = False,
+    **only: Unpack[RunFilter],
 ) -> list[RunInfo]:
-    """Runs stored in ``[since, until)``, oldest first (the weekly report's window)."""
-    query = _run_info_query().where(
-        Project.name == project, Run.created_at >= since, Run.created_at < until
-    )
-    if branch is not None:
-        query = query.where(Run.branch == branch)
-    if benchmark is not None:
-        query = query.where(Benchmark.name == benchmark)
-    query = query.order_by(Run.created_at, Run.id)
-    return [_run_info(row) for row in session.execute(query)]
+    """Runs stored in ``[since, until)``, oldest first (the weekly report's window).
 
-
-def runs_by_time(
-    session: Session,
-    *,
-    project: str,
-    since: datetime,
-    until: datetime,
-    branch: str | None = None,
-    benchmark: str | None = None,
-) -> list[RunInfo]:
-    """Runs whose run time (the commit's time, else when stored) is in ``[since, until)``.
-
-    Oldest first. A branch's history by when its code was written: a run imported or stored
-    late still belongs to its commit's week.
+    ``by_run_time``: the runs whose run time (the commit's time, else when stored) is in
+    ``[since, until)``, ordered by it: a branch's history by when its code was written, where
+    a run imported or stored late still belongs to its commit's week.
     """
-    when = _run_time()
+    when = _run_time() if by_run_time else type_coerce(Run.created_at, UTCDateTime())
     query = _run_info_query().where(
         Run.project_id == _project_id(project), when >= since, when < until
     )
-    if branch is not None:
+    if (branch := only.get("branch")) is not None:
         query = query.where(Run.branch == branch)
-    if benchmark is not None:
+    if (benchmark := only.get("benchmark")) is not None:
         query = query.where(Run.benchmark_id == _benchmark_id(project, benchmark))
     query = query.order_by(when, Run.created_at, Run.id)
     return [_run_info(row) for row in session.execute(query)]
@@ -328,26 +339,19 @@ def _run_info_query() -> Select[Any]:
     )
 
 
+#: The fields of RunInfo that ``run`` has a column of the same name for: read as they are.
+_RUN_COLUMNS = tuple(f.name for f in fields(RunInfo) if f.name in Run.__table__.c)
+
+
 def _run_info(row: Any) -> RunInfo:
     run, project, benchmark, sha, committed_at, environment = row
     return RunInfo(
-        id=run.id,
         project=project,
         benchmark=benchmark,
-        environment_id=run.environment_id,
-        created_at=run.created_at,
-        repeats=run.repeats,
         commit=sha,
         commit_time=committed_at,
-        branch=run.branch,
-        base_branch=run.base_branch,
-        merge_base=run.merge_base,
-        pr_number=run.pr_number,
-        ci_provider=run.ci_provider,
-        ci_run_id=run.ci_run_id,
-        ci_run_attempt=run.ci_run_attempt,
-        ci_url=run.ci_url,
         environment=_str_dict(environment),
+        **{name: getattr(run, name) for name in _RUN_COLUMNS},
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, cast
 
@@ -32,6 +33,20 @@ from perfci.store.schema import (
     SeriesSet,
     unpack_series_ids,
 )
+
+
+@dataclass(frozen=True, slots=True)
+class NewRun:
+    """The run :func:`perfci.store.runs.write_run` stores: the run ``key`` of ``benchmark``,
+    made at ``created_at``, whose list of series hashes to ``list_hash``."""
+
+    context: RunContext
+    benchmark: str
+    prepared: PreparedRun
+    key: str
+    created_at: datetime
+    list_hash: str
+
 
 # A run's ids: (run, benchmark, series ids in the order of the keys when the benchmark knows
 # this list of series, else None); None for all when the run is already stored.
@@ -122,16 +137,13 @@ SELECT (SELECT id FROM p), (SELECT id FROM b), (SELECT id FROM e), (SELECT id FR
 _PG_RESOLVE_TRIES = 3
 
 
-def resolve_postgres(
-    session: Session,
-    *,
-    context: RunContext,
-    benchmark: str,
-    prepared: PreparedRun,
-    key: str,
-    created_at: datetime,
-    list_hash: str,
-) -> Resolved:
+def resolve_postgres(session: Session, run: NewRun) -> Resolved:
+    context, benchmark, prepared, created_at = (
+        run.context,
+        run.benchmark,
+        run.prepared,
+        run.created_at,
+    )
     month = partitions.Month.of(created_at)
     params = {
         "project": context.project,
@@ -140,31 +152,12 @@ def resolve_postgres(
         "environment": json.dumps(dict(context.environment)),
         "sha": context.commit or None,
         "committed_at": parse_time(context.commit_time),
-        "branch": context.branch,
-        "base_branch": context.base_branch,
-        "merge_base": context.merge_base,
-        "pr_number": context.pr_number,
-        "ci_provider": context.ci_provider,
-        "ci_run_id": context.ci_run_id,
-        "ci_run_attempt": context.ci_run_attempt,
-        "ci_url": context.ci_url,
+        **_context_columns(context),
         "repeats": prepared.repeats,
         "created_at": _utc(created_at),
-        "key": key,
-        "profiles": json.dumps(
-            [
-                {
-                    "repeat": repeat,
-                    "label": p.label[:255],
-                    "format": p.format,
-                    "source": p.source,
-                    "steps": p.steps,
-                    "metadata": p.metadata,
-                }
-                for repeat, p in prepared.profiles
-            ]
-        ),
-        "list_hash": list_hash,
+        "key": run.key,
+        "profiles": json.dumps(_profile_rows(prepared.profiles)),
+        "list_hash": run.list_hash,
         "partition": month.qualified,
     }
     with _bulk.driver_cursor(session, _PG_RESOLVE) as cursor:
@@ -192,26 +185,26 @@ def resolve_postgres(
     return run_id, benchmark_id, None if packed_ids is None else unpack_series_ids(packed_ids)
 
 
+#: The context's fields that ``run`` has a column of the same name for: stored as they are.
+_CONTEXT_COLUMNS = tuple(f.name for f in fields(RunContext) if f.name in Run.__table__.c)
+
+
+def _context_columns(context: RunContext) -> dict[str, Any]:
+    return {name: getattr(context, name) for name in _CONTEXT_COLUMNS}
+
+
 def _utc(value: datetime) -> datetime:
     return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
 
 
-def resolve_generic(
-    session: Session,
-    *,
-    context: RunContext,
-    benchmark: str,
-    prepared: PreparedRun,
-    key: str,
-    created_at: datetime,
-    list_hash: str,
-) -> Resolved:
+def resolve_generic(session: Session, run: NewRun) -> Resolved:
     """Ids, get-or-create, one statement each (SQLite: in-process, statements are cheap)."""
+    context, created_at = run.context, run.created_at
     project_id = _get_or_create(
         session, Project, {"name": context.project}, {"created_at": created_at}
     )
     benchmark_id = _get_or_create(
-        session, Benchmark, {"project_id": project_id, "name": benchmark}, {}
+        session, Benchmark, {"project_id": project_id, "name": run.benchmark}, {}
     )
     environment_id = _get_or_create(
         session,
@@ -220,25 +213,16 @@ def resolve_generic(
         {"values": dict(context.environment), "created_at": created_at},
     )
     commit_id, committed_at = _commit_id(session, project_id, context)
-    run_id = _insert_run(
-        session,
-        context,
-        project_id=project_id,
-        benchmark_id=benchmark_id,
-        environment_id=environment_id,
-        commit_id=commit_id,
-        key=key,
-        repeats=prepared.repeats,
-        created_at=created_at,
-        ordered_at=committed_at or created_at,
-    )
+    ids = (project_id, benchmark_id, environment_id, commit_id)
+    run_id = _insert_run(session, run, ids, ordered_at=committed_at or created_at)
     if run_id is None:
         return None
-    _insert_profiles(session, run_id, prepared.profiles)
+    rows = [{"run_id": run_id, **row} for row in _profile_rows(run.prepared.profiles)]
+    session.execute(table_of(ProfileRow).insert(), rows)
     table = table_of(SeriesSet)
     packed_ids = session.execute(
         select(table.c.series_ids).where(
-            table.c.benchmark_id == benchmark_id, table.c.list_hash == list_hash
+            table.c.benchmark_id == benchmark_id, table.c.list_hash == run.list_hash
         )
     ).scalar()
     return run_id, benchmark_id, None if packed_ids is None else unpack_series_ids(packed_ids)
@@ -302,18 +286,17 @@ def parse_time(value: str | None) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def _insert_run(session: Session, context: RunContext, *, key: str, **ids: Any) -> int | None:
+def _insert_run(
+    session: Session, run: NewRun, ids: tuple[int, int, int, int | None], ordered_at: datetime
+) -> int | None:
+    """Insert the run (project, benchmark, environment and commit ids); None when stored."""
     values = dict(
-        ids,
-        branch=context.branch,
-        base_branch=context.base_branch,
-        merge_base=context.merge_base,
-        pr_number=context.pr_number,
-        ci_provider=context.ci_provider,
-        ci_run_id=context.ci_run_id,
-        ci_run_attempt=context.ci_run_attempt,
-        ci_url=context.ci_url,
-        idempotency_key=key,
+        zip(("project_id", "benchmark_id", "environment_id", "commit_id"), ids, strict=True),
+        **_context_columns(run.context),
+        idempotency_key=run.key,
+        repeats=run.prepared.repeats,
+        created_at=run.created_at,
+        ordered_at=ordered_at,
     )
     statement = _bulk.insert_ignore(
         session, table_of(Run), ["project_id", "benchmark_id", "idempotency_key"]
@@ -322,12 +305,10 @@ def _insert_run(session: Session, context: RunContext, *, key: str, **ids: Any) 
     return None if run_id is None else int(run_id)
 
 
-def _insert_profiles(
-    session: Session, run_id: int, profiles: Iterable[tuple[int, Profile]]
-) -> None:
-    rows = [
+def _profile_rows(profiles: Iterable[tuple[int, Profile]]) -> list[dict[str, Any]]:
+    """The ``profile`` rows of a run's profiles, but for the run's id."""
+    return [
         {
-            "run_id": run_id,
             "repeat": repeat,
             "label": p.label[:255],
             "format": p.format,
@@ -337,7 +318,6 @@ def _insert_profiles(
         }
         for repeat, p in profiles
     ]
-    session.execute(table_of(ProfileRow).insert(), rows)
 
 
 def table_of(model: Any) -> Table:

@@ -24,7 +24,7 @@ from perfci.core.model import RunContext
 from perfci.store import _bulk, partitions
 from perfci.store.prepared import PreparedRun, Values, cell_values
 from perfci.store.prepared import sample_rows as _sample_rows
-from perfci.store.run_resolve import resolve_generic, resolve_postgres
+from perfci.store.run_resolve import NewRun, resolve_generic, resolve_postgres
 from perfci.store.run_resolve import table_of as _table
 from perfci.store.run_series import key_hashes, series_ids_of
 from perfci.store.schema import (
@@ -51,6 +51,7 @@ class IngestResult:
     samples: int
 
 
+@_bulk.no_cycle_collection()
 def write_run(
     session: Session,
     *,
@@ -93,18 +94,41 @@ def write_run(
     ConfigError
         The context's commit time is not an ISO 8601 date.
     """
-    # An ingest allocates thousands of short-lived, acyclic objects while the caller's parsed
-    # profiles are alive: cyclic collections meanwhile walk (and promote) all of them, a large
-    # share of the ingest's Python time. Refcounting frees the garbage.
-    with _bulk.no_cycle_collection():
-        return _write(
+    # No cyclic collections (the decorator): an ingest allocates thousands of short-lived,
+    # acyclic objects while the caller's parsed profiles are alive, and collections meanwhile
+    # walk (and promote) all of them, a large share of the ingest's Python time. Refcounting
+    # frees the garbage.
+    keys = list(prepared.cells)
+    hashes = key_hashes(keys)
+    run = NewRun(context, benchmark, prepared, key, created_at, series_list_hash(hashes))
+    resolve = (
+        resolve_postgres if session.get_bind().dialect.name == "postgresql" else resolve_generic
+    )
+    found = resolve(session, run)
+    if found is None:  # the run is already stored
+        existing = _find_run(session, context.project, benchmark, key)
+        assert existing is not None  # the conflicting row is visible once the insert returns
+        return _existing_result(session, existing, prepared, context)
+    run_id, benchmark_id, series_ids = found
+    if series_ids is None:
+        # A list of series not seen before in this benchmark: each series by its key.
+        series_ids = series_ids_of(session, benchmark_id, prepared, hashes)
+        _bulk.insert_rows_ignore(
             session,
-            context=context,
-            benchmark=benchmark,
-            prepared=prepared,
-            key=key,
-            created_at=created_at,
+            _table(SeriesSet),
+            [
+                {
+                    "benchmark_id": benchmark_id,
+                    "list_hash": run.list_hash,
+                    "series_ids": pack_series_ids(series_ids),
+                }
+            ],
+            ["benchmark_id", "list_hash"],
         )
+    if prepared.samples:
+        run_day = partitions.day_number(created_at)
+        _bulk.write_samples(session, _sample_rows(prepared, run_id, series_ids, run_day))
+    return IngestResult(run_id=run_id, created=True, series=len(keys), samples=prepared.samples)
 
 
 def stored_run(
@@ -135,56 +159,6 @@ def storage_error(
     more = len(sources) - shown
     files = ", ".join(sources[:shown]) + (f" and {more} more" if more > 0 else "")
     return StorageError(f"could not store the run of {benchmark!r} ({files}): {reason}")
-
-
-def _write(
-    session: Session,
-    *,
-    context: RunContext,
-    benchmark: str,
-    prepared: PreparedRun,
-    key: str,
-    created_at: datetime,
-) -> IngestResult:
-    keys = list(prepared.cells)
-    hashes = key_hashes(keys)
-    list_hash = series_list_hash(hashes)
-    resolve = (
-        resolve_postgres if session.get_bind().dialect.name == "postgresql" else resolve_generic
-    )
-    found = resolve(
-        session,
-        context=context,
-        benchmark=benchmark,
-        prepared=prepared,
-        key=key,
-        created_at=created_at,
-        list_hash=list_hash,
-    )
-    if found is None:  # the run is already stored
-        existing = _find_run(session, context.project, benchmark, key)
-        assert existing is not None  # the conflicting row is visible once the insert returns
-        return _existing_result(session, existing, prepared, context)
-    run_id, benchmark_id, series_ids = found
-    if series_ids is None:
-        # A list of series not seen before in this benchmark: each series by its key.
-        series_ids = series_ids_of(session, benchmark_id, prepared, hashes)
-        _bulk.insert_rows_ignore(
-            session,
-            _table(SeriesSet),
-            [
-                {
-                    "benchmark_id": benchmark_id,
-                    "list_hash": list_hash,
-                    "series_ids": pack_series_ids(series_ids),
-                }
-            ],
-            ["benchmark_id", "list_hash"],
-        )
-    if prepared.samples:
-        run_day = partitions.day_number(created_at)
-        _bulk.write_samples(session, _sample_rows(prepared, run_id, series_ids, run_day))
-    return IngestResult(run_id=run_id, created=True, series=len(keys), samples=prepared.samples)
 
 
 def _find_run(session: Session, project: str, benchmark: str, key: str) -> int | None:

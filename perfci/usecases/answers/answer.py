@@ -74,6 +74,25 @@ class _Checked:
     regressed: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class _Asked:
+    """A command to carry out: where and by whom it was asked, and the head's stored checks."""
+
+    session: Session
+    client: GitHubClient
+    event: CommentEvent
+    command: Command
+    project: str
+    checked: list[_Checked]
+
+    def record(
+        self, checked: list[_Checked], kind: AnswerKind, reason: str | None, *, keys: bool = False
+    ) -> list[int]:
+        """One answer of ``kind`` per benchmark of ``checked`` (``keys``: its regressed lines)."""
+        with unit_of_work(self.session):
+            return [_record(self, c, kind, reason, c.regressed if keys else ()) for c in checked]
+
+
 def answer_comment(
     session: Session, *, event: CommentEvent, project: str, client: GitHubClient
 ) -> AnswerOutcome:
@@ -100,11 +119,8 @@ def answer_comment(
         url = _reply(client, event, _no_check(head))
         _react(client, event, "confused")
         return AnswerOutcome("nothing", f"no stored check of head {head[:12]}", reply_url=url)
-    if command.name == "accept":
-        return _accept(session, client, event, command, project, checked)
-    if command.name == "false-alarm":
-        return _false_alarm(session, client, event, command, project, checked)
-    return _rerun(session, client, event, command, project, checked)
+    carry_out = {"accept": _accept, "false-alarm": _false_alarm}.get(command.name, _rerun)
+    return carry_out(_Asked(session, client, event, command, project, checked))
 
 
 def record_merge(session: Session, *, merged: MergedPull, project: str) -> int:
@@ -117,42 +133,24 @@ def record_merge(session: Session, *, merged: MergedPull, project: str) -> int:
 # --- the commands -------------------------------------------------------------------------------
 
 
-def _accept(
-    session: Session,
-    client: GitHubClient,
-    event: CommentEvent,
-    command: Command,
-    project: str,
-    checked: list[_Checked],
-) -> AnswerOutcome:
-    regressed = [c for c in checked if c.regressed]
+def _accept(asked: _Asked) -> AnswerOutcome:
+    regressed = [c for c in asked.checked if c.regressed]
     if not regressed:
-        return _nothing(client, event, "nothing to accept", "no regression to accept")
-    with unit_of_work(session):
-        ids = [
-            _record(session, project, event, c, AnswerKind.ACCEPTED, command.reason, c.regressed)
-            for c in regressed
-        ]
+        return _nothing(asked, "nothing to accept", "no regression to accept")
+    ids = asked.record(regressed, AnswerKind.ACCEPTED, asked.command.reason, keys=True)
     outcome = AnswerOutcome("accepted", f"accepted {len(ids)} benchmark(s)", recorded=ids)
     for c in regressed:
-        _show_acceptance(session, client, event, project, c, command.reason, outcome)
-    _react(client, event, "+1")
+        _show_acceptance(asked, c, outcome)
+    _react(asked.client, asked.event, "+1")
     return outcome
 
 
-def _show_acceptance(
-    session: Session,
-    client: GitHubClient,
-    event: CommentEvent,
-    project: str,
-    checked: _Checked,
-    reason: str,
-    outcome: AnswerOutcome,
-) -> None:
+def _show_acceptance(asked: _Asked, checked: _Checked, outcome: AnswerOutcome) -> None:
     """The status turns green and the comment shows every acceptance of the benchmark."""
+    client, event, reason = asked.client, asked.event, asked.command.reason
     benchmark, commit = checked.found.benchmark, checked.found.commit
-    with reading(session):
-        accepted = acceptances(session, project, event.pr_number, benchmark)
+    with reading(asked.session):
+        accepted = acceptances(asked.session, asked.project, event.pr_number, benchmark)
     try:
         if commit:
             client.set_status(
@@ -171,51 +169,31 @@ def _show_acceptance(
         outcome.warnings.append(f"{benchmark}: the acceptance is recorded, but {exc}")
 
 
-def _false_alarm(
-    session: Session,
-    client: GitHubClient,
-    event: CommentEvent,
-    command: Command,
-    project: str,
-    checked: list[_Checked],
-) -> AnswerOutcome:
-    regressed = [c for c in checked if c.regressed]
+def _false_alarm(asked: _Asked) -> AnswerOutcome:
+    regressed = [c for c in asked.checked if c.regressed]
     if not regressed:
-        return _nothing(
-            client, event, "no false alarm to record", "no regression to call a false alarm"
-        )
-    with unit_of_work(session):
-        ids = [
-            _record(session, project, event, c, AnswerKind.FALSE_ALARM, command.reason or None)
-            for c in regressed
-        ]
+        return _nothing(asked, "no false alarm to record", "no regression to call a false alarm")
+    ids = asked.record(regressed, AnswerKind.FALSE_ALARM, asked.command.reason or None)
     names = ", ".join(md_escape(c.found.benchmark, max_len=80) for c in regressed)
     url = _reply(
-        client,
-        event,
+        asked.client,
+        asked.event,
         f"perfci: recorded as a false alarm ({names}); it counts in the weekly report's "
         "precision. The check stays as it is: `/perfci rerun` measures again, "
         "`/perfci accept <reason>` lets it pass.",
     )
-    _react(client, event, "+1")
+    _react(asked.client, asked.event, "+1")
     return AnswerOutcome("false-alarm", f"recorded {len(ids)} false alarm(s)", ids, url)
 
 
-def _rerun(
-    session: Session,
-    client: GitHubClient,
-    event: CommentEvent,
-    command: Command,
-    project: str,
-    checked: list[_Checked],
-) -> AnswerOutcome:
-    runs = sorted({run for c in checked if (run := c.found.ci_run_id or "").isdigit()})
+def _rerun(asked: _Asked) -> AnswerOutcome:
+    client, event = asked.client, asked.event
+    runs = sorted({run for c in asked.checked if (run := c.found.ci_run_id or "").isdigit()})
     if not runs:
         url = _reply(client, event, _NO_RUN)
         return AnswerOutcome("nothing", "no workflow run to re-run", reply_url=url)
-    options = _options(command)
-    with unit_of_work(session):
-        ids = [_record(session, project, event, c, AnswerKind.RERUN, options) for c in checked]
+    options = _options(asked.command)
+    ids = asked.record(asked.checked, AnswerKind.RERUN, options)
     outcome = AnswerOutcome("rerun", f"re-running workflow run(s) {', '.join(runs)}", ids)
     for run_id in runs:
         try:
@@ -264,30 +242,25 @@ def acceptances(session: Session, project: str, pr_number: int, benchmark: str) 
     ]
 
 
-def _nothing(client: GitHubClient, event: CommentEvent, said: str, summary: str) -> AnswerOutcome:
+def _nothing(asked: _Asked, said: str, summary: str) -> AnswerOutcome:
     """The head's check found no regression: a reply saying so, and nothing recorded."""
-    url = _reply(client, event, f"perfci: {said}: the check of the head found no regression.")
+    text = f"perfci: {said}: the check of the head found no regression."
+    url = _reply(asked.client, asked.event, text)
     return AnswerOutcome("nothing", summary, reply_url=url)
 
 
 def _record(
-    session: Session,
-    project: str,
-    event: CommentEvent,
-    checked: _Checked,
-    kind: AnswerKind,
-    reason: str | None,
-    keys: Sequence[str] = (),
+    asked: _Asked, checked: _Checked, kind: AnswerKind, reason: str | None, keys: Sequence[str]
 ) -> int:
     return add_answer(
-        session,
-        project=project,
+        asked.session,
+        project=asked.project,
         benchmark=checked.found.benchmark,
-        pr_number=event.pr_number,
+        pr_number=asked.event.pr_number,
         commit=checked.found.commit,
         comparison_id=checked.found.comparison_id,
         kind=kind,
-        actor=event.user,
+        actor=asked.event.user,
         reason=reason,
         keys=keys,
     )

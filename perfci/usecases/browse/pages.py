@@ -14,7 +14,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perfci.analysis.steps import primary_step
 from perfci.core.errors import NotFoundError
@@ -24,6 +24,9 @@ from perfci.store.comparisons import latest_comparison_document
 from perfci.store.queries import HistoryPoint, RunInfo
 from perfci.store.samples import series_values
 from perfci.store.work import Session
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing's own from Python 3.11
 
 __all__ = [
     "BenchmarkSummary",
@@ -183,26 +186,11 @@ def step_history(
 
 
 def series_history(
-    session: Session,
-    project: str,
-    benchmark: str,
-    *,
-    series: SeriesKey,
-    branch: str,
-    since: datetime | None = None,
-    until: datetime | None = None,
+    session: Session, project: str, benchmark: str, **query: Unpack[queries.HistoryQuery]
 ) -> list[HistoryPoint]:
     """One series' values per run of ``branch``, oldest first (``NotFoundError`` if unknown)."""
     _benchmark_id(session, project, benchmark)
-    points = queries.series_history(
-        session,
-        project=project,
-        benchmark=benchmark,
-        series=series,
-        branch=branch,
-        since=since,
-        until=until,
-    )
+    points = queries.series_history(session, project=project, benchmark=benchmark, **query)
     return queries.drop_bad_points(points)[0]
 
 
@@ -221,13 +209,10 @@ def runs_between(
     *,
     since: datetime,
     until: datetime,
-    branch: str | None = None,
-    benchmark: str | None = None,
+    **only: Unpack[queries.RunFilter],
 ) -> list[tuple[RunInfo, str | None]]:
     """Runs stored in ``[since, until)``, oldest first, each with its latest verdict."""
-    runs = queries.runs_in_period(
-        session, project=project, since=since, until=until, branch=branch, benchmark=benchmark
-    )
+    runs = queries.runs_in_period(session, project=project, since=since, until=until, **only)
     found = verdicts(session, [r.id for r in runs])
     return [(run, found.get(run.id)) for run in runs]
 
@@ -295,18 +280,11 @@ def step_times(
 
 
 def _step_points(
-    session: Session,
-    series_id: int,
-    *,
-    branch: str | None,
-    limit: int,
-    not_branch: str | None = None,
+    session: Session, series_id: int, **which: Unpack[queries.LatestQuery]
 ) -> list[StepPoint]:
     """The last ``limit`` runs with a value of ``series_id`` (on ``branch``, and not on
     ``not_branch``, when given), oldest first."""
-    found = queries.latest_values(
-        session, series_id, branch=branch, limit=limit, not_branch=not_branch
-    )
+    found = queries.latest_values(session, series_id, **which)
     values = {r.run_id: r.values for r in found}
     meta = {r.run_id: (r.commit, r.branch, r.time, r.created_at) for r in found}
     # A run stored by an older perfci with a negative or infinite value is left off the chart.

@@ -8,23 +8,33 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict
 
 from perfci.integrations.runner import RepeatResult, run_benchmark
 
-__all__ = ["RepeatResult", "run_benchmark_repeats"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing's own from Python 3.11
+
+__all__ = ["RepeatResult", "RepeatsOf", "run_benchmark_repeats"]
 
 
-def run_benchmark_repeats(
-    command: list[str],
-    *,
-    benchmark: str,
-    repeats: int,
-    profiler: str,
-    work_dir: Path,
-    globs: list[str] | None = None,
-    pass_env: Sequence[str] | None = None,
-    on_repeat: Callable[[int, RepeatResult], None] | None = None,
-) -> list[list[Path]]:
+class _Repeats(TypedDict):
+    benchmark: str
+    repeats: int
+    profiler: str
+    work_dir: Path
+
+
+class RepeatsOf(_Repeats, total=False):
+    """What :func:`run_benchmark_repeats` runs, besides the command: the benchmark's name,
+    how many repeats, under which profiler, in which folder, and what it collects and keeps."""
+
+    globs: list[str] | None
+    pass_env: Sequence[str] | None
+    on_repeat: Callable[[int, RepeatResult], None] | None
+
+
+def run_benchmark_repeats(command: list[str], **run: Unpack[RepeatsOf]) -> list[list[Path]]:
     """Run ``command`` ``repeats`` times in ``work_dir``; the profile files of each repeat.
 
     Raises
@@ -32,14 +42,4 @@ def run_benchmark_repeats(
     BenchmarkFailed
         When a repeat exits non-zero (its exit code becomes the CLI's).
     """
-    result = run_benchmark(
-        command,
-        benchmark=benchmark,
-        repeats=repeats,
-        work_dir=work_dir,
-        profiler=profiler,
-        globs=globs,
-        on_repeat=on_repeat,
-        pass_env=pass_env,
-    )
-    return result.files_per_repeat
+    return run_benchmark(command, **run).files_per_repeat

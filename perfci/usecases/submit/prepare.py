@@ -7,6 +7,7 @@ Everything is checked before a transaction opens (every value finite and non-neg
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 
 import numpy as np
@@ -77,6 +78,7 @@ _NUMBER_FIELDS = (
     "bytes",
 )
 _VALUE_NAMES = ("value (per step)", *_NUMBER_FIELDS)
+_numbers_of = operator.attrgetter(*_NUMBER_FIELDS)
 
 
 def check_values(prepared: PreparedRun) -> None:
@@ -100,21 +102,7 @@ def check_values(prepared: PreparedRun) -> None:
     # The stored fields of every metric: the one per-value Python pass, kept to a bare
     # comprehension (numpy's own None handling measured slower).
     numbers = [
-        v
-        for _, p in prepared.profiles
-        for m in p.metrics
-        for v in (
-            m.total_ns,
-            m.calls,
-            m.self_ns,
-            m.avg_ns,
-            m.min_ns,
-            m.max_ns,
-            m.std_ns,
-            m.median_ns,
-            m.bytes,
-        )
-        if v is not None
+        v for _, p in prepared.profiles for m in p.metrics for v in _numbers_of(m) if v is not None
     ]
     # Every metric's per-instance numbers, whatever its kind: a `bench` or `measure` metric
     # carrying a total was once let through with negative samples, which its comparison

@@ -6,6 +6,7 @@ so that the command line and the service can never disagree about a verdict.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -59,33 +60,19 @@ def submit_run(
     ``idempotency_key`` (an HTTP client's ``Idempotency-Key``) replaces the run key derived
     from the context.
     """
+    submit = functools.partial(
+        _submit, session, context, benchmark, repeats, settings, baseline_branch, idempotency_key
+    )
     try:
-        return _submit(
-            session,
-            context=context,
-            benchmark=benchmark,
-            repeats=repeats,
-            settings=settings,
-            baseline_branch=baseline_branch,
-            idempotency_key=idempotency_key,
-        )
+        return submit()
     except KeyTaken:
         # A concurrent upload of the same run committed first: ours was rolled back whole,
         # and the second pass finds theirs (and its comparison) like any retry.
-        return _submit(
-            session,
-            context=context,
-            benchmark=benchmark,
-            repeats=repeats,
-            settings=settings,
-            baseline_branch=baseline_branch,
-            idempotency_key=idempotency_key,
-        )
+        return submit()
 
 
 def _submit(
     session: Session,
-    *,
     context: RunContext,
     benchmark: str,
     repeats: Sequence[Sequence[Profile]],

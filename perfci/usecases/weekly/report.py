@@ -135,7 +135,9 @@ def _history_runs(
     benchmarks: Sequence[str] | None,
 ) -> list[RunInfo]:
     """The branch's runs with a run time (commit time, else stored) in ``[since, until)``."""
-    found = queries.runs_by_time(session, project=project, since=since, until=until, branch=branch)
+    found = queries.runs_in_period(
+        session, project=project, since=since, until=until, by_run_time=True, branch=branch
+    )
     wanted = set(benchmarks) if benchmarks else None
     kept = [r for r in found if wanted is None or r.benchmark in wanted]
     return sorted(kept, key=lambda r: (run_time(r), utc(r.created_at), r.id))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
+from typing import Any
 
 from perfci.analysis import trends
 from perfci.analysis.changepoints import (
@@ -149,26 +150,18 @@ def _measure_changes(
         row = matrix.row(key)
         kept = [i for i, v in enumerate(row) if not math.isnan(v)]
         values = [float(row[i]) for i in kept]
+        measured = [runs[i] for i in kept]
         for cp in detect_change_points(values, options=options):
-            run = runs[kept[cp.index]]
             if not in_period[kept[cp.index]]:
                 continue
-            previous = runs[kept[cp.index - 1]] if cp.index > 0 else None
             found.append(
                 MeasureChange(
                     name=key.display_name,
                     kind=key.kind.value,
                     unit=key.unit,
                     better=key.better.value,
-                    run_id=run.id,
-                    commit=run.commit,
-                    previous_commit=previous.commit if previous else None,
-                    time=run_time(run),
-                    before=cp.before,
-                    after=cp.after,
-                    change=cp.change,
-                    p_value=cp.p_value,
                     in_period=True,
+                    **_located(measured, cp),
                 )
             )
     return sorted(found, key=lambda c: (not c.worse, -abs(c.change), c.name))
@@ -183,21 +176,25 @@ def _change_point(
     stop: int,
     in_period: bool,
 ) -> ChangePointReport:
-    run = runs[cp.index]
-    previous = runs[cp.index - 1] if cp.index > 0 else None
-    report = ChangePointReport(
-        index=cp.index,
-        run_id=run.id,
-        commit=run.commit,
-        previous_commit=previous.commit if previous else None,
-        time=run_time(run),
-        before=cp.before,
-        after=cp.after,
-        change=cp.change,
-        p_value=cp.p_value,
-        in_period=in_period,
-    )
+    report = ChangePointReport(index=cp.index, in_period=in_period, **_located(runs, cp))
     found = trends.contributors(matrix, step, start, cp.index, stop)
     if found is not None:
         report.explained, report.contributors = found
     return report
+
+
+def _located(runs: list[RunInfo], cp: ChangePoint) -> dict[str, Any]:
+    """What every change report says of change point ``cp`` of ``runs``: the run its new level
+    starts at, the run before it, and the levels on either side."""
+    run = runs[cp.index]
+    previous = runs[cp.index - 1] if cp.index > 0 else None
+    return {
+        "run_id": run.id,
+        "commit": run.commit,
+        "previous_commit": previous.commit if previous else None,
+        "time": run_time(run),
+        "before": cp.before,
+        "after": cp.after,
+        "change": cp.change,
+        "p_value": cp.p_value,
+    }
