@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from typing import Literal
 
 from perfci.core.answers import BenchmarkAnswers
 from perfci.core.model import SeriesKey
@@ -16,6 +17,7 @@ from perfci.core.model import SeriesKey
 __all__ = [
     "COLLAPSE_EMPTY_DAYS",
     "AlertInfo",
+    "AlertStatus",
     "BenchmarkTrend",
     "ChangePointReport",
     "Coverage",
@@ -32,9 +34,19 @@ __all__ = [
 ]
 
 
+#: Where an alert stands: new, acknowledged (an accepted change), or dismissed (a false alarm).
+AlertStatus = Literal["open", "acknowledged", "dismissed"]
+
+
 @dataclass(frozen=True, slots=True)
 class AlertInfo:
-    """A stored alert. ``series`` is the metric's readable name (section ▸ scope ▸ name)."""
+    """A stored alert. ``series`` is the metric's readable name (section ▸ scope ▸ name).
+
+    The one alert record: the store returns it, reports and ``perfci alerts`` show it, and the
+    API's ``AlertPublic`` takes its fields from it. :class:`NewAlert` is what is handed to the
+    store to record (the series by key, the runs nearby that identify the same change); it
+    has no id, status or timestamps yet.
+    """
 
     id: int
     project: str
@@ -49,7 +61,7 @@ class AlertInfo:
     after: float
     change: float
     p_value: float
-    status: str
+    status: AlertStatus
     note: str | None
     created_at: datetime
     updated_at: datetime
@@ -299,7 +311,8 @@ class WeeklyReport:
 
 @dataclass(frozen=True, slots=True)
 class NewAlert:
-    """A detected change point, as :func:`perfci.usecases.browse.alerts.record_alerts` takes it."""
+    """A detected change point, as :func:`perfci.usecases.browse.alerts.record_alerts` takes it
+    (stored, it comes back as an :class:`AlertInfo`)."""
 
     benchmark: str
     series: SeriesKey

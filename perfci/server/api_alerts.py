@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Annotated
 
 from fastapi import APIRouter, Query
@@ -44,6 +43,5 @@ def update_alert(
 
 
 def _alert_public(alert: alerts.AlertInfo) -> AlertPublic:
-    values = dataclasses.asdict(alert)
-    values.pop("environment_id", None)
-    return AlertPublic(**values)
+    found: AlertPublic = AlertPublic.of(alert)
+    return found

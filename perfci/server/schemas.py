@@ -8,7 +8,7 @@ PostgreSQL text refuses), so bad input is a 422 before any SQL runs.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -23,6 +23,7 @@ from perfci.core.transfer import MetricComparisonPublic as MetricComparisonPubli
 from perfci.core.transfer import RunPublic as RunPublic
 from perfci.core.transfer import SeriesPublic as SeriesPublic
 from perfci.core.transfer import fields_of
+from perfci.core.weekly import AlertInfo, AlertStatus
 from perfci.usecases.browse.pages import ProjectSummary
 from perfci.usecases.browse.runs import DeletedRun
 
@@ -219,25 +220,8 @@ class SeriesHistoryPublic(BaseModel):
     points: list[HistoryPointPublic]
 
 
-class AlertPublic(BaseModel):
+class AlertPublic(fields_of(AlertInfo, exclude=frozenset({"environment_id"}))):  # type: ignore[misc]
     """A change point on a branch's history (weekly reports record them)."""
-
-    id: int
-    project: str
-    benchmark: str
-    series: str
-    branch: str
-    run_id: int
-    commit: str | None
-    previous_commit: str | None
-    before: float
-    after: float
-    change: float
-    p_value: float
-    status: Literal["open", "acknowledged", "dismissed"]
-    note: str | None
-    created_at: datetime
-    updated_at: datetime
 
 
 class AlertsPublic(BaseModel):
@@ -248,7 +232,7 @@ class AlertsPublic(BaseModel):
 class AlertUpdate(_Strict):
     """Acknowledge, dismiss or re-open an alert; ``note`` replaces the old one when given."""
 
-    status: Literal["open", "acknowledged", "dismissed"]
+    status: AlertStatus
     note: Annotated[str, _text(2000)] | None = None
 
 

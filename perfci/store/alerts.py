@@ -13,7 +13,7 @@ from sqlalchemy import Table, select
 from sqlalchemy.orm import Session
 
 from perfci.core.errors import NotFoundError
-from perfci.core.weekly import AlertInfo, NewAlert
+from perfci.core.weekly import AlertInfo, AlertStatus, NewAlert
 from perfci.store import _bulk
 from perfci.store.schema import Benchmark, Project, Series, series_key_hash, utcnow
 from perfci.store.schema_service import Alert
@@ -163,7 +163,7 @@ def _info(alert: Alert, project: str, benchmark: str, series: Series) -> AlertIn
         after=alert.after,
         change=alert.change,
         p_value=alert.p_value,
-        status=alert.status,
+        status=cast(AlertStatus, alert.status),  # written only from STATUSES
         note=alert.note,
         created_at=alert.created_at,
         updated_at=alert.updated_at,

@@ -11,17 +11,16 @@ of them is updated instead of creating a second one.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
 
 from perfci.core.errors import ConfigError, DatabaseFailure, NotFoundError, StorageError
-from perfci.core.weekly import AlertInfo, NewAlert
+from perfci.core.weekly import AlertInfo, AlertStatus, NewAlert
 from perfci.store.alerts import query_alerts, set_status, upsert_alert
 from perfci.store.work import Session, reading, unit_of_work
 
 __all__ = ["STATUSES", "AlertInfo", "NewAlert", "list_alerts", "record_alerts", "set_alert_status"]
 
 STATUSES = ("open", "acknowledged", "dismissed")
-Status = Literal["open", "acknowledged", "dismissed"]
+Status = AlertStatus
 
 
 def record_alerts(session: Session, *, project: str, alerts: Sequence[NewAlert]) -> list[AlertInfo]:
