@@ -69,3 +69,19 @@ def test_every_lazily_listed_command_is_what_its_module_registers(
     for name in COMMANDS:
         assert main([name, "--help"]) == 0, name
         assert f" {name} [OPTIONS]" in capsys.readouterr().out, name  # its own usage line
+
+
+def test_python_dash_m_perfci_is_the_command() -> None:
+    """``python -m perfci`` runs the same CLI as the ``perfci`` script (a fresh interpreter)."""
+    import sys
+
+    from processes import run
+
+    from perfci import __version__
+
+    done = run([sys.executable, "-m", "perfci", "--version"], timeout_s=60)
+    assert done.returncode == 0, done.stderr
+    assert __version__ in done.stdout
+    bad = run([sys.executable, "-m", "perfci", "no-such-command"], timeout_s=60)
+    assert bad.returncode == 2
+    assert "no-such-command" in bad.stderr
