@@ -24,6 +24,12 @@ per command the median wall time and CPU time (user + system of the child, from
 ``import typer`` (medians of the per-round ratios) and whether the wall ratio is within
 ``--target``. Exits 0 whatever the result (a benchmark, not a gate).
 
+perfci's modules are compiled to bytecode first (``compileall``), as ``pip install`` of the
+package does: a source checkout installed in editable mode under ``PYTHONDONTWRITEBYTECODE=1``
+(this VM sets it) would otherwise compile every module on every start, which no installed
+``perfci`` does, and which doubled what earlier runs of this script measured for ``parse``.
+``--no-compile`` measures that case.
+
 Issue 33's target: ``perfci --help``, ``perfci formats`` and ``perfci parse`` of a 10 KB file
 each within 2× of ``python -c "import typer"`` on a quiet VM.
 """
@@ -31,6 +37,8 @@ each within 2× of ``python -c "import typer"`` on a quiet VM.
 from __future__ import annotations
 
 import argparse
+import compileall
+import importlib.util
 import json
 import os
 import platform
@@ -222,12 +230,29 @@ def report(times: Times, target: float) -> str:
     return "\n".join(rows)
 
 
+def compile_perfci() -> Path:
+    """Write the bytecode of every perfci module, as installing the package does."""
+    spec = importlib.util.find_spec("perfci")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("perfci is not importable: run scripts/setup first")
+    package = Path(next(iter(spec.submodule_search_locations)))
+    if not compileall.compile_dir(package, quiet=1):
+        raise SystemExit(f"could not compile {package}")
+    return package
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--target", type=float, default=TARGET)
+    parser.add_argument(
+        "--no-compile",
+        action="store_true",
+        help="leave perfci's bytecode as it is (none, in an editable install that never wrote it)",
+    )
     args = parser.parse_args()
+    compiled = "left as it was" if args.no_compile else f"compiled ({compile_perfci()})"
     with tempfile.TemporaryDirectory(prefix="perfci-cold-") as scratch:
         work = Path(scratch)
         cmds = commands(work)
@@ -236,7 +261,8 @@ def main() -> None:
     print(
         f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
         f"load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (after the run); "
-        f"{args.rounds} rounds after {args.warmup} of warm-up, interleaved"
+        f"{args.rounds} rounds after {args.warmup} of warm-up, interleaved; perfci's bytecode "
+        f"{compiled}; PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r}"
     )
     print()
     print(report(times, args.target))

@@ -226,14 +226,27 @@ def test_values_that_need_converting_still_get_typers_checks_and_messages(
     assert out.splitlines()[3].split()[:3] == ["k(float*)", "gpu", "1"]
 
 
-def test_a_chrome_trace_brings_numpy_with_its_reader(tmp_path: Path) -> None:
-    """numpy is imported where it is used: by the Chrome-trace reader, when a trace is read."""
-    path = tmp_path / "trace.json"
-    event = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.0, "dur": 2.0}
-    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": [event]}), encoding="utf-8")
-    loaded = _all_loaded(_run_cli(["parse", str(path)]))
+def _trace(path: Path, events: int) -> Path:
+    event = {"ph": "X", "cat": "kernel", "pid": 0, "tid": 7, "ts": 1.0, "dur": 2.0}
+    rows = [{**event, "name": f"k{i % 50}", "ts": float(i)} for i in range(events)]
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": rows}), encoding="utf-8")
+    return path
+
+
+def test_a_small_chrome_trace_is_read_without_numpy_or_msgspec(tmp_path: Path) -> None:
+    """A short trace reads whole with ``json`` and reduces in plain Python (issue 33)."""
+    loaded = _all_loaded(_run_cli(["parse", str(_trace(tmp_path / "trace.json", 100))]))
     assert _readers(loaded) == ["perfci.formats.pytorch.chrome_trace"]
-    assert "numpy" in loaded and "scipy" not in loaded
+    assert [name for name in ("numpy", "msgspec", "scipy") if name in loaded] == []
+
+
+def test_a_large_chrome_trace_brings_the_streaming_reader_and_numpy(tmp_path: Path) -> None:
+    from perfci.formats.pytorch import _chrome_events
+
+    path = _trace(tmp_path / "trace.json", 25_000)
+    assert path.stat().st_size > _chrome_events.NUMPY_FROM_BYTES
+    loaded = _all_loaded(_run_cli(["parse", str(path)]))
+    assert "msgspec" in loaded and "numpy" in loaded and "scipy" not in loaded
 
 
 def _profile(path: Path, gemm_ns: float, seed: int) -> Path:

@@ -1,6 +1,9 @@
 """The Chrome-trace (PyTorch profiler / Kineto) parser: real corpus traces, traces made here
 with torch.profiler on the CPU, and the ways a streamed reader can go wrong (chunk edges inside
-strings and nested objects, keys around ``traceEvents`` in any order, truncation)."""
+strings and nested objects, keys around ``traceEvents`` in any order, truncation).
+
+Every test runs twice: as a user's small file is read (whole, with ``json``, when it is plain)
+and with the streaming reader alone, so that both give the same profile and the same error."""
 
 from __future__ import annotations
 
@@ -33,6 +36,13 @@ def _corpus_names() -> list[str]:
 
 def _corpus(name: str) -> Path:
     return shared_path("corpus", "kineto_chrome_trace", name)
+
+
+@pytest.fixture(autouse=True, params=["whole", "streamed"])
+def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "streamed":
+        monkeypatch.setattr(chrome_trace, "read_small_trace", lambda path, *, format: None)
+    return str(request.param)
 
 
 def parse(path: Path) -> Profile:

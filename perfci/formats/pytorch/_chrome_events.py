@@ -1,28 +1,39 @@
 """The aggregation of a Chrome trace's streamed events, batch by batch.
 
 ``CATEGORIES`` maps each ``cat`` to a metric kind and device; ``Aggregate`` takes the batches
-of ``_chrome_stream`` (``_chrome_types``' events) and reduces them to per-(cat, name)
-durations, memcpy/memset bytes, event counts per phase, the ``ProfilerStep#N`` ranges (set
-aside as steps) and the allocator peaks of ``[memory]`` instants (``Peak``), then builds the
-duration metrics of a profile.
+of a reader (``_chrome_types``' events) and reduces them to per-(cat, name) durations,
+memcpy/memset bytes, event counts per phase, the ``ProfilerStep#N`` ranges (set aside as steps)
+and the allocator peaks of ``[memory]`` instants (``Peak``), then builds the duration metrics of
+a profile.
 """
 
 from __future__ import annotations
 
+import math
 import re
+import sys
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from operator import attrgetter
-from typing import Any, cast
-
-import numpy as np
+from pathlib import Path
+from typing import Any, Protocol, cast
 
 from perfci.core.model import Device, Metric, MetricKind, Profile
 from perfci.formats._steps import step_number
 from perfci.formats.caps import Budget, budget
-from perfci.formats.pytorch._chrome_types import Event, EventError
+from perfci.formats.pytorch import _chrome_plain
+from perfci.formats.pytorch._chrome_plain import is_number
+from perfci.formats.pytorch._chrome_types import EventError, TraceEvent
 
 __all__ = ["CATEGORIES", "LEGACY_PIDS", "Aggregate", "Category", "Peak", "is_number"]
+
+#: From this size on disk (about 10,000 events plain, five times that gzipped), a trace's
+#: columns are kept and reduced with numpy (``_chrome_numpy``); below, in plain Python
+#: (``_chrome_plain``), which then takes less time than importing numpy. Both give the same
+#: figures to the bit.
+NUMPY_FROM_BYTES = 2 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,23 +75,24 @@ _STEP_KINDS = frozenset({MetricKind.RANGE, MetricKind.OP})
 MEMORY_EVENT = "[memory]"
 
 Key = tuple[str | None, str]
+Events = Sequence[TraceEvent]
 _PHASE = attrgetter("ph")
 
 
 @dataclass
 class Aggregate:
-    """Per-(cat, name) durations in ns, filled batch by batch while streaming.
+    """Per-(cat, name) durations, filled batch by batch while reading.
 
-    Each batch is reduced with list comprehensions and numpy rather than a per-event Python
-    loop, which is much faster: its complete events become an array of key ids and one of durations.
-    Only these two numbers per event are kept, so memory grows with the event count, never
-    with the file size.
+    Each batch's complete events are reduced with list comprehensions to three columns, kept as
+    compact arrays: a key id (int32), the duration and the start (float64 µs; NaN when
+    unknown). Only these per event are kept, so memory grows with the event count, never with
+    the file size.
     """
 
     keys: dict[Key, int] = field(default_factory=dict)  # (cat, name) → id, first-seen order
-    id_chunks: list[np.ndarray] = field(default_factory=list)
-    ns_chunks: list[np.ndarray] = field(default_factory=list)
-    ts_chunks: list[np.ndarray] = field(default_factory=list)  # starts in µs, NaN if unknown
+    # Per complete event its key id, duration and start: in plain arrays, or numpy's for a
+    # large trace (``columns_for``).
+    columns: Columns = field(default_factory=_chrome_plain.Columns)
     byte_sums: dict[Key, float] = field(default_factory=dict)
     phases: Counter[str | None] = field(default_factory=Counter)
     steps: dict[str, dict[int, list[float]]] = field(default_factory=dict)
@@ -92,7 +104,7 @@ class Aggregate:
     # caps (issue 31).
     counted: Budget = field(default_factory=lambda: budget("", ""))
 
-    def add(self, events: list[Event]) -> None:
+    def add(self, events: Events) -> None:
         phases = Counter(map(_PHASE, events))
         self.phases.update(phases)
         if phases.get("i"):
@@ -111,21 +123,20 @@ class Aggregate:
                 for cat, event in zip(cats, complete, strict=True)
             ]
         pairs = cast(list[Key], list(zip(cats, names, strict=True)))
-        self.id_chunks.append(np.array(self._ids(pairs), dtype=np.int32))
-        micros = np.array(durations, dtype=np.float64)
-        if not np.all(np.abs(micros) < _MAX_DUR_US):
-            index = int(np.argmax(np.abs(micros) >= _MAX_DUR_US))
+        ids = self._ids(pairs)
+        micros = cast(list[float], durations)
+        if not max(map(abs, micros)) < _MAX_DUR_US:
+            index = next(i for i, value in enumerate(micros) if not abs(value) < _MAX_DUR_US)
             raise EventError(
-                f"implausible dur {durations[index]!r} µs", _index(events, complete[index])
+                f"implausible dur {micros[index]!r} µs", _index(events, complete[index])
             )
-        self.ns_chunks.append(np.rint(micros * 1000.0).astype(np.int64))
-        self.ts_chunks.append(_starts([event.ts for event in complete]))
+        self.columns.add(ids, micros, [event.ts for event in complete])
         memory = {cat for cat in set(cats) if _carries_bytes(cat)}
         if memory:
             for index in [index for index, cat in enumerate(cats) if cat in memory]:
                 self._add_bytes(pairs[index], complete[index], events)
 
-    def _add_memory(self, events: list[Event]) -> None:
+    def _add_memory(self, events: Events) -> None:
         """The running maximum of the allocator totals of ``[memory]`` instants, per device."""
         for event in [event for event in events if event.ph == "i"]:
             args = event.args
@@ -164,7 +175,7 @@ class Aggregate:
                     ids[index] = self.keys.setdefault(key, len(self.keys))
         return cast(list[int], ids)
 
-    def _add_bytes(self, key: Key, event: Event, events: list[Event]) -> None:
+    def _add_bytes(self, key: Key, event: TraceEvent, events: Events) -> None:
         value = event.args.bytes if event.args is not None else None
         if value is None:
             return
@@ -174,49 +185,37 @@ class Aggregate:
             )
         self.byte_sums[key] = self.byte_sums.get(key, 0.0) + value
 
-    def samples(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per key id, its durations in ns and its starts in µs, in trace order."""
-        if not self.id_chunks:
-            return []
-        ids = np.concatenate(self.id_chunks)
-        durations = np.concatenate(self.ns_chunks)
-        starts = np.concatenate(self.ts_chunks)
-        self.id_chunks, self.ns_chunks, self.ts_chunks = [], [], []
-        order = np.argsort(ids, kind="stable")
-        bounds = np.cumsum(np.bincount(ids, minlength=len(self.keys)))[:-1]
-        return list(
-            zip(np.split(durations[order], bounds), np.split(starts[order], bounds), strict=True)
-        )
-
     def build(self, profile: Profile) -> None:
         """Metrics per (kind, name, device); ``ProfilerStep#N`` ranges are set aside as steps."""
-        merged: dict[tuple[MetricKind, str, Device], list[tuple[np.ndarray, np.ndarray]]] = {}
+        columns = self.columns
+        merged: dict[tuple[MetricKind, str, Device], list[tuple[Any, Any]]] = {}
         byte_sums: dict[tuple[MetricKind, str, Device], float] = {}
         ignored: Counter[str] = Counter()
-        for key, (samples, starts) in zip(self.keys, self.samples(), strict=True):
+        samples = columns.grouped(len(self.keys))
+        for key, (durations, starts) in zip(self.keys, samples, strict=True):
             cat, name = key
             category = _category(cat)
             if category is None:
-                ignored[cat or "(none)"] += len(samples)
+                ignored[cat or "(none)"] += len(durations)
             elif category.kind in _STEP_KINDS and _PROFILER_STEP.fullmatch(name):
-                self._keep_step(category.device, name, samples, starts)
+                self._keep_step(category.device, name, durations, starts)
             else:
                 kind = category.kind
                 if kind is MetricKind.KERNEL and _COMM_KERNEL.search(name):
                     kind = MetricKind.COMM
                 ident = (kind, name, category.device)
-                merged.setdefault(ident, []).append((samples, starts))
+                merged.setdefault(ident, []).append((durations, starts))
                 if key in self.byte_sums:
                     byte_sums[ident] = byte_sums.get(ident, 0.0) + self.byte_sums[key]
-        spans = StepSpans.of(self.step_spans)
+        spans = _step_spans(self.step_spans)
         profile.metrics = []
         for ident, parts in merged.items():
-            durations = np.concatenate([part[0] for part in parts])
-            metric = _metric(ident, durations, byte_sums.get(ident))
+            durations = columns.concat([part[0] for part in parts])
+            metric = _metric(ident, columns.summary(durations), byte_sums.get(ident))
             # Host-side events only: a kernel runs on the GPU's clock, after its step's launch.
             if spans is not None and ident[2] is Device.CPU:
-                metric.step_totals_ns = spans.totals(
-                    durations, np.concatenate([part[1] for part in parts])
+                metric.step_totals_ns = columns.step_totals(
+                    spans, durations, columns.concat([part[1] for part in parts])
                 )
             profile.metrics.append(metric)
         phases = {phase or "(none)": count for phase, count in self.phases.items()}
@@ -231,7 +230,7 @@ class Aggregate:
             )
 
     def _keep_step(
-        self, device: Device, name: str, samples: np.ndarray, starts: np.ndarray
+        self, device: Device, name: str, samples: Sequence[int], starts: Sequence[float]
     ) -> None:
         parsed = step_number(name)
         if parsed is not None:
@@ -242,42 +241,44 @@ class Aggregate:
                 self.step_spans[parsed[1]] = (start, start + float(samples[0]) / 1000.0)
 
 
-@dataclass(frozen=True, slots=True)
-class StepSpans:
-    """The host's profiled steps, in time order, for per-step totals of its events."""
+class Columns(Protocol):
+    """``_chrome_plain.Columns`` or ``_chrome_numpy.Columns``: the same figures, to the bit."""
 
-    starts: np.ndarray  # µs
-    ends: np.ndarray  # µs
+    def add(self, ids: list[int], micros: list[float], starts: list[Any]) -> None: ...
+    def grouped(self, keys: int) -> Sequence[tuple[Any, Any]]: ...
+    def concat(self, parts: Any) -> Any: ...
+    def summary(self, values: Any) -> _chrome_plain.Summary: ...
+    def step_totals(
+        self, spans: Sequence[tuple[float, float]], durations_ns: Any, starts_us: Any
+    ) -> list[float] | None: ...
 
-    #: Fewest steps worth a per-step total: with one, the total is the metric's own.
-    MIN_STEPS = 2
 
-    @classmethod
-    def of(cls, spans: dict[int, tuple[float, float]]) -> StepSpans | None:
-        """The spans of ``spans`` (step number → (start, end)), or ``None`` when they cannot
-        be used: too few, an unknown start, or overlapping (two threads' steps)."""
-        if len(spans) < cls.MIN_STEPS:
-            return None
-        ordered = np.array(sorted(spans.values()), dtype=np.float64)
-        starts, ends = ordered[:, 0], ordered[:, 1]
-        if not np.all(np.isfinite(ordered)) or np.any(starts[1:] < ends[:-1]):
-            return None
-        return cls(starts, ends)
+def columns_for(path: Path) -> Columns:
+    """numpy's columns for a file of ``NUMPY_FROM_BYTES`` or more on disk, or when numpy is
+    loaded already; else plain ones, which then take less time than importing numpy."""
+    if path.stat().st_size < NUMPY_FROM_BYTES and "numpy" not in sys.modules:
+        return _chrome_plain.Columns()
+    from perfci.formats.pytorch import _chrome_numpy  # lazy: numpy, for large traces only
 
-    def totals(self, durations_ns: np.ndarray, starts_us: np.ndarray) -> list[float] | None:
-        """The summed duration of the events that start inside each step, in step order;
-        ``None`` when some step has none (the metric is not part of every step's work)."""
-        index = np.searchsorted(self.starts, starts_us, side="right") - 1
-        clipped = np.clip(index, 0, None)
-        inside = (index >= 0) & (starts_us < self.ends[clipped])  # NaN starts compare False
-        totals = np.bincount(
-            index[inside],
-            weights=durations_ns[inside].astype(np.float64),
-            minlength=self.starts.size,
-        )
-        if not np.all(totals > 0):
-            return None
-        return [float(total) for total in totals]
+    return _chrome_numpy.Columns()
+
+
+#: Fewest steps worth a per-step total: with one, the total is the metric's own.
+MIN_STEPS = 2
+
+
+def _step_spans(spans: dict[int, tuple[float, float]]) -> list[tuple[float, float]] | None:
+    """The host's profiled steps as (start, end) µs in time order, for per-step totals of its
+    events; ``None`` when they cannot be used: too few, an unknown start, or overlapping (two
+    threads' steps)."""
+    if len(spans) < MIN_STEPS:
+        return None
+    ordered = sorted(spans.values())
+    if not all(math.isfinite(start) and math.isfinite(end) for start, end in ordered):
+        return None
+    if any(later[0] < earlier[1] for earlier, later in pairwise(ordered)):
+        return None
+    return ordered
 
 
 @dataclass(slots=True)
@@ -294,32 +295,30 @@ _MAX_DUR_US = 1e15
 
 
 def _metric(
-    ident: tuple[MetricKind, str, Device], values: np.ndarray, byte_sum: float | None
+    ident: tuple[MetricKind, str, Device], values: _chrome_plain.Summary, byte_sum: float | None
 ) -> Metric:
     kind, name, device = ident
-    count = int(values.size)
-    total = int(values.sum())
     return Metric(
         kind=kind,
         name=name,
         device=device,
-        calls=count,
-        total_ns=float(total),
-        avg_ns=total / count,
-        min_ns=float(values.min()),
-        max_ns=float(values.max()),
-        median_ns=float(np.median(values)),
-        std_ns=float(np.std(values, ddof=1)) if count > 1 else None,
+        calls=values.count,
+        total_ns=float(values.total),
+        avg_ns=values.total / values.count,
+        min_ns=values.minimum,
+        max_ns=values.maximum,
+        median_ns=values.median,
+        std_ns=values.std,
         bytes=byte_sum,
     )
 
 
-def _index(events: list[Event], event: Event) -> int:
+def _index(events: Events, event: TraceEvent) -> int:
     """Position of ``event`` in its batch (error path only)."""
     return next(index for index, candidate in enumerate(events) if candidate is event)
 
 
-def _missing_field(complete: list[Event], events: list[Event]) -> EventError:
+def _missing_field(complete: list[TraceEvent], events: Events) -> EventError:
     for event in complete:
         for field_name in ("name", "dur"):
             if getattr(event, field_name) is None:
@@ -345,23 +344,8 @@ def _carries_bytes(cat: str | None) -> bool:
     return category is not None and category.carries_bytes
 
 
-def _starts(values: list[Any]) -> np.ndarray:
-    """Events' ``ts`` as float µs; a missing one is NaN (in no step), as is any other value
-    numpy cannot read as a number (a numeric string it reads as its number)."""
-    try:
-        return np.array(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        return np.array(
-            [float(value) if is_number(value) else np.nan for value in values], dtype=np.float64
-        )
-
-
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _legacy_cat(pid: Any) -> str | None:

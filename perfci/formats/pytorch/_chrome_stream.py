@@ -30,7 +30,7 @@ import msgspec
 
 from perfci.core.errors import ParseError
 from perfci.formats._textio import open_maybe_gzip
-from perfci.formats.pytorch._chrome_types import BatchConsumer, Event, EventError
+from perfci.formats.pytorch._chrome_types import BatchConsumer, EventError
 
 CHUNK_BYTES = 1024 * 1024
 _BOM = b"\xef\xbb\xbf"
@@ -43,6 +43,30 @@ _OFFSET = re.compile(r"\(byte (\d+)\)")
 _WINDOWS = (64 * 1024, 1024 * 1024)
 # Candidate boundaries tried per chunk before reading on (see _consume_complete).
 _MAX_WRONG_CUTS = 8
+
+
+class Args(msgspec.Struct, gc=False):
+    """``_chrome_types.TraceArgs`` as decoded: the other fields of ``args`` are skipped inside the
+    C decoder."""
+
+    bytes: Any = None
+    total_allocated: Any = msgspec.field(default=None, name="Total Allocated")
+    total_reserved: Any = msgspec.field(default=None, name="Total Reserved")
+    device_type: Any = msgspec.field(default=None, name="Device Type")
+    device_id: Any = msgspec.field(default=None, name="Device Id")
+
+
+class Event(msgspec.Struct, gc=False):
+    """``_chrome_types.TraceEvent`` as decoded, with its fields' types checked by the decoder
+    (``_chrome_small`` checks the same ones by hand)."""
+
+    ph: str | None = None
+    name: str | None = None
+    cat: str | None = None
+    ts: Any = None
+    dur: float | None = None
+    pid: Any = None
+    args: Args | None = None
 
 
 _DECODE_EVENTS = msgspec.json.Decoder(list[Event]).decode

@@ -1,37 +1,52 @@
-"""A Chrome trace's events as the stream reader (``_chrome_stream``) hands them to the
-aggregation (``_chrome_events``): the structs ``msgspec`` decodes each event into, and the error
-a consumer raises on an event it cannot use."""
+"""A Chrome trace's events as a reader hands them to the aggregation (``_chrome_events``): the
+fields perfci reads, and the error a consumer raises on an event it cannot use.
+
+Two readers produce them: ``_chrome_stream`` (``msgspec`` structs, for files of any size) and
+``_chrome_small`` (plain objects from ``json``, for small files, so that reading one imports
+neither ``msgspec`` nor numpy). The aggregation sees only these protocols.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-import msgspec
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 
-class Args(msgspec.Struct, gc=False):
+class TraceArgs(Protocol):
     """The ``args`` fields perfci reads (type checked by the caller): memcpy/memset sizes, and
     the allocator totals of ``[memory]`` instants (``profile_memory=True``)."""
 
-    bytes: Any = None
-    total_allocated: Any = msgspec.field(default=None, name="Total Allocated")
-    total_reserved: Any = msgspec.field(default=None, name="Total Reserved")
-    device_type: Any = msgspec.field(default=None, name="Device Type")
-    device_id: Any = msgspec.field(default=None, name="Device Id")
+    @property
+    def bytes(self) -> Any: ...
+    @property
+    def total_allocated(self) -> Any: ...  # "Total Allocated"
+    @property
+    def total_reserved(self) -> Any: ...  # "Total Reserved"
+    @property
+    def device_type(self) -> Any: ...  # "Device Type"
+    @property
+    def device_id(self) -> Any: ...  # "Device Id"
 
 
-class Event(msgspec.Struct, gc=False):
+class TraceEvent(Protocol):
     """One trace event, reduced to what the aggregation needs. ``ts`` and ``dur`` are in
-    microseconds."""
+    microseconds; ``ts`` is a number in valid traces (anything else only loses per-step
+    totals)."""
 
-    ph: str | None = None
-    name: str | None = None
-    cat: str | None = None
-    ts: Any = None  # a number in valid traces; anything else only loses per-step totals
-    dur: float | None = None
-    pid: Any = None
-    args: Args | None = None
+    @property
+    def ph(self) -> str | None: ...
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def cat(self) -> str | None: ...
+    @property
+    def ts(self) -> Any: ...
+    @property
+    def dur(self) -> float | None: ...
+    @property
+    def pid(self) -> Any: ...
+    @property
+    def args(self) -> TraceArgs | None: ...
 
 
 class EventError(Exception):
@@ -46,4 +61,4 @@ class EventError(Exception):
         self.index = index
 
 
-BatchConsumer = Callable[[list[Event]], None]
+BatchConsumer = Callable[[Sequence[TraceEvent]], None]

@@ -49,7 +49,9 @@ Peak memory (``measure`` metrics in bytes, lower is better):
   ``[memory]`` instants' metric of the same name.
 
 Reading is streamed (``_chrome_stream``) and aggregated batch by batch (``_chrome_events``):
-memory stays at a few MiB whatever the trace size.
+memory stays at a few MiB whatever the trace size. A file of up to 2 MiB is read whole with
+the standard library (``_chrome_small``) and reduced without numpy, so that a short command
+on it starts at once; it gives the same profile, or the same error, as the streaming reader.
 """
 
 from __future__ import annotations
@@ -61,8 +63,9 @@ from typing import Any
 from perfci.core.model import Better, Device, Metric, MetricKind, Profile
 from perfci.formats._steps import step_metric
 from perfci.formats.caps import budget
-from perfci.formats.pytorch._chrome_events import Aggregate, Peak, is_number
-from perfci.formats.pytorch._chrome_stream import read_trace
+from perfci.formats.pytorch._chrome_events import Aggregate, Peak, columns_for, is_number
+from perfci.formats.pytorch._chrome_small import read_small_trace
+from perfci.formats.pytorch._chrome_types import EventError
 from perfci.formats.pytorch._detectors import CHROME_TRACE
 
 NAME = CHROME_TRACE.name
@@ -95,11 +98,28 @@ DEVICE_TYPES: dict[int, str] = {
 
 def parse(path: Path, *, options: Mapping[str, str]) -> list[Profile]:
     """The one profile of a trace file (one rank)."""
-    aggregate = Aggregate(counted=budget(str(path), NAME))
+    small = read_small_trace(path, format=NAME)
+    if small is not None:
+        aggregate = Aggregate(counted=budget(str(path), NAME))
+        try:
+            aggregate.add(small.events)
+        except EventError:
+            pass  # the streaming reader names the event's line
+        else:
+            return _profile(path, aggregate, small.top, bare=small.bare, warnings=[])
+    from perfci.formats.pytorch._chrome_stream import read_trace  # lazy: msgspec, for large files
+
+    aggregate = Aggregate(counted=budget(str(path), NAME), columns=columns_for(path))
     read_warnings: list[str] = []
     top, bare = read_trace(path, aggregate.add, format=NAME, warnings=read_warnings)
+    return _profile(path, aggregate, top, bare=bare, warnings=read_warnings)
+
+
+def _profile(
+    path: Path, aggregate: Aggregate, top: dict[str, Any], *, bare: bool, warnings: list[str]
+) -> list[Profile]:
     profile = Profile(label=_label(path, top), format=NAME, source=str(path))
-    profile.warnings.extend(read_warnings)
+    profile.warnings.extend(warnings)
     profile.metadata = {"layout": "legacy array" if bare else "object", **_metadata(top)}
     aggregate.build(profile)
     _add_steps(profile, aggregate, top)
