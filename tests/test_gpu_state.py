@@ -162,6 +162,17 @@ def test_a_power_cap_the_runner_always_has_is_not_suspect() -> None:
 WRITER = (
     "import json, os, pathlib, time\n"
     "time.sleep(0.2)\n"
+    # Beside a stand-in nvidia-smi: wait until it has printed this repeat's recording, as a
+    # real one does within its first 100 ms, however long a loaded machine takes to start it.
+    "printed = os.environ.get('FAKE_NVIDIA_SMI_PRINTED')\n"
+    "if printed:\n"
+    "    runs = pathlib.Path(printed + '.runs')\n"
+    "    with runs.open('a') as f: f.write('run\\n')\n"
+    "    wanted = len(runs.read_text().splitlines())\n"
+    "    deadline = time.monotonic() + 300\n"
+    "    while time.monotonic() < deadline and (not os.path.exists(printed)\n"
+    "            or len(pathlib.Path(printed).read_text().splitlines()) < wanted):\n"
+    "        time.sleep(0.02)\n"
     "out = pathlib.Path(os.environ['PERFCI_OUTPUT_DIR'])\n"
     "doc = {'perfci_version': '0.1.0', 'schema_version': 1, 'profiles': [{\n"
     "    'label': 'p', 'format': 'perfci_json', 'source': 'bench', 'steps': 1,\n"
@@ -173,23 +184,27 @@ WRITER = (
 def _fake_smi(folder: Path, recordings: list[Path]) -> dict[str, str]:
     """A stand-in ``nvidia-smi`` (the GPU is the only thing mocked): the sampling query prints
     the next recording (one per repeat, the last one repeated), then waits to be stopped as
-    ``-lms`` would; anything else fails as on a host without a driver."""
+    ``-lms`` would; anything else fails as on a host without a driver. Each print is noted in
+    ``$FAKE_NVIDIA_SMI_PRINTED`` (not PERFCI_: the runner withholds those), which ``WRITER`` waits
+    for."""
     bin_dir = folder / "bin"
     bin_dir.mkdir()
     counter = folder / "calls"
     counter.write_text("0")
+    printed = folder / "printed"
     cases = "".join(f"  {i}) cat '{path}' ;;\n" for i, path in enumerate(recordings))
     script = (
         "#!/bin/sh\n"
         f'if [ "$1" != "{QUERY}" ]; then echo "NVIDIA-SMI has failed" >&2; exit 9; fi\n'
         f"n=$(cat '{counter}'); echo $((n + 1)) > '{counter}'\n"
         f"case \"$n\" in\n{cases}  *) cat '{recordings[-1]}' ;;\nesac\n"
+        f"echo printed >> '{printed}'\n"
         "exec sleep 30\n"
     )
     smi = bin_dir / "nvidia-smi"
     smi.write_text(script)
     smi.chmod(smi.stat().st_mode | stat.S_IEXEC)
-    return {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+    return {"PATH": f"{bin_dir}:/usr/bin:/bin", "FAKE_NVIDIA_SMI_PRINTED": str(printed)}
 
 
 def test_runner_samples_each_repeat_and_leaves_the_state_beside_its_profiles(
@@ -505,7 +520,8 @@ def test_perfci_check_stores_each_repeats_gpu_state_with_its_profile(
     from perfci.usecases.check.run import CheckRequest, run_check
 
     env = _fake_smi(tmp_path, [DATA / "h100-steady.csv", DATA / "h100-thermal.csv"])
-    monkeypatch.setenv("PATH", env["PATH"])
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
     url = f"sqlite:///{tmp_path / 'perfci.db'}"
     request = CheckRequest(
         benchmark="b",
