@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import SHARED
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from perfci.core.errors import ParseError
 from perfci.core.model import MetricKind, Profile
@@ -37,6 +39,14 @@ def test_plain_summary_equals_numpys_to_the_bit(size: int) -> None:
         plain = _chrome_plain.Columns.summary(values)
         numpy = _chrome_numpy.Columns.summary(np.array(values, dtype=np.int64))
         assert plain == numpy, (size, magnitude)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=2**53), min_size=1, max_size=300))
+def test_plain_summary_equals_numpys_for_any_durations(values: list[int]) -> None:
+    assert _chrome_plain.Columns.summary(values) == _chrome_numpy.Columns.summary(
+        np.array(values, dtype=np.int64)
+    )
 
 
 def test_plain_columns_group_and_total_as_numpys() -> None:

@@ -10,8 +10,8 @@ This reader only ever answers for a trace that is valid JSON with events of the 
 types. Everything else (a syntax error, a bare ``inf`` or ``nan``, a wrongly typed field, a
 duplicated key, a number out of range, a lone surrogate) returns ``None``, and the streaming
 reader reads the file again and says what is wrong, with its line: so whichever reader runs, a
-file gives the same profile or the same error (``tests/test_format_chrome_trace.py`` checks
-both readers on every trace it has).
+file gives the same profile or the same error (``tests/test_format_chrome_trace.py`` runs
+every test with both readers, ``tests/test_chrome_readers.py`` compares them on real traces).
 """
 
 from __future__ import annotations
