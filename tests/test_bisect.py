@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -58,6 +59,23 @@ def test_an_inconclusive_probe_is_placed_when_its_interval_clears_the_half_way_p
     faster = _probe(ProbeStatus.CHANGED, -0.25, -0.3, -0.2)
     assert side_of(_probe(ProbeStatus.INCONCLUSIVE, -0.2, -0.3, -0.17), faster) is Side.BAD
     assert side_of(_probe(ProbeStatus.INCONCLUSIVE, 0.0, -0.1, 0.1), faster) is Side.GOOD
+
+
+def test_an_inconclusive_probe_short_of_half_but_past_the_margin_moved_partly() -> None:
+    """Two changes under load (+10 % at one commit, +23 % more at a later one): a commit
+    between them is inconclusive against GOOD, but its interval (+3 … +13 %) lies short of the
+    half-way point of the +35 % range (+16.2 %) and past the 2 % margin: it sits on the good
+    side, having moved by part of the change, which is what says the range holds more."""
+    total = _probe(ProbeStatus.CHANGED, 0.35, 0.27, 0.43)
+    partly = _probe(ProbeStatus.INCONCLUSIVE, 0.08, 0.03, 0.13)
+    assert side_of(partly, total, margin=0.02) is Side.PARTLY
+    assert side_of(partly, total, margin=0.05) is Side.GOOD  # not past a 5 % margin
+    assert side_of(_probe(ProbeStatus.INCONCLUSIVE, 0.06, 0.01, 0.13), total) is Side.GOOD
+    # The same for a speed-up: the interval turned.
+    faster = _probe(ProbeStatus.CHANGED, -0.3, -0.35, -0.25)
+    assert side_of(_probe(ProbeStatus.INCONCLUSIVE, -0.08, -0.13, -0.03), faster) is Side.PARTLY
+    # Moved the other way: no part of this change.
+    assert side_of(_probe(ProbeStatus.INCONCLUSIVE, -0.08, -0.13, -0.03), total) is Side.GOOD
 
 
 def test_a_probe_moved_when_changed_or_its_interval_leaves_out_zero() -> None:
@@ -137,6 +155,8 @@ def test_two_slowdowns_name_the_larger_and_say_the_range_holds_more(
     assert code == 0, out + err
     assert f"first bad commit {shas[30][:12]}" in out
     assert "the range holds more than one change" in out
+    # The evidence: a commit between the two changes that moved by the first one's +6 %.
+    assert re.search(r"[0-9a-f]{12}, before it, already moved \+[0-9.]+ %", out), out
     assert_cleaned(repo, clean_env)
 
 

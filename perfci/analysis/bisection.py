@@ -16,7 +16,10 @@ An *inconclusive* probe still places its commit when its interval lies wholly on
 the half-way point. The question a probe answers is not "did this commit change by more than
 the 2 % margin?" (which a loaded runner's ±10 % intervals never settle) but "does it sit at the
 good level or the bad one?", and for a +30 % range an interval of ±10 % answers that. A probe
-whose interval straddles the half-way point is skipped like an unbuildable one. A wrong side
+whose interval straddles the half-way point is skipped like an unbuildable one. One whose
+interval lies short of the half-way point but past the practical margin, in the range's
+direction, sits on the good side having moved by part of the change (:attr:`Side.PARTLY`):
+the evidence, with its numbers, that the range holds more than one change. A wrong side
 costs nothing worse than an unconfirmed answer: the culprit must then show the change against
 its parent, twice (:func:`moved`).
 """
@@ -40,25 +43,27 @@ class Side(StrEnum):
     SKIP = "skip"
 
 
-def side_of(probe: Probe, total: Probe) -> Side:
+def side_of(probe: Probe, total: Probe, *, margin: float = 0.02) -> Side:
     """Which side of the change ``probe`` (against the good end) lies on; ``total`` is the bad
-    end against the good end, a changed probe."""
+    end against the good end, a changed probe; ``margin`` the practical margin (a relative
+    change) past which an inconclusive probe short of the half-way point moved by part of it."""
     if probe.status is ProbeStatus.UNCHANGED:
         return Side.GOOD
     whole = log_change(total.change)
     if probe.status is ProbeStatus.UNBUILDABLE or whole is None or whole == 0:
         return Side.SKIP
     if probe.status is ProbeStatus.INCONCLUSIVE:
-        return _side_by_interval(probe, whole)
+        return _side_by_interval(probe, whole, math.log1p(margin))
     shift = log_change(probe.change)
     if shift is None:
         return Side.SKIP
     return Side.BAD if shift / whole >= 0.5 else Side.PARTLY
 
 
-def _side_by_interval(probe: Probe, whole: float) -> Side:
+def _side_by_interval(probe: Probe, whole: float, margin: float) -> Side:
     """An inconclusive probe's side: its interval (on the log scale, turned so that the
-    range's change is positive) wholly past the half-way point, or wholly short of it."""
+    range's change is positive) wholly past the half-way point, or wholly short of it; short
+    of it and wholly past ``margin`` (log scale), it moved by part of the change."""
     low, high = log_change(probe.ci_low), log_change(probe.ci_high)
     if low is None or high is None:
         return Side.SKIP
@@ -67,7 +72,9 @@ def _side_by_interval(probe: Probe, whole: float) -> Side:
     half = abs(whole) / 2
     if low >= half:
         return Side.BAD
-    return Side.GOOD if high < half else Side.SKIP
+    if high >= half:
+        return Side.SKIP
+    return Side.PARTLY if low > margin else Side.GOOD
 
 
 def moved(probe: Probe, direction: float | None = None) -> bool:

@@ -200,25 +200,30 @@ class _Search:
         partly = self._bisect(total, answer)
         self._confirm(total, answer, partly=partly)
 
-    def _bisect(self, total: Probe, answer: BisectAnswer) -> bool:
+    def _bisect(self, total: Probe, answer: BisectAnswer) -> Probe | None:
+        """Halve the range; the first probe found on the good side that moved by part of the
+        range's change, if any."""
         skipped: set[int] = set()
-        partly = False
+        partly: Probe | None = None
+        margin = self.settings.delta
         while (index := next_index(self.low, self.high, skipped)) is not None:
             probe = self.probe(
                 self.chain[0],
                 self.chain[index],
                 ProbeRole.SEARCH,
                 index,
-                lambda found: side_of(found, total) is not Side.SKIP,
+                lambda found: side_of(found, total, margin=margin) is not Side.SKIP,
             )
-            side = side_of(probe, total)
+            side = side_of(probe, total, margin=margin)
             if side is Side.SKIP:
                 skipped.add(index)
                 answer.skipped.append(probe)
             elif side is Side.BAD:
                 self.high = index
             else:
-                self.low, partly = index, partly or side is Side.PARTLY
+                self.low = index
+                if side is Side.PARTLY and partly is None:
+                    partly = probe
         if self.high - self.low > 1:
             answer.candidates = self.chain[self.low + 1 : self.high + 1]
         parent = self.chain[self.low]
@@ -232,7 +237,7 @@ class _Search:
         )
         return partly
 
-    def _confirm(self, total: Probe, answer: BisectAnswer, *, partly: bool) -> None:
+    def _confirm(self, total: Probe, answer: BisectAnswer, *, partly: Probe | None) -> None:
         culprit, parent = self.chain[self.high], self.chain[self.low]
         answer.culprit, answer.parent = culprit, parent
 
@@ -242,8 +247,9 @@ class _Search:
         answer.confirmation = self.probe(parent, culprit, ProbeRole.PARENT, None, shows)
         answer.rerun = self.probe(parent, culprit, ProbeRole.RERUN, None, shows)
         answer.confirmed = all(_same_way(p, total) for p in (answer.confirmation, answer.rerun))
-        if more_than_one(total, answer.confirmation, margin=self.settings.delta, partly=partly):
-            answer.more_than_one = _more_sentence(total, answer.confirmation)
+        found = answer.confirmation
+        if more_than_one(total, found, margin=self.settings.delta, partly=partly is not None):
+            answer.more_than_one = _more_sentence(total, found, partly)
 
     def probe(
         self,
@@ -318,10 +324,16 @@ def _unmoved(total: Probe) -> str:
     )
 
 
-def _more_sentence(total: Probe, found: Probe) -> str:
-    return (
+def _more_sentence(total: Probe, found: Probe, partly: Probe | None) -> str:
+    sentence = (
         f"the range holds more than one change: GOOD→BAD moved {_pct(total.change)}, this "
         f"commit {_pct(found.change)}; the commit named is the larger change"
+    )
+    if partly is None:
+        return sentence
+    return (
+        f"{sentence}; {partly.commit[:12]}, before it, already moved {_pct(partly.change)} "
+        f"(interval {_pct(partly.ci_low)} … {_pct(partly.ci_high)})"
     )
 
 
