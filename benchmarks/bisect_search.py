@@ -146,6 +146,10 @@ def run(
             if "kernel-level diff" in done.stdout
             else False,
             "more_than_one": "more than one change" in done.stdout,
+            # The diff's first lines: what the answer named first, and the next.
+            "diff": done.stdout.split("kernel-level diff")[-1].splitlines()[1:3]
+            if "kernel-level diff" in done.stdout
+            else [],
             "probes": len(search),
             "bound": math.ceil(math.log2(commits)) + 2,
             "rerun_confirmed": "confirmed by a rerun" in first_line

@@ -78,6 +78,35 @@ def test_an_inconclusive_probe_short_of_half_but_past_the_margin_moved_partly() 
     assert side_of(_probe(ProbeStatus.INCONCLUSIVE, -0.08, -0.13, -0.03), total) is Side.GOOD
 
 
+def test_the_kernel_diff_falls_back_to_lines_whose_own_interval_leaves_out_zero() -> None:
+    """Under load the culprit's A/B can leave every kernel inconclusive after its correction
+    for many lines while the bisected step was confirmed on its own interval: the diff then
+    lists the kernels whose own interval leaves out zero in the culprit's direction, saying
+    that none was decided; decided lines, when there are any, are listed alone."""
+    from perfci.core.bisection import BisectAnswer, MetricChange
+    from perfci.report.bisect import answer_lines, answer_markdown, kernel_diff
+
+    def line(key: str, verdict: str, low: float, high: float, delta: float) -> MetricChange:
+        return MetricChange(key, "kernel", verdict, (low + high) / 2, low, high, delta)
+
+    gemm = line("kernel:gpu:gemm", "inconclusive", 0.12, 0.61, 9e5)
+    faster = line("kernel:gpu:copy", "inconclusive", -0.4, -0.1, -2e5)  # the other way
+    noise = line("kernel:gpu:softmax_kernel", "inconclusive", -0.05, 0.09, 1e5)
+    confirmation = _probe(ProbeStatus.INCONCLUSIVE, 0.21, 0.07, 0.36)
+    confirmation.metrics = [noise, faster, gemm]
+    answer = BisectAnswer("g" * 40, "b" * 40, "toy", "step", 40)
+    answer.culprit, answer.parent, answer.confirmation = "c" * 40, "p" * 40, confirmation
+    assert kernel_diff(answer) == [gemm]
+    text = "\n".join(answer_lines(answer))
+    assert "none decided after the correction" in text
+    assert "+36.5 % kernel:gpu:gemm" in text and "softmax" not in text and "copy" not in text
+    assert "none decided after the correction" in answer_markdown(answer).lower()
+    decided = line("kernel:gpu:elementwise_kernel", "regression", 0.01, 0.05, 1e4)
+    confirmation.metrics.append(decided)
+    assert kernel_diff(answer) == [decided]
+    assert "none decided" not in "\n".join(answer_lines(answer))
+
+
 def test_a_probe_moved_when_changed_or_its_interval_leaves_out_zero() -> None:
     assert moved(_probe(ProbeStatus.CHANGED, 0.2, 0.1, 0.3))
     assert moved(_probe(ProbeStatus.INCONCLUSIVE, 0.2, 0.03, 0.4))

@@ -15,7 +15,7 @@ from perfci.core.bisection import BisectAnswer, MetricChange, Probe, ProbeRole, 
 from perfci.report import formatting as fmt
 from perfci.report.escape import md_escape, visible
 
-__all__ = ["answer_lines", "answer_markdown", "kernel_diff", "probe_line"]
+__all__ = ["answer_lines", "answer_markdown", "diff_title", "kernel_diff", "probe_line"]
 
 _Format = Callable[[str], str]
 
@@ -49,7 +49,7 @@ def answer_lines(answer: BisectAnswer) -> list[str]:
     lines = [_headline(answer, code=lambda s: s[:12], text=visible)]
     diff = kernel_diff(answer)
     if diff:
-        lines.append("kernel-level diff (culprit against its parent):")
+        lines.append(f"{diff_title(diff)}:")
         lines += [
             f"  {fmt.pct(k.change)} {visible(k.key)} (95 % interval "
             f"{fmt.interval(k.ci_low, k.ci_high)}, {k.verdict})"
@@ -67,6 +67,8 @@ def answer_markdown(answer: BisectAnswer, *, command: str | None = None) -> str:
     out.append(_headline(answer, code=code, text=md_escape))
     diff = kernel_diff(answer)
     if diff:
+        if not any(m.verdict in _DECIDED for m in diff):
+            out += ["", _UNDECIDED.capitalize() + ":"]
         out += ["", "| Kernel-level diff | Change | 95 % interval | Verdict |", "|:--|--:|:--|:--|"]
         out += [
             f"| {md_escape(visible(k.key), max_len=120)} | {fmt.pct(k.change)} | "
@@ -83,15 +85,44 @@ def answer_markdown(answer: BisectAnswer, *, command: str | None = None) -> str:
 
 
 def kernel_diff(answer: BisectAnswer) -> list[MetricChange]:
-    """The culprit's changed kernels (and other GPU-work lines) against its parent."""
+    """The culprit's changed kernels (and other GPU-work lines) against its parent, largest
+    time added first.
+
+    When none is decided (the A/B's correction for its many lines leaves a loaded runner's
+    kernels inconclusive, while the culprit was confirmed on the bisected metric's own
+    interval), the lines whose own interval leaves out zero in the culprit's direction, marked
+    as the inconclusive lines they are (:func:`diff_title` says so).
+    """
     if answer.confirmation is None:
         return []
-    changed = [
-        m
-        for m in answer.confirmation.metrics
-        if m.kind in _DIFF_KINDS and m.verdict in ("regression", "improvement")
-    ]
+    lines = [m for m in answer.confirmation.metrics if m.kind in _DIFF_KINDS]
+    changed = [m for m in lines if m.verdict in _DECIDED]
+    if not changed:
+        sign = answer.confirmation.change or 0.0
+        changed = [m for m in lines if _leaves_out_zero(m, sign)]
     return sorted(changed, key=lambda m: -abs(m.delta_ns))[:TOP_KERNELS]
+
+
+def diff_title(diff: list[MetricChange]) -> str:
+    """What the diff lists: decided lines, or (none decided) lines that moved by their own
+    interval alone."""
+    if any(m.verdict in _DECIDED for m in diff):
+        return "kernel-level diff (culprit against its parent)"
+    return f"kernel-level diff (culprit against its parent; {_UNDECIDED})"
+
+
+_DECIDED = ("regression", "improvement")
+_UNDECIDED = (
+    "none decided after the correction for the comparison's many lines: the lines whose own "
+    "interval leaves out zero"
+)
+
+
+def _leaves_out_zero(metric: MetricChange, sign: float) -> bool:
+    low, high = metric.ci_low, metric.ci_high
+    if low is None or high is None or sign == 0:
+        return False
+    return low > 0 if sign > 0 else high < 0
 
 
 def _headline(answer: BisectAnswer, *, code: _Format, text: _Format) -> str:
