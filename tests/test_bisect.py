@@ -22,7 +22,7 @@ from bisect_repo import make_range
 
 from perfci.analysis.bisection import Side, more_than_one, moved, next_index, side_of
 from perfci.cli.main import main
-from perfci.core.bisection import Probe, ProbeRole, ProbeStatus
+from perfci.core.bisection import BisectAnswer, Probe, ProbeRole, ProbeStatus
 
 __all__ = ["clean_env"]  # a fixture, imported for its name
 
@@ -83,7 +83,7 @@ def test_the_kernel_diff_falls_back_to_lines_whose_own_interval_leaves_out_zero(
     for many lines while the bisected step was confirmed on its own interval: the diff then
     lists the kernels whose own interval leaves out zero in the culprit's direction, saying
     that none was decided; decided lines, when there are any, are listed alone."""
-    from perfci.core.bisection import BisectAnswer, MetricChange
+    from perfci.core.bisection import MetricChange
     from perfci.report.bisect import answer_lines, answer_markdown, kernel_diff
 
     def line(key: str, verdict: str, low: float, high: float, delta: float) -> MetricChange:
@@ -105,6 +105,58 @@ def test_the_kernel_diff_falls_back_to_lines_whose_own_interval_leaves_out_zero(
     confirmation.metrics.append(decided)
     assert kernel_diff(answer) == [decided]
     assert "none decided" not in "\n".join(answer_lines(answer))
+
+
+def _scripted_search(confirmation: tuple[float, float, float]) -> BisectAnswer:
+    """A search over 8 commits whose probes are scripted (commit 5 and after at the bad
+    level), ending with ``confirmation`` (change, interval) for the culprit against its
+    parent, twice: the search's rules alone, no benchmark."""
+    from perfci.core.settings import Settings
+    from perfci.usecases.bisect import run as bisect_run
+    from perfci.usecases.bisect.state import BisectState
+
+    chain = [f"{index:040x}" for index in range(9)]
+    total = Probe(chain[-1], chain[0], ProbeRole.RANGE, ProbeStatus.CHANGED, "", 0.3, 0.25, 0.35)
+
+    def probe(search: object, against: str, commit: str, role: ProbeRole, *_: object) -> Probe:
+        if role is ProbeRole.RANGE:
+            return total
+        if role is ProbeRole.SEARCH:
+            bad = chain.index(commit) >= 5
+            status = ProbeStatus.CHANGED if bad else ProbeStatus.UNCHANGED
+            return Probe(commit, against, role, status, "", 0.3 if bad else 0.0, -0.01, 0.01)
+        change, low, high = confirmation
+        status = ProbeStatus.CHANGED if low > 0 else ProbeStatus.INCONCLUSIVE
+        return Probe(commit, against, role, status, "", change, low, high)
+
+    search = bisect_run._Search(
+        spec=None,  # type: ignore[arg-type]  # unused: probes are scripted
+        settings=Settings(),
+        workdir=Path("."),
+        chain=chain,
+        metric="",
+        fingerprint="",
+        cache=[],
+        budget=None,
+        state=BisectState("id", chain[0], chain[-1], "toy", ""),
+        path=Path("."),
+        progress=None,
+    )
+    answer = BisectAnswer(chain[0], chain[-1], "toy", "step", len(chain) - 1)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bisect_run._Search, "probe", probe)
+        search.run(answer)
+    assert answer.culprit == chain[5]
+    return answer
+
+
+def test_an_unconfirmed_culprit_says_nothing_of_more_than_one_change() -> None:
+    """A side taken wrongly under load ends on a commit that shows nothing against its parent:
+    NOT confirmed, and its small change says nothing about the range holding more."""
+    unconfirmed = _scripted_search((-0.01, -0.1, 0.08))
+    assert not unconfirmed.confirmed and unconfirmed.more_than_one is None
+    smaller = _scripted_search((0.12, 0.08, 0.16))  # confirmed, short of the range's +30 %
+    assert smaller.confirmed and smaller.more_than_one is not None
 
 
 def test_a_probe_moved_when_changed_or_its_interval_leaves_out_zero() -> None:

@@ -248,7 +248,10 @@ class _Search:
         answer.rerun = self.probe(parent, culprit, ProbeRole.RERUN, None, shows)
         answer.confirmed = all(_same_way(p, total) for p in (answer.confirmation, answer.rerun))
         found = answer.confirmation
-        if more_than_one(total, found, margin=self.settings.delta, partly=partly is not None):
+        # An unconfirmed culprit (a side taken wrongly under load) says nothing of the range.
+        if answer.confirmed and more_than_one(
+            total, found, margin=self.settings.delta, partly=partly is not None
+        ):
             answer.more_than_one = _more_sentence(total, found, partly)
 
     def probe(
