@@ -188,6 +188,23 @@ def test_a_found_change_short_of_the_whole_says_there_is_more() -> None:
     assert more_than_one(total, total, margin=0.02, partly=True)
 
 
+def test_more_than_one_pools_the_rerun_and_the_parent_against_good() -> None:
+    """Two changes under load (+6 % at one commit, then +27 % more): no single reading settles
+    the first beside the second, the range's change less the culprit's, pooled with its rerun,
+    and the parent's own A/B against GOOD do; one change reads as one."""
+    total = _probe(ProbeStatus.CHANGED, 0.35, 0.25, 0.46)
+    found = _probe(ProbeStatus.INCONCLUSIVE, 0.25, 0.12, 0.39)
+    rerun = _probe(ProbeStatus.CHANGED, 0.28, 0.19, 0.38)
+    parent = _probe(ProbeStatus.INCONCLUSIVE, 0.06, -0.01, 0.13)
+    assert not more_than_one(total, found, margin=0.02, partly=False)
+    assert not more_than_one(total, found, margin=0.02, partly=False, rerun=rerun)
+    assert more_than_one(total, found, margin=0.02, partly=False, rerun=rerun, parent=parent)
+    # One change: the culprit carries the range's, the parent sits at GOOD's level.
+    alone = _probe(ProbeStatus.CHANGED, 0.36, 0.24, 0.49)
+    still = _probe(ProbeStatus.INCONCLUSIVE, 0.01, -0.06, 0.08)
+    assert not more_than_one(total, alone, margin=0.02, partly=False, rerun=alone, parent=still)
+
+
 def _bisect(repo: Path, *args: str) -> int:
     os.chdir(repo)
     return main(["bisect", *args, "-b", "tiny", *FAST])

@@ -27,7 +27,7 @@ its parent, twice (:func:`moved`).
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 from perfci.core.bisection import Probe, ProbeStatus, log_change
 from perfci.core.compat import StrEnum
@@ -113,26 +113,62 @@ def next_index(low: int, high: int, skipped: Collection[int]) -> int | None:
     return None
 
 
-def more_than_one(total: Probe, found: Probe, *, margin: float, partly: bool) -> bool:
+def more_than_one(
+    total: Probe,
+    found: Probe,
+    *,
+    margin: float,
+    partly: bool,
+    rerun: Probe | None = None,
+    parent: Probe | None = None,
+) -> bool:
     """Whether the range's change is more than the found commit's.
 
     ``partly``: a probe between the ends moved by part of the change (:attr:`Side.PARTLY`).
-    Otherwise the two changes are compared on the log scale: the range holds more when they
-    differ by more than the practical ``margin`` and by more than their intervals allow (the
-    half-widths added in quadrature, a rough but conservative bound for two independent
-    intervals).
+    Otherwise the rest of the range's change is estimated twice on the log scale, where changes
+    along a range add up: the range's change less the culprit's (``found`` against its parent,
+    pooled with its ``rerun``), and the culprit's ``parent`` against the good end, which
+    carries every earlier change. Pooled by inverse variance (each standard error read from its
+    95 % interval), the range holds more when that rest differs from zero by more than the
+    practical ``margin`` and by more than its own 95 % bound. Without a rerun or a parent this
+    is the plain comparison of the two changes; each added reading narrows the bound (under
+    load a +6 % first change beside a +30 % one needs them).
     """
     if partly:
         return True
-    whole, step = log_change(total.change), log_change(found.change)
-    if whole is None or step is None:
+    culprit = _pooled([_estimate(p) for p in (found, rerun) if p is not None])
+    whole = _estimate(total)
+    if culprit is None or whole is None:
         return False
-    spread = math.hypot(_half_width(total), _half_width(found))
-    return abs(whole - step) > max(math.log1p(margin), spread)
+    rests = [(whole[0] - culprit[0], math.hypot(whole[1], culprit[1]))]
+    before = _estimate(parent) if parent is not None else None
+    if before is not None:
+        rests.append(before)
+    rest = _pooled(rests)
+    assert rest is not None
+    estimate, error = rest
+    return abs(estimate) > max(math.log1p(margin), _Z95 * error)
 
 
-def _half_width(probe: Probe) -> float:
+#: The normal quantile of a two-sided 95 % interval.
+_Z95 = 1.959963984540054
+
+
+def _estimate(probe: Probe) -> tuple[float, float] | None:
+    """A probe's change and standard error on the log scale; ``None`` without an interval."""
+    change = log_change(probe.change)
     low, high = log_change(probe.ci_low), log_change(probe.ci_high)
-    if low is None or high is None:
-        return 0.0
-    return (high - low) / 2
+    if change is None or low is None or high is None or high <= low:
+        return None
+    return change, (high - low) / 2 / _Z95
+
+
+def _pooled(estimates: Sequence[tuple[float, float] | None]) -> tuple[float, float] | None:
+    """Inverse-variance pooling of independent estimates (value, standard error)."""
+    known = [e for e in estimates if e is not None]
+    if not known:
+        return None
+    weights = [1 / error**2 for _, error in known]
+    total = sum(weights)
+    value = sum(w * v for w, (v, _) in zip(weights, known, strict=True)) / total
+    return value, math.sqrt(1 / total)

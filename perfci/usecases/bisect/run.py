@@ -250,7 +250,12 @@ class _Search:
         found = answer.confirmation
         # An unconfirmed culprit (a side taken wrongly under load) says nothing of the range.
         if answer.confirmed and more_than_one(
-            total, found, margin=self.settings.delta, partly=partly is not None
+            total,
+            found,
+            margin=self.settings.delta,
+            partly=partly is not None,
+            rerun=answer.rerun,
+            parent=answer.parent_probe,
         ):
             answer.more_than_one = _more_sentence(total, found, partly)
 
