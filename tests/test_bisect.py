@@ -159,6 +159,23 @@ def test_an_unconfirmed_culprit_says_nothing_of_more_than_one_change() -> None:
     assert smaller.confirmed and smaller.more_than_one is not None
 
 
+def test_opening_one_side_of_an_ab_never_removes_the_other(tmp_path: Path, clean_env: Path) -> None:
+    """At most three trees are held; the culprit's confirmation against its parent must not
+    evict the parent when it is the oldest open tree (under load, stop 41: the search had
+    probed the parent before its neighbour, and the A/B failed with its directory gone)."""
+    from perfci.usecases.bisect.probe import Worktrees
+
+    shas = make_range(tmp_path, 5, {})
+    with Worktrees(tmp_path / "repo", pinned=shas[0], keep=3) as trees:
+        trees.get(shas[0])
+        trees.get(shas[3])  # the parent, probed first
+        trees.get(shas[2])
+        base, tree = trees.pair(shas[3], shas[4])  # the culprit against its parent
+        assert base.is_dir() and tree.is_dir()
+        assert (base / "bench.py").is_file() and (tree / "bench.py").is_file()
+    assert_cleaned(tmp_path / "repo", clean_env)
+
+
 def test_a_probe_moved_when_changed_or_its_interval_leaves_out_zero() -> None:
     assert moved(_probe(ProbeStatus.CHANGED, 0.2, 0.1, 0.3))
     assert moved(_probe(ProbeStatus.INCONCLUSIVE, 0.2, 0.03, 0.4))

@@ -85,8 +85,14 @@ def test_unknown_profiler_and_missing_command(tmp_path: Path) -> None:
         run_benchmark(["true"], benchmark="b", repeats=1, work_dir=tmp_path, profiler="vtune")
     with pytest.raises(ConfigError, match="no benchmark command"):
         run_benchmark([], benchmark="b", repeats=1, work_dir=tmp_path)
-    with pytest.raises(ConfigError, match="cannot start"):
+    with pytest.raises(ConfigError, match=r"cannot start.*No such file"):
         run_benchmark(["/nonexistent/bench"], benchmark="b", repeats=1, work_dir=tmp_path)
+    # A command that exists in a directory that does not: the directory is named.
+    gone = tmp_path / "gone"
+    with pytest.raises(ConfigError, match=r"its directory .*gone. does not exist"):
+        run_benchmark(
+            [sys.executable, "-c", "pass"], benchmark="b", repeats=1, work_dir=tmp_path, cwd=gone
+        )
 
 
 #: Stands in for Nsight Systems, which is not installed here (and records nothing useful

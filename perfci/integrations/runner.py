@@ -285,6 +285,11 @@ def _wait(
             **_own_group(),
         )
     except OSError as exc:
+        if cwd is not None and not cwd.is_dir():  # Popen names the command either way
+            raise ConfigError(
+                f"cannot start benchmark command {argv[0]!r}: its directory {str(cwd)!r} "
+                "does not exist"
+            ) from exc
         raise ConfigError(f"cannot start benchmark command {argv[0]!r}: {exc.strerror}") from exc
     assert process.stdout is not None
     finished = False

@@ -56,10 +56,15 @@ class Worktrees:
             _, (_, stack) = self._open.popitem()
             stack.close()
 
-    def get(self, sha: str) -> Path:
+    def pair(self, base: str, commit: str) -> tuple[Path, Path]:
+        """The trees of both sides of one A/B; opening one never removes the other."""
+        return self.get(base, keeping=commit), self.get(commit, keeping=base)
+
+    def get(self, sha: str, *, keeping: str | None = None) -> Path:
+        """The tree of ``sha``, opened when it is not; ``keeping`` is a tree still needed."""
         if sha in self._open:
             return self._open[sha][0]
-        self._evict()
+        self._evict(keeping)
         stack = ExitStack()
         try:
             tree = stack.enter_context(git.worktree(self.root, sha))
@@ -71,9 +76,12 @@ class Worktrees:
         self._open[sha] = (tree, stack)
         return tree
 
-    def _evict(self) -> None:
+    def _evict(self, keeping: str | None) -> None:
+        # The oldest tree that is neither the good end nor the other side of the A/B at hand:
+        # a confirmation compares the culprit with its parent, which may be the oldest open.
+        spared = {self.pinned, keeping}
         while len(self._open) >= self.keep:
-            victim = next((s for s in self._open if s != self.pinned), None)
+            victim = next((s for s in self._open if s not in spared), None)
             if victim is None:
                 return
             self._open.pop(victim)[1].close()
@@ -99,8 +107,7 @@ def run_probe(
     A commit whose benchmark fails or writes a bad profile is *unbuildable*: its probe says
     so, nothing is raised (the search skips it).
     """
-    base = trees.get(against)
-    tree = trees.get(commit)
+    base, tree = trees.pair(against, commit)
     checkout = trees.root / workdir
     command = command_for(spec.command, checkout=checkout, tree=tree / workdir)
     side = dataclasses.replace(spec, command=command)
