@@ -63,6 +63,9 @@ async def receive(request: Request, limits: Limits, folder: Path) -> Received:
         with path.open("wb") as handle:
             async for chunk in request.stream():
                 handle.write(chunk)
+                # What arrived is on disk, not held in the writer's buffer while the client
+                # stalls: a waiting upload costs no memory (and its spool shows its progress).
+                handle.flush()
                 size += len(chunk)
         return Received(parse_json_upload, (str(path), limits), size)
     if content_type == "multipart/form-data":
