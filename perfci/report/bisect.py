@@ -67,7 +67,7 @@ def answer_markdown(answer: BisectAnswer, *, command: str | None = None) -> str:
     out.append(_headline(answer, code=code, text=md_escape))
     diff = kernel_diff(answer)
     if diff:
-        if not any(m.verdict in _DECIDED for m in diff):
+        if not _decided(diff):
             out += ["", _UNDECIDED.capitalize() + ":"]
         out += ["", "| Kernel-level diff | Change | 95 % interval | Verdict |", "|:--|--:|:--|:--|"]
         out += [
@@ -106,12 +106,18 @@ def kernel_diff(answer: BisectAnswer) -> list[MetricChange]:
 def diff_title(diff: list[MetricChange]) -> str:
     """What the diff lists: decided lines, or (none decided) lines that moved by their own
     interval alone."""
-    if any(m.verdict in _DECIDED for m in diff):
+    if _decided(diff):
         return "kernel-level diff (culprit against its parent)"
     return f"kernel-level diff (culprit against its parent; {_UNDECIDED})"
 
 
 _DECIDED = ("regression", "improvement")
+
+
+def _decided(diff: list[MetricChange]) -> bool:
+    return any(m.verdict in _DECIDED for m in diff)
+
+
 _UNDECIDED = (
     "none decided after the correction for the comparison's many lines: the lines whose own "
     "interval leaves out zero"

@@ -1,10 +1,10 @@
 """The columns of a small trace's events reduced in plain Python (``_chrome_numpy`` does the same
-with numpy for large ones; ``Aggregate`` picks by event count).
+with numpy for large ones; ``_chrome_events.columns_for`` picks by the file's size).
 
 Every figure equals numpy's to the bit, so that a trace reads the same whichever side of the
 threshold it falls on: sums, minima, maxima and medians are exact, and the standard deviation
 adds in numpy's own order (``_pairwise``: its pairwise summation, in buffers of 8,192 values
-where it casts). ``tests/test_chrome_columns.py`` checks both against each other.
+where it casts). ``tests/test_chrome_readers.py`` checks both against each other.
 """
 
 from __future__ import annotations

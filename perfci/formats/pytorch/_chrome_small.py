@@ -83,6 +83,8 @@ class SmallTrace:
 def read_small_trace(path: Path, *, format: str) -> SmallTrace | None:
     """The whole trace when it is small and plain (see the module docstring), else ``None``."""
     try:
+        if path.stat().st_size > SMALL_BYTES:  # larger inflated too: not read twice
+            return None
         with open_maybe_gzip(path, format=format) as handle:
             data = handle.read(SMALL_BYTES + 1)
     except (OSError, EOFError, zlib.error):
