@@ -7,11 +7,13 @@ and with the streaming reader alone, so that both give the same profile and the 
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import re
 import statistics
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -929,3 +931,42 @@ def test_example_profile_per_step_totals_equal_a_plain_loop_over_its_events() ->
             assert metric.step_totals_ns is None, metric.name
     addmm = next(m for m in host if m.name == "aten::addmm")
     assert [round(t / 1000) for t in addmm.step_totals_ns or []] == [3466, 3429, 3446, 3456]
+
+
+def test_a_large_header_or_event_is_read_in_growing_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reads are small while events stream, but a header or an event larger than a read is
+    read in reads that double: a few reads, not one per chunk, each searching the buffer."""
+    big = "x" * (3 << 20)
+    events = [_event(f"op{i}", "cpu_op", i + 1) for i in range(200)]
+    events.insert(100, _event("huge", "kernel", 7, args={"note": big}))
+    path = _write(
+        tmp_path / "big.json", {"deviceProperties": [{"name": big}], "traceEvents": events}
+    )
+    reads: list[int] = []
+    opened = _chrome_stream._open
+
+    class Counted:
+        def __init__(self, handle: Any) -> None:
+            self.handle = handle
+
+        def read(self, size: int = -1) -> bytes:
+            data: bytes = self.handle.read(size)
+            reads.append(len(data))
+            return data
+
+    @contextlib.contextmanager
+    def counting(path: Path, format: str | None = None) -> Iterator[Counted]:
+        with opened(path, format) as handle:
+            yield Counted(handle)
+
+    monkeypatch.setattr(_chrome_stream, "_open", counting)
+    profile = parse(path)
+    assert profile.find(K.KERNEL, "huge").total_ns == 7_000.0  # type: ignore[union-attr]
+    assert profile.find(K.OP, "op199").total_ns == 200_000.0  # type: ignore[union-attr]
+    assert profile.metadata["gpu"] == big
+    assert sum(reads) == path.stat().st_size
+    # 6 MiB in 64 KiB reads would be about 100; doubling takes about 8 for each large part.
+    assert len(reads) <= 30, reads
+    assert max(reads) <= 4 << 20

@@ -32,7 +32,12 @@ from perfci.core.errors import ParseError
 from perfci.formats._textio import open_maybe_gzip
 from perfci.formats.pytorch._chrome_types import BatchConsumer, EventError
 
-CHUNK_BYTES = 1024 * 1024
+# Small enough that every buffer of a chunk stays below glibc's mmap threshold (128 KiB): larger
+# ones are mapped and unmapped per chunk, and the page faults of re-touching them cost a 100 MB
+# trace about a fifth of its CPU time (benchmarks/RESULTS.md, stop 42). Where a chunk holds no
+# complete event (a large header or event), the next read is as large as the buffer: reads grow
+# geometrically, so no text is searched more than a few times.
+CHUNK_BYTES = 64 * 1024
 _BOM = b"\xef\xbb\xbf"
 _WS = b" \t\r\n"
 # The end of one event object and the start of the next one.
@@ -40,7 +45,7 @@ _BOUNDARY = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*\{")
 _EVENTS_KEY = re.compile(rb'"traceEvents"[ \t\r\n]*:[ \t\r\n]*\[')
 _OFFSET = re.compile(r"\(byte (\d+)\)")
 # Windows searched (from the end of the buffer) for the last event boundary.
-_WINDOWS = (64 * 1024, 1024 * 1024)
+_WINDOWS = (16 * 1024, 1024 * 1024)
 # Candidate boundaries tried per chunk before reading on (see _consume_complete).
 _MAX_WRONG_CUTS = 8
 
@@ -175,7 +180,7 @@ class _Reader:
         """Append the next chunk; ``False`` at the end of the file."""
         if self._eof:
             return False
-        data = self._handle.read(CHUNK_BYTES)
+        data = self._handle.read(max(CHUNK_BYTES, len(self._buf)))
         if not data:
             self._eof = True
             return False
