@@ -132,7 +132,8 @@ def run(
         (state_file,) = (repo / ".perfci").glob("bisect-*.json")
         state = json.loads(state_file.read_text(encoding="utf-8"))
         probes = state["probes"]
-        search = [p for p in probes if p["role"] != "rerun" and not p["reused"]]
+        search = [p for p in probes if p["role"] not in ("rerun", "earlier") and not p["reused"]]
+        earlier = [p for p in probes if p["role"] == "earlier"]
         worktrees = git(repo, "worktree", "list", "--porcelain").count("worktree ")
         first_line = done.stdout.splitlines()[0] if done.stdout else done.stderr[-300:]
         return {
@@ -146,6 +147,11 @@ def run(
             if "kernel-level diff" in done.stdout
             else False,
             "more_than_one": "more than one change" in done.stdout,
+            # The culprit's parent read against GOOD again, when "more than one" was open.
+            "earlier": [
+                {"change": p["change"], "ci": [p["ci_low"], p["ci_high"]], "pairs": p["pairs"]}
+                for p in earlier
+            ],
             # The diff's first lines: what the answer named first, and the next.
             "diff": done.stdout.split("kernel-level diff")[-1].splitlines()[1:3]
             if "kernel-level diff" in done.stdout

@@ -32,7 +32,17 @@ from collections.abc import Collection, Sequence
 from perfci.core.bisection import Probe, ProbeStatus, log_change
 from perfci.core.compat import StrEnum
 
-__all__ = ["Side", "more_than_one", "moved", "next_index", "side_of"]
+__all__ = [
+    "SEQUENTIAL_BOUND",
+    "Rest",
+    "Side",
+    "judge_rest",
+    "more_than_one",
+    "moved",
+    "next_index",
+    "rest_of_range",
+    "side_of",
+]
 
 
 class Side(StrEnum):
@@ -113,6 +123,62 @@ def next_index(low: int, high: int, skipped: Collection[int]) -> int | None:
     return None
 
 
+class Rest(StrEnum):
+    """What the readings say of the range's change beyond the culprit's."""
+
+    #: More than one change: the rest differs from zero past the margin and its own bound.
+    MORE = "more"
+    #: One change, as far as the readings tell.
+    ONE = "one"
+    #: Suggestive (the rest is more than one standard error from zero) but not settled: the
+    #: culprit's parent measured against GOOD again, with more pairs, would settle it.
+    OPEN = "open"
+
+
+def rest_of_range(
+    total: Probe,
+    found: Probe,
+    *,
+    rerun: Probe | None = None,
+    before: Sequence[Probe] = (),
+) -> tuple[float, float] | None:
+    """The range's change beyond the culprit's, on the log scale, with its standard error.
+
+    Changes along a range add up on the log scale, so the rest is read in two ways: the
+    range's change less the culprit's (``found`` against its parent, pooled with its
+    ``rerun``), and each A/B of the culprit's parent against the good end (``before``), which
+    carries every earlier change. They are pooled by inverse variance, each standard error read
+    from its 95 % interval. ``None`` without the readings to say.
+    """
+    culprit = _pooled([_estimate(p) for p in (found, rerun) if p is not None])
+    whole = _estimate(total)
+    if culprit is None or whole is None:
+        return None
+    rests = [(whole[0] - culprit[0], math.hypot(whole[1], culprit[1]))]
+    rests += [e for e in map(_estimate, before) if e is not None]
+    return _pooled(rests)
+
+
+def judge_rest(
+    rest: tuple[float, float] | None, *, margin: float, bound: float | None = None
+) -> Rest:
+    """More than one change when the rest differs from zero by more than the practical
+    ``margin`` and by more than ``bound`` standard errors (default: a 95 % bound); open when it
+    is at least one standard error from zero; else one."""
+    if rest is None:
+        return Rest.ONE
+    estimate, error = rest
+    if abs(estimate) > max(math.log1p(margin), (bound or _Z95) * error):
+        return Rest.MORE
+    return Rest.OPEN if abs(estimate) > error else Rest.ONE
+
+
+#: The bound of a rest judged at every look of a probe that adds pairs until it is settled:
+#: Pocock's constant for five looks at a two-sided 5 %, so that looking again and again does not
+#: turn noise into a second change more often than one look at 95 % would.
+SEQUENTIAL_BOUND = 2.413
+
+
 def more_than_one(
     total: Probe,
     found: Probe,
@@ -125,29 +191,16 @@ def more_than_one(
     """Whether the range's change is more than the found commit's.
 
     ``partly``: a probe between the ends moved by part of the change (:attr:`Side.PARTLY`).
-    Otherwise the rest of the range's change is estimated twice on the log scale, where changes
-    along a range add up: the range's change less the culprit's (``found`` against its parent,
-    pooled with its ``rerun``), and the culprit's ``parent`` against the good end, which
-    carries every earlier change. Pooled by inverse variance (each standard error read from its
-    95 % interval), the range holds more when that rest differs from zero by more than the
-    practical ``margin`` and by more than its own 95 % bound. Without a rerun or a parent this
-    is the plain comparison of the two changes; each added reading narrows the bound (under
-    load a +6 % first change beside a +30 % one needs them).
+    Otherwise :func:`rest_of_range` of the readings given, judged at a 95 % bound
+    (:func:`judge_rest`). Without a rerun or a parent this is the plain comparison of the two
+    changes; each added reading narrows the bound (under load a +6 % first change beside a
+    +30 % one needs them).
     """
     if partly:
         return True
-    culprit = _pooled([_estimate(p) for p in (found, rerun) if p is not None])
-    whole = _estimate(total)
-    if culprit is None or whole is None:
-        return False
-    rests = [(whole[0] - culprit[0], math.hypot(whole[1], culprit[1]))]
-    before = _estimate(parent) if parent is not None else None
-    if before is not None:
-        rests.append(before)
-    rest = _pooled(rests)
-    assert rest is not None
-    estimate, error = rest
-    return abs(estimate) > max(math.log1p(margin), _Z95 * error)
+    before = [parent] if parent is not None else []
+    rest = rest_of_range(total, found, rerun=rerun, before=before)
+    return judge_rest(rest, margin=margin) is Rest.MORE
 
 
 #: The normal quantile of a two-sided 95 % interval.

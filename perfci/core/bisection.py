@@ -36,12 +36,21 @@ class ProbeStatus(StrEnum):
 
 class ProbeRole(StrEnum):
     """Why a probe ran: the whole range, a step of the search, the culprit against its
-    parent, and the rerun that confirms it."""
+    parent, the rerun that confirms it, and the culprit's parent against GOOD measured again
+    with more pairs when the readings leave open whether the range holds more than one
+    change."""
 
     RANGE = "range"
     SEARCH = "search"
     PARENT = "parent"
     RERUN = "rerun"
+    EARLIER = "earlier"
+
+    @property
+    def repeats_a_reading(self) -> bool:
+        """A second reading of an A/B already run: never reused for another role, never
+        counted among the probes that found the culprit."""
+        return self in (ProbeRole.RERUN, ProbeRole.EARLIER)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +135,8 @@ class BisectAnswer:
     (the good end when the culprit is the range's first commit); both ``None`` when the search
     did not finish (``stopped`` says why). ``confirmation`` is the culprit against its parent,
     ``rerun`` the same again. ``more_than_one`` holds the sentence saying that the range holds
-    more than one change, when the probes show it.
+    more than one change, when the probes show it; ``earlier`` the culprit's parent against
+    GOOD measured again to settle that question, when it ran.
     """
 
     good: str
@@ -140,6 +150,7 @@ class BisectAnswer:
     parent_probe: Probe | None = None
     confirmation: Probe | None = None
     rerun: Probe | None = None
+    earlier: Probe | None = None
     confirmed: bool = False
     #: When skipped commits hide the exact culprit: the first and last candidates.
     candidates: list[str] = field(default_factory=list)
@@ -152,8 +163,9 @@ class BisectAnswer:
 
     @property
     def search_probes(self) -> int:
-        """Probes run or reused to find the culprit, the confirming rerun left out."""
-        return sum(1 for p in self.probes if p.role is not ProbeRole.RERUN)
+        """Probes run or reused to find the culprit: the confirming rerun and the second
+        reading of the commits before it left out."""
+        return sum(1 for p in self.probes if not p.role.repeats_a_reading)
 
 
 def log_change(change: float | None) -> float | None:

@@ -31,7 +31,11 @@ def probe_line(probe: Probe, place: int | None, commits: int) -> str:
         if place is not None
         else f"{probe.commit[:12]} against its parent {probe.against[:12]}"
     )
-    role = {ProbeRole.RANGE: "range (BAD vs GOOD)", ProbeRole.RERUN: "rerun"}.get(probe.role, "")
+    role = {
+        ProbeRole.RANGE: "range (BAD vs GOOD)",
+        ProbeRole.RERUN: "rerun",
+        ProbeRole.EARLIER: "the culprit's parent again (more than one change?)",
+    }.get(probe.role, "")
     head = f"probe {role + ': ' if role else ''}{where}"
     if probe.status is ProbeStatus.UNBUILDABLE:
         return f"{head}: unbuildable, skipped ({visible(probe.message)})"
@@ -173,12 +177,18 @@ def _notes(answer: BisectAnswer, *, code: _Format, text: _Format) -> list[str]:
 
 def _cost(answer: BisectAnswer) -> str:
     run = [p for p in answer.probes if not p.reused]
-    searched = sum(1 for p in run if p.role is not ProbeRole.RERUN)
-    reruns = len(run) - searched
+    searched = sum(1 for p in run if not p.role.repeats_a_reading)
+    reruns = sum(1 for p in run if p.role is ProbeRole.RERUN)
+    earlier = sum(1 for p in run if p.role is ProbeRole.EARLIER)
+    again = (
+        f", {earlier} second reading of its parent against GOOD ({_change(answer.earlier)})"
+        if earlier and answer.earlier is not None
+        else ""
+    )
     reused = len(answer.probes) - len(run)
     return (
         f"{answer.commits} commits; {searched} probes to find it, {reruns} confirming rerun"
-        f"{'s' if reruns != 1 else ''}, {reused} reused; state in {answer.state_file}"
+        f"{'s' if reruns != 1 else ''}{again}, {reused} reused; state in {answer.state_file}"
     )
 
 

@@ -99,11 +99,13 @@ def run_probe(
     metric: str | None,
     fingerprint: str,
     settled: Callable[[Probe], bool] | None = None,
+    pairs_at_most: int | None = None,
 ) -> Probe:
     """The A/B of ``commit`` against ``against``, read for ``metric`` (``None``: the step).
 
     Pairs are added look by look until ``settled`` holds for the probe so far (the search's
-    question about this commit is answered) or the plan ends; without it, as ``--ab`` does.
+    question about this commit is answered) or the plan ends (at ``pairs_at_most``, default
+    the settings' adaptive maximum); without ``settled``, as ``--ab`` does.
     A commit whose benchmark fails or writes a bad profile is *unbuildable*: its probe says
     so, nothing is raised (the search skips it).
     """
@@ -113,7 +115,7 @@ def run_probe(
     side = dataclasses.replace(spec, command=command)
     setup = ABSetup(root=tree, workdir=workdir, base_branch=against[:12], base_sha=against)
     pairs_at_least = max(2, settings.ab_pairs)
-    plan = adaptive.plan_looks(pairs_at_least, settings.max_repeats)
+    plan = adaptive.plan_looks(pairs_at_least, pairs_at_most or settings.max_repeats)
     started = time.monotonic()
     try:
         pairs, result = run_looks(

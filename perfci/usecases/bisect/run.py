@@ -7,7 +7,11 @@
    :func:`perfci.analysis.bisection.side_of`; inconclusive and unbuildable commits are skipped
    and reported.
 3. The search ends at a commit whose A/B against its parent shows the change; a rerun of that
-   A/B confirms it. Compared with the range's change, it says whether the range holds more.
+   A/B confirms it. When skipped commits lie between the search's last good commit and the
+   culprit, the A/B is first run against the commit just before the culprit: showing the
+   change there, it names the culprit exactly. Compared with the range's change, it says
+   whether the range holds more; where the readings leave that open, the culprit's parent is
+   measured against GOOD again, adding pairs until it is settled.
 
 Every probe is saved in ``.perfci/bisect-<id>.json`` as it ends (``--resume`` goes on from
 there); ``budget`` bounds the probes one invocation runs; probes saved by other bisections of
@@ -21,7 +25,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from perfci.analysis.bisection import Side, more_than_one, moved, next_index, side_of
+from perfci.analysis.bisection import (
+    SEQUENTIAL_BOUND,
+    Rest,
+    Side,
+    judge_rest,
+    moved,
+    next_index,
+    rest_of_range,
+    side_of,
+)
 from perfci.core.bisection import BisectAnswer, Probe, ProbeRole, ProbeStatus, log_change
 from perfci.core.errors import ConfigError
 from perfci.core.fingerprint import fingerprint_hash
@@ -226,38 +239,91 @@ class _Search:
                     partly = probe
         if self.high - self.low > 1:
             answer.candidates = self.chain[self.low + 1 : self.high + 1]
-        parent = self.chain[self.low]
-        answer.parent_probe = next(
-            (
-                p
-                for p in self.state.probes
-                if self.low and p.commit == parent and p.against == self.chain[0]
-            ),
-            None,
-        )
+        answer.parent_probe = self._against_good(self.low)
         return partly
 
     def _confirm(self, total: Probe, answer: BisectAnswer, *, partly: Probe | None) -> None:
-        culprit, parent = self.chain[self.high], self.chain[self.low]
-        answer.culprit, answer.parent = culprit, parent
+        culprit = self.chain[self.high]
+        answer.culprit = culprit
 
         def shows(found: Probe) -> bool:
             return _same_way(found, total) or found.status is ProbeStatus.UNCHANGED
 
-        answer.confirmation = self.probe(parent, culprit, ProbeRole.PARENT, None, shows)
-        answer.rerun = self.probe(parent, culprit, ProbeRole.RERUN, None, shows)
-        answer.confirmed = all(_same_way(p, total) for p in (answer.confirmation, answer.rerun))
+        for index in self._parents():
+            parent = self.chain[index]
+            answer.parent = parent
+            answer.confirmation = self.probe(parent, culprit, ProbeRole.PARENT, None, shows)
+            exact = index != self.low  # the commit just before the culprit, a skipped one
+            if exact and not _same_way(answer.confirmation, total):
+                continue  # the change lies among the earlier candidates
+            answer.rerun = self.probe(parent, culprit, ProbeRole.RERUN, None, shows)
+            answer.confirmed = all(_same_way(p, total) for p in (answer.confirmation, answer.rerun))
+            if exact and answer.confirmed:
+                answer.candidates = []
+                answer.parent_probe = self._against_good(index)
+            break
         found = answer.confirmation
         # An unconfirmed culprit (a side taken wrongly under load) says nothing of the range.
-        if answer.confirmed and more_than_one(
-            total,
-            found,
-            margin=self.settings.delta,
-            partly=partly is not None,
-            rerun=answer.rerun,
-            parent=answer.parent_probe,
-        ):
+        if found is not None and answer.confirmed and self._more_than_one(total, answer, partly):
             answer.more_than_one = _more_sentence(total, found, partly)
+
+    def _parents(self) -> list[int]:
+        """Where to confirm the culprit: the commit just before it when the search skipped it
+        (unless it is unbuildable), then the last commit placed on the good side."""
+        direct = self.high - 1
+        unbuildable = any(
+            p.commit == self.chain[direct] and p.status is ProbeStatus.UNBUILDABLE
+            for p in self.state.probes
+        )
+        return [direct, self.low] if direct > self.low and not unbuildable else [self.low]
+
+    def _against_good(self, index: int) -> Probe | None:
+        """The search's probe of commit ``index`` against GOOD (none for GOOD itself)."""
+        commit = self.chain[index]
+        return next(
+            (
+                p
+                for p in self.state.probes
+                if index and p.commit == commit and p.against == self.chain[0]
+            ),
+            None,
+        )
+
+    def _more_than_one(self, total: Probe, answer: BisectAnswer, partly: Probe | None) -> bool:
+        """Whether the range holds more than the culprit's change (see
+        :func:`perfci.analysis.bisection.rest_of_range`); when the readings leave it open, the
+        culprit's parent is measured against GOOD again until they settle it."""
+        if partly is not None:
+            return True
+        found, parent = answer.confirmation, answer.parent
+        assert found is not None and parent is not None
+        margin = self.settings.delta
+        before = [answer.parent_probe] if answer.parent_probe is not None else []
+
+        def rest(*more: Probe) -> tuple[float, float] | None:
+            return rest_of_range(total, found, rerun=answer.rerun, before=[*before, *more])
+
+        verdict = judge_rest(rest(), margin=margin)
+        if verdict is not Rest.OPEN or parent == answer.good:
+            return verdict is Rest.MORE
+
+        def settled(found: Probe) -> bool:
+            return judge_rest(rest(found), margin=margin, bound=SEQUENTIAL_BOUND) is not Rest.OPEN
+
+        initial = max(2, self.settings.ab_pairs)
+        try:
+            answer.earlier = self.probe(
+                self.chain[0],
+                parent,
+                ProbeRole.EARLIER,
+                self.chain.index(parent),
+                settled,
+                pairs_at_most=2 * (self.settings.max_repeats or 3 * initial),
+            )
+        except _BudgetSpent:
+            return False  # the budget is for finding the culprit: say nothing unsettled
+        verdict = judge_rest(rest(answer.earlier), margin=margin, bound=SEQUENTIAL_BOUND)
+        return verdict is Rest.MORE
 
     def probe(
         self,
@@ -266,6 +332,8 @@ class _Search:
         role: ProbeRole,
         place: int | None,
         settled: Callable[[Probe], bool],
+        *,
+        pairs_at_most: int | None = None,
     ) -> Probe:
         """The probe of ``commit`` against ``against`` (reused when stored); a new one adds
         pairs until ``settled`` (the question this probe answers) or the plan's end."""
@@ -285,6 +353,7 @@ class _Search:
                 metric=self.metric or None,
                 fingerprint=self.fingerprint,
                 settled=settled,
+                pairs_at_most=pairs_at_most,
             )
             self.spent += 1
             self.cache.append(found)
@@ -296,17 +365,22 @@ class _Search:
 
     def _reuse(self, against: str, commit: str, role: ProbeRole) -> Probe | None:
         for stored in self.cache:
-            rerun = stored.role is ProbeRole.RERUN
             if (
                 stored.against != against
                 or stored.commit != commit
-                or rerun != (role is ProbeRole.RERUN)
+                or _reading(stored.role) != _reading(role)
             ):
                 continue
             if stored.status is ProbeStatus.UNBUILDABLE:
                 return replace(stored, role=role, reused=True)
             return replace(read_metric(stored, self.metric), role=role, reused=True)
         return None
+
+
+def _reading(role: ProbeRole) -> ProbeRole | None:
+    """What a stored probe may stand in for: a second reading only for the same role (it must
+    be a new measurement, not the first one again), any other probe for any other."""
+    return role if role.repeats_a_reading else None
 
 
 def _settled(probe: Probe) -> bool:

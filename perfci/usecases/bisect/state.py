@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perfci.core.bisection import Probe, ProbeRole
+from perfci.core.bisection import Probe
 from perfci.core.errors import ConfigError
 
 __all__ = [
@@ -94,7 +94,7 @@ def save_state(path: Path, state: BisectState) -> None:
 def reusable(folder: Path, benchmark: str, *, own: Path, resume: bool) -> list[Probe]:
     """Probes of ``benchmark`` saved by the bisections in ``folder`` that may be reused: every
     probe of ``own`` when resuming it (none when starting it over: the same search run again
-    without ``--resume`` measures again), no rerun of the others'."""
+    without ``--resume`` measures again), no rerun (or second reading) of the others'."""
     found: list[Probe] = []
     for path in sorted(folder.glob("bisect-*.json")):
         mine = path.resolve() == own.resolve()
@@ -106,5 +106,5 @@ def reusable(folder: Path, benchmark: str, *, own: Path, resume: bool) -> list[P
             continue  # another version's or a damaged file: never a reason to stop
         if state.benchmark != benchmark:
             continue
-        found += [p for p in state.probes if mine or p.role is not ProbeRole.RERUN]
+        found += [p for p in state.probes if mine or not p.role.repeats_a_reading]
     return found
