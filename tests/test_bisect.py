@@ -155,11 +155,12 @@ Reading = tuple[ProbeStatus, float, float, float]
 
 
 def _scripted(
-    commits: int, read: Callable[[ProbeRole, int, int], Reading]
+    commits: int, read: Callable[[ProbeRole, int, int], Reading | list[Reading]]
 ) -> tuple[BisectAnswer, list[tuple[ProbeRole, int, int, int | None]]]:
     """A search over ``commits`` commits whose every probe is ``read(role, against, commit)``
     (indices into the chain, GOOD = 0); returns the answer and the probes asked for, with the
-    most pairs each might add."""
+    most pairs each might add. A list of readings is a probe's looks, handed to its
+    ``settled`` one by one until it holds."""
     from perfci.core.settings import Settings
     from perfci.usecases.bisect import run as bisect_run
     from perfci.usecases.bisect.state import BisectState
@@ -173,14 +174,18 @@ def _scripted(
         commit: str,
         role: ProbeRole,
         place: int | None,
-        settled: object,
+        settled: Callable[[Probe], bool],
         *,
         pairs_at_most: int | None = None,
     ) -> Probe:
         where = (chain.index(against), chain.index(commit))
         asked.append((role, *where, pairs_at_most))
-        status, change, low, high = read(role, *where)
-        found = Probe(commit, against, role, status, "", change, low, high)
+        readings = read(role, *where)
+        for reading in readings if isinstance(readings, list) else [readings]:
+            found = Probe(commit, against, role, *reading[:1], "", *reading[1:])  # type: ignore[misc]
+            found.pairs += 5
+            if settled(found):
+                break
         search.state.probes.append(found)
         return found
 
@@ -290,6 +295,34 @@ def test_an_open_question_of_more_than_one_change_measures_the_parent_again() ->
     assert one.culprit == _sha(31) and one.confirmed
     assert [r for r, *_ in asked].count(ProbeRole.EARLIER) == 1
     assert one.earlier is not None and one.more_than_one is None
+
+
+def test_the_second_reading_ends_as_one_change_only_after_the_usual_pairs() -> None:
+    """Its first look (5 pairs) falls near zero by chance; the change shows in the later looks:
+    the reading goes on and the range is said to hold more than one change. A reading that
+    stays near zero ends at the usual most pairs (15), not at twice that."""
+    near_zero = _level(0.0, 0.03)
+    first = _two_levels(0.06, noise=-0.04)
+
+    def read(role: ProbeRole, against: int, commit: int) -> Reading | list[Reading]:
+        if role is ProbeRole.EARLIER:
+            return [near_zero, _level(0.05, 0.04), _level(0.06, 0.03), _level(0.06, 0.025)]
+        return first(role, against, commit)
+
+    answer, _ = _scripted(40, read)
+    assert answer.earlier is not None and answer.earlier.change == 0.05  # the second look
+    assert answer.more_than_one is not None
+
+    looks: list[Reading] = [_level(0.0, 0.08), _level(0.0, 0.05), _level(0.0, 0.04)]
+
+    def stays(role: ProbeRole, against: int, commit: int) -> Reading | list[Reading]:
+        if role is ProbeRole.EARLIER:
+            return [*looks, _level(0.0, 0.03), _level(0.0, 0.02)]
+        return _two_levels(0.0, noise=0.06)(role, against, commit)
+
+    answer, _ = _scripted(40, stays)
+    assert answer.earlier is not None and answer.earlier.ci_high == 0.04  # the third look
+    assert answer.more_than_one is None
 
 
 def test_a_settled_question_runs_no_second_reading() -> None:

@@ -307,10 +307,17 @@ class _Search:
         if verdict is not Rest.OPEN or parent == answer.good:
             return verdict is Rest.MORE
 
-        def settled(found: Probe) -> bool:
-            return judge_rest(rest(found), margin=margin, bound=SEQUENTIAL_BOUND) is not Rest.OPEN
-
         initial = max(2, self.settings.ab_pairs)
+        usual = self.settings.max_repeats or 3 * initial
+        looks: list[Probe] = []
+
+        def settled(found: Probe) -> bool:
+            """More at any look; one only once the usual most pairs ran: a look of a few pairs
+            that happens to fall near zero must not end the reading of a real change."""
+            looks.append(found)
+            verdict = judge_rest(rest(found), margin=margin, bound=SEQUENTIAL_BOUND)
+            return verdict is Rest.MORE or (verdict is Rest.ONE and len(looks) * initial >= usual)
+
         try:
             answer.earlier = self.probe(
                 self.chain[0],
@@ -318,7 +325,7 @@ class _Search:
                 ProbeRole.EARLIER,
                 self.chain.index(parent),
                 settled,
-                pairs_at_most=2 * (self.settings.max_repeats or 3 * initial),
+                pairs_at_most=2 * usual,
             )
         except _BudgetSpent:
             return False  # the budget is for finding the culprit: say nothing unsettled
