@@ -119,7 +119,9 @@ def _scripted_search(confirmation: tuple[float, float, float]) -> BisectAnswer:
     chain = [f"{index:040x}" for index in range(9)]
     total = Probe(chain[-1], chain[0], ProbeRole.RANGE, ProbeStatus.CHANGED, "", 0.3, 0.25, 0.35)
 
-    def probe(search: object, against: str, commit: str, role: ProbeRole, *_: object) -> Probe:
+    def probe(
+        search: object, against: str, commit: str, role: ProbeRole, *_: object, **__: object
+    ) -> Probe:
         if role is ProbeRole.RANGE:
             return total
         if role is ProbeRole.SEARCH:
@@ -338,6 +340,33 @@ def test_a_settled_question_runs_no_second_reading() -> None:
     answer, asked = _scripted(8, first_commit)
     assert answer.parent == _sha(0) and answer.earlier is None
     assert ProbeRole.EARLIER not in [r for r, *_ in asked]
+
+
+def test_the_range_is_measured_until_its_interval_pins_the_half_way_point() -> None:
+    """Every later probe is placed against half the range's change: a first look that reads
+    +30 % ± 20 % for a real +17 % would put commits carrying the whole change on the good
+    side. The range's A/B adds pairs until its interval's near end is past half its change;
+    it, the culprit's A/B and its rerun may take twice the usual pairs."""
+    from perfci.usecases.bisect.run import _range_settled
+
+    def reading(status: ProbeStatus, change: float, low: float, high: float) -> Probe:
+        return Probe("b", "g", ProbeRole.RANGE, status, "", change, low, high)
+
+    assert _range_settled(reading(ProbeStatus.UNCHANGED, 0.001, -0.01, 0.012))
+    assert not _range_settled(reading(ProbeStatus.CHANGED, 0.30, 0.10, 0.50))
+    assert _range_settled(reading(ProbeStatus.CHANGED, 0.30, 0.20, 0.40))
+    assert not _range_settled(reading(ProbeStatus.INCONCLUSIVE, 0.17, -0.05, 0.40))
+    assert _range_settled(reading(ProbeStatus.CHANGED, -0.30, -0.45, -0.20))  # a speed-up
+    assert not _range_settled(reading(ProbeStatus.CHANGED, -0.30, -0.50, -0.05))
+
+    def one_change(role: ProbeRole, against: int, commit: int) -> Reading:
+        level = lambda index: 0.3 if index >= 23 else 0.0  # noqa: E731
+        return _level(level(commit) - level(against))
+
+    _, asked = _scripted(40, one_change)
+    most = {role: pairs for role, _, _, pairs in asked if role is not ProbeRole.SEARCH}
+    assert most == {ProbeRole.RANGE: 30, ProbeRole.PARENT: 30, ProbeRole.RERUN: 30}
+    assert {pairs for role, _, _, pairs in asked if role is ProbeRole.SEARCH} == {None}
 
 
 def test_the_rest_of_a_range_is_more_open_or_one() -> None:
