@@ -112,44 +112,17 @@ def _scripted_search(confirmation: tuple[float, float, float]) -> BisectAnswer:
     """A search over 8 commits whose probes are scripted (commit 5 and after at the bad
     level), ending with ``confirmation`` (change, interval) for the culprit against its
     parent, twice: the search's rules alone, no benchmark."""
-    from perfci.core.settings import Settings
-    from perfci.usecases.bisect import run as bisect_run
-    from perfci.usecases.bisect.state import BisectState
 
-    chain = [f"{index:040x}" for index in range(9)]
-    total = Probe(chain[-1], chain[0], ProbeRole.RANGE, ProbeStatus.CHANGED, "", 0.3, 0.25, 0.35)
-
-    def probe(
-        search: object, against: str, commit: str, role: ProbeRole, *_: object, **__: object
-    ) -> Probe:
+    def read(role: ProbeRole, against: int, commit: int) -> Reading:
         if role is ProbeRole.RANGE:
-            return total
+            return ProbeStatus.CHANGED, 0.3, 0.25, 0.35
         if role is ProbeRole.SEARCH:
-            bad = chain.index(commit) >= 5
-            status = ProbeStatus.CHANGED if bad else ProbeStatus.UNCHANGED
-            return Probe(commit, against, role, status, "", 0.3 if bad else 0.0, -0.01, 0.01)
+            return _level(0.3 if commit >= 5 else 0.0)
         change, low, high = confirmation
-        status = ProbeStatus.CHANGED if low > 0 else ProbeStatus.INCONCLUSIVE
-        return Probe(commit, against, role, status, "", change, low, high)
+        return ProbeStatus.CHANGED if low > 0 else ProbeStatus.INCONCLUSIVE, change, low, high
 
-    search = bisect_run._Search(
-        spec=None,  # type: ignore[arg-type]  # unused: probes are scripted
-        settings=Settings(),
-        workdir=Path("."),
-        chain=chain,
-        metric="",
-        fingerprint="",
-        cache=[],
-        budget=None,
-        state=BisectState("id", chain[0], chain[-1], "toy", ""),
-        path=Path("."),
-        progress=None,
-    )
-    answer = BisectAnswer(chain[0], chain[-1], "toy", "step", len(chain) - 1)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(bisect_run._Search, "probe", probe)
-        search.run(answer)
-    assert answer.culprit == chain[5]
+    answer, _ = _scripted(8, read)
+    assert answer.culprit == _sha(5)
     return answer
 
 
