@@ -233,6 +233,9 @@ class _Search:
                 ProbeRole.SEARCH,
                 index,
                 lambda found: side_of(found, total, margin=margin) is not Side.SKIP,
+                # A commit whose interval straddles the half-way point is read on rather
+                # than skipped: more pairs of it answer more than a neighbour's first five.
+                pairs_at_most=2 * self._usual_pairs(),
             )
             side = side_of(probe, total, margin=margin)
             if side is Side.SKIP:
