@@ -194,20 +194,24 @@ def _level(change: float, half_width: float = 0.07) -> Reading:
     return status, change, change - half_width, change + half_width
 
 
-def test_a_skipped_commit_just_before_the_culprit_is_confirmed_against_directly() -> None:
-    """Under load a probe of the commit just before the culprit can straddle the half-way point
-    and be skipped: the search ends with two candidates. The culprit's A/B against that
-    commit, shown twice, names the culprit exactly; only where it does not show the change is
-    the culprit compared with the last good commit, and the candidates stay."""
+def test_skipped_commits_before_the_culprit_are_walked_back_one_by_one() -> None:
+    """Under load a probe can straddle the half-way point and its commit be skipped: the search
+    ends with candidates. The A/B walks back through them, each against the commit just before
+    it, and names the one that shows the change exactly; an unbuildable one ends the walk, the
+    culprit is compared with the last good commit and the candidates stay."""
     from perfci.report.bisect import answer_lines
 
-    def read(role: ProbeRole, against: int, commit: int) -> Reading:
-        if role is ProbeRole.SEARCH and commit == 22:
-            return ProbeStatus.INCONCLUSIVE, 0.15, 0.0, 0.3  # straddles +15 %: skipped
-        level = lambda index: 0.3 if index >= 23 else 0.0  # noqa: E731
-        return _level(level(commit) - level(against))
+    def planted(at: int, skipped: Reading) -> Callable[[ProbeRole, int, int], Reading]:
+        def read(role: ProbeRole, against: int, commit: int) -> Reading:
+            if role is ProbeRole.SEARCH and commit == 22:
+                return skipped
+            level = lambda index: 0.3 if index >= at else 0.0  # noqa: E731
+            return _level(level(commit) - level(against))
 
-    answer, asked = _scripted(40, read)
+        return read
+
+    straddles = (ProbeStatus.INCONCLUSIVE, 0.15, 0.0, 0.3)  # across +15 %: skipped
+    answer, asked = _scripted(40, planted(23, straddles))
     assert answer.culprit == _sha(23) and answer.parent == _sha(22)
     assert answer.confirmed and answer.candidates == []
     assert [(r, a, c) for r, a, c, _ in asked if r is not ProbeRole.SEARCH][1:] == [
@@ -216,17 +220,21 @@ def test_a_skipped_commit_just_before_the_culprit_is_confirmed_against_directly(
     ]
     assert answer_lines(answer)[0].startswith(f"first bad commit {_sha(23)[:12]}")
 
-    def earlier_change(role: ProbeRole, against: int, commit: int) -> Reading:
-        if role is ProbeRole.SEARCH and commit == 22:
-            return ProbeStatus.INCONCLUSIVE, 0.15, 0.0, 0.3
-        level = lambda index: 0.3 if index >= 22 else 0.0  # noqa: E731  # 22 is the culprit
-        return _level(level(commit) - level(against))
-
-    answer, asked = _scripted(40, earlier_change)
-    assert answer.culprit == _sha(23) and answer.parent == _sha(21)
-    assert answer.candidates == [_sha(22), _sha(23)]
+    answer, asked = _scripted(40, planted(22, straddles))  # the skipped commit is the culprit
+    assert answer.culprit == _sha(22) and answer.parent == _sha(21)
+    assert answer.confirmed and answer.candidates == []
     assert [(r, a, c) for r, a, c, _ in asked if r is not ProbeRole.SEARCH][1:] == [
         (ProbeRole.PARENT, 22, 23),
+        (ProbeRole.PARENT, 21, 22),
+        (ProbeRole.RERUN, 21, 22),
+    ]
+    assert answer_lines(answer)[0].startswith(f"first bad commit {_sha(22)[:12]}")
+
+    unbuildable = (ProbeStatus.UNBUILDABLE, 0.0, 0.0, 0.0)
+    answer, asked = _scripted(40, planted(23, unbuildable))
+    assert answer.culprit == _sha(23) and answer.parent == _sha(21)
+    assert answer.confirmed and answer.candidates == [_sha(22), _sha(23)]
+    assert [(r, a, c) for r, a, c, _ in asked if r is not ProbeRole.SEARCH][1:] == [
         (ProbeRole.PARENT, 21, 23),
         (ProbeRole.RERUN, 21, 23),
     ]

@@ -8,8 +8,8 @@
    and reported.
 3. The search ends at a commit whose A/B against its parent shows the change; a rerun of that
    A/B confirms it. When skipped commits lie between the search's last good commit and the
-   culprit, the A/B is first run against the commit just before the culprit: showing the
-   change there, it names the culprit exactly. Compared with the range's change, it says
+   first bad one, the A/B walks back through them, each against the commit just before it,
+   so that the culprit is named exactly. Compared with the range's change, it says
    whether the range holds more; where the readings leave that open, the culprit's parent is
    measured against GOOD again, adding pairs until it is settled.
 
@@ -247,14 +247,16 @@ class _Search:
                 self.low = index
                 if side is Side.PARTLY and partly is None:
                     partly = probe
-        if self.high - self.low > 1:
-            answer.candidates = self.chain[self.low + 1 : self.high + 1]
-        answer.parent_probe = self._against_good(self.low)
         return partly
 
     def _confirm(self, total: Probe, answer: BisectAnswer, *, partly: Probe | None) -> None:
-        culprit = self.chain[self.high]
-        answer.culprit = culprit
+        """The culprit against its parent, and a rerun of that A/B.
+
+        When skipped commits lie between the last good commit and the first bad one, the A/B
+        walks back through them: each candidate against the commit just before it, until one
+        shows the change (that candidate is the culprit, named exactly) or the walk reaches
+        the last good commit, which is then the parent. Unbuildable candidates end the walk.
+        """
 
         def shows(found: Probe) -> bool:
             return _same_way(found, total) or found.status is ProbeStatus.UNCHANGED
@@ -262,41 +264,37 @@ class _Search:
         # The answer's evidence: each A/B may take twice the usual pairs before it fails to
         # show the change.
         most = 2 * self._usual_pairs()
-        for index in self._parents():
-            parent = self.chain[index]
-            answer.parent = parent
-            answer.confirmation = self.probe(
-                parent, culprit, ProbeRole.PARENT, None, shows, pairs_at_most=most
-            )
-            exact = index != self.low  # the commit just before the culprit, a skipped one
-            if exact and not _same_way(answer.confirmation, total):
-                continue  # the change lies among the earlier candidates
-            answer.rerun = self.probe(
-                parent, culprit, ProbeRole.RERUN, None, shows, pairs_at_most=most
-            )
-            answer.confirmed = all(_same_way(p, total) for p in (answer.confirmation, answer.rerun))
-            if exact and answer.confirmed:
-                answer.candidates = []
-                answer.parent_probe = self._against_good(index)
+        index = self.high
+        while True:
+            before = index - 1
+            direct = before > self.low and not self._unbuildable(before, index)
+            parent_index = before if direct else self.low
+            culprit, parent = self.chain[index], self.chain[parent_index]
+            found = self.probe(parent, culprit, ProbeRole.PARENT, None, shows, pairs_at_most=most)
+            if direct and not _same_way(found, total):
+                index = before  # not at this commit: the change lies before it
+                continue
             break
-        found = answer.confirmation
+        answer.culprit, answer.parent, answer.confirmation = culprit, parent, found
+        answer.rerun = self.probe(parent, culprit, ProbeRole.RERUN, None, shows, pairs_at_most=most)
+        answer.confirmed = all(_same_way(p, total) for p in (found, answer.rerun))
+        answer.parent_probe = self._against_good(parent_index)
+        answer.candidates = (
+            [] if parent_index == index - 1 else self.chain[self.low + 1 : index + 1]
+        )
         # An unconfirmed culprit (a side taken wrongly under load) says nothing of the range.
-        if found is not None and answer.confirmed and self._more_than_one(total, answer, partly):
+        if answer.confirmed and self._more_than_one(total, answer, partly):
             answer.more_than_one = _more_sentence(total, found, partly)
 
     def _usual_pairs(self) -> int:
         """The most pairs of a search probe: the adaptive maximum (``--max-repeats``)."""
         return self.settings.max_repeats or 3 * max(2, self.settings.ab_pairs)
 
-    def _parents(self) -> list[int]:
-        """Where to confirm the culprit: the commit just before it when the search skipped it
-        (unless it is unbuildable), then the last commit placed on the good side."""
-        direct = self.high - 1
-        unbuildable = any(
-            p.commit == self.chain[direct] and p.status is ProbeStatus.UNBUILDABLE
-            for p in self.state.probes
+    def _unbuildable(self, *indices: int) -> bool:
+        commits = {self.chain[index] for index in indices}
+        return any(
+            p.commit in commits and p.status is ProbeStatus.UNBUILDABLE for p in self.state.probes
         )
-        return [direct, self.low] if direct > self.low and not unbuildable else [self.low]
 
     def _against_good(self, index: int) -> Probe | None:
         """The search's probe of commit ``index`` against GOOD (none for GOOD itself)."""
