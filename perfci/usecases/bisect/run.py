@@ -205,7 +205,7 @@ class _Search:
             ProbeRole.RANGE,
             self.high,
             _range_settled,
-            pairs_at_most=2 * self._usual_pairs(),
+            pairs_at_most=self._most_pairs(),
         )
         answer.total = total
         if total.status is ProbeStatus.UNBUILDABLE:
@@ -235,7 +235,7 @@ class _Search:
                 lambda found: side_of(found, total, margin=margin) is not Side.SKIP,
                 # A commit whose interval straddles the half-way point is read on rather
                 # than skipped: more pairs of it answer more than a neighbour's first five.
-                pairs_at_most=2 * self._usual_pairs(),
+                pairs_at_most=self._most_pairs(),
             )
             side = side_of(probe, total, margin=margin)
             if side is Side.SKIP:
@@ -263,7 +263,7 @@ class _Search:
 
         # The answer's evidence: each A/B may take twice the usual pairs before it fails to
         # show the change.
-        most = 2 * self._usual_pairs()
+        most = self._most_pairs()
         index = self.high
         while True:
             before = index - 1
@@ -287,8 +287,14 @@ class _Search:
             answer.more_than_one = _more_sentence(total, found, partly)
 
     def _usual_pairs(self) -> int:
-        """The most pairs of a search probe: the adaptive maximum (``--max-repeats``)."""
+        """The adaptive maximum of ``--ab`` (``--max-repeats``, default three times
+        ``--ab-pairs``)."""
         return self.settings.max_repeats or 3 * max(2, self.settings.ab_pairs)
+
+    def _most_pairs(self) -> int:
+        """The most pairs any probe of a bisection may add: twice ``--ab``'s, since each one
+        answers a question the rest of the search builds on."""
+        return 2 * self._usual_pairs()
 
     def _unbuildable(self, *indices: int) -> bool:
         commits = {self.chain[index] for index in indices}
@@ -344,7 +350,7 @@ class _Search:
                 ProbeRole.EARLIER,
                 self.chain.index(parent),
                 settled,
-                pairs_at_most=2 * usual,
+                pairs_at_most=self._most_pairs(),
             )
         except _BudgetSpent:
             return False  # the budget is for finding the culprit: say nothing unsettled
