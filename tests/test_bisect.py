@@ -323,6 +323,23 @@ def test_a_settled_question_runs_no_second_reading() -> None:
     assert ProbeRole.EARLIER not in [r for r, *_ in asked]
 
 
+def test_a_rest_against_the_range_is_not_a_second_change() -> None:
+    """One +30 % change at commit 23, but commit 22 (the same code as GOOD) reads −4 % against
+    GOOD in every A/B: a steady difference between two checkouts, as seen on the loaded VM in
+    stop 43 (−4.3 % and −3.4 %). The culprit then carries more than the whole range; that is
+    not a second slowdown, and no second reading is spent on it."""
+
+    def biased(role: ProbeRole, against: int, commit: int) -> Reading:
+        level = lambda index: 0.3 if index >= 23 else -0.04 if index == 22 else 0.0  # noqa: E731
+        return _level(level(commit) - level(against), 0.02)
+
+    answer, asked = _scripted(40, biased)
+    assert answer.culprit == _sha(23) and answer.confirmed
+    assert answer.parent_probe is not None and answer.parent_probe.change == -0.04
+    assert answer.more_than_one is None
+    assert ProbeRole.EARLIER not in [r for r, *_ in asked]
+
+
 def test_the_range_is_measured_until_its_interval_pins_the_half_way_point() -> None:
     """Every later probe is placed against half the range's change: a first look that reads
     +30 % ± 20 % for a real +17 % would put commits carrying the whole change on the good
@@ -362,6 +379,10 @@ def test_the_rest_of_a_range_is_more_open_or_one() -> None:
     # Looked at again and again, the bound is stricter: 2.2 errors are not yet enough.
     assert judge_rest((0.066, 0.03), margin=0.02) is Rest.MORE
     assert judge_rest((0.066, 0.03), margin=0.02, bound=SEQUENTIAL_BOUND) is Rest.OPEN
+    # Against the range's direction the rest is no second change of its kind.
+    assert judge_rest((-0.06, 0.02), margin=0.02, direction=1.0) is Rest.ONE
+    assert judge_rest((-0.06, 0.04), margin=0.02, direction=1.0) is Rest.ONE  # not even open
+    assert judge_rest((-0.06, 0.02), margin=0.02, direction=-1.0) is Rest.MORE
 
 
 def test_an_unconfirmed_culprit_says_nothing_of_more_than_one_change() -> None:

@@ -160,14 +160,29 @@ def rest_of_range(
 
 
 def judge_rest(
-    rest: tuple[float, float] | None, *, margin: float, bound: float | None = None
+    rest: tuple[float, float] | None,
+    *,
+    margin: float,
+    bound: float | None = None,
+    direction: float | None = None,
 ) -> Rest:
     """More than one change when the rest differs from zero by more than the practical
     ``margin`` and by more than ``bound`` standard errors (default: a 95 % bound); open when it
-    is at least one standard error from zero; else one."""
+    is at least one standard error from zero; else one.
+
+    With ``direction`` (the sign of the range's change), a rest pointing the other way is one
+    change: the culprit then carries more than the whole range, which says nothing of a second
+    change like it. It is either an earlier change the other way or a steady difference between
+    two checkouts of the same code (where code and environment land in memory moves a tight
+    loop's time by a few percent: Mytkowicz et al. 2009, "Producing wrong data without doing
+    anything obviously wrong!", ASPLOS). Seen on the loaded VM (stop 43): a one-change range
+    whose culprit's parent read −4.3 % and −3.4 % against GOOD, twice, with the same code.
+    """
     if rest is None:
         return Rest.ONE
     estimate, error = rest
+    if direction is not None and estimate * direction <= 0:
+        return Rest.ONE
     if abs(estimate) > max(math.log1p(margin), (bound or _Z95) * error):
         return Rest.MORE
     return Rest.OPEN if abs(estimate) > error else Rest.ONE
@@ -191,16 +206,16 @@ def more_than_one(
     """Whether the range's change is more than the found commit's.
 
     ``partly``: a probe between the ends moved by part of the change (:attr:`Side.PARTLY`).
-    Otherwise :func:`rest_of_range` of the readings given, judged at a 95 % bound
-    (:func:`judge_rest`). Without a rerun or a parent this is the plain comparison of the two
-    changes; each added reading narrows the bound (under load a +6 % first change beside a
-    +30 % one needs them).
+    Otherwise :func:`rest_of_range` of the readings given, judged at a 95 % bound in the
+    range's direction (:func:`judge_rest`). Without a rerun or a parent this is the plain
+    comparison of the two changes; each added reading narrows the bound (under load a +6 %
+    first change beside a +30 % one needs them).
     """
     if partly:
         return True
     before = [parent] if parent is not None else []
     rest = rest_of_range(total, found, rerun=rerun, before=before)
-    return judge_rest(rest, margin=margin) is Rest.MORE
+    return judge_rest(rest, margin=margin, direction=log_change(total.change)) is Rest.MORE
 
 
 #: The normal quantile of a two-sided 95 % interval.

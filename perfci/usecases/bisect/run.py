@@ -323,12 +323,13 @@ class _Search:
         found, parent = answer.confirmation, answer.parent
         assert found is not None and parent is not None
         margin = self.settings.delta
+        direction = log_change(total.change)
         before = [answer.parent_probe] if answer.parent_probe is not None else []
 
         def rest(*more: Probe) -> tuple[float, float] | None:
             return rest_of_range(total, found, rerun=answer.rerun, before=[*before, *more])
 
-        verdict = judge_rest(rest(), margin=margin)
+        verdict = judge_rest(rest(), margin=margin, direction=direction)
         if verdict is not Rest.OPEN or parent == answer.good:
             return verdict is Rest.MORE
 
@@ -340,7 +341,9 @@ class _Search:
             """More at any look; one only once the usual most pairs ran: a look of a few pairs
             that happens to fall near zero must not end the reading of a real change."""
             looks.append(found)
-            verdict = judge_rest(rest(found), margin=margin, bound=SEQUENTIAL_BOUND)
+            verdict = judge_rest(
+                rest(found), margin=margin, bound=SEQUENTIAL_BOUND, direction=direction
+            )
             return verdict is Rest.MORE or (verdict is Rest.ONE and len(looks) * initial >= usual)
 
         try:
@@ -354,7 +357,9 @@ class _Search:
             )
         except _BudgetSpent:
             return False  # the budget is for finding the culprit: say nothing unsettled
-        verdict = judge_rest(rest(answer.earlier), margin=margin, bound=SEQUENTIAL_BOUND)
+        verdict = judge_rest(
+            rest(answer.earlier), margin=margin, bound=SEQUENTIAL_BOUND, direction=direction
+        )
         return verdict is Rest.MORE
 
     def probe(
