@@ -162,6 +162,8 @@ def scenarios() -> list[Scenario]:
         Scenario("+5 % on a kernel holding 4.4 % of the step, t3 machine factors",
                  one_kernel(0.05, 0.044), t3_shared),
         Scenario("+10 % on half of the kernels", half_kernels),
+        # Last, so that the scenarios before it keep their seeds (seed + index).
+        Scenario("unchanged, t3 run levels", unchanged, t3),
     ]  # fmt: skip
 
 
