@@ -167,6 +167,18 @@ def test_runs_in_period_and_get_run(session: Session) -> None:
         get_run(session, 999_999)
 
 
+def test_each_run_of_a_period_carries_its_own_environment(session: Session) -> None:
+    """The environments' values are read once per environment, not once per run: each run
+    still gets its own environment's values, as a dict of its own."""
+    on_h100 = [_run(session, day=d, commit=f"h{d}") for d in (1, 2)]
+    on_a100 = _run(session, day=3, commit="x3", env=A100)
+    week = {"project": "acme/model", "since": T0, "until": T0 + timedelta(days=7)}
+    found = {r.id: r for r in runs_in_period(session, **week)}
+    assert [found[i].environment for i in [*on_h100, on_a100]] == [H100, H100, A100]
+    found[on_h100[0]].environment["gpu"] = "changed"
+    assert found[on_h100[1]].environment == H100
+
+
 def test_runs_by_run_time_follow_the_commit_not_the_storage(session: Session) -> None:
     # Backfilled: commits of days 1 and 2 stored on day 30; a run without a commit time
     # belongs to when it was stored.

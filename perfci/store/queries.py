@@ -298,8 +298,7 @@ def runs_in_period(
         query = query.where(Run.branch == branch)
     if (benchmark := only.get("benchmark")) is not None:
         query = query.where(Run.benchmark_id == _benchmark_id(project, benchmark))
-    query = query.order_by(when, Run.created_at, Run.id)
-    return [_run_info(row) for row in session.execute(query)]
+    return _run_infos(session, query.order_by(when, Run.created_at, Run.id))
 
 
 def commit_shas(session: Session, run_ids: Collection[int]) -> dict[int, str | None]:
@@ -314,10 +313,10 @@ def commit_shas(session: Session, run_ids: Collection[int]) -> dict[int, str | N
 
 def get_run(session: Session, run_id: int) -> RunInfo:
     """The run with this id; ``NotFoundError`` when there is none."""
-    row = session.execute(_run_info_query().where(Run.id == run_id)).first()
-    if row is None:
+    found = _run_infos(session, _run_info_query().where(Run.id == run_id))
+    if not found:
         raise NotFoundError(f"no run with id {run_id}")
-    return _run_info(row)
+    return found[0]
 
 
 def environment_id(session: Session, fingerprint: str) -> int | None:
@@ -327,32 +326,59 @@ def environment_id(session: Session, fingerprint: str) -> int | None:
     return None if found is None else int(found)
 
 
-def _run_info_query() -> Select[Any]:
-    return (
-        select(
-            Run, Project.name, Benchmark.name, Commit.sha, Commit.committed_at, Environment.values
-        )
-        .join(Project, Project.id == Run.project_id)
-        .join(Benchmark, Benchmark.id == Run.benchmark_id)
-        .join(Environment, Environment.id == Run.environment_id)
-        .outerjoin(Commit, Commit.id == Run.commit_id)
-    )
-
-
 #: The fields of RunInfo that ``run`` has a column of the same name for: read as they are.
 _RUN_COLUMNS = tuple(f.name for f in fields(RunInfo) if f.name in Run.__table__.c)
 
 
-def _run_info(row: Any) -> RunInfo:
-    run, project, benchmark, sha, committed_at, environment = row
-    return RunInfo(
-        project=project,
-        benchmark=benchmark,
-        commit=sha,
-        commit_time=committed_at,
-        environment=_str_dict(environment),
-        **{name: getattr(run, name) for name in _RUN_COLUMNS},
+def _run_info_query() -> Select[Any]:
+    # Columns, not the ORM entity: a week of a team's runs is thousands of rows, and building
+    # and registering an ORM object for each cost several times the query (issue 35).
+    return (
+        select(
+            *(getattr(Run, name) for name in _RUN_COLUMNS),
+            Project.name,
+            Benchmark.name,
+            Commit.sha,
+            Commit.committed_at,
+        )
+        .join(Project, Project.id == Run.project_id)
+        .join(Benchmark, Benchmark.id == Run.benchmark_id)
+        .outerjoin(Commit, Commit.id == Run.commit_id)
     )
+
+
+def _run_infos(session: Session, query: Select[Any]) -> list[RunInfo]:
+    """The runs ``query`` (a :func:`_run_info_query`) selects, with their environments' values
+    read once per environment: runs share a handful of them, and each row's copy of the same
+    JSON decoded again was most of a week's read."""
+    rows = session.execute(query).all()
+    ids = {row[_RUN_COLUMNS.index("environment_id")] for row in rows}
+    environments = (
+        {
+            env_id: _str_dict(values)
+            for env_id, values in session.execute(
+                select(Environment.id, Environment.values).where(Environment.id.in_(ids))
+            )
+        }
+        if ids
+        else {}
+    )
+    count = len(_RUN_COLUMNS)
+    infos = []
+    for row in rows:
+        own = dict(zip(_RUN_COLUMNS, row[:count], strict=True))
+        project, benchmark, sha, committed_at = row[count:]
+        infos.append(
+            RunInfo(
+                project=project,
+                benchmark=benchmark,
+                commit=sha,
+                commit_time=committed_at,
+                environment=dict(environments.get(own["environment_id"], {})),
+                **own,
+            )
+        )
+    return infos
 
 
 def _str_dict(values: Mapping[str, Any] | None) -> dict[str, str]:
