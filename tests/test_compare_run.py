@@ -9,7 +9,7 @@ import pytest
 
 from perfci.analysis.compare import CompareOptions, compare_run
 from perfci.analysis.paired import compare_paired
-from perfci.core.model import MetricKind, SeriesKey, Verdict
+from perfci.core.model import Device, MetricKind, SeriesKey, Verdict
 
 STEP = SeriesKey(MetricKind.STEP, "train_step")
 FWD_STEP = SeriesKey(MetricKind.STEP, "forward_step")
@@ -219,6 +219,26 @@ def test_without_a_step_the_summed_gpu_work_stands_in_for_it() -> None:
 
     unchanged = compare_run(*runs({}), benchmark="kernels-only")
     assert unchanged.verdict in (Verdict.UNCHANGED, Verdict.INCONCLUSIVE)
+
+
+def test_the_work_step_is_each_repeats_sum_of_its_parts_in_order() -> None:
+    """Each repeat's total, part after part (the floats of a plain loop, so a run's work step
+    reads the same whichever way it is summed); a part short of repeats adds its mean for the
+    missing ones, and a part absent from a run adds nothing."""
+    from perfci.analysis.work import WORK_NAME, with_work_step
+
+    a, b, c = (SeriesKey(MetricKind.KERNEL, name, device=Device.GPU) for name in "abc")
+    baseline = {a: [[0.1, 0.2], [1e16, 3.0]], b: [[0.2, 0.3], [1.0, 1.0]], c: [[5.0]]}
+    candidate = {a: [0.1, 0.7, 0.3], b: [0.2, 0.1, 0.9], c: [1.0, 2.0]}
+    base, cand, notes = with_work_step(baseline, candidate)
+    work = SeriesKey(MetricKind.STEP, WORK_NAME, device=Device.GPU)
+    # Run 0 has no c (aligned on the newest run); in run 1, c's one repeat fills in its mean.
+    assert base[work] == [[0.1 + 0.2, 0.2 + 0.3], [1e16 + 1.0 + 5.0, 3.0 + 1.0 + 5.0]]
+    assert base[work][0][0] == 0.30000000000000004  # 0.1 + 0.2, not a rounded 0.3
+    # Part after part, as a loop adds them: (1e16 + 1) + 5, which differs from 1e16 + (1 + 5).
+    assert base[work][1][0] == (1e16 + 1.0) + 5.0 != 1e16 + (1.0 + 5.0)
+    assert cand[work] == [0.1 + 0.2 + 1.0, 0.7 + 0.1 + 2.0, 0.3 + 0.9 + 1.5]
+    assert notes and WORK_NAME in notes[0]
 
 
 def test_a_cpu_profile_without_a_step_takes_its_longest_range_for_the_work() -> None:
