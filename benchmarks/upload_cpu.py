@@ -1,0 +1,165 @@
+"""CPU time of one upload in-process, by phase (issue 35: "per upload CPU ≤ 50 ms").
+
+What the service does for ``POST /projects/{p}/runs`` once the body is parsed:
+:func:`perfci.usecases.submit.run.submit_run` (ingest, the comparison against the baseline,
+the comparison stored), here without HTTP, for ``--metrics`` kernels × ``--repeats`` repeats
+against a baseline of ``--baseline`` stored runs of ``main``. Prints the CPU milliseconds per
+upload (``time.process_time``: this process only; PostgreSQL's own work is not in it) and the
+share of each phase, the comparison split into the store's read and ``compare_run``.
+
+    .venv/bin/python benchmarks/upload_cpu.py [--store sqlite|postgres] [--uploads 30]
+
+``--store postgres`` makes a scratch database beside ``PERFCI_TEST_POSTGRES_URL`` (default
+``postgresql+psycopg://root@127.0.0.1:5432/test``) and drops it at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import platform
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from sqlalchemy import create_engine, text
+from sqlalchemy.orm import Session
+
+from perfci.core.model import Metric, MetricKind, Profile, RunContext
+from perfci.core.settings import Settings
+from perfci.store import engines, migrate
+from perfci.usecases.submit import compare as submit_compare
+from perfci.usecases.submit import run as submit
+
+DEFAULT_PG = "postgresql+psycopg://root@127.0.0.1:5432/test"
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+#: (module, function) timed as a phase; nested phases are also counted in their callers.
+PHASES = (
+    (submit, "ingest_run"),
+    (submit, "compare_stored_run"),
+    (submit_compare, "run_samples_checked"),
+    (submit_compare, "compare_run"),
+    (submit, "save_comparison"),
+)
+
+
+@contextmanager
+def store(kind: str) -> Iterator[str]:
+    if kind == "sqlite":
+        with tempfile.TemporaryDirectory() as folder:
+            yield f"sqlite:///{folder}/upload.db"
+        return
+    admin = create_engine(
+        os.environ.get("PERFCI_TEST_POSTGRES_URL", DEFAULT_PG), isolation_level="AUTOCOMMIT"
+    )
+    name = f"perfci_upload_cpu_{os.getpid()}"
+    with admin.connect() as c:
+        c.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield admin.url.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as c:
+            c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def timed(spent: dict[str, float]) -> None:
+    """Wrap each phase so that its CPU time adds up in ``spent``."""
+    for module, name in PHASES:
+        setattr(module, name, _phase(getattr(module, name), name, spent))
+
+
+def _phase(inner: Callable[..., Any], name: str, spent: dict[str, float]) -> Callable[..., Any]:
+    @functools.wraps(inner)
+    def phase(*args: Any, **kwargs: Any) -> Any:
+        started = time.process_time()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            spent[name] = spent.get(name, 0.0) + time.process_time() - started
+
+    return phase
+
+
+def repeats(rng: random.Random, metrics: int, count: int) -> list[list[Profile]]:
+    names = [f"kernel_{i}<float, 128>" for i in range(metrics)]
+    out = []
+    for _ in range(count):
+        found = [
+            Metric(kind=MetricKind.KERNEL, name=name, calls=1, total_ns=v, avg_ns=v)
+            for j, name in enumerate(names)
+            if (v := 1000.0 * (1 + j) * rng.lognormvariate(0, 0.02))
+        ]
+        out.append([Profile(label="p", format="synthetic", source="p", metrics=found, steps=10)])
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument("--metrics", type=int, default=300)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--baseline", type=int, default=30)
+    parser.add_argument("--uploads", type=int, default=30)
+    args = parser.parse_args(argv)
+    rng = random.Random(1)
+    spent: dict[str, float] = {}
+    with store(args.store) as url:
+        migrate.upgrade(url)
+        engine = engines.make_engine(url)
+        timed(spent)
+
+        def upload(i: int, branch: str, profiles: list[list[Profile]]) -> None:
+            context = RunContext(
+                project="p",
+                commit=f"c{i}",
+                branch=branch,
+                environment={"gpu": "H100"},
+                ci_run_id=f"r{i}",
+                commit_time=(T0 + timedelta(hours=i)).isoformat(),
+            )
+            with Session(engine) as session:
+                submit.submit_run(
+                    session,
+                    context=context,
+                    benchmark="b",
+                    repeats=profiles,
+                    settings=Settings(),
+                    baseline_branch="main",
+                )
+
+        for i in range(args.baseline):
+            upload(i, "main", repeats(rng, args.metrics, args.repeats))
+        spent.clear()
+        cpu = 0.0
+        for i in range(args.baseline, args.baseline + args.uploads):
+            profiles = repeats(rng, args.metrics, args.repeats)
+            started = time.process_time()
+            upload(i, "pr", profiles)
+            cpu += time.process_time() - started
+        engine.dispose()
+    per = cpu / args.uploads * 1000
+    print(
+        f"# One upload in-process ({platform.node()}, Python {platform.python_version()}, "
+        f"{args.store}): {args.metrics} kernels × {args.repeats} repeats against "
+        f"{args.baseline} runs, {args.uploads} uploads\n"
+    )
+    print(f"CPU per upload: {per:.1f} ms (the run's profiles built outside the timed phases)\n")
+    print("| phase | CPU ms per upload | share |\n|:--|--:|--:|")
+    for _, name in PHASES:
+        ms = spent.get(name, 0.0) / args.uploads * 1000
+        print(f"| {name} | {ms:.1f} | {ms / per:.0%} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
