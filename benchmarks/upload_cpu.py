@@ -21,18 +21,17 @@ import os
 import platform
 import random
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from sqlalchemy import create_engine, text
 from sqlalchemy.orm import Session
+from store_speed import scratch_database
 
 from perfci.core.model import Metric, MetricKind, Profile, RunContext
 from perfci.core.settings import Settings
@@ -50,26 +49,6 @@ PHASES = (
     (submit_compare, "compare_run"),
     (submit, "save_comparison"),
 )
-
-
-@contextmanager
-def store(kind: str) -> Iterator[str]:
-    if kind == "sqlite":
-        with tempfile.TemporaryDirectory() as folder:
-            yield f"sqlite:///{folder}/upload.db"
-        return
-    admin = create_engine(
-        os.environ.get("PERFCI_TEST_POSTGRES_URL", DEFAULT_PG), isolation_level="AUTOCOMMIT"
-    )
-    name = f"perfci_upload_cpu_{os.getpid()}"
-    with admin.connect() as c:
-        c.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield admin.url.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as c:
-            c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def timed(spent: dict[str, float]) -> None:
@@ -113,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rng = random.Random(1)
     spent: dict[str, float] = {}
-    with store(args.store) as url:
+    server = os.environ.get("PERFCI_TEST_POSTGRES_URL", DEFAULT_PG)
+    with scratch_database(args.store, server) as url:
         migrate.upgrade(url)
         engine = engines.make_engine(url)
         timed(spent)

@@ -109,6 +109,46 @@ def test_compare_speed_reports_its_budget() -> None:
     assert re.fullmatch(r"[\d.]+× \((met|NOT met)\)", rows[0]["ratio"]), out
 
 
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
+def test_upload_cpu_splits_an_upload_into_its_phases(store: str) -> None:
+    if store == "postgres" and not os.environ.get(POSTGRES_ENV):
+        pytest.skip(f"{POSTGRES_ENV} is not set: the scratch database is made on PostgreSQL")
+    out = _run(
+        "upload_cpu.py", "--store", store, "--metrics", "20", "--baseline", "4", "--uploads", "2"
+    )
+    whole = float(re.search(r"CPU per upload: ([\d.]+) ms", out)[1])  # type: ignore[index]
+    phases = {row["phase"]: _number(row["CPU ms per upload"]) for row in _table(out, "phase")}
+    assert list(phases) == [
+        "ingest_run",
+        "compare_stored_run",
+        "run_samples_checked",
+        "compare_run",
+        "save_comparison",
+    ], out
+    # Every phase ran, and the nested ones fit inside the comparison, which fits in the whole.
+    assert all(ms > 0 for ms in phases.values()), out
+    assert phases["run_samples_checked"] + phases["compare_run"] <= phases["compare_stored_run"]
+    assert phases["ingest_run"] + phases["compare_stored_run"] <= whole, out
+
+
+def test_t3_ceiling_bounds_an_oracle_at_perfcis_level() -> None:
+    out = _run("t3_ceiling.py", "--draws", "200000", "--worlds", "10")
+    rows = _table(out, "per-kernel one-sided level")
+    assert len(rows) == 4, out
+    found = {
+        (row["per-kernel one-sided level"].split(":")[0], row["world"]): _number(
+            row["+5 % found (oracle)"].rstrip("%")
+        )
+        for row in rows
+    }
+    # Heavier tails cost the oracle power at the same level; a larger level buys it back.
+    assert found["perfci's budget", "t₃ run levels"] < found["perfci's budget", "Gaussian"]
+    assert (
+        found["perfci's budget", "t₃ run levels"]
+        < found["all of 2 % on the gated kernels", "t₃ run levels"]
+    ), out
+
+
 def test_detection_scores_every_detector() -> None:
     out = _run(
         "detection.py",
