@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from sqlalchemy.orm import Session
-from store_speed import scratch_database
+from store_speed import DEFAULT_PG, scratch_database
 
 from perfci.core.model import Metric, MetricKind, Profile, RunContext
 from perfci.core.settings import Settings
@@ -39,7 +39,6 @@ from perfci.store import engines, migrate
 from perfci.usecases.submit import compare as submit_compare
 from perfci.usecases.submit import run as submit
 
-DEFAULT_PG = "postgresql+psycopg://root@127.0.0.1:5432/test"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 #: (module, function) timed as a phase; nested phases are also counted in their callers.
 PHASES = (
@@ -73,11 +72,10 @@ def repeats(rng: random.Random, metrics: int, count: int) -> list[list[Profile]]
     names = [f"kernel_{i}<float, 128>" for i in range(metrics)]
     out = []
     for _ in range(count):
-        found = [
-            Metric(kind=MetricKind.KERNEL, name=name, calls=1, total_ns=v, avg_ns=v)
-            for j, name in enumerate(names)
-            if (v := 1000.0 * (1 + j) * rng.lognormvariate(0, 0.02))
-        ]
+        found = []
+        for j, name in enumerate(names):
+            ns = 1000.0 * (1 + j) * rng.lognormvariate(0, 0.02)
+            found.append(Metric(kind=MetricKind.KERNEL, name=name, calls=1, total_ns=ns, avg_ns=ns))
         out.append([Profile(label="p", format="synthetic", source="p", metrics=found, steps=10)])
     return out
 

@@ -222,9 +222,8 @@ def test_without_a_step_the_summed_gpu_work_stands_in_for_it() -> None:
 
 
 def test_the_work_step_is_each_repeats_sum_of_its_parts_in_order() -> None:
-    """Each repeat's total, part after part (the floats of a plain loop, so a run's work step
-    reads the same whichever way it is summed); a part short of repeats adds its mean for the
-    missing ones, and a part absent from a run adds nothing."""
+    """Each repeat's total, part after part (the floats of a plain loop); a part short of
+    repeats adds its mean for the missing ones, and a part absent from a run adds nothing."""
     from perfci.analysis.work import WORK_NAME, with_work_step
 
     a, b, c = (SeriesKey(MetricKind.KERNEL, name, device=Device.GPU) for name in "abc")

@@ -322,14 +322,16 @@ class _Search:
             return True
         found, parent = answer.confirmation, answer.parent
         assert found is not None and parent is not None
-        margin = self.settings.delta
-        direction = log_change(total.change)
         before = [answer.parent_probe] if answer.parent_probe is not None else []
 
-        def rest(*more: Probe) -> tuple[float, float] | None:
-            return rest_of_range(total, found, rerun=answer.rerun, before=[*before, *more])
+        def judged(*more: Probe, bound: float | None = None) -> Rest:
+            """The rest of the range with ``more`` readings of the parent, in its direction."""
+            rest = rest_of_range(total, found, rerun=answer.rerun, before=[*before, *more])
+            return judge_rest(
+                rest, margin=self.settings.delta, bound=bound, direction=log_change(total.change)
+            )
 
-        verdict = judge_rest(rest(), margin=margin, direction=direction)
+        verdict = judged()
         if verdict is not Rest.OPEN or parent == answer.good:
             return verdict is Rest.MORE
 
@@ -341,9 +343,7 @@ class _Search:
             """More at any look; one only once the usual most pairs ran: a look of a few pairs
             that happens to fall near zero must not end the reading of a real change."""
             looks.append(found)
-            verdict = judge_rest(
-                rest(found), margin=margin, bound=SEQUENTIAL_BOUND, direction=direction
-            )
+            verdict = judged(found, bound=SEQUENTIAL_BOUND)
             return verdict is Rest.MORE or (verdict is Rest.ONE and len(looks) * initial >= usual)
 
         try:
@@ -357,10 +357,7 @@ class _Search:
             )
         except _BudgetSpent:
             return False  # the budget is for finding the culprit: say nothing unsettled
-        verdict = judge_rest(
-            rest(answer.earlier), margin=margin, bound=SEQUENTIAL_BOUND, direction=direction
-        )
-        return verdict is Rest.MORE
+        return judged(answer.earlier, bound=SEQUENTIAL_BOUND) is Rest.MORE
 
     def probe(
         self,
