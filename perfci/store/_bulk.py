@@ -6,7 +6,6 @@ ingests race safely: the loser's insert is a no-op and it reads the winner's row
 
 from __future__ import annotations
 
-import gc
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -64,25 +63,6 @@ def in_values(
         return column.in_(select(values_))
     each = func.json_each(json.dumps(list(values))).table_valued("value")
     return column.in_(select(each.c.value))
-
-
-@contextmanager
-def no_cycle_collection() -> Iterator[None]:
-    """Pause the cyclic garbage collector around a burst of allocations.
-
-    Building tens of thousands of tuples and lists (a run's samples, a baseline's values)
-    triggers collections that each walk every live object, several times the work itself
-    (benchmarks/store_speed.py measures it). The hot paths create no reference cycles, so
-    nothing is lost by collecting later. Only the caller that found it enabled turns it back
-    on.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 @contextmanager

@@ -19,6 +19,7 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from perfci.core.allocation import no_cycle_collection
 from perfci.core.errors import RunConflict, StorageError
 from perfci.core.model import RunContext
 from perfci.store import _bulk, partitions
@@ -51,7 +52,7 @@ class IngestResult:
     samples: int
 
 
-@_bulk.no_cycle_collection()
+@no_cycle_collection()
 def write_run(
     session: Session,
     *,

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy.orm import Session
 
+from perfci.core.allocation import no_cycle_collection
 from perfci.core.model import Better, Device, MetricKind, SeriesKey
 from perfci.store import _bulk
 from perfci.store.partitions import Month, day_number
@@ -69,7 +70,7 @@ def run_samples_checked(session: Session, run_ids: Sequence[int]) -> CheckedSamp
     if not ids:
         return CheckedSamples({})
     postgres = session.get_bind().dialect.name == "postgresql"
-    with _bulk.driver_cursor(session) as cursor, _bulk.no_cycle_collection():
+    with _bulk.driver_cursor(session) as cursor, no_cycle_collection():
         found = _value_rows(cursor, ids, postgres=postgres)
         rows, skipped = _drop_bad_runs(found.rows)
         grouped, fastest_ids = _group_samples(rows)

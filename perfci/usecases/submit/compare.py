@@ -26,6 +26,7 @@ from typing import Any
 
 from perfci.analysis.compare import CompareOptions, compare_run
 from perfci.analysis.values import on_fastest_step
+from perfci.core.allocation import no_cycle_collection
 from perfci.core.model import BaselineInfo, RunComparison, SeriesKey
 from perfci.integrations.machine.judge import load_shift
 from perfci.store import queries
@@ -84,6 +85,9 @@ def _cutoff(session: Session, run: RunInfo, merge_base: str | None) -> datetime 
     return run.commit_time or run.created_at
 
 
+# A 10,000-series baseline is 300,000 lists in memory: a full collection in the middle of the
+# comparison walked them all for a tenth of its time (benchmarks/compare_speed.py).
+@no_cycle_collection()
 def compare_stored_run(
     session: Session,
     run_id: int,

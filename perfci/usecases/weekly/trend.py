@@ -18,6 +18,7 @@ from perfci.analysis.changepoints import (
     detect_change_points,
     segment_levels,
 )
+from perfci.core.allocation import no_cycle_collection
 from perfci.core.compat import UTC
 from perfci.core.model import MetricKind, SeriesKey
 from perfci.core.weekly import BenchmarkTrend, ChangePointReport, MeasureChange, TrendPoint
@@ -35,6 +36,7 @@ def run_time(run: RunInfo) -> datetime:
     return utc(run.commit_time or run.created_at)
 
 
+@no_cycle_collection()  # the history's samples are many lists: see compare_stored_run
 def benchmark_trends(
     session: Session,
     runs: list[RunInfo],
