@@ -10,15 +10,16 @@ from sqlalchemy.orm import Session
 
 from perfci.core.errors import NotFoundError
 from perfci.core.fingerprint import fingerprint_hash
-from perfci.core.model import MetricKind, SeriesKey
+from perfci.core.model import Metric, MetricKind, Profile, SeriesKey
 from perfci.store.queries import (
     baseline_run_ids,
     environment_id,
     get_run,
     runs_in_period,
     series_history,
+    series_ids_of_kinds,
 )
-from perfci.store.samples import run_samples
+from perfci.store.samples import run_samples, run_samples_checked
 from perfci.usecases.submit.ingest import ingest_run
 
 T0 = datetime(2025, 3, 3, 12, 0, tzinfo=UTC)
@@ -101,6 +102,55 @@ def test_run_samples_by_series_run_and_repeat(session: Session) -> None:
         SeriesKey(MetricKind.KERNEL, "relu"): {first: [20.0] * 3, second: [40.0] * 2},
     }
     assert run_samples(session, []) == {}
+
+
+def test_a_read_of_some_series_returns_those_of_every_run_and_nothing_else(
+    session: Session,
+) -> None:
+    """A long history's weekly report reads its step times alone first (issue 35)."""
+
+    def stepped(benchmark: str, day: int, step_ns: float) -> int:
+        profile = Profile(
+            label="p",
+            format="synthetic",
+            source="p.txt",
+            steps=2,
+            metrics=[
+                Metric(kind=MetricKind.STEP, name="iteration", calls=2, total_ns=2 * step_ns),
+                Metric(kind=MetricKind.KERNEL, name="gemm", calls=1, total_ns=step_ns / 2),
+            ],
+        )
+        context = make_context(
+            commit=f"{benchmark}{day}",
+            commit_time=(T0 + timedelta(days=day)).isoformat(),
+            ci_run_id=f"{benchmark}-{day}",
+        )
+        created = T0 + timedelta(days=day, hours=1)
+        return ingest_run(
+            session, context=context, benchmark=benchmark, repeats=[[profile]], created_at=created
+        ).run_id
+
+    runs = [stepped("train", day, 100.0 + day) for day in range(3)]
+    stepped("infer", 0, 50.0)
+    step_ids = series_ids_of_kinds(
+        session, project="acme/model", benchmark="train", kinds={MetricKind.STEP}
+    )
+    assert len(step_ids) == 1
+    assert series_ids_of_kinds(session, project="acme/model", benchmark="train", kinds=()) == []
+    both = series_ids_of_kinds(
+        session,
+        project="acme/model",
+        benchmark="train",
+        kinds={MetricKind.STEP, MetricKind.KERNEL},
+    )
+    assert len(both) == 2 and step_ids[0] in both
+
+    some = run_samples_checked(session, runs, series_ids=step_ids).samples
+    every = run_samples(session, runs)
+    (key,) = some
+    assert key.kind is MetricKind.STEP and key.name == "iteration"
+    assert some[key] == every[key] and sorted(some[key]) == runs
+    assert run_samples_checked(session, runs, series_ids=[]).samples == {}
 
 
 def test_series_history(session: Session) -> None:

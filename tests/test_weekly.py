@@ -28,6 +28,7 @@ from github_fake import TOKEN, FakeGitHub, github_server
 from sqlalchemy.orm import Session
 from typer.testing import CliRunner
 
+from perfci.analysis.trends import zoom_columns
 from perfci.analysis.values import per_step_ns
 from perfci.cli import alerts_cmd, report_cmd
 from perfci.core.model import Metric, MetricKind, Profile, RunContext
@@ -203,6 +204,56 @@ def test_change_point_is_found_dated_sized_and_explained(
     assert [e.runs for e in report.coverage.environments] == [14]
 
 
+def test_a_long_history_reads_the_kernels_around_its_change_and_says_the_same(
+    session: Session, profile: Profile
+) -> None:
+    """Issue 35: a history of more than four zoom windows reads every run's step time and the
+    kernels of only the runs the report looks at; it finds what reading everything finds."""
+    ingest_history(session, profile, runs=120, change_at=70, seed=11)
+    since, until = day(113), day(120)
+    reports = [
+        build_weekly_report(
+            session,
+            project=PROJECT,
+            since=since,
+            until=until,
+            history_weeks=18,
+            record=False,
+            zoom_window=window,
+        )
+        for window in (10, None)
+    ]
+    (zoomed,), (whole,) = (r.benchmarks for r in reports)
+
+    def located(trend: Any) -> list[tuple[Any, ...]]:
+        return [(c.commit, c.change, c.p_value, c.in_period) for c in trend.change_points]
+
+    assert len(zoomed.points) == 120
+    assert [(p.commit, p.value, p.level) for p in zoomed.points] == [
+        (p.commit, p.value, p.level) for p in whole.points
+    ]
+    assert located(zoomed) == located(whole)
+    (change,) = whole.change_points
+    (zoomed_change,) = zoomed.change_points
+    assert change.commit in {"c069", "c070", "c071"}
+    top, zoomed_top = change.contributors[0], zoomed_change.contributors[0]
+    assert zoomed_top.name == top.name == KERNEL
+    assert zoomed_top.delta_ns == pytest.approx(top.delta_ns, rel=0.05)
+    # The kernel's levels come from the 10 runs on each side of the change, not all 120.
+    assert zoomed_top.before_ns != top.before_ns
+    assert zoomed.share_movers == whole.share_movers
+    assert (zoomed.new_kernels, zoomed.vanished_kernels) == (
+        whole.new_kernels,
+        whole.vanished_kernels,
+    )
+    assert zoomed.noise is not None and whole.noise is not None
+    assert (zoomed.noise.step_cv, zoomed.noise.segment_runs) == (
+        whole.noise.step_cv,
+        whole.noise.segment_runs,
+    )
+    assert zoomed.noise.noisiest
+
+
 def test_late_change_is_reported_the_week_after_and_alerted_once(
     session: Session, profile: Profile
 ) -> None:
@@ -320,6 +371,18 @@ def test_renderings_escape_names_and_carry_the_marker(session: Session, profile:
     assert "&lt;b&gt;" in slack and "<b>" not in slack
     assert slack.endswith("<https://ci.example/report.html|Full report>")
     assert issue_title(PROJECT, "2024-W04") == "perfci weekly report acme/gpt2 2024-W04"
+
+
+def test_the_zoom_keeps_the_period_and_each_changes_nearest_runs_within_its_segments() -> None:
+    # Changes at runs 40 and 70 of 100, the period the last 7 runs, 5 runs each side.
+    expected = [*range(35, 45), *range(65, 75), *range(92, 100)]
+    assert zoom_columns(100, [40, 70], list(range(93, 100)), 5) == expected
+    # A window wider than the segments stops at their bounds; the stable level is runs 3-9.
+    assert zoom_columns(10, [3], [], 5) == list(range(10))
+    # No change: the period, the run before it and the level's last runs.
+    assert zoom_columns(50, [], [48, 49], 3) == [47, 48, 49]
+    # A short last level is not measured for noise: the longest one is (runs 0-39).
+    assert zoom_columns(42, [40], [41], 2) == [38, 39, 40, 41]
 
 
 def test_week_and_since_periods() -> None:

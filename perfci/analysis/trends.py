@@ -42,6 +42,7 @@ __all__ = [
     "series_matrix",
     "share_movers",
     "step_series",
+    "zoom_columns",
 ]
 
 FloatArray = NDArray[np.float64]
@@ -290,6 +291,30 @@ def _stable_segment(bounds: list[int]) -> tuple[int, int]:
     if last[1] - last[0] >= MIN_NOISE_RUNS:
         return last
     return max(segments, key=lambda s: (s[1] - s[0], s[0]))
+
+
+def zoom_columns(
+    runs: int, indices: Sequence[int], period: Sequence[int], window: int
+) -> list[int]:
+    """The runs (columns, ascending) whose every series a report reads, of ``runs`` whose step
+    times changed level at ``indices``, for the report's ``period``.
+
+    The period and the run before it (share movers, new and vanished kernels); on each side
+    of every change point, the ``window`` runs nearest it within its segments (what explains
+    the change: :func:`contributors`); and the last ``window`` runs of the stable segment
+    (:func:`noise`). The other runs of a long history add only their step times and headline
+    values: the kernels' medians over a segment are taken from the runs next to its change,
+    which a level that holds by definition does not need more of.
+    """
+    bounds = [0, *indices, runs]
+    keep = set(period)
+    if period and period[0] > 0:
+        keep.add(period[0] - 1)
+    for i, index in enumerate(indices):
+        keep.update(range(max(bounds[i], index - window), min(bounds[i + 2], index + window)))
+    start, stop = _stable_segment(bounds)
+    keep.update(range(max(start, stop - window), stop))
+    return sorted(keep)
 
 
 def noise(matrix: SeriesMatrix, step: SeriesKey, bounds: list[int]) -> Noise:

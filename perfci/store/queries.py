@@ -20,8 +20,8 @@ from sqlalchemy import ColumnElement, ScalarSelect, Select, select, type_coerce
 from sqlalchemy.orm import Session
 
 from perfci.core.errors import NotFoundError
+from perfci.core.model import MetricKind, SeriesKey
 from perfci.core.model import RunInfo as RunInfo  # re-exported: older callers import it here
-from perfci.core.model import SeriesKey
 from perfci.store.samples import series_values
 from perfci.store.schema import (
     Benchmark,
@@ -198,6 +198,21 @@ def _series_id(session: Session, project: str, benchmark: str, series: SeriesKey
     )
     found = session.execute(query).scalar()
     return None if found is None else int(found)
+
+
+def series_ids_of_kinds(
+    session: Session, *, project: str, benchmark: str, kinds: Collection[MetricKind]
+) -> list[int]:
+    """The ids of ``benchmark``'s series of those kinds (its step times, say), ascending."""
+    query = (
+        select(Series.id)
+        .where(
+            Series.benchmark_id == _benchmark_id(project, benchmark),
+            Series.kind.in_(sorted(kind.value for kind in kinds)),
+        )
+        .order_by(Series.id)
+    )
+    return [int(i) for i in session.execute(query).scalars()]
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,8 +55,13 @@ def run_samples(
     return run_samples_checked(session, run_ids).samples
 
 
-def run_samples_checked(session: Session, run_ids: Sequence[int]) -> CheckedSamples:
+def run_samples_checked(
+    session: Session, run_ids: Sequence[int], *, series_ids: Sequence[int] | None = None
+) -> CheckedSamples:
     """:func:`run_samples`, and which runs were left out for a bad stored value.
+
+    ``series_ids`` keeps those series only (a long history's step times, without the kernels
+    behind them): then only their values are checked.
 
     A run stored before values were checked at ingest may hold a negative, infinite or NaN
     value; one such run must not break every later comparison or chart of its benchmark
@@ -71,7 +76,7 @@ def run_samples_checked(session: Session, run_ids: Sequence[int]) -> CheckedSamp
         return CheckedSamples({})
     postgres = session.get_bind().dialect.name == "postgresql"
     with _bulk.driver_cursor(session) as cursor, no_cycle_collection():
-        found = _value_rows(cursor, ids, postgres=postgres)
+        found = _value_rows(cursor, ids, postgres=postgres, series_ids=series_ids)
         rows, skipped = _drop_bad_runs(found.rows)
         grouped, fastest_ids = _group_samples(rows)
         if not grouped:
@@ -111,7 +116,7 @@ def series_values(
     postgres = session.get_bind().dialect.name == "postgresql"
     with _bulk.driver_cursor(session) as cursor:
         found = _value_rows(
-            cursor, sorted(created), postgres=postgres, series_id=series_id, created=created
+            cursor, sorted(created), postgres=postgres, series_ids=[series_id], created=created
         )
     values: dict[int, list[float]] = {}
     for run_id, _, value, _fastest in found.rows:
@@ -133,17 +138,19 @@ def _value_rows(
     run_ids: list[int],
     *,
     postgres: bool,
-    series_id: int | None = None,
+    series_ids: Sequence[int] | None = None,
     created: Mapping[int, datetime] | None = None,
 ) -> _Values:
     """The values of ``run_ids`` (ascending), raw samples and summaries of pruned runs.
 
-    ``series_id`` keeps one series; ``created`` (run id → ``created_at``), when the caller
+    ``series_ids`` keeps those series; ``created`` (run id → ``created_at``), when the caller
     has it, spares PostgreSQL's lookup of the runs' months. A run has samples or summaries,
     never both (the prune swaps them in one transaction), so the two reads merge without
     duplicates, and a run being pruned meanwhile is found in one or the other.
     """
-    one = "" if series_id is None else f" AND series_id = {int(series_id)}"
+    # Literal ids (ints, formatted here): a handful at most, and the statement's parameters
+    # stay those of every other read.
+    one = "" if series_ids is None else f" AND series_id IN ({_id_list(series_ids)})"
     if postgres:
         arms = _month_arms(cursor, run_ids, created)
         raw: list[tuple[int, int, float, float | None]] = []
@@ -161,6 +168,11 @@ def _value_rows(
         return _Values(raw, [])
     merged = list(heapq.merge(raw, summaries, key=itemgetter(0, 1)))
     return _Values(merged, sorted({row[0] for row in summaries}))
+
+
+def _id_list(ids: Sequence[int]) -> str:
+    """``1, 2, 3``; ``NULL`` for none (``IN (NULL)`` keeps no row)."""
+    return ", ".join(str(int(i)) for i in ids) or "NULL"
 
 
 def _month_arms(

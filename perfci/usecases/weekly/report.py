@@ -43,7 +43,7 @@ from perfci.store.queries import RunInfo
 from perfci.store.work import Session
 from perfci.usecases.browse.alerts import AlertInfo, NewAlert, record_alerts
 from perfci.usecases.weekly.answers import acknowledge_accepted, tally_answers
-from perfci.usecases.weekly.trend import benchmark_trends, run_time, utc
+from perfci.usecases.weekly.trend import ZOOM_WINDOW, benchmark_trends, run_time, utc
 from perfci.usecases.weekly.weeks import period_label
 
 # --- building ---------------------------------------------------------------------------------
@@ -60,6 +60,7 @@ def build_weekly_report(
     history_weeks: int = 8,
     options: ChangePointOptions | None = None,
     record: bool = True,
+    zoom_window: int | None = ZOOM_WINDOW,
 ) -> WeeklyReport:
     """The trend report of ``project`` on ``branch`` for the period ``[since, until)``.
 
@@ -82,6 +83,10 @@ def build_weekly_report(
     record
         Store the period's change points as alerts (never twice; a dismissed alert stays
         dismissed) and fill ``alert_id``/``alert_status`` on them.
+    zoom_window
+        On a benchmark's history of more than four times this many runs, read the kernels of
+        only the period's runs and of this many on each side of every change point
+        (:func:`perfci.usecases.weekly.trend.benchmark_trends`); ``None`` reads them all.
     """
     since, until = utc(since), utc(until)
     if until <= since:
@@ -110,7 +115,9 @@ def build_weekly_report(
         by_benchmark.setdefault(run.benchmark, []).append(run)
     for name in sorted(by_benchmark):
         report.benchmarks.extend(
-            benchmark_trends(session, by_benchmark[name], since, until, options)
+            benchmark_trends(
+                session, by_benchmark[name], since, until, options, zoom_window=zoom_window
+            )
         )
     report.coverage = _coverage(runs, since, until)
     if not runs:

@@ -22,8 +22,9 @@ from perfci.core.allocation import no_cycle_collection
 from perfci.core.compat import UTC
 from perfci.core.model import MetricKind, SeriesKey
 from perfci.core.weekly import BenchmarkTrend, ChangePointReport, MeasureChange, TrendPoint
+from perfci.store import queries
 from perfci.store.queries import RunInfo
-from perfci.store.samples import run_samples_checked
+from perfci.store.samples import CheckedSamples, run_samples_checked
 from perfci.store.work import Session
 
 
@@ -36,6 +37,15 @@ def run_time(run: RunInfo) -> datetime:
     return utc(run.commit_time or run.created_at)
 
 
+#: Runs on each side of a change point (and at the end of the stable level) whose every series
+#: a long history's report reads (:func:`perfci.analysis.trends.zoom_columns`): a month of
+#: daily runs. A history of at most ``4 ×`` as many runs is read whole.
+ZOOM_WINDOW = 30
+#: What a long history reads of every run: the step times, the benchmark cases and headline
+#: values (their change points are scanned over the whole history), not the kernels.
+_HEADLINE_KINDS = frozenset({MetricKind.STEP, MetricKind.BENCH, MetricKind.MEASURE})
+
+
 @no_cycle_collection()  # the history's samples are many lists: see compare_stored_run
 def benchmark_trends(
     session: Session,
@@ -43,22 +53,104 @@ def benchmark_trends(
     since: datetime,
     until: datetime,
     options: ChangePointOptions | None,
+    *,
+    zoom_window: int | None = ZOOM_WINDOW,
 ) -> list[BenchmarkTrend]:
-    checked = run_samples_checked(session, [r.id for r in runs])  # one query
+    """The trends of one benchmark's ``runs`` (oldest first), one per environment.
+
+    ``zoom_window``: on a history longer than four of it, every run's headline series are
+    read, and the kernels of only the runs the report looks at (:func:`_read`); ``None``
+    reads every series of every run.
+    """
+    checked = _read(session, runs, since, until, options, zoom_window)
     # A run stored with a bad value by an older perfci is left out with a note (issue 13).
     skipped = set(checked.skipped)
-    by_environment: dict[int, list[RunInfo]] = {}
-    for run in runs:
-        if run.id not in skipped:
-            by_environment.setdefault(run.environment_id, []).append(run)
     trends_ = []
-    for environment_id in sorted(by_environment):
-        found = by_environment[environment_id]
+    for found in _by_environment(runs, skipped):
         trend = _trend(found, _matrix(found, checked.samples), since, until, options)
         if skipped:
             trend.notes.append(_skipped_note(checked.skipped))
         trends_.append(trend)
     return trends_
+
+
+def _by_environment(runs: list[RunInfo], skipped: set[int]) -> list[list[RunInfo]]:
+    """``runs`` but ``skipped``, by environment (ascending id), each in the order given."""
+    by_environment: dict[int, list[RunInfo]] = {}
+    for run in runs:
+        if run.id not in skipped:
+            by_environment.setdefault(run.environment_id, []).append(run)
+    return [by_environment[i] for i in sorted(by_environment)]
+
+
+def _read(
+    session: Session,
+    runs: list[RunInfo],
+    since: datetime,
+    until: datetime,
+    options: ChangePointOptions | None,
+    window: int | None,
+) -> CheckedSamples:
+    """The values the report of ``runs`` needs, in two reads when the history is long.
+
+    A year of a team's runs is hundreds of millions of kernel values (issue 35), of which the
+    report shows the step's history and, of the kernels, the period and what explains each
+    change of level. So a long history reads first every run's headline series, finds the
+    step's change points on them, and then reads every series of only the runs around those
+    points, in the period and at the end of the stable level; the matrix holds no kernel
+    value for the others.
+    """
+    ids = [r.id for r in runs]
+    if window is None or len(runs) <= 4 * window:
+        return run_samples_checked(session, ids)
+    first = runs[0]
+    headline = queries.series_ids_of_kinds(
+        session, project=first.project, benchmark=first.benchmark, kinds=_HEADLINE_KINDS
+    )
+    head = run_samples_checked(session, ids, series_ids=headline)
+    zoom = [
+        run_id
+        for found in _by_environment(runs, set(head.skipped))
+        for run_id in _zoom_run_ids(found, head.samples, since, until, options, window)
+    ]
+    full = run_samples_checked(session, zoom)
+    samples = {key: dict(by_run) for key, by_run in head.samples.items()}
+    for key, by_run in full.samples.items():
+        samples.setdefault(key, {}).update(by_run)
+    return CheckedSamples(
+        samples,
+        sorted({*head.skipped, *full.skipped}),
+        sorted({*head.summarised, *full.summarised}),
+    )
+
+
+def _zoom_run_ids(
+    runs: list[RunInfo],
+    samples: dict[SeriesKey, dict[int, list[float]]],
+    since: datetime,
+    until: datetime,
+    options: ChangePointOptions | None,
+    window: int,
+) -> list[int]:
+    """The runs of one environment's history whose every series :func:`_trend` looks at."""
+    matrix = _matrix(runs, samples)
+    step = trends.step_series(matrix)
+    if step is None:  # no change points, no share of a step: the headline values are all
+        return []
+    kept, _, steps = _step_history(runs, matrix, step)
+    period = [i for i, run in enumerate(kept) if since <= run_time(run) < until]
+    indices = [cp.index for cp in detect_change_points(steps, options=options)]
+    return [kept[i].id for i in trends.zoom_columns(len(steps), indices, period, window)]
+
+
+def _step_history(
+    runs: list[RunInfo], matrix: trends.SeriesMatrix, step: SeriesKey
+) -> tuple[list[RunInfo], trends.SeriesMatrix, list[float]]:
+    """The runs that measured the step time, their matrix and their step times: a change-point
+    search needs a series without holes."""
+    keep = [i for i, v in enumerate(matrix.row(step)) if not math.isnan(v)]
+    matrix = matrix.columns(keep)
+    return [runs[i] for i in keep], matrix, [float(v) for v in matrix.row(step)]
 
 
 def _skipped_note(run_ids: list[int]) -> str:
@@ -103,11 +195,8 @@ def _trend(
         if not trend.measure_changes:
             trend.notes.append("No step-time series: change points need one.")
         return trend
-    # Only the runs that measured the step time: the series must have no holes.
-    keep = [i for i, v in enumerate(matrix.row(trend.step)) if not math.isnan(v)]
-    runs, matrix = [runs[i] for i in keep], matrix.columns(keep)
-    flags = [in_period[i] for i in keep]
-    steps = [float(v) for v in matrix.row(trend.step)]
+    runs, matrix, steps = _step_history(runs, matrix, trend.step)
+    flags = [since <= run_time(r) < until for r in runs]
     found = detect_change_points(steps, options=options)
     levels = segment_levels(steps, found)
     trend.points = [
