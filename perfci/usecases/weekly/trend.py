@@ -44,6 +44,9 @@ ZOOM_WINDOW = 30
 #: What a long history reads of every run: the step times, the benchmark cases and headline
 #: values (their change points are scanned over the whole history), not the kernels.
 _HEADLINE_KINDS = frozenset({MetricKind.STEP, MetricKind.BENCH, MetricKind.MEASURE})
+#: Change points found per step history (its values): a long history's zoom and its trend
+#: search the same one (the three searches were a quarter of a year's report, stop 44).
+_Searched = dict[tuple[float, ...], list[ChangePoint]]
 
 
 @no_cycle_collection()  # the history's samples are many lists: see compare_stored_run
@@ -62,12 +65,13 @@ def benchmark_trends(
     read, and the kernels of only the runs the report looks at (:func:`_read`); ``None``
     reads every series of every run.
     """
-    checked = _read(session, runs, since, until, options, zoom_window)
+    searched: _Searched = {}
+    checked = _read(session, runs, since, until, options, zoom_window, searched)
     # A run stored with a bad value by an older perfci is left out with a note (issue 13).
     skipped = set(checked.skipped)
     trends_ = []
     for found in _by_environment(runs, skipped):
-        trend = _trend(found, _matrix(found, checked.samples), since, until, options)
+        trend = _trend(found, _matrix(found, checked.samples), since, until, options, searched)
         if skipped:
             trend.notes.append(_skipped_note(checked.skipped))
         trends_.append(trend)
@@ -90,6 +94,7 @@ def _read(
     until: datetime,
     options: ChangePointOptions | None,
     window: int | None,
+    searched: _Searched,
 ) -> CheckedSamples:
     """The values the report of ``runs`` needs, in two reads when the history is long.
 
@@ -111,7 +116,7 @@ def _read(
     zoom = [
         run_id
         for found in _by_environment(runs, set(head.skipped))
-        for run_id in _zoom_run_ids(found, head.samples, since, until, options, window)
+        for run_id in _zoom_run_ids(found, head.samples, since, until, options, window, searched)
     ]
     full = run_samples_checked(session, zoom)
     samples = {key: dict(by_run) for key, by_run in head.samples.items()}
@@ -131,6 +136,7 @@ def _zoom_run_ids(
     until: datetime,
     options: ChangePointOptions | None,
     window: int,
+    searched: _Searched,
 ) -> list[int]:
     """The runs of one environment's history whose every series :func:`_trend` looks at."""
     matrix = _matrix(runs, samples)
@@ -139,8 +145,17 @@ def _zoom_run_ids(
         return []
     kept, _, steps = _step_history(runs, matrix, step)
     period = [i for i, run in enumerate(kept) if since <= run_time(run) < until]
-    indices = [cp.index for cp in detect_change_points(steps, options=options)]
+    indices = [cp.index for cp in _change_points(steps, options, searched)]
     return [kept[i].id for i in trends.zoom_columns(len(steps), indices, period, window)]
+
+
+def _change_points(
+    steps: list[float], options: ChangePointOptions | None, searched: _Searched
+) -> list[ChangePoint]:
+    key = tuple(steps)
+    if key not in searched:
+        searched[key] = detect_change_points(steps, options=options)
+    return searched[key]
 
 
 def _step_history(
@@ -180,6 +195,7 @@ def _trend(
     since: datetime,
     until: datetime,
     options: ChangePointOptions | None,
+    searched: _Searched | None = None,
 ) -> BenchmarkTrend:
     first = runs[0]
     in_period = [since <= run_time(r) < until for r in runs]
@@ -197,7 +213,7 @@ def _trend(
         return trend
     runs, matrix, steps = _step_history(runs, matrix, trend.step)
     flags = [since <= run_time(r) < until for r in runs]
-    found = detect_change_points(steps, options=options)
+    found = _change_points(steps, options, {} if searched is None else searched)
     levels = segment_levels(steps, found)
     trend.points = [
         TrendPoint(
