@@ -41,9 +41,6 @@ def run_time(run: RunInfo) -> datetime:
 #: a long history's report reads (:func:`perfci.analysis.trends.zoom_columns`): a month of
 #: daily runs. A history of at most ``4 ×`` as many runs is read whole.
 ZOOM_WINDOW = 30
-#: What a long history reads of every run: the step times, the benchmark cases and headline
-#: values (their change points are scanned over the whole history), not the kernels.
-_HEADLINE_KINDS = frozenset({MetricKind.STEP, MetricKind.BENCH, MetricKind.MEASURE})
 #: Change points found per step history (its values): a long history's zoom and its trend
 #: search the same one (the three searches were a quarter of a year's report, stop 44).
 _Searched = dict[tuple[float, ...], list[ChangePoint]]
@@ -144,9 +141,13 @@ def _zoom_run_ids(
     if step is None:  # no change points, no share of a step: the headline values are all
         return []
     kept, _, steps = _step_history(runs, matrix, step)
-    period = [i for i, run in enumerate(kept) if since <= run_time(run) < until]
+    period = [i for i, flag in enumerate(_in_period(kept, since, until)) if flag]
     indices = [cp.index for cp in _change_points(steps, options, searched)]
     return [kept[i].id for i in trends.zoom_columns(len(steps), indices, period, window)]
+
+
+def _in_period(runs: list[RunInfo], since: datetime, until: datetime) -> list[bool]:
+    return [since <= run_time(r) < until for r in runs]
 
 
 def _change_points(
@@ -195,10 +196,10 @@ def _trend(
     since: datetime,
     until: datetime,
     options: ChangePointOptions | None,
-    searched: _Searched | None = None,
+    searched: _Searched,
 ) -> BenchmarkTrend:
     first = runs[0]
-    in_period = [since <= run_time(r) < until for r in runs]
+    in_period = _in_period(runs, since, until)
     trend = BenchmarkTrend(
         benchmark=first.benchmark,
         environment_id=first.environment_id,
@@ -212,8 +213,8 @@ def _trend(
             trend.notes.append("No step-time series: change points need one.")
         return trend
     runs, matrix, steps = _step_history(runs, matrix, trend.step)
-    flags = [since <= run_time(r) < until for r in runs]
-    found = _change_points(steps, options, {} if searched is None else searched)
+    flags = _in_period(runs, since, until)
+    found = _change_points(steps, options, searched)
     levels = segment_levels(steps, found)
     trend.points = [
         TrendPoint(
@@ -237,6 +238,9 @@ def _trend(
 #: At most this many benchmark cases / headline values per benchmark get a change-point scan.
 _MAX_MEASURES = 200
 _MEASURE_KINDS = frozenset({MetricKind.BENCH, MetricKind.MEASURE})
+#: What a long history reads of every run: the step times, the benchmark cases and headline
+#: values (their change points are scanned over the whole history), not the kernels.
+_HEADLINE_KINDS = _MEASURE_KINDS | {MetricKind.STEP}
 
 
 def _measure_changes(
