@@ -16,9 +16,11 @@ share of each phase, the comparison split into the store's read and ``compare_ru
 from __future__ import annotations
 
 import argparse
+import cProfile
 import functools
 import os
 import platform
+import pstats
 import random
 import sys
 import time
@@ -87,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--baseline", type=int, default=30)
     parser.add_argument("--uploads", type=int, default=30)
+    parser.add_argument(
+        "--profile", type=int, metavar="N", default=0, help="print cProfile's N costliest calls"
+    )
     args = parser.parse_args(argv)
     rng = random.Random(1)
     spent: dict[str, float] = {}
@@ -119,12 +124,18 @@ def main(argv: list[str] | None = None) -> int:
             upload(i, "main", repeats(rng, args.metrics, args.repeats))
         spent.clear()
         cpu = 0.0
+        profiler = cProfile.Profile() if args.profile else None
         for i in range(args.baseline, args.baseline + args.uploads):
             profiles = repeats(rng, args.metrics, args.repeats)
             started = time.process_time()
-            upload(i, "pr", profiles)
+            if profiler is not None:
+                profiler.runcall(upload, i, "pr", profiles)
+            else:
+                upload(i, "pr", profiles)
             cpu += time.process_time() - started
         engine.dispose()
+    if profiler is not None:
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(args.profile)
     per = cpu / args.uploads * 1000
     print(
         f"# One upload in-process ({platform.node()}, Python {platform.python_version()}, "

@@ -240,6 +240,24 @@ def test_the_work_step_is_each_repeats_sum_of_its_parts_in_order() -> None:
     assert notes and WORK_NAME in notes[0]
 
 
+def test_a_baseline_whose_parts_have_every_repeat_is_summed_in_order_too() -> None:
+    """Every part in every run with equal repeats (a stored baseline) is summed as one array
+    (issue 35), still part after part."""
+    from perfci.analysis.work import WORK_NAME, with_work_step
+
+    a, b, c = (SeriesKey(MetricKind.KERNEL, name, device=Device.GPU) for name in "abc")
+    baseline = {
+        a: [[1e16, 0.1], [2.0, 0.0]],
+        b: [[1.0, 0.2], [2.0, 0.0]],
+        c: [[5.0, 0.3], [2.0, 0.0]],
+    }
+    base, _, _ = with_work_step(baseline, {a: [1.0], b: [1.0], c: [1.0]})
+    total = base[SeriesKey(MetricKind.STEP, WORK_NAME, device=Device.GPU)]
+    assert total == [[(1e16 + 1.0) + 5.0, (0.1 + 0.2) + 0.3], [6.0, 0.0]]
+    assert total[0][0] != 1e16 + (1.0 + 5.0) and total[0][1] != 0.1 + (0.2 + 0.3)
+    assert all(isinstance(v, float) for run in total for v in run)
+
+
 def test_a_cpu_profile_without_a_step_takes_its_longest_range_for_the_work() -> None:
     top, inner = SeriesKey(MetricKind.RANGE, "train"), SeriesKey(MetricKind.OP, "aten::addmm")
     rng = np.random.default_rng(5)

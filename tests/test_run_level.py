@@ -358,6 +358,38 @@ def test_run_values_are_trimmed_means_of_repeats() -> None:
     assert values[1] == pytest.approx(100.0)
 
 
+def test_runs_of_one_shape_are_taken_as_one_stack_with_the_numbers_of_each_run() -> None:
+    """A stored baseline's runs all have the same repeats: their repeat factors and summaries
+    are computed as one stack (issue 35), and must be exactly those of each run on its own,
+    higher-is-better rows and a wrecked repeat included."""
+    rng = np.random.default_rng(21)
+    matrices = [np.log(rng.lognormal(8.0, 0.05, size=(12, 5))) for _ in range(6)]
+    matrices[2][:, 3] += math.log(1.4)  # one repeat slower in everything
+    slower = np.array([-1.0 if i % 5 == 0 else 1.0 for i in range(12)])
+    plain, turned = runs._factors_by_run(matrices, slower)
+    for j, matrix in enumerate(matrices):
+        np.testing.assert_array_equal(plain[j], runs.repeat_factors(matrix))
+        np.testing.assert_array_equal(turned[j], runs.repeat_factors(matrix * slower[:, None]))
+    base, counts, ss, dof = runs._run_summaries(matrices, 12)
+    want_ss, want_dof = np.zeros(12), np.zeros(12)
+    for j, matrix in enumerate(matrices):
+        np.testing.assert_array_equal(base[:, j], runs.summarise(matrix))
+        assert (counts[:, j] == 5).all()
+        within = runs._within(matrix)
+        want_ss += within[0]
+        want_dof += within[1]
+    np.testing.assert_array_equal(ss, want_ss)
+    np.testing.assert_array_equal(dof, want_dof)
+    table = runs.build_run_table(
+        {
+            SeriesKey(MetricKind.KERNEL, f"k{i:02}"): np.exp(np.stack(matrices)[:, i]).tolist()
+            for i in range(12)
+        },
+        {SeriesKey(MetricKind.KERNEL, f"k{i:02}"): [3000.0] * 5 for i in range(12)},
+    )
+    assert (table.base_repeats[:, 2] == 4).all() and (table.base_repeats[:, 0] == 5).all()
+
+
 def test_missing_runs_of_a_series_are_aligned_on_the_newest_run() -> None:
     baseline = {STEP: [[100.0]] * 6, KERNELS[0]: [[], [], [], [10.0], [10.0], [10.0]]}
     table = runs.build_run_table(baseline, {STEP: [100.0], KERNELS[0]: [10.0]})

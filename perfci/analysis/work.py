@@ -18,7 +18,9 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 
-from perfci.analysis.runs import run_of
+import numpy as np
+
+from perfci.analysis.runs import runs_at
 from perfci.core.model import Device, MetricKind, SeriesKey
 
 __all__ = ["WORK_NAME", "with_paired_work_step", "with_work_step"]
@@ -48,8 +50,9 @@ def with_work_step(
     cand = dict(candidate)
     runs = max((len(v) for v in baseline.values()), default=0)
     for work, found in sections.items():
-        base[work] = [
-            _total([run_of(baseline.get(k, ()), j, runs) for k in found]) for j in range(runs)
+        series = [baseline.get(k, ()) for k in found]
+        base[work] = _whole_totals(series, runs) or [
+            _total(runs_at(series, j, runs)) for j in range(runs)
         ]
         cand[work] = _total([candidate.get(k, ()) for k in found])
     return base, cand, [_NOTE.format(each="repeat")]
@@ -102,11 +105,35 @@ def _pair_total(side: Pairs, parts: Sequence[SeriesKey], k: int) -> float | None
     return sum(present) if present else None
 
 
+def _whole_totals(series: Sequence[Sequence[Sequence[float]]], runs: int) -> list[list[float]]:
+    """:func:`_total` of every run at once when every part has every run with the same
+    repeats (a stored baseline: one numpy call, not one per run); ``[]`` otherwise."""
+    try:
+        cube = np.array(series, dtype=np.float64)  # parts × runs × repeats
+    except (TypeError, ValueError):  # ragged, or a value that is not a number
+        return []
+    if cube.ndim != 3 or cube.shape[1] != runs or not cube.shape[2]:
+        return []
+    return list((np.cumsum(cube, axis=0)[-1] + 0.0).tolist())
+
+
 def _total(parts: Sequence[Sequence[float]]) -> list[float]:
     """Each repeat's sum over the parts present in the run; ``[]`` when none is."""
-    present = [list(p) for p in parts if len(p)]
+    present = [p for p in parts if len(p)]
     if not present:
         return []
+    width = len(present[0])
+    if all(len(p) == width for p in present):
+        # Every part has every repeat (the usual case): one matrix, summed part after part in
+        # the given order (a cumulative sum down the columns is sequential, so the floats are
+        # those of the loop below; numpy's sum adds pairwise for some shapes).
+        try:
+            matrix = np.array(present, dtype=np.float64)
+        except (TypeError, ValueError):
+            matrix = None  # a value that is not a number: the loop raises as before
+        if matrix is not None:  # + 0.0: the loop's start, which turns a -0.0 sum into 0.0
+            return list((np.cumsum(matrix, axis=0)[-1] + 0.0).tolist())
+    present = [list(p) for p in present]
     repeats = max(len(p) for p in present)
     totals = [0.0] * repeats
     for values in present:
