@@ -180,30 +180,34 @@ def _untested_lines(
 ) -> tuple[list[MetricComparison], list[int]]:
     """Lines decided without a test, and the rows left to test."""
     runs = np.sum(np.isfinite(table.base), axis=1)
+    has_cand = np.isfinite(table.cand)
+    testable = (
+        (runs > 0)
+        & has_cand
+        & (runs >= options.min_baseline)
+        & (table.cand_repeats >= options.min_candidate_repeats)
+    )
     lines: list[MetricComparison] = []
-    rows: list[int] = []
-    for i, key in enumerate(table.keys):
-        has_cand = bool(np.isfinite(table.cand[i]))
+    for i in np.flatnonzero(~testable).tolist():  # a line object only where it is decided
+        key = table.keys[i]
         line = MetricComparison(
             key=key.key,
             verdict=Verdict.INCONCLUSIVE,
             series=key,
             baseline_median=_centre(table.base[i]),
-            candidate_median=float(np.exp(table.cand[i])) if has_cand else None,
+            candidate_median=float(np.exp(table.cand[i])) if has_cand[i] else None,
             n_baseline=int(runs[i]),
             n_candidate=int(table.cand_repeats[i]),
         )
         if runs[i] == 0:
             lines.append(dataclasses.replace(line, verdict=Verdict.NEW))
-        elif not has_cand:
+        elif not has_cand[i]:
             lines.append(dataclasses.replace(line, verdict=Verdict.MISSING))
         elif runs[i] < options.min_baseline:
             lines.append(dataclasses.replace(line, verdict=Verdict.NO_BASELINE))
-        elif table.cand_repeats[i] < options.min_candidate_repeats:
-            lines.append(dataclasses.replace(line, repeats_needed=options.min_candidate_repeats))
         else:
-            rows.append(i)
-    return lines, rows
+            lines.append(dataclasses.replace(line, repeats_needed=options.min_candidate_repeats))
+    return lines, np.flatnonzero(testable).tolist()
 
 
 def _centre(row: np.ndarray) -> float | None:
@@ -276,27 +280,30 @@ def _estimates(
         delta=options.delta,
         confidence=options.confidence,
     )
+    # Whole arrays to Python numbers at once: no numpy call per line and field.
+    centres, cands = np.exp(plain.centre).tolist(), np.exp(cand).tolist()
+    changes, ses, dofs = plain.estimate.tolist(), plain.se.tolist(), plain.dof.tolist()
+    counts, cand_counts = runs.astype(np.int64).tolist(), cand_rep.astype(np.int64).tolist()
+    beyond_l = beyond.tolist()
+    moved = adjusted.tolist() if adjusted is not None else None
+    moved_se = adjusted_se.tolist() if adjusted_se is not None else None
+    moved_dof = relative.dof.tolist()
     estimates = []
     for n, i in enumerate(rows):
-        centre = float(np.exp(plain.centre[n]))
         estimates.append(
             MetricEstimate(
                 series=table.keys[i],
-                baseline=centre,
-                candidate=float(np.exp(cand[n])),
-                log_change=float(plain.estimate[n]),
-                se=float(plain.se[n]),
-                dof=float(plain.dof[n]),
-                n_baseline=int(runs[n]),
-                n_candidate=int(cand_rep[n]),
+                baseline=centres[n],
+                candidate=cands[n],
+                log_change=changes[n],
+                se=ses[n],
+                dof=dofs[n],
+                n_baseline=counts[n],
+                n_candidate=cand_counts[n],
                 repeats_needed=needed[n],
-                adjusted_log_change=float(adjusted[n])
-                if adjusted is not None and beyond[n]
-                else None,
-                adjusted_se=float(adjusted_se[n])
-                if adjusted_se is not None and beyond[n]
-                else None,
-                adjusted_dof=float(relative.dof[n]) if beyond[n] else None,
+                adjusted_log_change=moved[n] if moved is not None and beyond_l[n] else None,
+                adjusted_se=moved_se[n] if moved_se is not None and beyond_l[n] else None,
+                adjusted_dof=moved_dof[n] if beyond_l[n] else None,
                 tails=tails[n],
             )
         )
