@@ -9,6 +9,8 @@ from sqlalchemy.orm import Session
 
 from perfci.core.model import Device, Metric, MetricKind, Profile, RunContext, Verdict
 from perfci.core.settings import Settings
+from perfci.report.json_report import comparison_to_dict
+from perfci.store.comparisons import latest_comparison_document
 from perfci.usecases.submit.ingest import ingest_run
 from perfci.usecases.submit.run import latest_comparison, submit_run
 
@@ -66,6 +68,9 @@ def test_regression_is_found_stored_and_returned_again_on_retry(session: Session
     assert result.contributions[0].series.name == "ampere_sgemm_128x64_tn"
     stored = latest_comparison(session, first.ingest.run_id)
     assert stored is not None and stored.verdict is Verdict.REGRESSION
+    # Stored as JSON text encoded once: read back, it is the document the API gives.
+    document = latest_comparison_document(session, first.ingest.run_id)
+    assert document == comparison_to_dict(result) and document["metrics"]
     assert [m.key for m in stored.metrics] == [m.key for m in result.metrics]
     again = submit_run(session, context=pr, benchmark="gpt", repeats=repeats, settings=Settings())
     assert not again.ingest.created and again.ingest.run_id == first.ingest.run_id

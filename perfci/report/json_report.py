@@ -23,12 +23,18 @@ import pydantic_core
 from perfci.core.model import MetricComparison, RunComparison
 from perfci.core.transfer import SCHEMA_VERSION, ComparisonPublic, MetricComparisonPublic
 
-__all__ = ["SCHEMA_VERSION", "comparison_to_dict", "metric_to_dict"]
+__all__ = ["SCHEMA_VERSION", "comparison_to_dict", "comparison_to_json", "metric_to_dict"]
 
 
 def comparison_to_dict(result: RunComparison) -> dict[str, Any]:
     """``result`` as plain dicts, lists, strings, numbers and ``None``."""
     return _plain(ComparisonPublic.of(result))
+
+
+def comparison_to_json(result: RunComparison) -> str:
+    """:func:`comparison_to_dict` as compact JSON text."""
+    text: str = ComparisonPublic.of(result).model_dump_json()
+    return text
 
 
 def metric_to_dict(metric: MetricComparison) -> dict[str, Any]:

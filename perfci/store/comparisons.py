@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import JSON, Text, cast, insert, select, type_coerce
 from sqlalchemy.orm import Session
 
 from perfci.store.schema_service import Comparison
@@ -19,19 +19,31 @@ def add_comparison(
     baseline_branch: str,
     verdict: str,
     regressions: int,
-    document: dict[str, Any],
+    document: dict[str, Any] | str,
 ) -> int:
-    """Add a comparison of run ``run_id`` to the session's unit of work; returns its id."""
-    row = Comparison(
-        run_id=run_id,
-        baseline_branch=baseline_branch,
-        verdict=verdict,
-        regressions=regressions,
-        result=document,
+    """Add a comparison of run ``run_id`` to the session's unit of work; returns its id.
+
+    ``document`` is the comparison's JSON: a dict, or its text already encoded (an upload's
+    comparison of hundreds of lines: encoded once, not to dicts and back to text again).
+    """
+    result: Any = document
+    if isinstance(document, str):
+        text = type_coerce(document, Text)
+        on_postgres = session.get_bind().dialect.name == "postgresql"
+        result = cast(text, JSON) if on_postgres else text
+    statement = (
+        insert(Comparison)
+        .values(
+            run_id=run_id,
+            baseline_branch=baseline_branch,
+            verdict=verdict,
+            regressions=regressions,
+            result=result,
+        )
+        .returning(Comparison.id)
     )
-    session.add(row)
-    session.flush()  # assigns the id
-    return row.id
+    found: int = session.execute(statement).scalar_one()
+    return found
 
 
 def latest_comparison_document(session: Session, run_id: int) -> dict[str, Any] | None:

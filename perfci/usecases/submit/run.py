@@ -15,7 +15,7 @@ from perfci.core.errors import ConfigError, KeyTaken
 from perfci.core.model import Profile, RunComparison, RunContext, Verdict
 from perfci.core.settings import Settings
 from perfci.core.transfer import comparison_from_dict
-from perfci.report.json_report import comparison_to_dict
+from perfci.report.json_report import comparison_to_json
 from perfci.store.comparisons import add_comparison, latest_comparison_document
 from perfci.store.work import Session, unit_of_work
 from perfci.usecases.submit.compare import compare_stored_run
@@ -136,7 +136,7 @@ def save_comparison(session: Session, result: RunComparison) -> int:
             baseline_branch=result.baseline.branch if result.baseline else "",
             verdict=result.verdict.value,
             regressions=sum(m.verdict is Verdict.REGRESSION for m in result.metrics),
-            document=comparison_to_dict(result),
+            document=comparison_to_json(result),
         )
 
 
