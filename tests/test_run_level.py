@@ -388,6 +388,8 @@ def test_runs_of_one_shape_are_taken_as_one_stack_with_the_numbers_of_each_run()
         {SeriesKey(MetricKind.KERNEL, f"k{i:02}"): [3000.0] * 5 for i in range(12)},
     )
     assert (table.base_repeats[:, 2] == 4).all() and (table.base_repeats[:, 0] == 5).all()
+    # In C order as before: numpy adds a row over runs pairwise there, one by one otherwise.
+    assert table.base.flags.c_contiguous and table.base_repeats.flags.c_contiguous
 
 
 def test_missing_runs_of_a_series_are_aligned_on_the_newest_run() -> None:

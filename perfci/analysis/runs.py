@@ -380,10 +380,17 @@ def _run_summaries(
     runs = len(matrices)
     if runs and all(m.shape == matrices[0].shape for m in matrices):
         flat = np.concatenate(matrices)
-        base = summarise(flat).reshape(runs, n).T
-        base_repeats = np.sum(~np.isnan(flat), axis=1).reshape(runs, n).T.astype(np.float64)
+        # C order, as the matrices filled column by column were: a row's reductions over
+        # runs then add in the same order.
+        base = np.ascontiguousarray(summarise(flat).reshape(runs, n).T)
+        counts = np.sum(~np.isnan(flat), axis=1).reshape(runs, n).T
         ss, dof = (part.reshape(runs, n) for part in _within(flat))
-        return base, base_repeats, np.cumsum(ss, axis=0)[-1] + 0.0, np.cumsum(dof, axis=0)[-1]
+        return (
+            base,
+            np.ascontiguousarray(counts, dtype=np.float64),
+            np.cumsum(ss, axis=0)[-1] + 0.0,
+            np.cumsum(dof, axis=0)[-1],
+        )
     base = np.full((n, runs), np.nan)
     base_repeats = np.zeros((n, runs))
     within_ss, within_dof = np.zeros(n), np.zeros(n)
