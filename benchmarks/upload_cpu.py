@@ -5,7 +5,8 @@ What the service does for ``POST /projects/{p}/runs`` once the body is parsed:
 the comparison stored), here without HTTP, for ``--metrics`` kernels × ``--repeats`` repeats
 against a baseline of ``--baseline`` stored runs of ``main``. Prints the CPU milliseconds per
 upload (``time.process_time``: this process only; PostgreSQL's own work is not in it) and the
-share of each phase, the comparison split into the store's read and ``compare_run``.
+share of each phase, the comparison split into the store's read and ``compare_run``; and the wall
+time per upload (the database's work included), the in-process pipeline's rate in one stream.
 
     .venv/bin/python benchmarks/upload_cpu.py [--store sqlite|postgres] [--uploads 30]
 

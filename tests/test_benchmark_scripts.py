@@ -129,6 +129,17 @@ def test_upload_cpu_splits_an_upload_into_its_phases(store: str) -> None:
     assert all(ms > 0 for ms in phases.values()), out
     assert phases["run_samples_checked"] + phases["compare_run"] <= phases["compare_stored_run"]
     assert phases["ingest_run"] + phases["compare_stored_run"] <= whole, out
+    rate = re.search(r"Wall per upload: ([\d.]+) ms, .*: ([\d.]+) uploads/s in one stream", out)
+    assert rate is not None and float(rate[1]) > 0 and float(rate[2]) > 0, out
+
+
+def test_parse_worker_start_times_fresh_workers_both_ways() -> None:
+    rows = _table(_run("parse_worker_start.py", "--workers", "2"), "forkserver preloads")
+    assert [row["forkserver preloads"] for row in rows] == [
+        "the main script's modules too",
+        "the parsers",
+    ]
+    assert all(_number(row["fresh worker, median ms"]) > 0 for row in rows), rows
 
 
 def test_t3_ceiling_bounds_an_oracle_at_perfcis_level() -> None:
@@ -203,6 +214,19 @@ def test_report_speed_times_the_weekly_report() -> None:
     rows = _table(out, "Step")
     for step in ("build_weekly_report, whole year of history", "render HTML (plots inlined)"):
         assert _number(_row(rows, step)["Time (s)"]) >= 0
+
+
+def test_report_speed_keeps_its_store_and_reuses_it(tmp_path: Path) -> None:
+    args = ("--days", "14", "--series", "6", "--benchmarks", "1", "--repeats", "2")
+    kept = ("--store-file", str(tmp_path / "year.db"), "--no-whole-read")
+    first, again = (_script("report_speed.py", *args, *kept) for _ in range(2))
+    assert first.returncode == 0 and again.returncode == 0, first.stderr + again.stderr
+    samples = [re.search(r"([\d,]+) samples\)", out)[1] for out in (first.stdout, again.stdout)]  # type: ignore[index]
+    assert samples[0] == samples[1] != "0" and "reusing" in again.stderr
+    whole = _row(
+        _table(again.stdout, "Step"), "… every series of every run read (`zoom_window=None`)"
+    )
+    assert whole["Time (s)"] == "nan"
 
 
 def test_service_load_loses_and_duplicates_nothing() -> None:
