@@ -42,7 +42,7 @@ from numpy.typing import NDArray
 
 from perfci.analysis import prediction
 from perfci.analysis.factor import MachineFactor
-from perfci.analysis.runs import RunTable, runs_at
+from perfci.analysis.runs import RunTable, runs_at, stacked_totals
 from perfci.analysis.stats import norm_ppf
 from perfci.analysis.steps import primary_step_in
 from perfci.core.model import Device, MetricKind, SeriesKey
@@ -119,7 +119,9 @@ def with_step_parts(baseline: Baseline, candidate: Candidate) -> tuple[Baseline,
     base = dict(baseline)
     cand = dict(candidate)
     series = [baseline.get(k, ()) for k in parts]  # one lookup per key: hashing keys is slow
-    base[key] = [_total(runs_at(series, j, runs)) for j in range(runs)]
+    base[key] = stacked_totals(series, runs) or [
+        _total(runs_at(series, j, runs)) for j in range(runs)
+    ]
     cand[key] = _total([candidate.get(k, ()) for k in parts])
     return base, cand
 

@@ -117,6 +117,24 @@ def _run_matrices(
     return [matrix for matrix, _ in built], [count for _, count in built]
 
 
+def stacked_totals(series: Sequence[Sequence[Sequence[float]]], runs: int) -> list[list[float]]:
+    """Per run, each repeat's sum over the parts of ``series`` (parts × runs × repeats), when
+    every part has every run with the same repeats (a stored baseline: one numpy call, not
+    one per run); ``[]`` otherwise, and the caller sums run by run.
+
+    The parts are added one after another in the given order (a cumulative sum down the parts
+    is sequential, so the floats are those of a loop; numpy's ``sum`` adds pairwise for some
+    shapes); ``+ 0.0`` is the loop's start, which turns a ``-0.0`` sum into ``0.0``.
+    """
+    try:
+        cube = np.array(series, dtype=np.float64)
+    except (TypeError, ValueError):  # ragged, or a value that is not a number
+        return []
+    if cube.ndim != 3 or cube.shape[1] != runs or not cube.shape[2]:
+        return []
+    return list((np.cumsum(cube, axis=0)[-1] + 0.0).tolist())
+
+
 def run_of(given: Sequence[Sequence[float]], j: int, runs: int) -> Sequence[float]:
     """Run ``j`` of a series with ``len(given)`` runs, aligned on the newest run."""
     index = j - (runs - len(given))

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from perfci.analysis.runs import runs_at
+from perfci.analysis.runs import runs_at, stacked_totals
 from perfci.core.model import Device, MetricKind, SeriesKey
 
 __all__ = ["WORK_NAME", "with_paired_work_step", "with_work_step"]
@@ -51,7 +51,7 @@ def with_work_step(
     runs = max((len(v) for v in baseline.values()), default=0)
     for work, found in sections.items():
         series = [baseline.get(k, ()) for k in found]
-        base[work] = _whole_totals(series, runs) or [
+        base[work] = stacked_totals(series, runs) or [
             _total(runs_at(series, j, runs)) for j in range(runs)
         ]
         cand[work] = _total([candidate.get(k, ()) for k in found])
@@ -103,18 +103,6 @@ def _pair_total(side: Pairs, parts: Sequence[SeriesKey], k: int) -> float | None
         if k < len(values := side.get(key, ())) and (v := values[k]) is not None and v == v
     ]
     return sum(present) if present else None
-
-
-def _whole_totals(series: Sequence[Sequence[Sequence[float]]], runs: int) -> list[list[float]]:
-    """:func:`_total` of every run at once when every part has every run with the same
-    repeats (a stored baseline: one numpy call, not one per run); ``[]`` otherwise."""
-    try:
-        cube = np.array(series, dtype=np.float64)  # parts × runs × repeats
-    except (TypeError, ValueError):  # ragged, or a value that is not a number
-        return []
-    if cube.ndim != 3 or cube.shape[1] != runs or not cube.shape[2]:
-        return []
-    return list((np.cumsum(cube, axis=0)[-1] + 0.0).tolist())
 
 
 def _total(parts: Sequence[Sequence[float]]) -> list[float]:
