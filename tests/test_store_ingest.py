@@ -164,6 +164,29 @@ def test_bad_repeats_are_refused(session: Session) -> None:
     assert _count(session, Run) == 0
 
 
+def test_an_ingest_gives_the_garbage_collector_back_as_it_found_it(session: Session) -> None:
+    """The run's cells are built with the cycle collector paused (issue 35); a refused run
+    and a stored one both leave it as it was, on or off."""
+    import gc
+
+    was = gc.isenabled()
+    try:
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            with pytest.raises(ConfigError, match="no profiles"):
+                ingest_run(session, context=make_context(), benchmark="b", repeats=[[]])
+            assert gc.isenabled() is enabled
+            ingest_run(
+                session,
+                context=make_context(commit=f"{int(enabled):040x}"),
+                benchmark="b",
+                repeats=[[make_profile({"k": 1.0})]],
+            )
+            assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
 # --- idempotency ------------------------------------------------------------------------------
 
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
+from perfci.core.allocation import no_cycle_collection
 from perfci.core.compat import UTC
 from perfci.core.errors import DatabaseFailure, KeyTaken
 from perfci.core.model import Profile, RunContext
@@ -69,8 +70,12 @@ def ingest_run(
     StorageError
         The database failed; nothing was written.
     """
-    prepared = prepare_run(repeats)
-    check_values(prepared)  # before any SQL: bad input writes nothing
+    # A run's cells are tens of thousands of tuples: built with the collector walking every
+    # live object meanwhile (an import's or a benchmark's history of runs) they cost several
+    # times themselves (benchmarks/store_speed.py).
+    with no_cycle_collection():
+        prepared = prepare_run(repeats)
+        check_values(prepared)  # before any SQL: bad input writes nothing
     return ingest_prepared(
         session,
         context=context,
