@@ -142,6 +142,17 @@ def test_parse_worker_start_times_fresh_workers_both_ways() -> None:
     assert all(_number(row["fresh worker, median ms"]) > 0 for row in rows), rows
 
 
+def test_same_verdicts_writes_the_same_numbers_twice(tmp_path: Path) -> None:
+    """What a speed-up is checked with: deterministic, every case accounted for."""
+    files = [tmp_path / "a.txt", tmp_path / "b.txt"]
+    outs = [_run("same_verdicts.py", "--cases", "24", "--out", str(f)) for f in files]
+    assert files[0].read_bytes() == files[1].read_bytes()
+    lines = files[0].read_text().splitlines()
+    assert len(lines) == 24 and "0x1." in files[0].read_text()  # floats bit for bit, as hex
+    counts = {row["run verdict"]: int(row["cases"]) for row in _table(outs[0], "run verdict")}
+    assert sum(counts.values()) == 24 and len(counts) >= 3, counts
+
+
 def test_t3_ceiling_bounds_an_oracle_at_perfcis_level() -> None:
     out = _run("t3_ceiling.py", "--draws", "200000", "--worlds", "10")
     rows = _table(out, "per-kernel one-sided level")
