@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from perfci.analysis.compare import compare_run
+from perfci.analysis.compare import CompareOptions, compare_run
 from perfci.analysis.paired import compare_paired
 from perfci.core.model import MetricKind, SeriesKey, Verdict
 from perfci.report.console import print_comparison
@@ -193,7 +193,11 @@ def test_a_wider_value_projection_on_the_cpu_pairs_the_attention_backends(
             candidate.setdefault(key, []).append(value)
     assert any(k.name == MATH for k in candidate) and not any(k.name == FLASH for k in candidate)
 
-    compared = compare_run(baseline, candidate, benchmark="gpt")
+    # Every contributor listed: the candidate is measured now, beside whatever else the host
+    # runs, and a busy host moves many operators (a loaded .ci/run once pushed the pair out
+    # of the default top 10). What is checked is that the pair is one attributed line.
+    options = CompareOptions(top_contributors=len(candidate))
+    compared = compare_run(baseline, candidate, benchmark="gpt", options=options)
     [line] = [m for m in compared.metrics if m.replaces]
     assert (line.series and line.series.name, line.replaces) == (MATH, FLASH)
     assert line.family_rule == "aten-backend" and line.change is not None
