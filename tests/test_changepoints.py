@@ -160,3 +160,46 @@ def test_mongodb_series_without_regression_stays_quiet() -> None:
     """real_series.json is a flat series with one outlier (used by MongoDB's GESD tests)."""
     values = json.loads((shared_path(*MONGODB) / "real_series.json").read_text())
     assert detect_change_points(values) == []
+
+
+def _pelt_reference(z: np.ndarray, *, beta: float, min_segment: int) -> list[int]:
+    """PELT as perfci had it until stop 45: the candidates gathered from ``best`` each step."""
+    n = len(z)
+    csum = np.concatenate([[0.0], np.cumsum(z)])
+    best = np.full(n + 1, np.inf)
+    best[0] = -beta
+    last = np.zeros(n + 1, dtype=np.int64)
+    starts = np.array([0], dtype=np.int64)
+    for t in range(min_segment, n + 1):
+        total = best[starts] - (csum[t] - csum[starts]) ** 2 / (t - starts)
+        pick = int(np.argmin(total))
+        best[t] = total[pick] + beta
+        last[t] = starts[pick]
+        starts = starts[total <= best[t]]
+        if t + 1 - min_segment >= min_segment:
+            starts = np.concatenate((starts, (t + 1 - min_segment,)))
+    cuts, t = [], n
+    while t > 0:
+        t = int(last[t])
+        if t > 0:
+            cuts.append(t)
+    return sorted(cuts)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_candidate_search_keeps_the_partition_of_the_plain_pelt(seed: int) -> None:
+    """The search keeps its candidates in preallocated arrays (issue 35: 6,500 of them on a
+    year at 50 runs a day); the partition must be the one the plain PELT finds, flat
+    stretches, steps, outliers, ties of equal values and every minimum segment alike."""
+    from perfci.analysis.changepoints import _pelt
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.choice([2, 3, 7, 60, 400, 2500]))
+    levels = np.repeat(rng.normal(0, 3, 6), -(-n // 6))[:n] if seed % 3 else np.zeros(n)
+    z = levels + rng.standard_t(3, n)
+    if seed % 4 == 0:
+        z = np.round(z)  # equal values: ties between candidates
+    for min_segment in (2, 3, 5):
+        for beta in (0.5, 3 * np.log(max(n, 2)), 40.0):
+            want = _pelt_reference(z, beta=beta, min_segment=min_segment)
+            assert _pelt(z, beta=beta, min_segment=min_segment) == want
