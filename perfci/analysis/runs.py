@@ -105,14 +105,10 @@ def _run_matrices(
     When every series has every run with the same number of repeats (the usual stored
     baseline), the whole baseline is one numpy call, not one per run.
     """
-    if runs and series:
-        try:
-            cube = np.array(series, dtype=np.float64)
-        except (TypeError, ValueError):  # ragged: a run or repeat missing somewhere
-            cube = None
-        if cube is not None and cube.ndim == 3 and cube.shape[1] == runs:
-            stack = np.ascontiguousarray(cube.transpose(1, 0, 2))  # runs × metrics × repeats
-            return list(stack), [cube.shape[0] * cube.shape[2]] * runs
+    cube = _cube(series, runs)
+    if cube is not None:
+        stack = np.ascontiguousarray(cube.transpose(1, 0, 2))  # runs × metrics × repeats
+        return list(stack), [cube.shape[0] * cube.shape[2]] * runs
     built = [_padded_lists(runs_at(series, j, runs)) for j in range(runs)]
     return [matrix for matrix, _ in built], [count for _, count in built]
 
@@ -126,13 +122,22 @@ def stacked_totals(series: Sequence[Sequence[Sequence[float]]], runs: int) -> li
     is sequential, so the floats are those of a loop; numpy's ``sum`` adds pairwise for some
     shapes); ``+ 0.0`` is the loop's start, which turns a ``-0.0`` sum into ``0.0``.
     """
-    try:
-        cube = np.array(series, dtype=np.float64)
-    except (TypeError, ValueError):  # ragged, or a value that is not a number
-        return []
-    if cube.ndim != 3 or cube.shape[1] != runs or not cube.shape[2]:
+    cube = _cube(series, runs)
+    if cube is None or not cube.shape[2]:
         return []
     return list((np.cumsum(cube, axis=0)[-1] + 0.0).tolist())
+
+
+def _cube(series: Sequence[Sequence[Sequence[float]]], runs: int) -> FloatArray | None:
+    """``series`` (each a list of ``runs`` runs' repeats) as one series × runs × repeats
+    array; ``None`` when some run or repeat is missing, or a value is not a number."""
+    if not runs or not series:
+        return None
+    try:
+        cube = np.array(series, dtype=np.float64)
+    except (TypeError, ValueError):  # ragged
+        return None
+    return cube if cube.ndim == 3 and cube.shape[1] == runs else None
 
 
 def run_of(given: Sequence[Sequence[float]], j: int, runs: int) -> Sequence[float]:

@@ -18,8 +18,6 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 
-import numpy as np
-
 from perfci.analysis.runs import runs_at, stacked_totals
 from perfci.core.model import Device, MetricKind, SeriesKey
 
@@ -107,21 +105,9 @@ def _pair_total(side: Pairs, parts: Sequence[SeriesKey], k: int) -> float | None
 
 def _total(parts: Sequence[Sequence[float]]) -> list[float]:
     """Each repeat's sum over the parts present in the run; ``[]`` when none is."""
-    present = [p for p in parts if len(p)]
+    present = [list(p) for p in parts if len(p)]
     if not present:
         return []
-    width = len(present[0])
-    if all(len(p) == width for p in present):
-        # Every part has every repeat (the usual case): one matrix, summed part after part in
-        # the given order (a cumulative sum down the columns is sequential, so the floats are
-        # those of the loop below; numpy's sum adds pairwise for some shapes).
-        try:
-            matrix = np.array(present, dtype=np.float64)
-        except (TypeError, ValueError):
-            matrix = None  # a value that is not a number: the loop raises as before
-        if matrix is not None:  # + 0.0: the loop's start, which turns a -0.0 sum into 0.0
-            return list((np.cumsum(matrix, axis=0)[-1] + 0.0).tolist())
-    present = [list(p) for p in present]
     repeats = max(len(p) for p in present)
     totals = [0.0] * repeats
     for values in present:

@@ -19,18 +19,16 @@ def add_comparison(
     baseline_branch: str,
     verdict: str,
     regressions: int,
-    document: dict[str, Any] | str,
+    document: str,
 ) -> int:
     """Add a comparison of run ``run_id`` to the session's unit of work; returns its id.
 
-    ``document`` is the comparison's JSON: a dict, or its text already encoded (an upload's
-    comparison of hundreds of lines: encoded once, not to dicts and back to text again).
+    ``document`` is the comparison's JSON document as text, stored as it is: an upload's
+    comparison of hundreds of lines is encoded once, not to dicts and back to text again.
     """
-    result: Any = document
-    if isinstance(document, str):
-        text = type_coerce(document, Text)
-        on_postgres = session.get_bind().dialect.name == "postgresql"
-        result = cast(text, JSON) if on_postgres else text
+    text = type_coerce(document, Text)
+    on_postgres = session.get_bind().dialect.name == "postgresql"
+    result = cast(text, JSON) if on_postgres else text
     statement = (
         insert(Comparison)
         .values(
