@@ -106,15 +106,25 @@ def judge_estimates(
     primary = _primary_step(estimates, untested)
     step_levels = _step_levels(estimates, untested)
     on_gpu = gpu_run(series.values())
-    classes = [_budget_class(e, primary, step_levels, options, on_gpu) for e in estimates]
-    lines = judge_lines(estimates, classes, factor, options)
+    shares = [share_of_step(e.series, e.baseline, step_levels) for e in estimates]
+    classes = [
+        _budget_class(e, share, primary, options, on_gpu)
+        for e, share in zip(estimates, shares, strict=True)
+    ]
+    # Each line is built once with its share and gating (10,000 lines: a second dataclass per
+    # line was a twentieth of a comparison).
+    lines = judge_lines(
+        estimates,
+        classes,
+        factor,
+        options,
+        shares=shares,
+        gate_on_regression=[_gates_when_regressed(e, step_levels, options, on_gpu) for e in estimates],
+    )
     tested = lines[: len(estimates)]
     shared = lines[len(estimates)] if factor is not None else None
     metrics = sorted(
-        [
-            *(_with_share(m, step_levels, options, on_gpu) for m in tested),
-            *(_gate_untested(m, step_levels, options, on_gpu) for m in untested),
-        ],
+        [*tested, *(_gate_untested(m, step_levels, options, on_gpu) for m in untested)],
         key=lambda m: m.key,
     )
     verdict = run_verdict(
@@ -205,14 +215,14 @@ def _step_levels(
 
 def _budget_class(
     estimate: MetricEstimate,
+    share: float | None,
     primary: SeriesKey | None,
-    levels: Mapping[str, float],
     options: CompareOptions,
     on_gpu: bool,
 ) -> str:
+    """The estimate's budget class; ``share``: its baseline's share of the step."""
     if primary is not None and estimate.series == primary:
         return STEP
-    share = share_of_step(estimate.series, estimate.baseline, levels)
     if not is_gated(estimate.series, share, options, on_gpu):
         return OTHER
     return VIEW if estimate.series.kind in VIEW_KINDS else GATED
@@ -221,27 +231,24 @@ def _budget_class(
 # --- shares, gating, attribution --------------------------------------------------------------
 
 
-def _with_share(
-    metric: MetricComparison, levels: Mapping[str, float], options: CompareOptions, on_gpu: bool
-) -> MetricComparison:
-    """The metric's share of the step, and gated too when it regressed into a gated share.
+def _gates_when_regressed(
+    estimate: MetricEstimate, levels: Mapping[str, float], options: CompareOptions, on_gpu: bool
+) -> bool:
+    """Whether a regression of this metric gates it, whatever its class: it grew into a gated
+    share of the step.
 
     A kernel that was 1.5 % of the step and now takes 13 % of it (ten times slower) is what a
     pull request must not pass, even when the step's own interval is too wide to say so. Its
     test and its BH weight stay those of its class (set before testing, from the baseline's
     share alone); only the consequence of a regression already found changes.
     """
-    assert metric.series is not None
-    share = share_of_step(metric.series, metric.baseline_median, levels)
-    grown = share_of_step(metric.series, metric.candidate_median, levels)
-    gated = metric.gated or (
-        metric.verdict is Verdict.REGRESSION
-        and metric.series.kind in GATE_KINDS
-        and not host_timing(metric.series, on_gpu)
+    grown = share_of_step(estimate.series, estimate.candidate, levels)
+    return (
+        estimate.series.kind in GATE_KINDS
+        and not host_timing(estimate.series, on_gpu)
         and grown is not None
         and grown >= options.gate_share
     )
-    return dataclasses.replace(metric, share_of_step=share, gated=gated)
 
 
 def _gate_untested(

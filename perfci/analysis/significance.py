@@ -35,8 +35,16 @@ def judge_lines(
     classes: list[str],
     factor: MetricEstimate | None,
     options: CompareOptions,
+    *,
+    shares: Sequence[float | None] = (),
+    gate_on_regression: Sequence[bool] = (),
 ) -> list[MetricComparison]:
-    """One line per estimate (then the factor's), tested and decided together."""
+    """One line per estimate (then the factor's), tested and decided together.
+
+    ``shares``: each estimate's share of the step (``share_of_step``); ``gate_on_regression``:
+    the estimates gated when found to regress, whatever their class. Both per estimate, or
+    empty for none.
+    """
     rows = [*estimates, factor] if factor is not None else list(estimates)
     classes = [*classes, FACTOR] if factor is not None else classes
     if not rows:
@@ -97,6 +105,11 @@ def judge_lines(
     )
     p_list, q_list, found = p.tolist(), q.tolist(), detectable.tolist()
     last = len(rows) - 1
+    shares = list(shares) or [None] * len(estimates)
+    grows = list(gate_on_regression) or [False] * len(estimates)
+    if factor is not None:
+        shares.append(None)
+        grows.append(False)
     lines = []
     for i, e in enumerate(rows):
         adjusted = e.adjusted_log_change is not None
@@ -114,7 +127,7 @@ def judge_lines(
                 q_value=None if math.isnan(q_list[i]) else q_list[i],
                 n_baseline=e.n_baseline,
                 n_candidate=e.n_candidate,
-                gated=classes[i] in GATED_CLASSES,
+                gated=classes[i] in GATED_CLASSES or (verdict is Verdict.REGRESSION and grows[i]),
                 repeats_needed=e.repeats_needed if verdict is Verdict.INCONCLUSIVE else None,
                 series=None if classes[i] == FACTOR else e.series,
                 adjusted_change=adj_change[i] if adjusted else None,
@@ -123,6 +136,7 @@ def judge_lines(
                 detectable_change=found[i]
                 if verdict is Verdict.INCONCLUSIVE and math.isfinite(found[i])
                 else None,
+                share_of_step=shares[i],
             )
         )
     return lines

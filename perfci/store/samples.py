@@ -269,7 +269,7 @@ def _group_samples(
     ends = [*starts[1:], count]
     values = list(map(itemgetter(2), rows))
     quickest = list(map(itemgetter(3), rows))
-    any_fastest = any(v is not None for v in quickest)
+    any_fastest = quickest.count(None) != count
     for start, end in zip(starts, ends, strict=True):
         run_id, series_id = rows[start][0], rows[start][1]
         per_run = grouped.get(series_id)
