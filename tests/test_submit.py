@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -10,6 +12,7 @@ from sqlalchemy.orm import Session
 from perfci.core.model import Device, Metric, MetricKind, Profile, RunContext, Verdict
 from perfci.core.settings import Settings
 from perfci.report.json_report import comparison_to_dict
+from perfci.server.api_upload import answer_json
 from perfci.store.comparisons import latest_comparison_document
 from perfci.usecases.submit.ingest import ingest_run
 from perfci.usecases.submit.run import latest_comparison, submit_run
@@ -71,10 +74,17 @@ def test_regression_is_found_stored_and_returned_again_on_retry(session: Session
     # Stored as JSON text encoded once: read back, it is the document the API gives.
     document = latest_comparison_document(session, first.ingest.run_id)
     assert document == comparison_to_dict(result) and document["metrics"]
+    assert first.document is not None and json.loads(first.document) == document
+    # The service's answer sends that text as it is: the same bytes as the model would give.
+    answer = answer_json(first, "acme/trainer", "gpt")
+    assert answer == answer_json(replace(first, document=None), "acme/trainer", "gpt")
+    assert json.loads(answer)["comparison"]["verdict"] == "regression"
     assert [m.key for m in stored.metrics] == [m.key for m in result.metrics]
     again = submit_run(session, context=pr, benchmark="gpt", repeats=repeats, settings=Settings())
     assert not again.ingest.created and again.ingest.run_id == first.ingest.run_id
     assert again.comparison.verdict is Verdict.REGRESSION
+    assert again.document is None  # a retry stored nothing: its answer encodes the model
+    assert json.loads(answer_json(again, "acme/trainer", "gpt"))["comparison"] == document
 
 
 def test_too_little_history_gives_no_baseline(session: Session) -> None:

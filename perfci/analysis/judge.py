@@ -119,7 +119,9 @@ def judge_estimates(
         factor,
         options,
         shares=shares,
-        gate_on_regression=[_gates_when_regressed(e, step_levels, options, on_gpu) for e in estimates],
+        gate_on_regression=[
+            _gates_when_regressed(e, step_levels, options, on_gpu) for e in estimates
+        ],
     )
     tested = lines[: len(estimates)]
     shared = lines[len(estimates)] if factor is not None else None

@@ -24,8 +24,8 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
-from itertools import chain
 from dataclasses import dataclass, field
+from itertools import chain
 
 import numpy as np
 from numpy.typing import NDArray

@@ -196,7 +196,11 @@ class SeriesKey:
     @property
     def key(self) -> str:
         """A readable, unique string: ``kernel:gpu:[train] Layer 0 ▸ volta_sgemm``."""
-        return f"{self.kind.value}:{self.device.value}:{self.display_name}"
+        # ``_value_``: the plain attribute (``.value`` is a slow descriptor); a comparison
+        # asks for every line's key several times.
+        if not self.section and not self.scope:
+            return f"{self.kind._value_}:{self.device._value_}:{self.name}"
+        return f"{self.kind._value_}:{self.device._value_}:{self.display_name}"
 
     @property
     def display_name(self) -> str:

@@ -28,6 +28,10 @@ class SubmitResult:
 
     ingest: IngestResult
     comparison: RunComparison
+    #: ``comparison`` as the JSON text stored for it (``ComparisonPublic``), when this
+    #: submission stored it: an answer that carries the comparison sends it as it is rather
+    #: than encoding it a second time.
+    document: str | None = None
 
 
 def compare_options(settings: Settings) -> CompareOptions:
@@ -91,14 +95,16 @@ def _submit(
         stored = None if ingest.created else latest_comparison(session, ingest.run_id)
         if stored is not None:
             return SubmitResult(ingest, stored)  # a retry: nothing new to keep
-        result = compare_run_now(
+        result = _compare(
             session,
             ingest.run_id,
             settings=settings,
             baseline_branch=baseline_branch,
             merge_base=context.merge_base,
         )
-    return SubmitResult(ingest, result)
+        document = comparison_to_json(result)
+        save_comparison(session, result, document=document)
+    return SubmitResult(ingest, result, document)
 
 
 def compare_run_now(
@@ -111,7 +117,22 @@ def compare_run_now(
 ) -> RunComparison:
     """Compare a stored run with its baseline as of now, and store that comparison (with the
     unit of work the caller has open, else on its own)."""
-    result = compare_stored_run(
+    result = _compare(
+        session, run_id, settings=settings, baseline_branch=baseline_branch, merge_base=merge_base
+    )
+    save_comparison(session, result)
+    return result
+
+
+def _compare(
+    session: Session,
+    run_id: int,
+    *,
+    settings: Settings,
+    baseline_branch: str | None,
+    merge_base: str | None,
+) -> RunComparison:
+    return compare_stored_run(
         session,
         run_id,
         options=compare_options(settings),
@@ -120,13 +141,11 @@ def compare_run_now(
         baseline_runs=settings.baseline_runs,
         merge_base=merge_base,
     )
-    save_comparison(session, result)
-    return result
 
 
-def save_comparison(session: Session, result: RunComparison) -> int:
+def save_comparison(session: Session, result: RunComparison, *, document: str | None = None) -> int:
     """Store ``result`` for its run (with the unit of work the caller has open, else on its
-    own); returns its id."""
+    own); returns its id. ``document``: ``result`` already encoded (``comparison_to_json``)."""
     if result.run_id is None:
         raise ValueError("a comparison can only be stored for a stored run")
     with unit_of_work(session):
@@ -136,7 +155,7 @@ def save_comparison(session: Session, result: RunComparison) -> int:
             baseline_branch=result.baseline.branch if result.baseline else "",
             verdict=result.verdict.value,
             regressions=sum(m.verdict is Verdict.REGRESSION for m in result.metrics),
-            document=comparison_to_json(result),
+            document=comparison_to_json(result) if document is None else document,
         )
 
 
