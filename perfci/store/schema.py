@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import sys
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -85,6 +85,28 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value.tzinfo is None:
             return value.replace(tzinfo=UTC)
         return value.astimezone(UTC)
+
+    def result_processor(self, dialect: Dialect, coltype: object) -> Callable[[Any], Any] | None:
+        if dialect.name == "sqlite":
+            return _sqlite_utc
+        return super().result_processor(dialect, coltype)
+
+
+def _sqlite_utc(value: str | datetime | None) -> datetime | None:
+    """A time SQLite hands back: the text SQLAlchemy wrote (``2025-01-06 06:30:00.000000``,
+    UTC), parsed with its zone by ``datetime.fromisoformat``. Parsed naive, then given its
+    zone with ``replace``, the times were a third of reading a year's runs (issue 35):
+    ``replace`` alone costs four times the parse."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if len(value) == len("2025-01-06 06:30:00.000000") and value[10] == " ":
+            return datetime.fromisoformat(value + "+00:00")
+        value = datetime.fromisoformat(value)  # another form (written by hand): its own zone
+    parsed = value
+    if parsed.tzinfo is None:
+        return parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
 
 
 def utcnow() -> datetime:
