@@ -50,7 +50,7 @@ PHASES = (
     (submit_compare, "run_samples_checked"),
     (submit_compare, "compare_run"),
     (submit, "save_comparison"),
-    (submit, "comparison_to_json"),  # the stored document: inside save_comparison before stop 46
+    (submit, "comparison_to_json"),  # the stored document, inside save_comparison
 )
 
 

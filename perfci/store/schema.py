@@ -73,18 +73,10 @@ class UTCDateTime(TypeDecorator[datetime]):
     cache_ok = True
 
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
-        return value.astimezone(UTC)
+        return _as_utc(value)
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
-        return value.astimezone(UTC)
+        return _as_utc(value)
 
     def result_processor(self, dialect: Dialect, coltype: object) -> Callable[[Any], Any] | None:
         if dialect.name == "sqlite":
@@ -97,16 +89,20 @@ def _sqlite_utc(value: str | datetime | None) -> datetime | None:
     UTC), parsed with its zone by ``datetime.fromisoformat``. Parsed naive, then given its
     zone with ``replace``, the times were a third of reading a year's runs (issue 35):
     ``replace`` alone costs four times the parse."""
-    if value is None:
-        return None
     if isinstance(value, str):
         if len(value) == len("2025-01-06 06:30:00.000000") and value[10] == " ":
             return datetime.fromisoformat(value + "+00:00")
         value = datetime.fromisoformat(value)  # another form (written by hand): its own zone
-    parsed = value
-    if parsed.tzinfo is None:
-        return parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
+    return _as_utc(value)
+
+
+def _as_utc(value: datetime | None) -> datetime | None:
+    """``value`` in UTC; a naive one is UTC already (SQLite keeps no zone)."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
 
 
 def utcnow() -> datetime:

@@ -95,15 +95,13 @@ def _submit(
         stored = None if ingest.created else latest_comparison(session, ingest.run_id)
         if stored is not None:
             return SubmitResult(ingest, stored)  # a retry: nothing new to keep
-        result = _compare(
+        result, document = _compare_and_save(
             session,
             ingest.run_id,
             settings=settings,
             baseline_branch=baseline_branch,
             merge_base=context.merge_base,
         )
-        document = comparison_to_json(result)
-        save_comparison(session, result, document=document)
     return SubmitResult(ingest, result, document)
 
 
@@ -117,22 +115,21 @@ def compare_run_now(
 ) -> RunComparison:
     """Compare a stored run with its baseline as of now, and store that comparison (with the
     unit of work the caller has open, else on its own)."""
-    result = _compare(
+    return _compare_and_save(
         session, run_id, settings=settings, baseline_branch=baseline_branch, merge_base=merge_base
-    )
-    save_comparison(session, result)
-    return result
+    )[0]
 
 
-def _compare(
+def _compare_and_save(
     session: Session,
     run_id: int,
     *,
     settings: Settings,
     baseline_branch: str | None,
     merge_base: str | None,
-) -> RunComparison:
-    return compare_stored_run(
+) -> tuple[RunComparison, str]:
+    """:func:`compare_run_now`, and the JSON document it stored."""
+    result = compare_stored_run(
         session,
         run_id,
         options=compare_options(settings),
@@ -141,22 +138,25 @@ def _compare(
         baseline_runs=settings.baseline_runs,
         merge_base=merge_base,
     )
+    return result, save_comparison(session, result)
 
 
-def save_comparison(session: Session, result: RunComparison, *, document: str | None = None) -> int:
+def save_comparison(session: Session, result: RunComparison) -> str:
     """Store ``result`` for its run (with the unit of work the caller has open, else on its
-    own); returns its id. ``document``: ``result`` already encoded (``comparison_to_json``)."""
+    own); returns the JSON document stored (``comparison_to_json``)."""
     if result.run_id is None:
         raise ValueError("a comparison can only be stored for a stored run")
+    document = comparison_to_json(result)
     with unit_of_work(session):
-        return add_comparison(
+        add_comparison(
             session,
             run_id=result.run_id,
             baseline_branch=result.baseline.branch if result.baseline else "",
             verdict=result.verdict.value,
             regressions=sum(m.verdict is Verdict.REGRESSION for m in result.metrics),
-            document=comparison_to_json(result) if document is None else document,
+            document=document,
         )
+    return document
 
 
 def latest_comparison(session: Session, run_id: int) -> RunComparison | None:
