@@ -102,9 +102,12 @@ def test_document_rejects_bad_input(doc: object, message: str) -> None:
         from_document(doc, source="upload.json")
 
 
-def test_document_rejects_non_finite() -> None:
-    doc = {"profiles": [{"metrics": [{"kind": "kernel", "name": "x", "total_ns": math.inf}]}]}
-    with pytest.raises(ParseError, match="finite"):
+@pytest.mark.parametrize("total", [math.inf, 10**400], ids=["inf", "401 digits"])
+def test_document_rejects_non_finite(total: float) -> None:
+    # A JSON integer of hundreds of digits is a Python int beyond any float: refused as such,
+    # not an OverflowError out of the parser.
+    doc = {"profiles": [{"metrics": [{"kind": "kernel", "name": "x", "total_ns": total}]}]}
+    with pytest.raises(ParseError, match="'total_ns' must be finite"):
         from_document(doc)
 
 

@@ -89,9 +89,13 @@ def _number(raw: Any, field: str, where: str) -> float | None:
         return None
     if isinstance(raw, bool) or not isinstance(raw, int | float):
         raise ParseError(f"{where}: field {field!r} must be a number, got {type(raw).__name__}")
-    if not math.isfinite(raw):
+    try:
+        value = float(raw)
+    except OverflowError:  # an integer beyond any float
+        value = math.inf
+    if not math.isfinite(value):
         raise ParseError(f"{where}: field {field!r} must be finite")
-    return float(raw)
+    return value
 
 
 def _numbers(raw: Any, field: str, where: str) -> list[float] | None:
