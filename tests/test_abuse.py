@@ -4,7 +4,7 @@ One suite that a future change cannot skip silently: nothing here has a skip con
 the PostgreSQL parametrisation of the store fixtures, and
 :func:`test_this_suite_cannot_be_skipped` checks that it stays so.
 
-- bad values (negative, overflowing, infinite) are refused before anything is written, and a
+- bad values (negative, overflowing, infinite) are refused and nothing is written, and a
   run stored with one by an older perfci is left out of baselines, reports and charts;
 - a run and its comparison are stored in one transaction;
 - a gzip bomb stops while streaming, with the file and the cap named;
@@ -57,6 +57,7 @@ from perfci.store.schema_service import AuditEvent, Comparison
 from perfci.usecases.browse.runs import DELETE_ACTION, delete_run
 from perfci.usecases.submit import run as submit_module
 from perfci.usecases.submit.ingest import ingest_run
+from perfci.usecases.submit.prepare import CHECKED_CHUNK
 from perfci.usecases.submit.run import submit_run
 from perfci.usecases.weekly.report import build_weekly_report
 from perfci.usecases.weekly.weeks import week_bounds
@@ -111,6 +112,8 @@ BAD_REPEATS = {
     "negative total": (_run({"k": -5.0}), "total_ns", "-5.0"),
     "infinite total": (_run({"k": float("inf")}), "total_ns", "inf"),
     "NaN total": (_run({"k": float("nan")}), "total_ns", "nan"),
+    # Divided by the steps as its row is built, it would overflow rather than be refused.
+    "a total of 401 digits": (_run({"k": 10**400}, steps=[10.0]), "total_ns", "(401 digits)"),
     "huge calls": (
         [
             Profile(
@@ -139,6 +142,35 @@ def test_a_bad_value_is_refused_naming_it_and_nothing_is_written(
     assert field in message and shown in message and "finite, non-negative" in message
     assert "'kernel:gpu:k'" in message or "'step:gpu:step'" in message
     assert (_count(session, Run), _count(session, Sample)) == (0, 0)
+
+
+def test_a_bad_value_after_thousands_of_good_rows_writes_nothing(session: Session) -> None:
+    """A run's sample rows are checked as they are written, a chunk at a time while the
+    database stores the chunks before it: a bad value in the third chunk rolls back the two
+    already sent, and the session stores the next run as usual."""
+    names = {f"k{i}": 5.0 for i in range(CHECKED_CHUNK * 2 + 10)}
+    bad = f"k{CHECKED_CHUNK * 2 + 5}"
+    with pytest.raises(InvalidValue) as caught:
+        ingest_run(
+            session,
+            context=make_context(),
+            benchmark="b",
+            repeats=[_run({**names, bad: -1.0})],
+        )
+    assert f"'kernel:gpu:{bad}', total_ns is -1.0" in str(caught.value)
+    assert (_count(session, Run), _count(session, Sample)) == (0, 0)
+    stored = ingest_run(session, context=make_context(), benchmark="b", repeats=[_run(names)])
+    assert (stored.created, _count(session, Sample)) == (True, len(names))
+
+
+def test_a_bad_value_under_a_stored_runs_key_is_refused_as_bad(session: Session) -> None:
+    """No row of a run whose key is stored already is written, so none is checked on its way:
+    the run is checked whole, and the bad value is the answer rather than the conflict."""
+    context = make_context(ci_run_id="42")
+    ingest_run(session, context=context, benchmark="b", repeats=[_run({"k": 5.0})])
+    with pytest.raises(InvalidValue, match=r"total_ns is -5\.0"):
+        ingest_run(session, context=context, benchmark="b", repeats=[_run({"k": -5.0})])
+    assert (_count(session, Run), _count(session, Sample)) == (1, 1)
 
 
 def _bench(**fields: object) -> list[Profile]:

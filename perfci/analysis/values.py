@@ -56,7 +56,8 @@ def fastest_value(metric: Metric) -> float | None:
     """The time of ``metric`` on its fastest profiled step, where the source gave per-step
     totals (not for a step, benchmark case or headline time); else ``None``. What the store
     keeps beside the mean so that history mode compares such series as A/B does."""
-    if not metric.is_time or not metric.step_totals_ns or metric.kind in _PER_INSTANCE:
+    # Most metrics have no per-step totals: asked first, it answers them without the rest.
+    if not metric.step_totals_ns or not metric.is_time or metric.kind in _PER_INSTANCE:
         return None
     return min(metric.step_totals_ns)
 

@@ -7,13 +7,13 @@ numbers are computed here, once, for both: the checks, the run's content key and
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from perfci.analysis.values import compared_value, fastest_value
 from perfci.core.model import Metric, Profile, SeriesParts
-from perfci.store._bulk import SampleRow
+from perfci.store._bulk import SampleRow as SampleRow  # re-exported: the type of the rows made here
 
 
 class Values(NamedTuple):
@@ -36,6 +36,10 @@ class Values(NamedTuple):
 
 
 _new_values = tuple.__new__
+
+#: Passes the sample rows on to be written, checking them on the way: what it raises ends the
+#: write, and the caller rolls the run back.
+RowCheck = Callable[[Iterator[SampleRow]], Iterable[SampleRow]]
 
 
 # Where one sample's numbers come from: (repeat, metric, the profile's steps). A series appearing

@@ -23,7 +23,7 @@ from perfci.core.allocation import no_cycle_collection
 from perfci.core.errors import RunConflict, StorageError
 from perfci.core.model import RunContext
 from perfci.store import _bulk, partitions
-from perfci.store.prepared import PreparedRun, Values, cell_values
+from perfci.store.prepared import PreparedRun, RowCheck, Values, cell_values
 from perfci.store.prepared import sample_rows as _sample_rows
 from perfci.store.run_resolve import NewRun, resolve_generic, resolve_postgres
 from perfci.store.run_resolve import table_of as _table
@@ -61,6 +61,7 @@ def write_run(
     prepared: PreparedRun,
     key: str,
     created_at: datetime,
+    check_rows: RowCheck | None = None,
 ) -> IngestResult:
     """Write ``prepared`` as the run ``key`` of ``benchmark`` in the session's transaction.
 
@@ -75,11 +76,16 @@ def write_run(
     benchmark
         The benchmark's name within the project.
     prepared
-        The run's series and metrics, checked (:func:`perfci.usecases.submit.prepare.check_values`).
+        The run's series and metrics, checked (:func:`perfci.usecases.submit.prepare.check_values`)
+        or with ``check_rows`` for the numbers of its sample rows.
     key
         The run's idempotency key, unique per project and benchmark.
     created_at
         When the run was made.
+    check_rows
+        The sample rows pass through it on their way to the database; what it raises ends the
+        write (the caller rolls back). Not called when no row is written (the run was stored
+        already).
 
     Returns
     -------
@@ -128,7 +134,8 @@ def write_run(
         )
     if prepared.samples:
         run_day = partitions.day_number(created_at)
-        _bulk.write_samples(session, _sample_rows(prepared, run_id, series_ids, run_day))
+        rows = _sample_rows(prepared, run_id, series_ids, run_day)
+        _bulk.write_samples(session, rows if check_rows is None else check_rows(rows))
     return IngestResult(run_id=run_id, created=True, series=len(keys), samples=prepared.samples)
 
 

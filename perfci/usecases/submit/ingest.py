@@ -3,10 +3,10 @@
 Idempotent: a run is identified by its key (commit + CI run id + attempt, or the content when
 there is no CI run id), unique in the database, so the same run ingested twice, even by two
 processes at once, is stored once; the same key with different numbers is a
-:class:`~perfci.core.errors.RunConflict` naming the stored run. Everything is parsed and checked
-before the transaction opens (every value finite and non-negative, see
-:func:`~perfci.usecases.submit.prepare.check_values`),
-so bad input writes nothing.
+:class:`~perfci.core.errors.RunConflict` naming the stored run. Every value must be finite and
+non-negative (:func:`~perfci.usecases.submit.prepare.check_values`): what the sample rows do not
+hold is checked before the transaction opens, the rows' numbers as they are written, and a bad
+one rolls the transaction back, so bad input writes nothing.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from pathlib import Path
 
 from perfci.core.allocation import no_cycle_collection
 from perfci.core.compat import UTC
-from perfci.core.errors import DatabaseFailure, KeyTaken
+from perfci.core.errors import DatabaseFailure, KeyTaken, RunConflict
 from perfci.core.model import Profile, RunContext
-from perfci.store.prepared import PreparedRun, cell_values
+from perfci.store.prepared import PreparedRun, RowCheck, cell_values
 from perfci.store.runs import IngestResult, storage_error, stored_run, write_run
 from perfci.store.work import Session, reading, unit_of_work
-from perfci.usecases.submit.prepare import check_values, prepare_run
+from perfci.usecases.submit.prepare import check_values, checks_while_written, prepare_run
 from perfci.usecases.submit.repeats import parse_repeats
 
 # IngestResult is the store's; it is named here because a dozen callers take it with ingest_run.
@@ -72,18 +72,20 @@ def ingest_run(
     """
     # A run's cells are tens of thousands of tuples: built with the collector walking every
     # live object meanwhile (an import's or a benchmark's history of runs) they cost several
-    # times themselves (benchmarks/store_speed.py).
+    # times themselves (benchmarks/store_speed.py). Paused until they are freed: turned back
+    # on while they live, the next collection would walk them all once more.
     with no_cycle_collection():
         prepared = prepare_run(repeats)
-        check_values(prepared)  # before any SQL: bad input writes nothing
-    return ingest_prepared(
-        session,
-        context=context,
-        benchmark=benchmark,
-        prepared=prepared,
-        idempotency_key=idempotency_key,
-        created_at=created_at,
-    )
+        check_rows = checks_while_written(prepared)
+        return _ingest(
+            session,
+            context=context,
+            benchmark=benchmark,
+            prepared=prepared,
+            idempotency_key=idempotency_key,
+            created_at=created_at,
+            check_rows=check_rows,
+        )
 
 
 def ingest_prepared(
@@ -97,18 +99,49 @@ def ingest_prepared(
 ) -> IngestResult:
     """:func:`ingest_run` for a run already prepared and checked (:func:`check_values`): an
     import that checks every run before its first write prepares each once."""
+    return _ingest(
+        session,
+        context=context,
+        benchmark=benchmark,
+        prepared=prepared,
+        idempotency_key=idempotency_key,
+        created_at=created_at,
+        check_rows=None,
+    )
+
+
+def _ingest(
+    session: Session,
+    *,
+    context: RunContext,
+    benchmark: str,
+    prepared: PreparedRun,
+    idempotency_key: str | None,
+    created_at: datetime | None,
+    check_rows: RowCheck | None,
+) -> IngestResult:
+    """Write ``prepared``; ``check_rows`` (:func:`checks_while_written`) checks its sample rows
+    as they are written, and where none is (the run's key is stored already) the run is
+    checked whole before the stored run is answered, so a bad run is refused either way."""
     key = idempotency_key or run_key(context, prepared)
     try:
         with unit_of_work(session):
-            return write_run(
+            result = write_run(
                 session,
                 context=context,
                 benchmark=benchmark,
                 prepared=prepared,
                 key=key,
                 created_at=created_at or datetime.now(UTC),
+                check_rows=check_rows,
             )
+    except RunConflict:
+        if check_rows is not None:
+            check_values(prepared)  # a bad value is the answer, before the conflict
+        raise
     except KeyTaken as exc:
+        if check_rows is not None:
+            check_values(prepared)
         # A concurrent ingest of the same run committed between our checks: keep theirs.
         with reading(session):
             existing = stored_run(
@@ -119,6 +152,9 @@ def ingest_prepared(
         return existing
     except DatabaseFailure as exc:
         raise storage_error(benchmark, prepared, exc.reason) from exc
+    if check_rows is not None and not result.created:
+        check_values(prepared)  # no row was written, so none was checked
+    return result
 
 
 def parse_and_ingest(

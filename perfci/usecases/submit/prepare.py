@@ -1,14 +1,18 @@
 """A run's profiles keyed by series and checked, with no SQL: what the store writes.
 
-Everything is checked before a transaction opens (every value finite and non-negative, see
-:func:`check_values`), so bad input writes nothing (:mod:`perfci.usecases.submit.ingest`).
+Every value must be finite and non-negative (:func:`check_values`). An ingest checks what its
+sample rows do not hold before the transaction opens and the rows as they are written
+(:func:`checks_while_written`); a bad value rolls the transaction back, so bad input writes
+nothing (:mod:`perfci.usecases.submit.ingest`).
 """
 
 from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from functools import partial
+from itertools import chain, islice
 
 import numpy as np
 
@@ -16,7 +20,7 @@ from perfci.analysis.values import compared_value
 from perfci.core.errors import ConfigError, InvalidValue
 from perfci.core.limits import MAX_VALUE
 from perfci.core.model import MetricKind, Profile, SeriesParts
-from perfci.store.prepared import Cell, PreparedRun, cell_values
+from perfci.store.prepared import Cell, PreparedRun, RowCheck, SampleRow, cell_values
 
 
 def prepare_run(repeats: Sequence[Sequence[Profile]]) -> PreparedRun:
@@ -79,6 +83,10 @@ _NUMBER_FIELDS = (
 )
 _VALUE_NAMES = ("value (per step)", *_NUMBER_FIELDS)
 _numbers_of = operator.attrgetter(*_NUMBER_FIELDS)
+_samples_ns_of = operator.attrgetter("samples_ns")
+_samples_of = operator.attrgetter("samples")
+_step_totals_of = operator.attrgetter("step_totals_ns")
+_value_of = operator.attrgetter("value")
 
 
 def check_values(prepared: PreparedRun) -> None:
@@ -92,7 +100,8 @@ def check_values(prepared: PreparedRun) -> None:
     calls`` without a total, and the sums of a series listed twice in one repeat.
 
     One vectorised pass over the numbers; the search for the culprit, to name it, runs only
-    when that pass fails.
+    when that pass fails. An ingest checks the same numbers as it writes them instead
+    (:func:`checks_while_written`).
 
     Raises
     ------
@@ -109,18 +118,13 @@ def check_values(prepared: PreparedRun) -> None:
     # uses, and a pull request 2x slower passed (issue 31). Derived values: only step metrics
     # (means of samples) and metrics without a total (avg × calls) can come out worse than
     # the fields they are made of.
+    numbers += _unstored_numbers(prepared)
+    # The given numbers first: derived from valid ones, the others cannot overflow a float
+    # (a 400-digit total divided by the steps would raise rather than be refused).
+    _check_numbers(prepared, numbers)
+    numbers = []
     for _, profile in prepared.profiles:
-        if profile.steps is not None:
-            numbers.append(profile.steps)
         for m in profile.metrics:
-            if m.samples_ns:
-                numbers += m.samples_ns
-            if m.samples:
-                numbers += m.samples
-            if m.step_totals_ns:
-                numbers += m.step_totals_ns
-            if m.value is not None:
-                numbers.append(m.value)
             if m.kind is MetricKind.STEP or m.total_ns is None:
                 value = compared_value(m, profile.steps)
                 if value is not None:
@@ -134,6 +138,73 @@ def check_values(prepared: PreparedRun) -> None:
             for v in values
             if v is not None
         ]
+    _check_numbers(prepared, numbers)
+
+
+def checks_while_written(prepared: PreparedRun) -> RowCheck | None:
+    """:func:`check_values` split for an ingest: what the sample rows do not hold is checked
+    now, the rows' own numbers by the returned check as they are written.
+
+    The rows hold every stored field of each metric, its compared value and its fastest step,
+    so checking them is checking those; the check of a chunk runs while the database stores
+    the chunks before it, not before the first row is sent (``benchmarks/store_speed.py``).
+    Whatever it raises rolls the ingest back, so bad input still writes nothing. A run with a
+    series listed twice in one repeat is checked whole now (``None`` returned): its rows hold
+    the sums, which can be in range while an entry is not.
+
+    Raises
+    ------
+    InvalidValue
+        As :func:`check_values`, for the numbers checked now.
+    """
+    if prepared.merges:
+        check_values(prepared)
+        return None
+    _check_numbers(prepared, _unstored_numbers(prepared))
+    return partial(_checked_rows, prepared)
+
+
+def _unstored_numbers(prepared: PreparedRun) -> list[object]:
+    """The numbers of ``prepared`` that no sample row holds as they are: the profiles' steps,
+    and each metric's samples, per-step totals and value, which stored numbers derive from."""
+    numbers: list[object] = [p.steps for _, p in prepared.profiles if p.steps is not None]
+    for _, profile in prepared.profiles:
+        metrics = profile.metrics
+        # filter(None, …) keeps the non-empty lists, in C: most metrics have none. Of the
+        # values it leaves out the zeros too, which are valid, and an empty string, which
+        # is no stored number (a non-time value is the compared value, in its row).
+        for getter in (_samples_ns_of, _samples_of, _step_totals_of):
+            numbers += chain.from_iterable(filter(None, map(getter, metrics)))
+        numbers += filter(None, map(_value_of, metrics))
+    return numbers
+
+
+#: Rows per checked chunk: small enough that the database starts on the first ones early,
+#: large enough that a chunk's vectorised check costs little more than its numbers.
+CHECKED_CHUNK = 4096
+
+
+def _checked_rows(prepared: PreparedRun, rows: Iterator[SampleRow]) -> Iterator[SampleRow]:
+    """``rows``, each chunk checked before any row of it comes out (the :data:`RowCheck` of
+    :func:`checks_while_written`)."""
+    return chain.from_iterable(_checked_chunks(prepared, rows))
+
+
+def _checked_chunks(prepared: PreparedRun, rows: Iterator[SampleRow]) -> Iterator[list[SampleRow]]:
+    while True:
+        try:
+            chunk = list(islice(rows, CHECKED_CHUNK))
+        except ArithmeticError:  # a field too large for a float, divided by the steps
+            raise _invalid_value(prepared) from None
+        if not chunk:
+            return
+        # The numbers after the four keys (run, series, repeat, day: ours, not the upload's).
+        # A slice per row costs less than the keys' conversions in numpy.
+        _check_numbers(prepared, [v for row in chunk for v in row[4:] if v is not None])
+        yield chunk
+
+
+def _check_numbers(prepared: PreparedRun, numbers: list[object]) -> None:
     try:
         array = np.array(numbers, dtype=np.float64)
     except (OverflowError, TypeError, ValueError):  # an int beyond any float, or not a number
@@ -150,7 +221,7 @@ def _invalid_value(prepared: PreparedRun) -> InvalidValue:
     for repeat, profile in prepared.profiles:
         where = f"profile {profile.label!r} ({profile.source or 'upload'}, repeat {repeat + 1})"
         if profile.steps is not None and not _valid(profile.steps):
-            return _refusal(f"{where}: steps is {profile.steps!r}")
+            return _refusal(f"{where}: steps is {_shown(profile.steps)}")
         for metric in profile.metrics:
             fields = [(name, getattr(metric, name)) for name in _NUMBER_FIELDS]
             fields += [(f"samples_ns #{i}", v) for i, v in enumerate(metric.samples_ns or ())]
@@ -159,19 +230,32 @@ def _invalid_value(prepared: PreparedRun) -> InvalidValue:
                 (f"step_totals_ns #{i}", v) for i, v in enumerate(metric.step_totals_ns or ())
             ]
             fields.append(("value", metric.value))
-            fields.append((_VALUE_NAMES[0], compared_value(metric, profile.steps)))
             for name, value in fields:
                 if value is not None and not _valid(value):
-                    return _refusal(f"{where}, metric {metric.key!r}, {name} is {value!r}")
+                    return _refusal(f"{where}, metric {metric.key!r}, {name} is {_shown(value)}")
+            # Derived from numbers just found valid, so it cannot overflow a float.
+            value = compared_value(metric, profile.steps)
+            if value is not None and not _valid(value):
+                return _refusal(
+                    f"{where}, metric {metric.key!r}, {_VALUE_NAMES[0]} is {_shown(value)}"
+                )
     for parts, cell in prepared.cells.items():
         for repeat, values in cell_values(cell):
             for name, value in zip(_VALUE_NAMES, values, strict=True):
                 if value is not None and not _valid(value):
                     return _refusal(
                         f"repeat {repeat + 1}, metric {':'.join(parts)!r}: the "
-                        f"sum of its entries, {name}, is {value!r}"
+                        f"sum of its entries, {name}, is {_shown(value)}"
                     )
     return _refusal("a value is not a finite, non-negative number")  # not reached
+
+
+def _shown(value: object) -> str:
+    """``value`` as the refusal names it: an integer of hundreds of digits by its first ones."""
+    text = repr(value)
+    if isinstance(value, int) and len(text) > 24:
+        return f"{text[:8]}… ({len(text)} digits)"
+    return text
 
 
 def _valid(value: float) -> bool:
