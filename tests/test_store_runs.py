@@ -16,7 +16,7 @@ from sqlalchemy import text
 from perfci.core.errors import RunConflict
 from perfci.core.model import Metric, MetricKind, Profile
 from perfci.store import engines
-from perfci.store.prepared import Values, merge_values, sample_rows
+from perfci.store.prepared import Values, merge_values, sample_rows, values_of
 from perfci.store.runs import stored_run, write_run
 from perfci.usecases.submit.ingest import run_key
 from perfci.usecases.submit.prepare import check_values, prepare_run
@@ -167,6 +167,45 @@ def test_a_series_listed_twice_in_a_repeat_is_one_summed_sample() -> None:
         *(42.0 / 4, 5, 42.0, None, 42.0 / 5, None, None, None, None, 7.0, None),
     )
     assert rows[10][:6] == (7, 10, 0, 20_000, 1000.0, 8)
+
+
+@pytest.mark.parametrize("steps", [None, 4], ids=["no steps", "4 steps"])
+def test_each_sample_row_holds_the_numbers_values_of_gives(steps: int | None) -> None:
+    """``sample_rows`` computes a row's numbers inline, once per stored sample: for every shape
+    of metric they are the numbers ``values_of`` gives (what the content key hashes)."""
+    metrics = [
+        Metric(
+            MetricKind.KERNEL,
+            "total",
+            calls=4,
+            total_ns=400.0,
+            avg_ns=100.0,
+            min_ns=90.0,
+            max_ns=110.0,
+            std_ns=5.0,
+            median_ns=99.0,
+        ),
+        Metric(MetricKind.KERNEL, "avg and calls, no total", calls=4, avg_ns=100.0),
+        Metric(MetricKind.OP, "per step", calls=2, total_ns=300.0, step_totals_ns=[1e2, 2e2]),
+        Metric(MetricKind.STEP, "step", samples_ns=[10.0, 11.0, 12.0], warmup=1),
+        Metric(MetricKind.STEP, "step, average only", calls=2, avg_ns=7.0),
+        Metric(MetricKind.BENCH, "case", calls=3, total_ns=3e6, samples_ns=[1e6, 2e6, 3e6]),
+        Metric(MetricKind.MEASURE, "rate", unit="tokens/s", value=50.0),
+        Metric(MetricKind.MEASURE, "rates", unit="tokens/s", samples=[4.0, 5.0, 6.0], warmup=1),
+        Metric(MetricKind.MEMORY, "bytes only", bytes=1024.0),
+    ]
+    profile = Profile(label="p", format="test", source="p.json", metrics=metrics, steps=steps)
+    prepared = prepare_run([[profile], [profile]])
+    assert not prepared.merges
+    rows = list(sample_rows(prepared, 7, list(range(len(metrics))), 20_000))
+    expected = [
+        (7, series, repeat, 20_000, *values_of(metric, steps))
+        for series, metric in enumerate(metrics)
+        for repeat in (0, 1)
+    ]
+    assert rows == expected
+    assert rows[0][4] == (100.0 if steps else 400.0)  # not only alike: the time per step
+    assert rows[4][14] == 100.0  # the fastest step of the per-step totals
 
 
 def test_merged_values_keep_the_extremes_and_drop_what_the_parts_cannot_tell() -> None:

@@ -72,20 +72,19 @@ def ingest_run(
     """
     # A run's cells are tens of thousands of tuples: built with the collector walking every
     # live object meanwhile (an import's or a benchmark's history of runs) they cost several
-    # times themselves (benchmarks/store_speed.py). Paused until they are freed: turned back
-    # on while they live, the next collection would walk them all once more.
+    # times themselves (benchmarks/store_speed.py).
     with no_cycle_collection():
         prepared = prepare_run(repeats)
         check_rows = checks_while_written(prepared)
-        return _ingest(
-            session,
-            context=context,
-            benchmark=benchmark,
-            prepared=prepared,
-            idempotency_key=idempotency_key,
-            created_at=created_at,
-            check_rows=check_rows,
-        )
+    return _ingest(
+        session,
+        context=context,
+        benchmark=benchmark,
+        prepared=prepared,
+        idempotency_key=idempotency_key,
+        created_at=created_at,
+        check_rows=check_rows,
+    )
 
 
 def ingest_prepared(
