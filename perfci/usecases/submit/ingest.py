@@ -4,9 +4,8 @@ Idempotent: a run is identified by its key (commit + CI run id + attempt, or the
 there is no CI run id), unique in the database, so the same run ingested twice, even by two
 processes at once, is stored once; the same key with different numbers is a
 :class:`~perfci.core.errors.RunConflict` naming the stored run. Every value must be finite and
-non-negative (:func:`~perfci.usecases.submit.prepare.check_values`): what the sample rows do not
-hold is checked before the transaction opens, the rows' numbers as they are written, and a bad
-one rolls the transaction back, so bad input writes nothing.
+non-negative (:func:`~perfci.usecases.submit.prepare.check_values`), checked as the run's sample
+rows are written; a bad one rolls the transaction back, so bad input writes nothing.
 """
 
 from __future__ import annotations

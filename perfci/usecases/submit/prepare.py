@@ -1,9 +1,8 @@
 """A run's profiles keyed by series and checked, with no SQL: what the store writes.
 
-Every value must be finite and non-negative (:func:`check_values`). An ingest checks what its
-sample rows do not hold before the transaction opens and the rows as they are written
-(:func:`checks_while_written`); a bad value rolls the transaction back, so bad input writes
-nothing (:mod:`perfci.usecases.submit.ingest`).
+Every value must be finite and non-negative (:func:`check_values`). An ingest checks them as its
+sample rows are written (:func:`checks_while_written`); a bad value rolls the transaction
+back, so bad input writes nothing (:mod:`perfci.usecases.submit.ingest`).
 """
 
 from __future__ import annotations
@@ -142,25 +141,26 @@ def check_values(prepared: PreparedRun) -> None:
 
 
 def checks_while_written(prepared: PreparedRun) -> RowCheck | None:
-    """:func:`check_values` split for an ingest: what the sample rows do not hold is checked
-    now, the rows' own numbers by the returned check as they are written.
+    """:func:`check_values` for an ingest, as the run's sample rows are written: the returned
+    check passes the rows on, each chunk's numbers checked before it goes, and what the rows
+    do not hold (steps, samples, per-step totals, values) after the last.
 
     The rows hold every stored field of each metric, its compared value and its fastest step,
-    so checking them is checking those; the check of a chunk runs while the database stores
-    the chunks before it, not before the first row is sent (``benchmarks/store_speed.py``).
-    Whatever it raises rolls the ingest back, so bad input still writes nothing. A run with a
-    series listed twice in one repeat is checked whole now (``None`` returned): its rows hold
-    the sums, which can be in range while an entry is not.
+    so checking them is checking those. Each check runs while the database stores the chunks
+    before it, not before the first row is sent (``benchmarks/store_speed.py``). Whatever it
+    raises rolls the ingest back, so bad input still writes nothing. A run with a series
+    listed twice in one repeat is checked whole now (``None`` returned): its rows hold the
+    sums, which can be in range while an entry is not.
 
     Raises
     ------
     InvalidValue
-        As :func:`check_values`, for the numbers checked now.
+        As :func:`check_values`: now for a run with a series listed twice, else from the
+        returned check.
     """
     if prepared.merges:
         check_values(prepared)
         return None
-    _check_numbers(prepared, _unstored_numbers(prepared))
     return partial(_checked_rows, prepared)
 
 
@@ -197,11 +197,15 @@ def _checked_chunks(prepared: PreparedRun, rows: Iterator[SampleRow]) -> Iterato
         except ArithmeticError:  # a field too large for a float, divided by the steps
             raise _invalid_value(prepared) from None
         if not chunk:
-            return
+            break
         # The numbers after the four keys (run, series, repeat, day: ours, not the upload's).
         # A slice per row costs less than the keys' conversions in numpy.
         _check_numbers(prepared, [v for row in chunk for v in row[4:] if v is not None])
         yield chunk
+    # Last, while the database stores the last chunks. Rows built from such numbers hold an
+    # infinity or a NaN (refused above), or overflowed (refused above), or are in range: a
+    # bad number found only here is refused all the same, before the COPY ends.
+    _check_numbers(prepared, _unstored_numbers(prepared))
 
 
 def _check_numbers(prepared: PreparedRun, numbers: list[object]) -> None:
