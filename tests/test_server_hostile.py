@@ -322,6 +322,26 @@ def test_a_bad_number_of_any_kind_is_a_422_naming_it(
     assert counts(engine) == before
 
 
+@pytest.mark.parametrize(
+    ("field", "metric"),
+    [
+        ("total_ns", {"kind": "kernel", "name": "k", "total_ns": 10**400}),
+        ("calls", {"kind": "kernel", "name": "k", "total_ns": 5e6, "calls": 10**400}),
+    ],
+)
+def test_an_integer_beyond_any_float_is_a_422_naming_its_field(
+    server: ServerProcess, engine: Engine, project: str, field: str, metric: dict[str, Any]
+) -> None:
+    """A 401-digit JSON integer is refused by the upload's schema, never divided by the steps
+    (where it would overflow) nor sent to the database."""
+    token = make_token(engine, project)
+    before = counts(engine)
+    error = error_of(upload(server, project, token, run_body([metric])), 422)
+    assert error["code"] == "invalid_request", error
+    assert f"metrics.2.{field}" in error["message"], error
+    assert counts(engine) == before
+
+
 def test_a_key_reused_for_another_commit_branch_or_pull_request_is_a_409(
     server: ServerProcess, engine: Engine, project: str
 ) -> None:
