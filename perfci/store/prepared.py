@@ -1,8 +1,9 @@
 """A run ready to write: its series keyed, the metrics behind each, and the numbers it stores.
 
-The use case builds a :class:`PreparedRun` from parsed profiles and checks it before any SQL
-(:mod:`perfci.usecases.submit.ingest`); :func:`perfci.store.runs.write_run` writes it. The sample
-numbers are computed here, once, for both: the checks, the run's content key and the rows.
+The use case builds a :class:`PreparedRun` from parsed profiles
+(:mod:`perfci.usecases.submit.ingest`); :func:`perfci.store.runs.write_run` writes it, its rows
+passing through the use case's check (:data:`RowCheck`) on their way. The sample numbers are
+computed here, once, for the checks, the run's content key and the rows.
 """
 
 from __future__ import annotations
