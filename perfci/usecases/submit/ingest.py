@@ -75,7 +75,7 @@ def ingest_run(
     with no_cycle_collection():
         prepared = prepare_run(repeats)
         check_rows = checks_while_written(prepared)
-    return _ingest(
+    return ingest_prepared(
         session,
         context=context,
         benchmark=benchmark,
@@ -94,33 +94,13 @@ def ingest_prepared(
     prepared: PreparedRun,
     idempotency_key: str | None = None,
     created_at: datetime | None = None,
+    check_rows: RowCheck | None = None,
 ) -> IngestResult:
-    """:func:`ingest_run` for a run already prepared and checked (:func:`check_values`): an
-    import that checks every run before its first write prepares each once."""
-    return _ingest(
-        session,
-        context=context,
-        benchmark=benchmark,
-        prepared=prepared,
-        idempotency_key=idempotency_key,
-        created_at=created_at,
-        check_rows=None,
-    )
-
-
-def _ingest(
-    session: Session,
-    *,
-    context: RunContext,
-    benchmark: str,
-    prepared: PreparedRun,
-    idempotency_key: str | None,
-    created_at: datetime | None,
-    check_rows: RowCheck | None,
-) -> IngestResult:
-    """Write ``prepared``; ``check_rows`` (:func:`checks_while_written`) checks its sample rows
-    as they are written, and where none is (the run's key is stored already) the run is
-    checked whole before the stored run is answered, so a bad run is refused either way."""
+    """:func:`ingest_run` for a run already prepared: checked (:func:`check_values`; an import
+    that checks every run before its first write prepares each once), or with ``check_rows``
+    (:func:`checks_while_written`) checking its sample rows as they are written. Where no row
+    is written (the run's key is stored already) the run is then checked whole before the
+    stored run is answered, so a bad run is refused either way."""
     key = idempotency_key or run_key(context, prepared)
     try:
         with unit_of_work(session):
