@@ -18,7 +18,7 @@ import numpy as np
 from perfci.analysis.values import compared_value
 from perfci.core.errors import ConfigError, InvalidValue
 from perfci.core.limits import MAX_VALUE
-from perfci.core.model import MetricKind, Profile, SeriesParts
+from perfci.core.model import Metric, MetricKind, Profile, SeriesParts
 from perfci.store.prepared import Cell, PreparedRun, RowCheck, SampleRow, cell_values
 
 
@@ -209,40 +209,40 @@ def _checked_chunks(prepared: PreparedRun, rows: Iterator[SampleRow]) -> Iterato
 
 
 def _check_numbers(prepared: PreparedRun, numbers: list[object]) -> None:
-    try:
-        array = np.array(numbers, dtype=np.float64)
-    except (OverflowError, TypeError, ValueError):  # an int beyond any float, or not a number
-        raise _invalid_value(prepared) from None
-    if not (
-        np.isfinite(array).all()
-        and (array.size == 0 or (array.min() >= 0 and array.max() <= MAX_VALUE))
-    ):
+    if not _all_valid(numbers):
         raise _invalid_value(prepared)
 
 
+def _all_valid(numbers: list[object]) -> bool:
+    """Every one of ``numbers`` finite and within ``0 … MAX_VALUE``, in one vectorised pass."""
+    try:
+        array = np.array(numbers, dtype=np.float64)
+    except (OverflowError, TypeError, ValueError):  # an int beyond any float, or not a number
+        return False
+    return bool(
+        np.isfinite(array).all()
+        and (array.size == 0 or (array.min() >= 0 and array.max() <= MAX_VALUE))
+    )
+
+
+#: Metrics per block that the search for a bad number checks at once before it looks at each.
+_SEARCH_BLOCK = 1024
+
+
 def _invalid_value(prepared: PreparedRun) -> InvalidValue:
-    """The error naming the first bad number of ``prepared`` (the slow path of check_values)."""
+    """The error naming the first bad number of ``prepared`` (the slow path of check_values).
+
+    Blocks of metrics are checked vectorised and only a bad one is walked field by field: a
+    walk of all of a 50,000-metric run took 90 ms of every refusal of a late bad value.
+    """
     for repeat, profile in prepared.profiles:
         where = f"profile {profile.label!r} ({profile.source or 'upload'}, repeat {repeat + 1})"
         if profile.steps is not None and not _valid(profile.steps):
             return _refusal(f"{where}: steps is {_shown(profile.steps)}")
-        for metric in profile.metrics:
-            fields = [(name, getattr(metric, name)) for name in _NUMBER_FIELDS]
-            fields += [(f"samples_ns #{i}", v) for i, v in enumerate(metric.samples_ns or ())]
-            fields += [(f"samples #{i}", v) for i, v in enumerate(metric.samples or ())]
-            fields += [
-                (f"step_totals_ns #{i}", v) for i, v in enumerate(metric.step_totals_ns or ())
-            ]
-            fields.append(("value", metric.value))
-            for name, value in fields:
-                if value is not None and not _valid(value):
-                    return _refusal(f"{where}, metric {metric.key!r}, {name} is {_shown(value)}")
-            # Derived from numbers just found valid, so it cannot overflow a float.
-            value = compared_value(metric, profile.steps)
-            if value is not None and not _valid(value):
-                return _refusal(
-                    f"{where}, metric {metric.key!r}, {_VALUE_NAMES[0]} is {_shown(value)}"
-                )
+        for start in range(0, len(profile.metrics), _SEARCH_BLOCK):
+            block = profile.metrics[start : start + _SEARCH_BLOCK]
+            if not _block_is_valid(block, profile.steps):
+                return _first_bad(where, block, profile.steps)
     for parts, cell in prepared.cells.items():
         for repeat, values in cell_values(cell):
             for name, value in zip(_VALUE_NAMES, values, strict=True):
@@ -252,6 +252,37 @@ def _invalid_value(prepared: PreparedRun) -> InvalidValue:
                         f"sum of its entries, {name}, is {_shown(value)}"
                     )
     return _refusal("a value is not a finite, non-negative number")  # not reached
+
+
+def _block_is_valid(metrics: list[Metric], steps: int | None) -> bool:
+    """Every number :func:`_first_bad` would look at in ``metrics`` is valid."""
+    numbers: list[object] = [v for m in metrics for v in _numbers_of(m) if v is not None]
+    for getter in (_samples_ns_of, _samples_of, _step_totals_of):
+        numbers += chain.from_iterable(filter(None, map(getter, metrics)))
+    numbers += [v for v in map(_value_of, metrics) if v is not None]
+    if not _all_valid(numbers):
+        return False
+    # Derived from numbers just found valid, so they cannot overflow a float.
+    derived = [compared_value(m, steps) for m in metrics]
+    return _all_valid([v for v in derived if v is not None])
+
+
+def _first_bad(where: str, metrics: list[Metric], steps: int | None) -> InvalidValue:
+    """The refusal naming the first bad number of ``metrics``, field by field."""
+    for metric in metrics:
+        fields = [(name, getattr(metric, name)) for name in _NUMBER_FIELDS]
+        fields += [(f"samples_ns #{i}", v) for i, v in enumerate(metric.samples_ns or ())]
+        fields += [(f"samples #{i}", v) for i, v in enumerate(metric.samples or ())]
+        fields += [(f"step_totals_ns #{i}", v) for i, v in enumerate(metric.step_totals_ns or ())]
+        fields.append(("value", metric.value))
+        for name, value in fields:
+            if value is not None and not _valid(value):
+                return _refusal(f"{where}, metric {metric.key!r}, {name} is {_shown(value)}")
+        # Derived from numbers just found valid, so it cannot overflow a float.
+        value = compared_value(metric, steps)
+        if value is not None and not _valid(value):
+            return _refusal(f"{where}, metric {metric.key!r}, {_VALUE_NAMES[0]} is {_shown(value)}")
+    return _refusal(f"{where}: a value is not a finite, non-negative number")  # not reached
 
 
 def _shown(value: object) -> str:
