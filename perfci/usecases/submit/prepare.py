@@ -166,16 +166,22 @@ def checks_while_written(prepared: PreparedRun) -> RowCheck | None:
 
 def _unstored_numbers(prepared: PreparedRun) -> list[object]:
     """The numbers of ``prepared`` that no sample row holds as they are: the profiles' steps,
-    and each metric's samples, per-step totals and value, which stored numbers derive from."""
+    and their metrics' :func:`_source_numbers`."""
     numbers: list[object] = [p.steps for _, p in prepared.profiles if p.steps is not None]
     for _, profile in prepared.profiles:
-        metrics = profile.metrics
-        # filter(None, …) keeps the non-empty lists, in C: most metrics have none. Of the
-        # values it leaves out the zeros too, which are valid, and an empty string, which
-        # is no stored number (a non-time value is the compared value, in its row).
-        for getter in (_samples_ns_of, _samples_of, _step_totals_of):
-            numbers += chain.from_iterable(filter(None, map(getter, metrics)))
-        numbers += filter(None, map(_value_of, metrics))
+        numbers += _source_numbers(profile.metrics)
+    return numbers
+
+
+def _source_numbers(metrics: list[Metric]) -> list[object]:
+    """Each metric's samples, per-step totals and value: what stored numbers derive from."""
+    numbers: list[object] = []
+    # filter(None, …) keeps the non-empty lists, in C: most metrics have none. Of the values
+    # it leaves out the zeros too, which are valid, and an empty string, which is no stored
+    # number (a non-time value is the compared value, checked as such).
+    for getter in (_samples_ns_of, _samples_of, _step_totals_of):
+        numbers += chain.from_iterable(filter(None, map(getter, metrics)))
+    numbers += filter(None, map(_value_of, metrics))
     return numbers
 
 
@@ -257,10 +263,7 @@ def _invalid_value(prepared: PreparedRun) -> InvalidValue:
 def _block_is_valid(metrics: list[Metric], steps: int | None) -> bool:
     """Every number :func:`_first_bad` would look at in ``metrics`` is valid."""
     numbers: list[object] = [v for m in metrics for v in _numbers_of(m) if v is not None]
-    for getter in (_samples_ns_of, _samples_of, _step_totals_of):
-        numbers += chain.from_iterable(filter(None, map(getter, metrics)))
-    numbers += [v for v in map(_value_of, metrics) if v is not None]
-    if not _all_valid(numbers):
+    if not _all_valid(numbers + _source_numbers(metrics)):
         return False
     # Derived from numbers just found valid, so they cannot overflow a float.
     derived = [compared_value(m, steps) for m in metrics]
