@@ -163,6 +163,52 @@ def test_a_bad_value_after_thousands_of_good_rows_writes_nothing(session: Sessio
     assert (stored.created, _count(session, Sample)) == (True, len(names))
 
 
+_SEP = "\x1f"
+
+
+def _profiles(*by_label: tuple[str, list[Metric]]) -> list[Profile]:
+    """One repeat of a profile per label."""
+    return [
+        Profile(label=label, format="test", source=f"{label}.json", metrics=metrics)
+        for label, metrics in by_label
+    ]
+
+
+def _kernel(name: str, scope: str | None = None) -> Metric:
+    return Metric(MetricKind.KERNEL, name, scope=scope, calls=1, total_ns=1e5)
+
+
+@pytest.mark.parametrize(
+    ("repeat", "named"),
+    [
+        # Scope "s␟" with name "n", and scope "s" with name "␟n": the same digest.
+        (
+            _profiles(("p", [_kernel("n", scope="s" + _SEP), _kernel(_SEP + "n", scope="s")])),
+            "kernel 'n', scope 's\\x1f'",
+        ),
+        (_profiles(("p", [_kernel("gemm"), _kernel("ge" + _SEP + "mm")])), "kernel 'ge\\x1fmm'"),
+        # Two profiles in one repeat: each label is its series' section.
+        (
+            _profiles(("rank" + _SEP + "0", [_kernel("gemm")]), ("rank1", [_kernel("gemm")])),
+            "kernel 'gemm', profile 'rank\\x1f0'",
+        ),
+    ],
+    ids=["scope-and-name", "name", "label"],
+)
+def test_a_key_part_holding_the_separator_is_refused_and_nothing_is_written(
+    session: Session, repeat: list[Profile], named: str
+) -> None:
+    """Series are digested with their parts joined by U+001F: a part holding it could digest
+    like another series, of the run (a unique-key error from the database, before) or of the
+    benchmark's history (the values filed under that series)."""
+    with pytest.raises(ConfigError) as caught:
+        ingest_run(session, context=make_context(), benchmark="b", repeats=[repeat])
+    assert named in str(caught.value) and "U+001F" in str(caught.value)
+    assert (_count(session, Run), _count(session, Sample)) == (0, 0)
+    stored = ingest_run(session, context=make_context(), benchmark="b", repeats=[_run({"n": 1e5})])
+    assert stored.created
+
+
 def test_a_bad_value_under_a_stored_runs_key_is_refused_as_bad(session: Session) -> None:
     """No row of a run whose key is stored already is written, so none is checked on its way:
     the run is checked whole, and the bad value is the answer rather than the conflict."""

@@ -342,6 +342,23 @@ def test_an_integer_beyond_any_float_is_a_422_naming_its_field(
     assert counts(engine) == before
 
 
+def test_a_name_holding_the_key_separator_is_a_422_and_nothing_is_stored(
+    server: ServerProcess, engine: Engine, project: str
+) -> None:
+    """Scope ``s\\x1f`` with name ``n`` and scope ``s`` with name ``\\x1fn`` digest alike: the
+    upload once failed at the write with the database's unique-key error."""
+    token = make_token(engine, project)
+    before = counts(engine)
+    metrics = [
+        {"kind": "kernel", "name": "n", "scope": "s\x1f", "total_ns": 1e6, "calls": 3},
+        {"kind": "kernel", "name": "\x1fn", "scope": "s", "total_ns": 2e6, "calls": 3},
+    ]
+    error = error_of(upload(server, project, token, run_body(metrics)), 422)
+    assert error["code"] == "invalid_request", error
+    assert "U+001F" in error["message"] and "scope 's\\x1f'" in error["message"], error
+    assert counts(engine) == before
+
+
 def test_a_key_reused_for_another_commit_branch_or_pull_request_is_a_409(
     server: ServerProcess, engine: Engine, project: str
 ) -> None:

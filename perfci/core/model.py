@@ -165,6 +165,9 @@ class Profile:
 #: keys series by and digests into ``series.key_hash`` (cheaper to hash than a SeriesKey).
 SeriesParts = tuple[str, str, str, str, str]
 SERIES_FIELDS = ("kind", "device", "scope", "section", "name")
+#: Joins a series' parts before they are digested: no part may hold it, else two series
+#: (scope ``s\x1f`` and name ``n``; scope ``s`` and name ``\x1fn``) would digest alike.
+KEY_SEPARATOR = "\x1f"
 
 
 @dataclass(frozen=True, slots=True)

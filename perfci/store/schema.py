@@ -50,7 +50,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from perfci.core.compat import UTC
-from perfci.core.model import SeriesKey
+from perfci.core.model import KEY_SEPARATOR, SeriesKey
 
 # Deterministic constraint names, so that migrations can drop and alter them on both dialects.
 NAMING_CONVENTION = {
@@ -340,7 +340,7 @@ def series_key_hash(key: SeriesKey) -> str:
 
 def series_parts_hash(kind: str, device: str, scope: str, section: str, name: str) -> str:
     """:func:`series_key_hash` from the plain strings (the ingest hot path)."""
-    joined = "\x1f".join((kind, device, scope, section, name))
+    joined = KEY_SEPARATOR.join((kind, device, scope, section, name))
     return hashlib.blake2b(joined.encode(), digest_size=16).hexdigest()
 
 

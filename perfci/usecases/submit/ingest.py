@@ -18,7 +18,7 @@ from pathlib import Path
 from perfci.core.allocation import no_cycle_collection
 from perfci.core.compat import UTC
 from perfci.core.errors import DatabaseFailure, KeyTaken, RunConflict
-from perfci.core.model import Profile, RunContext
+from perfci.core.model import KEY_SEPARATOR, Profile, RunContext
 from perfci.store.prepared import PreparedRun, RowCheck, cell_values
 from perfci.store.runs import IngestResult, storage_error, stored_run, write_run
 from perfci.store.work import Session, reading, unit_of_work
@@ -165,7 +165,7 @@ def run_key(context: RunContext, prepared: PreparedRun) -> str:
         return f"ci:{provider}:{context.ci_run_id}:{context.ci_run_attempt or 0}:{commit}"[:255]
     digest = hashlib.sha256()
     for parts in sorted(prepared.cells):
-        digest.update("\x1f".join(parts).encode())
+        digest.update(KEY_SEPARATOR.join(parts).encode())
         for repeat, values in cell_values(prepared.cells[parts]):
             # The plain tuple's repr: the keys of runs stored before Values was named. Without
             # the fastest-step value (revision 0007), which derives from the per-step totals
