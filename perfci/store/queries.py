@@ -341,33 +341,41 @@ def environment_id(session: Session, fingerprint: str) -> int | None:
     return None if found is None else int(found)
 
 
-#: The fields of RunInfo that ``run`` has a column of the same name for: read as they are.
-_RUN_COLUMNS = tuple(f.name for f in fields(RunInfo) if f.name in Run.__table__.c)
+#: What each field of RunInfo but its environment is read from, in the field order: a row of
+#: :func:`_run_info_query` is then RunInfo's positional arguments as it is.
+_RUN_INFO_SOURCES: dict[str, Any] = {
+    "project": Project.name,
+    "benchmark": Benchmark.name,
+    "commit": Commit.sha,
+    "commit_time": Commit.committed_at,
+}
+_RUN_INFO_FIELDS = [f.name for f in fields(RunInfo) if f.name != "environment"]
+_ENVIRONMENT_ID = _RUN_INFO_FIELDS.index("environment_id")
 
 
 def _run_info_query() -> Select[Any]:
     # Columns, not the ORM entity: a week of a team's runs is thousands of rows, and building
     # and registering an ORM object for each cost several times the query (issue 35).
     return (
-        select(
-            *(getattr(Run, name) for name in _RUN_COLUMNS),
-            Project.name,
-            Benchmark.name,
-            Commit.sha,
-            Commit.committed_at,
-        )
+        select(*(_run_info_column(name) for name in _RUN_INFO_FIELDS))
         .join(Project, Project.id == Run.project_id)
         .join(Benchmark, Benchmark.id == Run.benchmark_id)
         .outerjoin(Commit, Commit.id == Run.commit_id)
     )
 
 
+def _run_info_column(name: str) -> Any:
+    return _RUN_INFO_SOURCES[name] if name in _RUN_INFO_SOURCES else getattr(Run, name)
+
+
 def _run_infos(session: Session, query: Select[Any]) -> list[RunInfo]:
     """The runs ``query`` (a :func:`_run_info_query`) selects, with their environments' values
     read once per environment: runs share a handful of them, and each row's copy of the same
-    JSON decoded again was most of a week's read."""
+    JSON decoded again was most of a week's read. Each row is passed to RunInfo as it is: a
+    year of a team's runs is 18,000 rows, and a dict of each row's columns cost as much as
+    reading them (issue 35)."""
     rows = session.execute(query).all()
-    ids = {row[_RUN_COLUMNS.index("environment_id")] for row in rows}
+    ids = {row[_ENVIRONMENT_ID] for row in rows}
     environments = (
         {
             env_id: _str_dict(values)
@@ -378,22 +386,12 @@ def _run_infos(session: Session, query: Select[Any]) -> list[RunInfo]:
         if ids
         else {}
     )
-    count = len(_RUN_COLUMNS)
-    infos = []
-    for row in rows:
-        own = dict(zip(_RUN_COLUMNS, row[:count], strict=True))
-        project, benchmark, sha, committed_at = row[count:]
-        infos.append(
-            RunInfo(
-                project=project,
-                benchmark=benchmark,
-                commit=sha,
-                commit_time=committed_at,
-                environment=dict(environments.get(own["environment_id"], {})),
-                **own,
-            )
-        )
-    return infos
+    none: dict[str, str] = {}
+    # Each run its own copy of its environment's values: callers may change theirs.
+    return [
+        RunInfo(*row, dict(environments.get(row[_ENVIRONMENT_ID], none)))  # type: ignore[call-arg]
+        for row in rows
+    ]
 
 
 def _str_dict(values: Mapping[str, Any] | None) -> dict[str, str]:
