@@ -7,7 +7,9 @@ Usage::
 
 For each metric count: a fresh store (SQLite temp file, or a scratch database on
 ``PERFCI_TEST_POSTGRES_URL``) gets ``--baseline`` main runs and one candidate run of ``--repeats``
-repeats of that many kernels, through the real ingest (not timed). Then, interleaved round by
+repeats of that many kernels (not timed): the main runs as uploads store them, their values also
+kept as arrays (``--fill upload``, the default), or as ``perfci ingest`` does (``--fill ingest``);
+the candidate as the upload being compared has it, in rows. Then, interleaved round by
 round (the machine is shared: phases timed one after the other drift):
 
 - **perfci**: :func:`perfci.usecases.submit.compare.compare_stored_run` on the candidate, the
@@ -49,11 +51,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from store_speed import DEFAULT_PG, analyze
 
 from perfci.core.model import Metric, MetricKind, Profile, RunContext
+from perfci.core.settings import Settings
 from perfci.store import engines, migrate
 from perfci.store.queries import get_run
 from perfci.store.samples import run_samples_checked
 from perfci.usecases.submit.compare import choose_baseline, compare_stored_run
 from perfci.usecases.submit.ingest import ingest_run
+from perfci.usecases.submit.run import submit_run
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 ENVIRONMENT = {"gpu": "H100", "torch": "2.4.0"}
@@ -76,8 +80,14 @@ def _profiles(rng: np.random.Generator, levels: np.ndarray, repeats: int) -> lis
     return found
 
 
-def _fill(url: str, metrics: int, baseline: int, repeats: int) -> int:
-    """The store's runs; the candidate's id."""
+def _fill(url: str, metrics: int, baseline: int, repeats: int, how: str = "upload") -> int:
+    """The store's runs; the candidate's id.
+
+    ``how``: ``upload`` stores the baseline's main runs as uploads do (each compared with its
+    own baseline, its values kept as arrays: ``run_arrays``), ``ingest`` as ``perfci ingest``
+    does (rows only). The candidate is ingested either way: an upload's comparison reads its
+    own run from the rows it has just written.
+    """
     rng = np.random.default_rng(1)
     levels = np.exp(rng.uniform(np.log(1e3), np.log(1e7), metrics))
     engine = engines.make_engine(url)
@@ -96,6 +106,15 @@ def _fill(url: str, metrics: int, baseline: int, repeats: int) -> int:
                 environment=ENVIRONMENT,
             )
             with make() as session:
+                if how == "upload" and branch == "main":
+                    run_id = submit_run(
+                        session,
+                        context=context,
+                        benchmark="train",
+                        repeats=_profiles(rng, levels, repeats),
+                        settings=Settings(),
+                    ).ingest.run_id
+                    continue
                 run_id = ingest_run(
                     session,
                     context=context,
@@ -178,7 +197,11 @@ def _one_size(kind: str, metrics: int, args: argparse.Namespace) -> None:
     file = None if args.store_file is None else Path(f"{args.store_file}.{metrics}")
     filled = file is not None and file.exists()
     with _store(kind, file) as url:
-        run_id = _candidate(url) if filled else _fill(url, metrics, args.baseline, args.repeats)
+        run_id = (
+            _candidate(url)
+            if filled
+            else _fill(url, metrics, args.baseline, args.repeats, args.fill)
+        )
         if kind == "postgres":
             # Statistics, as autovacuum keeps them: without any the planner guessed 764 rows
             # for the baseline's 1.5 M and sorted them on disk (1.6 s of server time, 0.7 s
@@ -230,6 +253,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument(
+        "--fill",
+        choices=("upload", "ingest"),
+        default="upload",
+        help="store the baseline runs as uploads do (their values also kept as arrays, what a "
+        "comparison reads of them) or as `perfci ingest` does (rows only)",
+    )
     parser.add_argument(
         "--store-file",
         type=Path,

@@ -37,6 +37,7 @@ from sqlalchemy.engine import CursorResult, Engine, Result
 from sqlalchemy.orm import Session
 
 from perfci.store.partitions import PARTITION_SCHEMA, Month, Partition, list_partitions
+from perfci.store.samples import delete_run_arrays
 from perfci.store.schema import SAMPLE_COLUMNS, Run, SampleSummary
 
 #: Seconds the partition swap waits for its lock on ``sample`` before giving up (the month
@@ -141,6 +142,7 @@ def prune_month(
     whole = postgres and not kept
     result.summaries = _roll_up(session, month, None if whole else runs, postgres)
     _mark_pruned(session, runs, now)
+    delete_run_arrays(session, runs)  # derived from the rows that go now
     if not postgres:
         result.samples = _delete_samples(session, runs)
         return result

@@ -9,6 +9,7 @@ from sqlalchemy import ColumnElement, delete, func, select, true
 from sqlalchemy.orm import Session
 
 from perfci.store.partitions import day_number
+from perfci.store.samples import delete_run_arrays
 from perfci.store.schema import ProfileRow, Run, Sample, SampleSummary
 from perfci.store.schema_service import Alert, AuditEvent, Comparison
 
@@ -34,6 +35,7 @@ def delete_run_rows(session: Session, run_id: int) -> dict[str, int]:
     for name, model in DEPENDENTS:
         where = day if model is Sample else true()
         counts[name] = counts.get(name, 0) + _delete(session, model, run_id, where)
+    delete_run_arrays(session, [run_id])  # the samples' values again: not counted twice
     session.execute(delete(Run).where(Run.id == run_id))
     return counts
 

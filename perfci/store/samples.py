@@ -18,12 +18,16 @@ from operator import itemgetter
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
+from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
 from perfci.core.allocation import no_cycle_collection
 from perfci.core.model import Better, Device, MetricKind, SeriesKey
 from perfci.store import _bulk
 from perfci.store.partitions import Month, day_number
+from perfci.store.run_resolve import table_of
+from perfci.store.schema import RunArrays
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +45,28 @@ class CheckedSamples:
     #: profiled step (``None`` where that run's repeat has none: stored before revision 0007,
     #: or pruned), in the same order as ``samples``.
     fastest: dict[SeriesKey, dict[int, list[float | None]]] = field(default_factory=dict)
+    #: The values of the run ``arrays_of`` names, as :func:`keep_run_arrays` stores them: when
+    #: it was read from its ``sample`` rows (not from stored arrays, a summary or a bad value).
+    arrays: RunValues | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunValues:
+    """Of each sample with a value in (run, series, repeat) order: its run, series, value and
+    fastest-step value (NaN where it has none; ``None`` when no sample has one)."""
+
+    runs: NDArray[np.int64]
+    series: NDArray[np.int64]
+    values: NDArray[np.float64]
+    fastest: NDArray[np.float64] | None
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def taken(self, keep: NDArray[np.bool_] | NDArray[np.intp]) -> RunValues:
+        """The samples that ``keep`` (a mask or indices) selects, in its order."""
+        fastest = None if self.fastest is None else self.fastest[keep]
+        return RunValues(self.runs[keep], self.series[keep], self.values[keep], fastest)
 
 
 def run_samples(
@@ -56,35 +82,135 @@ def run_samples(
 
 
 def run_samples_checked(
-    session: Session, run_ids: Sequence[int], *, series_ids: Sequence[int] | None = None
+    session: Session,
+    run_ids: Sequence[int],
+    *,
+    series_ids: Sequence[int] | None = None,
+    arrays_of: int | None = None,
 ) -> CheckedSamples:
     """:func:`run_samples`, and which runs were left out for a bad stored value.
 
     ``series_ids`` keeps those series only (a long history's step times, without the kernels
-    behind them): then only their values are checked.
+    behind them): then only their values are checked, and every run is read from its rows.
+    ``arrays_of``: a run whose values to return as :func:`keep_run_arrays` stores them, when
+    it has no stored arrays (:attr:`CheckedSamples.arrays`).
 
     A run stored before values were checked at ingest may hold a negative, infinite or NaN
     value; one such run must not break every later comparison or chart of its benchmark
     (issue 13), so the whole run is left out (its other values are suspect too) and named.
-    This is the baseline query (30 runs × 1,000 series): plain driver tuples, one parameter
-    for all ids (an ``IN`` list would be a new statement for every baseline), one vectorised
-    check of the values, and the rows grouped in one pass in the order the database sorted
-    them.
+    This is the baseline query (30 runs × 1,000 series): each run's stored arrays where it
+    has them (``run_arrays``, one row a run), else its rows as plain driver tuples with one
+    parameter for all ids (an ``IN`` list would be a new statement for every baseline); one
+    vectorised check of the values, and the values grouped in one pass in (run, series,
+    repeat) order.
     """
     ids = sorted(set(run_ids))
     if not ids:
         return CheckedSamples({})
     postgres = session.get_bind().dialect.name == "postgresql"
     with _bulk.driver_cursor(session) as cursor, no_cycle_collection():
-        found = _value_rows(cursor, ids, postgres=postgres, series_ids=series_ids)
-        rows, skipped = _drop_bad_runs(found.rows)
-        grouped, fastest_ids = _group_samples(rows)
+        stored = {} if series_ids is not None else _stored_arrays(cursor, ids, postgres=postgres)
+        rest = [run_id for run_id in ids if run_id not in stored]
+        found = (
+            _value_rows(cursor, rest, postgres=postgres, series_ids=series_ids)
+            if rest
+            else _Values([], [])
+        )
+        table = _in_order(_from_rows(found.rows), *stored.values())
+        table, skipped = _drop_bad_runs(table)
+        grouped, fastest_ids = _group_samples(table)
         if not grouped:
             return CheckedSamples({}, skipped, found.summarised)
         keys = _series_keys(cursor, list(grouped), postgres=postgres)
     samples = {keys[series_id]: per_run for series_id, per_run in grouped.items()}
     fastest = {keys[series_id]: per_run for series_id, per_run in fastest_ids.items()}
-    return CheckedSamples(samples, skipped, found.summarised, fastest)
+    arrays = None
+    if arrays_of in rest and arrays_of not in found.summarised and arrays_of not in skipped:
+        arrays = table.taken(table.runs == arrays_of)
+    return CheckedSamples(samples, skipped, found.summarised, fastest, arrays)
+
+
+def keep_run_arrays(session: Session, run_id: int, values: RunValues) -> None:
+    """Store ``values`` (:attr:`CheckedSamples.arrays` of run ``run_id``) as the run's
+    ``run_arrays`` row, in the session's transaction: the one that stored the run."""
+    fastest = values.fastest
+    if fastest is not None and np.isnan(fastest).all():
+        fastest = None
+    row = {
+        "run_id": run_id,
+        "series_ids": values.series.astype(_SERIES_DTYPE).tobytes(),
+        "value": values.values.astype(_VALUE_DTYPE).tobytes(),
+        "fastest": None if fastest is None else fastest.astype(_VALUE_DTYPE).tobytes(),
+    }
+    _bulk.insert_rows_ignore(session, table_of(RunArrays), [row], ["run_id"])
+
+
+def delete_run_arrays(session: Session, run_ids: Sequence[int]) -> None:
+    """Remove the stored arrays of ``run_ids``: their ``sample`` rows are going."""
+    table = table_of(RunArrays)
+    for start in range(0, len(run_ids), _ID_CHUNK):
+        chunk = list(run_ids[start : start + _ID_CHUNK])
+        session.execute(delete(table).where(table.c.run_id.in_(chunk)))
+
+
+_ID_CHUNK = 5000  # ids per IN (...) list: well under SQLite's 32,766 parameters
+#: How ``run_arrays`` holds its numbers: the same bytes on every platform.
+_SERIES_DTYPE = np.dtype("<i4")
+_VALUE_DTYPE = np.dtype("<f8")
+
+
+def _stored_arrays(cursor: Any, run_ids: list[int], *, postgres: bool) -> dict[int, RunValues]:
+    """The values of those of ``run_ids`` with a ``run_arrays`` row, each run's in (series,
+    repeat) order: the order its rows were read in when they were kept."""
+    if postgres:
+        cursor.execute(_PG_ARRAYS, (run_ids,), binary=True)
+    else:
+        cursor.execute(_SQLITE_ARRAYS, (json.dumps(run_ids),))
+    found = {}
+    for run_id, series_bytes, value_bytes, fastest_bytes in cursor.fetchall():
+        series = np.frombuffer(series_bytes, dtype=_SERIES_DTYPE).astype(np.int64)
+        values = np.frombuffer(value_bytes, dtype=_VALUE_DTYPE).astype(np.float64)
+        fastest = (
+            None
+            if fastest_bytes is None
+            else np.frombuffer(fastest_bytes, dtype=_VALUE_DTYPE).astype(np.float64)
+        )
+        runs = np.full(len(series), run_id, dtype=np.int64)
+        found[int(run_id)] = RunValues(runs, series, values, fastest)
+    return found
+
+
+def _from_rows(rows: Sequence[tuple[int, int, float, float | None]]) -> RunValues:
+    count = len(rows)
+    quickest = list(map(itemgetter(3), rows))
+    return RunValues(
+        np.fromiter(map(itemgetter(0), rows), dtype=np.int64, count=count),
+        np.fromiter(map(itemgetter(1), rows), dtype=np.int64, count=count),
+        np.fromiter(map(itemgetter(2), rows), dtype=np.float64, count=count),
+        None if quickest.count(None) == count else np.array(quickest, dtype=np.float64),
+    )
+
+
+def _in_order(*parts: RunValues) -> RunValues:
+    """``parts`` (each in (run, series, repeat) order, of runs no other part has) as one, in
+    that order."""
+    kept = [part for part in parts if len(part)]
+    if len(kept) == 1:
+        return kept[0]
+    if not kept:
+        return parts[0]
+    fastest = None
+    if any(part.fastest is not None for part in kept):
+        fastest = np.concatenate(
+            [np.full(len(p), np.nan) if p.fastest is None else p.fastest for p in kept]
+        )
+    joined = RunValues(
+        np.concatenate([p.runs for p in kept]),
+        np.concatenate([p.series for p in kept]),
+        np.concatenate([p.values for p in kept]),
+        fastest,
+    )
+    return joined.taken(np.argsort(joined.runs, kind="stable"))
 
 
 def _series_keys(cursor: Any, series_ids: list[int], *, postgres: bool) -> dict[int, SeriesKey]:
@@ -207,17 +333,14 @@ def _pg_samples(arms: list[tuple[Month, list[int]]], one: str) -> tuple[str, lis
     return f"SELECT run_id, series_id, value, fastest FROM ({union}) AS s{_ORDER}", params
 
 
-def _drop_bad_runs(
-    rows: list[tuple[int, int, float, float | None]],
-) -> tuple[list[tuple[int, int, float, float | None]], list[int]]:
-    """``rows`` without the runs holding a value that is not finite and non-negative."""
-    values = np.fromiter(map(itemgetter(2), rows), dtype=np.float64, count=len(rows))
+def _drop_bad_runs(table: RunValues) -> tuple[RunValues, list[int]]:
+    """``table`` without the runs holding a value that is not finite and non-negative."""
+    values = table.values
     bad = ~(values >= 0) | np.isinf(values)  # NaN fails ">= 0"
     if not bad.any():
-        return rows, []
-    skipped = sorted({int(rows[i][0]) for i in np.flatnonzero(bad)})
-    drop = set(skipped)
-    return [row for row in rows if row[0] not in drop], skipped
+        return table, []
+    skipped = sorted(int(run_id) for run_id in np.unique(table.runs[bad]))
+    return table.taken(~np.isin(table.runs, skipped)), skipped
 
 
 # Primary key order: SQLite reads it straight off the key (ordering by series first costs a
@@ -239,6 +362,9 @@ _SUMMARIES = (
 )
 _PG_SUMMARIES = _SUMMARIES.format("= ANY(%s::int4[])")
 _SQLITE_SUMMARIES = _SUMMARIES.format("IN (SELECT value FROM json_each(?))")
+_ARRAYS = "SELECT run_id, series_ids, value, fastest FROM run_arrays WHERE run_id {}"
+_PG_ARRAYS = _ARRAYS.format("= ANY(%s::int4[])")
+_SQLITE_ARRAYS = _ARRAYS.format("IN (SELECT value FROM json_each(?))")
 _SERIES = "SELECT id, kind, name, device, scope, section, unit, better FROM series WHERE id {}"
 _PG_SERIES = _SERIES.format("= ANY(%s::int4[])")
 _SQLITE_SERIES = _SERIES.format("IN (SELECT value FROM json_each(?))")
@@ -248,35 +374,35 @@ _BETTER = {better.value: better for better in Better}
 
 
 def _group_samples(
-    rows: Sequence[tuple[int, int, float, float | None]],
+    table: RunValues,
 ) -> tuple[dict[int, dict[int, list[float]]], dict[int, dict[int, list[float | None]]]]:
-    """(run, series, value, fastest) rows in primary key order → series → run → values by
-    repeat; and the same of the fastest-step values, for the series that have any.
+    """Samples in (run, series, repeat) order → series → run → values by repeat; and the same
+    of the fastest-step values, for the series that have any.
 
     The (run, series) groups' bounds are found in numpy and each group's values taken as one
-    slice (issue 35: a 10,000-series baseline is 1.5 M rows, and a Python step per row was
-    a large share of a comparison).
+    slice (issue 35: a 10,000-series baseline is 1.5 M samples, and a Python step per sample
+    was a large share of a comparison).
     """
     grouped: dict[int, dict[int, list[float]]] = {}
     fastest: dict[int, dict[int, list[float | None]]] = {}
-    count = len(rows)
+    count = len(table)
     if not count:
         return grouped, fastest
-    runs = np.fromiter(map(itemgetter(0), rows), dtype=np.int64, count=count)
-    series = np.fromiter(map(itemgetter(1), rows), dtype=np.int64, count=count)
+    runs, series = table.runs, table.series
     changed = (runs[1:] != runs[:-1]) | (series[1:] != series[:-1])
     starts = [0, *(np.flatnonzero(changed) + 1).tolist()]
     ends = [*starts[1:], count]
-    values = list(map(itemgetter(2), rows))
-    quickest = list(map(itemgetter(3), rows))
-    any_fastest = quickest.count(None) != count
-    for start, end in zip(starts, ends, strict=True):
-        run_id, series_id = rows[start][0], rows[start][1]
+    values = table.values.tolist()
+    quickest: list[float | None] = []
+    if table.fastest is not None and not np.isnan(table.fastest).all():
+        quickest = [None if v != v else v for v in table.fastest.tolist()]  # NaN: none
+    group_runs, group_series = runs[starts].tolist(), series[starts].tolist()
+    for start, end, run_id, series_id in zip(starts, ends, group_runs, group_series, strict=True):
         per_run = grouped.get(series_id)
         if per_run is None:
             per_run = grouped[series_id] = {}
         per_run[run_id] = values[start:end]
-        if any_fastest and (quickest[start] is not None or series_id in fastest):
+        if quickest and (quickest[start] is not None or series_id in fastest):
             fastest.setdefault(series_id, {})[run_id] = quickest[start:end]
     return grouped, {s: runs for s, runs in fastest.items() if _any_value(runs)}
 

@@ -329,6 +329,32 @@ class SampleSummary(Base):
     count: Mapped[int] = mapped_column(Integer)
 
 
+class RunArrays(Base):
+    """A run's compared values as three arrays: what comparisons read of a baseline run.
+
+    A baseline of 30 runs × 300 series × 3 repeats is 27,000 ``sample`` rows, and a database
+    driver builds a Python row for each: most of an upload's read (issue 35). One row per run
+    holds the same numbers as arrays, read in one piece each. Derived, never the only copy:
+    the run's ``sample`` rows hold every number, and a run without a row here is read from
+    them. It is written in the transaction that stored the run, from the rows it had just
+    written (the upload's comparison reads them back anyway,
+    :func:`perfci.usecases.submit.compare.compare_stored_run`), and removed with them (``perfci
+    db prune``, ``perfci runs delete``), so it never disagrees with them. A migration that
+    changes stored values must delete these rows.
+
+    ``series_ids`` are little-endian int32, ``value`` and ``fastest`` little-endian float64, one
+    entry per sample with a value, in (series id, repeat) order; ``fastest`` is NaN where a sample
+    has none and NULL when none has. No foreign key, like ``sample``.
+    """
+
+    __tablename__ = "run_arrays"
+
+    run_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    series_ids: Mapped[bytes] = mapped_column(LargeBinary)
+    value: Mapped[bytes] = mapped_column(LargeBinary)
+    fastest: Mapped[bytes | None] = mapped_column(LargeBinary)
+
+
 #: Column order of ``sample`` rows as the bulk writers take them.
 SAMPLE_COLUMNS: tuple[str, ...] = tuple(c.name for c in Sample.__table__.columns)
 

@@ -31,7 +31,7 @@ from perfci.core.model import BaselineInfo, RunComparison, SeriesKey
 from perfci.integrations.machine.judge import load_shift
 from perfci.store import queries
 from perfci.store.queries import RunInfo
-from perfci.store.samples import run_samples_checked
+from perfci.store.samples import keep_run_arrays, run_samples_checked
 from perfci.store.work import Session
 from perfci.usecases.submit.gpu_screen import screen_gpu_state, step_values
 from perfci.usecases.submit.load_guard import undecided_on_a_busy_host, undecided_on_a_load_change
@@ -97,10 +97,14 @@ def compare_stored_run(
     default_branch: str = "main",
     baseline_runs: int = 30,
     merge_base: str | None = None,
+    keep_arrays: bool = False,
 ) -> RunComparison:
     """Compare run ``run_id`` with its baseline (see the module docstring).
 
     Too few baseline runs give ``no-baseline`` lines (``options.min_baseline``), never a guess.
+    ``keep_arrays``: the run was stored in this transaction; its values, read back for the
+    comparison, are kept as the arrays later comparisons read of it as a baseline run
+    (:func:`perfci.store.samples.keep_run_arrays`).
     """
     run = queries.get_run(session, run_id)
     choice = choose_baseline(
@@ -112,7 +116,11 @@ def compare_stored_run(
         merge_base=merge_base,
     )
     states = queries.repeat_gpu_states(session, [*choice.run_ids, run.id])
-    checked = run_samples_checked(session, [*choice.run_ids, run.id])
+    checked = run_samples_checked(
+        session, [*choice.run_ids, run.id], arrays_of=run.id if keep_arrays else None
+    )
+    if checked.arrays is not None:
+        keep_run_arrays(session, run.id, checked.arrays)
     samples = checked.samples
     screen = screen_gpu_state(choice.run_ids, run, states, steps=step_values(samples))
     choice = replace(choice, run_ids=screen.kept_run_ids)

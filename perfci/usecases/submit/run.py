@@ -101,6 +101,7 @@ def _submit(
             settings=settings,
             baseline_branch=baseline_branch,
             merge_base=context.merge_base,
+            keep_arrays=ingest.created,
         )
     return SubmitResult(ingest, result, document)
 
@@ -127,8 +128,10 @@ def _compare_and_save(
     settings: Settings,
     baseline_branch: str | None,
     merge_base: str | None,
+    keep_arrays: bool = False,
 ) -> tuple[RunComparison, str]:
-    """:func:`compare_run_now`, and the JSON document it stored."""
+    """:func:`compare_run_now`, and the JSON document it stored. ``keep_arrays``: the run was
+    stored in this transaction (:func:`compare_stored_run`)."""
     result = compare_stored_run(
         session,
         run_id,
@@ -137,6 +140,7 @@ def _compare_and_save(
         default_branch=settings.baseline_branch,
         baseline_runs=settings.baseline_runs,
         merge_base=merge_base,
+        keep_arrays=keep_arrays,
     )
     return result, save_comparison(session, result)
 

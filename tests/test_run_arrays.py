@@ -1,0 +1,195 @@
+"""A run's values kept as arrays (``run_arrays``, issue 35): what comparisons read of a baseline
+run, always the numbers of its ``sample`` rows.
+
+Every test runs on SQLite and, when ``PERFCI_TEST_POSTGRES_URL`` is set, on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+from db_fixtures import make_context
+from sqlalchemy import delete, func, select
+from sqlalchemy.orm import Session
+
+from perfci.core.model import Metric, MetricKind, Profile
+from perfci.core.settings import Settings
+from perfci.store import engines, queries
+from perfci.store.samples import CheckedSamples, run_samples_checked
+from perfci.store.schema import RunArrays
+from perfci.usecases.admin.prune import prune_store
+from perfci.usecases.browse.runs import delete_run
+from perfci.usecases.submit.ingest import ingest_run
+from perfci.usecases.submit.run import compare_run_now, submit_run
+
+T0 = datetime(2026, 1, 5, 6, tzinfo=UTC)
+
+
+def _repeat(rng: np.random.Generator, run: int, repeat: int) -> list[Profile]:
+    """One repeat of a run whose shape varies with ``run`` and ``repeat``, as real ones do.
+
+    - the kernels in another order every other run, so that a run's series ids are not in
+      its write order (the arrays are kept in write order, the rows read in id order);
+    - one kernel only in some repeats (a ragged run);
+    - one kernel listed twice in a repeat of every third run (its samples hold the sums);
+    - a copy with bytes and no time (no value: not compared);
+    - an operator with per-step totals (a fastest-step value), and a step with samples.
+    """
+
+    def kernel(name: str, ns: float) -> Metric:
+        return Metric(MetricKind.KERNEL, name, calls=4, total_ns=ns * rng.lognormal(0, 0.02))
+
+    metrics = [kernel(f"gemm<{i}, float>", 1e6 * (i + 1)) for i in range(6)]
+    if run % 2:
+        metrics.reverse()
+    if repeat != 1:
+        metrics.append(kernel("late_kernel", 3e5))
+    if run % 3 == 0 and repeat == 0:
+        metrics.append(kernel("gemm<2, float>", 5e4))
+    totals = [float(v) for v in 2e6 * rng.lognormal(0, 0.05, 4)]
+    steps = [float(v) for v in 3e7 * rng.lognormal(0, 0.01, 4)]
+    metrics += [
+        Metric(MetricKind.MEMORY, "HtoD", calls=2, bytes=4e6),
+        Metric(MetricKind.OP, "aten::mm", calls=8, total_ns=sum(totals), step_totals_ns=totals),
+        Metric(MetricKind.STEP, "step", samples_ns=steps),
+    ]
+    return [Profile(label="p", format="test", source="p.json", metrics=metrics, steps=4)]
+
+
+def _submit(session: Session, rng: np.random.Generator, run: int, branch: str = "main") -> int:
+    result = submit_run(
+        session,
+        context=make_context(
+            commit=f"{run:040x}",
+            branch=branch,
+            commit_time=(T0 + timedelta(hours=run)).isoformat(),
+        ),
+        benchmark="b",
+        repeats=[_repeat(rng, run, r) for r in range(3)],
+        settings=Settings(),
+    )
+    return result.ingest.run_id
+
+
+def _arrays(session: Session) -> int:
+    return int(session.execute(select(func.count()).select_from(RunArrays)).scalar_one())
+
+
+def _read(session: Session, run_ids: list[int]) -> CheckedSamples:
+    checked = run_samples_checked(session, run_ids)
+    assert checked.samples, "nothing read"
+    return checked
+
+
+def _in_order(checked: CheckedSamples) -> list[object]:
+    """Everything read, in the order it came: dict equality alone ignores order, and the
+    order of series and runs is what the comparison lists its lines in."""
+    return [
+        [(key, list(by_run.items())) for key, by_run in part.items()]
+        for part in (checked.samples, checked.fastest)
+    ] + [checked.skipped, checked.summarised]
+
+
+def test_a_run_submitted_keeps_its_values_as_arrays_that_read_as_its_rows(
+    session: Session,
+) -> None:
+    """Runs read from their arrays give exactly what their rows give: the same series in the
+    same order, the same values in repeat order, the same fastest-step values."""
+    rng = np.random.default_rng(7)
+    ids = [_submit(session, rng, run) for run in range(7)]
+    assert _arrays(session) == len(ids)
+    # From the second run on: its kernels are listed in the reverse order of their ids (the
+    # first run created them), so its arrays hold them out of the order its rows read in.
+    read = ids[1:]
+    from_arrays = _read(session, read)
+    fastest = next(v for k, v in from_arrays.fastest.items() if k.name == "aten::mm")
+    assert [len(values) for values in fastest.values()] == [3] * len(read)
+    # Every other run without its arrays: each run is read from one or the other.
+    session.execute(delete(RunArrays).where(RunArrays.run_id.in_(ids[1::2])))
+    mixed = _read(session, read)
+    session.execute(delete(RunArrays))
+    from_rows = _read(session, read)
+    assert _in_order(from_arrays) == _in_order(from_rows)
+    assert _in_order(mixed) == _in_order(from_rows)
+    copies = [k for k in from_rows.samples if k.name == "HtoD"]
+    assert copies == []  # bytes only: no value to compare, from either source
+    ragged = next(v for k, v in from_rows.samples.items() if k.name == "late_kernel")
+    assert {len(values) for values in ragged.values()} == {2}
+    summed = next(v for k, v in from_rows.samples.items() if k.name == "gemm<2, float>")
+    assert summed[ids[3]][0] > summed[ids[3]][1]  # listed twice in the first repeat of run 3
+
+
+def test_one_series_of_a_long_history_is_read_from_rows(session: Session) -> None:
+    """The weekly report reads one series of every run: its rows, not every run's arrays."""
+    rng = np.random.default_rng(8)
+    ids = [_submit(session, rng, run) for run in range(4)]
+    every = _read(session, ids)
+    step = next(k for k in every.samples if k.kind is MetricKind.STEP)
+    headline = queries.series_ids_of_kinds(
+        session, project="acme/model", benchmark="b", kinds=frozenset({MetricKind.STEP})
+    )
+    only = run_samples_checked(session, ids, series_ids=headline)
+    assert list(only.samples) == [step] and only.samples[step] == every.samples[step]
+
+
+def test_arrays_are_kept_only_for_a_run_stored_in_the_same_transaction(
+    session: Session,
+) -> None:
+    """A run ingested without a comparison has none, and comparing it later keeps none: its
+    rows are committed, and another transaction may be pruning or deleting them."""
+    rng = np.random.default_rng(9)
+    _submit(session, rng, 0)
+    stored = ingest_run(
+        session,
+        context=make_context(commit="1" * 40, commit_time=(T0 + timedelta(hours=1)).isoformat()),
+        benchmark="b",
+        repeats=[_repeat(rng, 1, r) for r in range(3)],
+    )
+    session.commit()
+    compare_run_now(session, stored.run_id, settings=Settings())
+    session.commit()
+    assert _arrays(session) == 1
+    assert session.execute(select(RunArrays.run_id)).scalar_one() != stored.run_id
+
+
+def test_a_retried_upload_keeps_no_second_copy(session: Session) -> None:
+    rng = np.random.default_rng(10)
+    repeats = [_repeat(rng, 0, r) for r in range(3)]
+    context = make_context(commit="2" * 40, ci_provider="test", ci_run_id="7", ci_run_attempt=1)
+    first, again = (
+        submit_run(session, context=context, benchmark="b", repeats=repeats, settings=Settings())
+        for _ in range(2)
+    )
+    assert (first.ingest.created, again.ingest.created) == (True, False)
+    assert _arrays(session) == 1
+
+
+def test_deleting_a_run_deletes_its_arrays(session: Session) -> None:
+    rng = np.random.default_rng(11)
+    ids = [_submit(session, rng, run) for run in range(2)]
+    delete_run(session, run_id=ids[0], actor="test")
+    assert session.execute(select(RunArrays.run_id)).scalars().all() == [ids[1]]
+
+
+@pytest.mark.parametrize("branch", ["main", "feature"])
+def test_pruning_a_run_deletes_its_arrays_and_it_reads_as_its_summaries(
+    migrated_url: str, branch: str
+) -> None:
+    engine = engines.make_engine(migrated_url)
+    sessions = engines.make_sessionmaker(engine)
+    try:
+        rng = np.random.default_rng(12)
+        with sessions() as session:
+            ids = [_submit(session, rng, run, branch=branch) for run in range(3)]
+            assert _arrays(session) == 3
+        now = datetime.now(UTC)
+        prune_store(migrated_url, keep="30d", now=now.replace(year=now.year + 1))
+        with sessions() as session:
+            assert _arrays(session) == 0
+            checked = run_samples_checked(session, ids)
+        assert checked.summarised == sorted(ids)
+        assert all(len(v) == 1 for per_run in checked.samples.values() for v in per_run.values())
+    finally:
+        engine.dispose()
