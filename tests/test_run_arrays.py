@@ -16,8 +16,8 @@ from sqlalchemy.orm import Session
 
 from perfci.core.model import Metric, MetricKind, Profile
 from perfci.core.settings import Settings
-from perfci.store import engines, queries
-from perfci.store.samples import CheckedSamples, run_samples_checked
+from perfci.store import engines, queries, samples
+from perfci.store.samples import CheckedSamples, RunValues, run_samples_checked
 from perfci.store.schema import RunArrays
 from perfci.usecases.admin.prune import prune_store
 from perfci.usecases.browse.runs import delete_run
@@ -193,3 +193,58 @@ def test_pruning_a_run_deletes_its_arrays_and_it_reads_as_its_summaries(
         assert all(len(v) == 1 for per_run in checked.samples.values() for v in per_run.values())
     finally:
         engine.dispose()
+
+
+def _table(shape: dict[int, list[int]], repeats: int, *, fastest: bool = False) -> RunValues:
+    """Samples of run → its series, ``repeats`` each, in (run, series, repeat) order."""
+    rows = [
+        (run, series, repeat)
+        for run, all_series in sorted(shape.items())
+        for series in sorted(all_series)
+        for repeat in range(repeats)
+    ]
+    values = np.arange(len(rows), dtype=np.float64) * 1.5
+    quickest = np.where(np.arange(len(rows)) % 3 == 1, np.nan, values / 2) if fastest else None
+    return RunValues(
+        np.array([r for r, _, _ in rows], dtype=np.int64),
+        np.array([s for _, s, _ in rows], dtype=np.int64),
+        values,
+        quickest,
+    )
+
+
+@pytest.mark.parametrize(
+    ("shape", "repeats", "alike"),
+    [
+        ({1: [5, 7, 9], 2: [5, 7, 9], 3: [5, 7, 9]}, 3, True),
+        ({1: [5, 7, 9], 2: [5, 7, 9]}, 1, True),
+        ({4: [8]}, 2, True),
+        # Rows of four groups: run 2's two and run 3's two add up to run 1's series.
+        ({1: [1, 2, 3, 4], 2: [1, 2], 3: [3, 4]}, 2, False),
+        ({1: [5, 7, 9], 2: [5, 9], 3: [5, 7, 9]}, 3, False),
+        ({1: [5, 7, 9], 2: [5, 7, 8]}, 2, False),
+    ],
+)
+@pytest.mark.parametrize("fastest", [False, True])
+def test_runs_alike_are_grouped_at_once_as_one_by_one(
+    monkeypatch: pytest.MonkeyPatch,
+    shape: dict[int, list[int]],
+    repeats: int,
+    alike: bool,
+    fastest: bool,
+) -> None:
+    """A baseline whose runs all hold the same series and repeats is grouped from one array;
+    anything else, one (run, series) group at a time: the two give the same lists in order."""
+    table = _table(shape, repeats, fastest=fastest)
+    changed = (table.runs[1:] != table.runs[:-1]) | (table.series[1:] != table.series[:-1])
+    starts = [0, *(np.flatnonzero(changed) + 1).tolist()]
+    assert (samples._alike_runs(table, starts) is not None) is alike
+    at_once = samples._group_samples(table)
+    monkeypatch.setattr(samples, "_alike_runs", lambda *_: None)
+    one_by_one = samples._group_samples(table)
+    for got, want in zip(at_once, one_by_one, strict=True):
+        assert [(k, list(v.items())) for k, v in got.items()] == [
+            (k, list(v.items())) for k, v in want.items()
+        ]
+    assert sum(len(v) for by_run in at_once[0].values() for v in by_run.values()) == len(table)
+    assert bool(at_once[1]) is fastest

@@ -381,7 +381,8 @@ def _group_samples(
 
     The (run, series) groups' bounds are found in numpy and each group's values taken as one
     slice (issue 35: a 10,000-series baseline is 1.5 M samples, and a Python step per sample
-    was a large share of a comparison).
+    was a large share of a comparison); where every run has the same series and repeats (the
+    usual baseline), all the lists are made at once from one array.
     """
     grouped: dict[int, dict[int, list[float]]] = {}
     fastest: dict[int, dict[int, list[float | None]]] = {}
@@ -392,19 +393,55 @@ def _group_samples(
     changed = (runs[1:] != runs[:-1]) | (series[1:] != series[:-1])
     starts = [0, *(np.flatnonzero(changed) + 1).tolist()]
     ends = [*starts[1:], count]
-    values = table.values.tolist()
+    group_runs, group_series = runs[starts].tolist(), series[starts].tolist()
     quickest: list[float | None] = []
     if table.fastest is not None and not np.isnan(table.fastest).all():
         quickest = [None if v != v else v for v in table.fastest.tolist()]  # NaN: none
-    group_runs, group_series = runs[starts].tolist(), series[starts].tolist()
-    for start, end, run_id, series_id in zip(starts, ends, group_runs, group_series, strict=True):
-        per_run = grouped.get(series_id)
-        if per_run is None:
-            per_run = grouped[series_id] = {}
-        per_run[run_id] = values[start:end]
-        if quickest and (quickest[start] is not None or series_id in fastest):
-            fastest.setdefault(series_id, {})[run_id] = quickest[start:end]
+    alike = _alike_runs(table, starts)
+    if alike is not None:
+        run_ids, series_ids, nested = alike
+        grouped = {
+            series_id: dict(zip(run_ids, lists, strict=True))
+            for series_id, lists in zip(series_ids, nested, strict=True)
+        }
+    values = table.values.tolist() if alike is None else []
+    if alike is None or quickest:
+        for start, end, run_id, series_id in zip(
+            starts, ends, group_runs, group_series, strict=True
+        ):
+            if alike is None:
+                per_run = grouped.get(series_id)
+                if per_run is None:
+                    per_run = grouped[series_id] = {}
+                per_run[run_id] = values[start:end]
+            if quickest and (quickest[start] is not None or series_id in fastest):
+                fastest.setdefault(series_id, {})[run_id] = quickest[start:end]
     return grouped, {s: runs for s, runs in fastest.items() if _any_value(runs)}
+
+
+def _alike_runs(
+    table: RunValues, starts: list[int]
+) -> tuple[list[int], list[int], list[list[list[float]]]] | None:
+    """When every run holds the same series with the same number of repeats each: the runs,
+    the series and, per series, per run, its values; else ``None``."""
+    groups = len(starts)
+    repeats = len(table) // groups
+    if repeats * groups != len(table) or np.any(np.diff([*starts, len(table)]) != repeats):
+        return None
+    heads = table.series[starts]
+    run_of_group = table.runs[starts]
+    first_run = run_of_group[0]
+    per_run = int(np.count_nonzero(run_of_group == first_run))
+    if groups % per_run:
+        return None
+    shape = (groups // per_run, per_run)
+    heads, owners = heads.reshape(shape), run_of_group.reshape(shape)
+    # Each row one run's groups (a row could span two runs whose series add up alike), and
+    # every run's series the first's.
+    if not ((owners == owners[:, :1]).all() and (heads == heads[0]).all()):
+        return None
+    nested = table.values.reshape(*shape, repeats).transpose(1, 0, 2).tolist()
+    return run_of_group[::per_run].tolist(), heads[0].tolist(), nested
 
 
 def _any_value(runs: Mapping[int, list[float | None]]) -> bool:
