@@ -42,11 +42,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from store_speed import DEFAULT_PG, analyze, scratch_database
 
 from perfci.core.model import Metric, MetricKind, Profile, RunContext
+from perfci.core.settings import Settings
 from perfci.core.weekly import WeeklyReport
 from perfci.report.weekly_html import render_html
 from perfci.report.weekly_markdown import render_markdown
 from perfci.store import engines, migrate
 from perfci.usecases.submit.ingest import ingest_run
+from perfci.usecases.submit.run import submit_run
 from perfci.usecases.weekly.report import build_weekly_report
 
 T0 = datetime(2025, 1, 6, 6, tzinfo=UTC)  # a Monday
@@ -74,9 +76,21 @@ def _profile(
 
 
 def ingest_year(
-    url: str, *, days: int, series: int, benchmarks: int, repeats: int, runs_per_day: int = 1
+    url: str,
+    *,
+    days: int,
+    series: int,
+    benchmarks: int,
+    repeats: int,
+    runs_per_day: int = 1,
+    fill: str = "ingest",
 ) -> int:
-    """Ingest the synthetic history; returns the number of sample rows written."""
+    """Store the synthetic history; returns the number of sample rows written.
+
+    ``fill``: ``ingest`` as ``perfci ingest`` does (rows only, fast to fill), ``upload`` as
+    uploads do (each run compared, its values also kept as arrays: what a report reads of
+    the runs it reads whole).
+    """
     rng = np.random.default_rng(1)
     per_benchmark = max(2, series // benchmarks) - 1  # the step time is one of the series
     engine = engines.make_engine(url)
@@ -101,13 +115,22 @@ def ingest_year(
                 )
                 repeat = [[_profile(rng, base, factors, names)] for _ in range(repeats)]
                 with sessions() as session:
-                    result = ingest_run(
-                        session,
-                        context=context,
-                        benchmark=f"bench_{b}",
-                        repeats=repeat,
-                        created_at=T0 + at + timedelta(minutes=30),
-                    )
+                    if fill == "upload":
+                        result = submit_run(
+                            session,
+                            context=context,
+                            benchmark=f"bench_{b}",
+                            repeats=repeat,
+                            settings=Settings(),
+                        ).ingest
+                    else:
+                        result = ingest_run(
+                            session,
+                            context=context,
+                            benchmark=f"bench_{b}",
+                            repeats=repeat,
+                            created_at=T0 + at + timedelta(minutes=30),
+                        )
                 samples += result.samples
     finally:
         engine.dispose()
@@ -161,6 +184,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="skip the report that reads every series of every run (minutes on a long history)",
     )
+    parser.add_argument(
+        "--fill",
+        choices=("ingest", "upload"),
+        default="ingest",
+        help="store the runs as `perfci ingest` does (rows only) or as uploads do (each "
+        "compared, its values also kept as arrays); uploads take far longer to fill",
+    )
     args = parser.parse_args(argv)
 
     server = os.environ.get("PERFCI_TEST_POSTGRES_URL", DEFAULT_PG)
@@ -176,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
                     benchmarks=args.benchmarks,
                     repeats=args.repeats,
                     runs_per_day=args.runs_per_day,
+                    fill=args.fill,
                 )
             )
         )
