@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from perfci.cli.main import main
 from perfci.core.model import MetricComparison, RunComparison, Verdict
 from perfci.store.engines import make_engine
-from perfci.store.schema import Run
+from perfci.store.schema import Run, RunArrays
 from perfci.store.schema_service import Comparison
 from perfci.usecases.check import looks as adaptive
 
@@ -162,7 +162,7 @@ def _history(repo: Path, url: str, monkeypatch: pytest.MonkeyPatch, *, noise: fl
     monkeypatch.setenv("RUN_SEED", "pr")
 
 
-def _count(url: str, model: type[Run] | type[Comparison]) -> int:
+def _count(url: str, model: type[Run] | type[Comparison] | type[RunArrays]) -> int:
     engine = make_engine(url)
     try:
         with engine.connect() as connection:
@@ -208,9 +208,11 @@ def test_an_inconclusive_first_look_runs_more_repeats_until_decided(
     assert len(ran) == 1 and 2 < ran.pop() <= 8
     assert "stopped: every gated metric is decided" in result["notes"][-1]
     assert "alpha 0.05/4" in result["notes"][-1]
-    # The looks were rolled back: one more run and one more comparison, the final ones.
+    # The looks were rolled back: one more run and one more comparison, the final ones, and
+    # the values of that one run kept as arrays (those of the looks went with them).
     assert _count(migrated_url, Run) == BASELINE_RUNS + 1
     assert _count(migrated_url, Comparison) == BASELINE_RUNS + 1
+    assert _count(migrated_url, RunArrays) == BASELINE_RUNS + 1
 
 
 def test_a_decided_first_look_runs_no_more_repeats(

@@ -144,6 +144,7 @@ def _look(
         default_branch=settings.baseline_branch,
         baseline_runs=settings.baseline_runs,
         merge_base=context.merge_base,
+        keep_arrays=ingest.created,  # in the look's SAVEPOINT, with the run
     )
     return _Look(ingest, result, stored_before=False)
 
