@@ -4,7 +4,9 @@ Samples are read through :func:`_value_rows` (issue 17): a run's per-repeat valu
 ``sample`` while it has them, else the one summary value (``sample_summary.median``) that
 ``perfci db prune`` kept of them. On PostgreSQL the reads of ``sample`` name the month of each
 run (``run_day`` ranges, one arm per month), so that they touch only those months' partitions
-whatever the size of the table.
+whatever the size of the table. Every series of a run that an upload stored is read from its
+``run_arrays`` row instead, one row a run (issue 35): :func:`keep_run_arrays` writes it in the
+upload's transaction, from the values the upload's comparison read back.
 """
 
 from __future__ import annotations
