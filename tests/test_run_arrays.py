@@ -237,8 +237,9 @@ def test_runs_alike_are_grouped_at_once_as_one_by_one(
     anything else, one (run, series) group at a time: the two give the same lists in order."""
     table = _table(shape, repeats, fastest=fastest)
     changed = (table.runs[1:] != table.runs[:-1]) | (table.series[1:] != table.series[:-1])
-    starts = [0, *(np.flatnonzero(changed) + 1).tolist()]
-    assert (samples._alike_runs(table, starts) is not None) is alike
+    starts = np.concatenate(([0], np.flatnonzero(changed) + 1))
+    found = samples._alike_runs(table, starts, table.runs[starts], table.series[starts])
+    assert (found is not None) is alike
     at_once = samples._group_samples(table)
     monkeypatch.setattr(samples, "_alike_runs", lambda *_: None)
     one_by_one = samples._group_samples(table)

@@ -171,11 +171,12 @@ def _stored_arrays(cursor: Any, run_ids: list[int], *, postgres: bool) -> dict[i
     found = {}
     for run_id, series_bytes, value_bytes, fastest_bytes in cursor.fetchall():
         series = np.frombuffer(series_bytes, dtype=_SERIES_DTYPE).astype(np.int64)
-        values = np.frombuffer(value_bytes, dtype=_VALUE_DTYPE).astype(np.float64)
+        # Copied only where the machine's floats are not little-endian.
+        values = np.frombuffer(value_bytes, dtype=_VALUE_DTYPE).astype(np.float64, copy=False)
         fastest = (
             None
             if fastest_bytes is None
-            else np.frombuffer(fastest_bytes, dtype=_VALUE_DTYPE).astype(np.float64)
+            else np.frombuffer(fastest_bytes, dtype=_VALUE_DTYPE).astype(np.float64, copy=False)
         )
         runs = np.full(len(series), run_id, dtype=np.int64)
         found[int(run_id)] = RunValues(runs, series, values, fastest)
@@ -393,13 +394,12 @@ def _group_samples(
         return grouped, fastest
     runs, series = table.runs, table.series
     changed = (runs[1:] != runs[:-1]) | (series[1:] != series[:-1])
-    starts = [0, *(np.flatnonzero(changed) + 1).tolist()]
-    ends = [*starts[1:], count]
-    group_runs, group_series = runs[starts].tolist(), series[starts].tolist()
+    starts = np.concatenate(([0], np.flatnonzero(changed) + 1))
+    group_runs, group_series = runs[starts], series[starts]
     quickest: list[float | None] = []
     if table.fastest is not None and not np.isnan(table.fastest).all():
         quickest = [None if v != v else v for v in table.fastest.tolist()]  # NaN: none
-    alike = _alike_runs(table, starts)
+    alike = _alike_runs(table, starts, group_runs, group_series)
     if alike is not None:
         run_ids, series_ids, nested = alike
         grouped = {
@@ -408,8 +408,9 @@ def _group_samples(
         }
     values = table.values.tolist() if alike is None else []
     if alike is None or quickest:
+        bounds = [*starts.tolist(), count]
         for start, end, run_id, series_id in zip(
-            starts, ends, group_runs, group_series, strict=True
+            bounds[:-1], bounds[1:], group_runs.tolist(), group_series.tolist(), strict=True
         ):
             if alike is None:
                 per_run = grouped.get(series_id)
@@ -422,18 +423,19 @@ def _group_samples(
 
 
 def _alike_runs(
-    table: RunValues, starts: list[int]
+    table: RunValues,
+    starts: NDArray[np.intp],
+    run_of_group: NDArray[np.int64],
+    heads: NDArray[np.int64],
 ) -> tuple[list[int], list[int], list[list[list[float]]]] | None:
     """When every run holds the same series with the same number of repeats each: the runs,
-    the series and, per series, per run, its values; else ``None``."""
+    the series and, per series, per run, its values; else ``None``. ``starts``: where each
+    (run, series) group begins; ``run_of_group`` and ``heads``: its run and its series."""
     groups = len(starts)
     repeats = len(table) // groups
-    if repeats * groups != len(table) or np.any(np.diff([*starts, len(table)]) != repeats):
+    if repeats * groups != len(table) or np.any(np.diff(starts) != repeats):
         return None
-    heads = table.series[starts]
-    run_of_group = table.runs[starts]
-    first_run = run_of_group[0]
-    per_run = int(np.count_nonzero(run_of_group == first_run))
+    per_run = int(np.count_nonzero(run_of_group == run_of_group[0]))
     if groups % per_run:
         return None
     shape = (groups // per_run, per_run)
