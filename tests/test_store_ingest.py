@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 from perfci.analysis.values import per_step_ns
 from perfci.cli.main import main
 from perfci.core.errors import ConfigError, ParseError, StorageError, UnknownFormatError
-from perfci.core.model import MetricKind, SeriesKey
+from perfci.core.model import Better, Metric, MetricKind, Profile, SeriesKey
 from perfci.formats.registry import formats, parse_file
 from perfci.store import db, engines, migrate
 from perfci.store.queries import get_run
@@ -260,6 +260,72 @@ def test_runs_listing_the_same_series_share_one_series_set(session: Session) -> 
         ("a", other): [8.0],
         ("d", other): [9.0],
     }
+
+
+# Names as parsers give them: quotes, backslashes, braces and commas (array-literal syntax),
+# unicode, "NULL", an empty-looking scope, a name of spaces.
+_AWKWARD_NAMES = (
+    'void at::native::elementwise_kernel<128, 4, "x">(int, {lambda}, float*)',
+    "ncclDevKernel_AllReduce_Sum_f32_RING_LL\\\\x",
+    "NULL",
+    " ",
+    "ÄÖÜ ▸ 内核",
+    "a,b",
+)
+
+
+@pytest.mark.parametrize("first_run", [1, 3, 40], ids=["one-series", "three", "forty"])
+def test_new_series_are_stored_in_the_runs_order_with_their_columns(
+    session: Session, first_run: int
+) -> None:
+    """A run's new series are created in one statement on PostgreSQL (issue 35): every
+    column as the run gave it, ids in the run's order, one alone as many, and a later run
+    adding some between known ones."""
+    metrics = [
+        Metric(
+            kind=MetricKind.KERNEL if i % 3 else MetricKind.MEMORY,
+            name=_AWKWARD_NAMES[i % len(_AWKWARD_NAMES)] + f" #{i}",
+            scope="" if i % 4 else f"Layer {i} ▸ attn",
+            unit="ns" if i % 5 else "bytes/s",
+            better=Better.LOWER if i % 5 else Better.HIGHER,
+            total_ns=float(i + 1) if i % 5 else None,  # a time's number, or the value's
+            value=None if i % 5 else float(i + 1),
+        )
+        for i in range(first_run)
+    ]
+
+    def ingest(run: int, found: list[Metric]) -> None:
+        profile = Profile(label="p", format="synthetic", source="p.txt", metrics=found)
+        ingest_run(
+            session,
+            context=make_context(ci_run_id=str(run)),
+            benchmark="b",
+            repeats=[[profile]],
+        )
+
+    ingest(1, metrics)
+    more = [Metric(kind=MetricKind.KERNEL, name=f"new {i}", total_ns=1.0) for i in range(3)]
+    ingest(2, [more[0], *metrics[:1], more[1], *metrics[1:], more[2]])
+    rows = session.execute(
+        select(Series.kind, Series.name, Series.scope, Series.unit, Series.better).order_by(
+            Series.id
+        )
+    ).all()
+    given = [*metrics, more[0], more[1], more[2]]
+    assert [tuple(row) for row in rows] == [
+        (m.kind.value, m.name, m.scope or "", m.unit, m.better.value) for m in given
+    ]
+
+
+def test_a_unit_holding_the_key_separator_is_stored_as_given(session: Session) -> None:
+    """The one-statement creation splits columns on U+001F, which series keys cannot hold
+    but a unit is not checked for: such a run takes the statement per series."""
+    odd = Metric(kind=MetricKind.KERNEL, name="k", unit="ms\x1fper step", value=1.0)
+    plain = Metric(kind=MetricKind.KERNEL, name="j", total_ns=2.0)
+    profile = Profile(label="p", format="synthetic", source="p.txt", metrics=[odd, plain])
+    ingest_run(session, context=make_context(), benchmark="b", repeats=[[profile]])
+    rows = session.execute(select(Series.name, Series.unit).order_by(Series.id)).all()
+    assert [tuple(row) for row in rows] == [("k", "ms\x1fper step"), ("j", "ns")]
 
 
 def test_series_ids_pack_as_little_endian_int32() -> None:
