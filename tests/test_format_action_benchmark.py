@@ -221,6 +221,15 @@ def test_truncated_json_names_the_line(tmp_path: Path, custom: Path) -> None:
         ([{"name": "", "unit": "ms", "value": 1}], "entry 1: 'name' must be a non-empty string"),
         ([{"name": "a", "unit": "ms", "value": 1}, 7], "entry 2: expected an object"),
         ({"name": "a", "unit": "ms", "value": 1}, "expected a JSON array"),
+        # Finite as given, infinite once in ns or bytes (found by fuzzing the corpus).
+        (
+            [{"name": "a", "unit": "ms", "value": 1e305}],
+            "entry 1 ('a'): the number 1e+305 is too large once converted (× 1,000,000)",
+        ),
+        (
+            [{"name": "m", "unit": "MB", "value": 1.7976931348623157e308}],
+            "entry 1 ('m'): the number 1.7976931348623157e+308 is too large",
+        ),
     ],
 )
 def test_shapes_it_cannot_read(tmp_path: Path, doc: object, expected: str) -> None:

@@ -165,13 +165,20 @@ def required_number(fields: Mapping[str, Any], key: str, where: str) -> float:
     return value
 
 
-def scaled(value: float, factor: int) -> float:
+def scaled(value: float, factor: int, where: str = "") -> float:
     """``value * factor`` rounded once from the exact decimal product.
 
     ``15.59886232309509`` s becomes exactly ``15598862323.09509`` ns, not the float product
-    that is off in its last bit.
+    that is off in its last bit. A product beyond the largest float (``1e308`` GiB) is a
+    ``ShapeError``: it would be stored as infinity.
     """
-    return float(Decimal(repr(value)) * factor)
+    product = float(Decimal(repr(value)) * factor)
+    if math.isinf(product):
+        raise ShapeError(
+            f"{where}{': ' if where else ''}the number {value!r} is too large once converted "
+            f"(× {factor:,}): beyond the largest number perfci can store"
+        )
+    return product
 
 
 def iso_time(value: object) -> str | None:

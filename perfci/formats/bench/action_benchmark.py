@@ -195,14 +195,14 @@ def entry_metric(
             kind=MetricKind.BENCH,
             name=name,
             device=Device.CPU,
-            avg_ns=scaled(value, unit.factor),
+            avg_ns=scaled(value, unit.factor, where),
             better=better,
             attrs=attrs,
         )
         return metric, unit
     if unit.kind == "size":
         attrs.update(source_unit=unit_text, source_value=value)
-        value, unit_text = scaled(value, unit.factor), "bytes"
+        value, unit_text = scaled(value, unit.factor, where), "bytes"
     metric = Metric(
         kind=MetricKind.MEASURE,
         name=name,

@@ -255,7 +255,7 @@ def _memory(target: str, section: dict[str, Any], device: Device) -> list[Metric
             device=device,
             scope=target,
             unit="bytes",
-            value=scaled(_number(raw, f"{where} {key!r}"), _BYTES_PER[unit]),
+            value=scaled(_number(raw, f"{where} {key!r}"), _BYTES_PER[unit], f"{where} {key!r}"),
         )
         for key, raw in section.items()
         if key.startswith("max_") and raw is not None
