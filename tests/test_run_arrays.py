@@ -6,19 +6,24 @@ Every test runs on SQLite and, when ``PERFCI_TEST_POSTGRES_URL`` is set, on Post
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
-from db_fixtures import make_context
-from sqlalchemy import delete, func, select
+from db_fixtures import create_postgres, drop_postgres, make_context
+from deadlines import Deadline, scaled
+from sqlalchemy import Engine, delete, func, select, text, update
 from sqlalchemy.orm import Session
 
+from perfci.cli.main import main
 from perfci.core.model import Metric, MetricKind, Profile
 from perfci.core.settings import Settings
-from perfci.store import engines, queries, samples
+from perfci.store import arrays_backfill, engines, queries, samples
 from perfci.store.samples import CheckedSamples, RunValues, run_samples_checked
-from perfci.store.schema import RunArrays
+from perfci.store.schema import Run, RunArrays, Sample
+from perfci.usecases.admin.arrays import keep_missing_arrays
 from perfci.usecases.admin.prune import prune_store
 from perfci.usecases.browse.runs import delete_run
 from perfci.usecases.submit.ingest import ingest_run
@@ -193,6 +198,180 @@ def test_pruning_a_run_deletes_its_arrays_and_it_reads_as_its_summaries(
         assert all(len(v) == 1 for per_run in checked.samples.values() for v in per_run.values())
     finally:
         engine.dispose()
+
+
+# --- runs stored without arrays: perfci db arrays ------------------------------------------
+
+
+def _ingest(session: Session, rng: np.random.Generator, run: int) -> int:
+    """A run stored as ``perfci ingest`` stores it: rows, no arrays."""
+    return ingest_run(
+        session,
+        context=make_context(
+            commit=f"{run:040x}", commit_time=(T0 + timedelta(hours=run)).isoformat()
+        ),
+        benchmark="b",
+        repeats=[_repeat(rng, run, r) for r in range(3)],
+    ).run_id
+
+
+def _stored_arrays(session: Session) -> dict[int, tuple[bytes, bytes, bytes | None]]:
+    rows = session.execute(
+        select(RunArrays.run_id, RunArrays.series_ids, RunArrays.value, RunArrays.fastest)
+    )
+    return {run_id: (series, value, fastest) for run_id, series, value, fastest in rows}
+
+
+def test_runs_stored_without_arrays_get_the_very_arrays_an_upload_keeps(
+    migrated_url: str,
+) -> None:
+    """Uploaded runs whose arrays are gone get the same bytes back; ingested runs get arrays
+    that read as their rows; a second pass finds nothing to do."""
+    engine = engines.make_engine(migrated_url)
+    sessions = engines.make_sessionmaker(engine)
+    try:
+        rng = np.random.default_rng(13)
+        with sessions() as session:
+            uploaded = [_submit(session, rng, run) for run in range(4)]
+            ingested = [_ingest(session, rng, run) for run in range(4, 7)]
+            kept_by_upload = _stored_arrays(session)
+            assert sorted(kept_by_upload) == uploaded
+            session.execute(delete(RunArrays).where(RunArrays.run_id.in_(uploaded[1:])))
+            session.commit()
+            from_rows = _read(session, [*uploaded, *ingested])
+        seen: list[tuple[int, int]] = []
+        report = keep_missing_arrays(
+            migrated_url, batch=2, progress=lambda done, missing: seen.append((done, missing))
+        )
+        assert (report.missing, report.kept, report.left_out) == (6, 6, 0)
+        assert seen == [(2, 6), (4, 6), (6, 6)]
+        with sessions() as session:
+            now_kept = _stored_arrays(session)
+            assert sorted(now_kept) == sorted([*uploaded, *ingested])
+            assert {run: now_kept[run] for run in uploaded} == kept_by_upload
+            assert _in_order(_read(session, [*uploaded, *ingested])) == _in_order(from_rows)
+        again = keep_missing_arrays(migrated_url)
+        assert (again.missing, again.kept, again.left_out) == (0, 0, 0)
+    finally:
+        engine.dispose()
+
+
+def test_pruned_runs_and_runs_with_a_bad_value_get_no_arrays(migrated_url: str) -> None:
+    engine = engines.make_engine(migrated_url)
+    sessions = engines.make_sessionmaker(engine)
+    try:
+        rng = np.random.default_rng(14)
+        with sessions() as session:
+            old = [_ingest(session, rng, run) for run in range(2)]
+            session.commit()
+        now = datetime.now(UTC)
+        prune_store(migrated_url, keep="30d", now=now.replace(year=now.year + 1))
+        with sessions() as session:
+            bad, good = (_ingest(session, rng, run) for run in range(2, 4))
+            # A value stored by a perfci older than the checks at ingest (issue 13).
+            session.execute(update(Sample).where(Sample.run_id == bad).values(value=-1.0))
+            session.commit()
+        dry = keep_missing_arrays(migrated_url, dry_run=True)
+        assert (dry.missing, dry.kept, dry.dry_run) == (2, 0, True)
+        report = keep_missing_arrays(migrated_url)
+        assert (report.missing, report.kept, report.left_out) == (2, 1, 1)
+        with sessions() as session:
+            assert sorted(_stored_arrays(session)) == [good]
+            assert run_samples_checked(session, [*old, bad, good]).skipped == [bad]
+    finally:
+        engine.dispose()
+
+
+def test_arrays_are_written_only_for_runs_still_there_and_unpruned(session: Session) -> None:
+    """A prune or a delete may come between the read of a batch and its write (SQLite's reads
+    take no lock): the write itself checks that each run is still there and unpruned."""
+    rng = np.random.default_rng(15)
+    ids = [_ingest(session, rng, run) for run in range(3)]
+    held = arrays_backfill.hold_runs(session, [*ids, 10_000])
+    assert held == ids  # no such run: not held
+    read = samples.arrays_from_rows(session, held)
+    session.execute(update(Run).where(Run.id == ids[0]).values(pruned_at=datetime.now(UTC)))
+    delete_run(session, run_id=ids[1], actor="test")
+    assert arrays_backfill.add_run_arrays(session, read) == 1
+    assert sorted(_stored_arrays(session)) == [ids[2]]
+    assert arrays_backfill.add_run_arrays(session, read) == 0  # already there
+
+
+@pytest.mark.postgres
+def test_a_run_deleted_while_its_arrays_are_written_leaves_none_behind(
+    postgres_admin: Engine,
+) -> None:
+    """PostgreSQL (row locks; SQLite's writers take turns): a delete that comes while a run
+    is held for its arrays waits for the writer, then removes the arrays with the run (it
+    locks the run before deleting them; the other way round, the arrays would be written
+    after it looked and outlive the run)."""
+    url = create_postgres(postgres_admin)
+    engine = engines.make_engine(url)
+    sessions = engines.make_sessionmaker(engine)
+    try:
+        with sessions() as session:
+            run_id = _ingest(session, np.random.default_rng(16), 0)
+            session.commit()
+        errors: list[Exception] = []
+
+        def remove() -> None:
+            try:
+                with sessions() as deleter:
+                    delete_run(deleter, run_id=run_id, actor="test")
+            except Exception as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        with sessions() as holder:
+            assert arrays_backfill.hold_runs(holder, [run_id]) == [run_id]
+            read = samples.arrays_from_rows(holder, [run_id])
+            deleting = threading.Thread(target=remove)
+            deleting.start()
+            _wait_for_a_lock_wait(holder, deleting)
+            assert arrays_backfill.add_run_arrays(holder, read) == 1
+            holder.commit()
+        deleting.join(scaled(60))
+        assert not deleting.is_alive() and not errors
+        with sessions() as session:
+            assert _stored_arrays(session) == {}
+            assert session.get(Run, run_id) is None
+    finally:
+        engine.dispose()
+        drop_postgres(postgres_admin, url)
+
+
+def _wait_for_a_lock_wait(session: Session, worker: threading.Thread) -> None:
+    """Until another backend of this database waits for a lock (the delete, blocked)."""
+    deadline = Deadline(30)
+    query = text(
+        "SELECT count(*) FROM pg_stat_activity "
+        "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+    )
+    while True:
+        # The activity view is a snapshot taken once per transaction unless cleared.
+        session.execute(text("SELECT pg_stat_clear_snapshot()"))
+        if session.execute(query).scalar_one():
+            return
+        assert worker.is_alive(), "the delete ended without waiting for the held run"
+        assert not deadline.expired(), f"no lock wait after {deadline.describe()}"
+        time.sleep(0.02)
+
+
+def test_perfci_db_arrays_says_what_it_did(
+    migrated_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    engine = engines.make_engine(migrated_url)
+    try:
+        with engines.make_sessionmaker(engine)() as session:
+            _ingest(session, np.random.default_rng(17), 0)
+            session.commit()
+    finally:
+        engine.dispose()
+    main(["db", "arrays", "--dry-run", "--database-url", migrated_url])
+    assert "1 run without arrays (dry run: none written)" in capsys.readouterr().out
+    main(["db", "arrays", "--database-url", migrated_url])
+    out = capsys.readouterr().out
+    assert "1 / 1 runs" in out and "kept the arrays of 1 run\n" in out
+    assert "password" not in out
 
 
 def _table(shape: dict[int, list[int]], repeats: int, *, fastest: bool = False) -> RunValues:

@@ -1,6 +1,6 @@
 """``perfci db``: create, migrate and inspect the store's schema (Alembic under the hood), and
-keep a large store in shape: ``prune`` (retention), ``maintain`` (the periodic job) and
-``partitions`` (issue 17; docs/operations.md)."""
+keep a large store in shape: ``prune`` (retention), ``maintain`` (the periodic job),
+``partitions`` (issue 17) and ``arrays`` (issue 35; docs/operations.md)."""
 
 # lazy: the imports inside functions load a command's work only when it runs, so that
 # `perfci --help` and the short commands start fast (tests/test_cold_start.py).
@@ -119,6 +119,43 @@ def maintain_command(
         _print_prune(report.prune)
 
 
+@db_app.command("arrays")
+def arrays_command(
+    batch: Annotated[
+        int, typer.Option("--batch", min=1, help="Runs per transaction (default: 100).")
+    ] = 100,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Count the runs without arrays; write nothing.")
+    ] = False,
+    database_url: opts.DatabaseUrl = None,
+) -> None:
+    """Keep the values of runs stored without them (by `perfci ingest`, `perfci import`, or
+    before revision 0010) as the arrays comparisons read of a baseline run in one piece.
+    Safe beside uploads, prunes and deletes; running it again goes on where it stopped."""
+    from perfci.usecases.admin.arrays import keep_missing_arrays
+
+    shown = [0]
+
+    def progress(done: int, missing: int) -> None:
+        # About every tenth of the way: a year of runs is hundreds of batches.
+        step = max(missing // 10, 1)
+        if done // step > shown[0] or done >= missing:
+            shown[0] = done // step
+            typer.echo(f"  {min(done, missing):,} / {missing:,} runs")
+
+    report = keep_missing_arrays(database_url, batch=batch, dry_run=dry_run, progress=progress)
+    if report.dry_run:
+        typer.echo(f"{report.url}: {_runs(report.missing)} without arrays (dry run: none written)")
+        return
+    typer.echo(f"{report.url}: kept the arrays of {_runs(report.kept)}")
+    if report.left_out:
+        typer.echo(
+            f"{_runs(report.left_out)} left without: a stored value that is not a finite, "
+            "non-negative number (`perfci runs delete` removes such a run), or pruned or "
+            "deleted meanwhile"
+        )
+
+
 @db_app.command("partitions")
 def partitions_command(database_url: opts.DatabaseUrl = None) -> None:
     """List the monthly partitions of the samples table with their sizes (PostgreSQL)."""
@@ -164,6 +201,10 @@ def _print_prune(report: PruneReport) -> None:
         f"{would}: samples {_size(before[0])} -> {_size(after[0])}, summaries "
         f"{_size(before[1])} -> {_size(after[1])}; freed {_size(report.freed)}"
     )
+
+
+def _runs(n: int) -> str:
+    return f"{n:,} run{'s' * (n != 1)}"
 
 
 def _size(n: int) -> str:

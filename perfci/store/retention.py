@@ -121,7 +121,7 @@ def prune_month(
     if postgres and not dry_run:
         # Two prunes at once (a cron job and an operator) take turns, month by month: the
         # second then finds the month done, not a partition dropped under it.
-        session.execute(text("SELECT pg_advisory_xact_lock(:c, 0)"), {"c": _PRUNE_LOCK})
+        hold_prunes(session)
     partition = _partition(session, month) if postgres else None
     if partition is not None and not dry_run:
         # No ingest of an old run may add rows between the roll-up and the drop.
@@ -156,6 +156,12 @@ def prune_month(
         session.execute(text(f"DROP TABLE {_qualified(partition)}"))
         result.bytes_after = 0
     return result
+
+
+def hold_prunes(session: Session) -> None:
+    """Make prunes wait until the session's transaction ends (PostgreSQL): what a prune and
+    a writer of run arrays (:mod:`perfci.store.arrays_backfill`) take turns on."""
+    session.execute(text("SELECT pg_advisory_xact_lock(:c, 0)"), {"c": _PRUNE_LOCK})
 
 
 def _action(partition: Partition | None, kept: list[int], postgres: bool) -> str:

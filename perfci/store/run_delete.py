@@ -28,7 +28,11 @@ DEPENDENTS: tuple[tuple[str, Dependent], ...] = (
 
 def delete_run_rows(session: Session, run_id: int) -> dict[str, int]:
     """Delete run ``run_id`` and its dependents; how many of each there were."""
-    created = session.execute(select(Run.created_at).where(Run.id == run_id)).scalar()
+    # The run's row locked first (PostgreSQL): a writer of its arrays holding it
+    # (:mod:`perfci.store.arrays_backfill`) finishes before they are deleted below.
+    created = session.execute(
+        select(Run.created_at).where(Run.id == run_id).with_for_update()
+    ).scalar()
     # The run's day names the one partition its samples are in (PostgreSQL prunes the rest).
     day = Sample.run_day == day_number(created) if created is not None else true()
     counts: dict[str, int] = {}

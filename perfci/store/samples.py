@@ -135,16 +135,43 @@ def run_samples_checked(
 def keep_run_arrays(session: Session, run_id: int, values: RunValues) -> None:
     """Store ``values`` (:attr:`CheckedSamples.arrays` of run ``run_id``) as the run's
     ``run_arrays`` row, in the session's transaction: the one that stored the run."""
+    _bulk.insert_rows_ignore(session, table_of(RunArrays), [arrays_row(run_id, values)], ["run_id"])
+
+
+def arrays_row(run_id: int, values: RunValues) -> dict[str, Any]:
+    """The ``run_arrays`` row of run ``run_id`` holding ``values``."""
     fastest = values.fastest
     if fastest is not None and np.isnan(fastest).all():
         fastest = None
-    row = {
+    return {
         "run_id": run_id,
         "series_ids": values.series.astype(_SERIES_DTYPE).tobytes(),
         "value": values.values.astype(_VALUE_DTYPE).tobytes(),
         "fastest": None if fastest is None else fastest.astype(_VALUE_DTYPE).tobytes(),
     }
-    _bulk.insert_rows_ignore(session, table_of(RunArrays), [row], ["run_id"])
+
+
+def arrays_from_rows(session: Session, run_ids: Sequence[int]) -> dict[int, RunValues]:
+    """Of ``run_ids``, each run's values as :func:`keep_run_arrays` stores them, read from its
+    ``sample`` rows as an upload's comparison reads them: for the runs kept after the upload
+    (``perfci ingest``, ``perfci import``, or before revision 0010). None for a run pruned
+    (its summaries are no per-repeat values) or holding a bad value; a run without a value
+    gets empty arrays, as an upload of it would have."""
+    ids = sorted(set(run_ids))
+    if not ids:
+        return {}
+    postgres = session.get_bind().dialect.name == "postgresql"
+    with _bulk.driver_cursor(session) as cursor, no_cycle_collection():
+        found = _value_rows(cursor, ids, postgres=postgres)
+    table, skipped = _drop_bad_runs(_from_rows(found.rows))
+    left_out = {*found.summarised, *skipped}
+    starts = np.searchsorted(table.runs, ids, side="left")
+    stops = np.searchsorted(table.runs, ids, side="right")
+    return {
+        run_id: table.taken(np.arange(start, stop))
+        for run_id, start, stop in zip(ids, starts.tolist(), stops.tolist(), strict=True)
+        if run_id not in left_out
+    }
 
 
 def delete_run_arrays(session: Session, run_ids: Sequence[int]) -> None:
