@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -222,64 +223,68 @@ def _stored_arrays(session: Session) -> dict[int, tuple[bytes, bytes, bytes | No
     return {run_id: (series, value, fastest) for run_id, series, value, fastest in rows}
 
 
+@pytest.fixture
+def store(migrated_url: str) -> Iterator[tuple[str, Callable[[], Session]]]:
+    """A database of this test's own (commits are real), its URL and a session maker."""
+    engine = engines.make_engine(migrated_url)
+    try:
+        yield migrated_url, engines.make_sessionmaker(engine)
+    finally:
+        engine.dispose()
+
+
 def test_runs_stored_without_arrays_get_the_very_arrays_an_upload_keeps(
-    migrated_url: str,
+    store: tuple[str, Callable[[], Session]],
 ) -> None:
     """Uploaded runs whose arrays are gone get the same bytes back; ingested runs get arrays
     that read as their rows; a second pass finds nothing to do."""
-    engine = engines.make_engine(migrated_url)
-    sessions = engines.make_sessionmaker(engine)
-    try:
-        rng = np.random.default_rng(13)
-        with sessions() as session:
-            uploaded = [_submit(session, rng, run) for run in range(4)]
-            ingested = [_ingest(session, rng, run) for run in range(4, 7)]
-            kept_by_upload = _stored_arrays(session)
-            assert sorted(kept_by_upload) == uploaded
-            session.execute(delete(RunArrays).where(RunArrays.run_id.in_(uploaded[1:])))
-            session.commit()
-            from_rows = _read(session, [*uploaded, *ingested])
-        seen: list[tuple[int, int]] = []
-        report = keep_missing_arrays(
-            migrated_url, batch=2, progress=lambda done, missing: seen.append((done, missing))
-        )
-        assert (report.missing, report.kept, report.left_out) == (6, 6, 0)
-        assert seen == [(2, 6), (4, 6), (6, 6)]
-        with sessions() as session:
-            now_kept = _stored_arrays(session)
-            assert sorted(now_kept) == sorted([*uploaded, *ingested])
-            assert {run: now_kept[run] for run in uploaded} == kept_by_upload
-            assert _in_order(_read(session, [*uploaded, *ingested])) == _in_order(from_rows)
-        again = keep_missing_arrays(migrated_url)
-        assert (again.missing, again.kept, again.left_out) == (0, 0, 0)
-    finally:
-        engine.dispose()
+    migrated_url, sessions = store
+    rng = np.random.default_rng(13)
+    with sessions() as session:
+        uploaded = [_submit(session, rng, run) for run in range(4)]
+        ingested = [_ingest(session, rng, run) for run in range(4, 7)]
+        kept_by_upload = _stored_arrays(session)
+        assert sorted(kept_by_upload) == uploaded
+        session.execute(delete(RunArrays).where(RunArrays.run_id.in_(uploaded[1:])))
+        session.commit()
+        from_rows = _read(session, [*uploaded, *ingested])
+    seen: list[tuple[int, int]] = []
+    report = keep_missing_arrays(
+        migrated_url, batch=2, progress=lambda done, missing: seen.append((done, missing))
+    )
+    assert (report.missing, report.kept, report.left_out) == (6, 6, 0)
+    assert seen == [(2, 6), (4, 6), (6, 6)]
+    with sessions() as session:
+        now_kept = _stored_arrays(session)
+        assert sorted(now_kept) == sorted([*uploaded, *ingested])
+        assert {run: now_kept[run] for run in uploaded} == kept_by_upload
+        assert _in_order(_read(session, [*uploaded, *ingested])) == _in_order(from_rows)
+    again = keep_missing_arrays(migrated_url)
+    assert (again.missing, again.kept, again.left_out) == (0, 0, 0)
 
 
-def test_pruned_runs_and_runs_with_a_bad_value_get_no_arrays(migrated_url: str) -> None:
-    engine = engines.make_engine(migrated_url)
-    sessions = engines.make_sessionmaker(engine)
-    try:
-        rng = np.random.default_rng(14)
-        with sessions() as session:
-            old = [_ingest(session, rng, run) for run in range(2)]
-            session.commit()
-        now = datetime.now(UTC)
-        prune_store(migrated_url, keep="30d", now=now.replace(year=now.year + 1))
-        with sessions() as session:
-            bad, good = (_ingest(session, rng, run) for run in range(2, 4))
-            # A value stored by a perfci older than the checks at ingest (issue 13).
-            session.execute(update(Sample).where(Sample.run_id == bad).values(value=-1.0))
-            session.commit()
-        dry = keep_missing_arrays(migrated_url, dry_run=True)
-        assert (dry.missing, dry.kept, dry.dry_run) == (2, 0, True)
-        report = keep_missing_arrays(migrated_url)
-        assert (report.missing, report.kept, report.left_out) == (2, 1, 1)
-        with sessions() as session:
-            assert sorted(_stored_arrays(session)) == [good]
-            assert run_samples_checked(session, [*old, bad, good]).skipped == [bad]
-    finally:
-        engine.dispose()
+def test_pruned_runs_and_runs_with_a_bad_value_get_no_arrays(
+    store: tuple[str, Callable[[], Session]],
+) -> None:
+    migrated_url, sessions = store
+    rng = np.random.default_rng(14)
+    with sessions() as session:
+        old = [_ingest(session, rng, run) for run in range(2)]
+        session.commit()
+    now = datetime.now(UTC)
+    prune_store(migrated_url, keep="30d", now=now.replace(year=now.year + 1))
+    with sessions() as session:
+        bad, good = (_ingest(session, rng, run) for run in range(2, 4))
+        # A value stored by a perfci older than the checks at ingest (issue 13).
+        session.execute(update(Sample).where(Sample.run_id == bad).values(value=-1.0))
+        session.commit()
+    dry = keep_missing_arrays(migrated_url, dry_run=True)
+    assert (dry.missing, dry.kept, dry.dry_run) == (2, 0, True)
+    report = keep_missing_arrays(migrated_url)
+    assert (report.missing, report.kept, report.left_out) == (2, 1, 1)
+    with sessions() as session:
+        assert sorted(_stored_arrays(session)) == [good]
+        assert run_samples_checked(session, [*old, bad, good]).skipped == [bad]
 
 
 def test_arrays_are_written_only_for_runs_still_there_and_unpruned(session: Session) -> None:
@@ -357,15 +362,12 @@ def _wait_for_a_lock_wait(session: Session, worker: threading.Thread) -> None:
 
 
 def test_perfci_db_arrays_says_what_it_did(
-    migrated_url: str, capsys: pytest.CaptureFixture[str]
+    store: tuple[str, Callable[[], Session]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    engine = engines.make_engine(migrated_url)
-    try:
-        with engines.make_sessionmaker(engine)() as session:
-            _ingest(session, np.random.default_rng(17), 0)
-            session.commit()
-    finally:
-        engine.dispose()
+    migrated_url, sessions = store
+    with sessions() as session:
+        _ingest(session, np.random.default_rng(17), 0)
+        session.commit()
     main(["db", "arrays", "--dry-run", "--database-url", migrated_url])
     assert "1 run without arrays (dry run: none written)" in capsys.readouterr().out
     main(["db", "arrays", "--database-url", migrated_url])
