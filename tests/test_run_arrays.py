@@ -368,12 +368,16 @@ def test_perfci_db_arrays_says_what_it_did(
     with sessions() as session:
         _ingest(session, np.random.default_rng(17), 0)
         session.commit()
+    main(["db", "maintain", "--database-url", migrated_url])
+    assert "1 run stored without the arrays" in capsys.readouterr().out  # the daily job says
     main(["db", "arrays", "--dry-run", "--database-url", migrated_url])
     assert "1 run without arrays (dry run: none written)" in capsys.readouterr().out
     main(["db", "arrays", "--database-url", migrated_url])
     out = capsys.readouterr().out
     assert "1 / 1 runs" in out and "kept the arrays of 1 run\n" in out
     assert "password" not in out
+    main(["db", "maintain", "--database-url", migrated_url])
+    assert "without the arrays" not in capsys.readouterr().out
 
 
 def _table(shape: dict[int, list[int]], repeats: int, *, fastest: bool = False) -> RunValues:

@@ -107,7 +107,8 @@ def maintain_command(
     database_url: opts.DatabaseUrl = None,
 ) -> None:
     """The periodic job: make the coming months' sample partitions, and prune when
-    keep_samples is set. Run it daily (cron); it is safe to run any time."""
+    keep_samples is set; says when runs lack arrays (perfci db arrays). Run it daily (cron);
+    it is safe to run any time."""
     from perfci.usecases.admin.prune import maintain_store
 
     report = maintain_store(database_url, ahead=ahead)

@@ -18,6 +18,7 @@ from perfci.core.compat import UTC
 from perfci.core.errors import ConfigError, DatabaseFailure, StorageError
 from perfci.core.settings import Settings, get_settings, redact_url
 from perfci.store import partitions, retention
+from perfci.store.arrays_backfill import count_runs_without_arrays
 from perfci.store.db import Store, open_store
 from perfci.store.work import unit_of_work
 
@@ -95,7 +96,8 @@ def maintain_store(
     database_url: str | None, *, ahead: int | None = None, now: datetime | None = None
 ) -> MaintainReport:
     """Make the partitions of the current month and ``ahead`` more (default: the setting
-    ``partitions_ahead``), then prune if ``keep_samples`` is set."""
+    ``partitions_ahead``), then prune if ``keep_samples`` is set; a note says how many runs
+    have no arrays (``perfci db arrays``, :mod:`perfci.usecases.admin.arrays`)."""
     settings = get_settings({"database_url": database_url, "partitions_ahead": ahead})
     moment = now or datetime.now(UTC)
     store = open_store(settings)
@@ -103,10 +105,22 @@ def maintain_store(
         with store.sessions() as session, unit_of_work(session):
             created = partitions.ensure_ahead(session, moment, settings.partitions_ahead)
     except DatabaseFailure as exc:
+        store.close()
         raise StorageError(f"could not make partitions: {exc.reason}") from exc
+    try:
+        with store.sessions() as session, unit_of_work(session, keep=False):
+            without_arrays = count_runs_without_arrays(session)
+    except DatabaseFailure as exc:
+        raise StorageError(f"could not count the runs without arrays: {exc.reason}") from exc
     finally:
         store.close()
     notes = []
+    if without_arrays:
+        notes.append(
+            f"{without_arrays:,} run{'s' * (without_arrays != 1)} stored without the arrays "
+            "baselines are read from (by `perfci ingest`, `perfci import`, or before revision "
+            "0010): `perfci db arrays` gives them theirs"
+        )
     if store.dialect != "postgresql":
         notes.append("SQLite has no partitions: nothing to make ahead")
     pruned = None
