@@ -153,7 +153,7 @@ def arrays_row(run_id: int, values: RunValues) -> dict[str, Any]:
 
 def arrays_from_rows(session: Session, run_ids: Sequence[int]) -> dict[int, RunValues]:
     """Of ``run_ids``, each run's values as :func:`keep_run_arrays` stores them, read from its
-    ``sample`` rows as an upload's comparison reads them: for the runs kept after the upload
+    ``sample`` rows as an upload's comparison reads them: for runs stored without arrays
     (``perfci ingest``, ``perfci import``, or before revision 0010). None for a run pruned
     (its summaries are no per-repeat values) or holding a bad value; a run without a value
     gets empty arrays, as an upload of it would have."""
