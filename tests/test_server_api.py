@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
+from conftest import REPO
 from db_fixtures import DIALECTS, create_postgres, create_sqlite, drop_postgres
 from deadlines import scaled
 from server_process import ServerProcess, start_server
@@ -275,6 +276,33 @@ def test_multipart_upload_of_seed_files(
             .all()
         )
     assert sorted(sources) == sorted(f"rank{i}_{seed.name}" for i in range(3))
+
+
+def test_a_file_whose_metadata_holds_nan_is_stored_with_nulls(
+    server: ServerProcess, engine: Engine, project: str
+) -> None:
+    """Python's json reads NaN and Infinity; a Google Benchmark context holding them was
+    written back as they are, which PostgreSQL refused: a 503 for a client's file (found by
+    benchmarks/service_fuzz.py). JSON cannot hold them: they are stored as null."""
+    token = make_token(engine, project)
+    text = (REPO / "tests/data/bench/google_benchmark_repetitions.json").read_text()
+    assert '"num_sharing": 2' in text and '"mhz_per_cpu": 2596' in text
+    text = text.replace('"num_sharing": 2', '"num_sharing": NaN', 1)
+    text = text.replace('"mhz_per_cpu": 2596', '"mhz_per_cpu": -Infinity', 1)
+    response = httpx.post(
+        f"{server.url}/api/v1/projects/{project}/runs",
+        data={"meta": json.dumps({"benchmark": "gbench", "context": {"branch": "main"}})},
+        files=[("files", ("bm.json", text.encode(), "application/json"))],
+        headers=bearer(token),
+        timeout=scaled(60),
+    )
+    assert response.status_code == 201, response.text
+    with engine.connect() as connection:
+        stored = connection.execute(
+            select(ProfileRow.meta).where(ProfileRow.run_id == response.json()["run_id"])
+        ).scalar_one()
+    assert stored["context"]["mhz_per_cpu"] is None
+    assert [cache["num_sharing"] for cache in stored["context"]["caches"]] == [1, 1, 1, None]
 
 
 def test_retry_with_the_same_idempotency_key_returns_the_same_run(

@@ -26,6 +26,7 @@ from perfci.core.errors import ConfigError, ParseError, StorageError, UnknownFor
 from perfci.core.model import Better, Metric, MetricKind, Profile, SeriesKey
 from perfci.formats.registry import formats, parse_file
 from perfci.store import db, engines, migrate
+from perfci.store.json_text import json_text
 from perfci.store.queries import get_run
 from perfci.store.samples import run_samples
 from perfci.store.schema import (
@@ -326,6 +327,17 @@ def test_a_unit_holding_the_key_separator_is_stored_as_given(session: Session) -
     ingest_run(session, context=make_context(), benchmark="b", repeats=[[profile]])
     rows = session.execute(select(Series.name, Series.unit).order_by(Series.id)).all()
     assert [tuple(row) for row in rows] == [("k", "ms\x1fper step"), ("j", "ns")]
+
+
+def test_json_values_are_written_without_nan_or_infinity() -> None:
+    """The store's JSON text (every JSON column, and the run's profiles on PostgreSQL): NaN
+    and ±inf, which Python's json writes but no JSON reader (PostgreSQL's included) takes,
+    become null at any depth; everything else is json.dumps's own text."""
+    nan, inf = float("nan"), float("inf")
+    plain = {"a": [1.5, 2, None, "x"], "b": {"c": True}}
+    assert json_text(plain) == json.dumps(plain)
+    given = {"a": [1.5, nan, {"b": inf}], "c": (-inf, 0.0), "d": "NaN"}
+    assert json_text(given) == '{"a": [1.5, null, {"b": null}], "c": [null, 0.0], "d": "NaN"}'
 
 
 def test_series_ids_pack_as_little_endian_int32() -> None:

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from perfci.core.errors import ConfigError, StorageError
 from perfci.core.settings import DEFAULT_DB_DIR, redact_url
+from perfci.store.json_text import json_text
 
 # Seconds a SQLite writer waits for another one before giving up ("database is locked").
 SQLITE_BUSY_TIMEOUT_S = 30
@@ -41,6 +42,7 @@ def make_engine(url: str, *, read_only: bool = False, **kwargs: Any) -> Engine:
     checkout, so that ones dropped by the server meanwhile are replaced.
     """
     parsed = parse_database_url(url)
+    kwargs.setdefault("json_serializer", json_text)  # no NaN in a JSON column, on any store
     if parsed.get_backend_name() == "sqlite":
         _ensure_sqlite_directory(parsed.database)
         connect_args = {"timeout": SQLITE_BUSY_TIMEOUT_S, **kwargs.pop("connect_args", {})}

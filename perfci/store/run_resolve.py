@@ -8,7 +8,6 @@ loser reads the winner's row.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from datetime import datetime
@@ -22,6 +21,7 @@ from perfci.core.errors import ConfigError, StorageError
 from perfci.core.fingerprint import fingerprint_hash
 from perfci.core.model import Profile, RunContext
 from perfci.store import _bulk, partitions
+from perfci.store.json_text import json_text
 from perfci.store.prepared import PreparedRun
 from perfci.store.schema import (
     Benchmark,
@@ -149,14 +149,14 @@ def resolve_postgres(session: Session, run: NewRun) -> Resolved:
         "project": context.project,
         "benchmark": benchmark,
         "fingerprint": fingerprint_hash(context.environment),
-        "environment": json.dumps(dict(context.environment)),
+        "environment": json_text(dict(context.environment)),
         "sha": context.commit or None,
         "committed_at": parse_time(context.commit_time),
         **_context_columns(context),
         "repeats": prepared.repeats,
         "created_at": _utc(created_at),
         "key": run.key,
-        "profiles": json.dumps(_profile_rows(prepared.profiles)),
+        "profiles": json_text(_profile_rows(prepared.profiles)),
         "list_hash": run.list_hash,
         "partition": month.qualified,
     }
