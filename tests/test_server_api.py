@@ -587,6 +587,31 @@ def test_remote_upload_of_profiles_and_files(
     assert caught.value.status == 401
 
 
+def test_a_remote_upload_of_profiles_whose_source_said_nan_is_stored(
+    server: ServerProcess, engine: Engine, project: str
+) -> None:
+    """The CLI's remote mode sends parsed profiles as JSON: a NaN in what the source said
+    (metadata, a metric's attrs) would be no JSON to the server. It is sent as null."""
+    token = make_token(engine, project)
+    profiles = _profiles(1.0)
+    profiles[0].metadata = {"context": {"mhz_per_cpu": float("nan"), "loads": [float("inf"), 1]}}
+    profiles[0].metrics[1].attrs = {"occupancy": float("nan")}
+    answer = remote.upload_run(
+        server.url,
+        token,
+        project=project,
+        benchmark="gpt-nan",
+        context=RunContext(project=project, commit="2" * 40, branch="main", environment=ENV),
+        repeats=[profiles],
+    )
+    assert answer["created"]
+    with engine.connect() as connection:
+        stored = connection.execute(
+            select(ProfileRow.meta).where(ProfileRow.run_id == answer["run_id"])
+        ).scalar_one()
+    assert stored == {"context": {"mhz_per_cpu": None, "loads": [None, 1]}}
+
+
 def test_remote_mode_ingest_and_check_upload_to_the_server(
     server: ServerProcess,
     engine: Engine,

@@ -24,6 +24,7 @@ from typing import Any
 
 from perfci import __version__
 from perfci.core.errors import ParseError
+from perfci.core.json_finite import finite_json
 from perfci.core.model import Better, Device, Metric, MetricKind, Profile, SeriesKey, default_better
 
 SCHEMA_VERSION = 2
@@ -54,7 +55,7 @@ def metric_to_dict(metric: Metric) -> dict[str, Any]:
         if isinstance(value, list | dict):
             if not value:
                 continue
-            value = value.copy()
+            value = finite_json(value) if name == "attrs" else value.copy()
         out[name] = value
     return out
 
@@ -68,7 +69,8 @@ def profile_to_dict(profile: Profile) -> dict[str, Any]:
     if profile.steps is not None:
         out["steps"] = profile.steps
     if profile.metadata:
-        out["metadata"] = dict(profile.metadata)
+        # What the source said, as it said it: a NaN there is no JSON (remote uploads).
+        out["metadata"] = finite_json(dict(profile.metadata))
     if profile.warnings:
         out["warnings"] = list(profile.warnings)
     out["metrics"] = [metric_to_dict(m) for m in profile.metrics]

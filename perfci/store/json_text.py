@@ -11,8 +11,9 @@ a text no other JSON reader takes.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
+
+from perfci.core.json_finite import finite_json
 
 __all__ = ["json_text"]
 
@@ -22,14 +23,4 @@ def json_text(value: Any) -> str:
     try:
         return json.dumps(value, allow_nan=False)
     except ValueError:  # a NaN or an infinity somewhere (the rare case: a second pass)
-        return json.dumps(_finite(value), allow_nan=False)
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(item) for item in value]
-    return value
+        return json.dumps(finite_json(value), allow_nan=False)
