@@ -70,7 +70,7 @@ def profile_to_dict(profile: Profile) -> dict[str, Any]:
         out["steps"] = profile.steps
     if profile.metadata:
         # What the source said, as it said it: a NaN there is no JSON (remote uploads).
-        out["metadata"] = finite_json(dict(profile.metadata))
+        out["metadata"] = finite_json(profile.metadata)  # a new dict
     if profile.warnings:
         out["warnings"] = list(profile.warnings)
     out["metrics"] = [metric_to_dict(m) for m in profile.metrics]

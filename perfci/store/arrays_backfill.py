@@ -20,8 +20,10 @@ So a run's arrays never outlive its samples, as the upload's never do.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 from sqlalchemy import text
+from sqlalchemy.engine import CursorResult
 from sqlalchemy.orm import Session
 
 from perfci.store.retention import hold_prunes
@@ -77,5 +79,5 @@ def add_run_arrays(session: Session, arrays: Mapping[int, RunValues]) -> int:
     written = 0
     for run_id, values in sorted(arrays.items()):
         result = session.execute(_INSERT, arrays_row(run_id, values))
-        written += max(int(getattr(result, "rowcount", 0) or 0), 0)
+        written += int(cast(CursorResult[Any], result).rowcount or 0)
     return written

@@ -102,16 +102,16 @@ def maintain_store(
     moment = now or datetime.now(UTC)
     store = open_store(settings)
     try:
-        with store.sessions() as session, unit_of_work(session):
-            created = partitions.ensure_ahead(session, moment, settings.partitions_ahead)
-    except DatabaseFailure as exc:
-        store.close()
-        raise StorageError(f"could not make partitions: {exc.reason}") from exc
-    try:
-        with store.sessions() as session, unit_of_work(session, keep=False):
-            without_arrays = count_runs_without_arrays(session)
-    except DatabaseFailure as exc:
-        raise StorageError(f"could not count the runs without arrays: {exc.reason}") from exc
+        try:
+            with store.sessions() as session, unit_of_work(session):
+                created = partitions.ensure_ahead(session, moment, settings.partitions_ahead)
+        except DatabaseFailure as exc:
+            raise StorageError(f"could not make partitions: {exc.reason}") from exc
+        try:
+            with store.sessions() as session, unit_of_work(session, keep=False):
+                without_arrays = count_runs_without_arrays(session)
+        except DatabaseFailure as exc:
+            raise StorageError(f"could not count the runs without arrays: {exc.reason}") from exc
     finally:
         store.close()
     notes = []
