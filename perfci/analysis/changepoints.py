@@ -250,6 +250,9 @@ def _pelt(z: FloatArray, *, beta: float, min_segment: int) -> list[int]:
     the candidates grow with the stretch: 6,500 at most on a year of 50 runs a day. They are
     kept in preallocated arrays with their ``F(s)`` and ``Σz`` beside them, compacted only
     when some are pruned, so a step costs a few array operations, not gathers and a copy.
+    Each step's arithmetic goes into two reused buffers (the same operations in the same
+    order as the plain expression, so the same floats) and asks whether anything is to be
+    pruned with one maximum before it builds the mask: a fifth less time on a year.
     """
     n = len(z)
     csum = np.concatenate([[0.0], np.cumsum(z)])
@@ -260,17 +263,21 @@ def _pelt(z: FloatArray, *, beta: float, min_segment: int) -> list[int]:
     start_best = np.zeros(n + 1)  # F(s) of each
     start_sum = np.zeros(n + 1)  # Σz up to each
     start_at = np.zeros(n + 1)  # each as a float, for the segment lengths
+    gap_buffer, length_buffer = np.empty(n + 1), np.empty(n + 1)
     start_best[0] = best[0]
     count = 1
     for t in range(min_segment, n + 1):
-        gap = csum[t] - start_sum[:count]
-        total = start_best[:count] - gap * gap / (t - start_at[:count])
-        pick = int(np.argmin(total))
-        best[t] = total[pick] + beta
+        # total = F(s) − (Σz of s..t)² / (t − s), for every candidate s
+        gap = np.subtract(csum[t], start_sum[:count], out=gap_buffer[:count])
+        np.multiply(gap, gap, out=gap)
+        np.divide(gap, np.subtract(t, start_at[:count], out=length_buffer[:count]), out=gap)
+        total = np.subtract(start_best[:count], gap, out=gap)
+        pick = int(total.argmin())
+        here = best[t] = total[pick] + beta
         last[t] = starts[pick]
-        keep = total <= best[t]
-        if not keep.all():
-            kept = int(keep.sum())
+        if np.maximum.reduce(total) > here:  # not .max(): its Python wrapper costs as much
+            keep = total <= here
+            kept = int(np.count_nonzero(keep))
             for column in (starts, start_best, start_sum, start_at):
                 column[:kept] = column[:count][keep]
             count = kept
