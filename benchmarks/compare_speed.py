@@ -20,7 +20,14 @@ round (the machine is shared: phases timed one after the other drift):
   baseline runs' medians against the candidate's repeats, the statistics a comparison needs.
 
 Prints the best and median wall time per path and their ratio (target: perfci within 4× of
-scipy). ``--profile`` prints cProfile's top functions of one perfci comparison. ``--store-file``
+scipy). ``--floor`` adds what two parts of any comparison cost that keeps today's design,
+beside scipy: reading the baseline runs' stored arrays as they are (one query, each column
+decoded by ``np.frombuffer``, no grouping by series), and building the result's lines, one
+:class:`~perfci.core.model.MetricComparison` per metric from its own values (every output —
+the comment, the JSON document, the page — is made from them). Their sum is a floor under the
+full comparison: what it cannot go below without another shape for the data.
+
+``--profile`` prints cProfile's top functions of one perfci comparison. ``--store-file``
 keeps the SQLite store (filled once) so that the script of another checkout (the code before a
 change; a store of an older schema is upgraded) can be run in turn on the same data.
 """
@@ -29,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import dataclasses
 import os
 import platform
 import pstats
@@ -43,14 +51,21 @@ from pathlib import Path
 
 import numpy as np
 from scipy import stats
-from sqlalchemy import create_engine, text
+from sqlalchemy import Engine, bindparam, create_engine, text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from store_speed import DEFAULT_PG, analyze
 
-from perfci.core.model import Metric, MetricKind, Profile, RunContext
+from perfci.core.model import (
+    Metric,
+    MetricComparison,
+    MetricKind,
+    Profile,
+    RunComparison,
+    RunContext,
+)
 from perfci.core.settings import Settings
 from perfci.store import engines, migrate
 from perfci.store.queries import get_run
@@ -182,6 +197,31 @@ def _arrays(url: str, run_id: int) -> tuple[np.ndarray, np.ndarray]:
     return base, cand
 
 
+def _read_arrays(engine: Engine, run_ids: list[int]) -> Callable[[], object]:
+    """Reads the runs' ``run_arrays`` rows and decodes them, nothing more (``--floor``)."""
+    query = text("SELECT run_id, series_ids, value FROM run_arrays WHERE run_id IN :ids")
+    query = query.bindparams(bindparam("ids", expanding=True))
+
+    def read() -> object:
+        with engine.connect() as connection:
+            rows = connection.execute(query, {"ids": run_ids}).all()
+        if len(rows) != len(run_ids):
+            raise SystemExit("--floor needs the baseline stored as uploads do (--fill upload)")
+        return [
+            (np.frombuffer(series, dtype="<i4"), np.frombuffer(value, dtype="<f8"))
+            for _, series, value in rows
+        ]
+
+    return read
+
+
+def _build_lines(result: RunComparison) -> Callable[[], object]:
+    """Builds each of ``result``'s lines anew from its values (``--floor``)."""
+    names = [f.name for f in dataclasses.fields(MetricComparison)]
+    values = [tuple(getattr(m, name) for name in names) for m in result.metrics]
+    return lambda: [MetricComparison(*line) for line in values]
+
+
 def _scipy(base: np.ndarray, cand: np.ndarray) -> None:
     stats.mannwhitneyu(base, cand, axis=1, alternative="two-sided")
     stats.ttest_ind(np.log(base), np.log(cand), axis=1, equal_var=False)
@@ -220,18 +260,30 @@ def _one_size(kind: str, metrics: int, args: argparse.Namespace) -> None:
                 ids = choose_baseline(session, get_run(session, run_id)).run_ids
                 return run_samples_checked(session, [*ids, run_id])
 
+        with make() as session:
+            baseline_ids = choose_baseline(session, get_run(session, run_id)).run_ids
+        floor = (
+            {"arrays": _read_arrays(engine, baseline_ids), "lines": _build_lines(full())}
+            if args.floor
+            else {}
+        )
         try:
             full()  # warm: imports, caches, the database's pages
             _scipy(base, cand)  # warm: scipy's lazy set-up
+            for part in floor.values():
+                part()
             if args.profile:
                 profiler = cProfile.Profile()
                 profiler.runcall(full)
                 pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
             times: dict[str, list[float]] = {"perfci": [], "read": [], "scipy": []}
+            times.update({name: [] for name in floor})
             for _ in range(args.rounds):
                 times["perfci"].append(_timed(full))
                 times["read"].append(_timed(read))
                 times["scipy"].append(_timed(lambda: _scipy(base, cand)))
+                for name, part in floor.items():
+                    times[name].append(_timed(part))
         finally:
             engine.dispose()
     med = {k: statistics.median(v) for k, v in times.items()}
@@ -240,7 +292,13 @@ def _one_size(kind: str, metrics: int, args: argparse.Namespace) -> None:
         f"| {kind} | {metrics:,} × {args.baseline} runs × {args.repeats} repeats | "
         f"{min(times['perfci']):.3f} / {med['perfci']:.3f} | {med['read']:.3f} | "
         f"{min(times['scipy']):.3f} / {med['scipy']:.3f} | {ratio:.1f}× "
-        f"({'met' if ratio <= TARGET else 'NOT met'}) |",
+        f"({'met' if ratio <= TARGET else 'NOT met'}) |"
+        + (
+            f" {med['arrays']:.3f} + {med['lines']:.3f} | "
+            f"{(med['arrays'] + med['lines']) / med['scipy']:.1f}× |"
+            if floor
+            else ""
+        ),
         flush=True,
     )
 
@@ -253,6 +311,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also time reading the baseline's arrays as stored and building the result's "
+        "lines: a floor under any comparison of today's design",
+    )
     parser.add_argument(
         "--fill",
         choices=("upload", "ingest"),
@@ -271,10 +335,12 @@ def main(argv: list[str] | None = None) -> int:
         f"{platform.machine()}, Python {platform.python_version()}, numpy {np.__version__}; "
         f"wall seconds best / median of {args.rounds} interleaved rounds"
     )
+    floor = " floor: arrays read + lines, s | floor × scipy |" if args.floor else ""
     print(
         "| store | comparison | perfci (full) | of which store read | scipy MWU + Welch | ratio |"
+        + floor
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|" + "---|---|" * bool(floor))
     for metrics in (int(m) for m in args.metrics.split(",")):
         _one_size(args.store, metrics, args)
     return 0

@@ -101,12 +101,16 @@ def test_store_speed_compares_the_ingest_with_raw_copies_of_the_same_rows() -> N
 
 def test_compare_speed_reports_its_budget() -> None:
     out = _run(
-        "compare_speed.py", "--metrics", "200", "--baseline", "5", "--repeats", "3", "--rounds", "1"
+        "compare_speed.py",
+        *("--metrics", "200", "--baseline", "5", "--repeats", "3", "--rounds", "1", "--floor"),
     )
-    # One row per store: the full comparison, its store read, scipy on the same arrays, ratio.
+    # One row per store: the full comparison, its store read, scipy on the same arrays, ratio,
+    # and the floor's two parts (the arrays as stored, the result's lines) against scipy.
     rows = _table(out, "store")
     assert [row["comparison"] for row in rows] == ["200 × 5 runs × 3 repeats"], out
     assert re.fullmatch(r"[\d.]+× \((met|NOT met)\)", rows[0]["ratio"]), out
+    assert re.fullmatch(r"[\d.]+ \+ [\d.]+", rows[0]["floor: arrays read + lines, s"]), out
+    assert re.fullmatch(r"[\d.]+×", rows[0]["floor × scipy"]), out
 
 
 @pytest.mark.parametrize("store", ["sqlite", "postgres"])
