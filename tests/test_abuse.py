@@ -209,6 +209,104 @@ def test_a_key_part_holding_the_separator_is_refused_and_nothing_is_written(
     assert stored.created
 
 
+_NUL, _LONE = "\x00", "\ud800"  # what no store keeps in a text: NUL, half a surrogate pair
+
+
+@pytest.mark.parametrize(
+    ("repeat", "named"),
+    [
+        (_profiles(("p", [_kernel("ge" + _NUL + "mm")])), "kernel 'ge\\x00mm': it holds U+0000"),
+        (
+            _profiles(("p", [_kernel("gemm", scope="s" + _LONE)])),
+            "kernel 'gemm', scope 's\\ud800': it holds U+D800",
+        ),
+        (
+            _profiles(("rank" + _NUL, [_kernel("gemm")]), ("rank1", [_kernel("gemm")])),
+            "kernel 'gemm', profile 'rank\\x00': it holds U+0000",
+        ),
+        (
+            _profiles(("p", [Metric(MetricKind.MEASURE, "mem", unit="GiB" + _NUL, value=3.0)])),
+            "measure 'mem': its unit 'GiB\\x00' holds U+0000",
+        ),
+    ],
+    ids=["name", "scope", "label", "unit"],
+)
+def test_a_series_holding_text_no_store_keeps_is_refused_and_nothing_is_written(
+    session: Session, repeat: list[Profile], named: str
+) -> None:
+    """PostgreSQL keeps no NUL in a text (the write failed as a storage error, "as if the
+    database were down": a 503 from the service) and no driver encodes a lone surrogate,
+    which a JSON profile holds as an escape (a traceback on SQLite too). A series' name is
+    what its values are filed under: refused, on both stores alike, naming the series."""
+    with pytest.raises(ConfigError) as caught:
+        ingest_run(session, context=make_context(), benchmark="b", repeats=[repeat])
+    assert named in str(caught.value), caught.value
+    assert (_count(session, Run), _count(session, Sample)) == (0, 0)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "named"),
+    [
+        ("branch", "\udcff", "the run's branch '\\udcff' holds U+DCFF"),
+        ("project", "acme" + _NUL, "the run's project 'acme\\x00' holds U+0000"),
+        ("ci_url", "https://ci/" + _LONE, "the run's ci url 'https://ci/\\ud800' holds U+D800"),
+    ],
+    ids=["branch", "project", "ci_url"],
+)
+def test_a_run_named_with_text_no_store_keeps_is_refused_and_nothing_is_written(
+    session: Session, field: str, value: str, named: str
+) -> None:
+    """Bytes of another encoding in a command-line argument or an environment variable (a CI
+    branch name) reach Python as lone surrogates: the store's driver failed to encode them (a
+    traceback, "internal error in perfci")."""
+    context = dataclasses.replace(make_context(), **{field: value})
+    with pytest.raises(ConfigError) as caught:
+        ingest_run(session, context=context, benchmark="b", repeats=[_run({"k": 1e5})])
+    assert named in str(caught.value), caught.value
+    assert (_count(session, Run), _count(session, Sample)) == (0, 0)
+
+
+def test_a_profile_describing_itself_with_such_text_is_stored_with_it_marked(
+    session: Session,
+) -> None:
+    """A profile's metadata, file name, format and (one profile a repeat) label only describe
+    it: a corrupted Nsight Compute report whose host name read NUL + ".0.1" was answered 503
+    on PostgreSQL (benchmarks/service_fuzz.py). Each such character is stored as U+FFFD, keys
+    included, on both stores; an escaped backslash and an emoji stay as they were."""
+    profile = Profile(
+        label="l" + _NUL,
+        format="test",
+        source="rank" + "\udcff" + ".json",
+        metrics=[_kernel("gemm")],
+        metadata={"host": _NUL + ".0.1", "k" + _LONE: [_LONE, 1], "kept": "\\u0000 \U0001f600"},
+    )
+    stored = ingest_run(session, context=make_context(), benchmark="b", repeats=[[profile]])
+    row = session.execute(select(ProfileRow).where(ProfileRow.run_id == stored.run_id)).scalar_one()
+    assert (row.label, row.format, row.source) == ("l\ufffd", "test", "rank\ufffd.json")
+    assert row.meta == {
+        "host": "\ufffd.0.1",
+        "k\ufffd": ["\ufffd", 1],
+        "kept": "\\u0000 \U0001f600",
+    }
+
+
+def test_a_command_given_bytes_that_are_not_utf8_says_so(
+    capsys: pytest.CaptureFixture[str], migrated_url: str
+) -> None:
+    """Python reads an argument of another encoding as lone surrogates (here as they arrive
+    from ``perfci project create $'acme/m\\xff'``): the driver could not encode them, and the
+    command ended in a traceback and "internal error in perfci". Nothing is written."""
+    code, _, err = _cli(capsys, "project", "create", "acme/m\udcff", "--database-url", migrated_url)
+    assert code == 2, err
+    assert "is not UTF-8 text: it holds U+DCFF" in err and "Traceback" not in err
+    engine = engines.make_engine(migrated_url)
+    try:
+        with engine.connect() as connection:
+            assert connection.execute(text("SELECT count(*) FROM project")).scalar_one() == 0
+    finally:
+        engine.dispose()
+
+
 def test_a_bad_value_under_a_stored_runs_key_is_refused_as_bad(session: Session) -> None:
     """No row of a run whose key is stored already is written, so none is checked on its way:
     the run is checked whole, and the bad value is the answer rather than the conflict."""

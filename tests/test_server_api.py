@@ -305,6 +305,44 @@ def test_a_file_whose_metadata_holds_nan_is_stored_with_nulls(
     assert [cache["num_sharing"] for cache in stored["context"]["caches"]] == [1, 1, 1, None]
 
 
+def test_a_file_whose_metadata_holds_nul_is_stored_and_one_whose_names_do_is_refused(
+    server: ServerProcess, engine: Engine, project: str
+) -> None:
+    """PostgreSQL keeps neither NUL nor half of a surrogate pair in a JSON value: a corrupted
+    Nsight Compute report whose host name read NUL + ".0.1" was answered 503
+    ``database_unavailable`` (benchmarks/service_fuzz.py), as if the store were down. What
+    describes a profile is stored with U+FFFD in their place; a case named so is refused
+    (422, naming it), on both stores alike."""
+    token = make_token(engine, project)
+    text = (REPO / "tests/data/bench/google_benchmark_repetitions.json").read_text()
+    assert '"host_name": "vm"' in text and '"executable": "bm.py"' in text
+    text = text.replace('"host_name": "vm"', '"host_name": "\\u0000.0.1"', 1)
+    text = text.replace('"executable": "bm.py"', '"executable": "bm\\udcff.py"', 1)
+
+    def send(body: str) -> httpx.Response:
+        return httpx.post(
+            f"{server.url}/api/v1/projects/{project}/runs",
+            data={"meta": json.dumps({"benchmark": "gbench", "context": {"branch": "main"}})},
+            files=[("files", ("bm.json", body.encode(), "application/json"))],
+            headers=bearer(token),
+            timeout=scaled(60),
+        )
+
+    response = send(text)
+    assert response.status_code == 201, response.text
+    with engine.connect() as connection:
+        stored = connection.execute(
+            select(ProfileRow.meta).where(ProfileRow.run_id == response.json()["run_id"])
+        ).scalar_one()
+    assert (stored["context"]["host_name"], stored["context"]["executable"]) == (
+        "\ufffd.0.1",
+        "bm\ufffd.py",
+    )
+    refused = send(text.replace('"sort_list/64"', '"sort_list/\\ud800"'))
+    assert refused.status_code == 422, refused.text
+    assert "U+D800 (half of a surrogate pair)" in refused.json()["error"]["message"]
+
+
 def test_retry_with_the_same_idempotency_key_returns_the_same_run(
     server: ServerProcess, engine: Engine, project: str
 ) -> None:

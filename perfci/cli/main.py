@@ -246,14 +246,32 @@ def _run(args: list[str]) -> int:
         if not isinstance(exc, Terminated):  # main() says which signal stopped it
             _console.err_console.print("interrupted", markup=False)
         return 130
-    except Exception:  # noqa: BLE001 - a bug: show it, but never exit 1 ("regression")
-        traceback.print_exc()
+    except UnicodeEncodeError as exc:
+        if exc.reason != "surrogates not allowed":
+            return _internal_error()
+        # Bytes that are not UTF-8 in an argument or an environment variable (Python decodes
+        # them to lone surrogates) reach a database driver, which cannot encode them; the
+        # use case's transaction is rolled back. The ingest names the field itself.
         _console.err_console.print(
-            "internal error in perfci (the traceback above is a bug: please report it)",
+            f"error: a value given to perfci is not UTF-8 text: it holds "
+            f"U+{ord(exc.object[exc.start]):04X} (an argument or an environment variable "
+            f"with bytes of another encoding?), which perfci cannot store or look up",
             markup=False,
+            soft_wrap=True,
         )
         return 2
+    except Exception:  # noqa: BLE001 - a bug: show it, but never exit 1 ("regression")
+        return _internal_error()
     return result if isinstance(result, int) else 0
+
+
+def _internal_error() -> int:
+    traceback.print_exc()
+    _console.err_console.print(
+        "internal error in perfci (the traceback above is a bug: please report it)",
+        markup=False,
+    )
+    return 2
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from perfci.core.compat import UTC, parse_iso_datetime
 from perfci.core.errors import ConfigError, StorageError
 from perfci.core.fingerprint import fingerprint_hash
 from perfci.core.model import Profile, RunContext
+from perfci.core.storable import storable_text
 from perfci.store import _bulk, partitions
 from perfci.store.json_text import json_text
 from perfci.store.prepared import PreparedRun
@@ -306,13 +307,15 @@ def _insert_run(
 
 
 def _profile_rows(profiles: Iterable[tuple[int, Profile]]) -> list[dict[str, Any]]:
-    """The ``profile`` rows of a run's profiles, but for the run's id."""
+    """The ``profile`` rows of a run's profiles, but for the run's id. Their texts are what
+    every store keeps (:func:`~perfci.core.storable.storable_text`): a label that names no
+    series (one profile a repeat), the file and the format only describe the profile."""
     return [
         {
             "repeat": repeat,
-            "label": p.label[:255],
-            "format": p.format,
-            "source": p.source,
+            "label": storable_text(p.label[:255]),
+            "format": storable_text(p.format),
+            "source": storable_text(p.source),
             "steps": p.steps,
             "metadata": p.metadata,
         }

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from dataclasses import fields
 from datetime import datetime
 from pathlib import Path
 
 from perfci.core.allocation import no_cycle_collection
 from perfci.core.compat import UTC
-from perfci.core.errors import DatabaseFailure, KeyTaken, RunConflict
+from perfci.core.errors import ConfigError, DatabaseFailure, KeyTaken, RunConflict
 from perfci.core.model import KEY_SEPARATOR, Profile, RunContext
+from perfci.core.storable import unstorable
 from perfci.store.prepared import PreparedRun, RowCheck, cell_values
 from perfci.store.runs import IngestResult, storage_error, stored_run, write_run
 from perfci.store.work import Session, reading, unit_of_work
@@ -60,7 +62,9 @@ def ingest_run(
     Raises
     ------
     ConfigError
-        Empty repeats, or two profiles with the same label in one repeat.
+        Empty repeats, or two profiles with the same label in one repeat; a series' name,
+        scope, profile label or unit, or the run's project, benchmark, commit, branch or CI
+        fields holding text no store keeps (:mod:`perfci.core.storable`).
     InvalidValue
         A value is not finite, is negative, or overflows; nothing was written.
     RunConflict
@@ -101,6 +105,7 @@ def ingest_prepared(
     (:func:`checks_while_written`) checking its sample rows as they are written. Where no row
     is written (the run's key is stored already) the run is then checked whole before the
     stored run is answered, so a bad run is refused either way."""
+    _check_names(context, benchmark, idempotency_key)
     key = idempotency_key or run_key(context, prepared)
     try:
         with unit_of_work(session):
@@ -133,6 +138,29 @@ def ingest_prepared(
     if check_rows is not None and not result.created:
         check_values(prepared)  # no row was written, so none was checked
     return result
+
+
+def _check_names(context: RunContext, benchmark: str, idempotency_key: str | None) -> None:
+    """Refuse a run whose project, benchmark, commit, branch or CI fields hold text no store
+    keeps (:mod:`perfci.core.storable`): a command-line argument or an environment variable
+    that is not UTF-8 arrives as lone surrogates, which neither store's driver can encode
+    (a traceback, before), and PostgreSQL refuses NUL (a storage error, as if the database
+    were down). The environment only describes the runner: its JSON keeps such text marked.
+    """
+    named = {"project": context.project, "benchmark": benchmark}
+    named.update(
+        (field.name, value)
+        for field in fields(RunContext)
+        if isinstance(value := getattr(context, field.name), str) and field.name != "project"
+    )
+    named["idempotency key"] = idempotency_key or ""
+    for what, text in named.items():
+        bad = unstorable(text)
+        if bad is not None:
+            raise ConfigError(
+                f"the run's {what.replace('_', ' ')} {text!r} holds {bad}, which perfci cannot "
+                "store"
+            )
 
 
 def parse_and_ingest(

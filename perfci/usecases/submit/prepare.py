@@ -19,6 +19,7 @@ from perfci.analysis.values import compared_value
 from perfci.core.errors import ConfigError, InvalidValue
 from perfci.core.limits import MAX_VALUE
 from perfci.core.model import KEY_SEPARATOR, Metric, MetricKind, Profile, SeriesParts
+from perfci.core.storable import unstorable
 from perfci.store.prepared import Cell, PreparedRun, RowCheck, SampleRow, cell_values
 
 
@@ -30,7 +31,8 @@ def prepare_run(repeats: Sequence[Sequence[Profile]]) -> PreparedRun:
     ------
     ConfigError
         No repeats, an empty repeat, two profiles labelled alike in one repeat, or a metric's
-        name, scope or profile label holding :data:`~perfci.core.model.KEY_SEPARATOR`.
+        name, scope or profile label holding :data:`~perfci.core.model.KEY_SEPARATOR`, or
+        one of those or its unit holding NUL or a lone surrogate.
     """
     if not repeats:
         raise ConfigError("a run needs at least one repeat")
@@ -63,22 +65,48 @@ def prepare_run(repeats: Sequence[Sequence[Profile]]) -> PreparedRun:
 
 
 def _check_key_parts(cells: dict[SeriesParts, list[Cell]]) -> None:
-    """Refuse a series whose key holds the separator its parts are digested with: it could
-    digest like another series of the run (a database error at the write) or of its
-    benchmark's history (its values filed under that series). One scan of all the keys'
-    text: a 10,000-kernel run's check costs well under a millisecond."""
-    if KEY_SEPARATOR not in "".join(chain.from_iterable(cells)):
+    """Refuse a series whose key or unit holds what no series may: one scan of all the keys'
+    text (a 10,000-kernel run's check costs well under a millisecond).
+
+    - The separator its parts are digested with: it could digest like another series of the
+      run (a database error at the write) or of its benchmark's history (its values filed
+      under that series).
+    - NUL or half of a surrogate pair, which no store keeps in a text (PostgreSQL refused the
+      write; SQLite's driver cannot encode a lone surrogate, which a JSON profile can hold as
+      an escape). Unlike a profile's metadata (:mod:`perfci.store.json_text`), a series' name
+      is what its values are filed under: it is not rewritten.
+    """
+    keys = "".join(chain.from_iterable(cells))
+    units = "".join(cell[0][1].unit for cell in cells.values())  # the unit a new series keeps
+    if KEY_SEPARATOR in keys:
+        raise ConfigError(
+            f"{_series_named(next(p for p in cells if any(KEY_SEPARATOR in x for x in p)))}: "
+            "holds the control character U+001F (unit separator), which perfci keeps to "
+            "separate a series' name from its scope and profile label; remove it and upload "
+            "again"
+        )
+    if unstorable(keys) is None and unstorable(units) is None:
         return
-    parts = next(p for p in cells if any(KEY_SEPARATOR in part for part in p))
+    parts, unit = next(
+        (parts, cell[0][1].unit)
+        for parts, cell in cells.items()
+        if unstorable("".join(parts)) or unstorable(cell[0][1].unit)
+    )
+    bad = unstorable("".join(parts))
+    where = "it" if bad else f"its unit {unit!r}"
+    raise ConfigError(
+        f"{_series_named(parts)}: {where} holds {bad or unstorable(unit)}, which perfci "
+        "cannot store; the profile is damaged or was not written as text"
+    )
+
+
+def _series_named(parts: SeriesParts) -> str:
+    """A series by its kind and name, with its scope and profile label where it has them."""
     kind, _, scope, section, name = parts
     where = "".join(
         f", {what} {value!r}" for what, value in (("scope", scope), ("profile", section)) if value
     )
-    raise ConfigError(
-        f"{kind} {name!r}{where}: holds the control character U+001F (unit separator), which "
-        "perfci keeps to separate a series' name from its scope and profile label; remove it "
-        "and upload again"
-    )
+    return f"{kind} {name!r}{where}"
 
 
 def _nothing_to_store(profiles: Sequence[tuple[int, Profile]]) -> str:
