@@ -10,7 +10,8 @@ few files); this script explores further, for as long as it is given. Each input
 corpus file of ``../shared`` (gzip inflated first and deflated again after) changed one to
 three times: a number replaced by another (``nan``, ``inf``, ``1e309``, ``-1``, the largest
 float, an integer beyond 64 bits, an empty string...) once or many times, bytes flipped, a
-line repeated, removed or swapped with another, the file cut short, or a token inserted.
+line repeated, removed or swapped with another, the file cut short, a token inserted, or
+text no store keeps (NUL, a lone surrogate, raw or as a JSON escape) put just inside a quote.
 ``registry.parse_file`` must return profiles whose numbers are all finite, or raise
 ``ParseError`` / ``UnknownFormatError`` with a message; anything else is a finding.
 
@@ -67,7 +68,13 @@ _TOKENS = (
     b"}",
     b"null",
     b"true",
+    b"\\u0000",
+    b"\\ud800",
 )
+#: Inserted just inside a quoted text (a JSON string, a CSV field): what no store keeps in a
+#: text, raw or as a JSON escape, and bytes that are not UTF-8 (a corrupted Nsight Compute
+#: report's NUL in its host name was answered 503 by the service on PostgreSQL).
+_IN_TEXT = (b"\x00", b"\\u0000", b"\\ud800", b"\\udcff", b"\xff", b"\xed\xa0\x80")
 #: Numbers looked for in the first this many bytes only (a regex over megabytes each time is
 #: most of the campaign's time otherwise).
 _SEARCHED = 200_000
@@ -127,6 +134,15 @@ def _insert_token(data: bytes, rng: random.Random) -> bytes:
     return data[:at] + rng.choice(_TOKENS) + data[at:]
 
 
+def _into_text(data: bytes, rng: random.Random) -> bytes:
+    """One of :data:`_IN_TEXT` after the first quote from a random place on (else the first)."""
+    quote = data.find(b'"', rng.randrange(len(data)))
+    quote = data.find(b'"') if quote < 0 else quote
+    if quote < 0:
+        return _insert_token(data, rng)
+    return data[: quote + 1] + rng.choice(_IN_TEXT) + data[quote + 1 :]
+
+
 MUTATIONS: tuple[Callable[[bytes, random.Random], bytes], ...] = (
     _replace_number,
     _replace_numbers,
@@ -136,6 +152,7 @@ MUTATIONS: tuple[Callable[[bytes, random.Random], bytes], ...] = (
     _swap_lines,
     _cut,
     _insert_token,
+    _into_text,
 )
 
 
