@@ -77,7 +77,8 @@ def _check_key_parts(cells: dict[SeriesParts, list[Cell]]) -> None:
       is what its values are filed under: it is not rewritten.
     """
     keys = "".join(chain.from_iterable(cells))
-    units = "".join(cell[0][1].unit for cell in cells.values())  # the unit a new series keeps
+    # The unit a new series keeps: its first metric's.
+    units = "".join(map(_UNIT, map(_METRIC, map(_FIRST, cells.values()))))
     if KEY_SEPARATOR in keys:
         raise ConfigError(
             f"{_series_named(next(p for p in cells if any(KEY_SEPARATOR in x for x in p)))}: "
@@ -98,6 +99,9 @@ def _check_key_parts(cells: dict[SeriesParts, list[Cell]]) -> None:
         f"{_series_named(parts)}: {where} holds {bad or unstorable(unit)}, which perfci "
         "cannot store; the profile is damaged or was not written as text"
     )
+
+
+_FIRST, _METRIC, _UNIT = operator.itemgetter(0), operator.itemgetter(1), operator.attrgetter("unit")
 
 
 def _series_named(parts: SeriesParts) -> str:
