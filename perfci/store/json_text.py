@@ -37,24 +37,8 @@ def json_text(value: Any) -> str:
     NUL or lone surrogate as U+FFFD."""
     try:
         text = json.dumps(value, allow_nan=False)
-    except ValueError:  # a NaN or an infinity somewhere (the rare case: a second pass)
-        value = finite_json(value)
-        text = json.dumps(value, allow_nan=False)
-    if _SUSPECT.search(text) is None:
+    except ValueError:  # a NaN or an infinity somewhere (the rare case: one walk, below)
+        text = None
+    if text is not None and _SUSPECT.search(text) is None:
         return text
-    return json.dumps(_storable(value), allow_nan=False)
-
-
-def _storable(value: Any) -> Any:
-    """``value`` (JSON-ready) with every string, keys included, made :func:`storable_text`
-    (walked as :func:`~perfci.core.json_finite.finite_json` walks it)."""
-    if isinstance(value, str):
-        return storable_text(value)
-    if isinstance(value, dict):
-        return {
-            storable_text(key) if isinstance(key, str) else key: _storable(item)
-            for key, item in value.items()
-        }
-    if isinstance(value, list | tuple):
-        return [_storable(item) for item in value]
-    return value
+    return json.dumps(finite_json(value, strings=storable_text), allow_nan=False)

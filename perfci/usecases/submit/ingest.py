@@ -147,13 +147,12 @@ def _check_names(context: RunContext, benchmark: str, idempotency_key: str | Non
     (a traceback, before), and PostgreSQL refuses NUL (a storage error, as if the database
     were down). The environment only describes the runner: its JSON keeps such text marked.
     """
-    named = {"project": context.project, "benchmark": benchmark}
-    named.update(
-        (field.name, value)
+    named = {
+        field.name: value
         for field in fields(RunContext)
-        if isinstance(value := getattr(context, field.name), str) and field.name != "project"
-    )
-    named["idempotency key"] = idempotency_key or ""
+        if isinstance(value := getattr(context, field.name), str)
+    }
+    named.update({"benchmark": benchmark, "idempotency key": idempotency_key or ""})
     for what, text in named.items():
         bad = unstorable(text)
         if bad is not None:

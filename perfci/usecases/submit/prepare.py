@@ -88,17 +88,16 @@ def _check_key_parts(cells: dict[SeriesParts, list[Cell]]) -> None:
         )
     if unstorable(keys) is None and unstorable(units) is None:
         return
-    parts, unit = next(
-        (parts, cell[0][1].unit)
-        for parts, cell in cells.items()
-        if unstorable("".join(parts)) or unstorable(cell[0][1].unit)
-    )
-    bad = unstorable("".join(parts))
-    where = "it" if bad else f"its unit {unit!r}"
-    raise ConfigError(
-        f"{_series_named(parts)}: {where} holds {bad or unstorable(unit)}, which perfci "
-        "cannot store; the profile is damaged or was not written as text"
-    )
+    for parts, cell in cells.items():  # the slow path: name the first
+        unit = cell[0][1].unit
+        where, bad = "it", unstorable("".join(parts))
+        if bad is None:
+            where, bad = f"its unit {unit!r}", unstorable(unit)
+        if bad is not None:
+            raise ConfigError(
+                f"{_series_named(parts)}: {where} holds {bad}, which perfci cannot store; the "
+                "profile is damaged or was not written as text"
+            )
 
 
 _FIRST, _METRIC, _UNIT = operator.itemgetter(0), operator.itemgetter(1), operator.attrgetter("unit")
